@@ -1,0 +1,145 @@
+"""Benchmark catalogs: ``data/<bench>.toml``.
+
+A benchmark is a catalog plus, at most, an ingestor.  The catalog says, per run
+folder, which agent it is (scaffold x model), its native format, where its labels
+are, its split, and its price; and, for the benchmark, where the tasks and the
+public outcome history are.  Nothing about a benchmark is hard-coded elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import CatalogError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_ROOT = REPO_ROOT.parent / "shared" / "data"
+
+
+def data_root(explicit: str | Path | None = None) -> Path:
+    """--data-root, else $EARLYEVAL_DATA, else ../shared/data next to the repo."""
+    if explicit:
+        return Path(explicit).resolve()
+    env = os.environ.get("EARLYEVAL_DATA")
+    if env:
+        return Path(env).resolve()
+    return DEFAULT_DATA_ROOT
+
+
+@dataclass
+class LabelSpec:
+    format: str  # sb-cli | instance-reports | harness-lists | resolved-list | openhands-md | inline | csv-summary
+    path: str  # glob relative to the run folder
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunSpec:
+    """One run folder (or file set) of one agent."""
+
+    name: str  # unique key in the catalog, the run folder's name by default
+    folder: str  # relative to the data root
+    agent: str
+    scaffold: str
+    model: str
+    format: str
+    split: str = ""
+    glob: str = "**/*"
+    labels: list[LabelSpec] = field(default_factory=list)
+    public_submissions: list[str] = field(default_factory=list)
+    small: bool = False  # too small to be a held-out agent on its own
+    price: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Catalog:
+    bench: str
+    path: Path
+    runs: list[RunSpec]
+    tasks: list[dict[str, Any]] = field(default_factory=list)  # [{format, path, split}]
+    priors: dict[str, Any] = field(default_factory=dict)  # {format, path}
+    families: list[str] = field(default_factory=lambda: ["behaviour", "text"])
+    settings: dict[str, Any] = field(default_factory=dict)  # min_steps, holdout_min_runs, ...
+
+    def run(self, name: str) -> RunSpec:
+        for r in self.runs:
+            if r.name == name or r.agent == name:
+                return r
+        raise KeyError(name)
+
+    @property
+    def agents(self) -> list[str]:
+        seen: list[str] = []
+        for r in self.runs:
+            if r.agent not in seen:
+                seen.append(r.agent)
+        return seen
+
+
+def catalog_path(bench: str) -> Path:
+    return REPO_ROOT / "data" / f"{bench}.toml"
+
+
+def load_catalog(bench_or_path: str | Path) -> Catalog:
+    p = Path(bench_or_path)
+    if not p.suffix:
+        p = catalog_path(str(bench_or_path))
+    if not p.exists():
+        raise CatalogError(str(p), "<file>", "no such catalog; a benchmark is declared in data/<bench>.toml")
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogError(str(p), "<toml>", str(e)) from e
+    bench = raw.get("bench")
+    if not isinstance(bench, str):
+        raise CatalogError(str(p), "bench", "missing or not a string")
+    defaults = raw.get("defaults", {})
+    runs = []
+    for i, r in enumerate(raw.get("runs", [])):
+        r = {**defaults, **r}
+        for key in ("folder", "agent", "format"):
+            if key not in r:
+                raise CatalogError(str(p), f"runs[{i}].{key}", "missing")
+        labels = r.get("labels", [])
+        if isinstance(labels, dict):
+            labels = [labels]
+        lspecs = []
+        for j, l in enumerate(labels):
+            if "format" not in l:
+                raise CatalogError(str(p), f"runs[{i}].labels[{j}].format", "missing")
+            lspecs.append(LabelSpec(format=l["format"], path=l.get("path", ""), options={k: v for k, v in l.items() if k not in ("format", "path")}))
+        known = {"name", "folder", "agent", "scaffold", "model", "format", "split", "glob", "labels", "public_submissions", "small", "price"}
+        runs.append(
+            RunSpec(
+                name=r.get("name") or Path(r["folder"]).name,
+                folder=r["folder"],
+                agent=r["agent"],
+                scaffold=r.get("scaffold", r["agent"]),
+                model=r.get("model", ""),
+                format=r["format"],
+                split=r.get("split", ""),
+                glob=r.get("glob", "**/*"),
+                labels=lspecs,
+                public_submissions=list(r.get("public_submissions", [])),
+                small=bool(r.get("small", False)),
+                price=dict(r.get("price", {})),
+                options={k: v for k, v in r.items() if k not in known},
+            )
+        )
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):
+        raise CatalogError(str(p), "runs[].name", "run names must be unique")
+    return Catalog(
+        bench=bench,
+        path=p,
+        runs=runs,
+        tasks=list(raw.get("tasks", [])),
+        priors=dict(raw.get("priors", {})),
+        families=list(raw.get("families", ["behaviour", "text"])),
+        settings=dict(raw.get("settings", {})),
+    )

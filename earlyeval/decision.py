@@ -1,0 +1,31 @@
+"""What the Monitor tells an agent loop after each step."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal["success", "failure"]
+
+
+@dataclass
+class Decision:
+    halt: bool  # stop the run now
+    outcome: Outcome | None  # predicted outcome when halting, else None
+    p_success: float | None  # calibrated P(success); None when prediction failed (fail-open)
+    p_failure: float | None
+    reason: str  # human-readable: probabilities vs thresholds, or the error that was swallowed
+    step_index: int = -1
+    thresholds: dict[str, float] = field(default_factory=dict)
+    top_features: list[tuple[str, float]] = field(default_factory=list)  # (name, contribution)
+    budget: dict[str, Any] | None = None  # remaining-budget intervals and P(feasible), when the model has them
+
+    @classmethod
+    def proceed(cls, reason: str, step_index: int = -1) -> "Decision":
+        """The fail-open decision: continue the run."""
+        return cls(halt=False, outcome=None, p_success=None, p_failure=None, reason=reason, step_index=step_index)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["top_features"] = [list(x) for x in self.top_features]
+        return d

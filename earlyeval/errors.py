@@ -1,0 +1,36 @@
+"""One exception type per failure family, each naming the file and field at fault."""
+
+from __future__ import annotations
+
+
+class EarlyEvalError(Exception):
+    """Base class for errors earlyeval raises on purpose."""
+
+
+class IngestError(EarlyEvalError):
+    """A native run file could not be turned into a Trajectory."""
+
+    def __init__(self, file: str, field: str, reason: str):
+        self.file = str(file)
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{self.file}: field '{field}': {reason}")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"file": self.file, "field": self.field, "reason": self.reason}
+
+
+class CatalogError(EarlyEvalError):
+    """A benchmark catalog (data/<bench>.toml) is missing or malformed."""
+
+    def __init__(self, file: str, field: str, reason: str):
+        self.file, self.field, self.reason = str(file), field, reason
+        super().__init__(f"{self.file}: field '{field}': {reason}")
+
+
+class ModelDirError(EarlyEvalError):
+    """A model directory is missing, truncated, tampered with or of another version."""
+
+    def __init__(self, path: str, field: str, reason: str):
+        self.path, self.field, self.reason = str(path), field, reason
+        super().__init__(f"{self.path}: '{field}': {reason}")

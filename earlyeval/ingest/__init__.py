@@ -1,0 +1,175 @@
+"""Ingest: native run folders -> normalized trajectories + an ingest report.
+
+One small module per native format registers itself in ``FORMATS``.  A format
+module exposes::
+
+    FORMAT: str                                   # the catalog's ``format`` value
+    def parse(path, spec) -> Iterator[Trajectory | IngestError]
+
+``parse`` reads one file (or one trial folder) and yields trajectories with
+``outcome=None`` unless the format carries its own label (tau2, Toolathlon,
+ATIF); run-level label files are applied here.  A bad file is reported with its
+reason and the rest of the batch goes on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterable, Iterator
+
+from ..catalog import Catalog, RunSpec, data_root
+from ..errors import IngestError
+from ..trajectory import Trajectory
+from .labels import LabelSet, read_labels
+
+log = logging.getLogger(__name__)
+
+# format name -> module path; modules are imported lazily so a broken optional
+# ingestor cannot stop the others.
+FORMAT_MODULES: dict[str, str] = {
+    "mini-swe-agent-v1": "earlyeval.ingest.mini_swe_agent",
+    "openhands-completions": "earlyeval.ingest.openhands_completions",
+    "openhands-events": "earlyeval.ingest.openhands_events",
+    "swe-agent-traj": "earlyeval.ingest.swe_agent",
+    "coder-traj": "earlyeval.ingest.coder",
+    "moatless-transitions": "earlyeval.ingest.moatless",
+    "moatless-steps": "earlyeval.ingest.moatless",
+    "tau2": "earlyeval.ingest.tau2",
+    "toolathlon": "earlyeval.ingest.toolathlon",
+    "atif": "earlyeval.ingest.atif",
+    "terminalbench-log": "earlyeval.ingest.terminalbench",
+}
+
+
+def format_module(fmt: str) -> ModuleType:
+    if fmt not in FORMAT_MODULES:
+        raise IngestError("<catalog>", "format", f"unknown format '{fmt}' (known: {', '.join(sorted(FORMAT_MODULES))})")
+    return importlib.import_module(FORMAT_MODULES[fmt])
+
+
+@dataclass
+class RunReport:
+    run: str
+    agent: str
+    format: str
+    folder: str
+    files_read: int = 0
+    trajectories: int = 0
+    resolved: int = 0
+    unresolved: int = 0
+    not_in_label_list: int = 0  # counted as unresolved (SWE-bench convention), listed here
+    unlabelled: int = 0  # no label at all: outcome None, unusable for training
+    label_sources: list[str] = field(default_factory=list)
+    label_crosscheck: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    not_in_label_list_ids: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
+    """Files (or trial folders) of the run, in a stable order."""
+    mod = format_module(spec.format)
+    if hasattr(mod, "discover"):
+        return list(mod.discover(run_dir, spec))
+    return sorted(p for p in run_dir.glob(spec.glob) if p.is_file())
+
+
+def parse_files(paths: Iterable[Path], spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]:
+    mod = format_module(spec.format)
+    for p in paths:
+        try:
+            for item in mod.parse(p, spec, bench):
+                yield item
+        except IngestError as e:
+            yield e
+        except Exception as e:  # a bug or an unforeseen layout: name the file, go on
+            log.exception("unexpected error reading %s", p)
+            yield IngestError(str(p), "<parse>", f"{type(e).__name__}: {e}")
+
+
+def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None) -> tuple[list[Trajectory], RunReport]:
+    run_dir = root / spec.folder
+    rep = RunReport(run=spec.name, agent=spec.agent, format=spec.format, folder=spec.folder)
+    if not run_dir.exists():
+        rep.skipped.append({"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"})
+        return [], rep
+    paths = discover(run_dir, spec)
+    rep.files_read = len(paths)
+
+    label_sets: list[LabelSet] = []
+    for ls_spec in spec.labels:
+        if ls_spec.format == "inline":
+            continue
+        try:
+            label_sets.append(read_labels(run_dir, ls_spec))
+            rep.label_sources.append(f"{ls_spec.format}: {label_sets[-1].source}")
+        except IngestError as e:
+            rep.skipped.append(e.to_dict())
+    if spec.labels and spec.labels[0].format != "inline" and not label_sets:
+        log.warning("%s: no label file could be read; its trajectories are unlabelled", spec.name)
+
+    trajs: list[Trajectory] = []
+    seen: dict[str, str] = {}
+    for item in parse_files(paths, spec, bench):
+        if progress is not None:
+            progress.update(1)
+        if isinstance(item, IngestError):
+            rep.skipped.append(item.to_dict())
+            continue
+        t = item
+        if not t.steps:
+            rep.skipped.append({"file": t.meta.get("source_file", "?"), "field": "steps", "reason": "empty trajectory: no agent steps"})
+            continue
+        if t.run_id in seen:
+            rep.skipped.append({"file": t.meta.get("source_file", "?"), "field": "run_id", "reason": f"duplicate of {seen[t.run_id]}"})
+            continue
+        seen[t.run_id] = t.meta.get("source_file", "?")
+        if label_sets:
+            primary = label_sets[0]
+            y, listed = primary.outcome(t.task_id)
+            t.outcome = y
+            if not listed:
+                rep.not_in_label_list += 1
+                rep.not_in_label_list_ids.append(t.task_id)
+        trajs.append(t)
+
+    # cross-check secondary label sources against the primary one
+    if len(label_sets) > 1:
+        ids = [t.task_id for t in trajs]
+        for other in label_sets[1:]:
+            disagree = sorted(i for i in ids if (i in label_sets[0].resolved) != (i in other.resolved))
+            rep.label_crosscheck.append({"source": other.source, "disagreements": len(disagree), "ids": disagree[:20]})
+
+    for t in trajs:
+        if t.outcome is None:
+            rep.unlabelled += 1
+        elif t.outcome == 1:
+            rep.resolved += 1
+        else:
+            rep.unresolved += 1
+    rep.trajectories = len(trajs)
+    return trajs, rep
+
+
+def ingest_catalog(cat: Catalog, root: Path | None = None, show_progress: bool = True, runs: list[str] | None = None) -> tuple[list[Trajectory], list[RunReport]]:
+    from tqdm.auto import tqdm
+
+    root = data_root(root)
+    all_trajs: list[Trajectory] = []
+    reports: list[RunReport] = []
+    specs = [r for r in cat.runs if runs is None or r.name in runs or r.agent in runs]
+    for spec in specs:
+        run_dir = root / spec.folder
+        total = len(discover(run_dir, spec)) if run_dir.exists() else 0
+        with tqdm(total=total, desc=f"ingest {spec.name[:40]}", disable=not show_progress, leave=False) as bar:
+            trajs, rep = ingest_run(spec, cat.bench, root, progress=bar)
+        all_trajs.extend(trajs)
+        reports.append(rep)
+        log.info("%s: %d trajectories (%d resolved), %d skipped", spec.name, rep.trajectories, rep.resolved, len(rep.skipped))
+    return all_trajs, reports

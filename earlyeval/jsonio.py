@@ -1,0 +1,81 @@
+"""Reading native files: ``x.json`` and ``x.json.gz`` alike, with named errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .errors import IngestError
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text, transparently gunzipped when it ends in .gz."""
+    p = Path(path)
+    try:
+        if p.suffix == ".gz":
+            with gzip.open(p, "rt", encoding="utf-8") as f:
+                return f.read()
+        return p.read_text(encoding="utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as e:  # truncated gzip, unreadable bytes
+        raise IngestError(str(p), "<file>", f"cannot read: {e}") from e
+
+
+def load_json(path: str | Path) -> Any:
+    """Strict JSON; a parse failure names the file and the position."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise IngestError(str(path), "<json>", f"invalid JSON at line {e.lineno} col {e.colno}: {e.msg}") from e
+
+
+_TRAILING_COMMA = re.compile(r",(\s*[\]}])")
+
+
+def load_json_trailing_commas(path: str | Path) -> Any:
+    """JSON that is valid except for trailing commas before ] or } (CodeR's results.json).
+
+    Only that one quirk is repaired: any other syntax error still raises.
+    """
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return json.loads(_TRAILING_COMMA.sub(r"\1", text))
+    except json.JSONDecodeError as e:
+        raise IngestError(str(path), "<json>", f"invalid JSON even after removing trailing commas: line {e.lineno}: {e.msg}") from e
+
+
+def load_jsonl(path: str | Path) -> list[Any]:
+    out = []
+    for i, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise IngestError(str(path), f"<line {i}>", f"invalid JSON: {e.msg}") from e
+    return out
+
+
+def strip_gz(name: str) -> str:
+    return name[:-3] if name.endswith(".gz") else name
+
+
+def require(obj: Any, key: str, typ: type | tuple[type, ...], file: str | Path, where: str = "") -> Any:
+    """obj[key], checked for presence and type, else an IngestError naming the field."""
+    field = f"{where}.{key}" if where else key
+    if not isinstance(obj, dict):
+        raise IngestError(str(file), where or "<root>", f"expected an object, got {type(obj).__name__}")
+    if key not in obj:
+        raise IngestError(str(file), field, "missing")
+    v = obj[key]
+    if not isinstance(v, typ):
+        names = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise IngestError(str(file), field, f"expected {names}, got {type(v).__name__}")
+    return v

@@ -1,0 +1,322 @@
+"""The one data model every ingestor yields and every later stage reads.
+
+A ``Trajectory`` is one agent run on one task; a ``Step`` is one assistant turn
+with the action(s) it took and the observation that answered it.  What exactly
+one step is in a native format is decided (and documented) by that format's
+ingestor; everything downstream sees only these records.
+
+Unknown is unknown: token counts, costs and error flags the format does not
+carry are ``None``, never 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Literal
+
+Kind = Literal["edit", "test", "search", "view", "submit", "other"]
+KINDS: tuple[str, ...] = ("edit", "test", "search", "view", "submit", "other")
+
+
+@dataclass
+class Action:
+    """One tool call or shell command inside a step."""
+
+    tool: str  # "bash", "str_replace_editor", "search_code", a tau2 API name, ...
+    text: str  # the command line, or the arguments rendered as text
+    kind: str = "other"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Step:
+    index: int
+    action: str  # all actions of the turn, one per line (or the final answer)
+    kind: str  # primary kind of the turn (see ``primary_kind``)
+    thought: str = ""
+    observation: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cost_usd: float | None = None
+    error: bool | None = None
+    actions: list[Action] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Step":
+        acts = [a if isinstance(a, Action) else Action(**a) for a in (d.get("actions") or [])]
+        return cls(
+            index=int(d["index"]),
+            action=d.get("action") or "",
+            kind=d.get("kind") or "other",
+            thought=d.get("thought") or "",
+            observation=d.get("observation") or "",
+            input_tokens=_opt_int(d.get("input_tokens")),
+            output_tokens=_opt_int(d.get("output_tokens")),
+            cached_tokens=_opt_int(d.get("cached_tokens")),
+            cost_usd=_opt_float(d.get("cost_usd")),
+            error=None if d.get("error") is None else bool(d.get("error")),
+            actions=acts,
+        )
+
+
+@dataclass
+class Task:
+    task_id: str
+    prompt: str = ""
+    gold_patch: str | None = None
+    test_patch: str | None = None
+    fail_to_pass: list[str] | None = None
+    pass_to_pass: list[str] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Task":
+        return cls(
+            task_id=d["task_id"],
+            prompt=d.get("prompt") or "",
+            gold_patch=d.get("gold_patch"),
+            test_patch=d.get("test_patch"),
+            fail_to_pass=_opt_list(d.get("fail_to_pass")),
+            pass_to_pass=_opt_list(d.get("pass_to_pass")),
+            meta=dict(d.get("meta") or {}),
+        )
+
+
+@dataclass
+class Trajectory:
+    run_id: str
+    agent: str
+    bench: str
+    task_id: str
+    steps: list[Step]
+    outcome: int | None  # 1 resolved, 0 not, None unlabelled
+    meta: dict[str, Any] = field(default_factory=dict)  # model, scaffold, source_file, ...
+    prompt: str = ""  # the task as the agent saw it (first user message), may be empty
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "agent": self.agent,
+            "bench": self.bench,
+            "task_id": self.task_id,
+            "outcome": self.outcome,
+            "prompt": self.prompt,
+            "meta": self.meta,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trajectory":
+        meta = d.get("meta") or {}
+        if isinstance(meta, str):
+            meta = json.loads(meta)
+        outcome = d.get("outcome")
+        return cls(
+            run_id=d["run_id"],
+            agent=d["agent"],
+            bench=d["bench"],
+            task_id=d["task_id"],
+            steps=[s if isinstance(s, Step) else Step.from_dict(s) for s in d.get("steps") or []],
+            outcome=None if outcome is None or outcome != outcome else int(outcome),
+            meta=dict(meta),
+            prompt=d.get("prompt") or "",
+        )
+
+
+def _opt_int(v: Any) -> int | None:
+    if v is None:
+        return None
+    try:
+        if v != v:  # NaN from a columnar store
+            return None
+    except TypeError:
+        pass
+    return int(v)
+
+
+def _opt_float(v: Any) -> float | None:
+    if v is None:
+        return None
+    f = float(v)
+    return None if f != f else f
+
+
+def _opt_list(v: Any) -> list[str] | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        v = json.loads(v)
+    return [str(x) for x in v]
+
+
+# --------------------------------------------------------------------------
+# Format-independent action taxonomy.
+#
+# Every ingestor calls ``classify_action(tool, text)`` so that "edit", "test",
+# ... mean the same in every format.  Order matters: a command that both
+# searches and runs tests (``pytest -k foo | grep``) is a test.
+# --------------------------------------------------------------------------
+
+_SUBMIT_RE = re.compile(
+    r"(^|\b)(submit|finish|complete_task_and_submit_final_output|mini_swe_agent_final_output|task_complete|done)\b",
+    re.I,
+)
+_TEST_RE = re.compile(
+    r"\b(pytest|py\.test|unittest|runtests\.py|tox|nosetests|manage\.py\s+test|bin/test|make\s+test|"
+    r"npm\s+test|go\s+test|cargo\s+test|python[0-9.]*\s+(-m\s+)?\S*(test|reproduc|repro|check|verify|debug)\S*)",
+    re.I,
+)
+_EDIT_RE = re.compile(
+    r"(\bsed\s+-i|\bperl\s+-[a-z]*i|\bpatch\b\s|\bgit\s+apply|\bcat\s+(>|<<)|>\s*[\w./-]+\.\w+\s*<<|"
+    r"\bcat\s+<<.*>\s*\S|\btee\b|\bed\s|^edit\s|\bcreate\s|\bstr_replace\b|\binsert\b|\bappend\b|"
+    r"\bwrite_file\b|\bapply_change|\brequest_for_change|\bedit_file|\bfile_editor\b.*(create|str_replace|insert)|"
+    r"\bmv\s|\brm\s|\bcp\s|\bmkdir\s|\btouch\s|>>?\s*[\w./-]+\.(py|txt|cfg|toml|ini|rst|md|json|yaml|yml)\b)",
+    re.I | re.M,
+)
+_SEARCH_RE = re.compile(
+    r"(\bgrep\b|\brg\b|\bag\s|\bfind\b|\bfind_file\b|\bsearch_dir\b|\bsearch_file\b|\bsearch_code\b|"
+    r"\bfind_class\b|\bfind_function\b|\bsemantic_search\b|\bsearch\w*|\bls\b|\btree\b|\blocate\b|\bgit\s+(log|grep))",
+    re.I,
+)
+_VIEW_RE = re.compile(
+    r"(\bcat\b|\bhead\b|\btail\b|\bsed\s+-n|\bnl\b|\bless\b|\bmore\b|\bopen\b|\bgoto\b|\bscroll_(up|down)\b|"
+    r"\bview\b|\bread\w*|\bget_\w+|\blist_\w+|\bshow\b|\bgit\s+(diff|show|status)|\bawk\b|\bwc\b)",
+    re.I,
+)
+
+# tool names that decide the kind on their own, whatever the arguments
+_TOOL_KIND: dict[str, str] = {
+    "submit": "submit",
+    "finish": "submit",
+    "reject": "submit",
+    "done": "submit",
+    "local-claim_done": "submit",
+    "search_code": "search",
+    "find_class": "search",
+    "find_function": "search",
+    "find_code_snippet": "search",
+    "semantic_search": "search",
+    "search": "search",
+    "identify": "view",
+    "view_code": "view",
+    "request_more_context": "view",
+    "add_code_to_context": "view",
+    "requestmorecontext": "view",
+    "apply_change": "edit",
+    "request_for_change": "edit",
+    "requestcodechange": "edit",
+    "edit": "edit",
+    "create": "edit",
+}
+
+# tool-name verbs for API-style tools (tau2, Toolathlon, MCP)
+_API_WRITE = re.compile(r"(^|[_\-])(update|create|modify|cancel|book|write|edit|delete|remove|add|set|send|exchange|return|transfer|toggle|enable|disable|reset|make|post|put|insert|apply|upload|move|rename|grant|refund)", re.I)
+_API_READ = re.compile(r"(^|[_\-])(get|list|find|search|read|query|fetch|lookup|check|describe|show|view|calculate|think)", re.I)
+
+
+def classify_action(tool: str, text: str) -> str:
+    """Map one action to the edit/test/search/view/submit/other taxonomy."""
+    t = (tool or "").strip().lower()
+    body = text or ""
+    if t in _TOOL_KIND:
+        return _TOOL_KIND[t]
+    if t in {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_file", "editor"}:
+        sub = body.split(None, 1)[0].lower() if body.strip() else ""
+        if sub in {"create", "str_replace", "insert", "undo_edit", "write"}:
+            return "edit"
+        return "view"
+    if t in {"bash", "execute_bash", "shell", "cmd", "run", "terminal", "execute_command", "ipython", "execute_ipython_cell", ""}:
+        return _classify_shell(body)
+    # API-style tools: decide by the verb in the tool name
+    if _SUBMIT_RE.search(t):
+        return "submit"
+    if _API_WRITE.search(t):
+        return "edit"
+    if _API_READ.search(t):
+        return "search" if re.search(r"search|find|query|lookup", t) else "view"
+    return _classify_shell(body) if body else "other"
+
+
+def _classify_shell(cmd: str) -> str:
+    c = cmd.strip()
+    if not c:
+        return "other"
+    first = c.splitlines()[0] if c else ""
+    if re.search(r"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT", c) or re.match(r"^\s*(submit|finish)\b", first, re.I):
+        return "submit"
+    if re.match(r"^\s*git\s+(checkout|restore|stash)\b", first):
+        return "edit"  # reverting the working tree is an edit of the diff
+    if _TEST_RE.search(c):
+        return "test"
+    if _EDIT_RE.search(c):
+        return "edit"
+    if _SEARCH_RE.search(first):
+        return "search"
+    if _VIEW_RE.search(first):
+        return "view"
+    if re.match(r"^\s*python[0-9.]*\s", first):
+        return "test"  # running a script is the agent checking behaviour
+    return "other"
+
+
+_KIND_PRIORITY = {"submit": 0, "edit": 1, "test": 2, "search": 3, "view": 4, "other": 5}
+
+
+def primary_kind(kinds: Iterable[str]) -> str:
+    """The kind of a multi-action turn: the most consequential of its actions."""
+    ks = list(kinds)
+    if not ks:
+        return "other"
+    return min(ks, key=lambda k: _KIND_PRIORITY.get(k, 9))
+
+
+def make_step(
+    index: int,
+    actions: list[Action],
+    *,
+    thought: str = "",
+    observation: str = "",
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    cached_tokens: int | None = None,
+    cost_usd: float | None = None,
+    error: bool | None = None,
+    final_answer: str | None = None,
+) -> Step:
+    """Build a Step with kinds filled in by the shared taxonomy."""
+    for a in actions:
+        if not a.kind or a.kind == "other":
+            a.kind = classify_action(a.tool, a.text)
+    text = "\n".join(a.text if a.tool in ("bash", "") else f"{a.tool} {a.text}".strip() for a in actions)
+    if not actions and final_answer:
+        text = final_answer
+    kind = primary_kind(a.kind for a in actions) if actions else "other"
+    return Step(
+        index=index,
+        action=text,
+        kind=kind,
+        thought=thought or "",
+        observation=observation or "",
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+        cost_usd=cost_usd,
+        error=error,
+        actions=actions,
+    )

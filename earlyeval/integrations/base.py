@@ -1,0 +1,252 @@
+"""Framework-free pieces shared by every agent-loop integration.
+
+* ``StepMonitor`` -- the protocol an adapter needs from a monitor
+  (``earlyeval.Monitor`` satisfies it; tests use small scripted fakes).
+* ``HaltedRun`` -- the record of a run that the monitor ended early.
+* ``EarlyStopper`` -- the one place that calls ``monitor.observe``: it numbers
+  the steps, never lets a monitor error reach the agent (fail-open, logged),
+  keeps the per-step probabilities, and says whether and how to stop.
+  Every framework adapter in this package is a thin wrapper around it, and a
+  hand-written loop can use it directly::
+
+      from earlyeval import Monitor
+      from earlyeval.integrations import EarlyStopper
+
+      stopper = EarlyStopper(Monitor.load("models/swe-v1"))
+      stopper.start(task={"task_id": "django-1234", "prompt": issue_text})
+      while True:
+          thought, command = my_llm(history)
+          output, returncode = my_shell(command)
+          d = stopper.after_step(
+              action=command, observation=output, thought=thought,
+              error=returncode != 0, input_tokens=usage.prompt, output_tokens=usage.completion,
+          )
+          if d.halt:  # stopper.halted.exit_status is "PredictedFailure" / "PredictedSuccess"
+              save(result=stopper.halted.to_dict())
+              break
+          if command == "submit":
+              break
+
+Steps are built with :func:`earlyeval.trajectory.make_step`, so the
+edit/test/search/view/submit taxonomy is the same one the training data used.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Protocol, runtime_checkable
+
+from ..decision import Decision
+from ..trajectory import Action, Step, Task, make_step
+
+log = logging.getLogger("earlyeval.integrations")
+
+PREDICTED_FAILURE = "PredictedFailure"
+PREDICTED_SUCCESS = "PredictedSuccess"
+
+
+@runtime_checkable
+class StepMonitor(Protocol):
+    """What an integration needs from a monitor (``earlyeval.Monitor`` has it)."""
+
+    def start(self, task: Task | dict | None = None, run_id: str | None = None) -> None: ...
+
+    def observe(self, step: Step) -> Decision: ...
+
+
+def exit_status_for(decision: Decision) -> str:
+    """``PredictedSuccess`` when the monitor halts predicting success, else ``PredictedFailure``."""
+    return PREDICTED_SUCCESS if decision.outcome == "success" else PREDICTED_FAILURE
+
+
+@dataclass
+class HaltedRun:
+    """A run the monitor ended: what was predicted, when, and why."""
+
+    exit_status: str  # PredictedFailure | PredictedSuccess
+    outcome: str | None
+    step_index: int  # index of the step after which the run was halted
+    n_steps: int  # steps observed so far (step_index + 1 when indices start at 0)
+    p_success: float | None
+    p_failure: float | None
+    reason: str
+    decision: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_decision(cls, decision: Decision, n_steps: int) -> "HaltedRun":
+        if decision.outcome not in ("success", "failure"):
+            log.warning("monitor halted with outcome=%r; recording it as a predicted failure", decision.outcome)
+        return cls(
+            exit_status=exit_status_for(decision),
+            outcome=decision.outcome,
+            step_index=decision.step_index,
+            n_steps=n_steps,
+            p_success=decision.p_success,
+            p_failure=decision.p_failure,
+            reason=decision.reason,
+            decision=_decision_dict(decision),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def message(self) -> str:
+        """One line for logs and exit messages."""
+        return (
+            f"earlyeval halted the run after step {self.step_index}: {self.exit_status} "
+            f"(p_success={_fmt(self.p_success)}, p_failure={_fmt(self.p_failure)}): {self.reason}"
+        )
+
+
+class EarlyStopper:
+    """Feeds steps to a monitor, fail-open, and remembers what it said.
+
+    ``observe(step)`` (or ``after_step(...)``, which builds the Step) returns the
+    monitor's Decision; an exception from the monitor, or a result that is not a
+    Decision, is logged and turned into a "continue" Decision, so the agent never
+    crashes because of the monitor.  After the first Decision with ``halt=True``,
+    ``halted`` holds a :class:`HaltedRun`.
+    """
+
+    def __init__(self, monitor: StepMonitor, *, logger: logging.Logger | None = None):
+        self.monitor = monitor
+        self.log = logger or log
+        self.decisions: list[Decision] = []
+        self.halted: HaltedRun | None = None
+        self.errors: list[str] = []
+        self.n_steps = 0
+
+    # ------------------------------------------------------------------ run
+    def start(self, task: Task | dict | None = None, run_id: str | None = None) -> None:
+        """Begin a new run: resets the step counter and tells the monitor (fail-open)."""
+        self.decisions = []
+        self.halted = None
+        self.errors = []
+        self.n_steps = 0
+        try:
+            self.monitor.start(task=task, run_id=run_id)
+        except Exception as e:  # the monitor must never take the agent down
+            self.note_error(f"monitor.start failed: {e!r}")
+
+    @property
+    def next_index(self) -> int:
+        return self.n_steps
+
+    @property
+    def last(self) -> Decision | None:
+        return self.decisions[-1] if self.decisions else None
+
+    # ---------------------------------------------------------------- steps
+    def observe(self, step: Step) -> Decision:
+        """Score one finished step; never raises."""
+        self.n_steps += 1
+        try:
+            d = self.monitor.observe(step)
+            if not isinstance(d, Decision):
+                raise TypeError(f"monitor.observe returned {type(d).__name__}, not Decision")
+        except Exception as e:
+            msg = f"monitor.observe failed at step {step.index}: {e!r}"
+            self.note_error(msg)
+            d = Decision.proceed(f"fail-open: {msg}", step_index=step.index)
+        if d.step_index < 0:
+            d.step_index = step.index
+        self.decisions.append(d)
+        if d.halt and self.halted is None:
+            self.halted = HaltedRun.from_decision(d, self.n_steps)
+            self.log.info("%s", self.halted.message())
+        return d
+
+    def after_step(
+        self,
+        *,
+        action: str = "",
+        observation: str = "",
+        thought: str = "",
+        tool: str = "bash",
+        actions: Iterable[Action | tuple[str, str]] | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cached_tokens: int | None = None,
+        cost_usd: float | None = None,
+        error: bool | None = None,
+        final_answer: str | None = None,
+    ) -> Decision:
+        """Build the Step of one finished turn (shared taxonomy) and score it.
+
+        Give either one ``action`` run with ``tool`` (a shell command by default)
+        or several ``actions`` as ``Action``s or ``(tool, text)`` pairs.  A turn
+        with no action (a final answer, or a reply the scaffold rejected) is
+        ``action=""``; pass ``error=True`` for a rejected one.
+        """
+        try:
+            acts = _actions(action, tool, actions)
+            step = make_step(
+                self.next_index,
+                acts,
+                thought=thought,
+                observation=observation,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cached_tokens=cached_tokens,
+                cost_usd=cost_usd,
+                error=error,
+                final_answer=final_answer,
+            )
+        except Exception as e:  # bad input from the caller's loop: do not stop the agent for it
+            msg = f"could not build step {self.next_index}: {e!r}"
+            self.note_error(msg)
+            return Decision.proceed(f"fail-open: {msg}", step_index=self.next_index)
+        return self.observe(step)
+
+    # -------------------------------------------------------------- records
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready record for a trajectory file: the halt (if any), last decision, per-step probabilities."""
+        last = self.last
+        return {
+            "exit_status": self.halted.exit_status if self.halted else None,
+            "halted": self.halted is not None,
+            "halt": self.halted.to_dict() if self.halted else None,
+            "n_steps_observed": self.n_steps,
+            "last_decision": _decision_dict(last) if last is not None else None,
+            "history": [
+                {"step": d.step_index, "p_success": d.p_success, "p_failure": d.p_failure, "halt": d.halt}
+                for d in self.decisions
+            ],
+            "errors": list(self.errors),
+        }
+
+    def note_error(self, msg: str) -> None:
+        self.errors.append(msg)
+        self.log.warning("earlyeval (continuing the run): %s", msg, exc_info=True)
+
+
+def _actions(action: str, tool: str, actions: Iterable[Action | tuple[str, str]] | None) -> list[Action]:
+    out: list[Action] = []
+    if actions is not None:
+        for a in actions:
+            out.append(a if isinstance(a, Action) else Action(tool=str(a[0]), text=str(a[1])))
+    elif action:
+        out.append(Action(tool=tool or "", text=action))
+    return out
+
+
+def _decision_dict(d: Decision) -> dict[str, Any]:
+    try:
+        return d.to_dict()
+    except Exception:  # a Decision with unserialisable extras must not break saving
+        return {"halt": d.halt, "outcome": d.outcome, "p_success": d.p_success, "p_failure": d.p_failure, "reason": str(d.reason)}
+
+
+def _fmt(p: float | None) -> str:
+    return "n/a" if p is None else f"{p:.3f}"
+
+
+__all__ = [
+    "PREDICTED_FAILURE",
+    "PREDICTED_SUCCESS",
+    "EarlyStopper",
+    "HaltedRun",
+    "StepMonitor",
+    "exit_status_for",
+]

@@ -1,0 +1,220 @@
+"""mini-swe-agent end to end, offline: the package's own DeterministicModel and LocalEnvironment.
+
+Runs against whichever mini-swe-agent is installed (2.x is what ``pip install
+mini-swe-agent`` gives today; 1.x was checked in a throwaway venv, see
+docs/integrations.md).  Skipped when the package is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
+os.environ.setdefault("MSWEA_COST_TRACKING", "ignore_errors")
+
+pytest.importorskip("minisweagent")
+
+from minisweagent.environments.local import LocalEnvironment  # noqa: E402
+from minisweagent.models.test_models import DeterministicModel  # noqa: E402
+
+from _integration_fakes import ScriptedMonitor  # noqa: E402
+from earlyeval.integrations.mini_swe_agent import (  # noqa: E402
+    MINI_SWE_AGENT_V2,
+    EarlyStopAgent,
+    PredictedFailure,
+    steps_from_new_messages,
+)
+
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat fix.txt"
+
+
+def _out(thought: str, cmd: str):
+    """One scripted model reply in the installed version's format."""
+    if MINI_SWE_AGENT_V2:
+        from minisweagent.models.test_models import make_output
+
+        return make_output(f"THOUGHT: {thought}\n\n```mswea_bash_command\n{cmd}\n```", [{"command": cmd}], cost=0.0)
+    return f"THOUGHT: {thought}\n\n```bash\n{cmd}\n```"
+
+
+def _agent(tmp_path, outputs, monitor, **kw):
+    model = DeterministicModel(outputs=outputs, **({} if MINI_SWE_AGENT_V2 else {"cost_per_call": 0.0}))
+    env = LocalEnvironment(cwd=str(tmp_path))
+    cfg = dict(cost_limit=0, step_limit=0)
+    if MINI_SWE_AGENT_V2:
+        cfg.update(
+            system_template="You are a test agent.",
+            instance_template="Task: {{task}}",
+            output_path=tmp_path / "run.traj.json",
+        )
+    else:  # the observation format of 1.x's shipped config/default.yaml (the dataclass default has no return code)
+        cfg.update(action_observation_template="<returncode>{{output.returncode}}</returncode>\n<output>\n{{output.output}}</output>")
+    cfg.update(kw)
+    return EarlyStopAgent(model, env, monitor=monitor, run_id="demo__demo-1", **cfg)
+
+
+def _run(agent, task: str = "fix the bug"):
+    """Run and return (exit_status, saved trajectory dict), whatever the version."""
+    if MINI_SWE_AGENT_V2:
+        result = agent.run(task)
+        saved = json.loads(agent.config.output_path.read_text())
+        assert result["exit_status"] == saved["info"]["exit_status"]
+        return result["exit_status"], saved, result
+    from minisweagent.run.utils.save import save_traj
+
+    exit_status, message = agent.run(task)
+    path = agent.env.config.cwd + "/run.traj.json"
+    from pathlib import Path
+
+    save_traj(agent, Path(path), exit_status=exit_status, result=message, extra_info=agent.earlyeval_info(), print_path=False)
+    return exit_status, json.loads(Path(path).read_text()), {"exit_status": exit_status, "message": message}
+
+
+FAILING = [
+    ("look around", "ls -la"),
+    ("read the module", "cat mod.py"),
+    ("reproduce", "python repro.py"),
+    ("try a fix", "sed -i 's/a/b/' mod.py"),
+    ("reproduce again", "python repro.py"),
+    ("give up", SUBMIT),
+]
+
+
+def _setup_repo(tmp_path):
+    (tmp_path / "mod.py").write_text("a = 1\n")
+    (tmp_path / "repro.py").write_text("import sys\nprint('still broken')\nsys.exit(1)\n")
+    (tmp_path / "fix.txt").write_text("diff --git a/mod.py b/mod.py\n")
+
+
+def test_failing_run_is_halted_and_saved_with_probabilities(tmp_path):
+    _setup_repo(tmp_path)
+    mon = ScriptedMonitor(halt_at=2, outcome="failure")
+    agent = _agent(tmp_path, [_out(t, c) for t, c in FAILING], mon)
+    exit_status, saved, _ = _run(agent)
+
+    assert exit_status == "PredictedFailure"
+    # halted after the 3rd step, before the 4th model call and before any edit ran
+    assert [s.index for s in mon.steps] == [0, 1, 2]
+    assert [s.kind for s in mon.steps] == ["search", "view", "test"]
+    assert mon.steps[2].action == "python repro.py"
+    assert mon.steps[2].error is True  # repro.py exits 1
+    assert "still broken" in mon.steps[2].observation
+    assert mon.steps[0].error is False
+    assert agent.model.current_index == 2  # 3 model calls, the 4th was never made
+    assert (tmp_path / "mod.py").read_text() == "a = 1\n"
+    assert mon.starts == [(mon.starts[0][0], "demo__demo-1")]
+    assert mon.starts[0][0].prompt == "fix the bug"
+
+    info = saved["info"]
+    assert info["exit_status"] == "PredictedFailure"
+    ee = info["earlyeval"]
+    assert ee["halted"] is True and ee["exit_status"] == "PredictedFailure"
+    assert ee["halt"]["p_failure"] == pytest.approx(0.4)
+    assert ee["halt"]["p_success"] == pytest.approx(0.6)
+    assert ee["halt"]["step_index"] == 2 and ee["halt"]["outcome"] == "failure"
+    assert "scripted: step 2" in ee["halt"]["reason"]
+    assert [h["p_failure"] for h in ee["history"]] == pytest.approx([0.2, 0.3, 0.4])
+    if MINI_SWE_AGENT_V2:
+        last = saved["messages"][-1]
+        assert last["role"] == "exit"
+        assert last["extra"]["exit_status"] == "PredictedFailure"
+        assert last["extra"]["earlyeval"]["p_failure"] == pytest.approx(0.4)
+        assert last["extra"]["earlyeval"]["decision"]["thresholds"] == {"failure": 0.4, "success": 0.9}
+    else:
+        assert "p_failure=0.400" in saved["info"]["submission"]
+
+
+def test_predicted_success_exit_status(tmp_path):
+    _setup_repo(tmp_path)
+    mon = ScriptedMonitor(halt_at=1, outcome="success")
+    agent = _agent(tmp_path, [_out(t, c) for t, c in FAILING], mon)
+    exit_status, saved, _ = _run(agent)
+    assert exit_status == "PredictedSuccess"
+    assert saved["info"]["earlyeval"]["halt"]["p_success"] == pytest.approx(0.8)
+    assert len(mon.steps) == 2
+
+
+def test_successful_run_is_not_halted_and_submits(tmp_path):
+    _setup_repo(tmp_path)
+    mon = ScriptedMonitor(halt_at=None)
+    outputs = [
+        _out("look", "ls"),
+        _out("fix it", "echo 'a = 2' > mod.py"),
+        _out("check", "python -c 'import mod; assert mod.a == 2'"),
+        _out("done", SUBMIT),
+    ]
+    agent = _agent(tmp_path, outputs, mon)
+    exit_status, saved, result = _run(agent)
+
+    assert exit_status == "Submitted"
+    assert "diff --git a/mod.py" in (result.get("submission") or result.get("message") or "")
+    assert [s.kind for s in mon.steps] == ["search", "edit", "test"]  # the submitting turn ends the run unscored
+    assert [s.error for s in mon.steps] == [False, False, False]
+    ee = saved["info"]["earlyeval"]
+    assert ee["halted"] is False and ee["halt"] is None and ee["exit_status"] is None
+    assert len(ee["history"]) == 3 and ee["last_decision"]["halt"] is False
+    assert (tmp_path / "mod.py").read_text().strip() == "a = 2"
+
+
+def test_monitor_errors_never_stop_the_agent(tmp_path):
+    _setup_repo(tmp_path)
+    mon = ScriptedMonitor(raise_in_observe=True)
+    outputs = [_out("look", "ls"), _out("check", "python repro.py"), _out("done", SUBMIT)]
+    agent = _agent(tmp_path, outputs, mon)
+    exit_status, saved, _ = _run(agent)
+    assert exit_status == "Submitted"
+    ee = saved["info"]["earlyeval"]
+    assert len(ee["errors"]) == 2 and "scripted monitor failure" in ee["errors"][0]
+    assert ee["halted"] is False
+
+
+@pytest.mark.skipif(not MINI_SWE_AGENT_V2, reason="2.x FormatError flow")
+def test_format_error_turn_is_a_rejected_step(tmp_path):
+    from minisweagent.exceptions import FormatError
+
+    class FormatErrorOnSecondCall(DeterministicModel):
+        """The package's model, except that its 2nd reply fails to parse (as LitellmModel raises it)."""
+
+        def query(self, messages, **kwargs):
+            if self.current_index == 0:
+                self.current_index += 1
+                raise FormatError({"role": "user", "content": "Expected exactly 1 action, found 0.",
+                                   "extra": {"interrupt_type": "FormatError", "model_response": "THOUGHT: hmm"}})
+            return super().query(messages, **kwargs)
+
+    _setup_repo(tmp_path)
+    outputs = [_out("look", "ls"), _out("unused", "true"), _out("done", SUBMIT)]
+    mon = ScriptedMonitor(halt_at=1)
+    agent = _agent(tmp_path, outputs, mon)
+    agent.model = FormatErrorOnSecondCall(outputs=outputs)
+    exit_status, saved, _ = _run(agent)
+    assert exit_status == "PredictedFailure"
+    assert mon.steps[1].actions == [] and mon.steps[1].error is True
+    assert mon.steps[1].thought == "hmm"
+    assert "Expected exactly 1 action" in mon.steps[1].observation
+
+
+def test_steps_from_new_messages_v1_text_format():
+    msgs = [
+        {"role": "assistant", "content": "THOUGHT: run tests\n\n```bash\npytest -q tests/test_x.py\n```",
+         "extra": {"response": {"usage": {"prompt_tokens": 100, "completion_tokens": 7, "cost": 0.01}}}},
+        {"role": "user", "content": "<returncode>1</returncode>\n<output>\n1 failed\n</output>"},
+        {"role": "assistant", "content": "no block here"},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks."},
+    ]
+    steps = steps_from_new_messages(msgs, first_index=5)
+    assert [s.index for s in steps] == [5, 6]
+    assert steps[0].kind == "test" and steps[0].error is True and steps[0].thought == "run tests"
+    assert (steps[0].input_tokens, steps[0].output_tokens, steps[0].cost_usd) == (100, 7, 0.01)
+    assert steps[1].actions == [] and steps[1].error is True
+
+
+def test_halt_exception_is_the_packages_own_flow_exception():
+    if MINI_SWE_AGENT_V2:
+        from minisweagent.exceptions import InterruptAgentFlow as Base
+    else:
+        from minisweagent.agents.default import TerminatingException as Base
+    assert issubclass(PredictedFailure, Base)

@@ -130,6 +130,16 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None) -> t
             rep.skipped.append({"file": t.meta.get("source_file", "?"), "field": "run_id", "reason": f"duplicate of {seen[t.run_id]}"})
             continue
         seen[t.run_id] = t.meta.get("source_file", "?")
+        # run-level identity from the catalog, the same for every format
+        t.meta.setdefault("scaffold", spec.scaffold)
+        t.meta.setdefault("model", spec.model)
+        t.meta["split"] = t.meta.get("split") or spec.split
+        t.meta["run"] = spec.name
+        t.meta["public_submissions"] = list(spec.public_submissions)
+        if spec.options.get("prior_match"):
+            t.meta["prior_match"] = list(spec.options["prior_match"])
+        if spec.small:
+            t.meta["small"] = True
         if label_sets:
             primary = label_sets[0]
             y, listed = primary.outcome(t.task_id)

@@ -1,0 +1,94 @@
+"""Loading a benchmark for modelling: labelled trajectories, tasks, contexts and
+the fold-independent feature blocks of every prefix, computed once.
+
+Families that learn nothing from labels or text (behaviour, gold, prior) are the
+same in every fold, so their prefix rows are computed once here; the text family
+is fitted per fold by ``evaluate``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .catalog import Catalog, data_root, load_catalog
+from .features import Featurizer, PriorTable, RunContext, build_family
+from .prefixes import prefix_table
+from .store import bench_dir, read_tasks, read_trajectories
+from .trajectory import Task, Trajectory
+
+log = logging.getLogger(__name__)
+FOLD_FREE = ("behaviour", "gold", "prior")
+
+
+@dataclass
+class Dataset:
+    bench: str
+    catalog: Catalog
+    trajs: list[Trajectory]  # labelled only
+    tasks: dict[str, Task]
+    contexts: list[RunContext]
+    prefixes: pd.DataFrame  # every prefix t = 1..T-1 of every labelled run with T >= 2
+    blocks: dict[str, np.ndarray] = field(default_factory=dict)  # family -> rows aligned with `prefixes`
+    block_names: dict[str, list[str]] = field(default_factory=dict)
+    prior_table: PriorTable | None = None
+
+    @property
+    def agents(self) -> list[str]:
+        return list(dict.fromkeys(t.agent for t in self.trajs))
+
+    def runs_of(self, agents: set[str]) -> np.ndarray:
+        return np.asarray([i for i, t in enumerate(self.trajs) if t.agent in agents], dtype=np.int64)
+
+    def n_runs(self, agent: str) -> int:
+        return sum(1 for t in self.trajs if t.agent == agent)
+
+    def is_small(self, agent: str) -> bool:
+        for t in self.trajs:
+            if t.agent == agent:
+                return bool(t.meta.get("small", False))
+        return False
+
+
+def load_dataset(bench: str, families: list[str], root: Path | None = None, progress: bool = True,
+                 trajs: list[Trajectory] | None = None, tasks: dict[str, Task] | None = None) -> Dataset:
+    """Read the ingested benchmark (``earlyeval ingest`` output) and featurize the fold-free families."""
+    cat = load_catalog(bench)
+    if trajs is None:
+        path = bench_dir(bench) / "trajectories.parquet"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: run `earlyeval ingest --bench {bench}` first")
+        trajs = read_trajectories(path)
+    if tasks is None:
+        tasks = read_tasks(bench_dir(bench) / "tasks.parquet")
+    trajs = [t for t in trajs if t.outcome is not None]
+    prior_table = None
+    if "prior" in families and cat.priors.get("path"):
+        prior_table = PriorTable.load(data_root(root) / cat.priors["path"])
+    contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
+    prefixes = prefix_table(trajs, min_steps=2)
+    ds = Dataset(bench, cat, trajs, tasks, contexts, prefixes, prior_table=prior_table)
+    for fam in families:
+        if fam in FOLD_FREE:
+            fz = Featurizer([build_family(fam, prior_table=prior_table)])
+            ds.blocks[fam] = fz.prefix_matrix(trajs, contexts, progress=progress, desc=f"features: {fam}")
+            ds.block_names[fam] = fz.names
+    return ds
+
+
+def write_feature_table(ds: Dataset, path: Path) -> Path:
+    """The fold-free prefix features as parquet (for inspection and reuse)."""
+    df = ds.prefixes.copy()
+    df["run_id"] = [ds.trajs[i].run_id for i in df["run"]]
+    for fam, X in ds.blocks.items():
+        for j, n in enumerate(ds.block_names[fam]):
+            df[n] = X[:, j]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(path, index=False)
+    (path.with_suffix(".json")).write_text(json.dumps({"families": list(ds.blocks), "rows": len(df)}, indent=1))
+    return path

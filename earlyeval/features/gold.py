@@ -1,0 +1,231 @@
+"""Reference-solution features: how far the agent has converged to the gold patch.
+
+Only for benchmarks whose tasks carry a gold patch (SWE-bench).  The gold patch
+and tests are reference metadata about the task, like a grader's key: they are
+compared with what the agent did, never shown as if the agent produced them.
+For a task without a gold patch every value is NaN; a catalog without the
+``gold`` family simply does not list it.
+
+Parsing uses unidiff.  Matching is deliberately format-independent: it looks at
+the files, identifiers and lines that appear in the agent's actions (and in any
+``git diff`` it printed), so it works for bash agents, editor tools and Moatless
+alike.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from ..trajectory import Step
+from .base import RunContext, StatelessFamily
+from .signals import edit_targets, identifiers, normalize_path, path_matches, paths_in
+
+NAN = float("nan")
+_MIN_LINE = 8  # shorter lines ("return x", "}") match by accident
+
+
+def _norm_line(s: str) -> str:
+    return re.sub(r"\s+", " ", s.strip())
+
+
+@dataclass
+class GoldPatch:
+    files: list[str]
+    hunks: dict[str, list[tuple[int, int]]]
+    added_lines: set[str]
+    removed_lines: set[str]
+    added_idents: set[str]
+    symbols: set[str]
+    test_files: list[str]
+    f2p_names: set[str]
+    n_hunks: int
+    n_added: int
+    n_removed: int
+
+    @classmethod
+    def parse(cls, gold: str, test_patch: str | None, fail_to_pass: list[str] | None) -> "GoldPatch":
+        files, hunks, added, removed, idents, symbols = [], {}, set(), set(), set(), set()
+        n_h = n_a = n_r = 0
+        for pf in _patchset(gold):
+            path = normalize_path(pf.path)
+            files.append(path)
+            hunks[path] = []
+            for h in pf:
+                n_h += 1
+                hunks[path].append((h.source_start, h.source_start + max(h.source_length, 1) - 1))
+                for m in re.finditer(r"(?:def|class)\s+([A-Za-z_]\w*)", h.section_header or ""):
+                    symbols.add(m.group(1))
+                for line in h:
+                    text = line.value.rstrip("\n")
+                    if line.is_added:
+                        n_a += 1
+                        if len(text.strip()) >= _MIN_LINE:
+                            added.add(_norm_line(text))
+                        idents |= identifiers(text)
+                        for m in re.finditer(r"(?:def|class)\s+([A-Za-z_]\w*)", text):
+                            symbols.add(m.group(1))
+                    elif line.is_removed:
+                        n_r += 1
+                        if len(text.strip()) >= _MIN_LINE:
+                            removed.add(_norm_line(text))
+        test_files = [normalize_path(pf.path) for pf in _patchset(test_patch or "")]
+        f2p = set()
+        for name in fail_to_pass or []:
+            # "tests/x.py::TestA::test_b", "test_b (module.Class)", "test_b"
+            base = re.split(r"[\s(\[]", name.split("::")[-1])[0]
+            if len(base) >= 4:
+                f2p.add(base)
+        return cls(files, hunks, added, removed, idents, symbols, test_files, f2p, n_h, n_a, n_r)
+
+
+def _patchset(text: str) -> list:
+    if not text or not text.strip():
+        return []
+    try:
+        return list(PatchSet(text))
+    except (UnidiffParseError, ValueError):
+        return []
+
+
+class GoldState:
+    __slots__ = ("gold", "t", "mentioned", "surfaced", "edited", "edited_other", "symbols_mentioned", "symbols_edited",
+                 "edit_idents", "edit_idents_all", "removed_hit", "added_hit", "first_gold_edit", "f2p_run", "test_file_seen",
+                 "diff_files", "diff_added_hit", "diff_seen", "hunk_hit")
+
+    def __init__(self, gold: GoldPatch | None) -> None:
+        self.gold = gold
+        self.t = 0
+        self.mentioned: set[str] = set()
+        self.surfaced: set[str] = set()
+        self.edited: set[str] = set()
+        self.edited_other: set[str] = set()
+        self.symbols_mentioned: set[str] = set()
+        self.symbols_edited: set[str] = set()
+        self.edit_idents: set[str] = set()
+        self.edit_idents_all: set[str] = set()
+        self.removed_hit: set[str] = set()
+        self.added_hit: set[str] = set()
+        self.first_gold_edit = -1
+        self.f2p_run = -1
+        self.test_file_seen = 0
+        self.diff_files: float = NAN
+        self.diff_added_hit: float = NAN
+        self.diff_seen = -1
+        self.hunk_hit: set[tuple[str, int]] = set()
+
+
+def _gold_files_in(paths: list[str], gold_files: list[str]) -> set[str]:
+    return {g for g in gold_files for p in paths if path_matches(p, g)}
+
+
+_LINE_EDIT = re.compile(r"(?:sed\s+-i[^'\"]*['\"](\d+)(?:,(\d+))?|^edit\s+(\d+):(\d+)|insert_line[\"']?\s*[:=]\s*(\d+)|view_range[^\d]*(\d+)\s*,\s*(\d+))", re.M)
+
+
+class GoldFamily(StatelessFamily):
+    name: ClassVar[str] = "gold"
+
+    _names: ClassVar[list[str]] = [
+        "gold_n_files", "gold_n_hunks", "gold_log_lines",
+        "gold_files_mentioned", "gold_files_surfaced", "gold_files_edited", "edited_precision",
+        "gold_symbols_mentioned", "gold_symbols_edited", "gold_idents_recall", "gold_idents_jaccard",
+        "gold_removed_lines_touched", "gold_added_lines_written", "edits_in_gold_hunks",
+        "since_first_gold_edit", "f2p_tests_run", "since_f2p_run", "test_patch_file_seen",
+        "diff_gold_files", "diff_gold_added", "since_diff_seen",
+    ]
+
+    def __init__(self) -> None:
+        self._cache: dict[str, GoldPatch | None] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._names)
+
+    def _gold_of(self, ctx: RunContext) -> GoldPatch | None:
+        task = ctx.task
+        if task is None or not task.gold_patch:
+            return None
+        if task.task_id not in self._cache:
+            self._cache[task.task_id] = GoldPatch.parse(task.gold_patch, task.test_patch, task.fail_to_pass)
+        return self._cache[task.task_id]
+
+    def start(self, ctx: RunContext) -> GoldState:
+        return GoldState(self._gold_of(ctx))
+
+    def update(self, s: GoldState, step: Step) -> None:
+        g = s.gold
+        t = s.t
+        s.t += 1
+        if g is None:
+            return
+        act, obs = step.action or "", step.observation or ""
+        s.mentioned |= _gold_files_in(paths_in(act), g.files)
+        s.surfaced |= _gold_files_in(paths_in(obs[:20000]), g.files)
+        act_ids = identifiers(act)
+        s.symbols_mentioned |= g.symbols & act_ids
+        for a in step.actions or []:
+            if a.kind == "edit":
+                targets = edit_targets(a.text)
+                hit = _gold_files_in(targets, g.files)
+                if hit and s.first_gold_edit < 0:
+                    s.first_gold_edit = t
+                s.edited |= hit
+                s.edited_other |= {p for p in targets if not any(path_matches(p, f) for f in g.files)}
+                ids = identifiers(a.text)
+                s.edit_idents |= ids & g.added_idents
+                s.edit_idents_all |= ids
+                s.symbols_edited |= g.symbols & ids
+                lines = {_norm_line(x) for x in a.text.splitlines() if len(x.strip()) >= _MIN_LINE}
+                s.removed_hit |= lines & g.removed_lines
+                s.added_hit |= lines & g.added_lines
+                for m in _LINE_EDIT.finditer(a.text):
+                    nums = [int(x) for x in m.groups() if x]
+                    lo, hi = nums[0], nums[-1]
+                    for f in hit or set(g.files if len(g.files) == 1 else []):
+                        for i, (a0, a1) in enumerate(g.hunks.get(f, [])):
+                            if lo <= a1 + 3 and hi >= a0 - 3:
+                                s.hunk_hit.add((f, i))
+            if a.kind == "test":
+                if g.f2p_names and any(n in a.text for n in g.f2p_names):
+                    s.f2p_run = t
+                if any(path_matches(p, tf) for p in paths_in(a.text) for tf in g.test_files):
+                    s.f2p_run = t
+        if any(path_matches(p, tf) for p in paths_in(act) for tf in g.test_files):
+            s.test_file_seen = 1
+        if "diff --git" in obs:
+            patch = _patchset(obs[obs.index("diff --git"):])
+            if patch:
+                files = [normalize_path(pf.path) for pf in patch]
+                s.diff_files = len(_gold_files_in(files, g.files)) / max(len(g.files), 1)
+                added = {_norm_line(l.value) for pf in patch for h in pf for l in h if l.is_added and len(l.value.strip()) >= _MIN_LINE}
+                s.diff_added_hit = len(added & g.added_lines) / len(g.added_lines) if g.added_lines else NAN
+                s.diff_seen = t
+
+    def values(self, s: GoldState) -> np.ndarray:
+        g = s.gold
+        if g is None:
+            return np.full(len(self._names), NAN)
+        now = s.t - 1
+        nf = max(len(g.files), 1)
+        n_edited = len(s.edited) + len(s.edited_other)
+        v = [
+            float(len(g.files)), float(g.n_hunks), float(np.log1p(g.n_added + g.n_removed)),
+            len(s.mentioned) / nf, len(s.surfaced) / nf, len(s.edited) / nf,
+            len(s.edited) / n_edited if n_edited else NAN,
+            len(s.symbols_mentioned) / len(g.symbols) if g.symbols else NAN,
+            len(s.symbols_edited) / len(g.symbols) if g.symbols else NAN,
+            len(s.edit_idents) / len(g.added_idents) if g.added_idents else NAN,
+            len(s.edit_idents) / len(g.added_idents | s.edit_idents_all) if (g.added_idents or s.edit_idents_all) else NAN,
+            len(s.removed_hit) / len(g.removed_lines) if g.removed_lines else NAN,
+            len(s.added_hit) / len(g.added_lines) if g.added_lines else NAN,
+            len(s.hunk_hit) / max(g.n_hunks, 1),
+            NAN if s.first_gold_edit < 0 else float(now - s.first_gold_edit),
+            float(s.f2p_run >= 0), NAN if s.f2p_run < 0 else float(now - s.f2p_run), float(s.test_file_seen),
+            s.diff_files, s.diff_added_hit, NAN if s.diff_seen < 0 else float(now - s.diff_seen),
+        ]
+        return np.asarray(v, dtype=np.float64)

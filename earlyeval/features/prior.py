@@ -1,0 +1,126 @@
+"""Task-difficulty priors from public outcome history.
+
+``resolved_submissions.json`` says which public leaderboard submissions resolved
+each task.  The share of submissions (of the run's split) that solved a task is
+reference metadata about the task, like the gold patch.  It must never contain
+the evaluated agent's own result: every run's prior excludes the submissions
+named in its catalog entry (``public_submissions``) and every submission that
+matches its scaffold and model (``prior_match`` regexes, or a default built from
+the scaffold and model names).  This holds for training runs too, so the
+feature means the same thing at training and at test time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..jsonio import load_json
+from ..trajectory import Step
+from .base import RunContext
+
+NAN = float("nan")
+DIFFICULTY = {"<15 min fix": 0.0, "15 min - 1 hour": 1.0, "1-4 hours": 2.0, ">4 hours": 3.0}
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", s.lower())
+
+
+def default_match_patterns(scaffold: str, model: str) -> list[str]:
+    """A submission is the same agent if it names both the scaffold and the model."""
+    sc, mo = _norm(scaffold), _norm(model)
+    if not sc or not mo:
+        return []
+    # a model key must not be followed by more model-name characters (gpt4 vs gpt4o)
+    return [rf"{re.escape(sc)}.*{re.escape(mo)}(?![a-z])", rf"{re.escape(mo)}(?![a-z]).*{re.escape(sc)}"]
+
+
+@dataclass
+class PriorTable:
+    """Per-submission metadata and per-task resolver lists."""
+
+    submissions: dict[str, dict[str, Any]]  # name -> {split, text}
+    resolved_by: dict[str, list[str]]  # task_id -> submission names
+
+    @classmethod
+    def load(cls, path: str | Path) -> "PriorTable":
+        d = load_json(path)
+        subs = {}
+        for s in d["submissions"]:
+            text = " ".join([s.get("name", ""), s.get("folder", ""), s.get("display_name", "") or ""] + list(s.get("models") or []))
+            subs[s["name"]] = {"split": s.get("split", ""), "text": _norm(text)}
+        return cls(subs, {k: list(v) for k, v in d["resolved_by"].items()})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"submissions": self.submissions, "resolved_by": self.resolved_by}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "PriorTable":
+        return cls(dict(d["submissions"]), {k: list(v) for k, v in d["resolved_by"].items()})
+
+    def excluded(self, names: list[str], patterns: list[str]) -> set[str]:
+        out = {n for n in names if n in self.submissions}
+        regs = [re.compile(p) for p in patterns]
+        for n, s in self.submissions.items():
+            if any(r.search(s["text"]) for r in regs):
+                out.add(n)
+        return out
+
+    def solve_rate(self, task_id: str, split: str, exclude: set[str]) -> tuple[float, int]:
+        pool = [n for n, s in self.submissions.items() if (not split or s["split"] == split) and n not in exclude]
+        if not pool or task_id not in self.resolved_by:
+            return NAN, len(pool)
+        solved = set(self.resolved_by[task_id])
+        return sum(1 for n in pool if n in solved) / len(pool), len(pool)
+
+
+class PriorFamily:
+    name: ClassVar[str] = "prior"
+    _names: ClassVar[list[str]] = ["prior_solve_rate", "prior_n_submissions", "task_difficulty"]
+
+    def __init__(self, table: PriorTable | None = None) -> None:
+        self.table = table
+        self._excl_cache: dict[tuple, set[str]] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._names)
+
+    def fit(self, trajs, contexts) -> "PriorFamily":
+        return self  # the table is reference metadata, loaded, not learned
+
+    def exclusions(self, ctx: RunContext) -> set[str]:
+        if self.table is None:
+            return set()
+        key = (tuple(ctx.exclude_submissions), tuple(ctx.prior_match), ctx.scaffold, ctx.model)
+        if key not in self._excl_cache:
+            pats = list(ctx.prior_match) + default_match_patterns(ctx.scaffold, ctx.model)
+            self._excl_cache[key] = self.table.excluded(list(ctx.exclude_submissions), pats)
+        return self._excl_cache[key]
+
+    def start(self, ctx: RunContext) -> np.ndarray:
+        if self.table is None or ctx.task is None:
+            return np.full(len(self._names), NAN)
+        split = ctx.split or str(ctx.task.meta.get("split", ""))
+        rate, n = self.table.solve_rate(ctx.task.task_id, split, self.exclusions(ctx))
+        diff = DIFFICULTY.get(str(ctx.task.meta.get("difficulty", "")), NAN)
+        return np.asarray([rate, float(n), diff], dtype=np.float64)
+
+    def update(self, state: np.ndarray, step: Step) -> None:
+        return None
+
+    def values(self, state: np.ndarray) -> np.ndarray:
+        return state
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return ({"table": self.table.to_json() if self.table else None}, {})
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "PriorFamily":
+        t = meta.get("table")
+        return cls(PriorTable.from_json(t) if t else None)

@@ -1,0 +1,170 @@
+"""Parsers for what observations and actions say, shared by the feature families.
+
+All functions are pure and look only at one step's text, so they cost the same
+at step 5 and at step 500.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# ---------------------------------------------------------------- test runs
+
+
+@dataclass(frozen=True)
+class TestSummary:
+    passed: int
+    failed: int  # failures + errors
+    total: int
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and self.total > 0
+
+
+_PYTEST_COUNTS = re.compile(r"(\d+)\s+(passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b")
+_PYTEST_LINE = re.compile(r"^[=\s]*(?:\d+\s+(?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?),?\s*)+(?:in\s+[\d.]+\s*s)", re.M)
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s", re.M)
+_UNITTEST_FAILED = re.compile(r"^FAILED \(([^)]*)\)", re.M)
+_UNITTEST_OK = re.compile(r"^OK\b", re.M)
+_SYMPY = re.compile(r"tests finished:\s*(\d+)\s+passed(?:,\s*(\d+)\s+failed)?(?:,\s*(\d+)\s+(?:exceptions?|errors?))?", re.I)
+
+
+def parse_test_summary(text: str) -> TestSummary | None:
+    """The last pytest / unittest / Django / sympy test summary in an observation."""
+    if not text:
+        return None
+    found: TestSummary | None = None
+    lines = list(_PYTEST_LINE.finditer(text))
+    if lines:
+        counts = dict.fromkeys(("passed", "failed", "error"), 0)
+        for n, what in _PYTEST_COUNTS.findall(lines[-1].group(0)):
+            key = "error" if what.startswith("error") else what
+            if key in counts:
+                counts[key] += int(n)
+        found = TestSummary(counts["passed"], counts["failed"] + counts["error"], counts["passed"] + counts["failed"] + counts["error"])
+    ran = list(_UNITTEST_RAN.finditer(text))
+    if ran:
+        total = int(ran[-1].group(1))
+        tail = text[ran[-1].end() :]
+        m = _UNITTEST_FAILED.search(tail)
+        if m:
+            bad = sum(int(x) for x in re.findall(r"(?:failures|errors)=(\d+)", m.group(1)))
+            found = TestSummary(max(total - bad, 0), bad, total)
+        elif _UNITTEST_OK.search(tail):
+            found = TestSummary(total, 0, total)
+    m = _SYMPY.search(text)
+    if m:
+        p, f, e = (int(x) if x else 0 for x in m.groups())
+        found = TestSummary(p, f + e, p + f + e)
+    return found
+
+
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+_SYNTAX = re.compile(r"\b(SyntaxError|IndentationError|TabError)\b")
+_ERROR_LINE = re.compile(r"^\s*\w*(Error|Exception)\b.*$", re.M)
+_NOT_FOUND = re.compile(r"command not found|No such file or directory|cannot open|does not exist", re.I)
+
+
+def has_traceback(text: str) -> bool:
+    return bool(text) and _TRACEBACK.search(text) is not None
+
+
+def has_syntax_error(text: str) -> bool:
+    return bool(text) and _SYNTAX.search(text) is not None
+
+
+def last_error_line(text: str) -> str:
+    """The last ``XxxError: ...`` line: two steps with the same one repeat the same error."""
+    if not text:
+        return ""
+    m = None
+    for m in _ERROR_LINE.finditer(text[-4000:]):
+        pass
+    return m.group(0).strip()[:200] if m else ""
+
+
+def has_not_found(text: str) -> bool:
+    return bool(text) and _NOT_FOUND.search(text) is not None
+
+
+# ------------------------------------------------------------- file paths
+
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:py|pyi|pyx|pxd|c|cc|cpp|h|hpp|cfg|ini|toml|txt|rst|md|js|ts|json|ya?ml|html|css|sh|in))(?![\w/])"
+)
+_PREFIXES = re.compile(r"^(?:\./|/?testbed/|/?workspace/[^/]+/|/?repo/|/?app/|a/|b/)+")
+
+
+def normalize_path(p: str) -> str:
+    p = p.strip().strip("'\"`")
+    p = re.sub(r"^/+", "", p)
+    # /workspace/django__django__3.0/django/x.py -> django/x.py ; /testbed/x.py -> x.py
+    p = _PREFIXES.sub("", p)
+    p = re.sub(r"^(?:[\w.-]+__[\w.-]+__[\d.]+/)", "", p)
+    return p
+
+
+def paths_in(text: str, limit: int = 64) -> list[str]:
+    """File paths mentioned in a text, normalized, in order, without repeats."""
+    if not text:
+        return []
+    out: list[str] = []
+    seen: set[str] = set()
+    for m in _PATH.finditer(text):
+        p = normalize_path(m.group(1))
+        if p and p not in seen:
+            seen.add(p)
+            out.append(p)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def path_matches(agent_path: str, gold_path: str) -> bool:
+    """Same file: equal, or one is a path-component suffix of the other."""
+    if agent_path == gold_path:
+        return True
+    if "/" not in agent_path:
+        return False  # a bare file name is too ambiguous to count
+    return gold_path.endswith("/" + agent_path) or agent_path.endswith("/" + gold_path)
+
+
+_EDIT_TARGET = re.compile(
+    r"(?:sed\s+-i[^\n]*?\s|>\s*|>>\s*|tee\s+(?:-a\s+)?|(?:str_replace|create|insert|write|undo_edit)\s+|"
+    r"(?:file_path|path)[\"']?\s*[:=]\s*[\"']?|^edit\s+\S+\s+|patch\s+)([\w./-]+\.\w+)",
+    re.M,
+)
+
+
+def edit_targets(action_text: str) -> list[str]:
+    """Files an edit action writes to (best effort across formats)."""
+    found = [normalize_path(m.group(1)) for m in _EDIT_TARGET.finditer(action_text or "")]
+    if not found:
+        found = paths_in(action_text, limit=4)
+    out: list[str] = []
+    for p in found:
+        if p not in out and not p.startswith("dev/null"):
+            out.append(p)
+    return out
+
+
+def is_reproduction(text: str) -> bool:
+    return bool(re.search(r"reproduc|repro[_.\s]|\brepro\b|bug_demo|test_issue|issue\.py", text or "", re.I))
+
+
+def is_revert(text: str) -> bool:
+    return bool(re.search(r"\bgit\s+(checkout|restore|stash)\b|\bundo_edit\b", text or ""))
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_COMMON = frozenset(
+    "self cls def return None True False import from class pass else elif while for with not and the this that is in if to of a an or as "
+    "print raise try except finally lambda yield assert del global nonlocal int str list dict set tuple len range".split()
+)
+
+
+def identifiers(text: str) -> set[str]:
+    """Code identifiers in a text, minus keywords and very common words."""
+    return {w for w in _IDENT.findall(text or "") if w not in _COMMON}

@@ -1,0 +1,264 @@
+"""Evaluation metrics, in one place: the evaluator, the sweep, ``score`` and the
+Monitor replay all call these functions, so a number means the same everywhere.
+
+Vocabulary (ARCHITECTURE §4):
+- a *run* has T steps and a true outcome y; the policy may halt it after prefix
+  t (1 <= t < T) with a predicted outcome; otherwise it completes with y.
+- ``steps_saved`` = sum over halted runs of (T - t) / sum of T.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+NEVER = 10.0  # a threshold no probability reaches: "never halt this way"
+
+
+@dataclass
+class RunSet:
+    """Per-run predictions of one evaluation set, aligned by run."""
+
+    agents: list[str]
+    run_ids: list[str]
+    y: np.ndarray  # (R,) 0/1
+    T: np.ndarray  # (R,) steps
+    p_s: list[np.ndarray]  # per run, P(success) after prefix t = 1..T-1
+    p_f: list[np.ndarray]
+    in_tokens: list[np.ndarray | None] = field(default_factory=list)  # per step, None when unknown
+    out_tokens: list[np.ndarray | None] = field(default_factory=list)
+    actions: list[list[str]] = field(default_factory=list)  # for the repeated-action baseline
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def subset(self, mask: np.ndarray) -> "RunSet":
+        idx = np.flatnonzero(mask)
+        pick = lambda xs: [xs[i] for i in idx] if xs else []
+        return RunSet([self.agents[i] for i in idx], [self.run_ids[i] for i in idx], self.y[idx], self.T[idx],
+                      pick(self.p_s), pick(self.p_f), pick(self.in_tokens), pick(self.out_tokens), pick(self.actions))
+
+    def of_agent(self, agent: str) -> "RunSet":
+        return self.subset(np.asarray([a == agent for a in self.agents]))
+
+    def prefix_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(y, p_s, p_f, weight) over every prefix t < T, weight 1/(T-1)."""
+        ys, ps, pf, ws = [], [], [], []
+        for y, a, b in zip(self.y, self.p_s, self.p_f):
+            n = len(a)
+            if n == 0:
+                continue
+            ys.append(np.full(n, y))
+            ps.append(a)
+            pf.append(b)
+            ws.append(np.full(n, 1.0 / n))
+        if not ys:
+            return np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0)
+        return np.concatenate(ys), np.concatenate(ps), np.concatenate(pf), np.concatenate(ws)
+
+
+# ------------------------------------------------------------------ policy
+
+def first_crossing(p: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """For each tau, the first prefix index i (0-based, i.e. t = i+1) with p[i] >= tau; len(p) if none."""
+    if len(p) == 0:
+        return np.zeros(len(taus), dtype=np.int64)
+    run_max = np.maximum.accumulate(p)
+    return np.searchsorted(run_max, taus, side="left")
+
+
+def halting(p_s: np.ndarray, p_f: np.ndarray, tau_s: float, tau_f: float, min_t: int = 1) -> tuple[int, int]:
+    """(t_halt, predicted) for one run; t_halt = 0 means not halted."""
+    n = len(p_s)
+    lo = max(min_t, 1) - 1
+    for i in range(lo, n):
+        s_hit, f_hit = p_s[i] >= tau_s, p_f[i] >= tau_f
+        if s_hit or f_hit:
+            if s_hit and f_hit:
+                return i + 1, int(p_s[i] - tau_s >= p_f[i] - tau_f)
+            return i + 1, int(s_hit)
+    return 0, -1
+
+
+def apply_policy(rs: RunSet, tau_s: float, tau_f: float, min_t: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    out = [halting(a, b, tau_s, tau_f, min_t) for a, b in zip(rs.p_s, rs.p_f)]
+    if not out:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    t, pred = zip(*out)
+    return np.asarray(t, dtype=np.int64), np.asarray(pred, dtype=np.int64)
+
+
+# ----------------------------------------------------------------- metrics
+
+def _tokens_saved(tokens: Sequence[np.ndarray | None], t_halt: np.ndarray) -> float | None:
+    tot = saved = 0.0
+    known = False
+    for tok, th in zip(tokens, t_halt):
+        if tok is None or len(tok) == 0 or np.any(np.isnan(tok)):
+            continue
+        known = True
+        s = float(np.sum(tok))
+        tot += s
+        if th > 0:
+            saved += float(np.sum(tok[th:]))
+    if not known or tot <= 0:
+        return None
+    return saved / tot
+
+
+def _f(x: float | None) -> float | None:
+    if x is None:
+        return None
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    return float(x)
+
+
+def auroc(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> float | None:
+    if len(y) == 0 or len(np.unique(y)) < 2:
+        return None
+    return float(roc_auc_score(y, p, sample_weight=w))
+
+
+def outcome_metrics(y: np.ndarray, T: np.ndarray, t_halt: np.ndarray, pred: np.ndarray,
+                    in_tokens: Sequence | None = None, out_tokens: Sequence | None = None) -> dict[str, Any]:
+    """Policy metrics of one set of runs given where (and as what) each was halted."""
+    n = len(y)
+    if n == 0:
+        return {"n_runs": 0}
+    halted = t_halt > 0
+    recorded = np.where(halted, pred, y)
+    correct = recorded == y
+    pos, neg = y == 1, y == 0
+    sr = float(correct[pos].mean()) if pos.any() else None
+    fr = float(correct[neg].mean()) if neg.any() else None
+    saved_steps = np.where(halted, T - t_halt, 0)
+    return {
+        "n_runs": int(n),
+        "resolve_rate": float(y.mean()),
+        "halted_fraction": float(halted.mean()),
+        "halted_accuracy": float(correct[halted].mean()) if halted.any() else None,
+        "outcome_accuracy": float(correct.mean()),
+        "success_recall": sr,
+        "failure_recall": fr,
+        "economic_consistency": None if sr is None or fr is None else min(sr, fr),
+        "steps_saved": float(saved_steps.sum() / T.sum()) if T.sum() > 0 else None,
+        "input_tokens_saved": _tokens_saved(in_tokens, t_halt) if in_tokens else None,
+        "output_tokens_saved": _tokens_saved(out_tokens, t_halt) if out_tokens else None,
+        "predicted_resolve_rate": float(recorded.mean()),
+        "resolve_rate_shift_pp": float(100.0 * (recorded.mean() - y.mean())),
+        "halted_as_success": int((halted & (pred == 1)).sum()),
+        "halted_as_failure": int((halted & (pred == 0)).sum()),
+    }
+
+
+def evaluate_policy(rs: RunSet, tau_s: float, tau_f: float, min_t: int = 1) -> dict[str, Any]:
+    """Full metric block for a RunSet under thresholds (tau_s, tau_f)."""
+    t_halt, pred = apply_policy(rs, tau_s, tau_f, min_t)
+    m = outcome_metrics(rs.y, rs.T, t_halt, pred, rs.in_tokens, rs.out_tokens)
+    y, ps, pf, w = rs.prefix_arrays()
+    m["auroc_success"] = auroc(y, ps, w)
+    m["auroc_failure"] = auroc(1 - y, pf, w)
+    m["mean_p_success"] = float(np.average(ps, weights=w)) if len(w) else None
+    m["thresholds"] = {"success": float(tau_s), "failure": float(tau_f)}
+    return {k: _f(v) if isinstance(v, float) else v for k, v in m.items()}
+
+
+def spearman(pred: Sequence[float], true: Sequence[float]) -> float | None:
+    from scipy.stats import spearmanr
+
+    if len(pred) < 3:
+        return None
+    r = spearmanr(pred, true).statistic
+    return None if r != r else float(r)
+
+
+# -------------------------------------------------------------- grid search
+
+@dataclass
+class GridResult:
+    taus_s: np.ndarray
+    taus_f: np.ndarray
+    outcome_accuracy: np.ndarray  # (Ns, Nf)
+    halted_accuracy: np.ndarray
+    steps_saved: np.ndarray
+    shift_pp: np.ndarray
+    economic_consistency: np.ndarray
+
+
+def grid_metrics(rs: RunSet, taus_s: np.ndarray, taus_f: np.ndarray, min_t: int = 1) -> GridResult:
+    """Vectorized policy metrics for every (tau_s, tau_f) pair: first crossings per run, then broadcasting."""
+    R = len(rs)
+    Ns, Nf = len(taus_s), len(taus_f)
+    if R == 0:
+        z = np.full((Ns, Nf), np.nan)
+        return GridResult(taus_s, taus_f, z, z, z, z, z)
+    fs = np.empty((R, Ns), dtype=np.int64)
+    ff = np.empty((R, Nf), dtype=np.int64)
+    lens = np.empty(R, dtype=np.int64)
+    lo = max(min_t, 1) - 1
+    for r, (a, b) in enumerate(zip(rs.p_s, rs.p_f)):
+        lens[r] = len(a)
+        a2 = a.copy()
+        b2 = b.copy()
+        a2[:lo] = -1.0
+        b2[:lo] = -1.0
+        fs[r] = first_crossing(a2, taus_s)
+        ff[r] = first_crossing(b2, taus_f)
+    S = fs[:, :, None]
+    F = ff[:, None, :]
+    L = lens[:, None, None]
+    idx = np.minimum(S, F)
+    halted = idx < L
+    # at equal crossing index the success side wins only if its margin is larger; rare, resolved like `halting`
+    pred_success = S < F
+    tie = (S == F) & halted
+    if tie.any():
+        for r, i, j in zip(*np.nonzero(tie)):
+            k = fs[r, i]
+            pred_success[r, i, j] = rs.p_s[r][k] - taus_s[i] >= rs.p_f[r][k] - taus_f[j]
+    y = rs.y[:, None, None]
+    T = rs.T[:, None, None].astype(np.float64)
+    recorded = np.where(halted, pred_success.astype(int), y)
+    correct = recorded == y
+    n_halted = halted.sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        halted_acc = np.where(n_halted > 0, (correct & halted).sum(0) / np.maximum(n_halted, 1), np.nan)
+        saved = np.where(halted, T - (idx + 1), 0).sum(0) / T.sum()
+        pos, neg = rs.y == 1, rs.y == 0
+        sr = correct[pos].mean(0) if pos.any() else np.full((Ns, Nf), np.nan)
+        fr = correct[neg].mean(0) if neg.any() else np.full((Ns, Nf), np.nan)
+    return GridResult(taus_s, taus_f, correct.mean(0), halted_acc, saved, 100.0 * (recorded.mean(0) - rs.y.mean()), np.minimum(sr, fr))
+
+
+# ---------------------------------------------------------------- baselines
+
+def step_cap_policy(T: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Halt every run still going after k steps and call it a failure."""
+    t_halt = np.where(T > k, k, 0)
+    return t_halt.astype(np.int64), np.where(t_halt > 0, 0, -1)
+
+
+def repeat_action_policy(actions: list[list[str]], repeats: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Halt as failure once the same non-empty action has been taken `repeats` times in a row."""
+    t_out, p_out = [], []
+    for acts in actions:
+        T = len(acts)
+        th, run = 0, 1
+        for i in range(1, T - 1 + 1):
+            if i >= T:
+                break
+            if acts[i] and acts[i] == acts[i - 1]:
+                run += 1
+            else:
+                run = 1
+            if run >= repeats and i + 1 < T:
+                th = i + 1
+                break
+        t_out.append(th)
+        p_out.append(0 if th else -1)
+    return np.asarray(t_out, dtype=np.int64), np.asarray(p_out, dtype=np.int64)

@@ -1,0 +1,184 @@
+"""The stages behind the CLI verbs: ingest, train, evaluate.
+
+Each stage reads the previous stage's files and writes its own, so any stage
+can be re-run alone.  Paths: ``data/<bench>/`` (normalized runs),
+``features/<bench>/``, ``models/<bench>/``, ``reports/<bench>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .catalog import REPO_ROOT, data_root, load_catalog
+from .dataset import Dataset, load_dataset, write_feature_table
+from .evaluate import EvalConfig, FoldRunner, loao_report, run_loao, select_thresholds
+from .features import Featurizer, build_family
+from .ingest import ingest_catalog
+from .modeldir import ModelBundle, save_model_dir
+from .prefixes import drop_report
+from .store import bench_dir, write_tasks, write_trajectories
+from .tasks import load_tasks
+
+log = logging.getLogger(__name__)
+
+
+def reports_dir(bench: str) -> Path:
+    d = REPO_ROOT / "reports" / bench
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def write_json(obj: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=1, default=_jsonable))
+    return path
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, (np.floating,)):
+        return None if np.isnan(x) else float(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (set, frozenset)):
+        return sorted(x)
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")
+
+
+# ------------------------------------------------------------------ ingest
+
+def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = True) -> dict[str, Path]:
+    cat = load_catalog(bench)
+    r = data_root(root)
+    if not r.exists():
+        raise FileNotFoundError(f"data root {r} does not exist (set --data-root or EARLYEVAL_DATA)")
+    trajs, reports = ingest_catalog(cat, r, show_progress=progress)
+    tasks = load_tasks(cat, r) if cat.tasks else {}
+    out = bench_dir(bench)
+    p_traj = write_trajectories(trajs, out / "trajectories.parquet")
+    p_tasks = write_tasks(tasks.values(), out / "tasks.parquet")
+    min_steps = int(cat.settings.get("min_steps", 10))
+    report = {
+        "bench": bench,
+        "data_root": str(r),
+        "catalog": str(cat.path.relative_to(REPO_ROOT)) if cat.path.is_relative_to(REPO_ROOT) else str(cat.path),
+        "totals": {
+            "runs": len(reports),
+            "trajectories": sum(x.trajectories for x in reports),
+            "resolved": sum(x.resolved for x in reports),
+            "unresolved": sum(x.unresolved for x in reports),
+            "unlabelled": sum(x.unlabelled for x in reports),
+            "skipped_files": sum(len(x.skipped) for x in reports),
+            "tasks": len(tasks),
+        },
+        "runs": [x.to_dict() for x in reports],
+        "prefix_drops": {str(m): drop_report(trajs, m).to_dict() for m in sorted({min_steps, 10, 5, 3})},
+    }
+    p_rep = write_json(report, reports_dir(bench) / "ingest.json")
+    return {"trajectories": p_traj, "tasks": p_tasks, "report": p_rep}
+
+
+# ------------------------------------------------------------------ config
+
+def eval_config(bench: str, **overrides: Any) -> EvalConfig:
+    """The benchmark's evaluation settings: catalog [settings] and families, then CLI overrides."""
+    cat = load_catalog(bench)
+    s = cat.settings
+    cfg = EvalConfig(
+        families=list(s.get("model_families", cat.families)),
+        min_steps=int(s.get("min_steps", 10)),
+        holdout_min_runs=int(s.get("holdout_min_runs", 100)),
+        target_accuracy=float(s.get("target_accuracy", 0.95)),
+        twin=str(s.get("twin", "mirror")),
+    )
+    if "monotone" in s:
+        cfg.monotone = dict(s["monotone"])
+    for k, v in overrides.items():
+        if v is not None:
+            setattr(cfg, k, v)
+    return cfg
+
+
+# ------------------------------------------------------------------- train
+
+def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = None, root: str | Path | None = None,
+                progress: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them."""
+    cfg = cfg or eval_config(bench)
+    ds = load_dataset(bench, cfg.families, root)
+    runner = FoldRunner(ds, cfg, progress)
+    large = [a for a in ds.agents if ds.n_runs(a) >= cfg.holdout_min_runs and not ds.is_small(a)]
+    held = {a: runner.predict(frozenset([a]), a) for a in large}
+    th = select_thresholds(held, cfg, method="loao over the training agents")
+    full = runner.fit(frozenset())
+    families = []
+    for name in cfg.families:
+        if name == "text":
+            families.append(full.text)
+        else:
+            families.append(build_family(name, prior_table=ds.prior_table))
+    fz = Featurizer(families)
+    counts = Counter(t.agent for t in ds.trajs)
+    bundle = ModelBundle(
+        featurizer=fz,
+        model=full.model,
+        thresholds={"success": th["success"], "failure": th["failure"], "min_halt_step": cfg.min_halt_step},
+        training={
+            "benchmarks": [bench],
+            "agents": dict(counts),
+            "runs": int(sum(counts.values())),
+            "runs_used": full.n_train_runs,
+            "prefixes": full.n_train_prefixes,
+            "min_steps": cfg.min_steps,
+            "threshold_selection": th,
+            "config": cfg.to_dict(),
+        },
+    )
+    path = save_model_dir(bundle, out or REPO_ROOT / "models" / bench)
+    return {"model": path}
+
+
+# ---------------------------------------------------------------- evaluate
+
+def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path | None = None,
+                   progress: Callable[[str], None] | None = None, ablations: list[tuple[str, dict[str, Any]]] | None = None,
+                   ds: Dataset | None = None) -> tuple[dict[str, Any], LoaoLike]:
+    cfg = cfg or eval_config(bench)
+    needed = sorted(set(cfg.families) | {f for _, o in (ablations or []) for f in o.get("families", [])})
+    ds = ds or load_dataset(bench, needed, root)
+    t0 = time.time()
+    res = run_loao(ds, cfg, progress)
+    report = loao_report(ds, cfg, res)
+    report["seconds"] = round(time.time() - t0, 1)
+    report["prefix_drops"] = drop_report(ds.trajs, cfg.min_steps).to_dict()
+    report["ablations"] = []
+    for name, over in ablations or []:
+        c2 = EvalConfig(**{**cfg.__dict__, **over})
+        r2 = run_loao(ds, c2, progress, with_loso=False)
+        rep2 = loao_report(ds, c2, r2)
+        report["ablations"].append(ablation_row(name, over, rep2))
+    return report, res
+
+
+LoaoLike = Any
+
+ABLATION_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_saved", "resolve_rate_shift_pp", "economic_consistency")
+
+
+def ablation_row(name: str, over: dict[str, Any], rep: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "changes": {k: v for k, v in over.items()},
+        "agents": {a: {k: b.get(k) for k in ABLATION_KEYS} for a, b in rep["agents"].items()},
+        "pooled": {k: rep["pooled"].get(k) for k in ABLATION_KEYS},
+        "mean_auroc": float(np.mean([b["auroc_success"] for a, b in rep["agents"].items() if a in rep["holdout_agents"]])),
+        "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp"),
+    }

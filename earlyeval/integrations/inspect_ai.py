@@ -1,0 +1,220 @@
+"""inspect_ai: an ``on_continue`` callback for ``react()`` that ends a sample the monitor has decided.
+
+Usage (tested with inspect-ai 0.3.285)::
+
+    from inspect_ai.agent import react
+    from earlyeval import Monitor
+    from earlyeval.integrations.inspect_ai import earlyeval_on_continue
+
+    solver = react(
+        tools=[bash(), text_editor()],
+        on_continue=earlyeval_on_continue(lambda: Monitor.load("models/swe-v1")),
+    )
+
+``react()`` calls ``on_continue(state)`` after every model turn and its tool
+calls (not after the turn that calls ``submit()``, which ends the loop
+first).  The callback converts the assistant messages it has not seen yet,
+with their tool results, into Steps (shared ``make_step`` taxonomy), feeds
+them to the sample's monitor and, when the monitor halts, returns ``False``:
+``react()``'s own way to stop the loop.  The sample then goes on to scoring as
+usual, with the prediction in the sample's metadata (``earlyeval`` key:
+exit status, halt record with probabilities and reason, per-step history) and
+in the sample store (``store().get("earlyeval")``); both are written after
+every step, so samples that were not halted carry their probabilities too.
+
+One monitor per sample: samples run concurrently, and a monitor holds the
+state of one run, so pass a zero-argument factory.  A single monitor instance
+is accepted for sequential runs (``max_samples=1``).
+
+``then`` keeps the behaviour ``react()`` would have had without this callback:
+``None`` (default) is react's default continue prompt; a ``str`` is played
+back when the model called no tool; an async callable is awaited.  Pass
+``submit=False`` when the agent is ``react(submit=False)``, whose default is to
+end when the model calls no tool.
+
+The metadata is written through ``inspect_ai.solver._task_state.sample_state``
+(not exported by inspect_ai; the store is written through the public
+``inspect_ai.util.store``), so a future inspect_ai may need a change there.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from typing import Any, Awaitable, Callable
+
+from inspect_ai.agent import AgentState
+from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
+
+from ..trajectory import Action, Step, Task, classify_action, make_step
+from .base import EarlyStopper, StepMonitor
+
+log = logging.getLogger("earlyeval.integrations.inspect_ai")
+
+# inspect tools whose names the shared taxonomy does not know, mapped to ones it does (kind only)
+_KIND_ALIAS = {"text_editor": "str_replace_editor", "bash_session": "bash"}
+_MAX_LIVE_SAMPLES = 4096
+
+
+def tool_call_text(function: str, arguments: Any) -> str:
+    """The arguments of one tool call as the text a Step carries."""
+    if not isinstance(arguments, dict):
+        return "" if arguments is None else str(arguments)
+    for key in ("cmd", "command", "code"):
+        if key in arguments and len(arguments) == 1:
+            return str(arguments[key])
+    if "command" in arguments and "path" in arguments:
+        return f"{arguments['command']} {arguments['path']}"
+    if len(arguments) == 1:
+        return str(next(iter(arguments.values())))
+    return json.dumps(arguments, sort_keys=True, default=str)
+
+
+def step_from_turn(asst: ChatMessageAssistant, tools: list[ChatMessageTool], index: int, usage: Any = None) -> Step:
+    acts = []
+    for tc in asst.tool_calls or []:
+        text = tool_call_text(tc.function, tc.arguments)
+        acts.append(Action(tool=tc.function, text=text, kind=classify_action(_KIND_ALIAS.get(tc.function, tc.function), text)))
+    errors = [t.error is not None for t in tools]
+    return make_step(
+        index,
+        acts,
+        thought=asst.text or "",
+        observation="\n".join(t.text for t in tools).strip(),
+        error=(any(errors) if errors else None),
+        input_tokens=getattr(usage, "input_tokens", None) if usage is not None else None,
+        output_tokens=getattr(usage, "output_tokens", None) if usage is not None else None,
+        cached_tokens=getattr(usage, "input_tokens_cache_read", None) if usage is not None else None,
+        cost_usd=getattr(usage, "total_cost", None) if usage is not None else None,
+    )
+
+
+class _SampleRun:
+    def __init__(self, stopper: EarlyStopper):
+        self.stopper = stopper
+        self.seen: set[str] = set()
+
+
+class EarlyStopOnContinue:
+    """The ``on_continue`` callable; build it with :func:`earlyeval_on_continue`."""
+
+    def __init__(
+        self,
+        monitor: StepMonitor | Callable[[], StepMonitor],
+        *,
+        then: str | Callable[[AgentState], Awaitable[Any]] | None = None,
+        submit: bool = True,
+        metadata_key: str = "earlyeval",
+    ):
+        self._monitor = monitor
+        self.then = then
+        self.submit = submit
+        self.key = metadata_key
+        self.runs: OrderedDict[Any, _SampleRun] = OrderedDict()
+
+    def _new_monitor(self) -> StepMonitor:
+        m = self._monitor
+        if hasattr(m, "observe") and hasattr(m, "start"):
+            if any(not r.stopper.halted for r in self.runs.values()):
+                log.warning("one monitor instance shared by concurrent samples: pass a factory instead")
+            return m  # type: ignore[return-value]
+        return m()  # type: ignore[operator]
+
+    def _run_for(self, state: AgentState) -> _SampleRun:
+        ts = _task_state()
+        key = getattr(ts, "uuid", None) or (id(ts) if ts is not None else id(state))
+        run = self.runs.get(key)
+        if run is None:
+            stopper = EarlyStopper(self._new_monitor(), logger=log)
+            sample_id = getattr(ts, "sample_id", None)
+            prompt = next((m.text for m in state.messages if isinstance(m, ChatMessageUser)), "")
+            epoch = getattr(ts, "epoch", None)
+            stopper.start(
+                task=Task(task_id=str(sample_id) if sample_id is not None else "", prompt=prompt),
+                run_id=f"{sample_id}/epoch-{epoch}" if sample_id is not None else None,
+            )
+            run = self.runs[key] = _SampleRun(stopper)
+            while len(self.runs) > _MAX_LIVE_SAMPLES:
+                self.runs.popitem(last=False)
+        return run
+
+    async def __call__(self, state: AgentState) -> bool | str | AgentState:
+        halted = False
+        try:
+            run = self._run_for(state)
+            for step in self._new_steps(run, state):
+                run.stopper.observe(step)
+                if run.stopper.halted is not None:
+                    halted = True
+                    break
+            self._record(run)
+        except Exception as e:  # never crash the sample over the monitor
+            log.warning("earlyeval on_continue failed (continuing the sample): %r", e, exc_info=True)
+        if halted:
+            return False
+        return await self._continue(state)
+
+    def _new_steps(self, run: _SampleRun, state: AgentState) -> list[Step]:
+        msgs = state.messages
+        steps: list[Step] = []
+        out_msg = getattr(state.output, "message", None) if state.output is not None else None
+        for i, m in enumerate(msgs):
+            if not isinstance(m, ChatMessageAssistant):
+                continue
+            mid = m.id or f"#{i}"
+            if mid in run.seen:
+                continue
+            run.seen.add(mid)
+            tools = []
+            for t in msgs[i + 1:]:
+                if not isinstance(t, ChatMessageTool):
+                    break
+                tools.append(t)
+            usage = state.output.usage if (out_msg is not None and out_msg.id == m.id) else None
+            steps.append(step_from_turn(m, tools, run.stopper.next_index + len(steps), usage))
+        return steps
+
+    def _record(self, run: _SampleRun) -> None:
+        summary = run.stopper.summary()
+        ts = _task_state()
+        if ts is not None:
+            ts.metadata[self.key] = summary
+        try:
+            from inspect_ai.util import store
+
+            store().set(self.key, summary)
+        except Exception as e:  # outside a sample (unit use): nothing to write to
+            log.debug("no inspect store to write to: %r", e)
+
+    async def _continue(self, state: AgentState) -> bool | str | AgentState:
+        then = self.then
+        called_tools = bool(state.output is not None and state.output.message.tool_calls)
+        if callable(then):
+            return await then(state)
+        if isinstance(then, str):
+            return True if called_tools else then
+        return True if (self.submit or called_tools) else False
+
+
+def earlyeval_on_continue(
+    monitor: StepMonitor | Callable[[], StepMonitor],
+    *,
+    then: str | Callable[[AgentState], Awaitable[Any]] | None = None,
+    submit: bool = True,
+    metadata_key: str = "earlyeval",
+) -> EarlyStopOnContinue:
+    """An ``on_continue`` for ``react()`` that ends the sample when the monitor halts (see module doc)."""
+    return EarlyStopOnContinue(monitor, then=then, submit=submit, metadata_key=metadata_key)
+
+
+def _task_state() -> Any:
+    try:
+        from inspect_ai.solver._task_state import sample_state
+
+        return sample_state()
+    except Exception:
+        return None
+
+
+__all__ = ["EarlyStopOnContinue", "earlyeval_on_continue", "step_from_turn", "tool_call_text"]

@@ -39,7 +39,6 @@ The metadata is written through ``inspect_ai.solver._task_state.sample_state``
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable
@@ -48,27 +47,13 @@ from inspect_ai.agent import AgentState
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
 
 from ..trajectory import Action, Step, Task, classify_action, make_step
-from .base import EarlyStopper, StepMonitor
+from .base import EarlyStopper, StepMonitor, tool_call_text
 
 log = logging.getLogger("earlyeval.integrations.inspect_ai")
 
 # inspect tools whose names the shared taxonomy does not know, mapped to ones it does (kind only)
 _KIND_ALIAS = {"text_editor": "str_replace_editor", "bash_session": "bash"}
 _MAX_LIVE_SAMPLES = 4096
-
-
-def tool_call_text(function: str, arguments: Any) -> str:
-    """The arguments of one tool call as the text a Step carries."""
-    if not isinstance(arguments, dict):
-        return "" if arguments is None else str(arguments)
-    for key in ("cmd", "command", "code"):
-        if key in arguments and len(arguments) == 1:
-            return str(arguments[key])
-    if "command" in arguments and "path" in arguments:
-        return f"{arguments['command']} {arguments['path']}"
-    if len(arguments) == 1:
-        return str(next(iter(arguments.values())))
-    return json.dumps(arguments, sort_keys=True, default=str)
 
 
 def step_from_turn(asst: ChatMessageAssistant, tools: list[ChatMessageTool], index: int, usage: Any = None) -> Step:

@@ -1,0 +1,238 @@
+"""OpenHands Software Agent SDK (``openhands-sdk``): a conversation callback that pauses decided runs.
+
+Usage (tested with openhands-sdk 1.58.2 on Python 3.12; the SDK needs >= 3.12)::
+
+    from openhands.sdk import Conversation
+    from earlyeval import Monitor
+    from earlyeval.integrations.openhands import EarlyStopCallback
+
+    halt = EarlyStopCallback(Monitor.load("models/swe-v1"), run_id="django__django-1234")
+    conversation = Conversation(agent=agent, workspace=repo_dir, callbacks=[halt])
+    halt.attach(conversation)           # the callback needs the conversation to pause it
+    conversation.send_message(problem_statement)
+    conversation.run()                  # returns early, status PAUSED, when the monitor halts
+    if halt.halted:
+        print(halt.halted.exit_status, halt.halted.p_failure)
+    conversation.state.agent_state["earlyeval"]  # summary: halt, probabilities, per-step history
+
+The SDK calls every callback with every event.  One step is one LLM response:
+its ``ActionEvent`` s (one per tool call, all emitted before any runs, grouped
+by ``llm_response_id``) and the observation events that answer them
+(``ObservationEvent``, ``UserRejectObservation``, ``AgentErrorEvent``, matched by
+``tool_call_id``).  When the last observation of a response arrives, the step
+is built with the shared ``make_step`` taxonomy and scored.  An
+``AgentErrorEvent`` that answers no action (an unparseable tool call) is a
+rejected step: no action, ``error=True``.  A response that only calls
+``finish`` is not scored: the agent has already ended the run.
+
+Stopping: ``conversation.pause()`` -- the SDK's own way to stop a run between
+steps (status ``PAUSED``; the run loop exits at its next iteration; a
+paused conversation can be resumed with ``run()``).  The summary is written
+to ``conversation.state.agent_state["earlyeval"]`` after every step (by
+reassignment, as the SDK asks, so it is persisted with the conversation).
+Token and cost deltas per step come from ``conversation.conversation_stats``.
+
+The module does not import the SDK: it recognises events by their class names
+(``ActionEvent``, ``ObservationEvent``, ...) and attributes, so it imports on
+Python 3.11 too and its logic is unit-tested there with stand-ins; the
+end-to-end test drives a real ``Conversation`` with the SDK's ``TestLLM``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ..trajectory import Action, Step, Task, make_step
+from .base import EarlyStopper, StepMonitor, tool_call_text
+
+log = logging.getLogger("earlyeval.integrations.openhands")
+
+_OBSERVATION_EVENTS = {"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"}
+_FINISH_TOOLS = {"finish"}
+
+
+def _mro_names(obj: Any) -> set[str]:
+    return {c.__name__ for c in type(obj).__mro__}
+
+
+def _text(content: Any) -> str:
+    """Text of a TextContent list (or a single one)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, (list, tuple)):
+        content = [content]
+    return "\n".join(t for t in (getattr(c, "text", None) for c in content) if isinstance(t, str))
+
+
+def action_of(ev: Any) -> Action:
+    """One ``ActionEvent`` as an Action: the tool name and its arguments as text."""
+    raw = getattr(getattr(ev, "tool_call", None), "arguments", None)
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        args = raw
+    if args is None and getattr(ev, "action", None) is not None:
+        args = ev.action.model_dump(exclude={"kind"})
+    return Action(tool=str(getattr(ev, "tool_name", "") or ""), text=tool_call_text(ev.tool_name, args))
+
+
+def observation_of(ev: Any) -> tuple[str, bool | None]:
+    """(text, error) of one observation event."""
+    names = _mro_names(ev)
+    if "AgentErrorEvent" in names:
+        return str(getattr(ev, "error", "")), True
+    if "UserRejectObservation" in names:
+        return f"Action rejected: {getattr(ev, 'rejection_reason', '')}", None
+    obs = getattr(ev, "observation", None)
+    text = getattr(obs, "text", None)
+    if not isinstance(text, str):
+        text = _text(getattr(obs, "content", None))
+    code = getattr(obs, "exit_code", None)
+    if isinstance(code, int) and not isinstance(code, bool):
+        return text, code != 0
+    is_error = getattr(obs, "is_error", None)
+    return text, (bool(is_error) if is_error is not None else None)
+
+
+class EarlyStopCallback:
+    """Conversation callback: scores each finished LLM response and pauses the conversation on a halt."""
+
+    def __init__(self, monitor: StepMonitor, *, run_id: str | None = None, task_id: str | None = None,
+                 state_key: str = "earlyeval"):
+        self.stopper = EarlyStopper(monitor, logger=log)
+        self.run_id = run_id
+        self.task_id = task_id
+        self.state_key = state_key
+        self.conversation: Any = None
+        self._started = False
+        self._prompt = ""
+        self._pending: dict[str, dict[str, Any]] = {}  # llm_response_id -> {"actions": [...], "obs": {call_id: ev}}
+        self._last_usage: tuple[int, int, int, float] | None = None
+
+    @property
+    def halted(self):
+        return self.stopper.halted
+
+    def attach(self, conversation: Any) -> "EarlyStopCallback":
+        """Give the callback the conversation it pauses (and reads token usage from)."""
+        self.conversation = conversation
+        self._last_usage = self._usage()
+        return self
+
+    # ------------------------------------------------------------------ events
+    def __call__(self, event: Any) -> None:
+        try:
+            self._on_event(event)
+        except Exception as e:  # never break the conversation's event pipeline
+            self.stopper.note_error(f"callback failed on {type(event).__name__}: {e!r}")
+
+    def _on_event(self, event: Any) -> None:
+        names = _mro_names(event)
+        if "MessageEvent" in names and getattr(event, "source", None) == "user" and not self._prompt:
+            self._prompt = _text(getattr(getattr(event, "llm_message", None), "content", None))
+            return
+        if "ActionEvent" in names:
+            self._ensure_started()
+            group = self._pending.setdefault(str(event.llm_response_id), {"actions": [], "obs": {}})
+            group["actions"].append(event)
+            return
+        if names & _OBSERVATION_EVENTS:
+            self._ensure_started()
+            call_id = getattr(event, "tool_call_id", None)
+            for rid, group in self._pending.items():
+                if any(a.tool_call_id == call_id for a in group["actions"]):
+                    group["obs"][call_id] = event
+                    if len(group["obs"]) >= len(group["actions"]):
+                        del self._pending[rid]
+                        self._score_group(group)
+                    return
+            if "AgentErrorEvent" in names:  # a tool call the agent could not even parse
+                text, _ = observation_of(event)
+                self._score(make_step(self.stopper.next_index, [], observation=text, error=True, **self._usage_delta()))
+
+    def _score_group(self, group: dict[str, Any]) -> None:
+        actions = group["actions"]
+        if all(getattr(a, "tool_name", "") in _FINISH_TOOLS for a in actions):
+            return  # the agent finished; nothing left to stop
+        texts, errors = [], []
+        for a in actions:
+            ev = group["obs"].get(a.tool_call_id)
+            if ev is not None:
+                t, err = observation_of(ev)
+                texts.append(t)
+                errors.append(err)
+        known = [e for e in errors if e is not None]
+        thought = "\n".join(t for t in (_text(getattr(a, "thought", None)) for a in actions) if t)
+        step = make_step(
+            self.stopper.next_index,
+            [action_of(a) for a in actions],
+            thought=thought,
+            observation="\n".join(texts).strip(),
+            error=any(known) if known else None,
+            **self._usage_delta(),
+        )
+        self._score(step)
+
+    def _score(self, step: Step) -> None:
+        already = self.stopper.halted is not None
+        self.stopper.observe(step)
+        self._record()
+        if self.stopper.halted is not None and not already:
+            self._pause()
+
+    # ---------------------------------------------------------------- helpers
+    def _ensure_started(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        conv_id = getattr(self.conversation, "id", None)
+        run_id = self.run_id or (str(conv_id) if conv_id is not None else None)
+        self.stopper.start(task=Task(task_id=self.task_id or run_id or "", prompt=self._prompt), run_id=run_id)
+
+    def _pause(self) -> None:
+        conv = self.conversation
+        if conv is None:
+            self.stopper.note_error("monitor halted but no conversation is attached: call attach(conversation)")
+            return
+        try:
+            conv.pause()
+        except Exception as e:
+            self.stopper.note_error(f"conversation.pause() failed: {e!r}")
+
+    def _record(self) -> None:
+        conv = self.conversation
+        if conv is None:
+            return
+        try:
+            state = conv.state
+            state.agent_state = {**state.agent_state, self.state_key: self.stopper.summary()}
+        except Exception as e:
+            self.stopper.note_error(f"could not write agent_state: {e!r}")
+
+    def _usage(self) -> tuple[int, int, int, float] | None:
+        try:
+            m = self.conversation.conversation_stats.get_combined_metrics()
+            u = m.accumulated_token_usage
+            return (int(u.prompt_tokens or 0), int(u.completion_tokens or 0), int(u.cache_read_tokens or 0),
+                    float(m.accumulated_cost or 0.0))
+        except Exception:
+            return None
+
+    def _usage_delta(self) -> dict[str, Any]:
+        now, before = self._usage(), self._last_usage
+        self._last_usage = now
+        if now is None or before is None:
+            return {}
+        return {
+            "input_tokens": now[0] - before[0],
+            "output_tokens": now[1] - before[1],
+            "cached_tokens": now[2] - before[2],
+            "cost_usd": now[3] - before[3],
+        }
+
+
+__all__ = ["EarlyStopCallback", "action_of", "observation_of"]

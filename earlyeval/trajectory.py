@@ -223,6 +223,30 @@ _TOOL_KIND: dict[str, str] = {
     "requestcodechange": "edit",
     "edit": "edit",
     "create": "edit",
+    "search_replace": "edit",
+    # SWE-agent 0.x interface commands (also CodeR's); exit_* = forced exit with autosubmission
+    "open": "view",
+    "goto": "view",
+    "scroll_up": "view",
+    "scroll_down": "view",
+    "review": "view",
+    "find_file": "search",
+    "search_file": "search",
+    "search_dir": "search",
+    "exit_cost": "submit",
+    "exit_context": "submit",
+    "exit_format": "submit",
+    "exit_api": "submit",
+    "exit_error": "submit",
+    # turns that neither read nor change anything: delegation and hand-back in
+    # multi-agent scaffolds, declining a requested change, picking line ranges
+    "plan": "other",
+    "succeed": "other",
+    "fail": "other",
+    "reject_change": "other",
+    "decide_relevance": "other",
+    "clarify_code_change": "other",
+    "specify_lines": "other",
 }
 
 # tool-name verbs for API-style tools (tau2, Toolathlon, MCP)

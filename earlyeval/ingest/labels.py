@@ -26,10 +26,11 @@ class LabelSet:
     source: str  # the file(s) read
     resolved: set[str] = field(default_factory=set)
     listed: set[str] = field(default_factory=set)  # ids that appear anywhere in the label file(s)
+    exhaustive: bool = False  # the file decides every id by design (a bare resolved list)
 
     def outcome(self, task_id: str) -> tuple[int, bool]:
         """(label, listed): resolved -> 1; anything else -> 0 by the SWE-bench convention."""
-        return (1 if task_id in self.resolved else 0), (task_id in self.listed)
+        return (1 if task_id in self.resolved else 0), (self.exhaustive or task_id in self.listed)
 
 
 def _files(run_dir: Path, pattern: str) -> list[Path]:
@@ -100,8 +101,14 @@ def read_harness_lists(run_dir: Path, spec: LabelSpec) -> LabelSet:
 
 
 def read_resolved_list(run_dir: Path, spec: LabelSpec) -> LabelSet:
-    """``final_report.json``: only a ``resolved`` list; every other id is unresolved."""
-    return _read_lists(run_dir, spec, load_json)
+    """``final_report.json``: only a ``resolved`` list; every other id is unresolved.
+
+    Such a file lists no unresolved ids at all, so no id is "missing" from it:
+    the set is exhaustive and ``not_in_label_list`` stays 0.
+    """
+    ls = _read_lists(run_dir, spec, load_json)
+    ls.exhaustive = True
+    return ls
 
 
 _MD_SECTION = re.compile(r"^##\s+(.+?)\s*$", re.M)

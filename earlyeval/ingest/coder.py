@@ -1,0 +1,121 @@
+"""CodeR trajectories (``trajs/<instance_id>.traj``, plain or gzipped).
+
+CodeR is a multi-agent scaffold on SWE-agent: a Manager ``plan``s a sequence of
+sub-agents (Reproducer, Debugger = fault localizer, Programmer = editor,
+Tester = verifier), each a SWE-agent loop that ends with ``succeed`` or
+``fail``; control then returns to the Manager, which ``submit``s or plans again.
+The file looks like SWE-agent's: ``trajectory`` is the flat list of every
+sub-agent's turns, and ``history`` holds all conversations, each message tagged
+with its ``agent``.
+
+One step = one assistant turn of any sub-agent, in chronological order: one
+entry of ``trajectory`` (its command, thought and observation).  The i-th entry
+is the i-th non-demonstration assistant message of ``history`` (checked: on all
+261 real files both carry the same ``action``); that message names the
+sub-agent, recorded per step in ``meta["step_roles"]`` (Action has no room for
+it and the tool must stay the command for ``classify_action``).
+
+Why this and not one step per Manager turn: the sub-agents do all the work
+(edits, tests); a Manager-level step would hide it.  Why not keep each
+observation where ``trajectory`` puts it: a Manager turn that delegates
+(``plan``) is answered only after its sub-agents have run, by the report of
+their conclusions, which ``trajectory`` stores on the ``plan`` step.  Left
+there, a 1-step prefix would already see how the whole plan ended.  So that
+observation is moved to the step after which it arrived: the last sub-agent
+turn before the Manager's next turn (or the last step, when the run ended
+inside the sub-agents, e.g. on ``exit_cost``).  The ``plan`` step keeps an
+empty observation.  The hand-off prompts that start each sub-agent (issue text,
+instructions, colleagues' conclusions so far) are prompts, not steps.
+
+Commands are parsed as in SWE-agent (``swe_agent.action_from_command``) plus
+CodeR's own: ``plan``/``succeed``/``fail`` (kind ``other``), ``rover_search_*``,
+``stackoverflow_search``, ``similar_issue_search`` (kind ``search``).  Usage:
+instance totals only (``info.model_stats``) in ``meta``; per-step tokens and
+cost are ``None``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..catalog import RunSpec
+from ..errors import IngestError
+from ..jsonio import load_json, require
+from ..trajectory import Trajectory, make_step
+from .swe_agent import ACI_COMMANDS, first_user_message, instance_stats, parse_entries, task_id_from_name
+
+FORMAT = "coder-traj"
+
+CODER_COMMANDS: frozenset[str] = ACI_COMMANDS | {
+    "plan", "succeed", "fail", "rover_search_file", "rover_search_class", "rover_search_method",
+    "rover_search_code", "rover_search_code_in_file", "rover_search_extension",
+    "stackoverflow_search", "similar_issue_search",
+}
+
+
+def step_roles(history: Any, entries: list, file: str) -> list[str]:
+    """The sub-agent of each ``trajectory`` entry, from the aligned ``history``."""
+    if not isinstance(history, list):
+        raise IngestError(file, "history", f"expected list, got {type(history).__name__}")
+    turns = [m for m in history if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")]
+    if len(turns) != len(entries):
+        raise IngestError(file, "history", f"{len(turns)} assistant turns but trajectory has {len(entries)} steps: cannot name the sub-agents")
+    roles = []
+    for i, (m, s) in enumerate(zip(turns, entries)):
+        if m.get("action") != s.get("action"):
+            raise IngestError(file, f"history[assistant {i}].action", "differs from trajectory's: the two lists are not aligned")
+        roles.append(str(m.get("agent") or "?"))
+    return roles
+
+
+def defer_delegated_observations(raw: list[dict[str, Any]], roles: list[str]) -> None:
+    """Move the answer of each delegating top-level turn to when it arrived."""
+    if not roles:
+        return
+    top = roles[0]
+    for i in range(len(raw) - 1):
+        if roles[i] != top or roles[i + 1] == top:
+            continue  # not a delegation: the next turn is the same agent's
+        nxt = next((j for j in range(i + 1, len(raw)) if roles[j] == top), None)
+        target = (nxt - 1) if nxt is not None else len(raw) - 1
+        obs = raw[i]["observation"]
+        raw[i]["observation"] = ""
+        if obs:
+            before = raw[target]["observation"]
+            raw[target]["observation"] = f"{before}\n{obs}" if before.strip() else obs
+
+
+def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
+    f = str(path)
+    d = load_json(path)
+    entries = require(d, "trajectory", list, f)
+    if not entries:
+        raise IngestError(f, "trajectory", "empty list: no agent steps")
+    raw = parse_entries(entries, f, CODER_COMMANDS)
+    roles = step_roles(d.get("history"), entries, f)
+    defer_delegated_observations(raw, roles)
+    steps = [make_step(i, [r["action"]], thought=r["thought"], observation=r["observation"]) for i, r in enumerate(raw)]
+    info = d.get("info") if isinstance(d.get("info"), dict) else {}
+    task_id = task_id_from_name(path)
+    seq: list[str] = []
+    for r in roles:
+        if not seq or seq[-1] != r:
+            seq.append(r)
+    yield Trajectory(
+        run_id=f"{spec.name}/{task_id}",
+        agent=spec.agent,
+        bench=bench,
+        task_id=task_id,
+        steps=steps,
+        outcome=None,
+        prompt=first_user_message(d.get("history")),
+        meta={
+            "scaffold": spec.scaffold,
+            "model": spec.model,
+            "source_file": f,
+            "step_roles": roles,
+            "role_sequence": seq,
+            **instance_stats(info),
+        },
+    )

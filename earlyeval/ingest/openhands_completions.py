@@ -1,0 +1,218 @@
+"""OpenHands ``llm_completions`` logs (CodeActAgent, native tool calling).
+
+Layout: ``llm_completions/<instance_id>/<model>-<unix_ts>.json(.gz)``, one file
+per LLM call: ``messages`` (the whole prompt of that call: system, task, then
+assistant turns with ``tool_calls`` and the ``tool`` messages answering them),
+``response`` (litellm ChatCompletion; ``choices[0].message`` is the turn that
+call produced), ``cost`` (of that call only), ``timestamp``.  Each call's
+messages are a prefix of the next call's, so the last call of an instance
+holds the whole conversation: ``discover`` keeps, per instance folder, the file
+with the highest timestamp in its name.  Earlier call files are not silently
+lost: their number is logged and kept in ``meta["earlier_call_files"]``.  (If
+an instance was restarted, the last file belongs to the final attempt, the one
+that produced the evaluated patch.)
+
+One step = one assistant message (the ``messages`` ones, then the final
+``response`` message) with its tool call(s) and the ``tool`` message(s)
+answering them (matched by ``tool_call_id``, else by position).  Several tool
+calls in one message stay one multi-action step.  The last step's calls have no
+answer in the file (observation empty).  An assistant message with no tool call
+is a step with no action (the text is its thought); OpenHands answers it with
+an automatic "Please continue working on the task..." user message, which is
+scaffold prompting, not environment output: it is not an observation and is
+only counted in ``meta["auto_continue_prompts"]``.
+
+Action text is rendered so that ``classify_action`` sees the real operation:
+``execute_bash`` -> the command; ``str_replace_editor`` -> ``<sub-command>
+<path>`` then the other arguments (``view /x.py``, ``str_replace /x.py\\nold_str:
+...``); ``finish`` -> its message; other tools -> their JSON arguments.
+``error``: from ``[Command finished with exit code N]`` for bash, ``ERROR:`` for
+the editor, else None.
+
+Usage: only the last call's ``cost`` and ``response.usage`` exist; they go to
+meta (``last_call_cost``, ``last_call_usage``) and every per-step token count
+and cost is ``None`` (no other call's usage is in the file).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..catalog import RunSpec
+from ..errors import IngestError
+from ..jsonio import load_json, require
+from ..trajectory import Action, Trajectory, make_step
+from .mini_swe_agent import content_text
+
+FORMAT = "openhands-completions"
+log = logging.getLogger(__name__)
+
+_TS = re.compile(r"-(\d+(?:\.\d+)?)\.json(?:\.gz)?$")
+_EXIT = re.compile(r"\[Command finished with exit code (-?\d+)\]")
+_EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_file"}
+_EDITOR_EXTRA = ("view_range", "insert_line", "old_str", "new_str", "file_text")
+
+
+def _call_ts(p: Path) -> float:
+    m = _TS.search(p.name)
+    return float(m.group(1)) if m else float("-inf")
+
+
+def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
+    """The last call file of each instance folder."""
+    groups: dict[Path, list[Path]] = defaultdict(list)
+    for p in run_dir.glob(spec.glob):
+        if p.is_file():
+            groups[p.parent].append(p)
+    chosen = []
+    earlier = 0
+    for folder in sorted(groups):
+        files = sorted(groups[folder], key=lambda p: (_call_ts(p), p.name))
+        chosen.append(files[-1])
+        earlier += len(files) - 1
+    if earlier:
+        log.warning("%s: kept the last call file of %d instances, ignored %d earlier call files (prefixes of the last)", spec.name, len(chosen), earlier)
+    return chosen
+
+
+def render_tool_call(name: str, arguments: Any) -> Action:
+    """One native tool call as an Action whose text ``classify_action`` reads correctly."""
+    args: Any = arguments
+    if isinstance(arguments, str):
+        try:
+            args = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return Action(tool=name, text=arguments)  # keep what the model sent
+    if not isinstance(args, dict):
+        return Action(tool=name, text=json.dumps(args, ensure_ascii=False))
+    if name in _EDITOR_TOOLS:
+        text = f"{args.get('command', '')} {args.get('path', '')}".strip()
+        for k in _EDITOR_EXTRA:
+            if args.get(k) is not None:
+                v = args[k] if isinstance(args[k], str) else json.dumps(args[k])
+                text += f"\n{k}: {v}"
+        return Action(tool=name, text=text)
+    if not args:
+        return Action(tool=name, text="")
+    for key in ("command", "code", "message", "final_thought", "thought"):
+        if isinstance(args.get(key), str):
+            return Action(tool=name, text=args[key])
+    return Action(tool=name, text=json.dumps(args, ensure_ascii=False, sort_keys=True))
+
+
+def tool_error(name: str, text: str) -> bool | None:
+    """Error flag of one tool result, where the output says."""
+    m = _EXIT.search(text)
+    if m:
+        return int(m.group(1)) != 0
+    if name in _EDITOR_TOOLS:
+        return text.lstrip().startswith("ERROR")
+    return None
+
+
+def _tool_calls(m: dict[str, Any], file: str, where: str) -> list[tuple[str, str, Any]]:
+    """(id, name, arguments) of an assistant message's tool calls."""
+    tcs = m.get("tool_calls") or []
+    if not isinstance(tcs, list):
+        raise IngestError(file, f"{where}.tool_calls", f"expected list, got {type(tcs).__name__}")
+    out = []
+    for j, tc in enumerate(tcs):
+        fn = require(tc, "function", dict, file, f"{where}.tool_calls[{j}]")
+        name = require(fn, "name", str, file, f"{where}.tool_calls[{j}].function")
+        out.append((str(tc.get("id") or ""), name, fn.get("arguments")))
+    return out
+
+
+def steps_from_chat(messages: list, file: str, field: str = "messages") -> tuple[list, str, int]:
+    """(steps, prompt, number of auto-continue user prompts) of a native tool-calling chat."""
+    prompt = ""
+    pending: list[dict[str, Any]] = []
+    nudges = 0
+    for i, m in enumerate(messages):
+        where = f"{field}[{i}]"
+        role = require(m, "role", str, file, where)
+        if role == "system":
+            continue
+        if role == "user":
+            if not pending and not prompt:
+                prompt = content_text(m.get("content"))
+            else:
+                nudges += 1
+            continue
+        if role == "assistant":
+            calls = _tool_calls(m, file, where)
+            pending.append({"thought": content_text(m.get("content")).strip(), "calls": calls, "obs": [], "err": []})
+            continue
+        if role == "tool":
+            if not pending:
+                raise IngestError(file, where, "tool message before any assistant message")
+            step = pending[-1]
+            tid = m.get("tool_call_id")
+            names = {c[0]: c[1] for c in step["calls"]}
+            name = names.get(tid) or m.get("name") or (step["calls"][0][1] if step["calls"] else "")
+            text = content_text(m.get("content"))
+            step["obs"].append(text)
+            step["err"].append(tool_error(name, text))
+    steps = []
+    for k, p in enumerate(pending):
+        errs = [e for e in p["err"] if e is not None]
+        steps.append(
+            make_step(
+                k,
+                [render_tool_call(name, args) for _, name, args in p["calls"]],
+                thought=p["thought"],
+                observation="\n".join(p["obs"]),
+                error=any(errs) if errs else None,
+            )
+        )
+    return steps, prompt, nudges
+
+
+def _usage(resp: dict[str, Any]) -> dict[str, Any] | None:
+    u = resp.get("usage")
+    if not isinstance(u, dict):
+        return None
+    det = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
+    return {"input_tokens": u.get("prompt_tokens"), "output_tokens": u.get("completion_tokens"), "cached_tokens": det.get("cached_tokens")}
+
+
+def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
+    f = str(path)
+    d = load_json(path)
+    messages = list(require(d, "messages", list, f))
+    resp = d.get("response")
+    final = None
+    if resp is not None:
+        choices = require(resp, "choices", list, f, "response")
+        if choices:
+            final = require(choices[0], "message", dict, f, "response.choices[0]")
+            final = {**final, "role": final.get("role") or "assistant"}
+    steps, prompt, nudges = steps_from_chat(messages + ([final] if final else []), f)
+    if not steps:
+        raise IngestError(f, "messages", "no assistant message: no agent steps")
+    task_id = path.parent.name
+    earlier = sum(1 for p in path.parent.iterdir() if p.is_file() and p != path and _TS.search(p.name))
+    yield Trajectory(
+        run_id=f"{spec.name}/{task_id}",
+        agent=spec.agent,
+        bench=bench,
+        task_id=task_id,
+        steps=steps,
+        outcome=None,
+        prompt=prompt,
+        meta={
+            "scaffold": spec.scaffold,
+            "model": spec.model,
+            "source_file": f,
+            "llm_model": resp.get("model") if isinstance(resp, dict) else None,
+            "last_call_cost": d.get("cost") if isinstance(d.get("cost"), (int, float)) else None,
+            "last_call_usage": _usage(resp) if isinstance(resp, dict) else None,
+            "auto_continue_prompts": nudges,
+            "earlier_call_files": earlier,
+        },
+    )

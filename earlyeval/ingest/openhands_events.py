@@ -1,0 +1,233 @@
+"""OpenHands conversation event streams (V0 events, e.g. a GUI conversation export).
+
+Layout: ``.../issue_<N>/<instance_id>.json(.gz)`` = a JSON list of events, each
+with ``id``, ``source`` (agent / user / environment) and either ``action`` +
+``args`` or ``observation`` + ``content``/``extras`` + ``cause`` (the id of the
+action it answers).  Agent actions carry ``tool_call_metadata`` (the native
+tool call id and the raw ``model_response`` with its ``usage``) and
+``llm_metrics`` (running totals).  The ``<conversation_id>/metadata.json`` files
+next to them are conversation summaries, not trajectories: ``discover`` skips
+them (and any per-event ``events/``/``event_cache/`` copies).
+
+One step = one agent action event that acts (``run``, ``read``, ``edit``,
+``finish``, ``call_tool_mcp``, ...), with the observation(s) whose ``cause`` is
+that action.  Actions sharing one ``model_response`` (several tool calls in one
+LLM response) stay one multi-action step, so its usage is counted once.  The
+action is rendered from the native tool call in the model response (same
+rendering as ``openhands_completions``: ``execute_bash`` command,
+``str_replace_editor`` ``<sub-command> <path> ...``), else from ``args``.
+
+Decided explicitly:
+- agent ``message`` actions (the agent writes to the user instead of calling a
+  tool: a plan, a progress note, a summary; the agent then waits for the user)
+  are steps with no action, their text as thought: they are LLM turns that use
+  budget and often end a run without ``finish``.
+- a later ``user`` message (a human typing in the GUI) is not a step: it is what
+  answered the agent, appended to the latest step's observation as
+  ``[user] ...`` and counted in ``meta["user_messages"]``.  The first user
+  message is the prompt.
+- an agent ``error`` observation with no ``cause`` (OpenHands refused a
+  malformed tool call) is an LLM turn that failed: a step with no action,
+  ``error=True``.
+- bookkeeping is skipped: ``system`` prompt, ``recall`` (and its
+  observation), ``change_agent_state``/``agent_state_changed``, and the memory
+  condenser's ``condensation`` (counted in ``meta["condensations"]``).
+
+Tokens per step from ``model_response.usage`` (prompt / completion / cached),
+``None`` where the event has no model response.  Per-step cost is ``None``: the
+events carry only running totals (``llm_metrics.accumulated_cost``, in meta as
+``instance_cost``).  ``error``: ``True`` for ``error`` observations and non-zero
+exit codes, ``False`` for other answered actions, ``None`` when unanswered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..catalog import RunSpec
+from ..errors import IngestError
+from ..jsonio import load_json, strip_gz
+from ..trajectory import Action, Trajectory, make_step
+from .openhands_completions import render_tool_call
+
+FORMAT = "openhands-events"
+
+_BOOKKEEPING = {"system", "recall", "change_agent_state", "condensation", "condensation_request"}
+# event action -> (native tool, how its args become that tool's arguments)
+_FALLBACK_TOOL = {"run": "execute_bash", "run_ipython": "execute_ipython_cell", "read": "str_replace_editor", "edit": "str_replace_editor"}
+
+
+def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
+    out = []
+    for p in sorted(run_dir.glob(spec.glob)):
+        if not p.is_file():
+            continue
+        name = strip_gz(p.name)
+        inner = p.relative_to(run_dir).parts[:-1]
+        if not name.endswith(".json") or name == "metadata.json" or "events" in inner or "event_cache" in inner:
+            continue
+        out.append(p)
+    return out
+
+
+def _response(e: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    tcm = e.get("tool_call_metadata")
+    if not isinstance(tcm, dict):
+        return None, None
+    resp = tcm.get("model_response")
+    return tcm, resp if isinstance(resp, dict) else None
+
+
+def _message(resp: dict[str, Any] | None) -> dict[str, Any]:
+    try:
+        m = resp["choices"][0]["message"]  # type: ignore[index]
+    except (KeyError, IndexError, TypeError):
+        return {}
+    return m if isinstance(m, dict) else {}
+
+
+def action_of(e: dict[str, Any], args: dict[str, Any]) -> Action:
+    """The native tool call behind an action event, else its args."""
+    tcm, resp = _response(e)
+    if tcm is not None:
+        for tc in _message(resp).get("tool_calls") or []:
+            fn = tc.get("function") if isinstance(tc, dict) else None
+            if isinstance(fn, dict) and tc.get("id") == tcm.get("tool_call_id") and isinstance(fn.get("name"), str):
+                return render_tool_call(fn["name"], fn.get("arguments"))
+    a = e["action"]
+    if a == "read":
+        return render_tool_call("str_replace_editor", {"command": "view", "path": args.get("path"), "view_range": args.get("view_range")})
+    if a == "edit":
+        keys = ("command", "path", "old_str", "new_str", "file_text", "insert_line")
+        return render_tool_call("str_replace_editor", {k: args.get(k) for k in keys})
+    if a == "finish":
+        return render_tool_call("finish", {"message": args.get("final_thought") or ""})
+    if a == "call_tool_mcp" and isinstance(args.get("name"), str):
+        return render_tool_call(args["name"], args.get("arguments") or {})
+    rest = {k: v for k, v in args.items() if k not in ("thought", "security_risk", "is_input", "blocking", "hidden", "confirmation_state", "is_static", "cwd")}
+    return render_tool_call(_FALLBACK_TOOL.get(a, a), rest)
+
+
+def _usage(resp: dict[str, Any] | None) -> dict[str, int | None]:
+    u = resp.get("usage") if isinstance(resp, dict) else None
+    if not isinstance(u, dict):
+        return {"input_tokens": None, "output_tokens": None, "cached_tokens": None}
+    det = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
+    as_int = lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None  # noqa: E731
+    return {"input_tokens": as_int(u.get("prompt_tokens")), "output_tokens": as_int(u.get("completion_tokens")), "cached_tokens": as_int(det.get("cached_tokens"))}
+
+
+def _obs_error(e: dict[str, Any]) -> bool:
+    if e.get("observation") == "error":
+        return True
+    extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
+    meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+    code = meta.get("exit_code")
+    return isinstance(code, int) and code != 0
+
+
+def _new(thought: str = "", calls: list[Action] | None = None, **usage: Any) -> dict[str, Any]:
+    return {"thought": thought, "calls": calls or [], "obs": [], "err": [], "resp": None, **({"input_tokens": None, "output_tokens": None, "cached_tokens": None} | usage)}
+
+
+def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
+    f = str(path)
+    events = load_json(path)
+    if not isinstance(events, list):
+        raise IngestError(f, "<root>", f"expected a list of events, got {type(events).__name__}")
+    raw: list[dict[str, Any]] = []
+    step_of_action: dict[Any, int] = {}
+    prompt = ""
+    user_messages = condensations = 0
+    cost: float | None = None
+    llm_models: list[str] = []  # in order of first use (a conversation may switch model)
+    for i, e in enumerate(events):
+        where = f"[{i}]"
+        if not isinstance(e, dict):
+            raise IngestError(f, where, f"expected an event object, got {type(e).__name__}")
+        src = e.get("source")
+        if isinstance(e.get("llm_metrics"), dict) and isinstance(e["llm_metrics"].get("accumulated_cost"), (int, float)):
+            cost = float(e["llm_metrics"]["accumulated_cost"])
+        if "action" in e:
+            a = e["action"]
+            if not isinstance(a, str):
+                raise IngestError(f, f"{where}.action", f"expected str, got {type(a).__name__}")
+            args = e.get("args") if e.get("args") is not None else {}
+            if not isinstance(args, dict):
+                raise IngestError(f, f"{where}.args", f"expected dict, got {type(args).__name__}")
+            text = args.get("content") if isinstance(args.get("content"), str) else (e.get("message") or "")
+            if src == "user" and a == "message":
+                if not prompt and not raw:
+                    prompt = text
+                else:
+                    user_messages += 1
+                    if raw:
+                        raw[-1]["obs"].append(f"[user] {text}")
+                continue
+            if src != "agent" or a in _BOOKKEEPING:
+                if a == "condensation":
+                    condensations += 1
+                continue
+            if a == "message":
+                raw.append(_new(thought=text.strip()))
+                continue
+            _, resp = _response(e)
+            rid = resp.get("id") if resp else None
+            if resp and isinstance(resp.get("model"), str) and resp["model"] not in llm_models:
+                llm_models.append(resp["model"])
+            act = action_of(e, args)
+            if rid is not None and raw and raw[-1]["resp"] == rid:
+                raw[-1]["calls"].append(act)
+            else:
+                thought = args.get("thought") if isinstance(args.get("thought"), str) else ""
+                thought = thought or (_message(resp).get("content") or "")
+                raw.append(_new(thought=str(thought).strip(), calls=[act], **_usage(resp)))
+                raw[-1]["resp"] = rid
+            if "id" in e:
+                step_of_action[e["id"]] = len(raw) - 1
+        elif "observation" in e:
+            cause = e.get("cause")
+            content = e.get("content") if isinstance(e.get("content"), str) else (e.get("message") or "")
+            if cause is not None and cause in step_of_action:
+                st = raw[step_of_action[cause]]
+                st["obs"].append(content)
+                st["err"].append(_obs_error(e))
+            elif src == "agent" and e.get("observation") == "error" and cause is None:
+                raw.append(_new())
+                raw[-1]["obs"].append(content)
+                raw[-1]["err"].append(True)
+    if not raw:
+        raise IngestError(f, "<events>", "no agent action, message or error event: no agent steps")
+    steps = [
+        make_step(
+            k,
+            r["calls"],
+            thought=r["thought"],
+            observation="\n".join(r["obs"]),
+            input_tokens=r["input_tokens"],
+            output_tokens=r["output_tokens"],
+            cached_tokens=r["cached_tokens"],
+            error=any(r["err"]) if r["err"] else None,
+        )
+        for k, r in enumerate(raw)
+    ]
+    task_id = strip_gz(path.name).removesuffix(".json")
+    yield Trajectory(
+        run_id=f"{spec.name}/{task_id}",
+        agent=spec.agent,
+        bench=bench,
+        task_id=task_id,
+        steps=steps,
+        outcome=None,
+        prompt=prompt,
+        meta={
+            "scaffold": spec.scaffold,
+            "model": spec.model,
+            "source_file": f,
+            "llm_models": llm_models,
+            "instance_cost": cost,
+            "user_messages": user_messages,
+            "condensations": condensations,
+        },
+    )

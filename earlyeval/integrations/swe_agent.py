@@ -1,0 +1,217 @@
+"""SWE-agent (1.x): an agent hook that ends a decided run through the agent's own exit path.
+
+Usage::
+
+    from sweagent.agent.agents import DefaultAgent
+    from earlyeval import Monitor
+    from earlyeval.integrations.swe_agent import EarlyStopHook
+
+    agent = DefaultAgent.from_config(agent_config)
+    agent.add_hook(EarlyStopHook(Monitor.load("models/swe-v1")))
+    result = agent.run(env=env, problem_statement=ps, output_dir=out)
+    result.info["exit_status"]   # e.g. "submitted (PredictedFailure)" or "PredictedSuccess"
+    result.info["earlyeval"]     # halt record, probabilities, per-step history (also in the .traj file)
+
+Written against the published interface of SWE-agent 1.x
+(``sweagent/agent/hooks/abstract.py``, ``sweagent/agent/agents.py``,
+``sweagent/types.py``), which could not be installed here (SWE-agent is not
+on PyPI: ``sweagent`` there is an unrelated 0.0.1 snapshot from 2024 that does
+not install, ``swe-agent`` does not exist); see docs/integrations.md.  The
+module imports nothing from ``sweagent``: it implements every
+``AbstractAgentHook`` method (unknown future ``on_*`` hooks are no-ops).
+
+How it works.  ``DefaultAgent.step()`` runs the model and the action, appends
+the step to history and trajectory, updates ``self.info`` and then calls
+``on_step_done(step=step_output, info=self.info)`` with the very
+``StepOutput`` it returns; ``run()`` loops ``while not step_output.done`` and
+saves the trajectory after every step.  The hook turns the ``StepOutput``
+into a Step (tool calls, or the command line; shared ``make_step`` taxonomy;
+per-step token/cost deltas from ``info["model_stats"]``), asks the monitor,
+writes ``info["earlyeval"]``, and on a halt sets ``step.done = True`` with
+``exit_status`` ``PredictedFailure``/``PredictedSuccess`` -- the same exit
+path SWE-agent's own forced exits (``exit_cost``, ``exit_context``, ...)
+take.  With ``autosubmit=True`` (default, as SWE-agent does for its forced
+exits) it first calls ``agent.attempt_autosubmission_after_error(step)``, so
+the patch in the environment is still submitted and the status reads
+``submitted (PredictedFailure)``.  Steps that are already ``done`` (the agent
+submitted or exited) are not scored.  Under ``RetryAgent`` the hook is added
+to every attempt's agent (``on_init``) and each attempt is a new monitor run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ..trajectory import Action, Step, Task, make_step
+from .base import EarlyStopper, StepMonitor, tool_call_text
+
+log = logging.getLogger("earlyeval.integrations.swe_agent")
+
+# commands of SWE-agent's tool bundles (1.x) and its 0.x interface that are tools in their own right;
+# any other command line is a shell command
+SWE_AGENT_COMMANDS: frozenset[str] = frozenset(
+    {
+        "str_replace_editor", "submit", "exit", "exit_forfeit", "review_on_submit_m",
+        "open", "goto", "scroll_up", "scroll_down", "create", "edit", "find_file",
+        "search_file", "search_dir", "filemap", "view_image",
+    }
+)
+
+
+def actions_of(step: Any) -> list[Action]:
+    """The actions of one StepOutput: its tool calls (function calling) or its command line."""
+    calls = getattr(step, "tool_calls", None) or []
+    out: list[Action] = []
+    for tc in calls:
+        fn = (tc.get("function") or {}) if isinstance(tc, dict) else {}
+        name = str(fn.get("name") or "")
+        raw = fn.get("arguments")
+        try:
+            args = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            args = raw
+        if name:
+            out.append(Action(tool=name, text=tool_call_text(name, args)))
+    if out:
+        return out
+    cmd = (getattr(step, "action", "") or "").strip()
+    if not cmd:
+        return []
+    head, _, rest = cmd.partition(" ")
+    if "\n" in head:
+        head, _, tail = head.partition("\n")
+        rest = tail + (" " + rest if rest else "")
+    if head in SWE_AGENT_COMMANDS:
+        return [Action(tool=head, text=rest.strip())]
+    return [Action(tool="bash", text=cmd)]
+
+
+class EarlyStopHook:
+    """SWE-agent agent hook (``AbstractAgentHook`` interface) that halts decided runs."""
+
+    def __init__(self, monitor: StepMonitor, *, autosubmit: bool = True, run_id: str | None = None,
+                 info_key: str = "earlyeval"):
+        self.stopper = EarlyStopper(monitor, logger=log)
+        self.autosubmit = autosubmit
+        self.run_id = run_id
+        self.info_key = info_key
+        self.agent: Any = None
+        self._needs_start = True
+        self._last_stats: dict[str, float] | None = None
+
+    @property
+    def halted(self):
+        return self.stopper.halted
+
+    # -- AbstractAgentHook ---------------------------------------------------
+    def on_init(self, *, agent: Any) -> None:
+        self.agent = agent
+        self._needs_start = True  # RetryAgent: every attempt's agent is a new run
+
+    def on_run_start(self) -> None:
+        self._needs_start = True
+
+    def on_step_done(self, *, step: Any, info: Any) -> None:
+        try:
+            self._on_step_done(step, info)
+        except Exception as e:  # never crash the agent over the monitor
+            self.stopper.note_error(f"on_step_done failed: {e!r}")
+
+    def on_step_start(self) -> None: ...
+
+    def on_actions_generated(self, *, step: Any) -> None: ...
+
+    def on_action_started(self, *, step: Any) -> None: ...
+
+    def on_action_executed(self, *, step: Any) -> None: ...
+
+    def on_run_done(self, *, trajectory: Any, info: Any) -> None: ...
+
+    def on_setup_attempt(self) -> None: ...
+
+    def on_model_query(self, *, messages: Any, agent: str) -> None: ...
+
+    def on_query_message_added(self, **kwargs: Any) -> None: ...
+
+    def on_setup_done(self) -> None: ...
+
+    def on_tools_installation_started(self) -> None: ...
+
+    def __getattr__(self, name: str):
+        if name.startswith("on_"):  # hooks added to SWE-agent after this adapter was written
+            return lambda *a, **k: None
+        raise AttributeError(name)
+
+    # -- scoring ----------------------------------------------------------------
+    def _start(self) -> None:
+        self._needs_start = False
+        self._last_stats = None
+        ps = getattr(self.agent, "_problem_statement", None)
+        task_id = str(getattr(ps, "id", "") or "")
+        prompt = ""
+        try:
+            prompt = ps.get_problem_statement() if ps is not None else ""
+        except Exception:
+            pass
+        self.stopper.start(task=Task(task_id=task_id, prompt=prompt or ""), run_id=self.run_id or task_id or None)
+
+    def _on_step_done(self, step: Any, info: Any) -> None:
+        if self._needs_start:
+            self._start()
+        usage = self._usage_delta(info)
+        if getattr(step, "done", False):
+            self._record(info)
+            return  # submitted / exited: the run is over
+        s: Step = make_step(
+            self.stopper.next_index,
+            actions_of(step),
+            thought=getattr(step, "thought", "") or "",
+            observation=getattr(step, "observation", "") or "",
+            error=None,  # SWE-agent reports no per-step error or exit code
+            **usage,
+        )
+        self.stopper.observe(s)
+        halted = self.stopper.halted
+        if halted is not None and halted.step_index == s.index:
+            self._exit(step, info, halted.exit_status)
+        self._record(info)
+
+    def _exit(self, step: Any, info: Any, exit_status: str) -> None:
+        step.exit_status = exit_status
+        if self.autosubmit and self.agent is not None and hasattr(self.agent, "attempt_autosubmission_after_error"):
+            try:
+                sub = self.agent.attempt_autosubmission_after_error(step)
+                step.submission = sub.submission
+                step.observation = sub.observation
+                step.exit_status = sub.exit_status
+            except Exception as e:
+                self.stopper.note_error(f"autosubmission failed: {e!r}")
+        step.done = True  # DefaultAgent.run(): `while not step_output.done`
+        info["exit_status"] = step.exit_status
+        info["submission"] = getattr(step, "submission", None)
+
+    def _record(self, info: Any) -> None:
+        try:
+            info[self.info_key] = self.stopper.summary()
+        except Exception as e:
+            self.stopper.note_error(f"could not write info: {e!r}")
+
+    def _usage_delta(self, info: Any) -> dict[str, Any]:
+        stats = info.get("model_stats") if isinstance(info, dict) else None
+        if not isinstance(stats, dict):
+            return {}
+        now = {k: stats.get(k) for k in ("tokens_sent", "tokens_received", "instance_cost")}
+        if any(not isinstance(v, (int, float)) for v in now.values()):
+            return {}
+        before, self._last_stats = self._last_stats, now  # type: ignore[assignment]
+        before = before or {"tokens_sent": 0, "tokens_received": 0, "instance_cost": 0.0}
+        return {
+            "input_tokens": int(now["tokens_sent"] - before["tokens_sent"]),
+            "output_tokens": int(now["tokens_received"] - before["tokens_received"]),
+            "cost_usd": float(now["instance_cost"] - before["instance_cost"]),
+        }
+
+
+__all__ = ["EarlyStopHook", "SWE_AGENT_COMMANDS", "actions_of"]

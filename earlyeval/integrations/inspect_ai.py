@@ -97,12 +97,15 @@ class EarlyStopOnContinue:
         self.submit = submit
         self.key = metadata_key
         self.runs: OrderedDict[Any, _SampleRun] = OrderedDict()
+        self._warned_shared = False
 
     def _new_monitor(self) -> StepMonitor:
         m = self._monitor
         if hasattr(m, "observe") and hasattr(m, "start"):
-            if any(not r.stopper.halted for r in self.runs.values()):
-                log.warning("one monitor instance shared by concurrent samples: pass a factory instead")
+            if self.runs and not self._warned_shared:
+                self._warned_shared = True
+                log.warning("one monitor instance serves every sample: correct only if samples run one at a time "
+                            "(max_samples=1); pass a factory otherwise")
             return m  # type: ignore[return-value]
         return m()  # type: ignore[operator]
 

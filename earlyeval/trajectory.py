@@ -249,9 +249,58 @@ _TOOL_KIND: dict[str, str] = {
     "specify_lines": "other",
 }
 
-# tool-name verbs for API-style tools (tau2, Toolathlon, MCP)
-_API_WRITE = re.compile(r"(^|[_\-])(update|create|modify|cancel|book|write|edit|delete|remove|add|set|send|exchange|return|transfer|toggle|enable|disable|reset|make|post|put|insert|apply|upload|move|rename|grant|refund)", re.I)
-_API_READ = re.compile(r"(^|[_\-])(get|list|find|search|read|query|fetch|lookup|check|describe|show|view|calculate|think)", re.I)
+# tool-name verbs for API-style tools (tau2, Toolathlon, MCP servers, ...).  A tool
+# name is split into words (snake, kebab and camelCase); the first word that is a
+# known verb decides, so ``check_apn_settings`` is a read (not "set") and
+# ``can_send_mms`` a check (not "send").  HTTP-method words (``notion-API-post-search``)
+# defer to a later read verb.  A few Spanish verbs occur in tau2's custom domains.
+_API_WRITE_VERBS = frozenset(
+    "update create modify cancel book write edit delete remove add set send exchange return transfer toggle "
+    "enable disable reset make post put patch insert apply upload move rename grant refund submit register "
+    "record process issue emit enroll scale format highlight merge fork push commit load export attach "
+    "reboot reseat refuel resume renew suspend disconnect connect activate deactivate change assign "
+    "crear anular enviar adjuntar registrar actualizar modificar cancelar".split()
+)
+_API_READ_VERBS = frozenset(
+    "get list find search read query fetch lookup check describe show view calculate think retrieve can is has "
+    "verify count browse inspect download open track consult "
+    "buscar consultar obtener listar identificar validar verificar ver".split()
+)
+_API_SEARCH_VERBS = frozenset("search find query lookup browse buscar consultar".split())
+_HTTP_VERBS = frozenset({"post", "put", "patch"})
+_API_HANDOFF = re.compile(r"(transfer|escalate)_?to_?(human|agent)", re.I)
+_API_RUNNER = re.compile(r"(run|execute|exec)[_\-]?(command|cmd|shell|bash)|(^|[_\-])(terminal|shell)[_\-](run|exec)", re.I)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _tool_words(tool: str) -> list[str]:
+    return [w for w in re.split(r"[_\-\s./:]+", _CAMEL.sub("_", tool or "").lower()) if w]
+
+
+def _classify_api(tool: str, body: str) -> str | None:
+    """Kind of an API-style tool call from the verbs in its name; None if no verb is known."""
+    name = (tool or "").strip()
+    if _API_HANDOFF.search(_CAMEL.sub("_", name)):
+        return "submit"  # handing the conversation to a human ends the agent's work
+    if _API_RUNNER.search(name):
+        try:
+            args = json.loads(body) if body.strip().startswith("{") else None
+        except ValueError:
+            args = None
+        cmd = next((args[k] for k in ("command", "cmd", "script") if isinstance(args, dict) and isinstance(args.get(k), str)), None)
+        return _classify_shell(cmd if cmd is not None else body)
+    words = _tool_words(name)
+    for i, w in enumerate(words):
+        if w in _HTTP_VERBS:
+            later = next((v for v in words[i + 1 :] if v in _API_READ_VERBS), None)
+            if later is not None:
+                return "search" if later in _API_SEARCH_VERBS else "view"
+            return "edit"
+        if w in _API_WRITE_VERBS:
+            return "edit"
+        if w in _API_READ_VERBS:
+            return "search" if w in _API_SEARCH_VERBS else "view"
+    return None
 
 
 def classify_action(tool: str, text: str) -> str:
@@ -270,10 +319,9 @@ def classify_action(tool: str, text: str) -> str:
     # API-style tools: decide by the verb in the tool name
     if _SUBMIT_RE.search(t):
         return "submit"
-    if _API_WRITE.search(t):
-        return "edit"
-    if _API_READ.search(t):
-        return "search" if re.search(r"search|find|query|lookup", t) else "view"
+    api = _classify_api(tool, body)
+    if api is not None:
+        return api
     return _classify_shell(body) if body else "other"
 
 

@@ -1,0 +1,455 @@
+"""ATIF (Agent Trajectory Interchange Format, v1.0-v1.8) runs in Harbor trial folders.
+
+Layout of one trial (one run of one task)::
+
+    <trial>/agent/trajectory.json[.gz]   the ATIF document (steps)
+    <trial>/result.json[.gz]             Harbor's TrialResult: reward in verifier_result.rewards
+    <trial>/verifier/reward.json         {"reward": 1.0} (or several named rewards)
+    <trial>/verifier/reward.txt          a single float
+
+``discover`` returns the trial folders (every folder holding
+``agent/trajectory.json``).  Documents are validated with the pydantic models
+of the ``atif`` package (which implements v1.8; all v1.x changes were additive
+except one, see below), never with a hand-written schema.  A document that
+fails validation is an IngestError naming the field from the pydantic error
+location (``steps[3].tool_calls[0].function_name``); the rest of the batch goes
+on.
+
+**One step = one ATIF agent step** (``source: "agent"``): ATIF defines it as one
+complete agent turn (inference, actions, observation receipt), the same unit
+as everywhere else in earlyeval.
+
+* actions: one per ``tool_calls`` entry, tool = ``function_name``, text = the
+  arguments as compact JSON (a shell tool's lone ``command`` argument as the bare
+  command line).
+* thought / action text: a turn with tool calls has ``reasoning_content`` plus
+  ``message`` as its thought; a turn without tool call *did* its message (final
+  answer, reply to the user): the message is the action, ``reasoning_content``
+  the thought.
+* observation: the text of ``observation.results`` (multimodal content parts
+  keep their text; each image or audio part leaves an ``[image]``/``[audio]``
+  marker and is counted in ``meta["non_text_parts"]``), then any user or system
+  step that follows the agent step (a user reply, a system event) before the
+  next agent step.
+* tokens / cost: per-step ``metrics`` (``prompt_tokens`` = whole context,
+  ``completion_tokens``, ``cached_tokens``, ``cost_usd``); absent = None.
+  ``llm_call_count > 1`` means the metrics already aggregate several calls:
+  kept as the step's totals.  ``llm_call_count == 0`` marks a deterministic
+  dispatch with no LLM call: tokens and cost are known to be 0.
+  ``final_metrics`` go to ``meta`` only (they cannot be split into steps).
+* task prompt: the first user step of the document (a copied one included:
+  it is the task as the agent saw it); later user steps before the first agent
+  step are appended to it; system steps before the first agent step (system
+  prompt) are not steps.
+
+Edge cases, decided:
+
+* ``is_copied_context: true`` steps (context replayed from an earlier
+  trajectory) are skipped: they are not this run's actions; counted in
+  ``meta["copied_context_steps"]``.
+* Continuations: ``continued_trajectory_ref`` (the run went on in another file,
+  e.g. after summarization) is followed inside the trial folder and the
+  segments' steps are concatenated in order (their copied context dropped).  A
+  continuation that is missing, outside the trial folder or cyclic is an
+  IngestError: a truncated run would carry a wrong length and a label earned
+  by steps we do not see.
+* Subagents: embedded ``subagent_trajectories`` and ``subagent_trajectory_ref``
+  results are not inlined as steps: the delegating step is one step of the
+  parent whose observation is what the subagent returned (plus a
+  ``[subagent trajectory: <id>]`` marker); subagent counts go to ``meta``.
+* Version handling: ``schema_version`` must be ``ATIF-v1.0`` ... ``ATIF-v1.8``
+  (``v1.N`` / ``1.N`` accepted as written by some exporters).  v1.7 made a
+  subagent ref with only ``session_id`` invalid; for documents declaring
+  v1.0-v1.6 such a ref is upgraded (``trajectory_id = session_id``, its v1.6
+  resolution key) before validation, and a lone ref object is wrapped in a list.
+* ``error``: ATIF has no error flag; None unless the step carries
+  ``extra.earlyeval.error`` (written by earlyeval's own exporter).
+
+Label: ``result.json`` ``verifier_result.rewards`` first (what Harbor
+recorded), else ``verifier/reward.json``, else ``verifier/reward.txt`` (Harbor's
+own verifier reads reward.json before reward.txt).  The reward used is the
+``reward`` key, else the only key, else the catalog option ``reward_key``.  It
+is mapped to an outcome by the shared rule (``success_min_reward``, default:
+success iff reward >= 1 - 1e-6).  No reward anywhere (e.g. the verifier
+crashed) -> ``outcome=None``, reported as unlabelled.
+
+``extra.earlyeval`` on steps and tool calls holds the few values earlyeval's
+exporter cannot express in standard ATIF (an error flag, an action text that
+the arguments do not reproduce); ingest honours them so that ingest -> export
+-> ingest is exact.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterator
+
+import atif
+from pydantic import ValidationError
+
+from ..catalog import RunSpec
+from ..errors import IngestError
+from ..jsonio import load_json, read_text
+from ..trajectory import Action, Step, Trajectory, make_step, primary_kind
+from .chat import action_text, is_number, join_thought, opt_float, opt_int, reward_outcome, success_min_reward
+
+FORMAT = "atif"
+MAX_MINOR = 8  # the installed atif package implements ATIF-v1.8
+TRAJECTORY_NAMES = ("trajectory.json", "trajectory.json.gz")
+EXT_KEY = "earlyeval"  # key of earlyeval's own values inside ATIF ``extra`` objects
+
+_VERSION = re.compile(r"^(?:ATIF-)?v?1\.(\d+)$", re.I)
+_FIELD_IN_MSG = re.compile(r"((?:steps|subagent_trajectories)\[\d+\](?:\.[A-Za-z_]\w*(?:\[\d+\])?)*)")
+_UNION_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "literal"}
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def trajectory_file(trial: Path) -> Path | None:
+    for name in TRAJECTORY_NAMES:
+        p = trial / "agent" / name
+        if p.is_file():
+            return p
+    return None
+
+
+def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
+    """Trial folders under ``run_dir`` (``run_dir`` itself when it is one)."""
+    if trajectory_file(run_dir) is not None:
+        return [run_dir]
+    if spec.glob and spec.glob not in ("**/*", "*", "**"):
+        cands = [p for p in run_dir.glob(spec.glob) if p.is_dir()]
+    else:
+        cands = [p.parent.parent for name in TRAJECTORY_NAMES for p in run_dir.rglob(f"agent/{name}")]
+    return sorted({p for p in cands if trajectory_file(p) is not None})
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str):
+            if part.lower() in _UNION_TAGS or any(c in part for c in "[(-,"):
+                continue  # pydantic's union-member tags, not fields
+            out += f".{part}" if out else part
+    return out
+
+
+def validate_document(raw: Any, file: str | Path) -> atif.Trajectory:
+    """The document as an ``atif.Trajectory``, or an IngestError naming the failing field."""
+    f = str(file)
+    if not isinstance(raw, dict):
+        raise IngestError(f, "<root>", f"expected an ATIF object, got {type(raw).__name__}")
+    ver = raw.get("schema_version")
+    if not isinstance(ver, str):
+        raise IngestError(f, "schema_version", "missing or not a string: not an ATIF document")
+    m = _VERSION.match(ver.strip())
+    if not m:
+        raise IngestError(f, "schema_version", f"unsupported '{ver}': expected ATIF-v1.0 ... ATIF-v1.{MAX_MINOR}")
+    minor = int(m.group(1))
+    if minor > MAX_MINOR:
+        raise IngestError(f, "schema_version", f"'{ver}' is newer than ATIF-v1.{MAX_MINOR}, the version the installed atif package validates")
+    doc = _upgrade(raw, minor)
+    try:
+        return atif.Trajectory.model_validate(doc)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = _loc(tuple(err.get("loc") or ()))
+        msg = str(err.get("msg", "invalid"))
+        if not field:
+            hit = _FIELD_IN_MSG.search(msg)
+            field = hit.group(1) if hit else "<trajectory>"
+        more = f" (+{e.error_count() - 1} more validation errors)" if e.error_count() > 1 else ""
+        raise IngestError(f, field, f"ATIF validation failed: {msg}{more}") from e
+
+
+def _upgrade(raw: dict, minor: int) -> dict:
+    """Make a v1.0-v1.6 document valid under the v1.8 models (the only breaking change was v1.7's)."""
+    if minor >= 7:
+        return raw
+    doc = copy.deepcopy(raw)
+    for st in doc.get("steps") or []:
+        obs = st.get("observation") if isinstance(st, dict) else None
+        for r in (obs.get("results") or []) if isinstance(obs, dict) else []:
+            if not isinstance(r, dict) or r.get("subagent_trajectory_ref") is None:
+                continue
+            refs = r["subagent_trajectory_ref"]
+            if isinstance(refs, dict):
+                refs = r["subagent_trajectory_ref"] = [refs]
+            for ref in refs if isinstance(refs, list) else []:
+                if isinstance(ref, dict) and ref.get("trajectory_id") is None and ref.get("trajectory_path") is None and isinstance(ref.get("session_id"), str):
+                    ref["trajectory_id"] = ref["session_id"]
+    return doc
+
+
+def load_documents(traj_file: Path, trial: Path) -> list[tuple[Path, atif.Trajectory]]:
+    """The trajectory and its continuation segments, validated, in order."""
+    out: list[tuple[Path, atif.Trajectory]] = []
+    seen: set[Path] = set()
+    cur = traj_file
+    root = trial.resolve()
+    while True:
+        seen.add(cur.resolve())
+        doc = validate_document(load_json(cur), cur)
+        out.append((cur, doc))
+        ref = doc.continued_trajectory_ref
+        if not ref:
+            return out
+        if "://" in ref:
+            raise IngestError(str(cur), "continued_trajectory_ref", f"'{ref}' is not a local file: the continuation cannot be read")
+        nxt = (cur.parent / ref).resolve()
+        if not nxt.is_file() and Path(str(nxt) + ".gz").is_file():
+            nxt = Path(str(nxt) + ".gz")
+        if root not in nxt.parents:
+            raise IngestError(str(cur), "continued_trajectory_ref", f"'{ref}' points outside the trial folder")
+        if nxt in seen:
+            raise IngestError(str(cur), "continued_trajectory_ref", f"'{ref}' makes a cycle")
+        if not nxt.is_file():
+            raise IngestError(str(cur), "continued_trajectory_ref", f"'{ref}' does not exist: the run is truncated")
+        cur = nxt
+
+
+# ---------------------------------------------------------------- labels
+
+
+def _pick_reward(rewards: Any, file: Path, field: str, spec: RunSpec) -> float:
+    if is_number(rewards):
+        return float(rewards)
+    if not isinstance(rewards, dict) or not rewards:
+        raise IngestError(str(file), field, "expected an object of named rewards")
+    key = None
+    for ls in spec.labels:
+        if ls.format == "inline" and "reward_key" in ls.options:
+            key = ls.options["reward_key"]
+    key = key or spec.options.get("reward_key")
+    if key is None:
+        if "reward" in rewards:
+            key = "reward"
+        elif len(rewards) == 1:
+            key = next(iter(rewards))
+        else:
+            raise IngestError(str(file), field, f"several rewards {sorted(rewards)} and no 'reward': set reward_key in the catalog")
+    if key not in rewards:
+        raise IngestError(str(file), f"{field}.{key}", "missing")
+    v = rewards[key]
+    if not is_number(v):
+        raise IngestError(str(file), f"{field}.{key}", f"expected a number, got {type(v).__name__}")
+    return float(v)
+
+
+def trial_reward(trial: Path, spec: RunSpec) -> tuple[float | None, str, str]:
+    """(reward, file it came from, field) -- reward None when the trial has none."""
+    for name in ("result.json", "result.json.gz"):
+        res = trial / name
+        if res.is_file():
+            d = load_json(res)
+            if not isinstance(d, dict):
+                raise IngestError(str(res), "<root>", f"expected an object, got {type(d).__name__}")
+            vr = d.get("verifier_result")
+            if vr is not None:
+                if not isinstance(vr, dict):
+                    raise IngestError(str(res), "verifier_result", f"expected an object, got {type(vr).__name__}")
+                if vr.get("rewards") is not None:
+                    return _pick_reward(vr["rewards"], res, "verifier_result.rewards", spec), str(res), "verifier_result.rewards"
+            break
+    rj = trial / "verifier" / "reward.json"
+    if rj.is_file():
+        return _pick_reward(load_json(rj), rj, "<root>", spec), str(rj), "reward.json"
+    rt = trial / "verifier" / "reward.txt"
+    if rt.is_file():
+        txt = read_text(rt).strip()
+        try:
+            return float(txt), str(rt), "reward.txt"
+        except ValueError as e:
+            raise IngestError(str(rt), "<text>", f"not a number: {txt[:40]!r}") from e
+    return None, "", ""
+
+
+def _task_id(trial: Path, doc: atif.Trajectory) -> str:
+    for name in ("result.json", "result.json.gz"):
+        res = trial / name
+        if res.is_file():
+            d = load_json(res)
+            if isinstance(d, dict) and isinstance(d.get("task_name"), str) and d["task_name"]:
+                return d["task_name"]
+    ext = doc.extra or {}
+    for k in ("task_id", "task_name"):
+        if isinstance(ext.get(k), str) and ext[k]:
+            return ext[k]
+    mine = ext.get(EXT_KEY)
+    if isinstance(mine, dict) and isinstance(mine.get("task_id"), str):
+        return mine["task_id"]
+    return trial.name.rsplit("__", 1)[0]  # Harbor trial names are <task>__<short id>
+
+
+# ---------------------------------------------------------------- steps
+
+
+def parts_text(content: Any, counts: Counter) -> str:
+    """Text of a message / result content: a string or a list of ATIF ContentParts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    out: list[str] = []
+    for p in content:
+        if getattr(p, "type", None) == "text":
+            out.append(p.text or "")
+        else:
+            counts["non_text_parts"] += 1
+            out.append(f"[{getattr(p, 'type', 'media')}]")
+    return "\n".join(out)
+
+
+def _ext(extra: Any) -> dict:
+    v = extra.get(EXT_KEY) if isinstance(extra, dict) else None
+    return v if isinstance(v, dict) else {}
+
+
+def _result_text(r: atif.ObservationResult, counts: Counter) -> str:
+    text = parts_text(r.content, counts)
+    for ref in r.subagent_trajectory_ref or []:
+        counts["subagent_refs"] += 1
+        text = join_lines(text, f"[subagent trajectory: {ref.trajectory_id or ref.trajectory_path}]")
+    return text
+
+
+def join_lines(*parts: str) -> str:
+    return "\n".join(p for p in parts if p)
+
+
+def agent_step(st: atif.Step, index: int, counts: Counter) -> tuple[Step, dict]:
+    """One ATIF agent step as a Step (observation from its own results only) and its overrides."""
+    actions: list[Action] = []
+    kind_over: list[str | None] = []
+    for tc in st.tool_calls or []:
+        ext = _ext(tc.extra)
+        text = ext["text"] if isinstance(ext.get("text"), str) else action_text(tc.function_name, tc.arguments)
+        actions.append(Action(tool=tc.function_name, text=text))
+        kind_over.append(ext.get("kind") if isinstance(ext.get("kind"), str) else None)
+    msg = parts_text(st.message, counts)
+    if actions:
+        thought, final = join_thought(st.reasoning_content, msg), None
+    else:
+        thought, final = st.reasoning_content or "", msg
+    obs = [_result_text(r, counts) for r in (st.observation.results if st.observation else [])]
+    m = st.metrics
+    tokens: dict[str, Any] = {"input_tokens": None, "output_tokens": None, "cached_tokens": None, "cost_usd": None}
+    if m is not None:
+        tokens = {
+            "input_tokens": opt_int(m.prompt_tokens),
+            "output_tokens": opt_int(m.completion_tokens),
+            "cached_tokens": opt_int(m.cached_tokens),
+            "cost_usd": opt_float(m.cost_usd),
+        }
+    elif st.llm_call_count == 0:
+        tokens = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cost_usd": 0.0}
+    if st.llm_call_count is not None:
+        counts["llm_calls"] += st.llm_call_count
+    ext = _ext(st.extra)
+    err = ext.get("error") if isinstance(ext.get("error"), bool) else None
+    step = make_step(index, actions, thought=thought, observation="\n".join(obs), error=err, final_answer=final, **tokens)
+    for a, k in zip(step.actions, kind_over):
+        if k is not None:
+            a.kind = k
+    if any(k is not None for k in kind_over):
+        step.kind = primary_kind(a.kind for a in step.actions)
+    return step, ext
+
+
+def steps_of(docs: list[atif.Trajectory], counts: Counter) -> tuple[list[Step], str]:
+    """All agent steps of the segments in order, and the task prompt."""
+    prompt_parts: list[str] = []
+    steps: list[Step] = []
+    overrides: list[dict] = []
+    trailing: list[list[str]] = []  # user/system text answering each step
+    for doc in docs:
+        if doc.subagent_trajectories:
+            counts["subagent_trajectories"] += len(doc.subagent_trajectories)
+        for st in doc.steps:
+            if st.is_copied_context:
+                counts["copied_context_steps"] += 1
+                if st.source == "user" and not prompt_parts and not steps:
+                    prompt_parts.append(parts_text(st.message, counts))
+                continue
+            if st.source == "agent":
+                s, ov = agent_step(st, len(steps), counts)
+                steps.append(s)
+                overrides.append(ov)
+                trailing.append([])
+                continue
+            text = parts_text(st.message, counts)
+            if st.observation:
+                text = join_lines(text, *(_result_text(r, counts) for r in st.observation.results))
+            if not steps:
+                if st.source == "user":
+                    prompt_parts.append(text)
+                continue  # system prompt / setup before the agent's first turn
+            trailing[-1].append(text)
+    for s, ov, tail in zip(steps, overrides, trailing):
+        if tail:
+            s.observation = "\n".join([s.observation, *tail]) if s.observation else "\n".join(tail)
+        if isinstance(ov.get("action"), str):
+            s.action = ov["action"]
+        if isinstance(ov.get("kind"), str):
+            s.kind = ov["kind"]
+        if isinstance(ov.get("index"), int):
+            s.index = ov["index"]
+    return steps, "\n".join(p for p in prompt_parts if p)
+
+
+# ---------------------------------------------------------------- parse
+
+
+def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
+    if path.is_dir():
+        trial = path
+        traj_file = trajectory_file(trial)
+        if traj_file is None:
+            raise IngestError(str(trial), "agent/trajectory.json", "missing: not a Harbor trial folder")
+    else:
+        traj_file = path
+        trial = path.parent.parent if path.parent.name == "agent" else path.parent
+    segments = load_documents(traj_file, trial)
+    docs = [d for _, d in segments]
+    counts: Counter = Counter()
+    steps, prompt = steps_of(docs, counts)
+    reward, reward_file, reward_field = trial_reward(trial, spec)
+    threshold = success_min_reward(spec)
+    outcome = None if reward is None else reward_outcome(reward, threshold, reward_file, reward_field)
+    main = docs[0]
+    task_id = _task_id(trial, main)
+    yield Trajectory(
+        run_id=f"{spec.name}/{trial.name}",
+        agent=spec.agent,
+        bench=bench,
+        task_id=task_id,
+        steps=steps,
+        outcome=outcome,
+        prompt=prompt,
+        meta={
+            "scaffold": spec.scaffold,
+            "model": spec.model,
+            "source_file": str(traj_file),
+            "trial_dir": str(trial),
+            "schema_version": main.schema_version,
+            "atif_agent": main.agent.name,
+            "atif_agent_version": main.agent.version,
+            "atif_model": main.agent.model_name,
+            "session_id": main.session_id,
+            "segments": [str(p) for p, _ in segments],
+            "reward": reward,
+            "reward_source": reward_file or None,
+            "success_min_reward": threshold,
+            "final_metrics": main.final_metrics.model_dump(exclude_none=True) if main.final_metrics else None,
+            **{k: int(v) for k, v in counts.items()},
+        },
+    )

@@ -1,0 +1,197 @@
+"""Helpers shared by the chat-style ingestors (tau2, Toolathlon, ATIF) and the ATIF exporter.
+
+These formats all log an OpenAI-style conversation: assistant turns that may
+call tools, tool results, and user messages.  The step definition they share:
+
+    one step = one assistant turn (its text and its tool calls) plus everything
+    that comes back before the next assistant turn (the tool results and any
+    user reply), which is the observation.
+
+Keeping the argument rendering, the content flattening and the reward rule in
+one place is what makes ``ingest -> export ATIF -> ingest`` reproduce the same
+action text, observation and label.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..catalog import RunSpec
+from ..errors import IngestError
+from ..trajectory import Action, Step, make_step
+
+# Default success rule for graded rewards: success iff reward >= 1 - 1e-6.
+DEFAULT_SUCCESS_MIN_REWARD = 1.0 - 1e-6
+SUCCESS_OPTION = "success_min_reward"
+
+# tools whose single argument is a shell command line (rendered as the bare command)
+SHELL_TOOLS = frozenset({"bash", "", "shell", "execute_bash", "terminal", "cmd"})
+SHELL_ARG_KEYS = ("command", "cmd", "keystrokes")
+
+
+def is_number(v: Any) -> bool:
+    """A real int/float (bool is not a number here)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def opt_int(v: Any) -> int | None:
+    """An int token count, or None when absent / not an integer."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def opt_float(v: Any) -> float | None:
+    if is_number(v) and not (isinstance(v, float) and math.isnan(v)):
+        return float(v)
+    return None
+
+
+# ---------------------------------------------------------------- text
+
+
+def content_text(content: Any) -> tuple[str, int]:
+    """Flatten a message content (string or list of content parts) to text.
+
+    Returns ``(text, n_non_text_parts)``.  Images and audio are not text: each
+    leaves a ``[image]`` / ``[audio]`` marker in the text so an observation
+    that was a screenshot is not silently empty, and is counted.
+    """
+    if content is None:
+        return "", 0
+    if isinstance(content, str):
+        return content, 0
+    if isinstance(content, list):
+        parts: list[str] = []
+        other = 0
+        for p in content:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict):
+                typ = p.get("type")
+                if typ in (None, "text", "input_text", "output_text") and isinstance(p.get("text"), str):
+                    parts.append(p["text"])
+                elif typ in ("image", "image_url", "input_image"):
+                    other += 1
+                    parts.append("[image]")
+                elif typ in ("audio", "input_audio"):
+                    other += 1
+                    parts.append("[audio]")
+                elif isinstance(p.get("text"), str):
+                    parts.append(p["text"])
+            else:
+                parts.append(str(p))
+        return "\n".join(parts), other
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        return content["text"], 0
+    return str(content), 0
+
+
+def render_arguments(args: Any) -> str:
+    """Tool-call arguments as text: compact JSON of an object, else the raw string."""
+    if args is None:
+        return ""
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args)
+        except (json.JSONDecodeError, ValueError):
+            return args
+        if isinstance(parsed, dict):
+            return json.dumps(parsed, ensure_ascii=False)
+        return args
+    if isinstance(args, (dict, list)):
+        return json.dumps(args, ensure_ascii=False)
+    return str(args)
+
+
+def action_text(tool: str, arguments: Any) -> str:
+    """The Action.text of a tool call: a shell tool's command line, else the rendered arguments."""
+    if tool in SHELL_TOOLS and isinstance(arguments, dict) and len(arguments) == 1:
+        (k, v), = arguments.items()
+        if k in SHELL_ARG_KEYS and isinstance(v, str):
+            return v
+    return render_arguments(arguments)
+
+
+# ---------------------------------------------------------------- labels
+
+
+def success_min_reward(spec: RunSpec) -> float:
+    """The catalog's success threshold for graded rewards.
+
+    Looked up in the inline label spec (``labels = [{ format = "inline",
+    success_min_reward = 0.5 }]``), then in the run's options (a run key or a
+    ``[defaults]`` key); default ``1 - 1e-6`` (success iff the reward is 1).
+    """
+    for ls in spec.labels:
+        if ls.format == "inline" and SUCCESS_OPTION in ls.options:
+            return float(ls.options[SUCCESS_OPTION])
+    if SUCCESS_OPTION in spec.options:
+        return float(spec.options[SUCCESS_OPTION])
+    return DEFAULT_SUCCESS_MIN_REWARD
+
+
+def reward_outcome(reward: Any, threshold: float, file: str, field_name: str) -> int:
+    """Map a numeric reward to an outcome: 1 iff reward >= threshold."""
+    if not is_number(reward):
+        raise IngestError(file, field_name, f"expected a number, got {type(reward).__name__}")
+    r = float(reward)
+    if math.isnan(r):
+        raise IngestError(file, field_name, "reward is NaN")
+    return 1 if r >= threshold else 0
+
+
+# ---------------------------------------------------------------- step building
+
+
+@dataclass
+class PendingTurn:
+    """One assistant turn being assembled until the next assistant turn starts."""
+
+    actions: list[Action]
+    thought: str = ""
+    final_answer: str = ""  # the turn's text when it made no tool call
+    call_ids: set[str] = field(default_factory=set)
+    observations: list[str] = field(default_factory=list)
+    errors: list[bool | None] = field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def observe(self, text: str, error: bool | None = None, is_result: bool = True) -> None:
+        self.observations.append(text)
+        if is_result:
+            self.errors.append(error)
+
+    def finish(self, index: int) -> Step:
+        """The Step; error is True if any tool result was marked failed, False if all were
+        marked fine, None when the turn called no tool or the results carry no mark."""
+        error: bool | None = None
+        if any(e is True for e in self.errors):
+            error = True
+        elif self.errors and all(e is False for e in self.errors):
+            error = False
+        return make_step(
+            index,
+            self.actions,
+            thought=self.thought,
+            observation="\n".join(self.observations),
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_tokens=self.cached_tokens,
+            cost_usd=self.cost_usd,
+            error=error,
+            final_answer=self.final_answer if not self.actions else None,
+        )
+
+
+def join_thought(*parts: str | None) -> str:
+    return "\n\n".join(p for p in parts if p)

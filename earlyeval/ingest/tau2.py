@@ -1,0 +1,293 @@
+"""tau2-bench simulation results (customer-service dialogues with a simulated user).
+
+Layouts: the 2025 single file ``{timestamp, info, tasks, simulations}`` and the
+2026 (tau2 v1.x) ``<run>/results.json``, which adds ``simulation_index`` and
+voice/streaming fields (ignored: text runs leave them null).  One file holds
+many simulations; each simulation is one Trajectory.
+
+**One step = one agent turn**: an assistant message (its text and its tool
+calls) plus what answers it before the next assistant message: the results of
+the agent's tool calls and the user's reply.  Every assistant message is a
+step, including the scaffold's opening greeting ("Hi! How can I help you
+today?", hard-coded, no LLM call): the agent spoke and the user answered.  In
+the solo (``no-user``) mode there is no user and no greeting.  What the user
+simulator does on its own device (telecom: user messages with ``tool_calls``
+and tool results with ``requestor == "user"``) is not shown to the agent and is
+left out of the observation.
+
+* action: the tool calls (``name`` + JSON arguments); a turn without tool call
+  is a message to the user, whose text is the action (``final_answer``).
+* thought: ``reasoning`` when present, plus the assistant text of a turn that
+  also called tools.
+* error: True if a result of the agent's tool calls has ``error: true``, False
+  if all are marked false, None otherwise.
+* task prompt: the first user message; in solo mode (no user message) the
+  task's ``ticket`` from the file's ``tasks``.
+
+Usage and cost count **assistant messages only** (the user simulator is part
+of the benchmark, not of the agent): ``usage.prompt_tokens`` is the whole
+context of the call, ``completion_tokens`` its output, cached tokens come from
+``raw_data.usage`` when it says.  A message without ``usage`` made no metered
+call (the greeting; custom agents such as Whissle): its tokens and cost are
+None.  Cost: a file where no assistant message has a cost > 0 ("cost present but
+always 0": LiteLLM did not know the model's price) has *unknown* cost, None on
+every step, never 0; when such a file carries the provider's billed cost in
+``raw_data.usage.cost`` (OpenRouter), that is used instead.
+
+Label: ``reward_info.reward``.  Rewards other than 0/1 are mapped by the
+catalog option ``success_min_reward`` (default ``1 - 1e-6``: success iff the
+reward is 1).  A simulation without a numeric reward, with an empty dialogue or
+with malformed messages is reported as an IngestError naming
+``simulations[i].<field>``; the other simulations of the file still ingest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..catalog import RunSpec
+from ..errors import IngestError
+from ..jsonio import load_json, require
+from ..trajectory import Action, Step, Trajectory
+from .chat import (
+    PendingTurn,
+    content_text,
+    is_number,
+    join_thought,
+    opt_int,
+    render_arguments,
+    reward_outcome,
+    success_min_reward,
+)
+
+FORMAT = "tau2"
+
+
+def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
+    """The catalog's ``glob`` is usually one file name; file names may hold glob
+    characters (``[``, ``?``), so an exact match wins over globbing."""
+    exact = run_dir / spec.glob
+    if exact.is_file():
+        return [exact]
+    return sorted(p for p in run_dir.glob(spec.glob) if p.is_file())
+
+
+def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]:
+    f = str(path)
+    d = load_json(path)
+    if not isinstance(d, dict):
+        raise IngestError(f, "<root>", f"expected an object, got {type(d).__name__}")
+    sims = require(d, "simulations", list, f)
+    if not sims:
+        raise IngestError(f, "simulations", "empty: the file holds no simulation")
+    info = d.get("info") if isinstance(d.get("info"), dict) else {}
+    agent_info = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
+    user_info = info.get("user_info") if isinstance(info.get("user_info"), dict) else {}
+    env_info = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
+    tickets = _tickets(d.get("tasks"))
+    file_ctx = {
+        "layout": "2026-results" if "simulation_index" in d else "2025-single-file",
+        "agent_llm": agent_info.get("llm"),
+        "agent_implementation": agent_info.get("implementation"),
+        "user_llm": user_info.get("llm"),
+        "user_implementation": user_info.get("implementation"),
+        "domain": env_info.get("domain_name"),
+        "cost_source": _cost_source(sims),
+    }
+    threshold = success_min_reward(spec)
+    for i, s in enumerate(sims):
+        try:
+            yield _simulation(s, i, f, spec, bench, threshold, tickets, file_ctx)
+        except IngestError as e:
+            yield e
+
+
+def _tickets(tasks: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if isinstance(tasks, list):
+        for t in tasks:
+            if isinstance(t, dict) and t.get("id") is not None and isinstance(t.get("ticket"), str):
+                out[str(t["id"])] = t["ticket"]
+    return out
+
+
+def _cost_source(sims: list) -> str:
+    """How the file's agent cost is known: 'per-message-cost', 'raw-billed-cost' or 'none'.
+
+    Decided once per file (one run = one price table): a file whose assistant
+    messages all have cost 0 or none did not know the price.
+    """
+    priced = billed = False
+    for s in sims:
+        if not isinstance(s, dict) or not isinstance(s.get("messages"), list):
+            continue
+        for m in s["messages"]:
+            if not isinstance(m, dict) or m.get("role") != "assistant":
+                continue
+            if is_number(m.get("cost")) and m["cost"] > 0:
+                priced = True
+            if is_number(_raw_usage(m).get("cost")) and _raw_usage(m)["cost"] > 0:
+                billed = True
+    if priced:
+        return "per-message-cost"
+    if billed:
+        return "raw-billed-cost"
+    return "none"
+
+
+def _raw_usage(m: dict) -> dict:
+    rd = m.get("raw_data")
+    u = rd.get("usage") if isinstance(rd, dict) else None
+    return u if isinstance(u, dict) else {}
+
+
+def _usage(m: dict, cost_source: str) -> dict[str, Any]:
+    """Tokens and cost of one assistant message; None where unknown."""
+    out: dict[str, Any] = {"input_tokens": None, "output_tokens": None, "cached_tokens": None, "cost_usd": None}
+    u = m.get("usage")
+    if not isinstance(u, dict) or not u:
+        return out  # no metered call (hard-coded greeting, custom agent)
+    out["input_tokens"] = opt_int(u.get("prompt_tokens"))
+    out["output_tokens"] = opt_int(u.get("completion_tokens"))
+    raw = _raw_usage(m)
+    det = raw.get("prompt_tokens_details")
+    if isinstance(det, dict) and opt_int(det.get("cached_tokens")) is not None:
+        out["cached_tokens"] = opt_int(det.get("cached_tokens"))
+    elif opt_int(raw.get("cache_read_input_tokens")) is not None:
+        out["cached_tokens"] = opt_int(raw.get("cache_read_input_tokens"))
+    if cost_source == "per-message-cost" and is_number(m.get("cost")):
+        out["cost_usd"] = float(m["cost"])
+    elif cost_source == "raw-billed-cost" and is_number(raw.get("cost")):
+        out["cost_usd"] = float(raw["cost"])
+    return out
+
+
+def _simulation(
+    s: Any,
+    i: int,
+    f: str,
+    spec: RunSpec,
+    bench: str,
+    threshold: float,
+    tickets: dict[str, str],
+    ctx: dict[str, Any],
+) -> Trajectory:
+    where = f"simulations[{i}]"
+    if not isinstance(s, dict):
+        raise IngestError(f, where, f"expected an object, got {type(s).__name__}")
+    task_id = s.get("task_id")
+    if isinstance(task_id, int) and not isinstance(task_id, bool):
+        task_id = str(task_id)
+    if not isinstance(task_id, str) or not task_id:
+        raise IngestError(f, f"{where}.task_id", "missing or not a string")
+    ri = s.get("reward_info")
+    if not isinstance(ri, dict):
+        raise IngestError(f, f"{where}.reward_info", "missing: the simulation was not evaluated (no label)")
+    if "reward" not in ri or ri["reward"] is None:
+        raise IngestError(f, f"{where}.reward_info.reward", "missing: no reward (no label)")
+    outcome = reward_outcome(ri["reward"], threshold, f, f"{where}.reward_info.reward")
+    messages = s.get("messages")
+    if not isinstance(messages, list):
+        raise IngestError(f, f"{where}.messages", f"expected a list, got {type(messages).__name__}")
+    if not messages:
+        raise IngestError(f, f"{where}.messages", "empty dialogue")
+
+    steps, prompt = _steps(messages, f, f"{where}.messages", ctx["cost_source"])
+    if not steps:
+        raise IngestError(f, f"{where}.messages", "no assistant message: the agent never acted")
+    if not prompt:
+        prompt = tickets.get(task_id, "")
+    trial = s.get("trial") if isinstance(s.get("trial"), int) else None
+    return Trajectory(
+        run_id=f"{spec.name}/{task_id}/trial{trial if trial is not None else 'NA'}/sim{i}",
+        agent=spec.agent,
+        bench=bench,
+        task_id=task_id,
+        steps=steps,
+        outcome=outcome,
+        prompt=prompt,
+        meta={
+            "scaffold": spec.scaffold,
+            "model": spec.model,
+            "source_file": f,
+            "simulation_index": i,
+            "simulation_id": s.get("id"),
+            "trial": trial,
+            "reward": float(ri["reward"]),
+            "success_min_reward": threshold,
+            "termination_reason": s.get("termination_reason"),
+            "agent_cost_total": float(s["agent_cost"]) if ctx["cost_source"] == "per-message-cost" and is_number(s.get("agent_cost")) else None,
+            **ctx,
+        },
+    )
+
+
+def _steps(messages: list, f: str, where: str, cost_source: str) -> tuple[list[Step], str]:
+    prompt = ""
+    steps: list[Step] = []
+    pending: PendingTurn | None = None
+    for j, m in enumerate(messages):
+        mw = f"{where}[{j}]"
+        if not isinstance(m, dict):
+            raise IngestError(f, mw, f"expected an object, got {type(m).__name__}")
+        role = m.get("role")
+        if not isinstance(role, str):
+            raise IngestError(f, f"{mw}.role", "missing or not a string")
+        content = m.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise IngestError(f, f"{mw}.content", f"expected a string, got {type(content).__name__}")
+        text, _ = content_text(content)
+        if role == "assistant":
+            if pending is not None:
+                steps.append(pending.finish(len(steps)))
+            pending = _turn(m, f, mw, text, cost_source)
+        elif role == "tool":
+            requestor = m.get("requestor")
+            mine = requestor == "assistant" or (requestor is None and pending is not None and m.get("id") in pending.call_ids)
+            if pending is None or not mine:
+                continue  # the user simulator's own device tools: not seen by the agent
+            err = m.get("error")
+            pending.observe(text, err if isinstance(err, bool) else None)
+        elif role == "user":
+            if m.get("tool_calls") and not text:
+                continue  # the user acting on its device, not speaking to the agent
+            if not prompt:
+                prompt = text  # the first user message is the task as the agent heard it
+            if pending is not None:
+                pending.observe(text, is_result=False)
+        elif role == "system":
+            continue
+        else:
+            raise IngestError(f, f"{mw}.role", f"unknown role '{role}'")
+    if pending is not None:
+        steps.append(pending.finish(len(steps)))
+    return steps, prompt
+
+
+def _turn(m: dict, f: str, mw: str, text: str, cost_source: str) -> PendingTurn:
+    calls = m.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise IngestError(f, f"{mw}.tool_calls", f"expected a list, got {type(calls).__name__}")
+    actions: list[Action] = []
+    ids: set[str] = set()
+    for k, tc in enumerate(calls):
+        if not isinstance(tc, dict):
+            raise IngestError(f, f"{mw}.tool_calls[{k}]", f"expected an object, got {type(tc).__name__}")
+        name = tc.get("name")
+        if not isinstance(name, str) or not name:
+            raise IngestError(f, f"{mw}.tool_calls[{k}].name", "missing or not a string")
+        args = tc.get("arguments")
+        if args is not None and not isinstance(args, (dict, str)):
+            raise IngestError(f, f"{mw}.tool_calls[{k}].arguments", f"expected an object, got {type(args).__name__}")
+        actions.append(Action(tool=name, text=render_arguments(args if args is not None else {})))
+        if isinstance(tc.get("id"), str):
+            ids.add(tc["id"])
+    reasoning = m.get("reasoning") if isinstance(m.get("reasoning"), str) else ""
+    p = PendingTurn(actions=actions, call_ids=ids, **_usage(m, cost_source))
+    if actions:
+        p.thought = join_thought(reasoning, text)
+    else:
+        p.thought = reasoning
+        p.final_answer = text
+    return p

@@ -1,0 +1,150 @@
+"""Terminal-Bench 1 (TB1 harness) mini-swe-agent session logs: ``sessions/agent.log[.gz]``.
+
+The log is the raw tmux transcript of the agent's terminal (ANSI escapes,
+carriage returns, spinner lines "Waiting for the LM to respond...", LiteLLM's own
+log lines; all removed).  Before
+the first step it holds the agent's installation output; then every step is
+printed as::
+
+    mini-swe-agent (step N, $C):        C = cumulative cost so far, in dollars
+    THOUGHT: ...
+    ```bash
+    <command>
+    ```
+    User:
+    <returncode>0</returncode>
+    <output>...</output>
+    ────────────────
+
+**One step = one ``mini-swe-agent (step N, ...)`` block**: the assistant
+message (THOUGHT + one bash block, as in mini-swe-agent's own trajectories)
+plus the ``User:`` reply that answers it (returncode and output), cut at the
+separator rule or, for the last step, at "Saved trajectory to ..." / the shell
+prompt.  error = returncode != 0; a reply without returncode (the agent's
+format was rejected, or the run ended) gives None, or True when the turn had
+no single bash block.
+
+* task prompt: ``instruction`` of the trial's ``results.json`` (the log shows it
+  only inside the agent's rendered prompt).
+* tokens: none in the log (None).  cost: the header prints only the
+  *cumulative* cost, rounded to cents; per-step differences of rounded totals
+  would invent zeros, so per-step cost is None and the printed cumulative
+  values go to ``meta["cumulative_cost_usd"]``.
+* label: ``is_resolved`` of the per-trial ``results.json`` next to ``sessions/``;
+  ``null`` (test timeout, parse error) -> ``outcome=None``, reported as
+  unlabelled.  ``parser_results`` and ``failure_mode`` come from the test
+  phase: labels' evidence, never read.  A log without results.json is an
+  IngestError (no label source).
+* a log with zero agent steps (the agent never started, e.g. ``mini: command
+  not found``) is an IngestError with that reason: an infrastructure failure,
+  not a run of the agent.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterator
+
+from ..catalog import RunSpec
+from ..errors import IngestError
+from ..jsonio import load_json, read_text
+from ..trajectory import Action, Step, Trajectory, make_step
+
+FORMAT = "terminalbench-log"
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>78]")
+_SPINNER = re.compile(r"^.*Waiting for the LM to respond.*$\n?", re.M)
+_LITELLM_NOISE = re.compile(r"^\d{2}:\d{2}:\d{2} - LiteLLM:.*$\n?", re.M)  # the agent process's own logging
+_HEADER = re.compile(r"^mini-swe-agent \(step (\d+), \$([0-9.]+)\):[ \t]*$", re.M)
+_USER = re.compile(r"^User:[ \t]*$", re.M)
+_RULE = re.compile(r"^[─━-]{20,}\s*$", re.M)
+_END = re.compile(r"^(Saved trajectory to |root@[^\n]*[#$] )", re.M)
+_BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
+_RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_NOT_STARTED = re.compile(r"(command not found|No such file or directory|Traceback \(most recent call last\))[^\n]*", re.I)
+
+
+def clean_log(text: str) -> str:
+    """The transcript without ANSI escapes, carriage returns, spinner lines and LiteLLM's log lines."""
+    return _LITELLM_NOISE.sub("", _SPINNER.sub("", _ANSI.sub("", text).replace("\r", "")))
+
+
+def _results_file(log: Path) -> Path | None:
+    trial = log.parent.parent if log.parent.name == "sessions" else log.parent
+    for name in ("results.json", "results.json.gz"):
+        if (trial / name).is_file():
+            return trial / name
+    return None
+
+
+def split_steps(text: str) -> list[tuple[int, float, str, str]]:
+    """(step number, cumulative cost, assistant text, observation) per step block."""
+    heads = list(_HEADER.finditer(text))
+    out = []
+    for k, h in enumerate(heads):
+        end = heads[k + 1].start() if k + 1 < len(heads) else len(text)
+        block = text[h.end() : end]
+        u = _USER.search(block)
+        said, reply = (block[: u.start()], block[u.end() :]) if u else (block, "")
+        cut = [m.start() for m in (_RULE.search(reply), _END.search(reply)) if m]
+        if cut:
+            reply = reply[: min(cut)]
+        out.append((int(h.group(1)), float(h.group(2)), said.strip(), reply.strip()))
+    return out
+
+
+def _step(index: int, said: str, reply: str) -> Step:
+    cmds = [b.strip() for b in _BASH_BLOCK.findall(said)]
+    thought = re.sub(r"^THOUGHT:\s*", "", _BASH_BLOCK.sub("", said).strip())
+    rc = _RETURNCODE.search(reply)
+    if rc:
+        error: bool | None = int(rc.group(1)) != 0
+    elif len(cmds) != 1:
+        error = True  # no or several bash blocks: the scaffold rejects the turn
+    else:
+        error = None
+    acts = [Action(tool="bash", text=c) for c in cmds] if len(cmds) == 1 else []
+    return make_step(index, acts, thought=thought, observation=reply, error=error)
+
+
+def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
+    f = str(path)
+    text = clean_log(read_text(path))
+    blocks = split_steps(text)
+    if not blocks:
+        why = _NOT_STARTED.search(text)
+        reason = f"no agent step: the agent never started ({why.group(0).strip()[:120]})" if why else "no agent step in the log"
+        raise IngestError(f, "steps", reason)
+    res_file = _results_file(path)
+    if res_file is None:
+        raise IngestError(f, "results.json", "missing next to sessions/: no label for this trial")
+    res = load_json(res_file)
+    if not isinstance(res, dict):
+        raise IngestError(str(res_file), "<root>", f"expected an object, got {type(res).__name__}")
+    if "is_resolved" not in res:
+        raise IngestError(str(res_file), "is_resolved", "missing: no label")
+    y = res["is_resolved"]
+    if y is not None and not isinstance(y, bool):
+        raise IngestError(str(res_file), "is_resolved", f"expected true, false or null, got {type(y).__name__}")
+    trial = res_file.parent
+    task_id = res.get("task_id") if isinstance(res.get("task_id"), str) else trial.name.split(".1-of-")[0]
+    steps = [_step(i, said, reply) for i, (_, _, said, reply) in enumerate(blocks)]
+    yield Trajectory(
+        run_id=f"{spec.name}/{res.get('trial_name') or trial.name}",
+        agent=spec.agent,
+        bench=bench,
+        task_id=task_id,
+        steps=steps,
+        outcome=None if y is None else int(y),
+        prompt=res.get("instruction") if isinstance(res.get("instruction"), str) else "",
+        meta={
+            "scaffold": spec.scaffold,
+            "model": spec.model,
+            "source_file": f,
+            "trial": trial.name,
+            "cumulative_cost_usd": [c for _, c, _, _ in blocks],
+            "instance_cost": blocks[-1][1],
+            "step_numbers_in_log": [n for n, _, _, _ in blocks],
+        },
+    )

@@ -1,0 +1,175 @@
+"""Toolathlon trajectories (``trajs/<model>_<task>.json``, one run of one task per file).
+
+Layout: ``{"pass": bool | null, "messages": [...], "failure": str}`` with
+OpenAI-style messages: the first ``user`` message is the task prompt (no system
+prompt is kept), ``assistant`` messages carry ``tool_calls`` whose
+``function.arguments`` is a JSON string, and ``tool`` messages answer them by
+``tool_call_id`` with the MCP result as a JSON string.
+
+**One step = one assistant message** with its tool calls, plus the tool results
+and any later user message (Toolathlon's "[Context reset] ..." notice when the
+context overflowed) up to the next assistant message.  A text-only assistant
+message is a step whose action is its text (the final answer or a remark).
+
+* action: one Action per tool call, tool = the MCP ``server-tool`` name,
+  text = the arguments as compact JSON.
+* observation: each result's MCP text content (``{"type": "text", "text": ...}``
+  unwrapped; images leave an ``[image]`` marker), joined by newlines.
+* error: True when a result is marked ``"error": true`` or a python-execute
+  result reports a non-zero return code; otherwise None: Toolathlon does not
+  mark success, so an unmarked result is not claimed error-free.
+* tokens and cost: none in this format (None).
+
+Label: ``pass`` (bool).  ``pass: null`` (the run hit the turn limit and was not
+graded) gives ``outcome=None``: kept and reported as unlabelled, unusable for
+training.  A file without ``pass`` is an IngestError.  The ``failure`` field is
+the evaluator's post-hoc checker log: a label artefact, never a feature; it is
+not read into the trajectory at all (not even into ``meta``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..catalog import RunSpec
+from ..errors import IngestError
+from ..jsonio import load_json, require, strip_gz
+from ..trajectory import Action, Step, Trajectory
+from .chat import PendingTurn, content_text, render_arguments
+
+FORMAT = "toolathlon"
+
+_RETURN_CODE = re.compile(r"===\s*EXECUTION INFO\s*===.*?Return code:\s*(-?\d+)", re.S)
+
+
+def task_id_of(path: Path, spec: RunSpec) -> str:
+    """``<model>_<task>.json[.gz]`` -> ``<task>``; model names hold no underscore."""
+    stem = strip_gz(path.name)
+    if stem.endswith(".json"):
+        stem = stem[: -len(".json")]
+    if spec.model and stem.startswith(spec.model + "_"):
+        return stem[len(spec.model) + 1 :]
+    return stem.split("_", 1)[1] if "_" in stem else stem
+
+
+def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
+    f = str(path)
+    d = load_json(path)
+    if not isinstance(d, dict):
+        raise IngestError(f, "<root>", f"expected an object, got {type(d).__name__}")
+    if "pass" not in d:
+        raise IngestError(f, "pass", "missing: no label")
+    p = d["pass"]
+    if p is not None and not isinstance(p, bool):
+        raise IngestError(f, "pass", f"expected true, false or null, got {type(p).__name__}")
+    outcome = None if p is None else int(p)
+    messages = require(d, "messages", list, f)
+    if not messages:
+        raise IngestError(f, "messages", "empty dialogue")
+    steps, prompt = _steps(messages, f)
+    if not steps:
+        raise IngestError(f, "messages", "no assistant message: the agent never acted")
+    task_id = task_id_of(path, spec)
+    yield Trajectory(
+        run_id=f"{spec.name}/{task_id}",
+        agent=spec.agent,
+        bench=bench,
+        task_id=task_id,
+        steps=steps,
+        outcome=outcome,
+        prompt=prompt,
+        # ``failure`` is deliberately absent: it is the evaluator's verdict log
+        meta={"scaffold": spec.scaffold, "model": spec.model, "source_file": f, "graded": p is not None},
+    )
+
+
+def mcp_result(content: Any) -> tuple[str, bool | None]:
+    """Text of an MCP tool result and its error mark (True, or None when unmarked)."""
+    text, _ = content_text(content)
+    if not isinstance(content, str):
+        return text, None
+    error: bool | None = None
+    try:
+        j = json.loads(content)
+    except (json.JSONDecodeError, ValueError):
+        j = None
+    if isinstance(j, dict) and j.get("type") == "text" and isinstance(j.get("text"), str):
+        text = j["text"]
+        if j.get("error") is True or j.get("isError") is True:
+            error = True
+    elif isinstance(j, list) and j and all(isinstance(x, dict) and "type" in x for x in j):
+        text, _ = content_text(j)
+        if any(x.get("error") is True for x in j):
+            error = True
+    rc = _RETURN_CODE.search(text)
+    if rc and int(rc.group(1)) != 0:
+        error = True
+    return text, error
+
+
+def _steps(messages: list, f: str) -> tuple[list[Step], str]:
+    prompt = ""
+    steps: list[Step] = []
+    pending: PendingTurn | None = None
+    for j, m in enumerate(messages):
+        mw = f"messages[{j}]"
+        if not isinstance(m, dict):
+            raise IngestError(f, mw, f"expected an object, got {type(m).__name__}")
+        role = m.get("role")
+        if not isinstance(role, str):
+            raise IngestError(f, f"{mw}.role", "missing or not a string")
+        content = m.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise IngestError(f, f"{mw}.content", f"expected a string, got {type(content).__name__}")
+        if role == "assistant":
+            if pending is not None:
+                steps.append(pending.finish(len(steps)))
+            pending = _turn(m, f, mw)
+        elif role == "tool":
+            if pending is None:
+                continue
+            text, err = mcp_result(content)
+            pending.observe(text, err)
+        elif role == "user":
+            text, _ = content_text(content)
+            if not prompt and pending is None and not steps:
+                prompt = text
+            elif pending is not None:
+                pending.observe(text, is_result=False)
+        elif role == "system":
+            continue
+        else:
+            raise IngestError(f, f"{mw}.role", f"unknown role '{role}'")
+    if pending is not None:
+        steps.append(pending.finish(len(steps)))
+    return steps, prompt
+
+
+def _turn(m: dict, f: str, mw: str) -> PendingTurn:
+    calls = m.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise IngestError(f, f"{mw}.tool_calls", f"expected a list, got {type(calls).__name__}")
+    actions: list[Action] = []
+    ids: set[str] = set()
+    for k, tc in enumerate(calls):
+        cw = f"{mw}.tool_calls[{k}]"
+        if not isinstance(tc, dict):
+            raise IngestError(f, cw, f"expected an object, got {type(tc).__name__}")
+        fn = tc.get("function")
+        if not isinstance(fn, dict):
+            raise IngestError(f, f"{cw}.function", "missing or not an object")
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            raise IngestError(f, f"{cw}.function.name", "missing or not a string")
+        args = fn.get("arguments")
+        if args is not None and not isinstance(args, (str, dict)):
+            raise IngestError(f, f"{cw}.function.arguments", f"expected a JSON string, got {type(args).__name__}")
+        actions.append(Action(tool=name, text=render_arguments(args if args is not None else {})))
+        if isinstance(tc.get("id"), str):
+            ids.add(tc["id"])
+    text, _ = content_text(m.get("content"))
+    # a turn with tool calls: its text is the thought; without: the text is what it did
+    return PendingTurn(actions=actions, call_ids=ids, thought=text if actions else "", final_answer="" if actions else text)

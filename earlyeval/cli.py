@@ -1,7 +1,6 @@
-"""``earlyeval``: predict agent-run outcomes early, and halt runs whose end is already clear.
+"""earlyeval: predict agent-run outcomes early, and halt runs whose end is already clear.
 
-Every verb takes ``--bench`` (a catalog ``data/<bench>.toml``) and ends by
-printing where its outputs are.
+Most verbs take --bench (a catalog data/<bench>.toml); every verb ends by printing where its outputs are.
 """
 
 from __future__ import annotations
@@ -99,6 +98,89 @@ def sweep(bench: str = typer.Option(..., "--bench", "-b"),
     _setup(verbose)
     paths = sweep_bench(bench, progress=_progress)
     _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@app.command()
+def score(model: Path = typer.Option(..., "--model", "-m", help="A model directory written by `earlyeval train`."),
+          runs: Path = typer.Option(..., "--runs", help="A folder (or file) of completed runs."),
+          fmt: str = typer.Option(..., "--format", "-f", help="Native format of the runs (see `earlyeval formats`)."),
+          out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/score/<runs name>)."),
+          labels: Optional[str] = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs (e.g. sb-cli:'*.json')."),
+          agent: Optional[str] = typer.Option(None, "--agent", help="Agent name to report the runs under (default: the folder name)."),
+          verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Replay completed runs through the Monitor; for labelled runs write score.json with loao.json's metrics."""
+    from .score import score_runs
+
+    _setup(verbose)
+    paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent)
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@app.command()
+def bench(bench: str = typer.Option("swebench", "--bench", "-b"),
+          model: Optional[Path] = typer.Option(None, "--model", "-m", help="Model directory (default models/<bench>)."),
+          verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Latency of Monitor.observe() on real trajectories (one core): median, p99, step 10 vs step 100."""
+    from .benchmark import run_latency_bench
+
+    _setup(verbose)
+    paths = run_latency_bench(bench, model)
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@app.command()
+def budget(bench: str = typer.Option(..., "--bench", "-b"),
+           data_root: Optional[Path] = DataRoot,
+           verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Remaining-budget intervals (conformalized), feasibility under a budget, early stop on "impossible"."""
+    from .budget import budget_bench
+
+    _setup(verbose)
+    paths = budget_bench(bench, root=data_root, progress=_progress)
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@app.command()
+def route(bench: str = typer.Option("swebench", "--bench", "-b"),
+          cheap: str = typer.Option(..., "--cheap", help="Agent that starts every task."),
+          strong: str = typer.Option(..., "--strong", help="Agent a task is escalated to."),
+          budget_usd: Optional[float] = typer.Option(None, "--budget", help="Total budget B for one benchmark pass."),
+          verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Simulate stop / escalate policies over real runs of two agents on the same tasks."""
+    from .routing import route_bench
+
+    _setup(verbose)
+    paths = route_bench(bench, cheap, strong, budget_usd=budget_usd, progress=_progress)
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@app.command()
+def export(bench: str = typer.Option(..., "--bench", "-b", help="An ingested benchmark (data/<bench>/trajectories.parquet)."),
+           fmt: str = typer.Option("atif", "--format", "-f", help="Output format (atif)."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default data/<bench>/export-<format>)."),
+           run: Optional[list[str]] = typer.Option(None, "--run", help="Only these run ids (repeatable)."),
+           verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Write ingested runs in an interchange format (ATIF v1.8, Harbor trial layout)."""
+    from .export import export_runs
+    from .store import bench_dir, read_trajectories
+
+    _setup(verbose)
+    trajs = read_trajectories(bench_dir(bench) / "trajectories.parquet")
+    if run:
+        trajs = [t for t in trajs if t.run_id in set(run)]
+    dest = out or bench_dir(bench) / f"export-{fmt}"
+    written = export_runs(trajs, dest, fmt=fmt)
+    typer.echo(f"wrote {len(written)} runs")
+    _say_outputs(folder=dest)
+
+
+@app.command()
+def formats() -> None:
+    """List the native run formats earlyeval reads."""
+    from .ingest import FORMAT_MODULES
+
+    for f in sorted(FORMAT_MODULES):
+        typer.echo(f)
 
 
 def main() -> None:  # pragma: no cover

@@ -37,6 +37,15 @@ class Dataset:
     blocks: dict[str, np.ndarray] = field(default_factory=dict)  # family -> rows aligned with `prefixes`
     block_names: dict[str, list[str]] = field(default_factory=dict)
     prior_table: PriorTable | None = None
+    _token_cache: object | None = None
+
+    def token_cache(self, obs_chars: int = 1500):
+        """One tokenization of every step, shared by all folds (see features.text.TokenCache)."""
+        from .features.text import TokenCache
+
+        if self._token_cache is None or self._token_cache.obs_chars != obs_chars:
+            self._token_cache = TokenCache(obs_chars)
+        return self._token_cache
 
     @property
     def agents(self) -> list[str]:

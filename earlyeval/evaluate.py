@@ -38,6 +38,7 @@ from .metrics import (
     step_cap_policy,
     apply_policy,
 )
+from .adapt import adapt_em, fit_recalibration, recalibrated, warm_split
 from .model import DEFAULT_LGBM, OutcomeModel
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,9 @@ class EvalConfig:
     monotone: dict[str, int] | None = None
     text_params: dict[str, Any] = field(default_factory=dict)
     threshold_selection: str = "inner-loao"
+    adapt: str = "none"  # none | em (label-free prior re-estimation on the evaluated agent's own predictions)
+    warm_shares: tuple = (0.1, 0.2)
+    warm_repeats: int = 5
     n_jobs: int = 2
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,6 +89,8 @@ class FoldRunner:
         self.cfg = cfg
         self._fits: dict[frozenset, Fitted] = {}
         self._preds: dict[tuple[frozenset, str], RunSet] = {}
+        self.adaptation: dict[tuple[frozenset, str], dict[str, Any]] = {}
+        self.token_cache = ds.token_cache()
         self.progress = progress
         self.run_agent = np.asarray([t.agent for t in ds.trajs])
         self.prefix_run = ds.prefixes["run"].to_numpy()
@@ -125,7 +131,7 @@ class FoldRunner:
         rows = self.rows_of(long_runs, self.cfg.min_steps)
         text = None
         if "text" in self.cfg.families:
-            text = build_family("text", text_params=self.cfg.text_params, seed=self.cfg.seed)
+            text = build_family("text", text_params={**self.cfg.text_params, "cache": self.token_cache}, seed=self.cfg.seed)
             text.fit([self.ds.trajs[i] for i in train_runs], [self.ds.contexts[i] for i in train_runs])
         X, names = self.features(text, long_runs, rows)
         pf = self.ds.prefixes.iloc[rows]
@@ -148,6 +154,11 @@ class FoldRunner:
         X, _ = self.features(fitted.text, runs, rows)
         ps, pf = fitted.model.predict_proba(X)
         rs = runset(self.ds, runs, rows, ps, pf)
+        if self.cfg.adapt == "em":
+            rs, info = adapt_em(rs, fitted.model.base_rate_)
+            self.adaptation[key] = info
+        elif self.cfg.adapt != "none":
+            raise ValueError(f"adapt must be 'none' or 'em', not {self.cfg.adapt!r}")
         self._preds[key] = rs
         return rs
 
@@ -289,6 +300,36 @@ def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: EvalConfig) -> di
             "outcome_accuracy": m["outcome_accuracy"], "halted_accuracy": m["halted_accuracy"]}
 
 
+def warm_start_block(rs: RunSet, cfg: EvalConfig, share: float) -> dict[str, Any]:
+    """Warm start: a random `share` of the agent's runs completes first (labels known); Platt is
+    refitted and thresholds chosen on them; the rest is halted.  Savings count every run, the
+    warm-start runs at full cost.  Averaged over `cfg.warm_repeats` seeded draws."""
+    keys = ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "resolve_rate_shift_pp",
+            "economic_consistency", "success_recall", "failure_recall", "input_tokens_saved", "output_tokens_saved")
+    draws = []
+    for r in range(cfg.warm_repeats):
+        warm = warm_split(len(rs), share, seed=cfg.seed * 1000 + r)
+        warm_rs, rest = rs.subset(warm), rs.subset(~warm)
+        cal = fit_recalibration(warm_rs)
+        th = select_thresholds({"warm": recalibrated(warm_rs, cal)}, cfg, method=f"warm-start {share:.0%}")
+        t_rest, p_rest = apply_policy(recalibrated(rest, cal), th["success"], th["failure"], cfg.min_halt_step)
+        t_all = np.zeros(len(rs), dtype=np.int64)
+        p_all = np.full(len(rs), -1, dtype=np.int64)
+        t_all[~warm], p_all[~warm] = t_rest, p_rest
+        m = outcome_metrics(rs.y, rs.T, t_all, p_all, rs.in_tokens, rs.out_tokens)
+        m["thresholds"] = (th["success"], th["failure"])
+        m["recalibration"] = (cal.a, cal.b)
+        draws.append(m)
+    out: dict[str, Any] = {"share": share, "repeats": cfg.warm_repeats, "warm_runs": int(warm.sum())}
+    for k in keys:
+        vals = [d[k] for d in draws if d.get(k) is not None]
+        out[k] = float(np.mean(vals)) if vals else None
+        if k in ("outcome_accuracy", "steps_saved") and vals:
+            out[k + "_std"] = float(np.std(vals))
+    out["thresholds_per_draw"] = [d["thresholds"] for d in draws]
+    return out
+
+
 @dataclass
 class LoaoResult:
     holdout: list[str]
@@ -365,6 +406,10 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult) -> dict[str, Any]
         for name, b in base.items():
             b["model_at_equal_steps_saved"] = model_at_steps_saved(rs, b.get("steps_saved") or 0.0, cfg)
         blk["baselines"] = base
+        blk["warm_start"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh) for sh in cfg.warm_shares}
+        ad = res.runner.adaptation.get((frozenset([a]) if a in res.holdout else frozenset(res.small), a))
+        if ad:
+            blk["adaptation"] = ad
         fitted = res.runner.fit(frozenset([a]) if a in res.holdout else frozenset(res.small))
         blk["trained_on"] = {"agents": fitted.train_agents, "runs": fitted.n_train_runs, "prefixes": fitted.n_train_prefixes}
         agents_out[a] = blk

@@ -44,7 +44,10 @@ DEFAULT_LGBM: dict[str, Any] = {
 
 @dataclass
 class Platt:
-    """p = 1 / (1 + exp(a * f + b)) on the uncalibrated probability f (sklearn's convention)."""
+    """p = 1 / (1 + exp(a * f + b)) on the booster's raw margin f (log-odds).
+
+    sklearn's CalibratedClassifierCV feeds ``decision_function`` when the
+    estimator has one, and LGBMClassifier's is the raw margin."""
 
     a: float
     b: float
@@ -112,16 +115,16 @@ class OutcomeModel:
 
     def _check_platt(self, cal: CalibratedClassifierCV, clf: lgb.LGBMClassifier, Xc: np.ndarray, name: str) -> None:
         """Our (booster, a, b) must reproduce sklearn's calibrated output: that is what we save."""
-        ours = self.platt_[name](clf.booster_.predict(Xc))
+        ours = self.platt_[name](clf.booster_.predict(Xc, raw_score=True))
         theirs = cal.predict_proba(Xc)[:, 1]
         if not np.allclose(ours, theirs, atol=1e-9):
             raise RuntimeError(f"Platt parameters of the {name} model do not reproduce CalibratedClassifierCV")
 
     # ------------------------------------------------------------- predict
     def predict_proba(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        ps = self.platt_["success"](self.boosters_["success"].predict(X, num_threads=self.n_jobs))
+        ps = self.platt_["success"](self.boosters_["success"].predict(X, raw_score=True, num_threads=self.n_jobs))
         if "failure" in self.boosters_:
-            pf = self.platt_["failure"](self.boosters_["failure"].predict(X, num_threads=self.n_jobs))
+            pf = self.platt_["failure"](self.boosters_["failure"].predict(X, raw_score=True, num_threads=self.n_jobs))
         else:
             pf = 1.0 - ps
         return ps, pf

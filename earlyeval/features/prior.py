@@ -99,7 +99,7 @@ class PriorFamily:
             return set()
         key = (tuple(ctx.exclude_submissions), tuple(ctx.prior_match), ctx.scaffold, ctx.model)
         if key not in self._excl_cache:
-            pats = list(ctx.prior_match) + default_match_patterns(ctx.scaffold, ctx.model)
+            pats = list(ctx.prior_match) or default_match_patterns(ctx.scaffold, ctx.model)
             self._excl_cache[key] = self.table.excluded(list(ctx.exclude_submissions), pats)
         return self._excl_cache[key]
 

@@ -44,6 +44,51 @@ def tokenize(text: str) -> list[str]:
     return words + [a + " " + b for a, b in zip(words, words[1:])]
 
 
+class TokenCache:
+    """Token ids of every step of a set of trajectories, tokenized once.
+
+    Evaluation fits the text family in many folds over the same trajectories;
+    the cache keeps each step's unigrams and bigrams as integer ids of one
+    process-wide interning table, so no fold tokenizes again.  It is a cache,
+    not a learned vocabulary: a fold's vocabulary is chosen from its training
+    documents only.  A model directory never contains it.
+    """
+
+    def __init__(self, obs_chars: int) -> None:
+        self.obs_chars = obs_chars
+        self.terms: list[str] = []
+        self.ids: dict[str, int] = {}
+        self._steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._prompts: dict[str, np.ndarray] = {}
+        self._keep: list[Step] = []  # keeps steps alive so id() keys stay unique
+
+    def _intern(self, toks: list[str]) -> np.ndarray:
+        ids = self.ids
+        out = np.empty(len(toks), dtype=np.int32)
+        for k, t in enumerate(toks):
+            j = ids.get(t)
+            if j is None:
+                j = ids[t] = len(self.terms)
+                self.terms.append(t)
+            out[k] = j
+        return out
+
+    def step(self, step: Step) -> tuple[np.ndarray, np.ndarray]:
+        key = id(step)
+        got = self._steps.get(key)
+        if got is None:
+            got = (self._intern(tokenize(step.action or "")), self._intern(tokenize(clip(step.observation or "", self.obs_chars))))
+            self._steps[key] = got
+            self._keep.append(step)
+        return got
+
+    def prompt(self, text: str) -> np.ndarray:
+        got = self._prompts.get(text)
+        if got is None:
+            got = self._prompts[text] = self._intern(tokenize(text))
+        return got
+
+
 class Block:
     """Vocabulary, IDF and SVD components of one text block."""
 
@@ -52,8 +97,18 @@ class Block:
         self.idf = idf.astype(np.float64)
         self.components = components.astype(np.float64)  # (k, V)
         self.dim = components.shape[0]
+        self.lookup: np.ndarray | None = None  # TokenCache id -> vocabulary index (or -1)
+
+    def bind(self, cache: TokenCache) -> None:
+        lk = np.full(len(cache.terms) + 1, -1, dtype=np.int64)
+        for w, j in self.vocab.items():
+            g = cache.ids.get(w)
+            if g is not None:
+                lk[g] = j
+        self.lookup = lk
 
     def indices(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(vocabulary indices, counts) of a token list: the streaming path."""
         c = Counter(tokens)
         idx, cnt = [], []
         for tok, n in c.items():
@@ -61,7 +116,17 @@ class Block:
             if j is not None:
                 idx.append(j)
                 cnt.append(n)
-        return np.asarray(idx, dtype=np.int64), np.asarray(cnt, dtype=np.float64)
+        order = np.argsort(idx)
+        return np.asarray(idx, dtype=np.int64)[order], np.asarray(cnt, dtype=np.float64)[order]
+
+    def indices_from_ids(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The same from cached token ids: the batch path."""
+        j = self.lookup[np.minimum(ids, len(self.lookup) - 1)]
+        j = j[j >= 0]
+        if j.size == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        u, c = np.unique(j, return_counts=True)
+        return u, c.astype(np.float64)
 
     def project(self, idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:
         """SVD projection of an l2-normalized tf-idf vector given by (indices, counts)."""
@@ -73,12 +138,12 @@ class Block:
 
 
 class CumulativeBlockState:
-    """Running tf-idf of a growing document, kept as projection + squared norm."""
+    """Running tf-idf of a growing document, kept as counts + projection + squared norm."""
 
     __slots__ = ("counts", "proj", "sq")
 
-    def __init__(self, dim: int):
-        self.counts: dict[int, float] = {}
+    def __init__(self, dim: int, vocab_size: int):
+        self.counts = np.zeros(vocab_size)
         self.proj = np.zeros(dim)
         self.sq = 0.0
 
@@ -86,12 +151,11 @@ class CumulativeBlockState:
         if idx.size == 0:
             return
         idf = block.idf[idx]
-        old = np.fromiter((self.counts.get(int(j), 0.0) for j in idx), dtype=np.float64, count=idx.size)
+        old = self.counts[idx]
         new = old + cnt
         self.sq += float(np.dot(new * idf, new * idf) - np.dot(old * idf, old * idf))
         self.proj += block.components[:, idx] @ (cnt * idf)
-        for j, n in zip(idx.tolist(), new.tolist()):
-            self.counts[j] = n
+        self.counts[idx] = new
 
     def value(self) -> np.ndarray:
         return self.proj / np.sqrt(self.sq) if self.sq > 0 else np.zeros_like(self.proj)
@@ -105,7 +169,8 @@ class TextFamily:
     name: ClassVar[str] = "text"
 
     def __init__(self, dims: dict[str, int] | None = None, min_df: int = 5, min_agents: int = 2,
-                 max_features: int = 20000, obs_chars: int = 1500, max_step_docs: int = 20000, seed: int = 0):
+                 max_features: int = 20000, obs_chars: int = 1500, max_step_docs: int = 20000, seed: int = 0,
+                 cache: TokenCache | None = None):
         self.dims = dims or {"prompt": 64, "actions": 64, "action_last": 64, "observations": 64, "observation_last": 64}
         self.min_df = min_df
         self.min_agents = min_agents
@@ -113,104 +178,126 @@ class TextFamily:
         self.obs_chars = obs_chars
         self.max_step_docs = max_step_docs
         self.seed = seed
+        self.cache = cache
         self.blocks: dict[str, Block] = {}
 
     # ------------------------------------------------------------------ fit
-    def _step_tokens(self, step: Step) -> tuple[list[str], list[str]]:
-        return tokenize(step.action or ""), tokenize(clip(step.observation or "", self.obs_chars))
-
     def fit(self, trajs: list[Trajectory], contexts: list[RunContext]) -> "TextFamily":
+        cache = self.cache if self.cache is not None and self.cache.obs_chars == self.obs_chars else TokenCache(self.obs_chars)
         rng = np.random.default_rng(self.seed)
-        docs: dict[str, list[Counter]] = defaultdict(list)
+        docs: dict[str, list[np.ndarray]] = defaultdict(list)
         agents: dict[str, list[str]] = defaultdict(list)
         step_refs = [(i, j) for i, t in enumerate(trajs) for j in range(len(t.steps))]
         if len(step_refs) > self.max_step_docs:
-            keep = set(rng.choice(len(step_refs), self.max_step_docs, replace=False).tolist())
-            step_refs = [r for k, r in enumerate(step_refs) if k in keep]
+            keep = np.sort(rng.choice(len(step_refs), self.max_step_docs, replace=False))
+            step_refs = [step_refs[k] for k in keep]
         step_set = set(step_refs)
         for i, (t, ctx) in enumerate(zip(trajs, contexts)):
-            docs["prompt"].append(Counter(tokenize(ctx.prompt)))
+            docs["prompt"].append(cache.prompt(ctx.prompt))
             agents["prompt"].append(t.agent)
-            acts, obss = Counter(), Counter()
-            for j, s in enumerate(t.steps):
-                a, o = self._step_tokens(s)
-                acts.update(a)
-                obss.update(o)
+            acts, obss = [], []
+            for j, st in enumerate(t.steps):
+                a, o = cache.step(st)
+                acts.append(a)
+                obss.append(o)
                 if (i, j) in step_set:
-                    docs["action_last"].append(Counter(a))
-                    docs["observation_last"].append(Counter(o))
+                    docs["action_last"].append(a)
+                    docs["observation_last"].append(o)
                     agents["action_last"].append(t.agent)
                     agents["observation_last"].append(t.agent)
-            docs["actions"].append(acts)
-            docs["observations"].append(obss)
+            docs["actions"].append(np.concatenate(acts) if acts else np.zeros(0, np.int32))
+            docs["observations"].append(np.concatenate(obss) if obss else np.zeros(0, np.int32))
             agents["actions"].append(t.agent)
             agents["observations"].append(t.agent)
-        self.blocks = {b: self._fit_block(docs[b], agents[b], self.dims[b]) for b in BLOCKS}
+        self.blocks = {b: self._fit_block(docs[b], agents[b], self.dims[b], cache) for b in BLOCKS}
+        if self.cache is not None:
+            for blk in self.blocks.values():
+                blk.bind(self.cache)
         return self
 
-    def _fit_block(self, docs: list[Counter], agents: list[str], dim: int) -> Block:
+    def _fit_block(self, docs: list[np.ndarray], agents: list[str], dim: int, cache: TokenCache) -> Block:
         from scipy.sparse import csr_matrix
 
-        df: Counter = Counter()
-        term_agents: dict[str, set[str]] = defaultdict(set)
-        for d, a in zip(docs, agents):
-            df.update(d.keys())
-            for term in d:
-                term_agents[term].add(a)
-        n_agents = len(set(agents))
-        need_agents = min(self.min_agents, n_agents)
-        terms = [w for w, n in df.items() if n >= self.min_df and len(term_agents[w]) >= need_agents]
-        terms.sort(key=lambda w: (-df[w], w))
-        terms = sorted(terms[: self.max_features])
+        G = len(cache.terms) + 1
+        uniq = [np.unique(d) for d in docs]
+        df = np.bincount(np.concatenate(uniq) if uniq else np.zeros(0, np.int64), minlength=G)
+        per_agent: dict[str, list[np.ndarray]] = defaultdict(list)
+        for u, a in zip(uniq, agents):
+            per_agent[a].append(u)
+        n_agents_term = np.zeros(G, dtype=np.int64)
+        for a, us in per_agent.items():
+            n_agents_term[np.unique(np.concatenate(us))] += 1
+        need_agents = min(self.min_agents, len(per_agent))
+        cand = np.flatnonzero((df >= self.min_df) & (n_agents_term >= need_agents))
+        # most frequent first; ties broken by the term itself, so the choice does not depend on data order
+        order = sorted(cand.tolist(), key=lambda g: (-int(df[g]), cache.terms[g]))[: self.max_features]
+        terms = sorted(cache.terms[g] for g in order)
         vocab = {w: i for i, w in enumerate(terms)}
         n = len(docs)
-        idf = np.log((1 + n) / (1 + np.asarray([df[w] for w in terms], dtype=np.float64))) + 1.0
+        idf = np.log((1 + n) / (1 + np.asarray([df[cache.ids[w]] for w in terms], dtype=np.float64))) + 1.0
+        block = Block(vocab, idf if len(terms) else np.ones(1), np.zeros((dim, max(len(terms), 1))))
+        block.bind(cache)
         rows, cols, vals = [], [], []
         for r, d in enumerate(docs):
-            for w, c in d.items():
-                j = vocab.get(w)
-                if j is not None:
-                    rows.append(r)
-                    cols.append(j)
-                    vals.append(c * idf[j])
-        X = csr_matrix((vals, (rows, cols)), shape=(n, len(terms)), dtype=np.float64)
+            idx, cnt = block.indices_from_ids(d) if len(terms) else (np.zeros(0, np.int64), np.zeros(0))
+            if idx.size:
+                rows.append(np.full(idx.size, r))
+                cols.append(idx)
+                vals.append(cnt * idf[idx])
+        if not terms or not rows or n < 3 or len(terms) < 2:
+            block.lookup = None
+            return block
+        X = csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, len(terms)))
         norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
         norms[norms == 0] = 1.0
         X = csr_matrix(X.multiply(1.0 / norms[:, None]))
         k = max(1, min(dim, len(terms) - 1, n - 1))
-        if len(terms) < 2 or n < 3:
-            comps = np.zeros((dim, max(len(terms), 1)))
-        else:
-            svd = TruncatedSVD(n_components=k, random_state=self.seed, algorithm="randomized", n_iter=5)
-            svd.fit(X)
-            comps = np.zeros((dim, len(terms)))
-            comps[:k] = svd.components_
-        return Block(vocab, idf if len(terms) else np.ones(1), comps)
+        svd = TruncatedSVD(n_components=k, random_state=self.seed, algorithm="randomized", n_iter=5)
+        svd.fit(X)
+        comps = np.zeros((dim, len(terms)))
+        comps[:k] = svd.components_
+        block.components = comps
+        block.lookup = None
+        return block
 
     # ------------------------------------------------------------ streaming
     @property
     def names(self) -> list[str]:
         return [f"txt_{b}_{i}" for b in BLOCKS for i in range(self.dims[b])]
 
+    def _idx(self, block: Block, text_ids: np.ndarray | None, tokens: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
+        if text_ids is not None and block.lookup is not None:
+            return block.indices_from_ids(text_ids)
+        return block.indices(tokens if tokens is not None else [])
+
     def start(self, ctx: RunContext) -> TextState:
         s = TextState()
         pb = self.blocks["prompt"]
-        s.prompt = pb.project(*pb.indices(tokenize(ctx.prompt)))
-        s.actions = CumulativeBlockState(self.blocks["actions"].dim)
-        s.observations = CumulativeBlockState(self.blocks["observations"].dim)
+        if self.cache is not None and pb.lookup is not None:
+            s.prompt = pb.project(*pb.indices_from_ids(self.cache.prompt(ctx.prompt)))
+        else:
+            s.prompt = pb.project(*pb.indices(tokenize(ctx.prompt)))
+        s.actions = CumulativeBlockState(self.blocks["actions"].dim, len(self.blocks["actions"].idf))
+        s.observations = CumulativeBlockState(self.blocks["observations"].dim, len(self.blocks["observations"].idf))
         s.action_last = np.zeros(self.blocks["action_last"].dim)
         s.observation_last = np.zeros(self.blocks["observation_last"].dim)
         return s
 
     def update(self, s: TextState, step: Step) -> None:
-        a, o = self._step_tokens(step)
-        for name, toks in (("actions", a), ("observations", o)):
+        if self.cache is not None and self.blocks["actions"].lookup is not None:
+            a_ids, o_ids = self.cache.step(step)
+            a = o = None
+        else:
+            a_ids = o_ids = None
+            a = tokenize(step.action or "")
+            o = tokenize(clip(step.observation or "", self.obs_chars))
+        for name, ids, toks in (("actions", a_ids, a), ("observations", o_ids, o)):
             b = self.blocks[name]
-            getattr(s, name).add(b, *b.indices(toks))
+            getattr(s, name).add(b, *self._idx(b, ids, toks))
         bl = self.blocks["action_last"]
-        s.action_last = bl.project(*bl.indices(a))
+        s.action_last = bl.project(*self._idx(bl, a_ids, a))
         bo = self.blocks["observation_last"]
-        s.observation_last = bo.project(*bo.indices(o))
+        s.observation_last = bo.project(*self._idx(bo, o_ids, o))
 
     def values(self, s: TextState) -> np.ndarray:
         return np.concatenate([s.prompt, s.actions.value(), s.action_last, s.observations.value(), s.observation_last])

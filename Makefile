@@ -1,0 +1,52 @@
+# earlyeval: every target takes BENCH=<catalog name> (data/<bench>.toml).
+BENCH ?= swebench
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+EARLYEVAL := $(BIN)/earlyeval
+STAMP := $(VENV)/.installed
+
+.PHONY: install test test-all integration ingest train evaluate sweep budget route bench score clean help
+
+help:
+	@echo "make train BENCH=swebench   # install, ingest, train -> models/$(BENCH)/"
+	@echo "make test                   # unit tests + bounded integration tests on ../shared/data"
+	@echo "make ingest|evaluate|sweep|budget|bench BENCH=..."
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+data/$(BENCH)/trajectories.parquet: $(STAMP) data/$(BENCH).toml
+	$(EARLYEVAL) ingest --bench $(BENCH)
+
+ingest: $(STAMP)
+	$(EARLYEVAL) ingest --bench $(BENCH)
+
+train: data/$(BENCH)/trajectories.parquet
+	$(EARLYEVAL) train --bench $(BENCH)
+
+evaluate: data/$(BENCH)/trajectories.parquet
+	$(EARLYEVAL) evaluate --bench $(BENCH)
+
+sweep: data/$(BENCH)/trajectories.parquet
+	$(EARLYEVAL) sweep --bench $(BENCH)
+
+budget: data/$(BENCH)/trajectories.parquet
+	$(EARLYEVAL) budget --bench $(BENCH)
+
+bench: data/$(BENCH)/trajectories.parquet
+	$(EARLYEVAL) bench --bench $(BENCH)
+
+# the README's test command (CI runs exactly this): unit tests, then the
+# integration tests on a bounded sample of ../shared/data
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not integration"
+	EARLYEVAL_SAMPLE=1 $(BIN)/python -m pytest -q -m integration
+
+clean:
+	rm -rf data/*/ features/*/ models/*/ reports/*/

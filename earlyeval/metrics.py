@@ -262,3 +262,65 @@ def repeat_action_policy(actions: list[list[str]], repeats: int = 3) -> tuple[np
         t_out.append(th)
         p_out.append(0 if th else -1)
     return np.asarray(t_out, dtype=np.int64), np.asarray(p_out, dtype=np.int64)
+
+
+# ===========================================================================
+# Interval and classification metrics (budget awareness, ARCHITECTURE §5).
+# Generic helpers used by earlyeval.budget; weights are per prefix (1/(T-1)
+# makes every run weigh the same).  Nothing above this line depends on them.
+# ===========================================================================
+
+def weighted_quantile(x: np.ndarray, q: float, w: np.ndarray | None = None) -> float | None:
+    """Lower weighted q-quantile: the smallest x whose cumulative weight share reaches q."""
+    x = np.asarray(x, dtype=np.float64)
+    w = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
+    keep = ~np.isnan(x) & (w > 0)
+    x, w = x[keep], w[keep]
+    if len(x) == 0:
+        return None
+    order = np.argsort(x, kind="stable")
+    cw = np.cumsum(w[order])
+    k = int(np.searchsorted(cw, min(max(q, 0.0), 1.0) * cw[-1] - 1e-12 * cw[-1], side="left"))
+    return float(x[order][min(k, len(x) - 1)])
+
+
+def interval_coverage(y: np.ndarray, lo: np.ndarray, hi: np.ndarray, w: np.ndarray | None = None) -> float | None:
+    """Weighted share of targets inside their closed interval [lo, hi]."""
+    y, lo, hi = (np.asarray(a, dtype=np.float64) for a in (y, lo, hi))
+    w = np.ones_like(y) if w is None else np.asarray(w, dtype=np.float64)
+    if len(y) == 0 or w.sum() <= 0:
+        return None
+    hit = (y >= lo) & (y <= hi)
+    return float(np.sum(w * hit) / np.sum(w))
+
+
+def interval_width(lo: np.ndarray, hi: np.ndarray, scale: float = 1.0, w: np.ndarray | None = None,
+                   stat: str = "median") -> float | None:
+    """Weighted median (or mean) of (hi - lo) / scale."""
+    width = (np.asarray(hi, dtype=np.float64) - np.asarray(lo, dtype=np.float64)) / scale
+    if len(width) == 0:
+        return None
+    if stat == "mean":
+        ww = np.ones_like(width) if w is None else np.asarray(w, dtype=np.float64)
+        return float(np.sum(ww * width) / np.sum(ww)) if np.sum(ww) > 0 else None
+    return weighted_quantile(width, 0.5, w)
+
+
+def class_f1(y: np.ndarray, pred: np.ndarray, positive: int = 1, w: np.ndarray | None = None) -> float | None:
+    """F1 of one class (weighted counts); None when the class is absent from both y and pred."""
+    y, pred = np.asarray(y), np.asarray(pred)
+    w = np.ones(len(y)) if w is None else np.asarray(w, dtype=np.float64)
+    tp = float(np.sum(w * ((pred == positive) & (y == positive))))
+    fp = float(np.sum(w * ((pred == positive) & (y != positive))))
+    fn = float(np.sum(w * ((pred != positive) & (y == positive))))
+    if tp + fp + fn == 0:
+        return None
+    return 2 * tp / (2 * tp + fp + fn)
+
+
+def macro_f1(y: np.ndarray, pred: np.ndarray, w: np.ndarray | None = None) -> float | None:
+    """Mean F1 over the two classes 0/1 (a class absent from y and pred scores 0, as in sklearn)."""
+    if len(np.asarray(y)) == 0:
+        return None
+    f = [class_f1(y, pred, c, w) for c in (0, 1)]
+    return float(np.mean([0.0 if v is None else v for v in f]))

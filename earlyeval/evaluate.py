@@ -17,7 +17,7 @@ several agents (the Moatless versions) at once.
 
 from __future__ import annotations
 
-import itertools
+import fnmatch
 import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -43,7 +43,7 @@ from .model import DEFAULT_LGBM, OutcomeModel
 
 log = logging.getLogger(__name__)
 
-GRID = tuple(np.round(np.concatenate([np.arange(0.50, 0.90, 0.05), np.arange(0.90, 0.995, 0.01), [NEVER]]), 4).tolist())
+GRID = tuple(np.round(np.concatenate([np.arange(0.50, 0.90, 0.05), np.arange(0.90, 0.995, 0.01), [0.995, 0.998, NEVER]]), 4).tolist())
 
 
 @dataclass
@@ -58,8 +58,12 @@ class EvalConfig:
     twin: str = "mirror"
     lgbm_params: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LGBM))
     monotone: dict[str, int] | None = None
+    drop_features: tuple = ()  # fnmatch patterns of feature names left out (ablations)
     text_params: dict[str, Any] = field(default_factory=dict)
     threshold_selection: str = "inner-loao"
+    # what must hold on every inner agent: "accuracy" (outcome accuracy >= target) or "recall"
+    # (success and failure recall >= target, i.e. accuracy >= target whatever the agent's resolve rate)
+    constraint: str = "accuracy"
     adapt: str = "none"  # none | em (label-free prior re-estimation on the evaluated agent's own predictions)
     warm_shares: tuple = (0.1, 0.2)
     warm_repeats: int = 5
@@ -100,8 +104,10 @@ class FoldRunner:
         mats, names = [], []
         for fam in self.cfg.families:
             if fam in FOLD_FREE:
-                mats.append(self.ds.blocks[fam][rows])
-                names += self.ds.block_names[fam]
+                keep = [j for j, n in enumerate(self.ds.block_names[fam])
+                        if not any(fnmatch.fnmatch(n, pat) for pat in self.cfg.drop_features)]
+                mats.append(self.ds.blocks[fam][rows][:, keep])
+                names += [self.ds.block_names[fam][j] for j in keep]
         return (np.hstack(mats) if mats else np.zeros((len(rows), 0), np.float32)), names
 
     def _text(self, text_fam: Any, runs: np.ndarray) -> np.ndarray:
@@ -200,6 +206,10 @@ def select_thresholds(sets: dict[str, RunSet], cfg: EvalConfig, method: str = "i
     halting -- is always feasible.
     """
     taus = np.asarray(cfg.taus, dtype=np.float64)
+    if not any(len(rs) for rs in sets.values()):
+        return {"success": NEVER, "failure": NEVER, "method": method + " (no agent to select on: never halt)",
+                "selected_on": sorted(sets), "target_accuracy": cfg.target_accuracy,
+                "selection_steps_saved": 0.0, "selection_min_accuracy": None}
     feasible = np.ones((len(taus), len(taus)), dtype=bool)
     saved_abs = np.zeros((len(taus), len(taus)))
     total_T = 0.0
@@ -208,8 +218,14 @@ def select_thresholds(sets: dict[str, RunSet], cfg: EvalConfig, method: str = "i
         if len(rs) == 0:
             continue
         g = grid_metrics(rs, taus, taus, cfg.min_halt_step)
-        feasible &= g.outcome_accuracy >= cfg.target_accuracy - 1e-12
-        worst = np.minimum(worst, g.outcome_accuracy)
+        if cfg.constraint == "accuracy":
+            crit = g.outcome_accuracy
+        elif cfg.constraint == "recall":
+            crit = np.nan_to_num(g.economic_consistency, nan=1.0)  # an agent with one outcome only: no constraint on the other
+        else:
+            raise ValueError(f"constraint must be 'accuracy' or 'recall', not {cfg.constraint!r}")
+        feasible &= crit >= cfg.target_accuracy - 1e-12
+        worst = np.minimum(worst, crit)
         saved_abs += g.steps_saved * rs.T.sum()
         total_T += rs.T.sum()
     saved = saved_abs / max(total_T, 1.0)
@@ -226,6 +242,7 @@ def select_thresholds(sets: dict[str, RunSet], cfg: EvalConfig, method: str = "i
         "target_accuracy": cfg.target_accuracy,
         "selection_steps_saved": float(saved[i, j]),
         "selection_min_accuracy": float(worst[i, j]),
+        "constraint": cfg.constraint,
     }
 
 
@@ -240,6 +257,7 @@ HEADLINE = ("n_runs", "resolve_rate", "auroc_success", "auroc_failure", "halted_
 def agent_block(rs: RunSet, th: dict[str, Any], cfg: EvalConfig) -> dict[str, Any]:
     m = evaluate_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
     out = {k: m.get(k) for k in HEADLINE}
+    out["total_steps"] = int(rs.T.sum())
     out["thresholds"] = {"success": th["success"], "failure": th["failure"]}
     out["threshold_selection"] = {k: v for k, v in th.items() if k not in ("success", "failure")}
     return out
@@ -341,11 +359,12 @@ class LoaoResult:
     runner: FoldRunner
 
 
-def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, with_loso: bool = True) -> LoaoResult:
+def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, with_loso: bool = True,
+             with_small: bool = True) -> LoaoResult:
     runner = FoldRunner(ds, cfg, progress)
     agents = ds.agents
     large = [a for a in agents if ds.n_runs(a) >= cfg.holdout_min_runs and not ds.is_small(a)]
-    small = [a for a in agents if a not in large]
+    small = [a for a in agents if a not in large] if with_small else []
     sets: dict[str, RunSet] = {}
     thresholds: dict[str, dict[str, Any]] = {}
     oracle: dict[str, dict[str, Any]] = {}
@@ -394,7 +413,26 @@ def run_loso(ds: Dataset, cfg: EvalConfig, runner: FoldRunner, large: list[str])
     return out
 
 
-def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult) -> dict[str, Any]:
+def warm_pooled(agents_out: dict[str, Any], holdout: list[str]) -> dict[str, Any]:
+    """Warm-start metrics pooled over held-out agents: run-weighted accuracies, step-weighted savings."""
+    out: dict[str, Any] = {}
+    shares = next(iter(agents_out.values()), {}).get("warm_start", {}).keys() if agents_out else []
+    for sh in shares:
+        n = np.asarray([agents_out[a]["n_runs"] for a in holdout], dtype=float)
+        blk: dict[str, Any] = {}
+        for k in ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "resolve_rate_shift_pp", "economic_consistency"):
+            v = np.asarray([np.nan if agents_out[a]["warm_start"][sh].get(k) is None else agents_out[a]["warm_start"][sh][k] for a in holdout])
+            w = n
+            if k == "steps_saved":
+                w = np.asarray([agents_out[a]["total_steps"] for a in holdout], dtype=float)
+            ok = ~np.isnan(v)
+            blk[k] = float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else None
+        out[sh] = blk
+    return out
+
+
+def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = False) -> dict[str, Any]:
+    """The loao.json document; ``light`` skips baselines and warm start (ablation rows need neither)."""
     agents_out: dict[str, Any] = {}
     for a, rs in res.sets.items():
         blk = agent_block(rs, res.thresholds[a], cfg)
@@ -402,11 +440,12 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult) -> dict[str, Any]
         orc = agent_block(rs, res.oracle_thresholds[a], cfg)
         orc["note"] = "thresholds picked on this agent's own labels: an upper bound, never the headline"
         blk["oracle"] = orc
-        base = baseline_blocks(rs)
-        for name, b in base.items():
-            b["model_at_equal_steps_saved"] = model_at_steps_saved(rs, b.get("steps_saved") or 0.0, cfg)
-        blk["baselines"] = base
-        blk["warm_start"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh) for sh in cfg.warm_shares}
+        if not light:
+            base = baseline_blocks(rs)
+            for name, b in base.items():
+                b["model_at_equal_steps_saved"] = model_at_steps_saved(rs, b.get("steps_saved") or 0.0, cfg)
+            blk["baselines"] = base
+            blk["warm_start"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh) for sh in cfg.warm_shares}
         ad = res.runner.adaptation.get((frozenset([a]) if a in res.holdout else frozenset(res.small), a))
         if ad:
             blk["adaptation"] = ad
@@ -418,7 +457,7 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult) -> dict[str, Any]
     oracle_pooled = pooled_block([(res.sets[a], res.oracle_thresholds[a]) for a in res.holdout], cfg)
     # baselines pooled over the held-out agents
     baselines: dict[str, Any] = {}
-    for name in ("step_cap_20", "step_cap_30", "step_cap_40", "repeat_action"):
+    for name in () if light else ("step_cap_20", "step_cap_30", "step_cap_40", "repeat_action"):
         ys, Ts, ths, prs, tin, tout = [], [], [], [], [], []
         for a in res.holdout:
             rs = res.sets[a]
@@ -441,8 +480,9 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult) -> dict[str, Any]
         "threshold_selection": cfg.threshold_selection,
         "threshold_selection_detail": (
             "for each held-out agent A: every other large agent B is predicted by a model fitted without A and B; "
-            "(tau_s, tau_f) maximize the steps saved over those predictions subject to outcome accuracy >= "
-            f"{cfg.target_accuracy} on every B. Small runs are held out together and use the same rule."
+            "(tau_s, tau_f) maximize the steps saved over those predictions subject to "
+            + ("outcome accuracy" if cfg.constraint == "accuracy" else "success recall and failure recall (accuracy whatever the resolve rate)")
+            + f" >= {cfg.target_accuracy} on every B. Small runs are held out together and use the same rule."
         ),
         "holdout_agents": res.holdout,
         "small_agents": res.small,
@@ -454,5 +494,8 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult) -> dict[str, Any]
         "mean_abs_resolve_rate_shift_pp": float(np.mean([abs(agents_out[a]["resolve_rate_shift_pp"]) for a in res.holdout])) if res.holdout else None,
         "baselines": baselines,
         "leave_one_scaffold_out": res.loso,
-        "models": {"twin": cfg.twin, "fits": len(fits)},
+        "models": {"twin": cfg.twin, "fits": len(fits),
+                   "mirror_gap": float(max((np.max(np.abs(b - (1 - a))) for rs in res.sets.values() for a, b in zip(rs.p_s, rs.p_f) if len(a)), default=0.0)),
+                   "top_features": fits[0].model.feature_importance(15) if fits else []},
+        "warm_start_pooled": {} if light else warm_pooled(agents_out, res.holdout),
     }

@@ -247,16 +247,10 @@ def repeat_action_policy(actions: list[list[str]], repeats: int = 3) -> tuple[np
     """Halt as failure once the same non-empty action has been taken `repeats` times in a row."""
     t_out, p_out = [], []
     for acts in actions:
-        T = len(acts)
         th, run = 0, 1
-        for i in range(1, T - 1 + 1):
-            if i >= T:
-                break
-            if acts[i] and acts[i] == acts[i - 1]:
-                run += 1
-            else:
-                run = 1
-            if run >= repeats and i + 1 < T:
+        for i in range(1, len(acts) - 1):  # halting after step i+1 must leave the run unfinished
+            run = run + 1 if acts[i] and acts[i] == acts[i - 1] else 1
+            if run >= repeats:
                 th = i + 1
                 break
         t_out.append(th)

@@ -11,9 +11,18 @@ import pandas as pd
 from .evaluate import EvalConfig
 
 
+GOLD_DEEP = ("gold_symbols_*", "gold_idents_*", "gold_removed_*", "gold_added_*", "edits_in_gold_hunks", "f2p_*",
+             "since_f2p_run", "test_patch_file_seen", "diff_*", "since_diff_seen")
+RAW_SCALE = ("step", "log_*", "n_edit", "n_test", "files_edited", "edit_actions", "n_submit", "n_test_summaries",
+             "n_syntax_error", "reverts")
+RELATIVE = ("share_*", "recent_share_*", "*_rel", "since_*", "edits_per_file")
+TEST_SIGNALS = ("last_test_*", "test_after_*", "ever_passed_after_edit", "n_test_summaries", "since_test_summary")
+
+
 def default_ablations(bench: str, cfg: EvalConfig) -> list[tuple[str, dict[str, Any]]]:
-    """Each feature family on and off, plus the modelling switches worth measuring."""
+    """Each feature family on and off, then each transfer lever of the issue on and off."""
     from .catalog import load_catalog
+    from .features import KNOWN_DIRECTIONS
 
     available = load_catalog(bench).families
     out: list[tuple[str, dict[str, Any]]] = []
@@ -26,8 +35,19 @@ def default_ablations(bench: str, cfg: EvalConfig) -> list[tuple[str, dict[str, 
             out.append((f"with_{fam}", {"families": cfg.families + [fam]}))
     if cfg.families != ["behaviour"] and "behaviour" in available:
         out.append(("behaviour_only", {"families": ["behaviour"]}))
+    if "gold" in cfg.families:
+        out.append(("gold_file_level_only", {"drop_features": GOLD_DEEP}))
+    if "behaviour" in cfg.families:
+        out.append(("behaviour_raw_scale_only", {"drop_features": RELATIVE}))
+        out.append(("behaviour_relative_only", {"drop_features": RAW_SCALE}))
+        out.append(("no_test_signals", {"drop_features": TEST_SIGNALS}))
+    out.append(("adapt_em", {"adapt": "em"}))
+    out.append(("monotone", {"monotone": dict(KNOWN_DIRECTIONS)}))
     out.append((f"min_steps_{3 if cfg.min_steps != 3 else 10}", {"min_steps": 3 if cfg.min_steps != 3 else 10}))
+    other = "accuracy" if cfg.constraint == "recall" else "recall"
+    out.append((f"constraint_{other}", {"constraint": other}))
     out.append(("twin_flipped", {"twin": "flipped"}))
+    out.append(("twin_balanced", {"twin": "balanced"}))
     return out
 
 

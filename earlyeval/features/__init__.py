@@ -73,6 +73,20 @@ class Featurizer:
         return X
 
 
+# Directions known a priori for P(success): used as LightGBM monotone constraints when asked.
+KNOWN_DIRECTIONS: dict[str, int] = {
+    "prior_solve_rate": +1,
+    "task_difficulty": -1,
+    "gold_files_edited": +1,
+    "gold_idents_recall": +1,
+    "gold_added_lines_written": +1,
+    "edits_in_gold_hunks": +1,
+    "ever_passed_after_edit": +1,
+    "max_repeat_action_run": -1,
+    "max_repeat_error_run": -1,
+}
+
+
 def build_family(name: str, *, prior_table: PriorTable | None = None, text_params: dict | None = None, seed: int = 0) -> Any:
     if name == "prior":
         return PriorFamily(prior_table)
@@ -83,5 +97,5 @@ def build_family(name: str, *, prior_table: PriorTable | None = None, text_param
     return FAMILY_CLASSES[name]()
 
 
-__all__ = ["Featurizer", "RunContext", "FeatureFamily", "BehaviourFamily", "TextFamily", "GoldFamily", "PriorFamily",
+__all__ = ["KNOWN_DIRECTIONS", "Featurizer", "RunContext", "FeatureFamily", "BehaviourFamily", "TextFamily", "GoldFamily", "PriorFamily",
            "PriorTable", "build_family", "FAMILY_CLASSES"]

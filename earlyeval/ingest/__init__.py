@@ -93,13 +93,18 @@ def parse_files(paths: Iterable[Path], spec: RunSpec, bench: str) -> Iterator[Tr
             yield IngestError(str(p), "<parse>", f"{type(e).__name__}: {e}")
 
 
-def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None) -> tuple[list[Trajectory], RunReport]:
+def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
+               max_files: int | None = None) -> tuple[list[Trajectory], RunReport]:
+    """One run folder; ``max_files`` keeps a bounded, evenly spread sample (tests, quick looks)."""
     run_dir = root / spec.folder
     rep = RunReport(run=spec.name, agent=spec.agent, format=spec.format, folder=spec.folder)
     if not run_dir.exists():
         rep.skipped.append({"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"})
         return [], rep
     paths = discover(run_dir, spec)
+    if max_files is not None and len(paths) > max_files:
+        step = len(paths) / max_files
+        paths = [paths[int(i * step)] for i in range(max_files)]
     rep.files_read = len(paths)
 
     label_sets: list[LabelSet] = []
@@ -167,7 +172,8 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None) -> t
     return trajs, rep
 
 
-def ingest_catalog(cat: Catalog, root: Path | None = None, show_progress: bool = True, runs: list[str] | None = None) -> tuple[list[Trajectory], list[RunReport]]:
+def ingest_catalog(cat: Catalog, root: Path | None = None, show_progress: bool = True, runs: list[str] | None = None,
+                   max_files: int | None = None) -> tuple[list[Trajectory], list[RunReport]]:
     from tqdm.auto import tqdm
 
     root = data_root(root)
@@ -178,7 +184,7 @@ def ingest_catalog(cat: Catalog, root: Path | None = None, show_progress: bool =
         run_dir = root / spec.folder
         total = len(discover(run_dir, spec)) if run_dir.exists() else 0
         with tqdm(total=total, desc=f"ingest {spec.name[:40]}", disable=not show_progress, leave=False) as bar:
-            trajs, rep = ingest_run(spec, cat.bench, root, progress=bar)
+            trajs, rep = ingest_run(spec, cat.bench, root, progress=bar, max_files=max_files)
         all_trajs.extend(trajs)
         reports.append(rep)
         log.info("%s: %d trajectories (%d resolved), %d skipped", spec.name, rep.trajectories, rep.resolved, len(rep.skipped))

@@ -1,0 +1,104 @@
+"""The held-out agent's runs never reach fit, calibration, vocabulary or thresholds."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from earlyeval.evaluate import EvalConfig, loao_report, run_loao
+from synth import SMALL_LGBM, make_dataset, make_trajectories
+
+TEXT = {"dims": {b: 8 for b in ("prompt", "actions", "action_last", "observations", "observation_last")}, "min_df": 2, "min_agents": 1}
+
+
+def config(**kw) -> EvalConfig:
+    base = dict(families=["behaviour", "gold", "text"], min_steps=3, holdout_min_runs=20, lgbm_params=SMALL_LGBM,
+                warm_repeats=2, text_params=TEXT, n_jobs=1, seed=0)
+    base.update(kw)
+    return EvalConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def data():
+    trajs, tasks = make_trajectories(n_tasks=24, seed=1, rates={"agent-a": 0.3, "agent-b": 0.5, "agent-c": 0.4, "agent-d": 0.6})
+    for t in trajs:  # a token only agent-a ever prints
+        if t.agent == "agent-a":
+            for s in t.steps:
+                s.observation += " zzqxmarker zzqxmarker"
+    return trajs, tasks
+
+
+@pytest.fixture(scope="module")
+def baseline(data):
+    trajs, tasks = data
+    cfg = config()
+    ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
+    return ds, cfg, run_loao(ds, cfg, with_loso=False)
+
+
+def test_flipping_held_out_labels_changes_nothing_about_its_evaluation(data, baseline):
+    trajs, tasks = data
+    _, cfg, res1 = baseline
+    flipped = copy.deepcopy(trajs)
+    for t in flipped:
+        if t.agent == "agent-a":
+            t.outcome = 1 - t.outcome
+    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg, with_loso=False)
+    a1, a2 = res1.sets["agent-a"], res2.sets["agent-a"]
+    for p, q in zip(a1.p_s, a2.p_s):
+        np.testing.assert_array_equal(p, q)
+    assert res1.thresholds["agent-a"] == res2.thresholds["agent-a"]
+    # positive control: agent-a's labels do reach the models of the other agents' folds
+    changed = any(not np.array_equal(p, q) for p, q in zip(res1.sets["agent-b"].p_s, res2.sets["agent-b"].p_s))
+    assert changed
+
+
+def test_vocabulary_and_fits_exclude_the_held_out_agent(baseline):
+    _, cfg, res = baseline
+    held = res.runner.fit(frozenset(["agent-a"]))
+    assert "agent-a" not in held.train_agents
+    for block in held.text.blocks.values():
+        assert not any("zzqxmarker" in w for w in block.vocab)
+    # positive control: the marker does enter the vocabulary when agent-a is a training agent
+    other = res.runner.fit(frozenset(["agent-b"]))
+    assert any("zzqxmarker" in w for w in other.text.blocks["observations"].vocab)
+    for agent, th in res.thresholds.items():
+        assert agent not in th["selected_on"]
+    for (excluded, agent) in res.runner._preds:
+        assert agent in excluded
+
+
+def test_refuses_to_predict_an_agent_with_a_model_trained_on_it(data):
+    trajs, tasks = data
+    cfg = config(families=["behaviour"])
+    res = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg, with_loso=False)
+    with pytest.raises(ValueError):
+        res.runner.predict(frozenset(["agent-b"]), "agent-a")
+
+
+def test_same_seed_same_metrics(data, baseline):
+    trajs, tasks = data
+    ds0, cfg, res0 = baseline
+    reps = [loao_report(ds0, cfg, res0)]
+    ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
+    reps.append(loao_report(ds, cfg, run_loao(ds, cfg, with_loso=False)))
+    assert reps[0]["agents"] == reps[1]["agents"]
+    assert reps[0]["pooled"] == reps[1]["pooled"]
+    assert reps[0]["pooled"]["auroc_success"] is not None
+
+
+def test_em_adaptation_uses_no_held_out_labels(data):
+    trajs, tasks = data
+    cfg = config(families=["behaviour", "gold"], adapt="em")
+    res1 = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg, with_loso=False)
+    flipped = copy.deepcopy(trajs)
+    for t in flipped:
+        if t.agent == "agent-c":
+            t.outcome = 1 - t.outcome
+    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg, with_loso=False)
+    key = (frozenset(["agent-c"]), "agent-c")
+    assert res1.runner.adaptation[key] == res2.runner.adaptation[key]
+    for p, q in zip(res1.sets["agent-c"].p_s, res2.sets["agent-c"].p_s):
+        np.testing.assert_array_equal(p, q)

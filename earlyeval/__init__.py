@@ -1,6 +1,20 @@
 """earlyeval: predict how an agent run will end, and how much it will still cost, from its first steps."""
 
+from typing import TYPE_CHECKING, Any
+
 from .trajectory import Action, Step, Task, Trajectory
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .monitor import Monitor
+
 __version__ = "0.1.0"
-__all__ = ["Action", "Step", "Task", "Trajectory", "__version__"]
+__all__ = ["Action", "Monitor", "Step", "Task", "Trajectory", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # Monitor pulls in LightGBM and scikit-learn: import it only when asked for
+    if name == "Monitor":
+        from .monitor import Monitor
+
+        return Monitor
+    raise AttributeError(f"module 'earlyeval' has no attribute {name!r}")

@@ -109,10 +109,11 @@ def score(model: Path = typer.Option(..., "--model", "-m", help="A model directo
           agent: Optional[str] = typer.Option(None, "--agent", help="Agent name to report the runs under (default: the folder name)."),
           verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Replay completed runs through the Monitor; for labelled runs write score.json with loao.json's metrics."""
-    from .score import score_runs
+    from .score import score_runs, score_table
 
     _setup(verbose)
     paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent)
+    typer.echo(score_table(json.loads(Path(paths["score"]).read_text())))
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
@@ -121,10 +122,11 @@ def bench(bench: str = typer.Option("swebench", "--bench", "-b"),
           model: Optional[Path] = typer.Option(None, "--model", "-m", help="Model directory (default models/<bench>)."),
           verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Latency of Monitor.observe() on real trajectories (one core): median, p99, step 10 vs step 100."""
-    from .benchmark import run_latency_bench
+    from .benchmark import latency_summary, run_latency_bench
 
     _setup(verbose)
     paths = run_latency_bench(bench, model)
+    typer.echo(latency_summary(json.loads(Path(paths["latency"]).read_text())))
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 

@@ -7,7 +7,13 @@ names the format version, the feature list, what the model was trained on, the
 library versions and the SHA-256 of every file plus a content hash over them;
 loading checks all of it before any file is parsed, so a tampered, truncated or
 mismatched directory gets a ``ModelDirError`` naming the file, not a crash deep
-inside LightGBM.  Loading never imports or executes anything from the directory.
+inside LightGBM.  Loading never imports or executes anything from the directory:
+it reads only the files the manifest lists, by plain name, as bytes (JSON, LightGBM
+text, ``.npz`` without pickle); anything else in the directory is never opened.
+
+The hashes detect corruption and careless edits, not an adversary (who can
+recompute them): ``manifest_hash`` covers the manifest itself (feature names,
+thresholds, file list), ``content_hash`` the files it lists.
 """
 
 from __future__ import annotations
@@ -101,10 +107,18 @@ def save_model_dir(bundle: ModelBundle, path: str | Path) -> Path:
         "files": hashes,
         "content_hash": _sha("".join(f"{n}:{h}\n" for n, h in hashes.items()).encode()),
     }
+    manifest = json.loads(json.dumps(manifest))  # hash exactly what a reader will see (tuples -> lists, ...)
+    manifest["manifest_hash"] = manifest_hash(manifest)
     for n, b in files.items():
         (out / n).write_bytes(b)
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1))
     return out
+
+
+def manifest_hash(manifest: dict[str, Any]) -> str:
+    """SHA-256 of the manifest's canonical JSON without its own ``manifest_hash``."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_hash"}
+    return _sha(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
 def read_manifest(path: str | Path) -> dict[str, Any]:
@@ -126,6 +140,9 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     for key in ("files", "content_hash", "feature_names", "families", "thresholds"):
         if key not in m:
             raise ModelDirError(str(mf), key, "missing from manifest")
+    # directories written before manifest_hash existed have none; every directory written now has one
+    if "manifest_hash" in m and m["manifest_hash"] != manifest_hash(m):
+        raise ModelDirError(str(mf), "manifest_hash", "does not match the manifest's content: manifest edited")
     return m
 
 
@@ -138,11 +155,13 @@ def _verified_bytes(p: Path, manifest: dict[str, Any]) -> dict[str, bytes]:
         raise ModelDirError(str(p / MANIFEST), "content_hash", "does not match the file hashes listed: manifest edited")
     out = {}
     for name, h in files.items():
-        if "/" in name or "\\" in name or name.startswith("."):
+        if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith(".") or name == MANIFEST:
             raise ModelDirError(str(p / MANIFEST), f"files.{name}", "file names must be plain names inside the directory")
+        if not (name.endswith((".json", ".txt", ".npz"))):
+            raise ModelDirError(str(p / MANIFEST), f"files.{name}", "only .json, .txt and .npz files belong in a model directory")
         f = p / name
-        if not f.exists():
-            raise ModelDirError(str(f), name, "listed in the manifest but missing")
+        if not f.is_file() or f.is_symlink():
+            raise ModelDirError(str(f), name, "listed in the manifest but missing (or not a regular file)")
         b = f.read_bytes()
         if _sha(b) != h:
             raise ModelDirError(str(f), name, "SHA-256 differs from the manifest: truncated or tampered")
@@ -155,6 +174,36 @@ def _json(b: bytes, f: str) -> Any:
         return json.loads(b.decode())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ModelDirError(f, f, f"not valid JSON ({e})") from e
+
+
+def _booster_text(b: bytes, f: str) -> str:
+    try:
+        return b.decode()
+    except UnicodeDecodeError as e:
+        raise ModelDirError(f, Path(f).name, f"not text ({e})") from e
+
+
+def _parse_booster(text: str, f: str) -> Any:
+    """A LightGBM booster from its text; a truncated or foreign file is a ModelDirError naming it."""
+    import lightgbm as lgb
+
+    if not text.startswith("tree\n") or "end of trees" not in text:
+        raise ModelDirError(f, Path(f).name, "not a complete LightGBM model text (truncated?)")
+    try:
+        return lgb.Booster(model_str=text)
+    except Exception as e:
+        raise ModelDirError(f, Path(f).name, f"LightGBM could not read it ({type(e).__name__}: {e})") from e
+
+
+def _lgb_name(n: str) -> str:
+    """The feature name as LightGBM stores it (it replaces spaces and JSON special characters)."""
+    import re
+
+    return re.sub(r"[\s]", "_", n)
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def load_model_dir(path: str | Path, n_jobs: int = 1) -> ModelBundle:
@@ -178,7 +227,15 @@ def load_model_dir(path: str | Path, n_jobs: int = 1) -> ModelBundle:
             except Exception as e:  # a corrupt archive must not surface as a zipfile traceback
                 raise ModelDirError(str(p / key), key, f"cannot read arrays ({type(e).__name__}: {e})") from e
         cls = FAMILY_CLASSES[name]
-        families.append(cls.from_state(meta, arrays))
+        try:
+            fam = cls.from_state(meta, arrays)
+        except Exception as e:  # a missing key or array: name the family's files, not a KeyError
+            raise ModelDirError(str(p / f"family_{name}.json"), f"family_{name}",
+                                f"cannot rebuild the {name} family ({type(e).__name__}: {e})") from e
+        if len(fam.names) != entry.get("n_features"):
+            raise ModelDirError(str(p / f"family_{name}.json"), f"families.{name}.n_features",
+                                f"the manifest says {entry.get('n_features')}, the stored family makes {len(fam.names)}")
+        families.append(fam)
     fz = Featurizer(families)
     if fz.names != manifest["feature_names"]:
         raise ModelDirError(str(p / MANIFEST), "feature_names", "do not match the feature families stored in the directory")
@@ -189,19 +246,32 @@ def load_model_dir(path: str | Path, n_jobs: int = 1) -> ModelBundle:
     for k in ("success", "failure"):
         key = f"booster_{k}.txt"
         if key in blobs:
-            boosters[k] = blobs[key].decode()
+            boosters[k] = _booster_text(blobs[key], str(p / key))
     if "success" not in boosters:
         raise ModelDirError(str(p / "booster_success.txt"), "booster_success.txt", "missing")
-    state["boosters"] = boosters
+    if state.get("twin") in ("flipped", "balanced") and "failure" not in boosters:
+        raise ModelDirError(str(p / "booster_failure.txt"), "booster_failure.txt", f"missing (model.json says twin={state.get('twin')!r})")
+    state["boosters"] = {}
     try:
         model = OutcomeModel.from_state(state, n_jobs=n_jobs)
     except Exception as e:
-        raise ModelDirError(str(p), "booster", f"LightGBM could not read the booster ({type(e).__name__}: {e})") from e
+        raise ModelDirError(str(p / "model.json"), "model.json", f"not a saved OutcomeModel ({type(e).__name__}: {e})") from e
+    for k, text in boosters.items():
+        model.boosters_[k] = _parse_booster(text, str(p / f"booster_{k}.txt"))
+        if k not in model.platt_:
+            raise ModelDirError(str(p / "model.json"), f"platt.{k}", "missing calibration for the booster")
     if model.feature_names_ != fz.names:
         raise ModelDirError(str(p / "model.json"), "feature_names", "differ from the featurizer's")
-    nfeat = model.boosters_["success"].num_feature()
-    if nfeat != len(fz.names):
-        raise ModelDirError(str(p / "booster_success.txt"), "num_feature", f"booster expects {nfeat} features, featurizer makes {len(fz.names)}")
-    thresholds = _json(blobs["thresholds.json"], str(p / "thresholds.json"))
+    for k, b in model.boosters_.items():
+        nfeat = b.num_feature()
+        if nfeat != len(fz.names):
+            raise ModelDirError(str(p / f"booster_{k}.txt"), "num_feature", f"booster expects {nfeat} features, featurizer makes {len(fz.names)}")
+        if b.feature_name() != [_lgb_name(n) for n in fz.names] and b.feature_name() != [f"Column_{i}" for i in range(nfeat)]:
+            raise ModelDirError(str(p / f"booster_{k}.txt"), "feature_names", "the booster was trained on other features than the featurizer makes")
+    thresholds = _json(blobs["thresholds.json"], str(p / "thresholds.json")) if "thresholds.json" in blobs else None
+    if not isinstance(thresholds, dict) or not all(_is_num(thresholds.get(k)) for k in ("success", "failure")):
+        raise ModelDirError(str(p / "thresholds.json"), "thresholds.json", "missing, or without numeric 'success' and 'failure'")
+    if thresholds != manifest["thresholds"]:
+        raise ModelDirError(str(p / "thresholds.json"), "thresholds", "differ from the manifest's")
     extra = {n[len("extra_"):-len(".json")]: _json(b, str(p / n)) for n, b in blobs.items() if n.startswith("extra_")}
     return ModelBundle(fz, model, thresholds, manifest.get("training", {}), extra, manifest)

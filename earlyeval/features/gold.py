@@ -30,8 +30,11 @@ NAN = float("nan")
 _MIN_LINE = 8  # shorter lines ("return x", "}") match by accident
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def _norm_line(s: str) -> str:
-    return re.sub(r"\s+", " ", s.strip())
+    return _SPACES.sub(" ", s.strip())
 
 
 @dataclass
@@ -124,6 +127,13 @@ def _gold_files_in(paths: list[str], gold_files: list[str]) -> set[str]:
     return {g for g in gold_files for p in paths if path_matches(p, g)}
 
 
+def _may_mention(text: str, files: list[str]) -> bool:
+    """False when no path in ``text`` can match any of ``files``: a path that matches
+    a file ends with its base name (``path_matches`` compares whole components), so
+    a text that contains no base name needs no path scan.  A speed guard only."""
+    return any(f.rsplit("/", 1)[-1] in text for f in files)
+
+
 _LINE_EDIT = re.compile(r"(?:sed\s+-i[^'\"]*['\"](\d+)(?:,(\d+))?|^edit\s+(\d+):(\d+)|insert_line[\"']?\s*[:=]\s*(\d+)|view_range[^\d]*(\d+)\s*,\s*(\d+))", re.M)
 
 
@@ -164,8 +174,14 @@ class GoldFamily(StatelessFamily):
         if g is None:
             return
         act, obs = step.action or "", step.observation or ""
-        s.mentioned |= _gold_files_in(paths_in(act), g.files)
-        s.surfaced |= _gold_files_in(paths_in(obs[:20000]), g.files)
+        # only gold files not yet found can change these sets: scan for those alone
+        todo = [f for f in g.files if f not in s.mentioned]
+        if todo and _may_mention(act, todo):
+            s.mentioned |= _gold_files_in(paths_in(act), g.files)
+        head = obs[:20000]
+        todo = [f for f in g.files if f not in s.surfaced]
+        if todo and _may_mention(head, todo):
+            s.surfaced |= _gold_files_in(paths_in(head), g.files)
         act_ids = identifiers(act)
         s.symbols_mentioned |= g.symbols & act_ids
         for a in step.actions or []:
@@ -193,9 +209,9 @@ class GoldFamily(StatelessFamily):
             if a.kind == "test":
                 if g.f2p_names and any(n in a.text for n in g.f2p_names):
                     s.f2p_run = t
-                if any(path_matches(p, tf) for p in paths_in(a.text) for tf in g.test_files):
+                if _may_mention(a.text, g.test_files) and any(path_matches(p, tf) for p in paths_in(a.text) for tf in g.test_files):
                     s.f2p_run = t
-        if any(path_matches(p, tf) for p in paths_in(act) for tf in g.test_files):
+        if not s.test_file_seen and _may_mention(act, g.test_files) and any(path_matches(p, tf) for p in paths_in(act) for tf in g.test_files):
             s.test_file_seen = 1
         if "diff --git" in obs:
             patch = _patchset(obs[obs.index("diff --git"):])

@@ -95,9 +95,22 @@ class Block:
     def __init__(self, vocab: dict[str, int], idf: np.ndarray, components: np.ndarray):
         self.vocab = vocab
         self.idf = idf.astype(np.float64)
-        self.components = components.astype(np.float64)  # (k, V)
+        self.components = components  # (k, V)
         self.dim = components.shape[0]
         self.lookup: np.ndarray | None = None  # TokenCache id -> vocabulary index (or -1)
+
+    @property
+    def components(self) -> np.ndarray:
+        """SVD components, (k, V): a view of ``rows``."""
+        return self.rows.T
+
+    @components.setter
+    def components(self, value: np.ndarray) -> None:
+        # Stored term-major, (V, k) C-contiguous: a projection gathers the rows of the terms a text
+        # holds, contiguous in memory (2-3x faster than gathering columns of (k, V)).  ``w @ rows[idx]``
+        # is bit for bit ``components[:, idx] @ w``: numpy lays the column gather out as exactly this
+        # buffer and makes the same BLAS call on it.
+        self.rows = np.ascontiguousarray(np.asarray(value, dtype=np.float64).T)
 
     def bind(self, cache: TokenCache) -> None:
         lk = np.full(len(cache.terms) + 1, -1, dtype=np.int64)
@@ -107,17 +120,19 @@ class Block:
                 lk[g] = j
         self.lookup = lk
 
-    def indices(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(vocabulary indices, counts) of a token list: the streaming path."""
-        c = Counter(tokens)
-        idx, cnt = [], []
-        for tok, n in c.items():
-            j = self.vocab.get(tok)
-            if j is not None:
-                idx.append(j)
-                cnt.append(n)
-        order = np.argsort(idx)
-        return np.asarray(idx, dtype=np.int64)[order], np.asarray(cnt, dtype=np.float64)[order]
+    def indices(self, tokens: list[str] | Counter) -> tuple[np.ndarray, np.ndarray]:
+        """(vocabulary indices ascending, counts) of a token list, or of its Counter: the streaming path.
+
+        Passing the Counter lets the two blocks of one text (all actions, latest action) count it once."""
+        c = tokens if isinstance(tokens, Counter) else Counter(tokens)
+        v = self.vocab
+        hits = c.keys() & v.keys()  # the intersection runs in C; iterating it twice gives one order
+        if not hits:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        idx = np.fromiter(map(v.__getitem__, hits), dtype=np.int64, count=len(hits))
+        cnt = np.fromiter(map(c.__getitem__, hits), dtype=np.float64, count=len(hits))
+        order = np.argsort(idx)  # vocabulary indices are unique: the order is fully determined
+        return idx[order], cnt[order]
 
     def indices_from_ids(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The same from cached token ids: the batch path."""
@@ -134,7 +149,7 @@ class Block:
             return np.zeros(self.dim)
         w = cnt * self.idf[idx]
         norm = np.sqrt(np.dot(w, w))
-        return self.components[:, idx] @ w / norm
+        return w @ self.rows[idx] / norm
 
 
 class CumulativeBlockState:
@@ -154,7 +169,7 @@ class CumulativeBlockState:
         old = self.counts[idx]
         new = old + cnt
         self.sq += float(np.dot(new * idf, new * idf) - np.dot(old * idf, old * idf))
-        self.proj += block.components[:, idx] @ (cnt * idf)
+        self.proj += (cnt * idf) @ block.rows[idx]
         self.counts[idx] = new
 
     def value(self) -> np.ndarray:
@@ -265,7 +280,7 @@ class TextFamily:
     def names(self) -> list[str]:
         return [f"txt_{b}_{i}" for b in BLOCKS for i in range(self.dims[b])]
 
-    def _idx(self, block: Block, text_ids: np.ndarray | None, tokens: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
+    def _idx(self, block: Block, text_ids: np.ndarray | None, tokens: list[str] | Counter | None) -> tuple[np.ndarray, np.ndarray]:
         if text_ids is not None and block.lookup is not None:
             return block.indices_from_ids(text_ids)
         return block.indices(tokens if tokens is not None else [])
@@ -289,8 +304,8 @@ class TextFamily:
             a = o = None
         else:
             a_ids = o_ids = None
-            a = tokenize(step.action or "")
-            o = tokenize(clip(step.observation or "", self.obs_chars))
+            a = Counter(tokenize(step.action or ""))  # counted once, read by two blocks each
+            o = Counter(tokenize(clip(step.observation or "", self.obs_chars)))
         for name, ids, toks in (("actions", a_ids, a), ("observations", o_ids, o)):
             b = self.blocks[name]
             getattr(s, name).add(b, *self._idx(b, ids, toks))
@@ -310,7 +325,7 @@ class TextFamily:
         arrays = {}
         for b in BLOCKS:
             arrays[f"{b}.idf"] = self.blocks[b].idf
-            arrays[f"{b}.components"] = self.blocks[b].components
+            arrays[f"{b}.components"] = np.ascontiguousarray(self.blocks[b].components)
         return meta, arrays
 
     @classmethod

@@ -1,0 +1,361 @@
+"""Live halting: follow one agent run step by step and say when its outcome is clear.
+
+::
+
+    from earlyeval import Monitor
+
+    monitor = Monitor.load("models/swebench")
+    monitor.start(task={"task_id": "django__django-11099", "prompt": issue, "gold_patch": None})
+    for step in run:                       # earlyeval.Step, or a dict (see ``as_step``)
+        d = monitor.observe(step)
+        if d.halt:                         # d.outcome is "success" / "failure"
+            break
+
+What it guarantees:
+
+* **Same numbers as offline.**  ``observe`` runs the featurizer's streaming
+  interface (``start``/``update``/``values``, the very loop
+  ``Featurizer.prefix_matrix`` runs in batch), casts the row to float32 as the
+  batch matrix does, takes the booster's raw margin through LightGBM's own
+  single-row C path (``fastpredict``) and applies the saved Platt maps exactly
+  as ``OutcomeModel.predict_proba`` does.  The halting rule is
+  ``metrics.halting`` itself, applied to the newest prefix only: halt at the
+  first prefix t >= ``min_halt_step`` with p_s >= tau_s or p_f >= tau_f.
+* **O(1) per step** in the run's length: every family's update is.
+* **Fails open.**  Any exception in featurization or prediction is logged and
+  returned as ``Decision.proceed`` with the error in ``reason``.  A family whose
+  update raised may have folded the step in half-way, so its state can no longer
+  be trusted: the monitor stays disabled (always "continue") for the rest of
+  that run and says why.
+* **Halting is sticky.**  After the first halt, later steps (if the loop goes on
+  anyway) still get fresh probabilities, but ``halt``/``outcome`` stay those of
+  the first halt, as in the offline policy.
+
+Reference information (decided here, documented in docs/monitor.md): a model
+that uses the ``gold`` family needs the task's gold patch, one that uses
+``prior`` needs the task id to be in the model's public-history table.  When
+they are missing, ``start`` warns (log + ``monitor.warnings``) and the features
+are NaN, exactly what training saw for such tasks; predictions still come, but
+the model was trained on tasks that had them, so they are less reliable and the
+reason of every decision says "degraded".  ``strict=True`` raises instead.
+
+One monitor follows one run at a time (``start`` resets it).  For concurrent
+runs use one monitor per run: ``monitor.spawn()`` is cheap and shares the
+loaded model.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .decision import Decision
+from .features import Featurizer, RunContext
+from .metrics import halting
+from .modeldir import ModelBundle, load_model_dir
+from .trajectory import Action, Step, Task, make_step
+
+log = logging.getLogger(__name__)
+
+EXPLAIN = ("halt", "always", "never")
+
+
+class Monitor:
+    """Streaming P(success)/P(failure) and the halting decision for one run at a time."""
+
+    def __init__(self, bundle: ModelBundle, *, explain: str = "halt", top_k: int = 5, strict: bool = False,
+                 use_c_api: bool = True, tasks: Mapping[str, Task] | str | Path | None = None,
+                 _shared: dict[str, dict[str, Any]] | None = None):
+        """``explain``: when to compute top features ("halt", "always", "never"); ``strict``: raise at
+        start() when the task lacks what the model's families need, instead of warning; ``tasks``: a
+        task table (dict, or a tasks.parquet written by ``earlyeval ingest``) that completes a started
+        task by id (gold patch, tests, split), so an adapter that only knows the task id and prompt
+        still feeds the gold and prior families."""
+        from .fastpredict import SingleRowPredictor
+
+        if explain not in EXPLAIN:
+            raise ValueError(f"explain must be one of {EXPLAIN}, not {explain!r}")
+        self.bundle = bundle
+        self.featurizer: Featurizer = bundle.featurizer
+        self.model = bundle.model
+        self.feature_names: list[str] = self.featurizer.names
+        if self.model.feature_names_ != self.feature_names:
+            raise ValueError("the model's feature names differ from the featurizer's")
+        th = bundle.thresholds
+        self.tau_s = float(th["success"])
+        self.tau_f = float(th["failure"])
+        self.min_halt_step = int(th.get("min_halt_step", 1))
+        self.explain = explain
+        self.top_k = int(top_k)
+        self.strict = strict
+        n = len(self.feature_names)
+        self._use_c_api = use_c_api
+        # predictors are shared with spawned monitors: "raw" per booster, "contrib" (TreeSHAP) built on first use
+        self._shared = _shared or {"raw": {k: SingleRowPredictor(b, n, use_c_api=use_c_api) for k, b in self.model.boosters_.items()},
+                                   "contrib": {}}
+        self._pred = self._shared["raw"]
+        self._platt_s = self.model.platt_["success"]
+        self._platt_f = self.model.platt_.get("failure")
+        self._mirror = "failure" not in self.model.boosters_
+        self._families = set(self.featurizer.family_names)
+        self.tasks = _task_table(tasks)
+        self._logged: set[str] = set()  # context warnings already logged by this monitor (one line each, not per run)
+        self._reset()
+
+    # ------------------------------------------------------------ building
+    @classmethod
+    def load(cls, model_dir: str | Any, **kwargs: Any) -> "Monitor":
+        """Load a model directory (verified: see ``modeldir``) and build a monitor on it."""
+        return cls(load_model_dir(model_dir, n_jobs=1), **kwargs)
+
+    def spawn(self) -> "Monitor":
+        """A new monitor on the same loaded model (and predictors), for another concurrent run."""
+        return Monitor(self.bundle, explain=self.explain, top_k=self.top_k, strict=self.strict,
+                       use_c_api=self._use_c_api, tasks=self.tasks, _shared=self._shared)
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        return {"success": self.tau_s, "failure": self.tau_f, "min_halt_step": self.min_halt_step}
+
+    @property
+    def predictor_kind(self) -> str:
+        """"c-api" (LightGBM's single-row fast path) or "booster" (Booster.predict fallback)."""
+        return self._pred["success"].kind
+
+    def _reset(self) -> None:
+        self.ctx: RunContext | None = None
+        self.run_id: str | None = None
+        self.warnings: list[str] = []
+        self._states: list[Any] | None = None
+        self._t = 0
+        self._halt: Decision | None = None
+        self._disabled: str | None = None
+        self._degraded = ""
+        self.last_features: np.ndarray | None = None  # float32 row of the newest prefix
+        self.last_timing: tuple[float, float] = (0.0, 0.0)  # seconds: (featurize, predict) of the newest step
+
+    # ----------------------------------------------------------------- run
+    def start(self, task: Task | Mapping[str, Any] | None = None, run_id: str | None = None, *, agent: str = "",
+              scaffold: str = "", model: str = "", split: str = "", exclude_submissions: list[str] | None = None,
+              prompt: str | None = None, prior_match: list[str] | None = None) -> RunContext | None:
+        """Begin a run.  ``task`` is a Task or a dict (Task fields, or SWE-bench's
+        ``instance_id``/``problem_statement``/``patch``/``FAIL_TO_PASS``); ``agent``,
+        ``scaffold``, ``model``, ``split``, ``exclude_submissions``, ``prior_match`` are
+        what the prior family uses to leave this agent's own public results out."""
+        self._reset()
+        self.run_id = run_id
+        try:
+            t = complete_task(as_task(task, run_id), self.tasks)
+            ctx = RunContext(task=t, agent=agent, scaffold=scaffold, model=model, split=split,
+                             prompt=prompt if prompt is not None else (t.prompt if t else ""),
+                             exclude_submissions=list(exclude_submissions or []), prior_match=list(prior_match or []))
+        except Exception as e:
+            if self.strict:
+                raise
+            self._disable(f"start failed: {type(e).__name__}: {e}")
+            return None
+        return self.start_context(ctx, run_id)
+
+    def start_context(self, ctx: RunContext, run_id: str | None = None) -> RunContext | None:
+        """Begin a run from a ready RunContext (replay uses ``RunContext.of(traj, task)``, as offline)."""
+        self._reset()
+        self.run_id = run_id
+        self.ctx = ctx
+        problems = self._check_context(ctx)
+        if problems and self.strict:
+            raise ValueError("; ".join(problems))
+        for p in problems:
+            if p not in self._logged:
+                self._logged.add(p)
+                log.warning("earlyeval monitor (run %s; said once): %s", run_id or "?", p)
+        self.warnings = problems
+        self._degraded = f" [degraded: {'; '.join(problems)}]" if problems else ""
+        try:
+            self._states = self.featurizer.start(ctx)
+        except Exception as e:
+            if self.strict:
+                raise
+            self._disable(f"featurizer.start failed: {type(e).__name__}: {e}")
+        return ctx
+
+    def _check_context(self, ctx: RunContext) -> list[str]:
+        """What the model's families need but this run's context lacks (the features become NaN)."""
+        out = []
+        task = ctx.task
+        if "gold" in self._families and (task is None or not task.gold_patch):
+            n = len(next(f for f in self.featurizer.families if f.name == "gold").names)
+            out.append(f"the model uses the gold family but the task has no gold patch: its {n} features are NaN")
+        if "prior" in self._families:
+            fam = next(f for f in self.featurizer.families if f.name == "prior")
+            if task is None:
+                out.append("the model uses the prior family but no task was given: its features are NaN")
+            elif fam.table is None or task.task_id not in fam.table.resolved_by:
+                out.append("the task is not in the model's public-history table: its prior solve rate is NaN")
+        if "text" in self._families and not ctx.prompt:
+            out.append("no task prompt: the prompt text block is zero")
+        return out
+
+    def _disable(self, why: str) -> None:
+        self._disabled = why
+        log.warning("earlyeval monitor disabled for run %s (continuing the run): %s", self.run_id or "?", why, exc_info=True)
+
+    # ---------------------------------------------------------------- step
+    def observe(self, step: Step | Mapping[str, Any]) -> Decision:
+        """Fold one finished step in and decide; never raises (fail-open)."""
+        index = _index_of(step, self._t)
+        if self._disabled is not None:
+            return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index)
+        try:
+            if self._states is None:
+                self.start_context(RunContext(), self.run_id)
+                msg = "observe() before start(): started with an empty context"
+                self.warnings.append(msg)
+                log.warning("earlyeval monitor: %s", msg)
+                if self._disabled is not None:
+                    return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index)
+            st = as_step(step, self._t)
+            t0 = time.perf_counter()
+            self.featurizer.update(self._states, st)
+            self._t += 1
+            x = self.featurizer.values(self._states).astype(np.float32)
+            t1 = time.perf_counter()
+            ps, pf = self.proba(x)
+            t2 = time.perf_counter()
+            self.last_features = x
+            self.last_timing = (t1 - t0, t2 - t1)
+            return self._decide(x, ps, pf, index)
+        except Exception as e:
+            msg = f"{type(e).__name__}: {e}"
+            self._disable(f"error at step {index}: {msg}")
+            return Decision.proceed(f"fail-open: {msg}", step_index=index)
+
+    def proba(self, x: np.ndarray) -> tuple[float, float]:
+        """Calibrated (P(success), P(failure)) of one float32 feature row, as OutcomeModel.predict_proba."""
+        ps = float(self._platt_s(self._pred["success"](x)))
+        pf = 1.0 - ps if self._mirror else float(self._platt_f(self._pred["failure"](x)))
+        return ps, pf
+
+    def _decide(self, x: np.ndarray, ps: float, pf: float, index: int) -> Decision:
+        t = self._t
+        th = self.thresholds
+        if self._halt is not None:
+            h = self._halt
+            return Decision(True, h.outcome, ps, pf, f"already halted at step {h.step_index} ({h.outcome}); "
+                            f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], None)
+        # metrics.halting on the newest prefix alone: min_t shifted so that prefix t is eligible iff t >= min_halt_step
+        t_halt, pred = halting([ps], [pf], self.tau_s, self.tau_f, self.min_halt_step - (t - 1))
+        cmp_s = ">=" if ps >= self.tau_s else "<"
+        cmp_f = ">=" if pf >= self.tau_f else "<"
+        probs = f"p_success={ps:.3f} {cmp_s} {self.tau_s:g}, p_failure={pf:.3f} {cmp_f} {self.tau_f:g}"
+        if t_halt:
+            outcome = "success" if pred == 1 else "failure"
+            top = self.top_features(x, outcome) if self.explain != "never" else []
+            why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
+            d = Decision(True, outcome, ps, pf, f"halt after {t} steps, predicting {outcome}: {probs}{why}{self._degraded}",
+                         index, th, top, None)
+            self._halt = d
+            return d
+        if t < self.min_halt_step:
+            note = f"continue: {probs} (halting starts at step {self.min_halt_step})"
+        else:
+            note = f"continue: {probs}"
+        top = self.top_features(x, "success") if self.explain == "always" else []
+        return Decision(False, None, ps, pf, note + self._degraded, index, th, top, None)
+
+    # ------------------------------------------------------------- explain
+    def top_features(self, x: np.ndarray, outcome: str = "success", k: int | None = None) -> list[tuple[str, float]]:
+        """Features that pushed most toward ``outcome``: LightGBM's TreeSHAP contributions
+        (``pred_contrib``) to the model's log-odds, signed so that positive means "toward
+        ``outcome``".  Costs about a millisecond, so by default only when halting."""
+        k = self.top_k if k is None else k
+        from .fastpredict import SingleRowPredictor
+
+        name = "failure" if outcome == "failure" and not self._mirror else "success"
+        cp = self._shared["contrib"]
+        if name not in cp:
+            cp[name] = SingleRowPredictor(self.model.boosters_[name], len(self.feature_names), use_c_api=self._use_c_api, contrib=True)
+        contrib = cp[name].contributions(x)[:-1]
+        # Platt maps margin f to p = 1/(1+exp(a f + b)): p rises with f when a < 0
+        platt = self._platt_f if name == "failure" else self._platt_s
+        sign = -1.0 if platt.a > 0 else 1.0
+        if outcome == "failure" and name == "success":
+            sign = -sign  # mirror: P(failure) = 1 - P(success)
+        c = sign * contrib
+        order = np.argsort(-c, kind="stable")[:k]
+        return [(self.feature_names[i], float(c[i])) for i in order if c[i] > 0 and math.isfinite(c[i])]
+
+
+# ---------------------------------------------------------------- inputs
+
+_TASK_ALIASES = {"instance_id": "task_id", "problem_statement": "prompt", "patch": "gold_patch",
+                 "FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}
+
+
+def as_task(task: Task | Mapping[str, Any] | None, run_id: str | None = None) -> Task | None:
+    """A Task from a Task, a dict of Task fields, or a SWE-bench instance dict."""
+    if task is None or isinstance(task, Task):
+        return task
+    if not isinstance(task, Mapping):
+        raise TypeError(f"task must be a Task, a dict or None, not {type(task).__name__}")
+    d = {_TASK_ALIASES.get(k, k): v for k, v in task.items()}
+    d.setdefault("task_id", run_id or "")
+    return Task.from_dict(d)
+
+
+def complete_task(task: Task | None, table: Mapping[str, Task] | None) -> Task | None:
+    """The task with what it lacks (gold patch, tests, meta such as split) filled in from ``table``, by id."""
+    if task is None or not table or task.task_id not in table:
+        return task
+    ref = table[task.task_id]
+    return Task(task_id=task.task_id, prompt=task.prompt or ref.prompt, gold_patch=task.gold_patch or ref.gold_patch,
+                test_patch=task.test_patch or ref.test_patch, fail_to_pass=task.fail_to_pass or ref.fail_to_pass,
+                pass_to_pass=task.pass_to_pass or ref.pass_to_pass, meta={**ref.meta, **task.meta})
+
+
+def _task_table(tasks: Mapping[str, Task] | str | Path | None) -> dict[str, Task]:
+    if tasks is None:
+        return {}
+    if isinstance(tasks, (str, Path)):
+        from .store import read_tasks
+
+        path = Path(tasks)
+        if not path.exists():
+            raise FileNotFoundError(f"task table {path} does not exist (written by `earlyeval ingest --bench B`)")
+        return read_tasks(path)
+    return dict(tasks)
+
+
+def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
+    """A Step from a Step or a dict.  A dict with ``kind`` or ``actions`` is a serialized
+    Step; otherwise ``action`` (run with ``tool``, a shell command by default) is
+    classified by the shared taxonomy, as ``EarlyStopper.after_step`` does."""
+    if isinstance(step, Step):
+        return step
+    if not isinstance(step, Mapping):
+        raise TypeError(f"step must be a Step or a dict, not {type(step).__name__}")
+    d = dict(step)
+    d.setdefault("index", index)
+    if "kind" in d or d.get("actions"):
+        return Step.from_dict(d)
+    action = d.get("action") or ""
+    acts = [Action(tool=str(d.get("tool", "bash")), text=str(action))] if action else []
+    return make_step(int(d["index"]), acts, thought=d.get("thought") or "", observation=d.get("observation") or "",
+                     input_tokens=d.get("input_tokens"), output_tokens=d.get("output_tokens"),
+                     cached_tokens=d.get("cached_tokens"), cost_usd=d.get("cost_usd"), error=d.get("error"),
+                     final_answer=d.get("final_answer"))
+
+
+def _index_of(step: Any, default: int) -> int:
+    try:
+        i = step.index if isinstance(step, Step) else step.get("index", default)
+        return int(i)
+    except Exception:
+        return default
+
+
+__all__ = ["Monitor", "as_step", "as_task", "complete_task"]

@@ -1,0 +1,316 @@
+"""Score a folder of someone else's completed runs with a trained model.
+
+Each run is read with its format's ingestor (``earlyeval.ingest``: the same
+``discover``/``parse_files``/label readers as ``earlyeval ingest``) and replayed
+step by step through a :class:`~earlyeval.monitor.Monitor`, exactly as a live
+loop would feed it.  The replay goes on after a halt (the monitor's halt is
+sticky) so that every prefix t = 1..T-1 has its probabilities, which the
+AUROCs need; the last step is not replayed, since halting after it saves
+nothing (the offline policy never halts at t = T either).
+
+``score.json`` holds, per run, where the monitor halted and what it predicted;
+for labelled runs, per agent, the same metric block as ``loao.json``
+(``evaluate.agent_block`` over ``metrics.evaluate_policy``) under the model's
+own thresholds.  These numbers are the offline evaluation's numbers for the
+same model and runs: the tests replay real runs and compare.
+
+Which runs: if the folder (or file) is a run of a catalog (``data/*.toml``)
+under the data root, that entry says its agent, glob, labels and identity (the
+prior family uses the identity to leave the agent's own public results out);
+otherwise the format's default glob is used and the agent is the folder name.
+Tasks (gold patches, for models with the gold family) come from the model's
+training benchmark as ingested (``data/<bench>/tasks.parquet``) unless given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import types
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .catalog import REPO_ROOT, LabelSpec, RunSpec, data_root, load_catalog
+from .errors import CatalogError
+from .features import RunContext
+from .trajectory import Task, Trajectory
+
+log = logging.getLogger(__name__)
+
+# formats whose files carry their own outcome (reward, pass flag)
+INLINE_LABELS = ("tau2", "toolathlon", "atif", "terminalbench-log")
+
+# where a format's run files are inside a run folder, when no catalog entry says so
+DEFAULT_GLOB: dict[str, str] = {
+    "mini-swe-agent-v1": "**/*.traj.json*",
+    "swe-agent-traj": "**/*.traj*",
+    "coder-traj": "**/*.traj*",
+    "moatless-transitions": "**/trajs/*.json*",
+    "moatless-steps": "**/trajs/*.json*",
+    "openhands-completions": "**/llm_completions/*/*.json*",
+    "openhands-events": "**/*.json*",
+    "tau2": "**/*.json*",
+    "toolathlon": "**/*.json*",
+    "atif": "**/*",
+    "terminalbench-log": "**/sessions/agent.log*",
+}
+
+
+# ------------------------------------------------------------------ runs
+
+def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str | None = None) -> list[RunSpec]:
+    """The catalog entries that describe ``runs_path`` (with ``labels``/``agent`` overrides), else a generic one."""
+    p = Path(runs_path).resolve()
+    specs = _catalog_specs(p, fmt)
+    if not specs:
+        folder, glob = (p.parent, p.name) if p.is_file() else (p, DEFAULT_GLOB.get(fmt, "**/*"))
+        name = agent or (p.name.split(".")[0] if p.is_file() else p.name)
+        specs = [RunSpec(name=name, folder=str(folder), agent=name, scaffold=name, model="", format=fmt, glob=glob,
+                         labels=[LabelSpec("inline", "")] if fmt in INLINE_LABELS else [])]
+    out = []
+    for s in specs:
+        s.folder = str((data_root() / s.folder).resolve()) if not Path(s.folder).is_absolute() else s.folder
+        if labels:
+            lf, _, lg = labels.partition(":")
+            if not lg:
+                raise ValueError(f"--labels must be FORMAT:GLOB (e.g. sb-cli:'*.json'), not {labels!r}")
+            s.labels = [LabelSpec(lf, lg)]
+        if agent:
+            s.agent = agent
+        out.append(s)
+    return out
+
+
+def _catalog_specs(p: Path, fmt: str) -> list[RunSpec]:
+    root = data_root()
+    found = []
+    for toml in sorted((REPO_ROOT / "data").glob("*.toml")):
+        try:
+            cat = load_catalog(toml)
+        except CatalogError:
+            continue
+        for s in cat.runs:
+            if s.format != fmt:
+                continue
+            folder = (root / s.folder).resolve()
+            if folder == p or (p.is_file() and folder == p.parent and (p.name == s.glob or p.match(s.glob))):
+                found.append(dataclasses.replace(s, options={**s.options, "bench": cat.bench},
+                                                 glob=p.name if p.is_file() else s.glob))
+    return found
+
+
+def read_runs(specs: list[RunSpec]) -> tuple[list[Trajectory], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Trajectories of every spec via ``ingest.ingest_run``; (trajectories, skipped files, per-spec ingest reports)."""
+    from .ingest import ingest_run
+
+    trajs: list[Trajectory] = []
+    skipped: list[dict[str, Any]] = []
+    reports = []
+    for s in specs:
+        ts, rep = ingest_run(s, s.options.get("bench", "score"), Path("/"))
+        trajs += ts
+        skipped += [{**x, "run": s.name} for x in rep.skipped]
+        reports.append(rep.to_dict())
+    return trajs, skipped, reports
+
+
+def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None) -> dict[str, Task]:
+    """Tasks given, else those of the model's training benchmark(s) as ingested."""
+    from .store import bench_dir, read_tasks
+
+    if isinstance(tasks, dict):
+        return tasks
+    if tasks is not None:
+        return read_tasks(Path(tasks))
+    out: dict[str, Task] = {}
+    for b in bundle.training.get("benchmarks", []):
+        out.update(read_tasks(bench_dir(str(b)) / "tasks.parquet"))
+    return out
+
+
+# ---------------------------------------------------------------- replay
+
+def replay(monitor: Any, traj: Trajectory, task: Task | None) -> dict[str, Any]:
+    """Feed steps 1..T-1 of a finished run to the monitor, as a live loop would; the per-run record."""
+    monitor.start_context(RunContext.of(traj, task), traj.run_id)
+    ps: list[float] = []
+    pf: list[float] = []
+    halt = None
+    errors = []
+    for step in traj.steps[:-1]:
+        d = monitor.observe(step)
+        if d.p_success is None:  # fail-open: no probability for this prefix
+            errors.append(d.reason)
+            ps.append(float("nan"))
+            pf.append(float("nan"))
+            continue
+        ps.append(d.p_success)
+        pf.append(d.p_failure)
+        if d.halt and halt is None:
+            halt = (len(ps), d)
+    rec: dict[str, Any] = {
+        "run_id": traj.run_id, "agent": traj.agent, "task_id": traj.task_id, "n_steps": len(traj.steps),
+        "outcome": traj.outcome, "halted": halt is not None,
+        "halt_t": halt[0] if halt else None,  # prefix length (steps seen) at the halt
+        "halt_step_index": halt[1].step_index if halt else None,
+        "predicted": halt[1].outcome if halt else None,
+        "p_success_at_halt": halt[1].p_success if halt else None,
+        "p_failure_at_halt": halt[1].p_failure if halt else None,
+        "reason": halt[1].reason if halt else (f"not halted in {len(ps)} prefixes" if ps else "too short to halt"),
+        "top_features": [list(x) for x in halt[1].top_features] if halt else [],
+        "warnings": list(monitor.warnings),
+        "errors": errors,
+        "p_success": ps,
+        "p_failure": pf,
+    }
+    return rec
+
+
+def runset_of(trajs: list[Trajectory], records: list[dict[str, Any]]) -> Any:
+    """A metrics.RunSet of the labelled runs, built by ``evaluate.runset`` (the offline evaluation's own builder)."""
+    from .evaluate import runset
+    from .prefixes import prefix_table
+
+    lab = [(t, r) for t, r in zip(trajs, records) if _scorable(t, r)]
+    ts = [t for t, _ in lab]
+    prefixes = prefix_table(ts, min_steps=2)
+    shim = types.SimpleNamespace(trajs=ts, prefixes=prefixes)  # all runset reads of a Dataset
+    ps = np.concatenate([np.asarray(r["p_success"], dtype=np.float64) for _, r in lab] or [np.zeros(0)])
+    pf = np.concatenate([np.asarray(r["p_failure"], dtype=np.float64) for _, r in lab] or [np.zeros(0)])
+    if len(ps) != len(prefixes):
+        raise RuntimeError(f"replay gave {len(ps)} prefix predictions for {len(prefixes)} prefixes")
+    return runset(shim, np.arange(len(ts)), np.arange(len(prefixes)), ps, pf)
+
+
+def _scorable(t: Trajectory, rec: dict[str, Any]) -> bool:
+    """Labelled, and every prefix has probabilities (a fail-open step has none)."""
+    return t.outcome is not None and not rec["errors"]
+
+
+def metric_blocks(rs: Any, thresholds: dict[str, Any]) -> dict[str, Any]:
+    """Per-agent blocks (as in loao.json) and, for several agents, the pooled block."""
+    from .evaluate import EvalConfig, agent_block, pooled_block
+
+    cfg = EvalConfig(min_halt_step=int(thresholds.get("min_halt_step", 1)))
+    th = {"success": float(thresholds["success"]), "failure": float(thresholds["failure"]),
+          "method": "the model directory's thresholds.json"}
+    agents = list(dict.fromkeys(rs.agents))
+    blocks = {a: agent_block(rs.of_agent(a), th, cfg) for a in agents}
+    pooled = pooled_block([(rs.of_agent(a), th) for a in agents], cfg) if len(agents) > 1 else None
+    return {"agents": blocks, "pooled": pooled}
+
+
+# ------------------------------------------------------------------ main
+
+def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str | Path | None = None,
+               labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
+               progress: bool = True, monitor: Any = None) -> dict[str, Path]:
+    """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc)."""
+    from tqdm.auto import tqdm
+
+    from .ingest import format_module
+    from .metrics import apply_policy
+    from .monitor import Monitor
+
+    format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
+    mon = monitor or Monitor.load(model_dir)
+    bundle = mon.bundle
+    specs = run_specs(Path(runs_path), fmt, labels, agent)
+    trajs, skipped, reports = read_runs(specs)
+    task_table = load_task_table(bundle, tasks)
+    records = [replay(mon, t, task_table.get(t.task_id))
+               for t in tqdm(trajs, desc="score: replay", disable=not progress or len(trajs) < 20, leave=False)]
+
+    report: dict[str, Any] = {
+        "model": str(Path(model_dir).resolve()) if model_dir else None,
+        "model_content_hash": bundle.manifest.get("content_hash"),
+        "runs_path": str(Path(runs_path).resolve()),
+        "format": fmt,
+        "runs": [{"name": s.name, "agent": s.agent, "folder": s.folder, "glob": s.glob,
+                  "labels": [f"{l.format}:{l.path}" if l.path else l.format for l in s.labels],
+                  "from_catalog": s.options.get("bench")} for s in specs],
+        "thresholds": mon.thresholds,
+        "predictor": mon.predictor_kind,
+        "n_trajectories": len(trajs),
+        "n_labelled": sum(t.outcome is not None for t in trajs),
+        "n_halted": sum(r["halted"] for r in records),
+        "skipped": skipped,
+        "ingest": reports,
+        "warnings": dict(Counter(w for r in records for w in r["warnings"])),
+        "n_runs_with_errors": sum(bool(r["errors"]) for r in records),
+    }
+    report["n_scored"] = sum(_scorable(t, r) for t, r in zip(trajs, records))
+    if report["n_scored"]:
+        rs = runset_of(trajs, records)
+        blocks = metric_blocks(rs, mon.thresholds)
+        report.update(blocks)
+        # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
+        t_halt, pred = apply_policy(rs, mon.tau_s, mon.tau_f, mon.min_halt_step)
+        lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]
+        mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred)
+                if (r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure"))]
+        report["policy_consistent"] = not mism
+        if mism:
+            log.error("monitor halts differ from metrics.apply_policy on %d runs, e.g. %s", len(mism), mism[:3])
+    report["per_run"] = [{**r, "p_success": _nan_none(r["p_success"]), "p_failure": _nan_none(r["p_failure"])} for r in records]
+
+    dest = Path(out) if out else REPO_ROOT / "reports" / "score" / _name(Path(runs_path))
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / "score.json"
+    path.write_text(json.dumps(report, indent=1, default=_jsonable))
+    return {"score": path}
+
+
+def score_table(report: dict[str, Any]) -> str:
+    """A short human summary of a score.json."""
+    lines = [f"{report['n_trajectories']} runs ({report['n_labelled']} labelled), {report['n_halted']} halted; "
+             f"thresholds success={report['thresholds']['success']} failure={report['thresholds']['failure']}; "
+             f"{len(report['skipped'])} files skipped"]
+    if report.get("agents"):
+        hdr = f"{'agent':<44} {'runs':>5} {'rate%':>6} {'AUROC':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} {'shift':>6}"
+        lines += [hdr, "-" * len(hdr)]
+        rows = list(report["agents"].items()) + ([("POOLED", report["pooled"])] if report.get("pooled") else [])
+        for a, b in rows:
+            lines.append(f"{a[:44]:<44} {b.get('n_runs', 0):>5} {_pct(b.get('resolve_rate'))} {_num(b.get('auroc_success'))} "
+                         f"{_pct(b.get('halted_fraction'))} {_pct(b.get('halted_accuracy'))} {_pct(b.get('outcome_accuracy'))} "
+                         f"{_pct(b.get('steps_saved'))} {b.get('resolve_rate_shift_pp') or 0.0:6.1f}")
+    else:
+        by = Counter(r["predicted"] or "continue" for r in report["per_run"])
+        lines.append("no labels: predictions " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    for s in report["skipped"][:5]:
+        lines.append(f"skipped {s.get('file')}: {s.get('field')}: {s.get('reason')}")
+    if len(report["skipped"]) > 5:
+        lines.append(f"... and {len(report['skipped']) - 5} more skipped files (see score.json)")
+    for w, n in report.get("warnings", {}).items():
+        lines.append(f"warning ({n} runs): {w}")
+    return "\n".join(lines)
+
+
+def _nan_none(xs: list[float]) -> list[float | None]:
+    return [None if x != x else x for x in xs]
+
+
+def _pct(x: float | None) -> str:
+    return "     -" if x is None else f"{100 * x:6.1f}"
+
+
+def _num(x: float | None) -> str:
+    return "     -" if x is None else f"{x:6.3f}"
+
+
+def _name(p: Path) -> str:
+    return p.resolve().name.split(".")[0] or "runs"
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.floating):
+        return None if np.isnan(x) else float(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")

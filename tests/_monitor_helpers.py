@@ -1,0 +1,157 @@
+"""Tiny synthetic runs and tiny trained model directories for the Monitor / score / modeldir tests.
+
+Runs are built with ``make_step`` (the shared taxonomy) and look like SWE-bench
+agent runs: views, edits of a gold file, test runs with pytest summaries,
+tracebacks, repeated commands.  Successful runs tend to edit the gold file and
+end with passing tests, so a small LightGBM learns something and probabilities
+spread over (0, 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from earlyeval.features import Featurizer, RunContext, build_family
+from earlyeval.features.prior import PriorTable
+from earlyeval.metrics import RunSet, evaluate_policy
+from earlyeval.model import OutcomeModel
+from earlyeval.modeldir import ModelBundle, save_model_dir
+from earlyeval.prefixes import prefix_table
+from earlyeval.trajectory import Action, Task, Trajectory, make_step
+
+GOLD = """diff --git a/pkg/mod{i}.py b/pkg/mod{i}.py
+--- a/pkg/mod{i}.py
++++ b/pkg/mod{i}.py
+@@ -10,7 +10,7 @@ def compute_{i}(x):
+     a = 1
+     b = 2
+     c = 3
+-    return x + a
++    return x + a + b + value_{i}
+     d = 4
+     e = 5
+     f = 6
+"""
+
+TEST_PATCH = """diff --git a/tests/test_mod{i}.py b/tests/test_mod{i}.py
+--- a/tests/test_mod{i}.py
++++ b/tests/test_mod{i}.py
+@@ -1,3 +1,4 @@
+ import pkg
++def test_compute_{i}(): assert pkg.compute_{i}(1) == 7
+ x = 1
+ y = 2
+"""
+
+# the metric keys of a loao.json agent block that score.json must reproduce
+HEADLINE = ("n_runs", "resolve_rate", "auroc_success", "auroc_failure", "halted_fraction", "halted_accuracy", "outcome_accuracy",
+            "success_recall", "failure_recall", "economic_consistency", "steps_saved", "input_tokens_saved",
+            "output_tokens_saved", "resolve_rate_shift_pp", "halted_as_success", "halted_as_failure")
+
+LIGHT = {"n_estimators": 30, "learning_rate": 0.1, "num_leaves": 7, "min_child_samples": 5, "subsample": 1.0,
+         "subsample_freq": 0, "colsample_bytree": 1.0, "reg_lambda": 1.0}
+
+
+def make_tasks(n: int, with_gold: bool = True) -> dict[str, Task]:
+    return {f"repo__repo-{i}": Task(task_id=f"repo__repo-{i}", prompt=f"compute_{i} returns the wrong value for x in pkg/mod{i}.py",
+                                    gold_patch=GOLD.format(i=i) if with_gold else None, test_patch=TEST_PATCH.format(i=i),
+                                    fail_to_pass=[f"tests/test_mod{i}.py::test_compute_{i}"], meta={"split": "lite"})
+            for i in range(n)}
+
+
+def make_run(i: int, agent: str, success: bool, rng: np.random.Generator) -> Trajectory:
+    T = int(rng.integers(6, 26))
+    steps = []
+    style = "bash" if agent.endswith("a") else "str_replace_editor"
+    for k in range(T):
+        r = rng.random()
+        if k == T - 1:
+            acts = [Action("submit", "")]
+            obs = "submitted"
+        elif r < 0.25:
+            acts = [Action("bash", f"grep -rn compute_{i} pkg/ | head")]
+            obs = f"pkg/mod{i}.py:10:def compute_{i}(x):\npkg/other.py:3: import compute_{i}"
+        elif r < 0.45:
+            acts = [Action(style, f"view /testbed/pkg/mod{i}.py") if style != "bash" else Action("bash", f"cat pkg/mod{i}.py")]
+            obs = "\n".join(f"{n:4d}  line {n} of mod{i}" for n in range(1, 30))
+        elif r < 0.65:
+            target = f"pkg/mod{i}.py" if (success or rng.random() < 0.3) else f"pkg/other{k}.py"
+            acts = [Action("bash", f"sed -i '13s/return x + a/return x + a + b + value_{i}/' {target}")]
+            obs = ""
+        elif r < 0.85:
+            acts = [Action("bash", f"python -m pytest tests/test_mod{i}.py -q")]
+            good = success and k > T // 2
+            obs = ("4 passed in 0.12s" if good else
+                   "Traceback (most recent call last):\n  File \"x.py\", line 3\nAssertionError: 6 != 7\n"
+                   f"=== 1 failed, {int(rng.integers(0, 5))} passed in 0.3s ===")
+        else:
+            acts = [Action("bash", "python reproduce_issue.py")]
+            obs = "ValueError: bad value" if not success else "ok é"
+        steps.append(make_step(k, acts, thought=f"step {k}: let me look", observation=obs,
+                               input_tokens=int(1000 + 200 * k), output_tokens=int(rng.integers(20, 200)),
+                               cost_usd=0.001 * (k + 1), error=("Error" in obs) or None))
+    return Trajectory(run_id=f"{agent}/{i}", agent=agent, bench="synth", task_id=f"repo__repo-{i % 12}", steps=steps,
+                      outcome=int(success), meta={"scaffold": agent, "model": "m", "split": "lite"},
+                      prompt=f"compute_{i % 12} returns the wrong value")
+
+
+def make_runs(n: int = 80, seed: int = 0, agents: tuple[str, ...] = ("agent-a", "agent-b")) -> list[Trajectory]:
+    rng = np.random.default_rng(seed)
+    return [make_run(i, agents[i % len(agents)], bool(rng.random() < 0.4), rng) for i in range(n)]
+
+
+def prior_table(tasks: dict[str, Task]) -> PriorTable:
+    subs = {f"sub{j}": {"split": "lite", "text": f"sub{j}"} for j in range(5)}
+    resolved = {tid: [f"sub{j}" for j in range(k % 5)] for k, tid in enumerate(sorted(tasks)) if k % 6 != 5}
+    return PriorTable(subs, resolved)
+
+
+def train_bundle(trajs: list[Trajectory], tasks: dict[str, Task], families: tuple[str, ...] = ("behaviour", "text", "gold", "prior"),
+                 thresholds: dict[str, Any] | None = None, twin: str = "mirror", text_dims: int = 6,
+                 text_cache: Any = None) -> tuple[ModelBundle, np.ndarray, list[RunContext]]:
+    """Fit a tiny featurizer + OutcomeModel on ``trajs``; returns (bundle, batch matrix of all prefixes, contexts)."""
+    table = prior_table(tasks)
+    fams = []
+    for f in families:
+        params = {"dims": {b: text_dims for b in ("prompt", "actions", "action_last", "observations", "observation_last")},
+                  "min_df": 1, "min_agents": 1, "cache": text_cache}
+        fams.append(build_family(f, prior_table=table, text_params=params))
+    ctxs = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
+    fz = Featurizer(fams).fit(trajs, ctxs)
+    X = fz.prefix_matrix(trajs, ctxs)
+    pf = prefix_table(trajs, min_steps=2)
+    model = OutcomeModel(lgbm_params=dict(LIGHT), twin=twin, n_jobs=1)
+    model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), fz.names)
+    th = thresholds or {"success": 0.7, "failure": 0.75, "min_halt_step": 1}
+    bundle = ModelBundle(fz, model, th, training={"benchmarks": ["synth"], "runs": len(trajs)})
+    return bundle, X, ctxs
+
+
+def save_tiny(path: Path, **kw: Any) -> tuple[Path, ModelBundle, list[Trajectory], dict[str, Task]]:
+    tasks = make_tasks(12)
+    trajs = make_runs(kw.pop("n", 80), kw.pop("seed", 0))
+    bundle, _, _ = train_bundle(trajs, tasks, **kw)
+    save_model_dir(bundle, path)
+    return path, bundle, trajs, tasks
+
+
+def offline_policy(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str, Task], th: dict[str, Any]) -> tuple[RunSet, dict[str, Any]]:
+    """Batch features + predict_proba, grouped by run: the offline evaluation, built independently of score.py."""
+    ctxs = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
+    X = bundle.featurizer.prefix_matrix(trajs, ctxs)
+    ps, pf = bundle.model.predict_proba(X)
+    p_s, p_f, k = [], [], 0
+    for t in trajs:
+        n = max(len(t.steps) - 1, 0)
+        p_s.append(ps[k:k + n])
+        p_f.append(pf[k:k + n])
+        k += n
+    tok = lambda xs: None if any(x is None for x in xs) else np.asarray(xs, dtype=float)
+    rs = RunSet([t.agent for t in trajs], [t.run_id for t in trajs], np.asarray([t.outcome for t in trajs]),
+                np.asarray([len(t.steps) for t in trajs]), p_s, p_f,
+                [tok([s.input_tokens for s in t.steps]) for t in trajs], [tok([s.output_tokens for s in t.steps]) for t in trajs],
+                [[s.action.strip() for s in t.steps] for t in trajs])
+    return rs, evaluate_policy(rs, th["success"], th["failure"], th["min_halt_step"])

@@ -1,0 +1,96 @@
+"""`earlyeval score`: replaying runs through the Monitor gives the offline evaluation's numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _monitor_helpers import HEADLINE, make_runs, make_tasks, offline_policy, train_bundle
+from earlyeval.export import export_runs
+from earlyeval.metrics import apply_policy
+from earlyeval.modeldir import save_model_dir
+from earlyeval.score import read_runs, run_specs, score_runs, score_table
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    base = tmp_path_factory.mktemp("score")
+    tasks = make_tasks(12)
+    bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks, thresholds={"success": 0.6, "failure": 0.68, "min_halt_step": 2})
+    model = save_model_dir(bundle, base / "model")
+    runs = make_runs(36, seed=11, agents=("agent-a",))
+    export_runs(runs, base / "atif", fmt="atif")
+    bad = base / "atif" / "broken__trial" / "agent"
+    bad.mkdir(parents=True)
+    (bad / "trajectory.json").write_text("{ not json")
+    return {"model": model, "bundle": bundle, "tasks": tasks, "runs": base / "atif", "base": base}
+
+
+def test_replay_equals_offline_evaluation(setup):
+    paths = score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / "out", tasks=setup["tasks"], progress=False)
+    rep = json.loads(paths["score"].read_text())
+    th = rep["thresholds"]
+    assert rep["n_trajectories"] == 36 and rep["n_labelled"] == 36 and rep["policy_consistent"] is True
+    trajs, _, _ = read_runs(run_specs(setup["runs"], "atif"))
+    rs, off = offline_policy(setup["bundle"], trajs, setup["tasks"], th)
+    (agent, blk), = rep["agents"].items()
+    for k in HEADLINE:
+        if off[k] is None:
+            assert blk[k] is None, k
+        else:
+            assert blk[k] == pytest.approx(off[k], abs=1e-12), k
+    assert 0 < blk["halted_fraction"] < 1 and blk["halted_as_success"] + blk["halted_as_failure"] > 0
+    t_halt, pred = apply_policy(rs, th["success"], th["failure"], th["min_halt_step"])
+    by_id = {r["run_id"]: r for r in rep["per_run"]}
+    for rid, t, p, a in zip(rs.run_ids, t_halt, pred, rs.p_s):
+        r = by_id[rid]
+        assert (r["halt_t"] or 0) == t
+        assert r["predicted"] == (None if not t else ("success" if p == 1 else "failure"))
+        np.testing.assert_allclose(r["p_success"], a, atol=1e-12, rtol=0)
+
+
+def test_skipped_files_are_listed_with_reasons(setup):
+    paths = score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / "out2", tasks=setup["tasks"], progress=False)
+    rep = json.loads(paths["score"].read_text())
+    assert any("broken__trial" in s["file"] and s["reason"] for s in rep["skipped"])
+    text = score_table(rep)
+    assert "skipped" in text and "atif" in text and "saved%" in text  # agent = the folder name
+
+
+def test_unlabelled_runs_then_labels_from_a_label_file(setup):
+    out = setup["base"] / "swe"
+    rep = json.loads(score_runs(setup["model"], FIXTURES / "swe-agent-traj", "swe-agent-traj", out=out, progress=False)["score"].read_text())
+    assert rep["n_trajectories"] == 2 and rep["n_labelled"] == 0 and "agents" not in rep
+    assert len(rep["skipped"]) == 4 and all(s["reason"] for s in rep["skipped"])
+    assert all(r["p_success"] and r["outcome"] is None for r in rep["per_run"])
+    assert "no labels" in score_table(rep)
+    rep2 = json.loads(score_runs(setup["model"], FIXTURES / "swe-agent-traj", "swe-agent-traj", out=out, labels="resolved-list:final_report.json",
+                                 agent="my-agent", progress=False)["score"].read_text())
+    assert rep2["n_labelled"] == 2 and list(rep2["agents"]) == ["my-agent"]
+    assert any("no gold patch" in w for w in rep2["warnings"])  # the fixture's tasks are not in the model's benchmark
+
+
+def test_cli_score_prints_table_and_path(setup, monkeypatch):
+    from typer.testing import CliRunner
+
+    from earlyeval import score as score_mod
+    from earlyeval.cli import app
+
+    real = score_mod.score_runs
+    monkeypatch.setattr(score_mod, "score_runs", lambda *a, **k: real(*a, **k, tasks=setup["tasks"], progress=False))
+    out = setup["base"] / "cli"
+    r = CliRunner().invoke(app, ["score", "--model", str(setup["model"]), "--runs", str(setup["runs"]), "--format", "atif", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "atif" in r.output and "saved%" in r.output and str(out / "score.json") in r.output
+
+
+def test_unknown_format_is_refused(setup):
+    from earlyeval.errors import IngestError
+
+    with pytest.raises(IngestError, match="unknown format"):
+        score_runs(setup["model"], setup["runs"], "no-such-format", out=setup["base"] / "x", progress=False)

@@ -83,6 +83,7 @@ class Fitted:
     train_agents: list[str]
     n_train_runs: int
     n_train_prefixes: int
+    train_rows: np.ndarray | None = None
 
 
 class FoldRunner:
@@ -144,7 +145,7 @@ class FoldRunner:
         model = OutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
                              seed=self.cfg.seed, n_jobs=self.cfg.n_jobs)
         model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), names)
-        f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows))
+        f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows)
         self._fits[exclude] = f
         return f
 
@@ -167,6 +168,33 @@ class FoldRunner:
             raise ValueError(f"adapt must be 'none' or 'em', not {self.cfg.adapt!r}")
         self._preds[key] = rs
         return rs
+
+
+    def validation_sets(self, exclude: frozenset) -> dict[str, RunSet]:
+        """Per training agent, its runs in the model's own task-grouped calibration split.
+
+        The fallback for threshold selection when fewer than two training agents
+        are large enough for an inner leave-one-agent-out (e.g. Toolathlon's two agents).
+        """
+        fitted = self.fit(exclude)
+        rows = fitted.train_rows[fitted.model.val_index_]
+        runs = np.unique(self.prefix_run[rows])
+        out: dict[str, RunSet] = {}
+        for agent in sorted(set(self.run_agent[runs])):
+            ar = runs[self.run_agent[runs] == agent]
+            arows = self.rows_of(ar, self.cfg.min_steps)
+            X, _ = self.features(fitted.text, ar, arows)
+            ps, pf = fitted.model.predict_proba(X)
+            out[agent] = runset(self.ds, ar, arows, ps, pf)
+        return out
+
+
+def inner_sets(runner: FoldRunner, held_out: frozenset, large: list[str]) -> tuple[dict[str, RunSet], str]:
+    """Predictions of every other large agent from models that see neither it nor the held-out set."""
+    remaining = [b for b in large if b not in held_out]
+    if len(remaining) >= 2:
+        return {b: runner.predict(held_out | {b}, b) for b in remaining}, "inner-loao"
+    return runner.validation_sets(held_out), "training agents' task-grouped validation split"
 
 
 def runset(ds: Dataset, runs: np.ndarray, rows: np.ndarray, ps: np.ndarray, pf: np.ndarray) -> RunSet:
@@ -371,13 +399,13 @@ def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | Non
     for a in large:
         ex = frozenset([a])
         sets[a] = runner.predict(ex, a)
-        inner = {b: runner.predict(frozenset([a, b]), b) for b in large if b != a}
-        thresholds[a] = select_thresholds(inner, cfg)
+        inner, method = inner_sets(runner, ex, large)
+        thresholds[a] = select_thresholds(inner, cfg, method=method)
         oracle[a] = select_thresholds({a: sets[a]}, cfg, method="oracle: held-out labels")
     if small:
         ex = frozenset(small)
-        inner = {b: runner.predict(ex | {b}, b) for b in large}
-        th = select_thresholds(inner, cfg)
+        inner, method = inner_sets(runner, ex, large)
+        th = select_thresholds(inner, cfg, method=method)
         for s in small:
             sets[s] = runner.predict(ex, s)
             thresholds[s] = th
@@ -392,16 +420,17 @@ def scaffold_groups(ds: Dataset, large: list[str]) -> dict[str, list[str]]:
         by.setdefault(str(t.meta.get("scaffold", t.agent)), [])
         if t.agent not in by[str(t.meta.get("scaffold", t.agent))]:
             by[str(t.meta.get("scaffold", t.agent))].append(t.agent)
-    return {s: ags for s, ags in by.items() if len([a for a in ags if a in large]) >= 2}
+    # a scaffold with several large agents, and other agents left to train on
+    return {s: ags for s, ags in by.items()
+            if len([a for a in ags if a in large]) >= 2 and len([a for a in large if a not in ags]) >= 1}
 
 
 def run_loso(ds: Dataset, cfg: EvalConfig, runner: FoldRunner, large: list[str]) -> dict[str, Any]:
     out = {}
     for scaffold, ags in scaffold_groups(ds, large).items():
         ex = frozenset(ags)
-        inner_agents = [b for b in large if b not in ex]
-        inner = {b: runner.predict(ex | {b}, b) for b in inner_agents}
-        th = select_thresholds(inner, cfg)
+        inner, method = inner_sets(runner, ex, large)
+        th = select_thresholds(inner, cfg, method=method)
         items = []
         blocks = {}
         for a in ags:

@@ -88,6 +88,7 @@ class OutcomeModel:
         self.feature_names_ = list(feature_names)
         gss = GroupShuffleSplit(n_splits=1, test_size=self.val_share, random_state=self.seed)
         tr, va = next(gss.split(X, y, groups))
+        self.val_index_ = va  # rows used for Platt scaling (whole tasks), kept for threshold fallback
         if len(np.unique(y[va])) < 2 or len(np.unique(y[tr])) < 2:
             raise ValueError("the task-grouped split left one class only; need both outcomes in training and validation")
         self.base_rate_ = float(np.average(y, weights=w))

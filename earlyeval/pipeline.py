@@ -18,7 +18,7 @@ import numpy as np
 
 from .catalog import REPO_ROOT, data_root, load_catalog
 from .dataset import Dataset, load_dataset, write_feature_table
-from .evaluate import EvalConfig, FoldRunner, loao_report, run_loao, select_thresholds
+from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
 from .features import Featurizer, build_family
 from .ingest import ingest_catalog
 from .modeldir import ModelBundle, save_model_dir
@@ -116,8 +116,8 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     ds = load_dataset(bench, cfg.families, root)
     runner = FoldRunner(ds, cfg, progress)
     large = [a for a in ds.agents if ds.n_runs(a) >= cfg.holdout_min_runs and not ds.is_small(a)]
-    held = {a: runner.predict(frozenset([a]), a) for a in large}
-    th = select_thresholds(held, cfg, method="loao over the training agents")
+    held, method = inner_sets(runner, frozenset(), large)
+    th = select_thresholds(held, cfg, method=method + " over the training agents")
     full = runner.fit(frozenset())
     families = []
     for name in cfg.families:

@@ -19,7 +19,7 @@ from earlyeval.features import signals as S
 from earlyeval.features.gold import GoldFamily
 from earlyeval.trajectory import Action, Task, Trajectory, make_step
 
-PIECES = ["a", "b/", "pkg/mod.py", ".py", ".in", ".yml", "-", "/", ".", " ", "\n", "é", "İ", "ſ", "\u212a", "_", "x" * 70,
+PIECES = ["a", "b/", "pkg/mod.py", "../", "./", "/testbed/", "//", ".py", ".in", ".yml", "-", "/", ".", " ", "\n", "é", "İ", "ſ", "\u212a", "_", "x" * 70,
           "SyntaxError", "Error", "error", "Exception", "IndentationError:", "TabError", "ValueError: bad", "Traceback",
           "command not found", "NO SUCH FILE or directory", "cannot open", "does not exist", "DOES NOT EXİST", "doeſ not exiſt",
           "==== 3 passed, 1 failed in 0.5s ====", "5 passed in 1s", "2 errors", "warnings", "Ran 4 tests in 0.1s", "OK", "FAILED (failures=2)",

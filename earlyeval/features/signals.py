@@ -16,6 +16,7 @@ non-ASCII letters onto ASCII ones).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -204,14 +205,21 @@ _EDIT_TARGET = re.compile(
 
 def edit_targets(action_text: str) -> list[str]:
     """Files an edit action writes to (best effort across formats)."""
-    found = [normalize_path(m.group(1)) for m in _EDIT_TARGET.finditer(action_text or "")]
+    return list(_edit_targets(action_text or ""))
+
+
+@functools.lru_cache(maxsize=64)
+def _edit_targets(action_text: str) -> tuple[str, ...]:
+    # memoized: the behaviour and gold families both ask about the same edit action, and the
+    # regex scan of a long one (a file written with a heredoc) is the slowest part of a step
+    found = [normalize_path(m.group(1)) for m in _EDIT_TARGET.finditer(action_text)]
     if not found:
         found = paths_in(action_text, limit=4)
     out: list[str] = []
     for p in found:
         if p not in out and not p.startswith("dev/null"):
             out.append(p)
-    return out
+    return tuple(out)
 
 
 _REPRO = re.compile(r"reproduc|repro[_.\s]|\brepro\b|bug_demo|test_issue|issue\.py", re.I)

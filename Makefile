@@ -50,3 +50,14 @@ test: $(STAMP)
 
 clean:
 	rm -rf data/*/ features/*/ models/*/ reports/*/
+
+# routing simulator (earlyeval route): escalate instead of only stopping, on pairs of SWE-bench Lite
+# agents where the strong agent resolves more; each pair merges into reports/$(BENCH)/routing.json
+# and draws reports/$(BENCH)/routing_<cheap>_<strong>.png.  ROUTE_BUDGET is the budget B of one pass (USD).
+ROUTE_PAIRS ?= swe-agent-0.x__gpt-4:moatless-0623__claude-3.5-sonnet moatless-0609__gpt-4o:coder__gpt-4 \
+	swe-agent-0.x__gpt-4:coder__gpt-4 moatless-0617__gpt-4o:moatless-0623__claude-3.5-sonnet
+ROUTE_BUDGET ?= 100
+route: data/$(BENCH)/trajectories.parquet
+	@for p in $(ROUTE_PAIRS); do \
+		$(EARLYEVAL) route --bench $(BENCH) --cheap $${p%%:*} --strong $${p##*:} --budget $(ROUTE_BUDGET) || exit 1; \
+	done

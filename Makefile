@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 EARLYEVAL := $(BIN)/earlyeval
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-all integration ingest train evaluate sweep budget route bench score clean help
+.PHONY: install test test-all integration ingest train evaluate sweep budget route bench score transfer clean help
 
 help:
 	@echo "make train BENCH=swebench   # install, ingest, train -> models/$(BENCH)/"
@@ -61,3 +61,15 @@ route: data/$(BENCH)/trajectories.parquet
 	@for p in $(ROUTE_PAIRS); do \
 		$(EARLYEVAL) route --bench $(BENCH) --cheap $${p%%:*} --strong $${p##*:} --budget $(ROUTE_BUDGET) || exit 1; \
 	done
+
+# cross-benchmark transfer table (reports/transfer/transfer.md); needs the benchmarks ingested
+transfer: $(STAMP)
+	$(EARLYEVAL) ingest --bench swebench
+	$(EARLYEVAL) ingest --bench tau2
+	$(EARLYEVAL) ingest --bench toolathlon
+	$(EARLYEVAL) transfer --train swebench --test toolathlon
+	$(EARLYEVAL) transfer --train swebench --test tau2
+	$(EARLYEVAL) transfer --train tau2 --test toolathlon
+	$(EARLYEVAL) transfer --train toolathlon --test tau2
+	$(EARLYEVAL) transfer --train tau2 --test swebench
+	$(EARLYEVAL) transfer --train toolathlon --test swebench

@@ -177,6 +177,21 @@ def export(bench: str = typer.Option(..., "--bench", "-b", help="An ingested ben
 
 
 @app.command()
+def transfer(train: str = typer.Option(..., "--train", help="Source benchmark (trained on)."),
+             test: str = typer.Option(..., "--test", help="Target benchmark (evaluated on)."),
+             families: str = typer.Option("behaviour", "--families", help="Comma-separated families present on both sides."),
+             seed: int = typer.Option(0, "--seed"),
+             verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Cross-benchmark transfer: fit on every agent of one benchmark, evaluate on every agent of another."""
+    from .transfer import transfer_bench
+
+    _setup(verbose)
+    paths = transfer_bench(train, test, [f.strip() for f in families.split(",") if f.strip()], seed, progress=_progress)
+    typer.echo(Path(paths["table"]).read_text())
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@app.command()
 def formats() -> None:
     """List the native run formats earlyeval reads."""
     from .ingest import FORMAT_MODULES

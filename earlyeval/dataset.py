@@ -57,11 +57,13 @@ class Dataset:
     def n_runs(self, agent: str) -> int:
         return sum(1 for t in self.trajs if t.agent == agent)
 
+    def large_agents(self, min_runs: int) -> list[str]:
+        """Agents with enough labelled runs to be held out on their own."""
+        return [a for a in self.agents if self.n_runs(a) >= min_runs]
+
     def is_small(self, agent: str) -> bool:
-        for t in self.trajs:
-            if t.agent == agent:
-                return bool(t.meta.get("small", False))
-        return False
+        """Every run of the agent comes from a catalog entry flagged ``small``."""
+        return all(bool(t.meta.get("small", False)) for t in self.trajs if t.agent == agent)
 
 
 def load_dataset(bench: str, families: list[str], root: Path | None = None, progress: bool = True,

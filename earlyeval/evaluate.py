@@ -35,6 +35,7 @@ from .metrics import (
     outcome_metrics,
     repeat_action_policy,
     spearman,
+    wilson_lower,
     step_cap_policy,
     apply_policy,
 )
@@ -64,7 +65,11 @@ class EvalConfig:
     # what must hold on every inner agent: "accuracy" (outcome accuracy >= target) or "recall"
     # (success and failure recall >= target, i.e. accuracy >= target whatever the agent's resolve rate)
     constraint: str = "accuracy"
+    # if set, the constraint must hold for the one-sided Wilson lower bound at this confidence
+    # (an inner agent with 28 successes cannot vouch for 96 % as firmly as one with 371)
+    confidence: float | None = None
     adapt: str = "none"  # none | em (label-free prior re-estimation on the evaluated agent's own predictions)
+    inner_folds: int = 6  # inner leave-one-agent-out up to this many agents, else this many agent groups
     warm_shares: tuple = (0.1, 0.2)
     warm_repeats: int = 5
     n_jobs: int = 2
@@ -192,8 +197,18 @@ class FoldRunner:
 def inner_sets(runner: FoldRunner, held_out: frozenset, large: list[str]) -> tuple[dict[str, RunSet], str]:
     """Predictions of every other large agent from models that see neither it nor the held-out set."""
     remaining = [b for b in large if b not in held_out]
-    if len(remaining) >= 2:
+    k = runner.cfg.inner_folds
+    if 2 <= len(remaining) <= k:
         return {b: runner.predict(held_out | {b}, b) for b in remaining}, "inner-loao"
+    if len(remaining) > k:
+        # many agents (tau2): leave-one-GROUP-of-agents-out, k groups dealt round-robin by size
+        order = sorted(remaining, key=lambda b: (-runner.ds.n_runs(b), b))
+        groups = [frozenset(order[i::k]) for i in range(k)]
+        out = {}
+        for g in groups:
+            for b in sorted(g):
+                out[b] = runner.predict(held_out | g, b)
+        return out, f"inner leave-{k}-groups-of-agents-out"
     return runner.validation_sets(held_out), "training agents' task-grouped validation split"
 
 
@@ -246,10 +261,18 @@ def select_thresholds(sets: dict[str, RunSet], cfg: EvalConfig, method: str = "i
         if len(rs) == 0:
             continue
         g = grid_metrics(rs, taus, taus, cfg.min_halt_step)
+        conf = cfg.confidence
+
+        def bound(p: np.ndarray, n: int) -> np.ndarray:
+            # no error at all always passes: a small agent cannot certify 95 % even with zero errors
+            return p if conf is None else np.where(p >= 1 - 1e-12, 1.0, wilson_lower(p, n, conf))
+
         if cfg.constraint == "accuracy":
-            crit = g.outcome_accuracy
+            crit = bound(g.outcome_accuracy, len(rs))
         elif cfg.constraint == "recall":
-            crit = np.nan_to_num(g.economic_consistency, nan=1.0)  # an agent with one outcome only: no constraint on the other
+            sr, fr = bound(g.success_recall, g.n_pos), bound(g.failure_recall, g.n_neg)
+            # an agent with one outcome only puts no constraint on the other side
+            crit = np.minimum(np.nan_to_num(sr, nan=1.0), np.nan_to_num(fr, nan=1.0))
         else:
             raise ValueError(f"constraint must be 'accuracy' or 'recall', not {cfg.constraint!r}")
         feasible &= crit >= cfg.target_accuracy - 1e-12
@@ -271,6 +294,7 @@ def select_thresholds(sets: dict[str, RunSet], cfg: EvalConfig, method: str = "i
         "selection_steps_saved": float(saved[i, j]),
         "selection_min_accuracy": float(worst[i, j]),
         "constraint": cfg.constraint,
+        "confidence": cfg.confidence,
     }
 
 
@@ -391,7 +415,7 @@ def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | Non
              with_small: bool = True) -> LoaoResult:
     runner = FoldRunner(ds, cfg, progress)
     agents = ds.agents
-    large = [a for a in agents if ds.n_runs(a) >= cfg.holdout_min_runs and not ds.is_small(a)]
+    large = ds.large_agents(cfg.holdout_min_runs)
     small = [a for a in agents if a not in large] if with_small else []
     sets: dict[str, RunSet] = {}
     thresholds: dict[str, dict[str, Any]] = {}

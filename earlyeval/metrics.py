@@ -188,6 +188,23 @@ class GridResult:
     steps_saved: np.ndarray
     shift_pp: np.ndarray
     economic_consistency: np.ndarray
+    success_recall: np.ndarray | None = None
+    failure_recall: np.ndarray | None = None
+    n_pos: int = 0
+    n_neg: int = 0
+
+
+def wilson_lower(p: np.ndarray, n: int, confidence: float) -> np.ndarray:
+    """One-sided Wilson lower confidence bound of a proportion p observed on n trials."""
+    from scipy.stats import norm
+
+    if n <= 0:
+        return np.full_like(np.asarray(p, dtype=float), np.nan)
+    z = float(norm.ppf(confidence))
+    p = np.asarray(p, dtype=float)
+    centre = p + z * z / (2 * n)
+    half = z * np.sqrt(np.clip(p * (1 - p) / n + z * z / (4 * n * n), 0, None))
+    return (centre - half) / (1 + z * z / n)
 
 
 def grid_metrics(rs: RunSet, taus_s: np.ndarray, taus_f: np.ndarray, min_t: int = 1) -> GridResult:
@@ -232,7 +249,8 @@ def grid_metrics(rs: RunSet, taus_s: np.ndarray, taus_f: np.ndarray, min_t: int 
         pos, neg = rs.y == 1, rs.y == 0
         sr = correct[pos].mean(0) if pos.any() else np.full((Ns, Nf), np.nan)
         fr = correct[neg].mean(0) if neg.any() else np.full((Ns, Nf), np.nan)
-    return GridResult(taus_s, taus_f, correct.mean(0), halted_acc, saved, 100.0 * (recorded.mean(0) - rs.y.mean()), np.minimum(sr, fr))
+    return GridResult(taus_s, taus_f, correct.mean(0), halted_acc, saved, 100.0 * (recorded.mean(0) - rs.y.mean()),
+                      np.minimum(sr, fr), sr, fr, int(pos.sum()), int(neg.sum()))
 
 
 # ---------------------------------------------------------------- baselines

@@ -98,6 +98,8 @@ def eval_config(bench: str, **overrides: Any) -> EvalConfig:
         holdout_min_runs=int(s.get("holdout_min_runs", 100)),
         target_accuracy=float(s.get("target_accuracy", 0.95)),
         twin=str(s.get("twin", "mirror")),
+        constraint=str(s.get("constraint", "accuracy")),
+        confidence=None if s.get("confidence") is None else float(s["confidence"]),
     )
     if "monotone" in s:
         cfg.monotone = dict(s["monotone"])
@@ -115,7 +117,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     cfg = cfg or eval_config(bench)
     ds = load_dataset(bench, cfg.families, root)
     runner = FoldRunner(ds, cfg, progress)
-    large = [a for a in ds.agents if ds.n_runs(a) >= cfg.holdout_min_runs and not ds.is_small(a)]
+    large = ds.large_agents(cfg.holdout_min_runs)
     held, method = inner_sets(runner, frozenset(), large)
     th = select_thresholds(held, cfg, method=method + " over the training agents")
     full = runner.fit(frozenset())

@@ -46,6 +46,8 @@ def default_ablations(bench: str, cfg: EvalConfig) -> list[tuple[str, dict[str, 
     out.append((f"min_steps_{3 if cfg.min_steps != 3 else 10}", {"min_steps": 3 if cfg.min_steps != 3 else 10}))
     other = "accuracy" if cfg.constraint == "recall" else "recall"
     out.append((f"constraint_{other}", {"constraint": other}))
+    if cfg.confidence is not None:
+        out.append(("no_confidence_bound", {"confidence": None}))
     out.append(("twin_flipped", {"twin": "flipped"}))
     out.append(("twin_balanced", {"twin": "balanced"}))
     return out

@@ -64,7 +64,7 @@ class Featurizer:
         n_rows = sum(max(m, 0) for m in limits)
         X = np.empty((n_rows, len(self.names)), dtype=np.float32)
         r = 0
-        for traj, ctx, m in tqdm(list(zip(trajs, contexts, limits)), desc=desc, disable=not progress, leave=False):
+        for traj, ctx, m in tqdm(list(zip(trajs, contexts, limits)), desc=desc, disable=None if progress else True, leave=False):
             states = self.start(ctx)
             for step in traj.steps[: max(m, 0)]:
                 self.update(states, step)

@@ -183,7 +183,7 @@ def ingest_catalog(cat: Catalog, root: Path | None = None, show_progress: bool =
     for spec in specs:
         run_dir = root / spec.folder
         total = len(discover(run_dir, spec)) if run_dir.exists() else 0
-        with tqdm(total=total, desc=f"ingest {spec.name[:40]}", disable=not show_progress, leave=False) as bar:
+        with tqdm(total=total, desc=f"ingest {spec.name[:40]}", disable=None if show_progress else True, leave=False) as bar:
             trajs, rep = ingest_run(spec, cat.bench, root, progress=bar, max_files=max_files)
         all_trajs.extend(trajs)
         reports.append(rep)

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .dataset import FOLD_FREE, Dataset
-from .features import Featurizer, RunContext, build_family
+from .features import Featurizer, build_family
 from .metrics import (
     NEVER,
     RunSet,

@@ -31,8 +31,6 @@ import numpy as np
 
 from .errors import ModelDirError
 from .features import FAMILY_CLASSES, Featurizer
-from .features.prior import PriorFamily
-from .features.text import TextFamily
 from .model import OutcomeModel
 
 FORMAT = "earlyeval-model"

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .catalog import REPO_ROOT, data_root, load_catalog
-from .dataset import Dataset, load_dataset, write_feature_table
+from .dataset import Dataset, load_dataset
 from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
 from .features import Featurizer, build_family
 from .ingest import ingest_catalog

@@ -22,9 +22,8 @@ import numpy as np
 
 from .catalog import REPO_ROOT, load_catalog
 from .dataset import FOLD_FREE, Dataset, load_dataset
-from .evaluate import EvalConfig, FoldRunner, agent_block, inner_sets, pooled_block, select_thresholds
+from .evaluate import FoldRunner, agent_block, inner_sets, pooled_block, select_thresholds
 from .features import Featurizer, build_family
-from .prefixes import prefix_table
 from .store import bench_dir, read_tasks, read_trajectories
 
 KEYS = ("n_runs", "resolve_rate", "auroc_success", "halted_fraction", "halted_accuracy", "outcome_accuracy",

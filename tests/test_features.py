@@ -11,7 +11,7 @@ from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
 from earlyeval.features.signals import edit_targets, parse_test_summary, path_matches, paths_in
 from earlyeval.prefixes import drop_report, prefix_table
-from earlyeval.trajectory import Action, Task, Trajectory, make_step
+from earlyeval.trajectory import Action, Task, make_step
 from synth import GOLD, make_trajectories
 
 

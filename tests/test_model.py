@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from earlyeval.model import OutcomeModel
 from synth import SMALL_LGBM

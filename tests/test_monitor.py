@@ -11,7 +11,6 @@ import pytest
 
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 from earlyeval.decision import Decision
-from earlyeval.features import RunContext
 from earlyeval.integrations.base import EarlyStopper, StepMonitor
 from earlyeval.metrics import halting
 from earlyeval.modeldir import save_model_dir

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 

@@ -15,8 +15,8 @@ alike.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from unidiff import PatchSet

@@ -94,7 +94,16 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, read_text
 from ..trajectory import Action, Step, Trajectory, make_step, primary_kind
-from .chat import action_text, is_number, join_thought, opt_float, opt_int, reward_outcome, success_min_reward
+from .chat import (
+    action_text,
+    is_number,
+    join_thought,
+    opt_float,
+    opt_int,
+    reward_outcome,
+    success_min_reward,
+)
+from .common import run_trajectory
 
 FORMAT = "atif"
 MAX_MINOR = 8  # the installed atif package implements ATIF-v1.8
@@ -427,29 +436,21 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     outcome = None if reward is None else reward_outcome(reward, threshold, reward_file, reward_field)
     main = docs[0]
     task_id = _task_id(trial, main)
-    yield Trajectory(
-        run_id=f"{spec.name}/{trial.name}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=outcome,
+    yield run_trajectory(
+        spec, bench, str(traj_file), task_id, steps,
         prompt=prompt,
-        meta={
-            "scaffold": spec.scaffold,
-            "model": spec.model,
-            "source_file": str(traj_file),
-            "trial_dir": str(trial),
-            "schema_version": main.schema_version,
-            "atif_agent": main.agent.name,
-            "atif_agent_version": main.agent.version,
-            "atif_model": main.agent.model_name,
-            "session_id": main.session_id,
-            "segments": [str(p) for p, _ in segments],
-            "reward": reward,
-            "reward_source": reward_file or None,
-            "success_min_reward": threshold,
-            "final_metrics": main.final_metrics.model_dump(exclude_none=True) if main.final_metrics else None,
-            **{k: int(v) for k, v in counts.items()},
-        },
+        outcome=outcome,
+        run_id=f"{spec.name}/{trial.name}",
+        trial_dir=str(trial),
+        schema_version=main.schema_version,
+        atif_agent=main.agent.name,
+        atif_agent_version=main.agent.version,
+        atif_model=main.agent.model_name,
+        session_id=main.session_id,
+        segments=[str(p) for p, _ in segments],
+        reward=reward,
+        reward_source=reward_file or None,
+        success_min_reward=threshold,
+        final_metrics=main.final_metrics.model_dump(exclude_none=True) if main.final_metrics else None,
+        **{k: int(v) for k, v in counts.items()},
     )

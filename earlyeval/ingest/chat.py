@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..catalog import RunSpec
 from ..errors import IngestError
@@ -191,6 +191,57 @@ class PendingTurn:
             error=error,
             final_answer=self.final_answer if not self.actions else None,
         )
+
+
+def chat_steps(
+    messages: list,
+    f: str,
+    where: str,
+    turn: Callable[[dict, str, str], PendingTurn],
+    tool_result: Callable[[dict, PendingTurn, Any], tuple[str, bool | None] | None],
+    skip_user: Callable[[dict, str], bool] | None = None,
+) -> tuple[list[Step], str]:
+    """Steps and prompt of an OpenAI-style conversation (the step definition in this module's docstring).
+
+    The formats differ only in how an assistant turn is read (``turn``), how a
+    tool message becomes an observation (``tool_result``; None = not seen by the
+    agent) and which user messages are not addressed to the agent (``skip_user``).
+    The first user message is the task as the agent heard it; later ones answer a turn.
+    """
+    prompt = ""
+    steps: list[Step] = []
+    pending: PendingTurn | None = None
+    for j, m in enumerate(messages):
+        mw = f"{where}[{j}]"
+        if not isinstance(m, dict):
+            raise IngestError(f, mw, f"expected an object, got {type(m).__name__}")
+        role = m.get("role")
+        if not isinstance(role, str):
+            raise IngestError(f, f"{mw}.role", "missing or not a string")
+        content = m.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise IngestError(f, f"{mw}.content", f"expected a string, got {type(content).__name__}")
+        if role == "assistant":
+            if pending is not None:
+                steps.append(pending.finish(len(steps)))
+            pending = turn(m, mw, content_text(content)[0])
+        elif role == "tool":
+            got = tool_result(m, pending, content) if pending is not None else None
+            if got is not None:
+                pending.observe(*got)
+        elif role == "user":
+            text, _ = content_text(content)
+            if skip_user is not None and skip_user(m, text):
+                continue
+            if not prompt:
+                prompt = text
+            if pending is not None:
+                pending.observe(text, is_result=False)
+        elif role != "system":
+            raise IngestError(f, f"{mw}.role", f"unknown role '{role}'")
+    if pending is not None:
+        steps.append(pending.finish(len(steps)))
+    return steps, prompt
 
 
 def join_thought(*parts: str | None) -> str:

@@ -43,7 +43,14 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require
 from ..trajectory import Trajectory, make_step
-from .swe_agent import ACI_COMMANDS, first_user_message, instance_stats, parse_entries, task_id_from_name
+from .common import run_trajectory
+from .swe_agent import (
+    ACI_COMMANDS,
+    first_user_message,
+    instance_stats,
+    parse_entries,
+    task_id_from_name,
+)
 
 FORMAT = "coder-traj"
 
@@ -102,20 +109,10 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     for r in roles:
         if not seq or seq[-1] != r:
             seq.append(r)
-    yield Trajectory(
-        run_id=f"{spec.name}/{task_id}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=None,
+    yield run_trajectory(
+        spec, bench, f, task_id, steps,
         prompt=first_user_message(d.get("history")),
-        meta={
-            "scaffold": spec.scaffold,
-            "model": spec.model,
-            "source_file": f,
-            "step_roles": roles,
-            "role_sequence": seq,
-            **instance_stats(info),
-        },
+        step_roles=roles,
+        role_sequence=seq,
+        **instance_stats(info),
     )

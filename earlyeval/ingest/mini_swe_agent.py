@@ -21,6 +21,7 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require, strip_gz
 from ..trajectory import Action, Step, Trajectory, make_step
+from .common import run_trajectory
 
 FORMAT = "mini-swe-agent-v1"
 
@@ -138,20 +139,10 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         task_id = strip_gz(path.name).split(".traj")[0].split(".json")[0]
     steps, prompt = steps_from_messages(messages, f)
     stats = info.get("model_stats") or {}
-    yield Trajectory(
-        run_id=f"{spec.name}/{task_id}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=None,
+    yield run_trajectory(
+        spec, bench, f, task_id, steps,
         prompt=prompt,
-        meta={
-            "scaffold": spec.scaffold,
-            "model": spec.model,
-            "source_file": f,
-            "exit_status": info.get("exit_status"),
-            "instance_cost": stats.get("instance_cost"),
-            "api_calls": stats.get("api_calls"),
-        },
+        exit_status=info.get("exit_status"),
+        instance_cost=stats.get("instance_cost"),
+        api_calls=stats.get("api_calls"),
     )

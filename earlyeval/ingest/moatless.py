@@ -50,6 +50,7 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require, strip_gz
 from ..trajectory import Action, Step, Trajectory, make_step
+from .common import run_trajectory
 
 FORMAT = "moatless-transitions"
 FORMATS = ("moatless-transitions", "moatless-steps")
@@ -217,22 +218,12 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     info = d.get("info") if isinstance(d.get("info"), dict) else {}
     task_id = info.get("instance_id") if isinstance(info.get("instance_id"), str) else strip_gz(path.name).removesuffix(".json")
     err = info.get("error")
-    yield Trajectory(
-        run_id=f"{spec.name}/{task_id}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=None,
+    yield run_trajectory(
+        spec, bench, f, task_id, steps,
         prompt=prompt,
-        meta={
-            "scaffold": spec.scaffold,
-            "model": spec.model,
-            "source_file": f,
-            "total_cost": _opt_cost(info.get("total_cost")),
-            "duration_s": _opt_cost(info.get("duration")),
-            "status": info.get("status"),
-            "error": err.strip().splitlines()[-1][:300] if isinstance(err, str) and err.strip() else None,
-            "evaluation_name": info.get("evaluation_name"),
-        },
+        total_cost=_opt_cost(info.get("total_cost")),
+        duration_s=_opt_cost(info.get("duration")),
+        status=info.get("status"),
+        error=err.strip().splitlines()[-1][:300] if isinstance(err, str) and err.strip() else None,
+        evaluation_name=info.get("evaluation_name"),
     )

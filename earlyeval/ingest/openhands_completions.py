@@ -47,6 +47,7 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require
 from ..trajectory import Action, Trajectory, make_step
+from .common import run_trajectory
 from .mini_swe_agent import content_text
 
 FORMAT = "openhands-completions"
@@ -197,22 +198,12 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         raise IngestError(f, "messages", "no assistant message: no agent steps")
     task_id = path.parent.name
     earlier = sum(1 for p in path.parent.iterdir() if p.is_file() and p != path and _TS.search(p.name))
-    yield Trajectory(
-        run_id=f"{spec.name}/{task_id}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=None,
+    yield run_trajectory(
+        spec, bench, f, task_id, steps,
         prompt=prompt,
-        meta={
-            "scaffold": spec.scaffold,
-            "model": spec.model,
-            "source_file": f,
-            "llm_model": resp.get("model") if isinstance(resp, dict) else None,
-            "last_call_cost": d.get("cost") if isinstance(d.get("cost"), (int, float)) else None,
-            "last_call_usage": _usage(resp) if isinstance(resp, dict) else None,
-            "auto_continue_prompts": nudges,
-            "earlier_call_files": earlier,
-        },
+        llm_model=resp.get("model") if isinstance(resp, dict) else None,
+        last_call_cost=d.get("cost") if isinstance(d.get("cost"), (int, float)) else None,
+        last_call_usage=_usage(resp) if isinstance(resp, dict) else None,
+        auto_continue_prompts=nudges,
+        earlier_call_files=earlier,
     )

@@ -49,6 +49,7 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, strip_gz
 from ..trajectory import Action, Trajectory, make_step
+from .common import run_trajectory
 from .openhands_completions import render_tool_call
 
 FORMAT = "openhands-events"
@@ -213,21 +214,11 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         for k, r in enumerate(raw)
     ]
     task_id = strip_gz(path.name).removesuffix(".json")
-    yield Trajectory(
-        run_id=f"{spec.name}/{task_id}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=None,
+    yield run_trajectory(
+        spec, bench, f, task_id, steps,
         prompt=prompt,
-        meta={
-            "scaffold": spec.scaffold,
-            "model": spec.model,
-            "source_file": f,
-            "llm_models": llm_models,
-            "instance_cost": cost,
-            "user_messages": user_messages,
-            "condensations": condensations,
-        },
+        llm_models=llm_models,
+        instance_cost=cost,
+        user_messages=user_messages,
+        condensations=condensations,
     )

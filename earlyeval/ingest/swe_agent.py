@@ -34,6 +34,7 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require, strip_gz
 from ..trajectory import Action, Step, Trajectory, make_step
+from .common import run_trajectory
 from .mini_swe_agent import content_text
 
 FORMAT = "swe-agent-traj"
@@ -116,13 +117,8 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     ]
     info = d.get("info") if isinstance(d.get("info"), dict) else {}
     task_id = task_id_from_name(path)
-    yield Trajectory(
-        run_id=f"{spec.name}/{task_id}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=None,
+    yield run_trajectory(
+        spec, bench, f, task_id, steps,
         prompt=first_user_message(d.get("history")),
-        meta={"scaffold": spec.scaffold, "model": spec.model, "source_file": f, **instance_stats(info)},
+        **instance_stats(info),
     )

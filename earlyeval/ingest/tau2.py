@@ -52,6 +52,7 @@ from ..jsonio import load_json, require
 from ..trajectory import Action, Step, Trajectory
 from .chat import (
     PendingTurn,
+    chat_steps,
     content_text,
     is_number,
     join_thought,
@@ -60,6 +61,7 @@ from .chat import (
     reward_outcome,
     success_min_reward,
 )
+from .common import run_trajectory
 
 FORMAT = "tau2"
 
@@ -199,70 +201,38 @@ def _simulation(
     if not prompt:
         prompt = tickets.get(task_id, "")
     trial = s.get("trial") if isinstance(s.get("trial"), int) else None
-    return Trajectory(
-        run_id=f"{spec.name}/{task_id}/trial{trial if trial is not None else 'NA'}/sim{i}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=outcome,
+    return run_trajectory(
+        spec, bench, f, task_id, steps,
         prompt=prompt,
-        meta={
-            "scaffold": spec.scaffold,
-            "model": spec.model,
-            "source_file": f,
-            "simulation_index": i,
-            "simulation_id": s.get("id"),
-            "trial": trial,
-            "reward": float(ri["reward"]),
-            "success_min_reward": threshold,
-            "termination_reason": s.get("termination_reason"),
-            "agent_cost_total": float(s["agent_cost"]) if ctx["cost_source"] == "per-message-cost" and is_number(s.get("agent_cost")) else None,
-            **ctx,
-        },
+        outcome=outcome,
+        run_id=f"{spec.name}/{task_id}/trial{trial if trial is not None else 'NA'}/sim{i}",
+        simulation_index=i,
+        simulation_id=s.get("id"),
+        trial=trial,
+        reward=float(ri["reward"]),
+        success_min_reward=threshold,
+        termination_reason=s.get("termination_reason"),
+        agent_cost_total=float(s["agent_cost"]) if ctx["cost_source"] == "per-message-cost" and is_number(s.get("agent_cost")) else None,
+        **ctx,
     )
 
 
 def _steps(messages: list, f: str, where: str, cost_source: str) -> tuple[list[Step], str]:
-    prompt = ""
-    steps: list[Step] = []
-    pending: PendingTurn | None = None
-    for j, m in enumerate(messages):
-        mw = f"{where}[{j}]"
-        if not isinstance(m, dict):
-            raise IngestError(f, mw, f"expected an object, got {type(m).__name__}")
-        role = m.get("role")
-        if not isinstance(role, str):
-            raise IngestError(f, f"{mw}.role", "missing or not a string")
-        content = m.get("content")
-        if content is not None and not isinstance(content, (str, list)):
-            raise IngestError(f, f"{mw}.content", f"expected a string, got {type(content).__name__}")
-        text, _ = content_text(content)
-        if role == "assistant":
-            if pending is not None:
-                steps.append(pending.finish(len(steps)))
-            pending = _turn(m, f, mw, text, cost_source)
-        elif role == "tool":
-            requestor = m.get("requestor")
-            mine = requestor == "assistant" or (requestor is None and pending is not None and m.get("id") in pending.call_ids)
-            if pending is None or not mine:
-                continue  # the user simulator's own device tools: not seen by the agent
-            err = m.get("error")
-            pending.observe(text, err if isinstance(err, bool) else None)
-        elif role == "user":
-            if m.get("tool_calls") and not text:
-                continue  # the user acting on its device, not speaking to the agent
-            if not prompt:
-                prompt = text  # the first user message is the task as the agent heard it
-            if pending is not None:
-                pending.observe(text, is_result=False)
-        elif role == "system":
-            continue
-        else:
-            raise IngestError(f, f"{mw}.role", f"unknown role '{role}'")
-    if pending is not None:
-        steps.append(pending.finish(len(steps)))
-    return steps, prompt
+    def tool_result(m: dict, pending: PendingTurn, content: Any) -> tuple[str, bool | None] | None:
+        requestor = m.get("requestor")
+        mine = requestor == "assistant" or (requestor is None and m.get("id") in pending.call_ids)
+        if not mine:
+            return None  # the user simulator's own device tools: not seen by the agent
+        err = m.get("error")
+        return content_text(content)[0], err if isinstance(err, bool) else None
+
+    return chat_steps(
+        messages, f, where,
+        turn=lambda m, mw, text: _turn(m, f, mw, text, cost_source),
+        tool_result=tool_result,
+        # the user acting on its device, not speaking to the agent
+        skip_user=lambda m, text: bool(m.get("tool_calls")) and not text,
+    )
 
 
 def _turn(m: dict, f: str, mw: str, text: str, cost_source: str) -> PendingTurn:

@@ -50,6 +50,7 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, read_text
 from ..trajectory import Action, Step, Trajectory, make_step
+from .common import run_trajectory
 
 FORMAT = "terminalbench-log"
 
@@ -130,21 +131,13 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     trial = res_file.parent
     task_id = res.get("task_id") if isinstance(res.get("task_id"), str) else trial.name.split(".1-of-")[0]
     steps = [_step(i, said, reply) for i, (_, _, said, reply) in enumerate(blocks)]
-    yield Trajectory(
-        run_id=f"{spec.name}/{res.get('trial_name') or trial.name}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=None if y is None else int(y),
+    yield run_trajectory(
+        spec, bench, f, task_id, steps,
         prompt=res.get("instruction") if isinstance(res.get("instruction"), str) else "",
-        meta={
-            "scaffold": spec.scaffold,
-            "model": spec.model,
-            "source_file": f,
-            "trial": trial.name,
-            "cumulative_cost_usd": [c for _, c, _, _ in blocks],
-            "instance_cost": blocks[-1][1],
-            "step_numbers_in_log": [n for n, _, _, _ in blocks],
-        },
+        outcome=None if y is None else int(y),
+        run_id=f"{spec.name}/{res.get('trial_name') or trial.name}",
+        trial=trial.name,
+        cumulative_cost_usd=[c for _, c, _, _ in blocks],
+        instance_cost=blocks[-1][1],
+        step_numbers_in_log=[n for n, _, _, _ in blocks],
     )

@@ -38,7 +38,8 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require, strip_gz
 from ..trajectory import Action, Step, Trajectory
-from .chat import PendingTurn, content_text, render_arguments
+from .chat import PendingTurn, chat_steps, content_text, render_arguments
+from .common import run_trajectory
 
 FORMAT = "toolathlon"
 
@@ -73,17 +74,8 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     if not steps:
         raise IngestError(f, "messages", "no assistant message: the agent never acted")
     task_id = task_id_of(path, spec)
-    yield Trajectory(
-        run_id=f"{spec.name}/{task_id}",
-        agent=spec.agent,
-        bench=bench,
-        task_id=task_id,
-        steps=steps,
-        outcome=outcome,
-        prompt=prompt,
-        # ``failure`` is deliberately absent: it is the evaluator's verdict log
-        meta={"scaffold": spec.scaffold, "model": spec.model, "source_file": f, "graded": p is not None},
-    )
+    # ``failure`` is deliberately absent: it is the evaluator's verdict log
+    yield run_trajectory(spec, bench, f, task_id, steps, prompt=prompt, outcome=outcome, graded=p is not None)
 
 
 def mcp_result(content: Any) -> tuple[str, bool | None]:
@@ -111,41 +103,8 @@ def mcp_result(content: Any) -> tuple[str, bool | None]:
 
 
 def _steps(messages: list, f: str) -> tuple[list[Step], str]:
-    prompt = ""
-    steps: list[Step] = []
-    pending: PendingTurn | None = None
-    for j, m in enumerate(messages):
-        mw = f"messages[{j}]"
-        if not isinstance(m, dict):
-            raise IngestError(f, mw, f"expected an object, got {type(m).__name__}")
-        role = m.get("role")
-        if not isinstance(role, str):
-            raise IngestError(f, f"{mw}.role", "missing or not a string")
-        content = m.get("content")
-        if content is not None and not isinstance(content, (str, list)):
-            raise IngestError(f, f"{mw}.content", f"expected a string, got {type(content).__name__}")
-        if role == "assistant":
-            if pending is not None:
-                steps.append(pending.finish(len(steps)))
-            pending = _turn(m, f, mw)
-        elif role == "tool":
-            if pending is None:
-                continue
-            text, err = mcp_result(content)
-            pending.observe(text, err)
-        elif role == "user":
-            text, _ = content_text(content)
-            if not prompt and pending is None and not steps:
-                prompt = text
-            elif pending is not None:
-                pending.observe(text, is_result=False)
-        elif role == "system":
-            continue
-        else:
-            raise IngestError(f, f"{mw}.role", f"unknown role '{role}'")
-    if pending is not None:
-        steps.append(pending.finish(len(steps)))
-    return steps, prompt
+    return chat_steps(messages, f, "messages", turn=lambda m, mw, text: _turn(m, f, mw),
+                      tool_result=lambda m, pending, content: mcp_result(content))
 
 
 def _turn(m: dict, f: str, mw: str) -> PendingTurn:

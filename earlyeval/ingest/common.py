@@ -1,0 +1,27 @@
+"""What every ingestor does the same way: name the run and record where it came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..catalog import RunSpec
+from ..trajectory import Step, Trajectory
+
+
+def run_trajectory(spec: RunSpec, bench: str, source: str | Path, task_id: str, steps: list[Step], prompt: str = "",
+                   outcome: int | None = None, run_id: str | None = None, **meta: Any) -> Trajectory:
+    """A Trajectory of catalog run ``spec``: run id ``<run>/<task>`` unless given, identity and source in meta.
+
+    ``meta`` holds what the format adds (costs, exit status, ...); None values are kept: unknown is unknown.
+    """
+    return Trajectory(
+        run_id=run_id or f"{spec.name}/{task_id}",
+        agent=spec.agent,
+        bench=bench,
+        task_id=task_id,
+        steps=steps,
+        outcome=outcome,
+        prompt=prompt,
+        meta={"scaffold": spec.scaffold, "model": spec.model, "source_file": str(source), **meta},
+    )

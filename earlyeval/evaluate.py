@@ -64,10 +64,10 @@ class EvalConfig:
     threshold_selection: str = "inner-loao"
     # what must hold on every inner agent: "accuracy" (outcome accuracy >= target) or "recall"
     # (success and failure recall >= target, i.e. accuracy >= target whatever the agent's resolve rate)
-    constraint: str = "accuracy"
+    constraint: str = "recall"
     # if set, the constraint must hold for the one-sided Wilson lower bound at this confidence
     # (an inner agent with 28 successes cannot vouch for 96 % as firmly as one with 371)
-    confidence: float | None = None
+    confidence: float | None = 0.9
     adapt: str = "none"  # none | em (label-free prior re-estimation on the evaluated agent's own predictions)
     inner_folds: int = 6  # inner leave-one-agent-out up to this many agents, else this many agent groups
     warm_shares: tuple = (0.1, 0.2)

@@ -98,8 +98,8 @@ def eval_config(bench: str, **overrides: Any) -> EvalConfig:
         holdout_min_runs=int(s.get("holdout_min_runs", 100)),
         target_accuracy=float(s.get("target_accuracy", 0.95)),
         twin=str(s.get("twin", "mirror")),
-        constraint=str(s.get("constraint", "accuracy")),
-        confidence=None if s.get("confidence") is None else float(s["confidence"]),
+        constraint=str(s.get("constraint", "recall")),
+        confidence=None if str(s.get("confidence", 0.9)).lower() == "none" else float(s.get("confidence", 0.9)),
     )
     if "monotone" in s:
         cfg.monotone = dict(s["monotone"])

@@ -105,8 +105,8 @@ def synthetic_long_run(trajs: list[Trajectory], n_steps: int) -> Trajectory:
                       task_id=base.task_id, steps=steps, outcome=None, meta=dict(base.meta), prompt=base.prompt)
 
 
-def time_run(monitor: Any, traj: Trajectory, task: Task | None) -> list[tuple[int, float, float, float, float, bool]]:
-    """(t, wall, cpu, featurize, predict, halted_here) for every step of one replayed run."""
+def time_run(monitor: Any, traj: Trajectory, task: Task | None) -> list[tuple[int, float, float, float, float, bool, float]]:
+    """(t, wall, cpu, featurize, predict, halted_here, budget) for every step of one replayed run."""
     from .features import RunContext
 
     monitor.start_context(RunContext.of(traj, task), traj.run_id)
@@ -120,18 +120,20 @@ def time_run(monitor: Any, traj: Trajectory, task: Task | None) -> list[tuple[in
         w1 = pc()
         c1 = tc()
         fe, pr = monitor.last_timing
-        out.append((t, w1 - w0, c1 - c0, fe, pr, d.halt and not was_halted))
+        out.append((t, w1 - w0, c1 - c0, fe, pr, d.halt and not was_halted, monitor.last_budget_time))
         was_halted = was_halted or d.halt
     return out
 
 
 def run_latency_bench(bench: str, model_dir: str | Path | None = None, *, per_agent: int = 8, synthetic_steps: int = 150,
                       min_long_runs: int = 10, trajs: list[Trajectory] | None = None, tasks: dict[str, Task] | None = None,
-                      out: str | Path | None = None, formats: dict[str, str] | None = None, seed: int = 0) -> dict[str, Path]:
-    """Replay a sample of real runs through ``Monitor.observe`` on one core; write latency.json and latency.png."""
+                      out: str | Path | None = None, formats: dict[str, str] | None = None, seed: int = 0,
+                      budget: bool | list[str] = True) -> dict[str, Path]:
+    """Replay a sample of real runs through ``Monitor.observe`` on one core; write latency.json and latency.png.
+    ``budget``: the Monitor's budget part (True: every dimension the model has; False: off; or dimension names)."""
     pinned = one_core()
     try:
-        return _bench(bench, model_dir, per_agent, synthetic_steps, min_long_runs, trajs, tasks, out, formats, seed, pinned)
+        return _bench(bench, model_dir, per_agent, synthetic_steps, min_long_runs, trajs, tasks, out, formats, seed, pinned, budget)
     finally:
         if pinned["affinity"] is not None and pinned["cpu"] is not None:
             os.sched_setaffinity(0, pinned["affinity"])
@@ -139,12 +141,12 @@ def run_latency_bench(bench: str, model_dir: str | Path | None = None, *, per_ag
 
 def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min_long_runs: int,
            trajs: list[Trajectory] | None, tasks: dict[str, Task] | None, out: Any, formats: dict[str, str] | None,
-           seed: int, pinned: dict[str, Any]) -> dict[str, Path]:
+           seed: int, pinned: dict[str, Any], budget: bool | list[str] = True) -> dict[str, Path]:
     from .monitor import Monitor
     from .store import bench_dir, read_tasks, read_trajectories
 
     mdir = Path(model_dir) if model_dir else REPO_ROOT / "models" / bench
-    monitor = Monitor.load(mdir)
+    monitor = Monitor.load(mdir, budget=budget)
     if trajs is None:
         p = bench_dir(bench) / "trajectories.parquet"
         if not p.exists():
@@ -165,14 +167,14 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
     # out of the garbage collector's scans (a full collection over them takes ~100 ms)
     gc.collect()
     gc.freeze()
-    rows: list[tuple[str, str, int, float, float, float, float, bool]] = []
+    rows: list[tuple[str, str, int, float, float, float, float, bool, float]] = []
     runs = [(t, formats.get(str(t.meta.get("run", "")), "?")) for t in sample]
     if synth is not None:
         runs.append((synth, "synthetic"))
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     for traj, fmt in runs:
-        for t, w, c, fe, pr, h in time_run(monitor, traj, tasks.get(traj.task_id)):
-            rows.append((traj.run_id, fmt, t, w, c, fe, pr, h))
+        for t, w, c, fe, pr, h, bu in time_run(monitor, traj, tasks.get(traj.task_id)):
+            rows.append((traj.run_id, fmt, t, w, c, fe, pr, h, bu))
     load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
     gc.unfreeze()
 
@@ -181,6 +183,7 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
         "bench": bench,
         "model": str(mdir),
         "predictor": monitor.predictor_kind,
+        "budget": monitor.budget_status,
         "families": monitor.featurizer.family_names,
         "n_features": len(monitor.feature_names),
         "setup": {"cpu_pinned": pinned["cpu"], "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
@@ -201,7 +204,8 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
         },
         "per_step": {"wall": _stats([r[3] for r in real]), "cpu": _stats([r[4] for r in real]),
                      "featurize": _stats([r[5] for r in real]), "predict": _stats([r[6] for r in real]),
-                     "other": _stats([max(r[3] - r[5] - r[6], 0.0) for r in real]),
+                     "budget": _stats([r[8] for r in real]),
+                     "other": _stats([max(r[3] - r[5] - r[6] - r[8], 0.0) for r in real]),
                      "halting_steps_wall": _stats([r[3] for r in real if r[7]]),
                      "non_halting_steps_wall": _stats([r[3] for r in real if not r[7]]),
                      "non_halting_steps_cpu": _stats([r[4] for r in real if not r[7]])},
@@ -213,12 +217,13 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
         report["by_step_bucket"][_bucket(lo)] = {
             "wall": _stats([r[3] for r in sel]), "cpu": _stats([r[4] for r in sel]),
             "featurize": _stats([r[5] for r in sel]), "predict": _stats([r[6] for r in sel]),
+            "budget": _stats([r[8] for r in sel]),
             "synthetic_share": round(sum(r[1] == "synthetic" for r in sel) / len(sel), 3) if sel else None}
     for fmt in sorted({r[1] for r in rows}):
         sel = [r for r in rows if r[1] == fmt]
         report["by_format"][fmt] = {"runs": len({r[0] for r in sel}), "wall": _stats([r[3] for r in sel]),
                                     "cpu": _stats([r[4] for r in sel]), "featurize": _stats([r[5] for r in sel]),
-                                    "predict": _stats([r[6] for r in sel])}
+                                    "predict": _stats([r[6] for r in sel]), "budget": _stats([r[8] for r in sel])}
     b10, b100 = report["by_step_bucket"]["1-10"], report["by_step_bucket"]["91-100"]
     report["step_10_vs_100"] = {"median_us_steps_1_10": b10["wall"].get("median_us"),
                                 "median_us_steps_91_100": b100["wall"].get("median_us"),
@@ -241,7 +246,9 @@ def latency_summary(rep: dict[str, Any]) -> str:
              + f"; predictor: {rep['predictor']}",
              f"observe() per step  wall: median {w['median_us']:.0f} µs, p99 {w['p99_us']:.0f} µs, max {w['max_us']:.0f} µs   "
              f"cpu: median {c['median_us']:.0f} µs, p99 {c['p99_us']:.0f} µs   (target: median 200, p99 1000)",
-             f"featurize median {rep['per_step']['featurize']['median_us']:.0f} µs, predict median {rep['per_step']['predict']['median_us']:.0f} µs",
+             f"featurize median {rep['per_step']['featurize']['median_us']:.0f} µs, predict median {rep['per_step']['predict']['median_us']:.0f} µs, "
+             f"budget median {rep['per_step'].get('budget', {}).get('median_us', 0):.0f} µs (p99 {rep['per_step'].get('budget', {}).get('p99_us', 0):.0f}; "
+             f"{rep.get('budget')})",
              f"median wall, steps 1-10: {s['median_us_steps_1_10']} µs; steps 91-100: {s['median_us_steps_91_100']} µs",
              f"load average during the run: {rep['setup']['load_average_before']}"]
     return "\n".join(lines)

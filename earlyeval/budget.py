@@ -53,6 +53,14 @@ would overrun B is stopped at B anyway, so only feasible runs can be lost.
 B is a scenario parameter fixed per benchmark and dimension (a quantile of the
 run totals), the same in every fold so that feasibility labels and pooled
 numbers are comparable; it is not fitted to anything.
+
+Shipping.  ``fit_shipped`` is the same procedure with no agent held out (every
+agent group a calibration group; the same folds, corrections, B and tau rule,
+through the same functions ``run_budget`` calls: ``_fit_calibrated``,
+``_inner_p_success``, ``_select_on_calibration``); ``earlyeval train`` stores it
+as ``extra_budget.json`` and the Monitor evaluates it live (``budget_live``).
+The spend features have one implementation, ``spend_features``, called on the
+batch prefix table here and on the streaming spend (``SpendTracker``) there.
 """
 
 from __future__ import annotations
@@ -209,15 +217,95 @@ def pace(spent: np.ndarray, t: np.ndarray, unit: float) -> np.ndarray:
     return (spent + unit) / (t + 1.0)
 
 
+def spend_features(spent: np.ndarray, last: np.ndarray, t: Any, unit: Any) -> np.ndarray:
+    """(n, 3) float32: log1p(spent / unit), log(pace / unit), log1p(last / pace).
+
+    The ONE implementation of the budget features, called by the batch path
+    (``budget_features``: n prefixes of one dimension) and by the streaming one
+    (``budget_live.LiveBudget``: one prefix, n dimensions, `unit` per dimension).
+    Every operation is elementwise, so a row gets the same float32 values
+    whichever way the rows are stacked."""
+    rate = pace(spent, t, unit)
+    out = np.empty((len(spent), 3), dtype=np.float32)  # assigning float64 columns rounds as astype(float32) does
+    out[:, 0] = np.log1p(spent / unit)
+    out[:, 1] = np.log(rate / unit)
+    out[:, 2] = np.log1p(last / rate)
+    return out
+
+
+def spend_feature_names(dim: str) -> list[str]:
+    """Names of `spend_features` for a token/cost dimension (steps has none: its spend is t)."""
+    return [] if dim == "steps" else [f"budget_{dim}_spent", f"budget_{dim}_pace", f"budget_{dim}_last_rel"]
+
+
 def budget_features(tg: DimTargets, rows: np.ndarray, t: np.ndarray, unit: float) -> tuple[np.ndarray, list[str]]:
     """Spend so far, pace and last-step spend relative to pace (token/cost dims only)."""
     if tg.dim == "steps":
         return np.zeros((len(rows), 0), np.float32), []
-    s, l = tg.spent[rows], tg.last[rows]
-    rate = pace(s, t, unit)
-    X = np.column_stack([np.log1p(s / unit), np.log(rate / unit), np.log1p(l / rate)]).astype(np.float32)
-    d = tg.dim
-    return X, [f"budget_{d}_spent", f"budget_{d}_pace", f"budget_{d}_last_rel"]
+    return spend_features(tg.spent[rows], tg.last[rows], t, unit), spend_feature_names(tg.dim)
+
+
+class SpendTracker:
+    """Streaming spend per dimension for one run: the prefix-level twin of ``run_usage`` + ``dim_targets``.
+
+    After ``update`` with steps 0..t-1, ``spent(i)``/``last(i)`` equal ``DimTargets.spent``/``.last``
+    at prefix t (same float64 additions, in the same order as ``np.cumsum``), and ``known(i)`` says
+    whether the usage seen so far is known.  The rules are ``run_usage``'s, restricted to what a
+    prefix shows: a dimension with an unknown (None) step stays unknown for the rest of the run;
+    the unmetered opening turn counts 0 when ``free_opening``; a counter that has only ever said 0
+    is unknown until it counts (``run_usage`` drops a run whose counter never counts).  Two cases
+    only the finished run reveals differ from the batch: a prefix before a later unknown step
+    (batch: the whole run is excluded; here: known so far), and a prefix whose metered steps all
+    said 0 in a run that counts later (batch: known; here: unknown until the first count).  O(1)
+    per step."""
+
+    __slots__ = ("counted_", "dims", "free_opening", "last_", "metered_", "spent_", "t", "unknown_")
+
+    def __init__(self, dims: tuple[str, ...] | list[str], free_opening: bool = False):
+        self.dims = tuple(dims)
+        self.free_opening = bool(free_opening)
+        self.reset()
+
+    def reset(self) -> None:
+        n = len(self.dims)
+        self.t = 0
+        self.spent_ = [0.0] * n
+        self.last_ = [float("nan")] * n
+        self.unknown_ = [False] * n
+        self.counted_ = [False] * n
+        self.metered_ = [0] * n
+
+    def update(self, step: Step) -> None:
+        greeting = self.t == 0 and self.free_opening and _unmetered_opening(step)
+        for i, d in enumerate(self.dims):
+            if d == "steps":
+                v = 1.0
+            else:
+                raw = getattr(step, d)
+                if raw is None:
+                    if not greeting:
+                        self.unknown_[i] = True
+                        continue
+                    v = 0.0  # hard-coded greeting: no LLM call was made (not a metered step)
+                else:
+                    v = float(raw)
+                    self.metered_[i] += 1
+                    if v > 0:
+                        self.counted_[i] = True
+            self.spent_[i] += v
+            self.last_[i] = v
+        self.t += 1
+
+    def known(self, i: int) -> bool:
+        if self.unknown_[i] or self.t == 0:
+            return False
+        return self.dims[i] == "steps" or self.counted_[i] or self.metered_[i] == 0
+
+    def spent(self, i: int) -> float:
+        return self.spent_[i]
+
+    def last(self, i: int) -> float:
+        return self.last_[i]
 
 
 def to_z(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
@@ -723,6 +811,140 @@ def _fit_weights(prow: np.ndarray, m: int) -> np.ndarray:
     return w
 
 
+@dataclass
+class _Setup:
+    """What run_budget and fit_shipped share: groups, targets, dimensions, B, and the prefix-row arrays."""
+
+    groups: list[Group]
+    targets: dict[str, DimTargets]
+    dims_of: dict[str, set[str]]
+    dims: list[str]
+    budgets: dict[str, float]
+    prow: np.ndarray
+    tt: np.ndarray  # prefix t as float64
+    run_agent: np.ndarray
+    row_agent: np.ndarray
+    row_group: np.ndarray
+    y_run: np.ndarray
+    T_run: np.ndarray
+    slices: dict[int, tuple[int, int]]
+    X_static: np.ndarray
+    static_names: list[str]
+    fit_w: np.ndarray
+    run_w: np.ndarray
+
+    def design(self, tg: DimTargets, rows: np.ndarray, unit: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """Features, pace and target z of prefix rows of one dimension."""
+        rate = pace(tg.spent[rows], self.tt[rows], unit)
+        Xb, bn = budget_features(tg, rows, self.tt[rows], unit)
+        return np.hstack([self.X_static[rows], Xb]), rate, to_z(tg.remaining[rows], rate), self.static_names + bn
+
+    def row_fold(self, folds: list[list[Group]]) -> np.ndarray:
+        fold_of = {a: k for k, f in enumerate(folds) for g in f for a in g.agents}
+        return np.asarray([fold_of.get(a, -1) for a in self.row_agent])
+
+
+def _setup(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig) -> _Setup:
+    groups = holdout_groups(ds, cfg)
+    pf = ds.prefixes
+    N = len(pf)
+    prow = pf["run"].to_numpy()
+    run_agent = np.asarray([t.agent for t in ds.trajs])
+    row_agent = run_agent[prow] if N else np.zeros(0, dtype=str)
+    free = free_opening_agents(ds, bcfg.free_opening_formats)
+    targets = {d: dim_targets(ds, d, free) for d in DIMENSIONS}
+    dims_of = {g.name: {d for d in DIMENSIONS if targets[d].run_known[np.isin(run_agent, g.agents)].any()} for g in groups}
+    # a dimension is evaluated (and shipped) when, with any one group held out, min_groups groups remain to calibrate it
+    dims = [d for d in DIMENSIONS if sum(d in dims_of[g.name] for g in groups) >= bcfg.min_groups + 1]
+    budgets = {d: choose_budget(targets[d], bcfg.budget_quantile) for d in dims}
+    fams = [f for f in cfg.families if f in FOLD_FREE]
+    group_of = {a: g.name for g in groups for a in g.agents}
+    return _Setup(
+        groups=groups, targets=targets, dims_of=dims_of, dims=dims, budgets=budgets, prow=prow,
+        tt=pf["t"].to_numpy().astype(np.float64), run_agent=run_agent, row_agent=row_agent,
+        row_group=np.asarray([group_of[a] for a in row_agent]) if N else np.zeros(0, dtype=str),
+        y_run=np.asarray([int(t.outcome) for t in ds.trajs]), T_run=np.asarray([len(t.steps) for t in ds.trajs]),
+        slices=_run_slices(prow),
+        X_static=np.hstack([ds.blocks[f] for f in fams]) if fams else np.zeros((N, 0), np.float32),
+        static_names=[n for f in fams for n in ds.block_names[f]],
+        fit_w=_fit_weights(prow, bcfg.max_prefixes_per_run), run_w=pf["weight"].to_numpy())
+
+
+def _fill_ps(runner: FoldRunner, su: _Setup, arr: np.ndarray, exclude: frozenset, agent: str) -> None:
+    """Write P(success) of `agent`'s prefix rows from the outcome model fitted without `exclude`."""
+    rs = runner.predict(exclude, agent)
+    for r, p in zip(np.flatnonzero(su.run_agent == agent), rs.p_s):
+        if int(r) in su.slices:
+            a, b = su.slices[int(r)]
+            arr[a:b] = p
+
+
+def _inner_p_success(runner: FoldRunner, su: _Setup, folds: list[list[Group]], held: frozenset) -> tuple[np.ndarray, list[list[str]]]:
+    """P(success) of every calibration agent from the outcome model fitted without its fold (and without `held`)."""
+    p_in = np.full(len(su.prow), np.nan)
+    exclusions = []
+    for f in folds:
+        ex = held | {a for g in f for a in g.agents}
+        exclusions.append(sorted(ex))
+        for g in f:
+            for a in g.agents:
+                _fill_ps(runner, su, p_in, frozenset(ex), a)
+    return p_in, exclusions
+
+
+@dataclass
+class _CalFit:
+    """One dimension's conformalized quantiles fitted on calibration rows, and their inner predictions."""
+
+    unit: float
+    names: list[str]
+    rows: np.ndarray  # calibration prefix rows (training agents, usage known)
+    runs: np.ndarray
+    rate: np.ndarray
+    z: np.ndarray
+    sw: np.ndarray  # score weights
+    fold: np.ndarray  # agent fold of each row
+    ccq: CrossConformalQuantiles
+    pw_in: np.ndarray  # P(remaining <= B - spent) from fold models + corrections without their fold
+
+
+def _fit_calibrated(su: _Setup, tg: DimTargets, rows_tr: np.ndarray, row_fold: np.ndarray, n_folds: int, B: float,
+                    bcfg: BudgetConfig) -> _CalFit:
+    """CQR on agent folds (module docstring): the unit, the fold models, the corrections, the inner P(within B)."""
+    prow = su.prow
+    tr_runs = np.unique(prow[rows_tr])
+    unit = 1.0 if tg.dim == "steps" else _unit(np.concatenate([tg.usage[r] for r in tr_runs]))
+    X_tr, rate_tr, z_tr, names = su.design(tg, rows_tr, unit)
+    row_group = su.row_group
+    gsize = {g: len(np.unique(prow[rows_tr][row_group[rows_tr] == g])) for g in np.unique(row_group[rows_tr])}
+    sw = su.run_w[rows_tr] / (np.asarray([gsize[g] for g in row_group[rows_tr]]) if bcfg.score_weighting == "agent" else 1.0)
+    ccq = CrossConformalQuantiles(bcfg.alphas, bcfg.levels, bcfg.lgbm_params, bcfg.seed, bcfg.n_jobs)
+    ccq.fit(X_tr, z_tr, su.fit_w[rows_tr], sw, row_fold[rows_tr], su.row_agent[rows_tr], prow[rows_tr], names)
+    # inner predictions of the calibration agents (fold models, corrections without their fold)
+    fold_tr = row_fold[rows_tr]
+    q_in = np.full((len(rows_tr), len(bcfg.alphas)), np.nan)
+    for k in range(n_folds):
+        m = (fold_tr == k) & ~np.isnan(ccq.oof_[:, 0])
+        if m.any():
+            q_in[m] = corrected_quantiles(ccq.oof_[m], ccq.corrections_without(k), bcfg.alphas)
+    has_in = ~np.isnan(q_in[:, 0])
+    room_tr = B - tg.spent[rows_tr]
+    pw_in = np.full(len(rows_tr), np.nan)
+    pw_in[has_in] = _within(q_in[has_in], bcfg.alphas, room_tr[has_in], rate_tr[has_in])
+    return _CalFit(unit, names, rows_tr, tr_runs, rate_tr, z_tr, sw, fold_tr, ccq, pw_in)
+
+
+def _select_on_calibration(su: _Setup, tg: DimTargets, fit: _CalFit, p_rows: np.ndarray, B: float, bcfg: BudgetConfig,
+                           lo: int) -> dict[str, Any]:
+    """tau on the large calibration agents' runs (a 25-run group would make one false abort worth 4 pp of
+    the constraint, as in evaluate.run_loao); `p_rows` is P(feasible) on the calibration rows (nan: none)."""
+    rows_tr = fit.rows
+    large_tr = su.row_group[rows_tr] != SMALL
+    ss = _stopset(tg, rows_tr, su.prow, p_rows, su.row_group[rows_tr], su.y_run, su.T_run, su.slices,
+                  require=~np.isnan(p_rows) & large_tr, budget=B)
+    return select_tau(ss, bcfg.taus, bcfg.max_cost_pp, lo)
+
+
 def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
                progress: Callable[[str], None] | None = None, only: list[str] | None = None) -> BudgetRun:
     """Leave-one-agent-out budget evaluation (see the module docstring for every choice).
@@ -732,59 +954,28 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
     t_start = time.time()
     say = progress or (lambda m: log.info(m))
     runner = FoldRunner(ds, cfg, None)
-    groups = holdout_groups(ds, cfg)
-    pf = ds.prefixes
-    N = len(pf)
-    prow = pf["run"].to_numpy()
-    tt = pf["t"].to_numpy().astype(np.float64)
-    run_agent = np.asarray([t.agent for t in ds.trajs])
-    row_agent = run_agent[prow] if N else np.zeros(0, dtype=str)
-    y_run = np.asarray([int(t.outcome) for t in ds.trajs])
-    T_run = np.asarray([len(t.steps) for t in ds.trajs])
-    slices = _run_slices(prow)
-    free = free_opening_agents(ds, bcfg.free_opening_formats)
-    targets = {d: dim_targets(ds, d, free) for d in DIMENSIONS}
-    dims_of = {g.name: {d for d in DIMENSIONS if targets[d].run_known[np.isin(run_agent, g.agents)].any()} for g in groups}
-    dims = [d for d in DIMENSIONS if sum(d in dims_of[g.name] for g in groups) >= bcfg.min_groups + 1]
-    budgets = {d: choose_budget(targets[d], bcfg.budget_quantile) for d in dims}
-    fams = [f for f in cfg.families if f in FOLD_FREE]
-    X_static = np.hstack([ds.blocks[f] for f in fams]) if fams else np.zeros((N, 0), np.float32)
-    static_names = [n for f in fams for n in ds.block_names[f]]
-    fit_w = _fit_weights(prow, bcfg.max_prefixes_per_run)
-    run_w = pf["weight"].to_numpy()
-    group_of = {a: g.name for g in groups for a in g.agents}
-    row_group = np.asarray([group_of[a] for a in row_agent]) if N else np.zeros(0, dtype=str)
+    su = _setup(ds, cfg, bcfg)
+    groups, targets, dims_of, dims, budgets = su.groups, su.targets, su.dims_of, su.dims, su.budgets
+    N = len(ds.prefixes)
+    prow, tt, row_agent, row_group = su.prow, su.tt, su.row_agent, su.row_group
+    y_run, T_run, slices = su.y_run, su.T_run, su.slices
     A_ = len(bcfg.alphas)
+    lo = max(cfg.min_halt_step, 1) - 1
     res = {d: DimResult(d, budgets[d], *(np.full(N, np.nan) for _ in range(2)), np.full((N, A_), np.nan),
                         np.full(N, np.nan), np.full((N, len(bcfg.levels)), np.nan), np.full(N, np.nan), np.full(N, np.nan),
                         np.full(N, -1, dtype=np.int64)) for d in dims}
     p_out = np.full(N, np.nan)
-
-    def fill_ps(arr: np.ndarray, exclude: frozenset, agent: str) -> None:
-        rs = runner.predict(exclude, agent)
-        for r, p in zip(np.flatnonzero(run_agent == agent), rs.p_s):
-            if int(r) in slices:
-                a, b = slices[int(r)]
-                arr[a:b] = p
 
     def one_group(gi: int, G: Group) -> None:
         """Everything for one held-out group; writes only its own rows and keys (thread-safe)."""
         say(f"budget: held out {G.name} ({gi + 1}/{len(groups)})")
         A = frozenset(G.agents)
         for a in G.agents:
-            fill_ps(p_out, A, a)
+            _fill_ps(runner, su, p_out, A, a)
         train_groups = [g for g in groups if g.name != G.name]
         folds = agent_folds(train_groups, min(bcfg.max_folds, len(train_groups)), dims_of)
-        fold_of = {a: k for k, f in enumerate(folds) for g in f for a in g.agents}
-        row_fold = np.asarray([fold_of.get(a, -1) for a in row_agent])
-        p_in = np.full(N, np.nan)
-        ps_exclusions = []
-        for k, f in enumerate(folds):
-            ex = A | {a for g in f for a in g.agents}
-            ps_exclusions.append(sorted(ex))
-            for g in f:
-                for a in g.agents:
-                    fill_ps(p_in, frozenset(ex), a)
+        row_fold = su.row_fold(folds)
+        p_in, ps_exclusions = _inner_p_success(runner, su, folds, A)
         held = np.isin(row_agent, G.agents)
         for d in dims:
             tg, R = targets[d], res[d]
@@ -795,39 +986,18 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
             if len(dgroups) < bcfg.min_groups:
                 R.skipped[G.name] = f"only {len(dgroups)} training agent group(s) with known {d}: cannot calibrate without the held-out agent"
                 continue
-            rows_tr = np.flatnonzero(~held & tg.row_known)
-            tr_runs = np.unique(prow[rows_tr])
-            unit = 1.0 if d == "steps" else _unit(np.concatenate([tg.usage[r] for r in tr_runs]))
-
-            def design(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-                rate = pace(tg.spent[rows], tt[rows], unit)
-                Xb, bn = budget_features(tg, rows, tt[rows], unit)
-                return np.hstack([X_static[rows], Xb]), rate, to_z(tg.remaining[rows], rate), static_names + bn
-
-            X_tr, rate_tr, z_tr, names = design(rows_tr)
-            gsize = {g: len(np.unique(prow[rows_tr][row_group[rows_tr] == g])) for g in np.unique(row_group[rows_tr])}
-            sw = run_w[rows_tr] / (np.asarray([gsize[g] for g in row_group[rows_tr]]) if bcfg.score_weighting == "agent" else 1.0)
-            ccq = CrossConformalQuantiles(bcfg.alphas, bcfg.levels, bcfg.lgbm_params, bcfg.seed, bcfg.n_jobs)
-            ccq.fit(X_tr, z_tr, fit_w[rows_tr], sw, row_fold[rows_tr], row_agent[rows_tr], prow[rows_tr], names)
-            X_ho, rate_ho, z_ho, _ = design(rows_ho)
-            q_ho = corrected_quantiles(ccq.predict(X_ho), ccq.corrections_, bcfg.alphas)
             B = budgets[d]
+            fit = _fit_calibrated(su, tg, np.flatnonzero(~held & tg.row_known), row_fold, len(folds), B, bcfg)
+            rows_tr, tr_runs, unit, ccq, fold_tr = fit.rows, fit.runs, fit.unit, fit.ccq, fit.fold
+            z_tr, rate_tr, sw = fit.z, fit.rate, fit.sw
+            X_ho, rate_ho, z_ho, _ = su.design(tg, rows_ho, unit)
+            q_ho = corrected_quantiles(ccq.predict(X_ho), ccq.corrections_, bcfg.alphas)
             room_ho = B - tg.spent[rows_ho]
             R.z[rows_ho], R.rate[rows_ho], R.q[rows_ho] = z_ho, rate_ho, q_ho
             R.p_within[rows_ho] = _within(q_ho, bcfg.alphas, room_ho, rate_ho)
             R.outer[rows_ho] = gi
-            R.estimators[G.name] = BudgetEstimator(d, unit, B, ccq, names)
-            # inner predictions of the calibration agents (fold models, corrections without their fold)
-            fold_tr = row_fold[rows_tr]
-            q_in = np.full((len(rows_tr), A_), np.nan)
-            for k in range(len(folds)):
-                m = (fold_tr == k) & ~np.isnan(ccq.oof_[:, 0])
-                if m.any():
-                    q_in[m] = corrected_quantiles(ccq.oof_[m], ccq.corrections_without(k), bcfg.alphas)
-            has_in = ~np.isnan(q_in[:, 0])
+            R.estimators[G.name] = BudgetEstimator(d, unit, B, ccq, fit.names)
             room_tr = B - tg.spent[rows_tr]
-            pw_in = np.full(len(rows_tr), np.nan)
-            pw_in[has_in] = _within(q_in[has_in], bcfg.alphas, room_tr[has_in], rate_tr[has_in])
             # linear extrapolation, same folds, same conformal treatment (symmetric in z)
             zhat_in = np.full(len(rows_tr), np.nan)
             for k in range(len(folds)):
@@ -853,16 +1023,12 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
                 other = ok_lin & (fold_tr != k)
                 if m.any() and other.any():
                     pwl_in[m] = np.where(room_tr[m] < 0, 0.0, residual_cdf(resid[other], sw[other], zx_tr[m] - zhat_in[m]))
-            # thresholds on the calibration agents (never the held-out ones)
-            # thresholds on the large calibration agents only, as evaluate.run_loao does: a 25-run group
-            # would make one false abort worth 4 pp of the constraint
+            # thresholds on the large calibration agents (never the held-out ones)
             p_in_rows = p_in[rows_tr]
             large_tr = row_group[rows_tr] != SMALL
             sel: dict[str, Any] = {}
-            for name, pw in (("model", pw_in), ("linear", pwl_in), ("outcome_only", np.ones(len(rows_tr)))):
-                ss = _stopset(tg, rows_tr, prow, p_in_rows * pw, row_group[rows_tr], y_run, T_run, slices,
-                              require=~np.isnan(p_in_rows * pw) & large_tr, budget=B)
-                sel[name] = select_tau(ss, bcfg.taus, bcfg.max_cost_pp, max(cfg.min_halt_step, 1) - 1)
+            for name, pw in (("model", fit.pw_in), ("linear", pwl_in), ("outcome_only", np.ones(len(rows_tr)))):
+                sel[name] = _select_on_calibration(su, tg, fit, p_in_rows * pw, B, bcfg, lo)
             ss = _stopset(tg, rows_tr, prow, np.ones(len(rows_tr)), row_group[rows_tr], y_run, T_run, slices,
                           require=large_tr, budget=B)
             sel["step_cap"] = select_cap(ss, bcfg.max_cost_pp, int(T_run[tr_runs].max()))
@@ -892,6 +1058,131 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
         for gi, G in todo:
             one_group(gi, G)
     return BudgetRun(ds, cfg, bcfg, groups, targets, budgets, p_out, res, round(time.time() - t_start, 1))
+
+
+# ============================================================ shipped model
+
+SHIPPED_FORMAT = "earlyeval-budget"
+SHIPPED_VERSION = 1
+
+
+def shipped_config(cfg: EvalConfig, bcfg: BudgetConfig | None = None) -> tuple[EvalConfig, BudgetConfig]:
+    """``budget_config`` for a given outcome config: its fold-free families, the budget's n_jobs and seed."""
+    from dataclasses import replace
+
+    bcfg = bcfg or BudgetConfig()
+    return replace(cfg, families=[f for f in cfg.families if f in FOLD_FREE], n_jobs=bcfg.n_jobs, seed=bcfg.seed), bcfg
+
+
+def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
+                progress: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+    """The budget model ``earlyeval train`` ships (JSON-able; ``budget_live.LiveBudget`` reads it).
+
+    It is what ``run_budget`` builds for a held-out agent, with no agent held out: every
+    labelled agent group (the small ones as one group) is a calibration group, dealt into
+    the same agent folds (``agent_folds``); per dimension that ``run_budget`` evaluates,
+    the fold models, the CQR corrections from all out-of-fold scores, the unit, B
+    (``choose_budget``, the same B as in the report) and tau, selected by ``select_tau`` on
+    the inner predictions of the large calibration agents (fold models, corrections without
+    their fold, P(success) from the outcome model fitted without their fold: the fold-free
+    families of `cfg`, as ``budget_config``).  No label outside the training data is used.
+    None when no dimension has enough agent groups to be calibrated."""
+    bcfg = bcfg or BudgetConfig()
+    t0 = time.time()
+    say = progress or (lambda m: log.info(m))
+    su = _setup(ds, cfg, bcfg)
+    if not su.dims:
+        say("budget: no dimension has enough agent groups to be calibrated; no budget model shipped")
+        return None
+    groups = su.groups
+    folds = agent_folds(groups, min(bcfg.max_folds, len(groups)), su.dims_of)
+    row_fold = su.row_fold(folds)
+    lo = max(cfg.min_halt_step, 1) - 1
+    say(f"budget: {', '.join(su.dims)} on {len(groups)} agent group(s) in {len(folds)} calibration folds")
+    runner = FoldRunner(ds, cfg, None)
+    p_in, exclusions = _inner_p_success(runner, su, folds, frozenset())
+
+    def one_dim(d: str) -> dict[str, Any]:
+        tg, B = su.targets[d], su.budgets[d]
+        fit = _fit_calibrated(su, tg, np.flatnonzero(tg.row_known), row_fold, len(folds), B, bcfg)
+        sel = _select_on_calibration(su, tg, fit, p_in[fit.rows] * fit.pw_in, B, bcfg, lo)
+        ccq = fit.ccq
+        return {
+            "estimator": BudgetEstimator(d, fit.unit, B, ccq, fit.names).get_state(),
+            "tau": float(sel["tau"]),
+            "tau_selection": sel,
+            "budget_rule": f"{bcfg.budget_quantile:.0%} quantile of run totals over every labelled run whose {d} is known"
+                           + (" (rounded up)" if d == "steps" else " (2 significant digits)"),
+            "runs_known": int(tg.run_known.sum()),
+            "runs_excluded_unknown": tg.excluded_by_agent(ds),
+            "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in folds],
+            "quantile_models_fitted_on": [m.fit_agents_ for m in ccq.models_],
+            "conformity_scores_from": ccq.calibration_agents_,
+            "corrections_z": {str(k): v for k, v in ccq.corrections_.items()},
+            "n_calibration_runs": int(len(np.unique(su.prow[fit.rows][~np.isnan(ccq.oof_[:, 0])]))),
+        }
+
+    if bcfg.n_workers > 1 and len(su.dims) > 1:
+        with ThreadPoolExecutor(max_workers=bcfg.n_workers) as pool:  # see run_budget: single-threaded boosters
+            dims_out = dict(zip(su.dims, pool.map(one_dim, su.dims)))
+    else:
+        dims_out = {d: one_dim(d) for d in su.dims}
+    free = free_opening_agents(ds, bcfg.free_opening_formats)
+    return {
+        "format": SHIPPED_FORMAT,
+        "version": SHIPPED_VERSION,
+        "alphas": list(bcfg.alphas),
+        "levels": list(bcfg.levels),
+        "min_halt_step": int(cfg.min_halt_step),
+        # the unmetered opening turn counts 0 (run_usage) when every training agent's runs are of such a format
+        "free_opening": bool(free) and set(ds.agents) <= free,
+        "free_opening_formats": list(bcfg.free_opening_formats),
+        "dimensions": dims_out,
+        "skipped_dimensions": {d: f"fewer than {bcfg.min_groups + 1} agent groups with known {d}" for d in DIMENSIONS
+                               if d not in su.dims},
+        "p_success_for_tau": {"families": list(cfg.families), "fitted_without": exclusions,
+                              "note": "tau is selected on P(success) of the fold-free outcome model fitted without each "
+                                      "calibration fold; live, P(feasible) uses the shipped outcome model's P(success)"},
+        "groups": [{"name": g.name, "agents": g.agents, "small": g.small} for g in groups],
+        "folds": [[g.name for g in f] for f in folds],
+        "config": bcfg.to_dict(),
+        "seconds": round(time.time() - t0, 1),
+    }
+
+
+def predict_prefixes(shipped: dict[str, Any], ds: Dataset, p_success: np.ndarray,
+                     families: list[str]) -> dict[str, dict[str, np.ndarray]]:
+    """Batch predictions of a shipped budget model on every prefix row of `ds` (nan where the run's
+    usage is unknown): the same design and code as ``run_budget``'s held-out predictions.  `families`
+    are the outcome config's (their fold-free blocks are the static features); `p_success` is aligned
+    with ``ds.prefixes``.  The reference the Monitor's live budget is tested against."""
+    N = len(ds.prefixes)
+    free = free_opening_agents(ds, tuple(shipped.get("free_opening_formats", ()))) if shipped.get("free_opening") else set()
+    fams = [f for f in families if f in FOLD_FREE]
+    X_static = np.hstack([ds.blocks[f] for f in fams]) if fams else np.zeros((N, 0), np.float32)
+    tt = ds.prefixes["t"].to_numpy().astype(np.float64)
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for d, spec in shipped["dimensions"].items():
+        est = BudgetEstimator.from_state(spec["estimator"])
+        tg = dim_targets(ds, d, free)
+        rows = np.flatnonzero(tg.row_known)
+        Xb, _ = budget_features(tg, rows, tt[rows], est.unit)
+        names = [n for f in fams for n in ds.block_names[f]] + spend_feature_names(d)
+        if names != est.feature_names:
+            raise ValueError(f"{d}: the dataset's features differ from the estimator's")
+        X = np.hstack([X_static[rows], Xb])
+        res = {k: np.full(N, np.nan) for k in ("spent", "p_within_budget", "p_feasible")}
+        iv = est.intervals(X, tg.spent[rows], tt[rows])
+        for k, v in iv.items():
+            res[k] = np.full(N, np.nan)
+            res[k][rows] = v
+        res["spent"][rows] = tg.spent[rows]
+        res["p_within_budget"][rows] = est.prob_within(X, tg.spent[rows], tt[rows])
+        res["p_feasible"][rows] = p_success[rows] * res["p_within_budget"][rows]
+        res["X"] = np.full((N, X.shape[1]), np.nan, np.float32)
+        res["X"][rows] = X
+        out[d] = res
+    return out
 
 
 def _stopset(tg: DimTargets, rows: np.ndarray, prow: np.ndarray, p_rows: np.ndarray, row_group: np.ndarray,

@@ -53,16 +53,21 @@ def train(bench: str = typer.Option(..., "--bench", "-b"),
           out: Optional[Path] = typer.Option(None, "--out", help="Model directory (default models/<bench>)."),
           data_root: Optional[Path] = DataRoot,
           seed: int = typer.Option(0, "--seed"),
+          budget: bool = typer.Option(True, "--budget/--no-budget", help="Also ship the remaining-budget estimators."),
           verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
-    """Fit the outcome model on all labelled agents and write a safe model directory."""
+    """Fit the outcome model (and the budget estimators) on all labelled agents and write a safe model directory."""
     from .pipeline import eval_config, train_bench
 
     _setup(verbose)
     cfg = eval_config(bench, seed=seed)
-    paths = train_bench(bench, out, cfg, data_root, progress=_progress)
+    paths = train_bench(bench, out, cfg, data_root, progress=_progress, budget=budget)
     mf = json.loads((Path(paths["model"]) / "manifest.json").read_text())
     typer.echo(f"trained on {mf['training']['runs_used']} runs of {len(mf['training']['agents'])} agents; "
                f"{len(mf['feature_names'])} features; thresholds success={mf['thresholds']['success']} failure={mf['thresholds']['failure']}")
+    b = mf["training"].get("budget")
+    if b:
+        typer.echo("budget: " + "; ".join(f"{d} B={v['B']:g} tau={v['tau']:g}" for d, v in b["dimensions"].items())
+                   + f" ({b['seconds']} s)")
     _say_outputs(model=paths["model"])
 
 
@@ -120,12 +125,14 @@ def score(model: Path = typer.Option(..., "--model", "-m", help="A model directo
 @app.command()
 def bench(bench: str = typer.Option("swebench", "--bench", "-b"),
           model: Optional[Path] = typer.Option(None, "--model", "-m", help="Model directory (default models/<bench>)."),
+          budget: str = typer.Option("all", "--budget", help="Budget dimensions the Monitor computes: all, none, or a comma list."),
           verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Latency of Monitor.observe() on real trajectories (one core): median, p99, step 10 vs step 100."""
     from .benchmark import latency_summary, run_latency_bench
 
     _setup(verbose)
-    paths = run_latency_bench(bench, model)
+    dims: bool | list[str] = True if budget == "all" else False if budget == "none" else [d.strip() for d in budget.split(",") if d.strip()]
+    paths = run_latency_bench(bench, model, budget=dims)
     typer.echo(latency_summary(json.loads(Path(paths["latency"]).read_text())))
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 

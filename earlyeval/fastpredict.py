@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import re
 import threading
 from typing import Any
 
@@ -47,8 +48,9 @@ class SingleRowPredictor:
         if self.n_features != booster.num_feature():
             raise ValueError(f"booster has {booster.num_feature()} features, not {self.n_features}")
         self.contrib = contrib
+        self.n_outputs = 1 if contrib else int(booster.num_model_per_iteration())  # raw scores per row (num_class)
         self._buf = np.zeros(self.n_features, dtype=np.float32)
-        self._out = np.zeros(self.n_features + 1 if contrib else 1, dtype=np.float64)
+        self._out = np.zeros(self.n_features + 1 if contrib else self.n_outputs, dtype=np.float64)
         self._lock = threading.Lock()
         self._cfg: ctypes.c_void_p | None = None
         self.kind = "booster"
@@ -86,6 +88,16 @@ class SingleRowPredictor:
                 self._safe_call(-1)  # raises LightGBMError with LightGBM's last error message
             return float(self._out[0])
 
+    def outputs(self, x: np.ndarray) -> list[float]:
+        """Every raw score of one row (``num_class`` of them: see ``StackedPredictor``), as Python floats."""
+        with self._lock:
+            self._buf[:] = x
+            if self._cfg is None:
+                return [float(v) for v in np.ravel(self.booster.predict(self._buf[None, :], raw_score=True, num_threads=1))]
+            if self._fn(*self._args) != 0:
+                self._safe_call(-1)
+            return self._out.tolist()
+
     def contributions(self, x: np.ndarray) -> np.ndarray:
         """TreeSHAP contributions of one row (``contrib=True`` predictors): n_features values, then the bias."""
         if not self.contrib:
@@ -113,3 +125,113 @@ class SingleRowPredictor:
 
     def __getstate__(self) -> Any:  # a C handle cannot be copied
         raise TypeError("SingleRowPredictor holds a C handle; build a new one from the booster")
+
+
+# ------------------------------------------------------------- many small boosters, one call
+
+_TREE_HEADER = re.compile(r"(?m)^Tree=\d+\n")
+_SPLIT_FEATURE = re.compile(r"(?m)^split_feature=(.*)$")
+_THRESHOLD = re.compile(r"(?m)^threshold=(.*)$")
+# a one-leaf tree that adds 0.0 (pads a booster that stopped early: x + 0.0 == x)
+_ZERO_TREE = ("num_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\nthreshold=\ndecision_type=\nleft_child=\n"
+              "right_child=\nleaf_value=0\nleaf_weight=\nleaf_count=\ninternal_value=\ninternal_weight=\n"
+              "internal_count=\nis_linear=0\nshrinkage=1\n\n\n")
+
+
+def _tree_blocks(text: str) -> list[str]:
+    """The tree texts of a LightGBM model text, without their ``Tree=i`` headers."""
+    start = text.index("\nTree=0\n") + 1
+    end = text.index("end of trees")
+    return _TREE_HEADER.split(text[start:end])[1:]
+
+
+def stack_boosters(boosters: list[lgb.Booster], feature_maps: list[list[int]], n_features: int) -> lgb.Booster:
+    """One LightGBM model whose K raw outputs are the K boosters' raw scores.
+
+    Written as a K-class model: iteration i holds tree i of every booster (class k =
+    booster k), with booster k's feature j renumbered to ``feature_maps[k][j]`` of a
+    shared row of ``n_features``; a booster with fewer trees is padded with one-leaf
+    trees of value 0.  LightGBM's raw K-class prediction adds, per class, that class's
+    trees in iteration order, so each output is the booster's own sum in its own order
+    (bit-identical; ``StackedPredictor`` checks it on load).  Single-output boosters
+    (regression, quantile, binary) only."""
+    K = len(boosters)
+    texts = [b.model_to_string() for b in boosters]
+    for b, t in zip(boosters, texts):
+        if b.num_model_per_iteration() != 1 or "is_linear=1" in t:
+            raise ValueError("only single-output boosters without linear trees can be stacked")
+    trees = [_tree_blocks(t) for t in texts]
+    n_iter = max(len(t) for t in trees)
+    head = ["tree", "version=v4", f"num_class={K}", f"num_tree_per_iteration={K}", "label_index=0",
+            f"max_feature_idx={n_features - 1}", f"objective=multiclass num_class:{K}",
+            "feature_names=" + " ".join(f"f{i}" for i in range(n_features)), "feature_infos=" + " ".join(["none"] * n_features), "", ""]
+    parts = ["\n".join(head)]
+    for i in range(n_iter):
+        for k in range(K):
+            if i < len(trees[k]):
+                blk = _SPLIT_FEATURE.sub(lambda m, fmap=feature_maps[k]: "split_feature=" + " ".join(str(fmap[int(v)]) for v in m.group(1).split()),
+                                         trees[k][i], count=1)
+            else:
+                blk = _ZERO_TREE
+            parts.append(f"Tree={i * K + k}\n{blk}")
+    parts.append("end of trees\n\npandas_categorical:null\n")
+    return lgb.Booster(model_str="".join(parts))
+
+
+def _probe_rows(boosters: list[lgb.Booster], feature_maps: list[list[int]], n_features: int, n_rows: int, seed: int) -> np.ndarray:
+    """float32 rows whose values sit on both sides of the boosters' own split thresholds, some NaN."""
+    thr: dict[int, list[float]] = {}
+    for b, fmap in zip(boosters, feature_maps):
+        text = b.model_to_string()
+        for blk in _tree_blocks(text):
+            f, t = _SPLIT_FEATURE.search(blk), _THRESHOLD.search(blk)
+            if f and t and f.group(1).strip():
+                for j, v in zip(f.group(1).split(), t.group(1).split()):
+                    if np.isfinite(float(v)):
+                        thr.setdefault(fmap[int(j)], []).append(float(v))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, n_features))
+    for j, vs in thr.items():
+        pick = np.asarray(vs)[rng.integers(0, len(vs), n_rows)]
+        X[:, j] = pick + np.abs(pick) * rng.choice([-1e-3, 0.0, 1e-3], n_rows) + rng.choice([-1e-6, 1e-6], n_rows)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    return X.astype(np.float32)
+
+
+class StackedPredictor:
+    """Raw scores of many small boosters on one float32 row, with one LightGBM C call.
+
+    ``__call__(row)`` returns ``[boosters[k].predict(row[feature_maps[k]], raw_score=True)
+    for k]``.  The boosters are stacked into one K-output model (``stack_boosters``) and
+    evaluated through ``SingleRowPredictor``: for 60 quantile boosters of 40 trees, one
+    call of ~50 µs instead of 60 calls of ~2.5 µs.  On load the stacked outputs are
+    compared with each booster's ``Booster.predict`` on probe rows around the boosters'
+    own thresholds; any difference (or a LightGBM that cannot read the stacked text)
+    falls back to one ``SingleRowPredictor`` per booster (``kind == "separate"``), which
+    is exact but slower."""
+
+    def __init__(self, boosters: list[lgb.Booster], feature_maps: list[list[int]], n_features: int,
+                 use_c_api: bool = True, check_rows: int = 32, seed: int = 0):
+        self.n_features = int(n_features)
+        self.n_outputs = len(boosters)
+        self._maps = [np.asarray(m, dtype=np.int64) for m in feature_maps]
+        self.kind = "stacked"
+        try:
+            self._stacked = SingleRowPredictor(stack_boosters(boosters, feature_maps, self.n_features), self.n_features,
+                                               use_c_api=use_c_api)
+            if check_rows:
+                X = _probe_rows(boosters, feature_maps, self.n_features, check_rows, seed)
+                ref = np.column_stack([b.predict(X[:, m], raw_score=True, num_threads=1) for b, m in zip(boosters, self._maps)])
+                got = np.asarray([self._stacked.outputs(x) for x in X])
+                if not np.array_equal(got, ref):
+                    raise ValueError(f"stacked outputs differ from the boosters' (max {np.nanmax(np.abs(got - ref)):.3g})")
+        except Exception as e:
+            log.warning("stacking %d boosters failed (%s); predicting them one by one", len(boosters), e)
+            self.kind = "separate"
+            self._stacked = None
+            self._each = [SingleRowPredictor(b, b.num_feature(), use_c_api=use_c_api) for b in boosters]
+
+    def __call__(self, x: np.ndarray) -> list[float]:
+        if self._stacked is not None:
+            return self._stacked.outputs(x)
+        return [p(x[m]) for p, m in zip(self._each, self._maps)]

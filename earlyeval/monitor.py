@@ -27,6 +27,14 @@ What it guarantees:
   update raised may have folded the step in half-way, so its state can no longer
   be trusted: the monitor stays disabled (always "continue") for the rest of
   that run and says why.
+* **Budget.**  When the model dir carries budget estimators (``extra_budget.json``,
+  written by ``earlyeval train``), ``Decision.budget`` holds, per dimension, the
+  remaining-usage intervals, the spend so far, B, P(total <= B), P(feasible) and
+  the ``impossible`` flag, as ``budget.py`` computes them in batch (``budget_live``);
+  None for a dimension whose usage is unknown.  Halting on ``impossible`` is off
+  unless ``halt_on_impossible`` is set.  The budget part fails open on its own: an
+  error there leaves ``budget=None`` for the rest of the run (logged) and never
+  touches the outcome decision.
 * **Halting is sticky.**  After the first halt, later steps (if the loop goes on
   anyway) still get fresh probabilities, but ``halt``/``outcome`` stay those of
   the first halt, as in the offline policy.
@@ -50,7 +58,7 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -70,12 +78,17 @@ class Monitor:
 
     def __init__(self, bundle: ModelBundle, *, explain: str = "halt", top_k: int = 5, strict: bool = False,
                  use_c_api: bool = True, tasks: Mapping[str, Task] | str | Path | None = None,
-                 _shared: dict[str, dict[str, Any]] | None = None):
+                 budget: bool | Iterable[str] = True, halt_on_impossible: bool | str | Iterable[str] = False,
+                 _shared: dict[str, Any] | None = None):
         """``explain``: when to compute top features ("halt", "always", "never"); ``strict``: raise at
         start() when the task lacks what the model's families need, instead of warning; ``tasks``: a
         task table (dict, or a tasks.parquet written by ``earlyeval ingest``) that completes a started
         task by id (gold patch, tests, split), so an adapter that only knows the task id and prompt
-        still feeds the gold and prior families."""
+        still feeds the gold and prior families.  ``budget``: fill ``Decision.budget`` from the model
+        dir's budget estimators (``extra_budget.json``) when it has them (True), not at all (False), or
+        for the named dimensions only (each costs ~30 µs a step); ``halt_on_impossible``: also
+        halt (predicting failure) when a dimension's P(feasible) falls below its stored early-stop
+        threshold -- True for every dimension, or the names of the dimensions (off by default)."""
         from .fastpredict import SingleRowPredictor
 
         if explain not in EXPLAIN:
@@ -99,6 +112,12 @@ class Monitor:
         self._shared = _shared or {"raw": {k: SingleRowPredictor(b, n, use_c_api=use_c_api) for k, b in self.model.boosters_.items()},
                                    "contrib": {}}
         self._pred = self._shared["raw"]
+        self._use_budget = budget if isinstance(budget, bool) else tuple(budget)
+        if "budget" not in self._shared:
+            self._shared["budget"] = (_load_budget(bundle, self.feature_names, use_c_api, None if budget is True else self._use_budget)
+                                      if budget is not False else (None, "off (budget=False)"))
+        self.budget_model, self.budget_status = self._shared["budget"]
+        self.halt_on_impossible = _halt_dims(halt_on_impossible, self.budget_model)
         self._platt_s = self.model.platt_["success"]
         self._platt_f = self.model.platt_.get("failure")
         self._mirror = "failure" not in self.model.boosters_
@@ -116,7 +135,8 @@ class Monitor:
     def spawn(self) -> "Monitor":
         """A new monitor on the same loaded model (and predictors), for another concurrent run."""
         return Monitor(self.bundle, explain=self.explain, top_k=self.top_k, strict=self.strict,
-                       use_c_api=self._use_c_api, tasks=self.tasks, _shared=self._shared)
+                       use_c_api=self._use_c_api, tasks=self.tasks, budget=self._use_budget,
+                       halt_on_impossible=sorted(self.halt_on_impossible), _shared=self._shared)
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -138,6 +158,9 @@ class Monitor:
         self._degraded = ""
         self.last_features: np.ndarray | None = None  # float32 row of the newest prefix
         self.last_timing: tuple[float, float] = (0.0, 0.0)  # seconds: (featurize, predict) of the newest step
+        self.last_budget_time = 0.0  # seconds spent on Decision.budget for the newest step
+        self._spend = self.budget_model.tracker() if self.budget_model is not None else None
+        self._budget_off: str | None = None  # why the budget part is off for this run (an error), else None
 
     # ----------------------------------------------------------------- run
     def start(self, task: Task | Mapping[str, Any] | None = None, run_id: str | None = None, *, agent: str = "",
@@ -228,11 +251,28 @@ class Monitor:
             t2 = time.perf_counter()
             self.last_features = x
             self.last_timing = (t1 - t0, t2 - t1)
-            return self._decide(x, ps, pf, index)
+            budget = self._budget_step(st, x, ps, index)
+            self.last_budget_time = time.perf_counter() - t2
+            return self._decide(x, ps, pf, index, budget)
         except Exception as e:
             msg = f"{type(e).__name__}: {e}"
             self._disable(f"error at step {index}: {msg}")
             return Decision.proceed(f"fail-open: {msg}", step_index=index)
+
+    def _budget_step(self, st: Step, x: np.ndarray, ps: float, index: int) -> dict[str, Any] | None:
+        """Decision.budget for the newest prefix; never raises.  An error turns the budget part off for
+        the rest of the run (its spend state may have taken the step in half-way), logged, budget=None;
+        the outcome decision is not affected."""
+        if self._spend is None or self._budget_off is not None:
+            return None
+        try:
+            self._spend.update(st)
+            return self.budget_model.predict(self._spend, x, ps)
+        except Exception as e:
+            self._budget_off = f"error at step {index}: {type(e).__name__}: {e}"
+            log.warning("earlyeval monitor: budget estimates off for run %s (outcome decisions go on): %s",
+                        self.run_id or "?", self._budget_off, exc_info=True)
+            return None
 
     def proba(self, x: np.ndarray) -> tuple[float, float]:
         """Calibrated (P(success), P(failure)) of one float32 feature row, as OutcomeModel.predict_proba."""
@@ -240,13 +280,13 @@ class Monitor:
         pf = 1.0 - ps if self._mirror else float(self._platt_f(self._pred["failure"](x)))
         return ps, pf
 
-    def _decide(self, x: np.ndarray, ps: float, pf: float, index: int) -> Decision:
+    def _decide(self, x: np.ndarray, ps: float, pf: float, index: int, budget: dict[str, Any] | None = None) -> Decision:
         t = self._t
         th = self.thresholds
         if self._halt is not None:
             h = self._halt
             return Decision(True, h.outcome, ps, pf, f"already halted at step {h.step_index} ({h.outcome}); "
-                            f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], None)
+                            f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], budget)
         # metrics.halting on the newest prefix alone: min_t shifted so that prefix t is eligible iff t >= min_halt_step
         t_halt, pred = halting([ps], [pf], self.tau_s, self.tau_f, self.min_halt_step - (t - 1))
         cmp_s = ">=" if ps >= self.tau_s else "<"
@@ -256,8 +296,18 @@ class Monitor:
             outcome = "success" if pred == 1 else "failure"
             top = self.top_features(x, outcome) if self.explain != "never" else []
             why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
-            d = Decision(True, outcome, ps, pf, f"halt after {t} steps, predicting {outcome}: {probs}{why}{self._degraded}",
-                         index, th, top, None)
+            d = Decision(True, outcome, ps, pf, f"halt after {t} steps, predicting {outcome} (outcome rule): {probs}{why}{self._degraded}",
+                         index, th, top, budget)
+            self._halt = d
+            return d
+        hits = [k for k in self.halt_on_impossible if budget and budget.get(k) and budget[k]["impossible"]]
+        if hits:
+            top = self.top_features(x, "failure") if self.explain != "never" else []
+            why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
+            rule = ", ".join(f"{k} P(feasible)={budget[k]['p_feasible']:.3f} < {budget[k]['tau']:g} "
+                             f"(spent {budget[k]['spent']:g} of B={budget[k]['budget']:g})" for k in hits)
+            d = Decision(True, "failure", ps, pf, f"halt after {t} steps, predicting failure (budget rule: {rule}): "
+                         f"{probs}{why}{self._degraded}", index, th, top, budget)
             self._halt = d
             return d
         if t < self.min_halt_step:
@@ -265,7 +315,7 @@ class Monitor:
         else:
             note = f"continue: {probs}"
         top = self.top_features(x, "success") if self.explain == "always" else []
-        return Decision(False, None, ps, pf, note + self._degraded, index, th, top, None)
+        return Decision(False, None, ps, pf, note + self._degraded, index, th, top, budget)
 
     # ------------------------------------------------------------- explain
     def top_features(self, x: np.ndarray, outcome: str = "success", k: int | None = None) -> list[tuple[str, float]]:
@@ -288,6 +338,43 @@ class Monitor:
         c = sign * contrib
         order = np.argsort(-c, kind="stable")[:k]
         return [(self.feature_names[i], float(c[i])) for i in order if c[i] > 0 and math.isfinite(c[i])]
+
+
+# ---------------------------------------------------------------- budget
+
+def _load_budget(bundle: ModelBundle, feature_names: list[str], use_c_api: bool, only: tuple[str, ...] | None) -> tuple[Any, str]:
+    """(LiveBudget or None, status).  Fail-open: a budget part that cannot be built is logged and left off."""
+    spec = bundle.extra.get("budget")
+    if spec is None:
+        return None, "absent (the model dir has no extra_budget.json)"
+    have = set(spec.get("dimensions", {})) if isinstance(spec, dict) else set()
+    if only is not None and have and set(only) - have:
+        raise ValueError(f"budget dimensions {sorted(set(only) - have)} are not in the model (it has {sorted(have)})")
+    try:
+        from .budget_live import LiveBudget
+
+        lb = LiveBudget(spec, feature_names, use_c_api=use_c_api, only=only)
+    except Exception as e:
+        log.exception("earlyeval monitor: the model's budget estimators cannot be used (Decision.budget stays None)")
+        return None, f"error: {type(e).__name__}: {e}"
+    return lb, f"on ({', '.join(lb.dims)}; {lb.predictor_kind})"
+
+
+def _halt_dims(spec: bool | str | Iterable[str], budget: Any) -> frozenset[str]:
+    """The dimensions whose `impossible` flag halts the run."""
+    if spec is False or spec is None:
+        return frozenset()
+    dims = frozenset(budget.dims) if budget is not None else frozenset()
+    want = dims if spec is True else frozenset([spec] if isinstance(spec, str) else spec)
+    if not want:
+        return frozenset()
+    if budget is None:
+        log.warning("earlyeval monitor: halt_on_impossible=%r but the model has no usable budget estimators: never halts on budget", spec)
+        return frozenset()
+    unknown = want - dims
+    if unknown:
+        raise ValueError(f"halt_on_impossible names {sorted(unknown)}; the model's budget dimensions are {sorted(dims)}")
+    return want
 
 
 # ---------------------------------------------------------------- inputs

@@ -112,10 +112,14 @@ def eval_config(bench: str, **overrides: Any) -> EvalConfig:
 # ------------------------------------------------------------------- train
 
 def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = None, root: str | Path | None = None,
-                progress: Callable[[str], None] | None = None) -> dict[str, Path]:
-    """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them."""
+                progress: Callable[[str], None] | None = None, budget: bool = True,
+                ds: Dataset | None = None) -> dict[str, Path]:
+    """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them.
+
+    With ``budget`` (the default) the model dir also carries the budget estimators
+    (``extra_budget.json``: ``budget.fit_shipped``, every labelled agent a calibration agent)."""
     cfg = cfg or eval_config(bench)
-    ds = load_dataset(bench, cfg.families, root)
+    ds = ds or load_dataset(bench, cfg.families, root)
     runner = FoldRunner(ds, cfg, progress)
     large = ds.large_agents(cfg.holdout_min_runs)
     held, method = inner_sets(runner, frozenset(), large)
@@ -129,6 +133,17 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
             families.append(build_family(name, prior_table=ds.prior_table))
     fz = Featurizer(families)
     counts = Counter(t.agent for t in ds.trajs)
+    extra: dict[str, Any] = {}
+    budget_summary: dict[str, Any] | None = None
+    if budget:
+        from .budget import fit_shipped, shipped_config
+
+        shipped = fit_shipped(ds, *shipped_config(cfg), progress=progress)
+        if shipped is not None:
+            extra["budget"] = shipped
+            budget_summary = {"dimensions": {d: {"B": v["estimator"]["budget"], "tau": v["tau"], "unit": v["estimator"]["unit"]}
+                                             for d, v in shipped["dimensions"].items()},
+                              "skipped_dimensions": shipped["skipped_dimensions"], "seconds": shipped["seconds"]}
     bundle = ModelBundle(
         featurizer=fz,
         model=full.model,
@@ -142,7 +157,9 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
             "min_steps": cfg.min_steps,
             "threshold_selection": th,
             "config": cfg.to_dict(),
+            "budget": budget_summary,
         },
+        extra=extra,
     )
     path = save_model_dir(bundle, out or REPO_ROOT / "models" / bench)
     return {"model": path}

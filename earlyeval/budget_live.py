@@ -1,0 +1,237 @@
+"""The shipped budget model, live: what ``Monitor.observe`` puts in ``Decision.budget``.
+
+``earlyeval train`` stores ``budget.fit_shipped``'s JSON as ``extra_budget.json`` in the
+model directory.  ``LiveBudget`` reads it and, per step, for every dimension whose usage
+is known so far (``budget.SpendTracker``), gives what ``budget.py`` computes in batch
+(``BudgetEstimator.intervals`` / ``prob_within`` x P(success), ``budget.predict_prefixes``):
+
+* the features: the outcome model's fold-free feature values, taken by name from the
+  Monitor's own float32 feature row (the same values the batch blocks hold), and the
+  spend features from ``budget.spend_features`` (the one implementation, called on the
+  streaming spend of every token/cost dimension at once) -- bit-identical to the batch;
+* the quantile boosters of every fold model of a dimension, stacked into one LightGBM
+  model and evaluated with one C call (``fastpredict.StackedPredictor``, bit-identical to
+  ``Booster.predict``);
+* the rest in plain Python floats, the same operations in the same order as the numpy
+  code of ``budget.py`` (mean of the fold models' sorted quantiles, CQR widening, sort,
+  ``from_z``, the piecewise-linear CDF of ``quantile_cdf`` as ``np.interp`` evaluates it).
+  Only ``log1p``/``expm1`` come from ``math`` rather than numpy, which may differ in the
+  last bit: the oracle tests hold intervals and probabilities to 1e-9 relative.
+
+Per dimension the result is ``None`` while the run's usage in it is unknown, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from functools import reduce
+from operator import add
+from typing import Any, Iterable
+
+import numpy as np
+
+from .budget import (
+    DIMENSIONS,
+    SHIPPED_FORMAT,
+    SHIPPED_VERSION,
+    SpendTracker,
+    pair_for,
+    spend_feature_names,
+    spend_features,
+)
+from .fastpredict import StackedPredictor
+
+
+class _Dim:
+    __slots__ = ("B", "corr", "fmap", "n_models", "name", "pred", "tau", "unit")
+
+    def __init__(self, name: str, unit: float, B: float, tau: float, n_models: int,
+                 corr: list[tuple[str, int, int, float]], pred: StackedPredictor, fmap: list[int]):
+        self.name, self.unit, self.B, self.tau, self.n_models, self.corr, self.pred = name, unit, B, tau, n_models, corr, pred
+        self.fmap = np.asarray(fmap, dtype=np.int64)
+
+
+class LiveBudget:
+    """Remaining-budget intervals, P(total <= B), P(feasible) and the early-stop flag for one prefix.
+
+    Built once per loaded model (shared by spawned monitors); the per-run state is a
+    ``SpendTracker`` from ``tracker()``."""
+
+    def __init__(self, spec: dict[str, Any], feature_names: list[str], use_c_api: bool = True,
+                 only: Iterable[str] | None = None):
+        """`only`: the dimensions to compute (default every dimension the model has)."""
+        if not isinstance(spec, dict) or spec.get("format") != SHIPPED_FORMAT or spec.get("version") != SHIPPED_VERSION:
+            raise ValueError(f"extra_budget.json is not a '{SHIPPED_FORMAT}' version {SHIPPED_VERSION} model")
+        import lightgbm as lgb
+
+        self.alphas = tuple(float(a) for a in spec["alphas"])
+        self.levels = tuple(float(v) for v in spec["levels"])
+        self.min_halt_step = int(spec.get("min_halt_step", 1))
+        self.free_opening = bool(spec.get("free_opening", False))
+        self._median = self.alphas.index(0.5)
+        self._ps = [0.0, *self.alphas, 1.0]
+        dims = sorted(spec["dimensions"], key=lambda d: (DIMENSIONS.index(d) if d in DIMENSIONS else len(DIMENSIONS), d))
+        if only is not None:
+            want = set(only)
+            if want - set(dims):
+                raise ValueError(f"budget dimensions {sorted(want - set(dims))} are not in the model (it has {dims})")
+            dims = [d for d in dims if d in want]
+        self.dims: tuple[str, ...] = tuple(dims)
+        n = len(feature_names)
+        self._n = n
+        self._token = [i for i, d in enumerate(dims) if d != "steps"]  # dims with spend features, in this order
+        self._col = {i: n + 3 * k for k, i in enumerate(self._token)}  # first column of each one's spend features
+        combined = list(feature_names) + [nm for i in self._token for nm in spend_feature_names(dims[i])]
+        index = {nm: j for j, nm in enumerate(combined)}
+        self._width = len(combined)
+        self._units = np.zeros(len(dims))
+        self._dims: list[_Dim] = []
+        for d in dims:
+            blk = spec["dimensions"][d]
+            est = blk["estimator"]
+            names = list(est["feature_names"])
+            missing = [nm for nm in names if nm not in index]
+            if missing:
+                raise ValueError(f"budget {d}: features {missing[:3]} are not made by this model's featurizer")
+            fmap = [index[nm] for nm in names]
+            ccq = est["model"]
+            boosters = []
+            for m in ccq["models"]:
+                if tuple(float(a) for a in m["alphas"]) != self.alphas or len(m["boosters"]) != len(self.alphas):
+                    raise ValueError(f"budget {d}: a fold model's alphas differ from the model's {self.alphas}")
+                boosters += [lgb.Booster(model_str=s) for s in m["boosters"]]
+            if not boosters:
+                raise ValueError(f"budget {d}: no fold model")
+            corr = []
+            for lv in self.levels:
+                Q = float(ccq["corrections"][str(lv)])
+                if not math.isfinite(Q):
+                    raise ValueError(f"budget {d}: correction at level {lv} is {Q}")
+                i, j = pair_for(lv, self.alphas)
+                corr.append((str(lv), i, j, Q))
+            unit, B, tau = float(est["unit"]), float(est["budget"]), float(blk["tau"])
+            if not (unit > 0 and math.isfinite(B) and math.isfinite(tau)):
+                raise ValueError(f"budget {d}: unit {unit}, B {B}, tau {tau}")
+            self._units[len(self._dims)] = unit
+            pred = StackedPredictor(boosters, [fmap] * len(boosters), len(combined), use_c_api=use_c_api)
+            self._dims.append(_Dim(d, unit, B, tau, len(ccq["models"]), corr, pred, fmap))
+
+    @property
+    def predictor_kind(self) -> str:
+        kinds = {d.pred.kind for d in self._dims}
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+
+    @property
+    def budgets(self) -> dict[str, float]:
+        return {d.name: d.B for d in self._dims}
+
+    @property
+    def taus(self) -> dict[str, float]:
+        return {d.name: d.tau for d in self._dims}
+
+    def tracker(self) -> SpendTracker:
+        return SpendTracker(self.dims, self.free_opening)
+
+    # ------------------------------------------------------------------ predict
+    def features(self, st: SpendTracker, x: np.ndarray) -> np.ndarray:
+        """The shared float32 row: the model's features, then every known token/cost dimension's spend features
+        (NaN for an unknown one: never read, that dimension is not predicted)."""
+        n = self._n
+        buf = np.empty(self._width, dtype=np.float32)  # per call: a LiveBudget is shared by spawned monitors
+        buf[:n] = x
+        known = [i for i in self._token if st.known(i)]
+        if len(known) < len(self._token):
+            buf[n:] = np.nan
+        if known:
+            F = spend_features(np.asarray([st.spent_[i] for i in known]), np.asarray([st.last_[i] for i in known]),
+                               float(st.t), self._units[known])
+            if len(known) == len(self._token):
+                buf[n:] = F.ravel()  # rows in the columns' order
+            else:
+                for r, i in enumerate(known):
+                    k = self._col[i]
+                    buf[k:k + 3] = F[r]
+        return buf
+
+    def design_row(self, st: SpendTracker, x: np.ndarray, dim: str) -> np.ndarray:
+        """The float32 feature row one dimension's boosters see (in its estimator's feature order): for tests."""
+        d = self._dims[self.dims.index(dim)]
+        return self.features(st, x)[d.fmap]
+
+    def predict(self, st: SpendTracker, x: np.ndarray, p_success: float) -> dict[str, dict[str, Any] | None]:
+        """Per dimension: remaining intervals, spend, B, P(total <= B), P(feasible), tau, impossible; None if unknown."""
+        buf = self.features(st, x)
+        t = st.t
+        A = len(self.alphas)
+        expm1, log1p = math.expm1, math.log1p
+        eligible = t >= self.min_halt_step
+        a0, a1, a_2, a_1 = self.alphas[0], self.alphas[1], self.alphas[-2], self.alphas[-1]
+        d_lo, d_hi = max(a1 - a0, 1e-12), max(a_1 - a_2, 1e-12)
+        ps = self._ps
+        med_i = self._median
+        out: dict[str, dict[str, Any] | None] = {}
+        for i, d in enumerate(self._dims):
+            if not st.known(i):
+                out[d.name] = None
+                continue
+            raw = d.pred(buf)
+            M = d.n_models
+            # CrossConformalQuantiles.predict: the mean of the fold models' sorted quantiles (np.mean adds
+            # the models in order, then divides by M), sorted
+            if M == 3:
+                q = sorted([(u + v + w) / 3 for u, v, w in zip(sorted(raw[:A]), sorted(raw[A:2 * A]), sorted(raw[2 * A:]))])
+            else:
+                q = sorted([reduce(add, col) / M for col in zip(*[sorted(raw[m * A:(m + 1) * A]) for m in range(M)])])
+            # corrected_quantiles: widen each level's pair by its CQR correction, re-sort
+            c = q[:]
+            for _, lo, hi, Q in d.corr:
+                c[lo] = q[lo] - Q
+                c[hi] = q[hi] + Q
+            c.sort()
+            spent = st.spent_[i]
+            rate = (spent + d.unit) / (t + 1.0)  # budget.pace
+            # budget.from_z: max(expm1(max(z, 0)), 0) * rate
+            z = c[med_i]
+            med = expm1(z) * rate if z > 0 else 0.0
+            remaining = {}
+            for lv, lo, hi, _ in d.corr:
+                zl, zh = c[lo], c[hi]
+                remaining[lv] = {"low": expm1(zl) * rate if zl > 0 else 0.0, "median": med,
+                                 "high": expm1(zh) * rate if zh > 0 else 0.0}
+            room = d.B - spent
+            if room < 0:
+                pw = 0.0  # budget._within: the budget is already spent
+            else:
+                # budget.quantile_cdf: linear tails to 0 and 1, then np.interp
+                xs = [c[0] - (c[1] - c[0]) * a0 / d_lo, *c, c[-1] + (c[-1] - c[-2]) * (1 - a_1) / d_hi]
+                zx = log1p(room / rate)
+                pw = float(zx >= xs[0]) if xs[-1] - xs[0] <= 0 else _interp(zx, xs, ps)
+            pf = p_success * pw
+            out[d.name] = {"spent": spent, "budget": d.B, "remaining": remaining, "p_within_budget": pw, "p_feasible": pf,
+                           "tau": d.tau, "impossible": eligible and pf < d.tau}
+        return out
+
+
+def _interp(x: float, xp: list[float], fp: list[float]) -> float:
+    """np.interp(x, xp, fp, left=0.0, right=1.0) for one x, step by step as numpy's C loop does it."""
+    if math.isnan(x):
+        return x
+    n = len(xp)
+    if x < xp[0]:
+        return 0.0
+    if x > xp[-1]:
+        return 1.0
+    j = bisect_right(xp, x) - 1  # xp[j] <= x < xp[j+1] (numpy's binary_search_with_guess)
+    if j == n - 1 or xp[j] == x:
+        return fp[j]
+    slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j])
+    r = slope * (x - xp[j]) + fp[j]
+    if math.isnan(r):
+        r = slope * (x - xp[j + 1]) + fp[j + 1]
+        if math.isnan(r) and fp[j] == fp[j + 1]:
+            r = fp[j]
+    return r
+
+
+__all__ = ["LiveBudget"]

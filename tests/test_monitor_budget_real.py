@@ -1,0 +1,105 @@
+"""Oracle tests of the live budget on real runs (``pytest -m integration``).
+
+(a) The shipped ``models/swebench`` (``earlyeval train --bench swebench``): on every prefix of two real
+    runs of every SWE-bench agent (every format), ``Monitor.observe(...).budget`` equals
+    ``budget.predict_prefixes`` (budget.py's batch code on ``Dataset`` blocks): the boosters' feature
+    rows bit for bit, intervals and probabilities to 1e-9; dimensions whose usage is unknown are None.
+(b) Real tau2 runs (unmetered greeting turn, zero counters): the streaming spend (``SpendTracker``)
+    equals ``dim_targets`` on every prefix of every run whose usage is known.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from earlyeval import budget as bm
+from earlyeval.catalog import REPO_ROOT, data_root
+from earlyeval.dataset import load_dataset
+from earlyeval.monitor import Monitor
+from earlyeval.store import bench_dir, read_tasks, read_trajectories
+
+pytestmark = pytest.mark.integration
+
+
+def _runs(bench: str, per_agent: int, max_steps: int):
+    p = bench_dir(bench) / "trajectories.parquet"
+    if not p.exists():
+        pytest.skip(f"{p} is missing: run `earlyeval ingest --bench {bench}`")
+    trajs = [t for t in read_trajectories(p) if t.outcome is not None and 2 <= len(t.steps) <= max_steps]
+    by: dict[str, list] = {}
+    for t in trajs:
+        if len(by.setdefault(t.agent, [])) < per_agent:
+            by[t.agent].append(t)
+    return [t for ts in by.values() for t in ts], read_tasks(bench_dir(bench) / "tasks.parquet")
+
+
+def test_shipped_swebench_budget_live_equals_batch():
+    mdir = REPO_ROOT / "models" / "swebench"
+    if not (mdir / "extra_budget.json").exists():
+        pytest.skip("no shipped budget model: run `earlyeval train --bench swebench`")
+    if not data_root().exists():
+        pytest.skip(f"real data absent: {data_root()}")
+    mon = Monitor.load(mdir)
+    assert mon.budget_model is not None, mon.budget_status
+    sample, tasks = _runs("swebench", 2, 60)
+    fams = mon.bundle.training["config"]["families"]
+    ds = load_dataset("swebench", fams, trajs=sample, tasks=tasks, progress=False)
+    X = mon.featurizer.prefix_matrix(ds.trajs, ds.contexts)
+    ps, _ = mon.model.predict_proba(X)
+    spec = mon.bundle.extra["budget"]
+    ref = bm.predict_prefixes(spec, ds, ps, fams)
+    prow = ds.prefixes["run"].to_numpy()
+    n_cmp, seen_none = 0, set()
+    for r, (traj, ctx) in enumerate(zip(ds.trajs, ds.contexts)):
+        mon.start_context(ctx, traj.run_id)
+        rows = np.flatnonzero(prow == r)
+        for k, step in enumerate(traj.steps[:-1]):
+            d = mon.observe(step)
+            row = rows[k]
+            for dim, res in ref.items():
+                live = d.budget[dim]
+                if np.isnan(res["p_feasible"][row]):
+                    if any(getattr(s, dim) is None for s in traj.steps[:k + 1]) if dim != "steps" else False:
+                        assert live is None, (traj.run_id, k, dim)
+                        seen_none.add(dim)
+                    continue
+                assert live is not None, (traj.run_id, k, dim)
+                row_live = mon.budget_model.design_row(mon._spend, mon.last_features, dim)
+                assert np.array_equal(row_live, res["X"][row], equal_nan=True), (traj.run_id, k, dim)
+                for lv in ("0.8", "0.9"):
+                    assert live["remaining"][lv]["low"] == pytest.approx(res[f"lo_{lv}"][row], rel=1e-9, abs=1e-12)
+                    assert live["remaining"][lv]["high"] == pytest.approx(res[f"hi_{lv}"][row], rel=1e-9, abs=1e-12)
+                    assert live["remaining"][lv]["median"] == pytest.approx(res["median"][row], rel=1e-9, abs=1e-12)
+                assert live["spent"] == res["spent"][row]
+                assert live["p_within_budget"] == pytest.approx(res["p_within_budget"][row], abs=1e-9)
+                assert live["p_feasible"] == pytest.approx(res["p_feasible"][row], abs=1e-9)
+                n_cmp += 1
+    assert n_cmp > 300
+    assert {"output_tokens", "cost_usd"} <= seen_none  # agents without token/cost logs: None, never 0
+
+
+def test_tau2_streaming_spend_equals_batch_targets():
+    sample, tasks = _runs("tau2", 3, 200)
+    ds = load_dataset("tau2", ["behaviour"], trajs=sample, tasks=tasks, progress=False)
+    free = bm.free_opening_agents(ds, bm.BudgetConfig().free_opening_formats)
+    assert free, "tau2 runs are of a free-opening format"
+    prow = ds.prefixes["run"].to_numpy()
+    n = 0
+    for d in bm.DIMENSIONS:
+        tg = bm.dim_targets(ds, d, free)
+        for r, traj in enumerate(ds.trajs):
+            if not tg.run_known[r]:
+                continue
+            st = bm.SpendTracker((d,), free_opening=True)
+            rows = np.flatnonzero(prow == r)
+            for k, step in enumerate(traj.steps[:-1]):
+                st.update(step)
+                row = rows[k]
+                counted = d == "steps" or np.any(tg.usage[r][:k + 1] > 0) or not any(getattr(s, d) is not None for s in traj.steps[:k + 1])
+                # known iff the batch knows the run, except while a known counter has only said 0 so far
+                assert st.known(0) == bool(counted), (traj.run_id, d, k)
+                if st.known(0):
+                    assert st.spent(0) == tg.spent[row] and st.last(0) == tg.last[row]
+                    n += 1
+    assert n > 500

@@ -51,11 +51,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -m integration
 	$(MAKE) --no-print-directory test-openhands
 
-PY312 ?= $(shell command -v python3.12 2>/dev/null)
+# a python3.12 that runs (a pyenv shim without that version active does not), else pyenv's own 3.12 build
+PY312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
+	  "$$p" -c "import sys" >/dev/null 2>&1 && { echo "$$p"; break; }; done)
 test-openhands:
-	@if [ -z "$(PY312)" ]; then echo "test-openhands: no python3.12 here, OpenHands SDK adapter tested on stand-ins only"; else \
-	  [ -x .venv-openhands/bin/python ] || { $(PY312) -m venv .venv-openhands && .venv-openhands/bin/pip install -q --upgrade pip && \
-	    .venv-openhands/bin/pip install -q -e ".[test,openhands]"; } ; \
+	@set -e; if [ -z "$(PY312)" ]; then echo "test-openhands: no python3.12 here, OpenHands SDK adapter tested on stand-ins only"; else \
+	  if [ ! -x .venv-openhands/bin/python ]; then rm -rf .venv-openhands; $(PY312) -m venv .venv-openhands; \
+	    .venv-openhands/bin/pip install -q --upgrade pip; .venv-openhands/bin/pip install -q -e ".[test,openhands]"; fi; \
 	  .venv-openhands/bin/python -m pytest -q tests/test_adapter_openhands.py tests/test_adapter_base.py; fi
 
 clean:

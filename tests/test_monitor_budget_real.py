@@ -1,6 +1,7 @@
 """Oracle tests of the live budget on real runs (``pytest -m integration``).
 
-(a) The shipped ``models/swebench`` (``earlyeval train --bench swebench``): on every prefix of two real
+(a) The shipped ``models/swebench`` (``earlyeval train --bench swebench``; where it is absent, as in CI,
+    a model trained the same way, ``train_bench``, on a bounded sample of the real runs): on every prefix of two real
     runs of every SWE-bench agent (every format), ``Monitor.observe(...).budget`` equals
     ``budget.predict_prefixes`` (budget.py's batch code on ``Dataset`` blocks): the boosters' feature
     rows bit for bit, intervals and probabilities to 1e-9; dimensions whose usage is unknown are None.
@@ -14,33 +15,61 @@ import numpy as np
 import pytest
 
 from earlyeval import budget as bm
-from earlyeval.catalog import REPO_ROOT, data_root
+from earlyeval.catalog import REPO_ROOT, data_root, load_catalog
 from earlyeval.dataset import load_dataset
+from earlyeval.ingest import ingest_catalog
 from earlyeval.monitor import Monitor
+from earlyeval.pipeline import eval_config, train_bench
 from earlyeval.store import bench_dir, read_tasks, read_trajectories
+from earlyeval.tasks import load_tasks
+from synth import SMALL_LGBM
 
 pytestmark = pytest.mark.integration
 
 
-def _runs(bench: str, per_agent: int, max_steps: int):
+SAMPLE_FILES = 30  # per run folder, where nothing is ingested yet (CI): a bounded, evenly spread sample
+
+
+def _ingested(bench: str):
+    """(trajectories, tasks): the ingested parquet when it exists, else a bounded ingest of the shared data."""
     p = bench_dir(bench) / "trajectories.parquet"
-    if not p.exists():
-        pytest.skip(f"{p} is missing: run `earlyeval ingest --bench {bench}`")
-    trajs = [t for t in read_trajectories(p) if t.outcome is not None and 2 <= len(t.steps) <= max_steps]
+    if p.exists():
+        return read_trajectories(p), read_tasks(bench_dir(bench) / "tasks.parquet")
+    if not data_root().exists():
+        pytest.skip(f"real data absent: {data_root()}")
+    cat = load_catalog(bench)
+    trajs, reports = ingest_catalog(cat, data_root(), show_progress=False, max_files=SAMPLE_FILES)
+    assert all(not r.skipped for r in reports if bench == "swebench")
+    return trajs, load_tasks(cat, data_root())
+
+
+def _runs(bench: str, per_agent: int, max_steps: int):
+    all_trajs, tasks = _ingested(bench)
+    trajs = [t for t in all_trajs if t.outcome is not None and 2 <= len(t.steps) <= max_steps]
     by: dict[str, list] = {}
     for t in trajs:
         if len(by.setdefault(t.agent, [])) < per_agent:
             by[t.agent].append(t)
-    return [t for ts in by.values() for t in ts], read_tasks(bench_dir(bench) / "tasks.parquet")
+    return [t for ts in by.values() for t in ts], tasks
 
 
-def test_shipped_swebench_budget_live_equals_batch():
+@pytest.fixture(scope="module")
+def swebench_budget_model(tmp_path_factory):
+    """The shipped model dir with its budget part, or one trained by ``train_bench`` on a bounded sample."""
     mdir = REPO_ROOT / "models" / "swebench"
-    if not (mdir / "extra_budget.json").exists():
-        pytest.skip("no shipped budget model: run `earlyeval train --bench swebench`")
-    if not data_root().exists():
-        pytest.skip(f"real data absent: {data_root()}")
-    mon = Monitor.load(mdir)
+    if (mdir / "extra_budget.json").exists():
+        return mdir
+    trajs, tasks = _ingested("swebench")
+    cfg = eval_config("swebench", lgbm_params=SMALL_LGBM, holdout_min_runs=25, n_jobs=2, warm_repeats=1)
+    ds = load_dataset("swebench", cfg.families, trajs=trajs, tasks=tasks, progress=False)
+    out = tmp_path_factory.mktemp("model") / "swebench"
+    train_bench("swebench", out, cfg, ds=ds, budget=True)
+    assert (out / "extra_budget.json").exists(), "train_bench wrote no budget estimators on the sample"
+    return out
+
+
+def test_shipped_swebench_budget_live_equals_batch(swebench_budget_model):
+    mon = Monitor.load(swebench_budget_model)
     assert mon.budget_model is not None, mon.budget_status
     sample, tasks = _runs("swebench", 2, 60)
     fams = mon.bundle.training["config"]["families"]

@@ -128,7 +128,7 @@ def time_run(monitor: Any, traj: Trajectory, task: Task | None) -> list[tuple[in
 def run_latency_bench(bench: str, model_dir: str | Path | None = None, *, per_agent: int = 8, synthetic_steps: int = 150,
                       min_long_runs: int = 10, trajs: list[Trajectory] | None = None, tasks: dict[str, Task] | None = None,
                       out: str | Path | None = None, formats: dict[str, str] | None = None, seed: int = 0,
-                      budget: bool | list[str] = True) -> dict[str, Path]:
+                      budget: bool | tuple[str, ...] | list[str] = ("steps",)) -> dict[str, Path]:
     """Replay a sample of real runs through ``Monitor.observe`` on one core; write latency.json and latency.png.
     ``budget``: the Monitor's budget part (True: every dimension the model has; False: off; or dimension names)."""
     pinned = one_core()
@@ -141,7 +141,7 @@ def run_latency_bench(bench: str, model_dir: str | Path | None = None, *, per_ag
 
 def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min_long_runs: int,
            trajs: list[Trajectory] | None, tasks: dict[str, Task] | None, out: Any, formats: dict[str, str] | None,
-           seed: int, pinned: dict[str, Any], budget: bool | list[str] = True) -> dict[str, Path]:
+           seed: int, pinned: dict[str, Any], budget: bool | tuple[str, ...] | list[str] = ("steps",)) -> dict[str, Path]:
     from .monitor import Monitor
     from .store import bench_dir, read_tasks, read_trajectories
 

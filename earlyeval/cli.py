@@ -125,13 +125,17 @@ def score(model: Path = typer.Option(..., "--model", "-m", help="A model directo
 @app.command()
 def bench(bench: str = typer.Option("swebench", "--bench", "-b"),
           model: Optional[Path] = typer.Option(None, "--model", "-m", help="Model directory (default models/<bench>)."),
-          budget: str = typer.Option("all", "--budget", help="Budget dimensions the Monitor computes: all, none, or a comma list."),
+          budget: str = typer.Option("default", "--budget",
+                                     help="Budget dimensions the Monitor computes: default (steps), all, none, or a comma list."),
           verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Latency of Monitor.observe() on real trajectories (one core): median, p99, step 10 vs step 100."""
     from .benchmark import latency_summary, run_latency_bench
 
     _setup(verbose)
-    dims: bool | list[str] = True if budget == "all" else False if budget == "none" else [d.strip() for d in budget.split(",") if d.strip()]
+    from .monitor import DEFAULT_BUDGET_DIMS
+
+    dims: bool | list[str] = (list(DEFAULT_BUDGET_DIMS) if budget == "default" else True if budget == "all" else False if budget == "none"
+                              else [d.strip() for d in budget.split(",") if d.strip()])
     paths = run_latency_bench(bench, model, budget=dims)
     typer.echo(latency_summary(json.loads(Path(paths["latency"]).read_text())))
     _say_outputs(**{k: str(v) for k, v in paths.items()})

@@ -73,20 +73,26 @@ log = logging.getLogger(__name__)
 EXPLAIN = ("halt", "always", "never")
 
 
+# the budget dimensions Decision.budget carries unless asked otherwise: steps (every run has them);
+# all four dimensions cost ~120 µs more per step (docs/monitor.md, `earlyeval bench --budget all`)
+DEFAULT_BUDGET_DIMS: tuple[str, ...] = ("steps",)
+
+
 class Monitor:
     """Streaming P(success)/P(failure) and the halting decision for one run at a time."""
 
     def __init__(self, bundle: ModelBundle, *, explain: str = "halt", top_k: int = 5, strict: bool = False,
                  use_c_api: bool = True, tasks: Mapping[str, Task] | str | Path | None = None,
-                 budget: bool | Iterable[str] = True, halt_on_impossible: bool | str | Iterable[str] = False,
+                 budget: bool | Iterable[str] = DEFAULT_BUDGET_DIMS, halt_on_impossible: bool | str | Iterable[str] = False,
                  _shared: dict[str, Any] | None = None):
         """``explain``: when to compute top features ("halt", "always", "never"); ``strict``: raise at
         start() when the task lacks what the model's families need, instead of warning; ``tasks``: a
         task table (dict, or a tasks.parquet written by ``earlyeval ingest``) that completes a started
         task by id (gold patch, tests, split), so an adapter that only knows the task id and prompt
         still feeds the gold and prior families.  ``budget``: fill ``Decision.budget`` from the model
-        dir's budget estimators (``extra_budget.json``) when it has them (True), not at all (False), or
-        for the named dimensions only (each costs ~30 µs a step); ``halt_on_impossible``: also
+        dir's budget estimators (``extra_budget.json``) when it has them: for the named dimensions (each
+        costs ~30 µs a step; default steps only, which keeps observe() within its latency target),
+        every dimension the model has (True), or none (False); ``halt_on_impossible``: also
         halt (predicting failure) when a dimension's P(feasible) falls below its stored early-stop
         threshold -- True for every dimension, or the names of the dimensions (off by default)."""
         from .fastpredict import SingleRowPredictor
@@ -348,6 +354,10 @@ def _load_budget(bundle: ModelBundle, feature_names: list[str], use_c_api: bool,
     if spec is None:
         return None, "absent (the model dir has no extra_budget.json)"
     have = set(spec.get("dimensions", {})) if isinstance(spec, dict) else set()
+    if only == DEFAULT_BUDGET_DIMS and have and not set(only) <= have:  # the default asks, it does not insist
+        only = tuple(d for d in only if d in have)
+        if not only:
+            return None, f"off (the model's budget dimensions {sorted(have)} include none of the default {list(DEFAULT_BUDGET_DIMS)})"
     if only is not None and have and set(only) - have:
         raise ValueError(f"budget dimensions {sorted(set(only) - have)} are not in the model (it has {sorted(have)})")
     try:

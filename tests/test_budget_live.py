@@ -170,7 +170,7 @@ def test_spend_features_one_implementation():
 # ------------------------------------------------------------------ Monitor == batch
 
 def test_monitor_budget_equals_batch_on_every_prefix(ds, shipped, model_dir):
-    mon = Monitor.load(model_dir)
+    mon = Monitor.load(model_dir, budget=True)
     assert mon.budget_model is not None and set(mon.budget_model.dims) == set(shipped["dimensions"])
     assert mon.budget_model.predictor_kind == "stacked"
     X = mon.featurizer.prefix_matrix(ds.trajs, ds.contexts)
@@ -208,7 +208,7 @@ def test_monitor_budget_equals_batch_on_every_prefix(ds, shipped, model_dir):
 
 
 def test_unknown_usage_is_none_never_zero(ds, model_dir):
-    mon = Monitor.load(model_dir)
+    mon = Monitor.load(model_dir, budget=True)
     delta = next(i for i, t in enumerate(ds.trajs) if t.agent == "delta")  # no token counts at all
     for d, _ in _stream(mon, ds.trajs[delta], ds.contexts[delta]):
         assert d.budget["steps"] is not None
@@ -223,6 +223,9 @@ def test_unknown_usage_is_none_never_zero(ds, model_dir):
 
 
 def test_budget_subset_and_spawn(ds, model_dir):
+    default = Monitor.load(model_dir)  # steps only unless asked: the latency target holds
+    assert default.budget_model.dims == ("steps",)
+    assert set(Monitor.load(model_dir, budget=True).budget_model.dims) == {"steps", "output_tokens", "input_tokens", "cost_usd"}
     mon = Monitor.load(model_dir, budget=["steps"])
     d = mon.spawn()
     d.start_context(ds.contexts[0], "r")

@@ -69,7 +69,7 @@ def swebench_budget_model(tmp_path_factory):
 
 
 def test_shipped_swebench_budget_live_equals_batch(swebench_budget_model):
-    mon = Monitor.load(swebench_budget_model)
+    mon = Monitor.load(swebench_budget_model, budget=True)
     assert mon.budget_model is not None, mon.budget_status
     sample, tasks = _runs("swebench", 2, 60)
     fams = mon.bundle.training["config"]["families"]

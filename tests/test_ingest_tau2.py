@@ -37,7 +37,8 @@ def parse_all(name: str, spec: RunSpec = SPEC) -> tuple[list[Trajectory], list[I
 def test_normal_dialogue_steps_tokens_and_label():
     trajs, _ = parse_all("shop_2025.json")
     t = trajs[0]
-    assert t.task_id == "7" and t.outcome == 1 and t.bench == "tau2"
+    # tau2 numbers tasks per domain: the id is qualified by the domain, the native one is kept in meta
+    assert t.task_id == "bookshop/7" and t.meta["native_task_id"] == "7" and t.outcome == 1 and t.bench == "tau2"
     assert t.run_id == "fx-tau2/7/trial0/sim0"
     assert t.prompt.startswith("My copy of 'The Lighthouse Keeper'")
     assert [s.index for s in t.steps] == [0, 1, 2, 3]
@@ -187,3 +188,16 @@ def test_service_tool_names_are_classified_by_their_verb():
     assert classify_action("can_send_mms", "{}") == "view"
     assert classify_action("find_user_id_by_email", "{}") == "search"
     assert classify_action("toggle_airplane_mode", "{}") == "edit"
+
+
+def test_same_task_number_in_two_domains_is_two_tasks(tmp_path):
+    """Task "7" of one domain is not task "7" of another (61 native ids collide across the shared files)."""
+    import json
+
+    d = json.loads((FIXTURES / "shop_2025.json").read_text())
+    d["info"]["environment_info"]["domain_name"] = "pharmacy"
+    (tmp_path / "other.json").write_text(json.dumps(d))
+    a, _ = parse_all("shop_2025.json")
+    b = [x for x in tau2.parse(tmp_path / "other.json", SPEC, "tau2") if not isinstance(x, IngestError)]
+    assert a[0].meta["native_task_id"] == b[0].meta["native_task_id"] == "7"
+    assert a[0].task_id == "bookshop/7" and b[0].task_id == "pharmacy/7"

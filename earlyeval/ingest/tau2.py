@@ -201,11 +201,15 @@ def _simulation(
     if not prompt:
         prompt = tickets.get(task_id, "")
     trial = s.get("trial") if isinstance(s.get("trial"), int) else None
+    # tau2 numbers tasks per domain ("0" is a task of airline, of retail, ...): the domain makes the id a task
+    native_id = task_id
+    task_id = f"{ctx['domain']}/{native_id}" if ctx.get("domain") else native_id
     return run_trajectory(
         spec, bench, f, task_id, steps,
+        native_task_id=native_id,
         prompt=prompt,
         outcome=outcome,
-        run_id=f"{spec.name}/{task_id}/trial{trial if trial is not None else 'NA'}/sim{i}",
+        run_id=f"{spec.name}/{native_id}/trial{trial if trial is not None else 'NA'}/sim{i}",
         simulation_index=i,
         simulation_id=s.get("id"),
         trial=trial,

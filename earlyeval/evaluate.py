@@ -243,9 +243,13 @@ def _tokens(xs: list[int | None]) -> np.ndarray | None:
 # ------------------------------------------------------------ thresholds
 
 def select_thresholds(sets: dict[str, RunSet], cfg: EvalConfig, method: str = "inner-loao") -> dict[str, Any]:
-    """Max pooled steps saved s.t. outcome accuracy >= target on every agent in `sets`.
+    """Max pooled steps saved s.t. the constraint holds on every agent in `sets`.
 
-    Ties go to the more conservative (higher) thresholds.  (NEVER, NEVER) -- no
+    ``cfg.constraint``: "recall" (default) -- the recall of each outcome (success and failure
+    separately) >= target, so the rule does not depend on the agent's resolve rate; "accuracy" --
+    outcome accuracy >= target.  With ``cfg.confidence`` the criterion is the Wilson lower bound
+    at that level, not the point estimate (an agent with no error at all passes).  Ties go to the
+    more conservative (higher) thresholds.  (NEVER, NEVER) -- no
     halting -- is always feasible.
     """
     taus = np.asarray(cfg.taus, dtype=np.float64)

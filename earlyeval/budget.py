@@ -54,6 +54,11 @@ B is a scenario parameter fixed per benchmark and dimension (a quantile of the
 run totals), the same in every fold so that feasibility labels and pooled
 numbers are comparable; it is not fitted to anything.
 
+Online re-conformalization (``budget_online``, reported beside the label-free numbers under
+``online``, never replacing them): the held-out agent's runs finish in a seeded random order and
+run i's correction is recomputed from the realized budgets (no outcome labels) of that agent's
+runs finished before i, once >= 20 have finished (the calibration agents' correction before).
+
 Shipping.  ``fit_shipped`` is the same procedure with no agent held out (every
 agent group a calibration group; the same folds, corrections, B and tau rule,
 through the same functions ``run_budget`` calls: ``_fit_calibrated``,
@@ -778,6 +783,10 @@ class DimResult:
     folds: dict[str, dict[str, Any]] = field(default_factory=dict)  # group -> audit of what was seen
     skipped: dict[str, str] = field(default_factory=dict)
     estimators: dict[str, BudgetEstimator] = field(default_factory=dict)
+    # online re-conformalization (``budget_online``; beside the label-free q, never replacing it)
+    q_online: np.ndarray | None = None  # (N, len(alphas))
+    Q_online: np.ndarray | None = None  # (N, len(levels)) correction each row was evaluated with
+    n_own_online: np.ndarray | None = None  # (N,) held-out agent's finished runs in that correction (0: calibration agents')
 
 
 @dataclass
@@ -964,6 +973,12 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
     res = {d: DimResult(d, budgets[d], *(np.full(N, np.nan) for _ in range(2)), np.full((N, A_), np.nan),
                         np.full(N, np.nan), np.full((N, len(bcfg.levels)), np.nan), np.full(N, np.nan), np.full(N, np.nan),
                         np.full(N, -1, dtype=np.int64)) for d in dims}
+    for R in res.values():
+        R.q_online, R.Q_online = np.full((N, A_), np.nan), np.full((N, len(bcfg.levels)), np.nan)
+        R.n_own_online = np.full(N, -1, dtype=np.int64)
+    from .budget_online import online_quantiles, run_order
+
+    orders = {a: run_order(np.flatnonzero(su.run_agent == a), a) for a in ds.agents}
     p_out = np.full(N, np.nan)
 
     def one_group(gi: int, G: Group) -> None:
@@ -991,7 +1006,12 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
             rows_tr, tr_runs, unit, ccq, fold_tr = fit.rows, fit.runs, fit.unit, fit.ccq, fit.fold
             z_tr, rate_tr, sw = fit.z, fit.rate, fit.sw
             X_ho, rate_ho, z_ho, _ = su.design(tg, rows_ho, unit)
-            q_ho = corrected_quantiles(ccq.predict(X_ho), ccq.corrections_, bcfg.alphas)
+            q_raw = ccq.predict(X_ho)
+            q_ho = corrected_quantiles(q_raw, ccq.corrections_, bcfg.alphas)
+            # online mode: realized budgets of the held-out agent's finished runs only (never its outcome labels)
+            R.q_online[rows_ho], R.Q_online[rows_ho], R.n_own_online[rows_ho] = online_quantiles(
+                q_raw, z_ho, su.run_w[rows_ho], prow[rows_ho], row_agent[rows_ho], ccq.corrections_, bcfg.alphas,
+                bcfg.levels, orders)
             room_ho = B - tg.spent[rows_ho]
             R.z[rows_ho], R.rate[rows_ho], R.q[rows_ho] = z_ho, rate_ho, q_ho
             R.p_within[rows_ho] = _within(q_ho, bcfg.alphas, room_ho, rate_ho)
@@ -1471,6 +1491,7 @@ def budget_report(run: BudgetRun) -> dict[str, Any]:
             "small_group": dim_block(run, R, np.flatnonzero(pred & np.isin(row_agent, small.agents)), group_of_run) if small else None,
             "agents": agents_out,
             "folds": R.folds,
+            "online": _online_report(run, R, pred, row_agent, large, group_of_agent),
         }
     rep = {
         "bench": ds.bench,
@@ -1509,6 +1530,25 @@ def budget_report(run: BudgetRun) -> dict[str, Any]:
     }
     rep["targets"] = target_summary(rep, b)
     return rep
+
+
+def _online_report(run: BudgetRun, R: DimResult, pred: np.ndarray, row_agent: np.ndarray, large: list[str],
+                   group_of_agent: dict[str, str]) -> dict[str, Any]:
+    """``budget_online``'s intervals per held-out agent and pooled over the large ones (beside the label-free ones)."""
+    from .budget_online import NOTE, ONLINE_MIN_RUNS, ONLINE_SEED, online_block
+
+    b, tg = run.bcfg, run.targets[R.dim]
+    prow = run.ds.prefixes["run"].to_numpy()
+    w = run.ds.prefixes["weight"].to_numpy()
+
+    def blk(rows: np.ndarray) -> dict[str, Any]:
+        return online_block(R.q_online[rows], R.n_own_online[rows], R.rate[rows], tg.remaining[rows], w[rows], prow[rows],
+                            b.alphas, b.levels, R.budget)
+
+    agents = {a: dict(blk(np.flatnonzero(pred & (row_agent == a))), small_n=group_of_agent[a] == SMALL)
+              for a in run.ds.agents if (pred & (row_agent == a)).any()}
+    return {"note": NOTE, "min_runs": ONLINE_MIN_RUNS, "order_seed": ONLINE_SEED,
+            "pooled": blk(np.flatnonzero(pred & np.isin(row_agent, large))), "agents": agents}
 
 
 def target_summary(rep: dict[str, Any], b: BudgetConfig) -> dict[str, Any]:
@@ -1551,6 +1591,20 @@ def target_summary(rep: dict[str, Any], b: BudgetConfig) -> dict[str, Any]:
                                  "below_0.5_before_60pct": first is not None and not first.startswith(">=") and float(first.split("-")[1].rstrip("%")) <= 60,
                                  "failed_runs_recognized_before_60pct": lr["failed_runs_recognized_before_60pct"]},
         }
+        on = blk.get("online")
+        if on and on["pooled"].get("n_runs"):
+            oc = {}
+            for lv in b.levels:
+                k = str(lv)
+                per = {a: x["coverage"][k] for a, x in on["agents"].items() if not x["small_n"]}
+                ok = {a: c is not None and abs(c - lv) <= 0.05 for a, c in per.items()}
+                pc = on["pooled"]["coverage"][k]
+                oc[k] = {"pooled": pc, "pooled_within_5pp": pc is not None and abs(pc - lv) <= 0.05,
+                         "agents_within_5pp": f"{sum(ok.values())}/{len(ok)}", "per_agent": per,
+                         "label_free_agents_within_5pp": cov[k]["agents_within_5pp"],
+                         "median_width_over_B": on["pooled"]["width_over_B_median"][k],
+                         "label_free_median_width_over_B": wid[k]["model"]}
+            out[d]["online"] = {"coverage_within_5pp": oc, "note": on["note"]}
     return out
 
 
@@ -1706,4 +1760,8 @@ def summary_lines(rep: dict[str, Any]) -> list[str]:
             f"cov90={c['0.9']['pooled']} ({c['0.9']['agents_within_5pp']}) width90 model={w['0.9']['model']} "
             f"linear@eq={w['0.9']['linear_at_model_coverage']} stop saved={e['saved_on_failed']} cost={e['success_rate_cost_pp']}pp "
             f"late<0.5 at {l['first_bin_below_0.5']}")
+        if "online" in t:
+            o = t["online"]["coverage_within_5pp"]
+            lines.append(f"{'':<14} online (finished runs' budgets, no labels): cov80={o['0.8']['pooled']} ({o['0.8']['agents_within_5pp']}) "
+                         f"cov90={o['0.9']['pooled']} ({o['0.9']['agents_within_5pp']}) width90={o['0.9']['median_width_over_B']}")
     return lines

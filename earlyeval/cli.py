@@ -78,13 +78,17 @@ def evaluate(bench: str = typer.Option(..., "--bench", "-b"),
              min_steps: Optional[int] = typer.Option(None, "--min-steps", help="Override the catalog's minimum run length for training."),
              target_accuracy: Optional[float] = typer.Option(None, "--target-accuracy"),
              seed: int = typer.Option(0, "--seed"),
+             families: Optional[str] = typer.Option(None, "--families",
+                                                    help="Comma list of feature families (default: the catalog's model_families), "
+                                                         "e.g. behaviour,peer_prior."),
              verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Leave-one-agent-out evaluation with honest thresholds; writes reports/<bench>/loao.json."""
     from .pipeline import evaluate_bench, eval_config, reports_dir, write_json
     from .reporting import default_ablations, loao_table, write_predictions
 
     _setup(verbose)
-    cfg = eval_config(bench, seed=seed, min_steps=min_steps, target_accuracy=target_accuracy)
+    fams = [f.strip() for f in families.split(",") if f.strip()] if families else None
+    cfg = eval_config(bench, seed=seed, min_steps=min_steps, target_accuracy=target_accuracy, families=fams)
     abl = default_ablations(bench, cfg) if ablations else []
     report, res = evaluate_bench(bench, cfg, data_root, progress=_progress, ablations=abl)
     out = reports_dir(bench)

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .dataset import FOLD_FREE, Dataset
-from .features import Featurizer, build_family
+from .features import FOLD_FITTED, Featurizer, build_family
 from .metrics import (
     NEVER,
     RunSet,
@@ -61,6 +61,7 @@ class EvalConfig:
     monotone: dict[str, int] | None = None
     drop_features: tuple = ()  # fnmatch patterns of feature names left out (ablations)
     text_params: dict[str, Any] = field(default_factory=dict)
+    peer_params: dict[str, Any] = field(default_factory=dict)
     threshold_selection: str = "inner-loao"
     # what must hold on every inner agent: "accuracy" (outcome accuracy >= target) or "recall"
     # (success and failure recall >= target, i.e. accuracy >= target whatever the agent's resolve rate)
@@ -89,6 +90,7 @@ class Fitted:
     n_train_runs: int
     n_train_prefixes: int
     train_rows: np.ndarray | None = None
+    fold_families: list[Any] = field(default_factory=list)  # text, peer_prior ... fitted on this fold, cfg order
 
 
 class FoldRunner:
@@ -116,17 +118,30 @@ class FoldRunner:
                 names += [self.ds.block_names[fam][j] for j in keep]
         return (np.hstack(mats) if mats else np.zeros((len(rows), 0), np.float32)), names
 
-    def _text(self, text_fam: Any, runs: np.ndarray) -> np.ndarray:
-        fz = Featurizer([text_fam])
+    def _fold_block(self, fam: Any, runs: np.ndarray) -> np.ndarray:
+        """Rows t = 1..T-1 of each run, run by run (as `rows` is ordered), of one fold-fitted family."""
+        if getattr(fam, "constant_per_run", False):
+            # start() + values() once per run, repeated over its prefixes: update() is a no-op for such a
+            # family, so this is the streaming loop without the per-step calls (tested equal to it)
+            vals = [np.asarray(fam.values(fam.start(self.ds.contexts[i])), dtype=np.float32) for i in runs]
+            reps = [max(len(self.ds.trajs[i].steps) - 1, 0) for i in runs]
+            if not vals:
+                return np.zeros((0, len(fam.names)), np.float32)
+            return np.repeat(np.vstack(vals), reps, axis=0)
+        fz = Featurizer([fam])
         return fz.prefix_matrix([self.ds.trajs[i] for i in runs], [self.ds.contexts[i] for i in runs])
 
-    def features(self, fitted_text: Any | None, runs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    def features(self, fitted: "Fitted | list[Any] | None", runs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """Fold-free blocks (precomputed) then the fold's fitted families, in cfg order."""
+        fams = fitted.fold_families if isinstance(fitted, Fitted) else ([] if fitted is None else list(fitted))
         X, names = self._static(rows)
-        if fitted_text is not None:
-            # text rows are produced run by run in prefix order, as `rows` is ordered
-            T = self._text(fitted_text, runs)
-            X = np.hstack([X, T])
-            names = names + fitted_text.names
+        for fam in fams:
+            B = self._fold_block(fam, runs)
+            if len(B) != len(rows):
+                raise AssertionError(f"{fam.name}: {len(B)} rows for {len(rows)} prefixes")
+            keep = [j for j, n in enumerate(fam.names) if not any(fnmatch.fnmatch(n, pat) for pat in self.cfg.drop_features)]
+            X = np.hstack([X, B[:, keep]])
+            names = names + [fam.names[j] for j in keep]
         return X, names
 
     def rows_of(self, runs: np.ndarray, min_steps: int) -> np.ndarray:
@@ -142,15 +157,25 @@ class FoldRunner:
         long_runs = np.asarray([i for i in train_runs if len(self.ds.trajs[i].steps) >= max(self.cfg.min_steps, 2)], dtype=np.int64)
         rows = self.rows_of(long_runs, self.cfg.min_steps)
         text = None
-        if "text" in self.cfg.families:
-            text = build_family("text", text_params={**self.cfg.text_params, "cache": self.token_cache}, seed=self.cfg.seed)
-            text.fit([self.ds.trajs[i] for i in train_runs], [self.ds.contexts[i] for i in train_runs])
-        X, names = self.features(text, long_runs, rows)
+        fold_fams = []
+        # fitted on the training runs only: the agents in `exclude` never reach a vocabulary or a table
+        train_trajs = [self.ds.trajs[i] for i in train_runs]
+        train_ctxs = [self.ds.contexts[i] for i in train_runs]
+        for name in self.cfg.families:
+            if name not in FOLD_FITTED:
+                continue
+            fam = build_family(name, text_params={**self.cfg.text_params, "cache": self.token_cache}, seed=self.cfg.seed,
+                               peer_params=self.cfg.peer_params)
+            fam.fit(train_trajs, train_ctxs)
+            fold_fams.append(fam)
+            if name == "text":
+                text = fam
+        X, names = self.features(fold_fams, long_runs, rows)
         pf = self.ds.prefixes.iloc[rows]
         model = OutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
                              seed=self.cfg.seed, n_jobs=self.cfg.n_jobs)
         model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), names)
-        f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows)
+        f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows, fold_fams)
         self._fits[exclude] = f
         return f
 
@@ -163,7 +188,7 @@ class FoldRunner:
         fitted = self.fit(exclude)
         runs = np.flatnonzero(self.run_agent == agent)
         rows = self.rows_of(runs, 2)
-        X, _ = self.features(fitted.text, runs, rows)
+        X, _ = self.features(fitted, runs, rows)
         ps, pf = fitted.model.predict_proba(X)
         rs = runset(self.ds, runs, rows, ps, pf)
         if self.cfg.adapt == "em":
@@ -188,7 +213,7 @@ class FoldRunner:
         for agent in sorted(set(self.run_agent[runs])):
             ar = runs[self.run_agent[runs] == agent]
             arows = self.rows_of(ar, self.cfg.min_steps)
-            X, _ = self.features(fitted.text, ar, arows)
+            X, _ = self.features(fitted, ar, arows)
             ps, pf = fitted.model.predict_proba(X)
             out[agent] = runset(self.ds, ar, arows, ps, pf)
         return out

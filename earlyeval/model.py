@@ -78,8 +78,9 @@ class OutcomeModel:
     # ----------------------------------------------------------------- fit
     def _classifier(self, feature_names: list[str], sign: int) -> lgb.LGBMClassifier:
         params = dict(self.lgbm_params)
-        if self.monotone:
-            params["monotone_constraints"] = [sign * int(self.monotone.get(n, 0)) for n in feature_names]
+        cons = [sign * int(self.monotone.get(n, 0)) for n in feature_names] if self.monotone else []
+        if any(cons):  # a catalog's constraints on features this model lacks leave it unconstrained, as without them
+            params["monotone_constraints"] = cons
             params["monotone_constraints_method"] = "advanced"
         return lgb.LGBMClassifier(
             **params, random_state=self.seed, n_jobs=self.n_jobs, deterministic=True, force_row_wise=True, verbose=-1

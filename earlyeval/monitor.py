@@ -182,7 +182,8 @@ class Monitor:
             t = complete_task(as_task(task, run_id), self.tasks)
             ctx = RunContext(task=t, agent=agent, scaffold=scaffold, model=model, split=split,
                              prompt=prompt if prompt is not None else (t.prompt if t else ""),
-                             exclude_submissions=list(exclude_submissions or []), prior_match=list(prior_match or []))
+                             exclude_submissions=list(exclude_submissions or []), prior_match=list(prior_match or []),
+                             task_id=t.task_id if t else "")
         except Exception as e:
             if self.strict:
                 raise
@@ -225,6 +226,12 @@ class Monitor:
                 out.append("the model uses the prior family but no task was given: its features are NaN")
             elif fam.table is None or task.task_id not in fam.table.resolved_by:
                 out.append("the task is not in the model's public-history table: its prior solve rate is NaN")
+        if "peer_prior" in self._families:
+            from .features.peer import task_of
+
+            fam = next(f for f in self.featurizer.families if f.name == "peer_prior")
+            if fam.table is None or task_of(ctx) not in fam.table.counts:
+                out.append("the task is not in the model's peer-agent table: its peer success rate is NaN")
         if "text" in self._families and not ctx.prompt:
             out.append("no task prompt: the prompt text block is zero")
         return out

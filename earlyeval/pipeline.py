@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .catalog import REPO_ROOT, data_root, load_catalog
-from .dataset import Dataset, load_dataset
+from .dataset import FOLD_FREE, Dataset, load_dataset
 from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
 from .features import Featurizer, build_family
 from .ingest import ingest_catalog
@@ -103,6 +103,8 @@ def eval_config(bench: str, **overrides: Any) -> EvalConfig:
     )
     if "monotone" in s:
         cfg.monotone = dict(s["monotone"])
+    if "peer_prior" in s:  # [settings.peer_prior]: PeerPriorFamily parameters (strength, counts)
+        cfg.peer_params = dict(s["peer_prior"])
     for k, v in overrides.items():
         if v is not None:
             setattr(cfg, k, v)
@@ -125,13 +127,13 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     held, method = inner_sets(runner, frozenset(), large)
     th = select_thresholds(held, cfg, method=method + " over the training agents")
     full = runner.fit(frozenset())
-    families = []
-    for name in cfg.families:
-        if name == "text":
-            families.append(full.text)
-        else:
-            families.append(build_family(name, prior_table=ds.prior_table))
+    # the order FoldRunner builds its matrix in: fold-free blocks, then the fold-fitted families (text,
+    # peer_prior) fitted on every labelled agent, in cfg order
+    families = [build_family(name, prior_table=ds.prior_table) for name in cfg.families if name in FOLD_FREE]
+    families += full.fold_families
     fz = Featurizer(families)
+    if fz.names != full.feature_names:
+        raise AssertionError("the shipped featurizer's columns differ from the model's")
     counts = Counter(t.agent for t in ds.trajs)
     extra: dict[str, Any] = {}
     budget_summary: dict[str, Any] | None = None

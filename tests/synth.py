@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from earlyeval.catalog import Catalog, RunSpec
-from earlyeval.dataset import Dataset
+from earlyeval.dataset import FOLD_FREE, Dataset
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.prefixes import prefix_table
 from earlyeval.trajectory import Action, Task, Trajectory, make_step
@@ -88,7 +88,7 @@ def make_dataset(families: list[str], n_tasks: int = 40, seed: int = 0, rates: d
     contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     ds = Dataset("synth", cat, trajs, tasks, contexts, prefix_table(trajs, min_steps=2))
     for fam in families:
-        if fam != "text":
+        if fam in FOLD_FREE:
             fz = Featurizer([build_family(fam)])
             ds.blocks[fam] = fz.prefix_matrix(trajs, contexts)
             ds.block_names[fam] = fz.names

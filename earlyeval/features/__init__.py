@@ -17,6 +17,7 @@ from ..trajectory import Step, Trajectory
 from .base import FeatureFamily, RunContext
 from .behaviour import BehaviourFamily
 from .gold import GoldFamily
+from .peer import PeerPriorFamily, PeerTable
 from .prior import PriorFamily, PriorTable
 from .text import TextFamily
 
@@ -25,7 +26,10 @@ FAMILY_CLASSES: dict[str, type] = {
     "text": TextFamily,
     "gold": GoldFamily,
     "prior": PriorFamily,
+    "peer_prior": PeerPriorFamily,
 }
+# families fitted from the training fold's runs (text: vocabulary; peer_prior: outcome labels)
+FOLD_FITTED = ("text", "peer_prior")
 
 
 class Featurizer:
@@ -77,6 +81,9 @@ class Featurizer:
 KNOWN_DIRECTIONS: dict[str, int] = {
     "prior_solve_rate": +1,
     "task_difficulty": -1,
+    "peer_rate": +1,
+    "peer_agent_rate": +1,
+    "peer_shrunk": +1,
     "gold_files_edited": +1,
     "gold_idents_recall": +1,
     "gold_added_lines_written": +1,
@@ -87,15 +94,18 @@ KNOWN_DIRECTIONS: dict[str, int] = {
 }
 
 
-def build_family(name: str, *, prior_table: PriorTable | None = None, text_params: dict | None = None, seed: int = 0) -> Any:
+def build_family(name: str, *, prior_table: PriorTable | None = None, text_params: dict | None = None, seed: int = 0,
+                 peer_params: dict | None = None) -> Any:
     if name == "prior":
         return PriorFamily(prior_table)
     if name == "text":
         return TextFamily(seed=seed, **(text_params or {}))
+    if name == "peer_prior":
+        return PeerPriorFamily(**(peer_params or {}))
     if name not in FAMILY_CLASSES:
         raise ValueError(f"unknown feature family '{name}' (known: {', '.join(FAMILY_CLASSES)})")
     return FAMILY_CLASSES[name]()
 
 
 __all__ = ["KNOWN_DIRECTIONS", "Featurizer", "RunContext", "FeatureFamily", "BehaviourFamily", "TextFamily", "GoldFamily", "PriorFamily",
-           "PriorTable", "build_family", "FAMILY_CLASSES"]
+           "PriorTable", "PeerPriorFamily", "PeerTable", "FOLD_FITTED", "build_family", "FAMILY_CLASSES"]

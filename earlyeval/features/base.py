@@ -33,6 +33,7 @@ class RunContext:
     prompt: str = ""  # the task as the agent saw it
     exclude_submissions: list[str] = field(default_factory=list)  # public results of this same agent
     prior_match: list[str] = field(default_factory=list)  # regexes naming the same scaffold x model
+    task_id: str = ""  # the task's id even without a task table (tau2): what peer_prior looks up
 
     @classmethod
     def of(cls, traj: Trajectory, task: Task | None, exclude: list[str] | None = None) -> "RunContext":
@@ -45,6 +46,7 @@ class RunContext:
             prompt=traj.prompt or (task.prompt if task else ""),
             exclude_submissions=list(exclude or traj.meta.get("public_submissions", []) or []),
             prior_match=list(traj.meta.get("prior_match", []) or []),
+            task_id=traj.task_id or (task.task_id if task else ""),
         )
 
 

@@ -1,0 +1,135 @@
+"""Peer task prior: how often the OTHER training agents solved this task.
+
+Benchmarks without public leaderboard history (tau2-bench, Toolathlon) still
+have many agents running the same tasks, and task difficulty is the strongest
+outcome signal we know of (the ``prior`` family on SWE-bench).  This family
+learns, per task and per training agent, (successes, labelled runs) and gives a
+run of agent A on task t:
+
+- ``peer_rate``: successes / runs of the other agents on t (NaN if none ran t:
+  unknown is missing, never 0),
+- ``peer_agent_rate``: the mean over those agents of their own rate on t (an
+  agent with many trials of t does not outvote the others),
+- ``peer_shrunk``: (k + a·p0) / (n + a), shrunk toward the training base rate p0,
+- ``peer_n_runs``, ``peer_n_agents``: how much evidence that is -- only with
+  ``counts=True``: off by default, because leave-own-agent-out makes a training
+  row's counts smaller than a held-out agent's (one agent fewer), and on tau2
+  the counts lowered pooled held-out AUROC (0.711 -> 0.667, see data/tau2.toml).
+
+It is fitted from outcome labels, so it is a fold-fitted family (like ``text``):
+``fit`` only ever sees the training agents of a fold.  Inside the training set
+the prior of A's run leaves A's own runs out (leave-own-agent-out), otherwise a
+training row would see its own label and the model would over-trust the
+feature; a held-out agent is not in the table, so the rule is the same at
+training and at test time.  p0 is the fit's overall success rate, one constant
+shared by every row (so ``peer_shrunk`` is one function of (k, n) for all rows
+and tells no row its own label); a per-agent p0 without A would instead fall as
+A's own success rate rises, a label leak of its own.  The values are constant
+over a run's prefixes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..trajectory import Step, Trajectory
+from .base import RunContext
+
+NAN = float("nan")
+
+
+def task_of(ctx: RunContext) -> str:
+    """The run's task id: the context's own, else its Task's (tau2 has no task table)."""
+    return ctx.task_id or (ctx.task.task_id if ctx.task is not None else "")
+
+
+@dataclass
+class PeerTable:
+    """Per task, per training agent: [successes, labelled runs]; and the training base rate."""
+
+    counts: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    base_rate: float = NAN
+
+    @classmethod
+    def fit(cls, trajs: list[Trajectory], contexts: list[RunContext]) -> "PeerTable":
+        counts: dict[str, dict[str, list[int]]] = defaultdict(dict)
+        k_all = n_all = 0
+        for t, ctx in zip(trajs, contexts):
+            if t.outcome is None:
+                continue
+            tid = task_of(ctx) or t.task_id
+            c = counts[tid].setdefault(t.agent, [0, 0])
+            c[0] += int(t.outcome)
+            c[1] += 1
+            k_all += int(t.outcome)
+            n_all += 1
+        return cls({tid: dict(sorted(by.items())) for tid, by in sorted(counts.items())},
+                   k_all / n_all if n_all else NAN)
+
+    def peers(self, task_id: str, agent: str) -> tuple[int, int, list[float]]:
+        """(successes, runs, per-agent rates) of every agent but ``agent`` on the task."""
+        k = n = 0
+        rates = []
+        for a, (ka, na) in self.counts.get(task_id, {}).items():
+            if a == agent or na <= 0:
+                continue
+            k += ka
+            n += na
+            rates.append(ka / na)
+        return k, n, rates
+
+
+class PeerPriorFamily:
+    name: ClassVar[str] = "peer_prior"
+    _names: ClassVar[list[str]] = ["peer_rate", "peer_agent_rate", "peer_shrunk", "peer_n_runs", "peer_n_agents"]
+    # values depend on the context only: batch may compute them once per run and repeat them
+    constant_per_run: ClassVar[bool] = True
+
+    def __init__(self, table: PeerTable | None = None, strength: float = 4.0, counts: bool = False) -> None:
+        self.table = table
+        self.strength = float(strength)
+        self.counts = bool(counts)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._names if self.counts else self._names[:3])
+
+    def fit(self, trajs: list[Trajectory], contexts: list[RunContext]) -> "PeerPriorFamily":
+        self.table = PeerTable.fit(trajs, contexts)
+        return self
+
+    def start(self, ctx: RunContext) -> np.ndarray:
+        if self.table is None:
+            return np.full(len(self.names), NAN)
+        k, n, rates = self.table.peers(task_of(ctx), ctx.agent)
+        p0, a = self.table.base_rate, self.strength
+        rate = k / n if n else NAN
+        agent_rate = float(np.mean(rates)) if rates else NAN
+        shrunk = (k + a * p0) / (n + a) if (n + a) > 0 and not np.isnan(p0) else rate
+        vals = [rate, agent_rate, shrunk] + ([float(n), float(len(rates))] if self.counts else [])
+        return np.asarray(vals, dtype=np.float64)
+
+    def update(self, state: np.ndarray, step: Step) -> None:
+        return None
+
+    def values(self, state: np.ndarray) -> np.ndarray:
+        return state
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        t = self.table
+        base = None if t is None or np.isnan(t.base_rate) else t.base_rate  # JSON has no NaN
+        return ({"strength": self.strength, "with_counts": self.counts, "base_rate": base,
+                 "counts": None if t is None else t.counts}, {})
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "PeerPriorFamily":
+        with_counts = bool(meta.get("with_counts", False))
+        if meta.get("counts") is None:
+            return cls(None, float(meta.get("strength", 4.0)), with_counts)
+        counts = {str(tid): {str(a): [int(c[0]), int(c[1])] for a, c in by.items()} for tid, by in meta["counts"].items()}
+        base = meta.get("base_rate")
+        return cls(PeerTable(counts, NAN if base is None else float(base)), float(meta["strength"]), with_counts)

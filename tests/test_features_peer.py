@@ -239,3 +239,15 @@ def test_shipped_model_streams_like_batch(data, tmp_path):
         v = X[0, _cols(bundle.featurizer.names)]
         peers = [u.outcome for u in trajs if u.task_id == traj.task_id and u.agent != traj.agent]
         assert v[0] == np.float32(np.mean(peers))
+
+
+def test_tau2_catalog_ships_peer_prior_as_measured():
+    """The tau2 settings the README numbers were measured with: rates only, constrained to raise P(success)."""
+    from earlyeval.pipeline import eval_config
+
+    cfg = eval_config("tau2")
+    assert cfg.families == ["behaviour", "peer_prior"]
+    assert cfg.peer_params == {"counts": False, "strength": 4.0}
+    assert cfg.monotone == {"peer_rate": 1, "peer_agent_rate": 1, "peer_shrunk": 1}
+    assert build_family("peer_prior", peer_params=cfg.peer_params).names == NAMES[:3]
+    assert "peer_prior" not in eval_config("toolathlon").families  # one training agent per fold: all-missing

@@ -97,3 +97,11 @@ def make_dataset(families: list[str], n_tasks: int = 40, seed: int = 0, rates: d
 
 SMALL_LGBM = {"n_estimators": 30, "learning_rate": 0.1, "num_leaves": 7, "min_child_samples": 5,
               "subsample": 1.0, "subsample_freq": 0, "colsample_bytree": 1.0, "reg_lambda": 1.0}
+
+
+def loao_baseline(cfg, trajs: list[Trajectory], tasks: dict[str, Task]):
+    """(dataset, cfg, run_loao result) of synthetic runs: the reference a leakage test perturbs."""
+    from earlyeval.evaluate import run_loao
+
+    ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
+    return ds, cfg, run_loao(ds, cfg, with_loso=False)

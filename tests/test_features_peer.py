@@ -10,12 +10,12 @@ import pytest
 
 from earlyeval.evaluate import EvalConfig, FoldRunner, inner_sets, run_loao
 from earlyeval.features import Featurizer, RunContext, build_family
-from earlyeval.features.peer import PeerPriorFamily, PeerTable
+from earlyeval.features.peer import PeerPriorFamily
 from earlyeval.modeldir import load_model_dir
 from earlyeval.monitor import Monitor
 from earlyeval.pipeline import train_bench
 from earlyeval.trajectory import Action, Trajectory, make_step
-from synth import SMALL_LGBM, make_dataset, make_trajectories
+from synth import SMALL_LGBM, make_dataset, make_trajectories, loao_baseline
 
 FAMS = ["behaviour", "peer_prior"]
 NAMES = ["peer_rate", "peer_agent_rate", "peer_shrunk", "peer_n_runs", "peer_n_agents"]
@@ -98,10 +98,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def baseline(data):
-    trajs, tasks = data
-    cfg = config()
-    ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
-    return ds, cfg, run_loao(ds, cfg, with_loso=False)
+    return loao_baseline(config(), *data)
 
 
 def _flip(trajs, agents):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from earlyeval.evaluate import EvalConfig, loao_report, run_loao
-from synth import SMALL_LGBM, make_dataset, make_trajectories
+from synth import SMALL_LGBM, make_dataset, make_trajectories, loao_baseline
 
 TEXT = {"dims": {b: 8 for b in ("prompt", "actions", "action_last", "observations", "observation_last")}, "min_df": 2, "min_agents": 1}
 
@@ -32,10 +32,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def baseline(data):
-    trajs, tasks = data
-    cfg = config()
-    ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
-    return ds, cfg, run_loao(ds, cfg, with_loso=False)
+    return loao_baseline(config(), *data)
 
 
 def test_flipping_held_out_labels_changes_nothing_about_its_evaluation(data, baseline):

@@ -143,17 +143,14 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
            trajs: list[Trajectory] | None, tasks: dict[str, Task] | None, out: Any, formats: dict[str, str] | None,
            seed: int, pinned: dict[str, Any], budget: bool | tuple[str, ...] | list[str] = ("steps",)) -> dict[str, Path]:
     from .monitor import Monitor
-    from .store import bench_dir, read_tasks, read_trajectories
+    from .store import read_ingested_tasks, read_ingested_trajectories
 
     mdir = Path(model_dir) if model_dir else REPO_ROOT / "models" / bench
     monitor = Monitor.load(mdir, budget=budget)
     if trajs is None:
-        p = bench_dir(bench) / "trajectories.parquet"
-        if not p.exists():
-            raise FileNotFoundError(f"{p} is missing: run `earlyeval ingest --bench {bench}` first")
-        trajs = read_trajectories(p)
+        trajs = read_ingested_trajectories(bench)
     if tasks is None:
-        tasks = read_tasks(bench_dir(bench) / "tasks.parquet")
+        tasks = read_ingested_tasks(bench)
     formats = formats if formats is not None else _formats_of(bench)
     sample = sample_runs(trajs, per_agent, seed)
     if not sample:

@@ -179,10 +179,10 @@ def export(bench: str = typer.Option(..., "--bench", "-b", help="An ingested ben
            verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Write ingested runs in an interchange format (ATIF v1.8, Harbor trial layout)."""
     from .export import export_runs
-    from .store import bench_dir, read_trajectories
+    from .store import bench_dir, read_ingested_trajectories
 
     _setup(verbose)
-    trajs = read_trajectories(bench_dir(bench) / "trajectories.parquet")
+    trajs = read_ingested_trajectories(bench)
     if run:
         trajs = [t for t in trajs if t.run_id in set(run)]
     dest = out or bench_dir(bench) / f"export-{fmt}"

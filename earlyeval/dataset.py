@@ -19,7 +19,7 @@ import pandas as pd
 from .catalog import Catalog, data_root, load_catalog
 from .features import Featurizer, PriorTable, RunContext, build_family
 from .prefixes import prefix_table
-from .store import bench_dir, read_tasks, read_trajectories
+from .store import read_ingested_tasks, read_ingested_trajectories
 from .trajectory import Task, Trajectory
 
 log = logging.getLogger(__name__)
@@ -71,12 +71,9 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
     """Read the ingested benchmark (``earlyeval ingest`` output) and featurize the fold-free families."""
     cat = load_catalog(bench)
     if trajs is None:
-        path = bench_dir(bench) / "trajectories.parquet"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: run `earlyeval ingest --bench {bench}` first")
-        trajs = read_trajectories(path)
+        trajs = read_ingested_trajectories(bench)
     if tasks is None:
-        tasks = read_tasks(bench_dir(bench) / "tasks.parquet")
+        tasks = read_ingested_tasks(bench)
     trajs = [t for t in trajs if t.outcome is not None]
     prior_table = None
     if "prior" in families and cat.priors.get("path"):

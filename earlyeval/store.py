@@ -97,3 +97,16 @@ def read_tasks(path: Path) -> dict[str, Task]:
         t = Task.from_dict(r)
         out[t.task_id] = t
     return out
+
+
+def read_ingested_trajectories(bench: str) -> list[Trajectory]:
+    """The benchmark's ingested runs (``earlyeval ingest`` output); a clear error when it has not run."""
+    path = bench_dir(bench) / "trajectories.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `earlyeval ingest --bench {bench}` first")
+    return read_trajectories(path)
+
+
+def read_ingested_tasks(bench: str) -> dict[str, Task]:
+    """The benchmark's ingested task table ({} when the benchmark has none)."""
+    return read_tasks(bench_dir(bench) / "tasks.parquet")

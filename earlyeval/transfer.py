@@ -24,7 +24,7 @@ from .catalog import REPO_ROOT, load_catalog
 from .dataset import FOLD_FREE, Dataset, load_dataset
 from .evaluate import FoldRunner, agent_block, inner_sets, pooled_block, select_thresholds
 from .features import Featurizer, build_family
-from .store import bench_dir, read_tasks, read_trajectories
+from .store import read_ingested_tasks, read_ingested_trajectories
 
 KEYS = ("n_runs", "resolve_rate", "auroc_success", "halted_fraction", "halted_accuracy", "outcome_accuracy",
         "steps_saved", "resolve_rate_shift_pp", "economic_consistency")
@@ -33,16 +33,13 @@ KEYS = ("n_runs", "resolve_rate", "auroc_success", "halted_fraction", "halted_ac
 def combined_dataset(benches: list[str], families: list[str], progress: bool = False) -> Dataset:
     trajs, tasks = [], {}
     for b in benches:
-        path = bench_dir(b) / "trajectories.parquet"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: run `earlyeval ingest --bench {b}` first")
-        for t in read_trajectories(path):
+        for t in read_ingested_trajectories(b):
             if t.outcome is None:
                 continue
             t.agent = f"{b}:{t.agent}"
             t.task_id = f"{b}:{t.task_id}"
             trajs.append(t)
-        for k, v in read_tasks(bench_dir(b) / "tasks.parquet").items():
+        for k, v in read_ingested_tasks(b).items():
             v.task_id = f"{b}:{k}"
             tasks[v.task_id] = v
     ds = load_dataset(benches[0], [], trajs=trajs, tasks=tasks, progress=progress)

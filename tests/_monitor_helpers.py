@@ -21,20 +21,7 @@ from earlyeval.model import OutcomeModel
 from earlyeval.modeldir import ModelBundle, save_model_dir
 from earlyeval.prefixes import prefix_table
 from earlyeval.trajectory import Action, Task, Trajectory, make_step
-
-GOLD = """diff --git a/pkg/mod{i}.py b/pkg/mod{i}.py
---- a/pkg/mod{i}.py
-+++ b/pkg/mod{i}.py
-@@ -10,7 +10,7 @@ def compute_{i}(x):
-     a = 1
-     b = 2
-     c = 3
--    return x + a
-+    return x + a + b + value_{i}
-     d = 4
-     e = 5
-     f = 6
-"""
+from synth import gold_patch
 
 TEST_PATCH = """diff --git a/tests/test_mod{i}.py b/tests/test_mod{i}.py
 --- a/tests/test_mod{i}.py
@@ -57,7 +44,7 @@ LIGHT = {"n_estimators": 30, "learning_rate": 0.1, "num_leaves": 7, "min_child_s
 
 def make_tasks(n: int, with_gold: bool = True) -> dict[str, Task]:
     return {f"repo__repo-{i}": Task(task_id=f"repo__repo-{i}", prompt=f"compute_{i} returns the wrong value for x in pkg/mod{i}.py",
-                                    gold_patch=GOLD.format(i=i) if with_gold else None, test_patch=TEST_PATCH.format(i=i),
+                                    gold_patch=gold_patch(i, "value_{i}") if with_gold else None, test_patch=TEST_PATCH.format(i=i),
                                     fail_to_pass=[f"tests/test_mod{i}.py::test_compute_{i}"], meta={"split": "lite"})
             for i in range(n)}
 

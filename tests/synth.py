@@ -23,16 +23,21 @@ GOLD = """diff --git a/pkg/mod{i}.py b/pkg/mod{i}.py
      b = 2
      c = 3
 -    return x + a
-+    return x + a + b + c_{i}
++    return x + a + b + {fix}
      d = 4
      e = 5
      f = 6
 """
 
 
+def gold_patch(i: int, fix: str = "c_{i}") -> str:
+    """The one-hunk gold patch of synthetic task i; ``fix`` is the name the corrected line adds."""
+    return GOLD.format(i=i, fix=fix.format(i=i))
+
+
 def make_tasks(n: int) -> dict[str, Task]:
     return {f"task-{i}": Task(task_id=f"task-{i}", prompt=f"Fix compute_{i} in pkg/mod{i}.py: it ignores b and c.",
-                              gold_patch=GOLD.format(i=i), fail_to_pass=[f"test_compute_{i}"], meta={"split": "lite"})
+                              gold_patch=gold_patch(i), fail_to_pass=[f"test_compute_{i}"], meta={"split": "lite"})
             for i in range(n)}
 
 

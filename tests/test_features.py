@@ -12,7 +12,7 @@ from earlyeval.features.prior import PriorTable
 from earlyeval.features.signals import edit_targets, parse_test_summary, path_matches, paths_in
 from earlyeval.prefixes import drop_report, prefix_table
 from earlyeval.trajectory import Action, Task, make_step
-from synth import GOLD, make_trajectories
+from synth import gold_patch, make_trajectories
 
 
 def steps():
@@ -66,7 +66,7 @@ def test_behaviour_milestones_and_tests():
 
 
 def test_gold_convergence():
-    task = Task("task-3", gold_patch=GOLD.format(i=3), fail_to_pass=["test_compute_3"])
+    task = Task("task-3", gold_patch=gold_patch(3), fail_to_pass=["test_compute_3"])
     v = values(build_family("gold"), RunContext(task=task), steps())
     assert v[0]["gold_files_surfaced"] == 1 and v[0]["gold_files_edited"] == 0
     assert v[1]["gold_files_edited"] == 1 and v[1]["edited_precision"] == 1

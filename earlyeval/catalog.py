@@ -9,6 +9,7 @@ public outcome history are.  Nothing about a benchmark is hard-coded elsewhere.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from .errors import CatalogError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_ROOT = REPO_ROOT.parent / "shared" / "data"
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def data_root(explicit: str | Path | None = None) -> Path:
@@ -54,6 +56,7 @@ class RunSpec:
     small: bool = False  # too small to be a held-out agent on its own
     price: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
+    date: str = ""  # "YYYY-MM-DD" the run was made: its priors see only public history dated before it
 
 
 @dataclass
@@ -113,7 +116,13 @@ def load_catalog(bench_or_path: str | Path) -> Catalog:
             if "format" not in l:
                 raise CatalogError(str(p), f"runs[{i}].labels[{j}].format", "missing")
             lspecs.append(LabelSpec(format=l["format"], path=l.get("path", ""), options={k: v for k, v in l.items() if k not in ("format", "path")}))
-        known = {"name", "folder", "agent", "scaffold", "model", "format", "split", "glob", "labels", "public_submissions", "small", "price"}
+        known = {"name", "folder", "agent", "scaffold", "model", "format", "split", "glob", "labels", "public_submissions", "small",
+                 "price", "date"}
+        date = r.get("date", "")
+        if hasattr(date, "isoformat"):  # TOML's bare 2024-06-17 is a date
+            date = date.isoformat()
+        if date and not _DATE.fullmatch(str(date)):
+            raise CatalogError(str(p), f"runs[{i}].date", f"{date!r} is not a YYYY-MM-DD date")
         runs.append(
             RunSpec(
                 name=r.get("name") or Path(r["folder"]).name,
@@ -129,6 +138,7 @@ def load_catalog(bench_or_path: str | Path) -> Catalog:
                 small=bool(r.get("small", False)),
                 price=dict(r.get("price", {})),
                 options={k: v for k, v in r.items() if k not in known},
+                date=str(date),
             )
         )
     names = [r.name for r in runs]

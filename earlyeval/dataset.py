@@ -4,10 +4,16 @@ the fold-independent feature blocks of every prefix, computed once.
 Families that learn nothing from labels or text (behaviour, gold, prior) are the
 same in every fold, so their prefix rows are computed once here; the text family
 is fitted per fold by ``evaluate``.
+
+Time: every run's context carries its catalog date (``RunContext.as_of``), so
+the prior block sees only public history dated before the run (the ``as_of``
+protocol).  ``prior@current_pool`` is the same family over today's full pool
+(no date cutoff), kept beside it for the ``current_pool`` protocol.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass, field
@@ -24,6 +30,7 @@ from .trajectory import Task, Trajectory
 
 log = logging.getLogger(__name__)
 FOLD_FREE = ("behaviour", "gold", "prior")
+CURRENT_POOL = "prior@current_pool"  # the prior block without a date cutoff
 
 
 @dataclass
@@ -75,6 +82,11 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
     if tasks is None:
         tasks = read_ingested_tasks(bench)
     trajs = [t for t in trajs if t.outcome is not None]
+    # the catalog is the one source of a run's date (also for parquet ingested before runs had dates)
+    dates = {r.name: r.date for r in cat.runs}
+    for t in trajs:
+        if dates.get(str(t.meta.get("run", ""))):
+            t.meta["date"] = dates[str(t.meta["run"])]
     prior_table = None
     if "prior" in families and cat.priors.get("path"):
         prior_table = PriorTable.load(data_root(root) / cat.priors["path"])
@@ -86,6 +98,11 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
             fz = Featurizer([build_family(fam, prior_table=prior_table)])
             ds.blocks[fam] = fz.prefix_matrix(trajs, contexts, progress=progress, desc=f"features: {fam}")
             ds.block_names[fam] = fz.names
+    if "prior" in ds.blocks:
+        today = [dataclasses.replace(c, as_of="") for c in contexts]
+        fz = Featurizer([build_family("prior", prior_table=prior_table)])
+        ds.blocks[CURRENT_POOL] = fz.prefix_matrix(trajs, today, progress=progress, desc="features: prior (current pool)")
+        ds.block_names[CURRENT_POOL] = fz.names
     return ds
 
 
@@ -95,7 +112,7 @@ def write_feature_table(ds: Dataset, path: Path) -> Path:
     df["run_id"] = [ds.trajs[i].run_id for i in df["run"]]
     for fam, X in ds.blocks.items():
         for j, n in enumerate(ds.block_names[fam]):
-            df[n] = X[:, j]
+            df[n if fam != CURRENT_POOL else f"{n}@current_pool"] = X[:, j]
     path.parent.mkdir(parents=True, exist_ok=True)
     df.to_parquet(path, index=False)
     (path.with_suffix(".json")).write_text(json.dumps({"families": list(ds.blocks), "rows": len(df)}, indent=1))

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 
-from .dataset import FOLD_FREE, Dataset
+from .dataset import CURRENT_POOL, FOLD_FREE, Dataset
 from .features import FOLD_FITTED, Featurizer, build_family
 from .metrics import (
     NEVER,
@@ -60,6 +60,10 @@ class EvalConfig:
     lgbm_params: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LGBM))
     monotone: dict[str, int] | None = None
     drop_features: tuple = ()  # fnmatch patterns of feature names left out (ablations)
+    keep_features: tuple = ()  # if set, fnmatch patterns of the only feature names kept (the prior-only baseline)
+    # "as_of": every run's prior (and peer_prior) sees only history dated before the run (the headline);
+    # "current": today's full public pool for every run (the pre-dates behaviour, protocol current_pool)
+    prior_pool: str = "as_of"
     text_params: dict[str, Any] = field(default_factory=dict)
     peer_params: dict[str, Any] = field(default_factory=dict)
     threshold_selection: str = "inner-loao"
@@ -107,15 +111,25 @@ class FoldRunner:
         self.run_agent = np.asarray([t.agent for t in ds.trajs])
         self.prefix_run = ds.prefixes["run"].to_numpy()
         self.prefix_T = ds.prefixes["T"].to_numpy()
+        if cfg.prior_pool not in ("as_of", "current"):
+            raise ValueError(f"prior_pool must be 'as_of' or 'current', not {cfg.prior_pool!r}")
+        # the contexts fold-fitted families see: dated (as_of), or all with no cutoff (current pool)
+        self.contexts = ds.contexts if cfg.prior_pool == "as_of" else [replace(c, as_of="") for c in ds.contexts]
+
+    def _kept(self, names: list[str]) -> list[int]:
+        cfg = self.cfg
+        return [j for j, n in enumerate(names)
+                if not any(fnmatch.fnmatch(n, pat) for pat in cfg.drop_features)
+                and (not cfg.keep_features or any(fnmatch.fnmatch(n, pat) for pat in cfg.keep_features))]
 
     def _static(self, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
         mats, names = [], []
         for fam in self.cfg.families:
             if fam in FOLD_FREE:
-                keep = [j for j, n in enumerate(self.ds.block_names[fam])
-                        if not any(fnmatch.fnmatch(n, pat) for pat in self.cfg.drop_features)]
-                mats.append(self.ds.blocks[fam][rows][:, keep])
-                names += [self.ds.block_names[fam][j] for j in keep]
+                block = CURRENT_POOL if fam == "prior" and self.cfg.prior_pool == "current" else fam
+                keep = self._kept(self.ds.block_names[block])
+                mats.append(self.ds.blocks[block][rows][:, keep])
+                names += [self.ds.block_names[block][j] for j in keep]
         return (np.hstack(mats) if mats else np.zeros((len(rows), 0), np.float32)), names
 
     def _fold_block(self, fam: Any, runs: np.ndarray) -> np.ndarray:
@@ -123,13 +137,13 @@ class FoldRunner:
         if getattr(fam, "constant_per_run", False):
             # start() + values() once per run, repeated over its prefixes: update() is a no-op for such a
             # family, so this is the streaming loop without the per-step calls (tested equal to it)
-            vals = [np.asarray(fam.values(fam.start(self.ds.contexts[i])), dtype=np.float32) for i in runs]
+            vals = [np.asarray(fam.values(fam.start(self.contexts[i])), dtype=np.float32) for i in runs]
             reps = [max(len(self.ds.trajs[i].steps) - 1, 0) for i in runs]
             if not vals:
                 return np.zeros((0, len(fam.names)), np.float32)
             return np.repeat(np.vstack(vals), reps, axis=0)
         fz = Featurizer([fam])
-        return fz.prefix_matrix([self.ds.trajs[i] for i in runs], [self.ds.contexts[i] for i in runs])
+        return fz.prefix_matrix([self.ds.trajs[i] for i in runs], [self.contexts[i] for i in runs])
 
     def features(self, fitted: "Fitted | list[Any] | None", runs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
         """Fold-free blocks (precomputed) then the fold's fitted families, in cfg order."""
@@ -139,7 +153,7 @@ class FoldRunner:
             B = self._fold_block(fam, runs)
             if len(B) != len(rows):
                 raise AssertionError(f"{fam.name}: {len(B)} rows for {len(rows)} prefixes")
-            keep = [j for j, n in enumerate(fam.names) if not any(fnmatch.fnmatch(n, pat) for pat in self.cfg.drop_features)]
+            keep = self._kept(fam.names)
             X = np.hstack([X, B[:, keep]])
             names = names + [fam.names[j] for j in keep]
         return X, names
@@ -160,7 +174,7 @@ class FoldRunner:
         fold_fams = []
         # fitted on the training runs only: the agents in `exclude` never reach a vocabulary or a table
         train_trajs = [self.ds.trajs[i] for i in train_runs]
-        train_ctxs = [self.ds.contexts[i] for i in train_runs]
+        train_ctxs = [self.contexts[i] for i in train_runs]
         for name in self.cfg.families:
             if name not in FOLD_FITTED:
                 continue
@@ -331,7 +345,7 @@ def select_thresholds(sets: dict[str, RunSet], cfg: EvalConfig, method: str = "i
 
 HEADLINE = ("n_runs", "resolve_rate", "auroc_success", "auroc_failure", "halted_fraction", "halted_accuracy",
             "outcome_accuracy", "success_recall", "failure_recall", "economic_consistency", "steps_saved",
-            "input_tokens_saved", "output_tokens_saved", "resolve_rate_shift_pp", "predicted_resolve_rate",
+            "steps_saved_task_skip", "steps_saved_in_run", "input_tokens_saved", "output_tokens_saved", "resolve_rate_shift_pp", "predicted_resolve_rate",
             "mean_p_success", "halted_as_success", "halted_as_failure")
 
 
@@ -403,7 +417,8 @@ def warm_start_block(rs: RunSet, cfg: EvalConfig, share: float) -> dict[str, Any
     """Warm start: a random `share` of the agent's runs completes first (labels known); Platt is
     refitted and thresholds chosen on them; the rest is halted.  Savings count every run, the
     warm-start runs at full cost.  Averaged over `cfg.warm_repeats` seeded draws."""
-    keys = ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "resolve_rate_shift_pp",
+    keys = ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
+            "steps_saved_in_run", "resolve_rate_shift_pp",
             "economic_consistency", "success_recall", "failure_recall", "input_tokens_saved", "output_tokens_saved")
     draws = []
     for r in range(cfg.warm_repeats):
@@ -502,10 +517,11 @@ def warm_pooled(agents_out: dict[str, Any], holdout: list[str]) -> dict[str, Any
     for sh in shares:
         n = np.asarray([agents_out[a]["n_runs"] for a in holdout], dtype=float)
         blk: dict[str, Any] = {}
-        for k in ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "resolve_rate_shift_pp", "economic_consistency"):
+        for k in ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
+                  "steps_saved_in_run", "resolve_rate_shift_pp", "economic_consistency"):
             v = np.asarray([np.nan if agents_out[a]["warm_start"][sh].get(k) is None else agents_out[a]["warm_start"][sh][k] for a in holdout])
             w = n
-            if k == "steps_saved":
+            if k.startswith("steps_saved"):
                 w = np.asarray([agents_out[a]["total_steps"] for a in holdout], dtype=float)
             ok = ~np.isnan(v)
             blk[k] = float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else None

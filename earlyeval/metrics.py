@@ -4,7 +4,10 @@ Monitor replay all call these functions, so a number means the same everywhere.
 Vocabulary (ARCHITECTURE §4):
 - a *run* has T steps and a true outcome y; the policy may halt it after prefix
   t (1 <= t < T) with a predicted outcome; otherwise it completes with y.
-- ``steps_saved`` = sum over halted runs of (T - t) / sum of T.
+- ``steps_saved`` = sum over halted runs of (T - t) / sum of T, split by where
+  it comes from: ``steps_saved_task_skip`` (halts at t <= 1: the task is skipped
+  on what was known before the agent's trajectory said anything) and
+  ``steps_saved_in_run`` (halts at t >= 2: predicted from the trajectory).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 NEVER = 10.0  # a threshold no probability reaches: "never halt this way"
+TASK_SKIP_T = 1  # a halt after at most this many steps is a task skip, not a prediction from the trajectory
 
 
 @dataclass
@@ -137,6 +141,8 @@ def outcome_metrics(y: np.ndarray, T: np.ndarray, t_halt: np.ndarray, pred: np.n
     sr = float(correct[pos].mean()) if pos.any() else None
     fr = float(correct[neg].mean()) if neg.any() else None
     saved_steps = np.where(halted, T - t_halt, 0)
+    skip = halted & (t_halt <= TASK_SKIP_T)
+    tot = T.sum()
     return {
         "n_runs": int(n),
         "resolve_rate": float(y.mean()),
@@ -146,7 +152,9 @@ def outcome_metrics(y: np.ndarray, T: np.ndarray, t_halt: np.ndarray, pred: np.n
         "success_recall": sr,
         "failure_recall": fr,
         "economic_consistency": None if sr is None or fr is None else min(sr, fr),
-        "steps_saved": float(saved_steps.sum() / T.sum()) if T.sum() > 0 else None,
+        "steps_saved": float(saved_steps.sum() / tot) if tot > 0 else None,
+        "steps_saved_task_skip": float(saved_steps[skip].sum() / tot) if tot > 0 else None,
+        "steps_saved_in_run": float(saved_steps[~skip].sum() / tot) if tot > 0 else None,
         "input_tokens_saved": _tokens_saved(in_tokens, t_halt) if in_tokens else None,
         "output_tokens_saved": _tokens_saved(out_tokens, t_halt) if out_tokens else None,
         "predicted_resolve_rate": float(recorded.mean()),

@@ -191,7 +191,8 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
 
 LoaoLike = Any
 
-ABLATION_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_saved", "resolve_rate_shift_pp", "economic_consistency")
+ABLATION_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
+                 "steps_saved_in_run", "resolve_rate_shift_pp", "economic_consistency")
 
 
 def ablation_row(name: str, over: dict[str, Any], rep: dict[str, Any]) -> dict[str, Any]:

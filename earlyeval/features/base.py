@@ -34,9 +34,14 @@ class RunContext:
     exclude_submissions: list[str] = field(default_factory=list)  # public results of this same agent
     prior_match: list[str] = field(default_factory=list)  # regexes naming the same scaffold x model
     task_id: str = ""  # the task's id even without a task table (tau2): what peer_prior looks up
+    # public history (prior) and other agents' runs (peer_prior) dated strictly before this ISO date are
+    # visible; "" = everything (an agent evaluated today).  Offline: the run's own catalog date.
+    as_of: str = ""
 
     @classmethod
-    def of(cls, traj: Trajectory, task: Task | None, exclude: list[str] | None = None) -> "RunContext":
+    def of(cls, traj: Trajectory, task: Task | None, exclude: list[str] | None = None,
+           as_of: str | None = None) -> "RunContext":
+        """The run's context; ``as_of`` None means the run's own date (``meta["date"]``), "" no cutoff."""
         return cls(
             task=task,
             agent=traj.agent,
@@ -47,6 +52,7 @@ class RunContext:
             exclude_submissions=list(exclude or traj.meta.get("public_submissions", []) or []),
             prior_match=list(traj.meta.get("prior_match", []) or []),
             task_id=traj.task_id or (task.task_id if task else ""),
+            as_of=str(traj.meta.get("date") or "") if as_of is None else str(as_of),
         )
 
 

@@ -26,6 +26,10 @@ shared by every row (so ``peer_shrunk`` is one function of (k, n) for all rows
 and tells no row its own label); a per-agent p0 without A would instead fall as
 A's own success rate rises, a label leak of its own.  The values are constant
 over a run's prefixes.
+
+Time: like the public prior, a run only sees the agents dated strictly before
+its ``as_of`` (an agent's date is the earliest date of its runs; an agent
+without a date is never visible to a dated run); an empty ``as_of`` sees all.
 """
 
 from __future__ import annotations
@@ -53,14 +57,18 @@ class PeerTable:
 
     counts: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     base_rate: float = NAN
+    dates: dict[str, str] = field(default_factory=dict)  # agent -> its earliest run date ("" unknown)
 
     @classmethod
     def fit(cls, trajs: list[Trajectory], contexts: list[RunContext]) -> "PeerTable":
         counts: dict[str, dict[str, list[int]]] = defaultdict(dict)
         k_all = n_all = 0
+        dates: dict[str, str] = {}
         for t, ctx in zip(trajs, contexts):
             if t.outcome is None:
                 continue
+            d = dates.get(t.agent)
+            dates[t.agent] = ctx.as_of if d is None else (min(d, ctx.as_of) if d and ctx.as_of else "")
             tid = task_of(ctx) or t.task_id
             c = counts[tid].setdefault(t.agent, [0, 0])
             c[0] += int(t.outcome)
@@ -68,14 +76,21 @@ class PeerTable:
             k_all += int(t.outcome)
             n_all += 1
         return cls({tid: dict(sorted(by.items())) for tid, by in sorted(counts.items())},
-                   k_all / n_all if n_all else NAN)
+                   k_all / n_all if n_all else NAN, dict(sorted(dates.items())))
 
-    def peers(self, task_id: str, agent: str) -> tuple[int, int, list[float]]:
-        """(successes, runs, per-agent rates) of every agent but ``agent`` on the task."""
+    def visible(self, agent: str, as_of: str) -> bool:
+        """An agent's runs count for a run dated ``as_of`` only if the agent is dated strictly before it."""
+        if not as_of:
+            return True
+        d = self.dates.get(agent, "")
+        return bool(d) and d < as_of
+
+    def peers(self, task_id: str, agent: str, as_of: str = "") -> tuple[int, int, list[float]]:
+        """(successes, runs, per-agent rates) of every agent but ``agent`` on the task, dated before ``as_of``."""
         k = n = 0
         rates = []
         for a, (ka, na) in self.counts.get(task_id, {}).items():
-            if a == agent or na <= 0:
+            if a == agent or na <= 0 or not self.visible(a, as_of):
                 continue
             k += ka
             n += na
@@ -105,7 +120,7 @@ class PeerPriorFamily:
     def start(self, ctx: RunContext) -> np.ndarray:
         if self.table is None:
             return np.full(len(self.names), NAN)
-        k, n, rates = self.table.peers(task_of(ctx), ctx.agent)
+        k, n, rates = self.table.peers(task_of(ctx), ctx.agent, ctx.as_of)
         p0, a = self.table.base_rate, self.strength
         rate = k / n if n else NAN
         agent_rate = float(np.mean(rates)) if rates else NAN
@@ -123,7 +138,7 @@ class PeerPriorFamily:
         t = self.table
         base = None if t is None or np.isnan(t.base_rate) else t.base_rate  # JSON has no NaN
         return ({"strength": self.strength, "with_counts": self.counts, "base_rate": base,
-                 "counts": None if t is None else t.counts}, {})
+                 "counts": None if t is None else t.counts, "dates": None if t is None else t.dates}, {})
 
     @classmethod
     def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "PeerPriorFamily":
@@ -132,4 +147,5 @@ class PeerPriorFamily:
             return cls(None, float(meta.get("strength", 4.0)), with_counts)
         counts = {str(tid): {str(a): [int(c[0]), int(c[1])] for a, c in by.items()} for tid, by in meta["counts"].items()}
         base = meta.get("base_rate")
-        return cls(PeerTable(counts, NAN if base is None else float(base)), float(meta["strength"]), with_counts)
+        dates = {str(a): str(d or "") for a, d in (meta.get("dates") or {}).items()}
+        return cls(PeerTable(counts, NAN if base is None else float(base), dates), float(meta["strength"]), with_counts)

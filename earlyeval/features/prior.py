@@ -8,6 +8,12 @@ named in its catalog entry (``public_submissions``) and every submission that
 matches its scaffold and model (``prior_match`` regexes, or a default built from
 the scaffold and model names).  This holds for training runs too, so the
 feature means the same thing at training and at test time.
+
+Time: a run's prior only counts submissions dated strictly before the run's
+``as_of`` date (``RunContext.as_of``, the run's own date from its catalog
+entry): a new agent never has the leaderboard's future.  A submission without a
+date cannot be shown to precede the run and is left out whenever a date is set.
+An empty ``as_of`` means "today": every submission (``earlyeval score`` default).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ def default_match_patterns(scaffold: str, model: str) -> list[str]:
 class PriorTable:
     """Per-submission metadata and per-task resolver lists."""
 
-    submissions: dict[str, dict[str, Any]]  # name -> {split, text}
+    submissions: dict[str, dict[str, Any]]  # name -> {split, text, date ("YYYY-MM-DD" or "")}
     resolved_by: dict[str, list[str]]  # task_id -> submission names
 
     @classmethod
@@ -53,7 +59,7 @@ class PriorTable:
         subs = {}
         for s in d["submissions"]:
             text = " ".join([s.get("name", ""), s.get("folder", ""), s.get("display_name", "") or ""] + list(s.get("models") or []))
-            subs[s["name"]] = {"split": s.get("split", ""), "text": _norm(text)}
+            subs[s["name"]] = {"split": s.get("split", ""), "text": _norm(text), "date": str(s.get("date") or "")}
         return cls(subs, {k: list(v) for k, v in d["resolved_by"].items()})
 
     def to_json(self) -> dict[str, Any]:
@@ -71,8 +77,14 @@ class PriorTable:
                 out.add(n)
         return out
 
-    def solve_rate(self, task_id: str, split: str, exclude: set[str]) -> tuple[float, int]:
-        pool = [n for n, s in self.submissions.items() if (not split or s["split"] == split) and n not in exclude]
+    def pool(self, split: str, exclude: set[str], as_of: str = "") -> list[str]:
+        """Submissions of ``split`` not excluded and, with ``as_of``, dated strictly before it."""
+        return [n for n, s in self.submissions.items()
+                if (not split or s["split"] == split) and n not in exclude
+                and (not as_of or (bool(s.get("date")) and str(s["date"]) < as_of))]
+
+    def solve_rate(self, task_id: str, split: str, exclude: set[str], as_of: str = "") -> tuple[float, int]:
+        pool = self.pool(split, exclude, as_of)
         if not pool or task_id not in self.resolved_by:
             return NAN, len(pool)
         solved = set(self.resolved_by[task_id])
@@ -107,7 +119,7 @@ class PriorFamily:
         if self.table is None or ctx.task is None:
             return np.full(len(self._names), NAN)
         split = ctx.split or str(ctx.task.meta.get("split", ""))
-        rate, n = self.table.solve_rate(ctx.task.task_id, split, self.exclusions(ctx))
+        rate, n = self.table.solve_rate(ctx.task.task_id, split, self.exclusions(ctx), ctx.as_of)
         diff = DIFFICULTY.get(str(ctx.task.meta.get("difficulty", "")), NAN)
         return np.asarray([rate, float(n), diff], dtype=np.float64)
 

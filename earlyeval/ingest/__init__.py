@@ -141,6 +141,8 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
         t.meta["split"] = t.meta.get("split") or spec.split
         t.meta["run"] = spec.name
         t.meta["public_submissions"] = list(spec.public_submissions)
+        if spec.date:
+            t.meta["date"] = spec.date
         if spec.options.get("prior_match"):
             t.meta["prior_match"] = list(spec.options["prior_match"])
         if spec.small:

@@ -6,6 +6,7 @@ Most verbs take --bench (a catalog data/<bench>.toml); every verb ends by printi
 from __future__ import annotations
 
 import json
+import re
 import logging
 from pathlib import Path
 from typing import Optional
@@ -116,12 +117,23 @@ def score(model: Path = typer.Option(..., "--model", "-m", help="A model directo
           out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/score/<runs name>)."),
           labels: Optional[str] = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs (e.g. sb-cli:'*.json')."),
           agent: Optional[str] = typer.Option(None, "--agent", help="Agent name to report the runs under (default: the folder name)."),
+          as_of: Optional[str] = typer.Option(None, "--as-of",
+                                              help="Task prior from public submissions dated strictly before YYYY-MM-DD "
+                                                   "('run': each run's own catalog date; default: all submissions)."),
+          same_agent: Optional[str] = typer.Option(None, "--same-agent",
+                                                   help="Regex naming public submissions of this same agent, left out of the prior "
+                                                        "(matched on name/display name/models lower-cased, non-alphanumerics removed)."),
+          warm_start: int = typer.Option(0, "--warm-start", help="K labelled runs completed first to recalibrate and pick thresholds."),
+          seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw."),
           verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Replay completed runs through the Monitor; for labelled runs write score.json with loao.json's metrics."""
     from .score import score_runs, score_table
 
     _setup(verbose)
-    paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent)
+    if as_of and as_of != "run" and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
+        raise typer.BadParameter(f"{as_of!r} is not YYYY-MM-DD or 'run'", param_hint="--as-of")
+    paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
+                       warm_start=warm_start, seed=seed)
     typer.echo(score_table(json.loads(Path(paths["score"]).read_text())))
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 

@@ -39,7 +39,7 @@ from .metrics import (
     step_cap_policy,
     apply_policy,
 )
-from .adapt import adapt_em, fit_recalibration, recalibrated, warm_split
+from .adapt import Recalibration, adapt_em, fit_recalibration, recalibrated, warm_split
 from .model import DEFAULT_LGBM, OutcomeModel
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class EvalConfig:
     confidence: float | None = 0.9
     adapt: str = "none"  # none | em (label-free prior re-estimation on the evaluated agent's own predictions)
     inner_folds: int = 6  # inner leave-one-agent-out up to this many agents, else this many agent groups
-    warm_shares: tuple = (0.1, 0.2)
+    warm_shares: tuple = (0.05, 0.1, 0.2)
     warm_repeats: int = 5
     n_jobs: int = 2
 
@@ -413,6 +413,26 @@ def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: EvalConfig) -> di
             "outcome_accuracy": m["outcome_accuracy"], "halted_accuracy": m["halted_accuracy"]}
 
 
+def fit_warm_start(warm: RunSet, cfg: EvalConfig) -> tuple[Recalibration, dict[str, Any]]:
+    """Warm start on K finished, labelled runs of the new agent: Platt refitted on top of the model's
+    log-odds, then thresholds by the usual rule (``select_thresholds``) on the recalibrated warm runs.
+    Only ``warm``'s labels are read.  The one definition used by ``evaluate``, ``score`` and the Monitor."""
+    cal = fit_recalibration(warm)
+    th = select_thresholds({"warm": recalibrated(warm, cal)}, cfg, method=f"warm start on {len(warm)} runs")
+    return cal, th
+
+
+def warm_policy_metrics(rs: RunSet, warm: np.ndarray, cal: Recalibration, th: dict[str, Any],
+                        cfg: EvalConfig) -> dict[str, Any]:
+    """Outcome metrics over every run: the warm runs completed at full cost, the rest halted under (cal, th)."""
+    rest = rs.subset(~warm)
+    t_rest, p_rest = apply_policy(recalibrated(rest, cal), th["success"], th["failure"], cfg.min_halt_step)
+    t_all = np.zeros(len(rs), dtype=np.int64)
+    p_all = np.full(len(rs), -1, dtype=np.int64)
+    t_all[~warm], p_all[~warm] = t_rest, p_rest
+    return outcome_metrics(rs.y, rs.T, t_all, p_all, rs.in_tokens, rs.out_tokens)
+
+
 def warm_start_block(rs: RunSet, cfg: EvalConfig, share: float) -> dict[str, Any]:
     """Warm start: a random `share` of the agent's runs completes first (labels known); Platt is
     refitted and thresholds chosen on them; the rest is halted.  Savings count every run, the
@@ -423,14 +443,8 @@ def warm_start_block(rs: RunSet, cfg: EvalConfig, share: float) -> dict[str, Any
     draws = []
     for r in range(cfg.warm_repeats):
         warm = warm_split(len(rs), share, seed=cfg.seed * 1000 + r)
-        warm_rs, rest = rs.subset(warm), rs.subset(~warm)
-        cal = fit_recalibration(warm_rs)
-        th = select_thresholds({"warm": recalibrated(warm_rs, cal)}, cfg, method=f"warm-start {share:.0%}")
-        t_rest, p_rest = apply_policy(recalibrated(rest, cal), th["success"], th["failure"], cfg.min_halt_step)
-        t_all = np.zeros(len(rs), dtype=np.int64)
-        p_all = np.full(len(rs), -1, dtype=np.int64)
-        t_all[~warm], p_all[~warm] = t_rest, p_rest
-        m = outcome_metrics(rs.y, rs.T, t_all, p_all, rs.in_tokens, rs.out_tokens)
+        cal, th = fit_warm_start(rs.subset(warm), cfg)
+        m = warm_policy_metrics(rs, warm, cal, th, cfg)
         m["thresholds"] = (th["success"], th["failure"])
         m["recalibration"] = (cal.a, cal.b)
         draws.append(m)

@@ -66,7 +66,7 @@ from .decision import Decision
 from .features import Featurizer, RunContext
 from .metrics import halting
 from .modeldir import ModelBundle, load_model_dir
-from .trajectory import Action, Step, Task, make_step
+from .trajectory import Action, Step, Task, Trajectory, make_step
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,9 @@ class Monitor:
         self._platt_s = self.model.platt_["success"]
         self._platt_f = self.model.platt_.get("failure")
         self._mirror = "failure" not in self.model.boosters_
+        self._warm = self._shared.get("warm")  # set by warm_start(), shared with spawned monitors
+        if self._warm is not None:
+            self.tau_s, self.tau_f = self._warm["success"], self._warm["failure"]
         self._families = set(self.featurizer.family_names)
         self.tasks = _task_table(tasks)
         self._logged: set[str] = set()  # context warnings already logged by this monitor (one line each, not per run)
@@ -143,6 +146,45 @@ class Monitor:
         return Monitor(self.bundle, explain=self.explain, top_k=self.top_k, strict=self.strict,
                        use_c_api=self._use_c_api, tasks=self.tasks, budget=self._use_budget,
                        halt_on_impossible=sorted(self.halt_on_impossible), _shared=self._shared)
+
+    def warm_start(self, runs: Iterable[Trajectory], tasks: Mapping[str, Task] | None = None,
+                   as_of: str | None = "", same_agent: str | None = None) -> dict[str, Any]:
+        """Adapt to a new agent from K of its finished, labelled runs (a warm start).
+
+        The runs are replayed through the model as it was loaded; Platt scaling is refitted on top of
+        its log-odds and (tau_s, tau_f) are picked on them by the training's own rule
+        (``evaluate.fit_warm_start``: the target recall, Wilson bound).  From then on this monitor and
+        every monitor it spawns report recalibrated probabilities and halt with the new thresholds.
+        Only these runs' labels are read.  ``as_of``/``same_agent`` as in ``score`` (the prior's date
+        cutoff and an extra same-agent pattern).  Returns what was fitted."""
+        from .evaluate import EvalConfig, fit_warm_start
+        from .score import replay, runset_of
+
+        runs = list(runs)
+        unlabelled = [t.run_id for t in runs if t.outcome is None]
+        if unlabelled:
+            raise ValueError(f"warm start needs finished, labelled runs; no outcome for {unlabelled[:3]}")
+        if len(runs) < 2:
+            raise ValueError(f"warm start needs at least 2 labelled runs, got {len(runs)}")
+        base = Monitor(self.bundle, explain="never", use_c_api=self._use_c_api, tasks=self.tasks, budget=False,
+                       _shared={**self._shared, "warm": None})
+        table = {**self.tasks, **dict(tasks or {})}
+        records = [replay(base, t, table.get(t.task_id), as_of=as_of, same_agent=same_agent) for t in runs]
+        failed = [r["run_id"] for r in records if r["errors"]]
+        if failed:
+            raise ValueError(f"warm start: no probabilities for runs {failed[:3]} (fail-open during replay)")
+        rs = runset_of(runs, records)
+        c = dict(self.bundle.training.get("config") or {})
+        cfg = EvalConfig(**{k: (tuple(v) if k == "taus" else v) for k, v in c.items()
+                            if k in ("target_accuracy", "constraint", "confidence", "taus")},
+                         min_halt_step=self.min_halt_step)
+        cal, th = fit_warm_start(rs, cfg)
+        self._warm = {"success": float(th["success"]), "failure": float(th["failure"]), "calibration": cal,
+                      "runs": [t.run_id for t in runs]}
+        self._shared["warm"] = self._warm
+        self.tau_s, self.tau_f = self._warm["success"], self._warm["failure"]
+        return {"runs": len(runs), "recalibration": {"a": cal.a, "b": cal.b}, "thresholds": self.thresholds,
+                "selection": {k: v for k, v in th.items() if k not in ("success", "failure")}}
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -291,6 +333,9 @@ class Monitor:
         """Calibrated (P(success), P(failure)) of one float32 feature row, as OutcomeModel.predict_proba."""
         ps = float(self._platt_s(self._pred["success"](x)))
         pf = 1.0 - ps if self._mirror else float(self._platt_f(self._pred["failure"](x)))
+        if self._warm is not None:  # warm start: recalibrated as adapt.recalibrated does offline
+            ps = float(self._warm["calibration"](np.asarray(ps)))
+            pf = 1.0 - ps
         return ps, pf
 
     def _decide(self, x: np.ndarray, ps: float, pf: float, index: int, budget: dict[str, Any] | None = None) -> Decision:

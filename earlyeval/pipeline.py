@@ -18,6 +18,7 @@ import numpy as np
 
 from .catalog import REPO_ROOT, data_root, load_catalog
 from .dataset import FOLD_FREE, Dataset, load_dataset
+from .evaluate import HEADLINE as HEADLINE_KEYS
 from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
 from .features import Featurizer, build_family
 from .ingest import ingest_catalog
@@ -178,6 +179,7 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
     t0 = time.time()
     res = run_loao(ds, cfg, progress)
     report = loao_report(ds, cfg, res)
+    add_protocols(report, ds, cfg, progress)
     report["seconds"] = round(time.time() - t0, 1)
     report["prefix_drops"] = drop_report(ds.trajs, cfg.min_steps).to_dict()
     report["ablations"] = []
@@ -190,6 +192,58 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
 
 
 LoaoLike = Any
+
+PROTOCOLS_DOC = {
+    "as_of": "every run's task prior (and peer_prior) counts only public submissions / agents dated strictly before "
+             "the run's own date, training and held-out runs alike (the headline: top-level agents/pooled)",
+    "current_pool": "every run's task prior counts today's full public pool (minus its own scaffold x model)",
+    "no_prior": "no public history at all: the prior family left out (a benchmark without a leaderboard)",
+}
+# the task-level features (known before the agent's first step) the prior-only baseline is restricted to
+TASK_LEVEL = ("prior_*", "task_difficulty", "gold_n_files", "gold_n_hunks", "gold_log_lines", "peer_*")
+GAIN_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
+             "steps_saved_in_run")
+
+
+def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
+    """The per-agent and pooled metric blocks of a loao report (what every protocol carries)."""
+    keep = ("thresholds", "small_n", "total_steps", *HEADLINE_KEYS)
+    return {"agents": {a: {k: b.get(k) for k in keep if k in b} for a, b in rep["agents"].items()},
+            "pooled": rep["pooled"], "holdout_agents": rep["holdout_agents"],
+            "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp")}
+
+
+def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None) -> None:
+    """``protocols`` (as_of = the report's headline, current_pool, no_prior) and the prior-only baseline.
+
+    current_pool only exists where the prior family is used; no_prior drops it.  The prior-only baseline is
+    the same model family and threshold rule on the task-level features alone (as_of); its halts can only
+    be task skips, since its features do not change along a run."""
+    prot: dict[str, Any] = {"doc": PROTOCOLS_DOC, "as_of": protocol_block(report)}
+    if "prior" in cfg.families:
+        c = EvalConfig(**{**cfg.__dict__, "prior_pool": "current"})
+        prot["current_pool"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+        rest = [f for f in cfg.families if f != "prior"]
+        if rest:
+            c = EvalConfig(**{**cfg.__dict__, "families": rest})
+            prot["no_prior"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+    report["protocols"] = prot
+    task_fams = [f for f in cfg.families if f in ("prior", "gold", "peer_prior")]
+    if task_fams:
+        c = EvalConfig(**{**cfg.__dict__, "families": task_fams, "keep_features": TASK_LEVEL})
+        base = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+        gain = {a: {k: _diff(report["agents"][a].get(k), b.get(k)) for k in GAIN_KEYS}
+                for a, b in base["agents"].items() if a in report["agents"]}
+        report["baselines"]["prior_only"] = {
+            **base["pooled"], "agents": base["agents"], "features": list(TASK_LEVEL), "families": task_fams,
+            "note": "same model family and threshold rule (inner LOAO, as_of), task-level features only",
+            "model_gain": {"pooled": {k: _diff(report["pooled"].get(k), base["pooled"].get(k)) for k in GAIN_KEYS},
+                           "agents": gain},
+        }
+
+
+def _diff(a: Any, b: Any) -> float | None:
+    return None if a is None or b is None else float(a) - float(b)
 
 ABLATION_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
                  "steps_saved_in_run", "resolve_rate_shift_pp", "economic_consistency")

@@ -37,6 +37,7 @@ import numpy as np
 from .catalog import REPO_ROOT, LabelSpec, RunSpec, data_root, load_catalog
 from .errors import CatalogError
 from .features import RunContext
+from .features.prior import default_match_patterns
 from .trajectory import Task, Trajectory
 
 log = logging.getLogger(__name__)
@@ -134,9 +135,22 @@ def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None) -> dict[s
 
 # ---------------------------------------------------------------- replay
 
-def replay(monitor: Any, traj: Trajectory, task: Task | None) -> dict[str, Any]:
+def run_context(traj: Trajectory, task: Task | None, as_of: str | None = "", same_agent: str | None = None) -> RunContext:
+    """The run's context for scoring.  ``as_of``: "" every public submission (an agent evaluated today),
+    a YYYY-MM-DD date only those dated strictly before it, None the run's own catalog date (as offline);
+    ``same_agent``: one more regex naming public submissions of this same agent (matched, like
+    ``prior_match``, on name, folder, display name and models lower-cased with non-alphanumerics removed)."""
+    ctx = RunContext.of(traj, task, as_of=as_of)
+    if same_agent:
+        pats = list(ctx.prior_match) or default_match_patterns(ctx.scaffold, ctx.model)
+        ctx = dataclasses.replace(ctx, prior_match=pats + [same_agent])
+    return ctx
+
+
+def replay(monitor: Any, traj: Trajectory, task: Task | None, as_of: str | None = "",
+           same_agent: str | None = None) -> dict[str, Any]:
     """Feed steps 1..T-1 of a finished run to the monitor, as a live loop would; the per-run record."""
-    monitor.start_context(RunContext.of(traj, task), traj.run_id)
+    monitor.start_context(run_context(traj, task, as_of, same_agent), traj.run_id)
     ps: list[float] = []
     pf: list[float] = []
     halt = None
@@ -191,16 +205,30 @@ def _scorable(t: Trajectory, rec: dict[str, Any]) -> bool:
     return t.outcome is not None and not rec["errors"]
 
 
-def metric_blocks(rs: Any, thresholds: dict[str, Any]) -> dict[str, Any]:
-    """Per-agent blocks (as in loao.json) and, for several agents, the pooled block."""
+def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None = None) -> dict[str, Any]:
+    """Per-agent blocks (as in loao.json) and, for several agents, the pooled block.
+
+    ``warm``: runs of a warm start, completed at full cost (never halted); the policy metrics count them."""
     from .evaluate import EvalConfig, agent_block, pooled_block
+    from .metrics import apply_policy, outcome_metrics
 
     cfg = EvalConfig(min_halt_step=int(thresholds.get("min_halt_step", 1)))
     th = {"success": float(thresholds["success"]), "failure": float(thresholds["failure"]),
-          "method": "the model directory's thresholds.json"}
+          "method": "the model directory's thresholds.json" if warm is None else "warm start"}
     agents = list(dict.fromkeys(rs.agents))
     blocks = {a: agent_block(rs.of_agent(a), th, cfg) for a in agents}
     pooled = pooled_block([(rs.of_agent(a), th) for a in agents], cfg) if len(agents) > 1 else None
+    if warm is not None and warm.any():
+        t_halt, pred = apply_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
+        t_halt[warm], pred[warm] = 0, -1
+        agent = np.asarray(rs.agents)
+        for a in agents:
+            m = agent == a
+            blocks[a].update(outcome_metrics(rs.y[m], rs.T[m], t_halt[m], pred[m],
+                                             [x for x, k in zip(rs.in_tokens, m) if k], [x for x, k in zip(rs.out_tokens, m) if k]))
+            blocks[a]["warm_runs"] = int(warm[m].sum())
+        if pooled is not None:
+            pooled.update(outcome_metrics(rs.y, rs.T, t_halt, pred, rs.in_tokens, rs.out_tokens))
     return {"agents": blocks, "pooled": pooled}
 
 
@@ -208,8 +236,14 @@ def metric_blocks(rs: Any, thresholds: dict[str, Any]) -> dict[str, Any]:
 
 def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str | Path | None = None,
                labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
-               progress: bool = True, monitor: Any = None) -> dict[str, Path]:
-    """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc)."""
+               progress: bool = True, monitor: Any = None, as_of: str | None = "", same_agent: str | None = None,
+               warm_start: int = 0, seed: int = 0) -> dict[str, Path]:
+    """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
+
+    ``as_of``/``same_agent``: see ``run_context`` ("run" = each run's own catalog date).  ``warm_start`` K:
+    K labelled runs (a seeded random draw) are completed first and used by ``Monitor.warm_start``; the
+    rest is halted with the recalibrated probabilities and thresholds; the metrics count every run, the
+    warm ones at full cost."""
     from tqdm.auto import tqdm
 
     from .ingest import format_module
@@ -222,8 +256,25 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     specs = run_specs(Path(runs_path), fmt, labels, agent)
     trajs, skipped, reports = read_runs(specs)
     task_table = load_task_table(bundle, tasks)
-    records = [replay(mon, t, task_table.get(t.task_id))
+    cutoff = None if as_of == "run" else (as_of or "")
+    warm_ids: set[str] = set()
+    warm_info = None
+    if warm_start:
+        lab = [t for t in trajs if t.outcome is not None]
+        if len(lab) < warm_start:
+            raise ValueError(f"--warm-start {warm_start}: only {len(lab)} labelled runs under {runs_path}")
+        pick = np.random.default_rng(seed).choice(len(lab), size=warm_start, replace=False)
+        warm_runs = [lab[i] for i in sorted(pick)]
+        warm_ids = {t.run_id for t in warm_runs}
+        warm_info = mon.warm_start(warm_runs, task_table, as_of=cutoff, same_agent=same_agent)
+        warm_info["run_ids"] = sorted(warm_ids)
+    records = [replay(mon, t, task_table.get(t.task_id), cutoff, same_agent)
                for t in tqdm(trajs, desc="score: replay", disable=not progress or len(trajs) < 20, leave=False)]
+    for r in records:
+        if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
+            r.update(warm=True, halted=False, halt_t=None, halt_step_index=None, predicted=None,
+                     p_success_at_halt=None, p_failure_at_halt=None, top_features=[],
+                     reason="warm-start run: completed, its label used to recalibrate")
 
     report: dict[str, Any] = {
         "model": str(Path(model_dir).resolve()) if model_dir else None,
@@ -234,6 +285,9 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
                   "labels": [f"{l.format}:{l.path}" if l.path else l.format for l in s.labels],
                   "from_catalog": s.options.get("bench")} for s in specs],
         "thresholds": mon.thresholds,
+        "as_of": "each run's own date" if cutoff is None else (cutoff or "all submissions"),
+        "same_agent": same_agent,
+        "warm_start": warm_info,
         "predictor": mon.predictor_kind,
         "n_trajectories": len(trajs),
         "n_labelled": sum(t.outcome is not None for t in trajs),
@@ -246,13 +300,14 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     report["n_scored"] = sum(_scorable(t, r) for t, r in zip(trajs, records))
     if report["n_scored"]:
         rs = runset_of(trajs, records)
-        blocks = metric_blocks(rs, mon.thresholds)
+        warm = np.asarray([rid in warm_ids for rid in rs.run_ids], dtype=bool)
+        blocks = metric_blocks(rs, mon.thresholds, warm if warm_ids else None)
         report.update(blocks)
         # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
         t_halt, pred = apply_policy(rs, mon.tau_s, mon.tau_f, mon.min_halt_step)
         lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]
-        mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred)
-                if (r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure"))]
+        mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred) if not r.get("warm") and
+                ((r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure")))]
         report["policy_consistent"] = not mism
         if mism:
             log.error("monitor halts differ from metrics.apply_policy on %d runs, e.g. %s", len(mism), mism[:3])

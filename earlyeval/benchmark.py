@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .catalog import REPO_ROOT
+from .workspace import models_dir, reports_dir
 from .trajectory import Step, Task, Trajectory
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
     from .monitor import Monitor
     from .store import read_ingested_tasks, read_ingested_trajectories
 
-    mdir = Path(model_dir) if model_dir else REPO_ROOT / "models" / bench
+    mdir = Path(model_dir) if model_dir else models_dir(bench)
     monitor = Monitor.load(mdir, budget=budget)
     if trajs is None:
         trajs = read_ingested_trajectories(bench)
@@ -227,7 +227,7 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
                                 "cpu_median_us_steps_1_10": b10["cpu"].get("median_us"),
                                 "cpu_median_us_steps_91_100": b100["cpu"].get("median_us")}
 
-    dest = Path(out) if out else REPO_ROOT / "reports" / bench
+    dest = Path(out) if out else reports_dir(bench)
     dest.mkdir(parents=True, exist_ok=True)
     pj = dest / "latency.json"
     pj.write_text(json.dumps(report, indent=1))

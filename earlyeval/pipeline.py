@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .catalog import REPO_ROOT, data_root, load_catalog
+from .catalog import data_root, load_catalog
+from .workspace import models_dir, reports_dir
 from .dataset import FOLD_FREE, Dataset, load_dataset
 from .evaluate import HEADLINE as HEADLINE_KEYS
 from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
@@ -28,12 +29,6 @@ from .store import bench_dir, write_tasks, write_trajectories
 from .tasks import load_tasks
 
 log = logging.getLogger(__name__)
-
-
-def reports_dir(bench: str) -> Path:
-    d = REPO_ROOT / "reports" / bench
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def write_json(obj: Any, path: Path) -> Path:
@@ -70,7 +65,7 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     report = {
         "bench": bench,
         "data_root": str(r),
-        "catalog": str(cat.path.relative_to(REPO_ROOT)) if cat.path.is_relative_to(REPO_ROOT) else str(cat.path),
+        "catalog": cat.path.name if cat.path.parent.name == "catalogs" else str(cat.path),
         "totals": {
             "runs": len(reports),
             "trajectories": sum(x.trajectories for x in reports),
@@ -164,7 +159,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
         },
         extra=extra,
     )
-    path = save_model_dir(bundle, out or REPO_ROOT / "models" / bench)
+    path = save_model_dir(bundle, out or models_dir(bench))
     return {"model": path}
 
 

@@ -14,7 +14,7 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .catalog import REPO_ROOT
+from .workspace import data_dir
 from .trajectory import Task, Trajectory
 
 ACTION_TYPE = pa.struct([("tool", pa.string()), ("text", pa.string()), ("kind", pa.string())])
@@ -59,7 +59,7 @@ TASK_SCHEMA = pa.schema(
 
 
 def bench_dir(bench: str, base: Path | None = None) -> Path:
-    return (base or REPO_ROOT / "data") / bench
+    return base / bench if base is not None else data_dir(bench)
 
 
 def write_trajectories(trajs: Iterable[Trajectory], path: Path) -> Path:

@@ -17,6 +17,8 @@ RAW_SCALE = ("step", "log_*", "n_edit", "n_test", "files_edited", "edit_actions"
              "n_syntax_error", "reverts")
 RELATIVE = ("share_*", "recent_share_*", "*_rel", "since_*", "edits_per_file")
 TEST_SIGNALS = ("last_test_*", "test_after_*", "ever_passed_after_edit", "n_test_summaries", "since_test_summary")
+# trajectory evidence that settles an outcome without a rich public history (issue 14, gold family)
+EVIDENCE = ("edits_off_gold_only", "since_last_gold_edit_rel", "f2p_passed_after_last_edit", "f2p_failed_after_last_edit")
 
 
 def default_ablations(bench: str, cfg: EvalConfig) -> list[tuple[str, dict[str, Any]]]:
@@ -37,6 +39,10 @@ def default_ablations(bench: str, cfg: EvalConfig) -> list[tuple[str, dict[str, 
         out.append(("behaviour_only", {"families": ["behaviour"]}))
     if "gold" in cfg.families:
         out.append(("gold_file_level_only", {"drop_features": GOLD_DEEP}))
+        out.append(("no_trajectory_evidence", {"drop_features": EVIDENCE}))
+    if "prior" in cfg.families:
+        # under as_of the pool size tracks the run's date, hence the agent's era: a level-shift proxy
+        out.append(("no_prior_n_submissions", {"drop_features": ("prior_n_submissions",)}))
     if "behaviour" in cfg.families:
         out.append(("behaviour_raw_scale_only", {"drop_features": RELATIVE}))
         out.append(("behaviour_relative_only", {"drop_features": RAW_SCALE}))

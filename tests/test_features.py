@@ -106,3 +106,22 @@ def test_prefix_weights_sum_to_one_per_run_and_min_steps():
     rep = drop_report(trajs, 10)
     for a, n in rep.runs.items():
         assert rep.dropped.get(a, 0) == sum(1 for t in trajs if t.agent == a and len(t.steps) < 10)
+
+
+def test_gold_trajectory_evidence():
+    """F2P verdict after the last edit, and edits that only ever touched non-gold files."""
+    task = Task("task-3", gold_patch=gold_patch(3), fail_to_pass=["test_compute_3"])
+    v = values(build_family("gold"), RunContext(task=task), steps())
+    assert v[0]["edits_off_gold_only"] == 0 and math.isnan(v[0]["since_last_gold_edit_rel"])
+    assert v[1]["edits_off_gold_only"] == 0 and v[1]["since_last_gold_edit_rel"] == 0  # edited the gold file
+    assert v[2]["f2p_failed_after_last_edit"] == 1 and v[2]["f2p_passed_after_last_edit"] == 0
+    assert v[3]["f2p_passed_after_last_edit"] == 1 and v[3]["f2p_failed_after_last_edit"] == 0
+    assert v[3]["since_last_gold_edit_rel"] == pytest.approx(2 / 4)
+    off = [steps()[0], make_step(1, [Action("bash", "sed -i 's/a/b/' pkg/other.py")], observation=""), steps()[3]]
+    w = values(build_family("gold"), RunContext(task=task), off)
+    assert w[1]["edits_off_gold_only"] == 1 and w[2]["edits_off_gold_only"] == 1
+    # the passing F2P run came after an edit, but of the wrong file: still "passed after the last edit"
+    assert w[2]["f2p_passed_after_last_edit"] == 1
+    # a new edit after the verdict resets it
+    again = steps() + [make_step(4, [Action("bash", "sed -i 's/x/y/' pkg/mod3.py")], observation="")]
+    assert values(build_family("gold"), RunContext(task=task), again)[4]["f2p_passed_after_last_edit"] == 0

@@ -24,7 +24,7 @@ from unidiff.errors import UnidiffParseError
 
 from ..trajectory import Step
 from .base import RunContext, StatelessFamily
-from .signals import edit_targets, identifiers, normalize_path, path_matches, paths_in
+from .signals import edit_targets, identifiers, normalize_path, parse_test_summary, path_matches, paths_in
 
 NAN = float("nan")
 _MIN_LINE = 8  # shorter lines ("return x", "}") match by accident
@@ -99,7 +99,8 @@ def _patchset(text: str) -> list:
 class GoldState:
     __slots__ = ("gold", "t", "mentioned", "surfaced", "edited", "edited_other", "symbols_mentioned", "symbols_edited",
                  "edit_idents", "edit_idents_all", "removed_hit", "added_hit", "first_gold_edit", "f2p_run", "test_file_seen",
-                 "diff_files", "diff_added_hit", "diff_seen", "hunk_hit")
+                 "diff_files", "diff_added_hit", "diff_seen", "hunk_hit", "last_edit", "last_gold_edit", "f2p_verdict",
+                 "f2p_verdict_at")
 
     def __init__(self, gold: GoldPatch | None) -> None:
         self.gold = gold
@@ -121,6 +122,10 @@ class GoldState:
         self.diff_added_hit: float = NAN
         self.diff_seen = -1
         self.hunk_hit: set[tuple[str, int]] = set()
+        self.last_edit = -1  # step of the newest edit (any file)
+        self.last_gold_edit = -1
+        self.f2p_verdict: float = NAN  # 1 passed / 0 failed: the newest parsed result of a FAIL_TO_PASS test run
+        self.f2p_verdict_at = -1
 
 
 def _gold_files_in(paths: list[str], gold_files: list[str]) -> set[str]:
@@ -147,6 +152,8 @@ class GoldFamily(StatelessFamily):
         "gold_removed_lines_touched", "gold_added_lines_written", "edits_in_gold_hunks",
         "since_first_gold_edit", "f2p_tests_run", "since_f2p_run", "test_patch_file_seen",
         "diff_gold_files", "diff_gold_added", "since_diff_seen",
+        # trajectory evidence that settles an outcome without a public history (issue 14)
+        "edits_off_gold_only", "since_last_gold_edit_rel", "f2p_passed_after_last_edit", "f2p_failed_after_last_edit",
     ]
 
     def __init__(self) -> None:
@@ -188,6 +195,9 @@ class GoldFamily(StatelessFamily):
             if a.kind == "edit":
                 targets = edit_targets(a.text)
                 hit = _gold_files_in(targets, g.files)
+                s.last_edit = t
+                if hit:
+                    s.last_gold_edit = t
                 if hit and s.first_gold_edit < 0:
                     s.first_gold_edit = t
                 s.edited |= hit
@@ -207,10 +217,14 @@ class GoldFamily(StatelessFamily):
                             if lo <= a1 + 3 and hi >= a0 - 3:
                                 s.hunk_hit.add((f, i))
             if a.kind == "test":
-                if g.f2p_names and any(n in a.text for n in g.f2p_names):
+                f2p = bool(g.f2p_names) and any(n in a.text for n in g.f2p_names)
+                if not f2p and _may_mention(a.text, g.test_files):
+                    f2p = any(path_matches(p, tf) for p in paths_in(a.text) for tf in g.test_files)
+                if f2p:
                     s.f2p_run = t
-                if _may_mention(a.text, g.test_files) and any(path_matches(p, tf) for p in paths_in(a.text) for tf in g.test_files):
-                    s.f2p_run = t
+                    summ = parse_test_summary(obs)
+                    if summ is not None:
+                        s.f2p_verdict, s.f2p_verdict_at = float(summ.ok), t
         if not s.test_file_seen and _may_mention(act, g.test_files) and any(path_matches(p, tf) for p in paths_in(act) for tf in g.test_files):
             s.test_file_seen = 1
         if "diff --git" in obs:
@@ -243,5 +257,9 @@ class GoldFamily(StatelessFamily):
             NAN if s.first_gold_edit < 0 else float(now - s.first_gold_edit),
             float(s.f2p_run >= 0), NAN if s.f2p_run < 0 else float(now - s.f2p_run), float(s.test_file_seen),
             s.diff_files, s.diff_added_hit, NAN if s.diff_seen < 0 else float(now - s.diff_seen),
+            float(s.last_edit >= 0 and not s.edited),
+            NAN if s.last_gold_edit < 0 else (now - s.last_gold_edit) / max(s.t, 1),
+            float(s.f2p_verdict_at >= s.last_edit >= 0 and s.f2p_verdict == 1.0),
+            float(s.f2p_verdict_at >= s.last_edit >= 0 and s.f2p_verdict == 0.0),
         ]
         return np.asarray(v, dtype=np.float64)

@@ -1496,6 +1496,8 @@ def budget_report(run: BudgetRun) -> dict[str, Any]:
     rep = {
         "bench": ds.bench,
         "version": 1,
+        # the outcome model's task prior (a static feature here too) is dated like loao.json's headline
+        "protocol": "as_of" if run.cfg.prior_pool == "as_of" else "current_pool",
         "seconds": run.seconds,
         "config": {"budget": b.to_dict(), "outcome_model": run.cfg.to_dict()},
         "method": {

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .dataset import Dataset
+from .dataset import CURRENT_POOL, Dataset
 from .evaluate import EvalConfig, FoldRunner, select_thresholds
 from .features import Featurizer, build_family
 from .features.base import RunContext
@@ -333,7 +333,8 @@ def pair_blind(ds: Dataset, agents: Iterable[str]) -> Dataset:
             for c in ds.contexts]
     fz = Featurizer([build_family("prior", prior_table=ds.prior_table)])
     X = fz.prefix_matrix(ds.trajs, ctxs)
-    return replace(ds, contexts=ctxs, blocks={**ds.blocks, "prior": X})
+    # the undated current-pool block is not blinded: dropped, so that nothing can route on it
+    return replace(ds, contexts=ctxs, blocks={**{k: v for k, v in ds.blocks.items() if k != CURRENT_POOL}, "prior": X})
 
 
 def large_agents(ds: Dataset, cfg: EvalConfig) -> list[str]:
@@ -580,6 +581,8 @@ def route_bench(bench: str, cheap: str, strong: str, budget_usd: float | None = 
     path = out / "routing.json"
     report = _read_json(path) or {}
     report.update({"bench": bench, "version": 1})
+    # every run's task prior (features and the prior-gated policies) counts only submissions dated before it
+    block["protocol"] = "as_of"
     report.setdefault("pairs", {})[f"{cheap}->{strong}"] = block
     report["pricing"] = pricing_summary(ds.trajs, costs, ds.catalog)
     write_json(report, path)

@@ -79,6 +79,11 @@ def test_run_context_takes_the_run_date_and_score_can_override_it():
     assert RunContext.of(t, None, as_of="2024-01-01").as_of == "2024-01-01"
 
 
+def test_every_swebench_catalog_run_has_a_date():
+    assert all(r.date for r in load_catalog("swebench").runs)
+
+
+@pytest.mark.integration
 def test_catalog_dates_and_the_issue_pool_sizes():
     """Every SWE-bench run has a date; pool sizes before each held-out agent's date (Lite, Verified) as counted
     independently in issue 14 (Moatless 0617: 13 Lite, not 14 -- factory_code_droid is dated the same day,

@@ -48,3 +48,38 @@ def test_loao_report_on_real_sample(sample):
     assert rep["agents"]["swe-agent-0.x__gpt-4"]["input_tokens_saved"] is None
     assert "moatless-tools" in rep["leave_one_scaffold_out"]
     assert rep["pooled"]["auroc_success"] > 0.6  # the task prior alone ranks far better than chance
+
+
+def test_real_prior_rows_are_dated_and_steps_saved_splits(sample):
+    """On the real runs: every run's prior counts exactly the submissions dated before its catalog date, minus its
+    own scaffold x model (brute force over the table); the current-pool block counts more; saved = skip + in-run."""
+    from earlyeval.features.prior import default_match_patterns
+
+    trajs, tasks, _ = sample
+    ds = load_dataset("swebench", ["prior"], trajs=trajs, tasks=tasks, progress=False)
+    dates = {r.agent: r.date for r in load_catalog("swebench").runs}
+    table = ds.prior_table
+    names = ds.block_names["prior"]
+    j_rate, j_n = names.index("prior_solve_rate"), names.index("prior_n_submissions")
+    first = ds.prefixes.groupby("run").head(1)
+    checked = 0
+    for k, row in first.iterrows():
+        i, ctx = int(row["run"]), ds.contexts[int(row["run"])]
+        assert ctx.as_of == dates[ds.trajs[i].agent] != ""
+        pats = list(ctx.prior_match) or default_match_patterns(ctx.scaffold, ctx.model)
+        own = table.excluded(list(ctx.exclude_submissions), pats)
+        split = ctx.split or str(ctx.task.meta.get("split", ""))
+        pool = [n for n, s in table.submissions.items() if s["split"] == split and n not in own and s["date"] and s["date"] < ctx.as_of]
+        assert ds.blocks["prior"][k, j_n] == len(pool)
+        if ctx.task.task_id in table.resolved_by and pool:
+            solved = set(table.resolved_by[ctx.task.task_id])
+            assert ds.blocks["prior"][k, j_rate] == pytest.approx(sum(n in solved for n in pool) / len(pool), abs=1e-6)
+        assert ds.blocks["prior@current_pool"][k, j_n] >= len(pool)
+        checked += 1
+    assert checked > 200
+    cfg = EvalConfig(families=["behaviour", "gold", "prior"], min_steps=3, holdout_min_runs=30, lgbm_params=SMALL_LGBM,
+                     warm_repeats=1, n_jobs=2)
+    ds2 = load_dataset("swebench", cfg.families, trajs=trajs, tasks=tasks, progress=False)
+    rep = loao_report(ds2, cfg, run_loao(ds2, cfg, with_loso=False, with_small=False), light=True)
+    for b in list(rep["agents"].values()) + [rep["pooled"]]:
+        assert b["steps_saved"] == pytest.approx(b["steps_saved_task_skip"] + b["steps_saved_in_run"], abs=1e-12)

@@ -213,11 +213,12 @@ class Monitor:
     # ----------------------------------------------------------------- run
     def start(self, task: Task | Mapping[str, Any] | None = None, run_id: str | None = None, *, agent: str = "",
               scaffold: str = "", model: str = "", split: str = "", exclude_submissions: list[str] | None = None,
-              prompt: str | None = None, prior_match: list[str] | None = None) -> RunContext | None:
+              prompt: str | None = None, prior_match: list[str] | None = None, as_of: str = "") -> RunContext | None:
         """Begin a run.  ``task`` is a Task or a dict (Task fields, or SWE-bench's
         ``instance_id``/``problem_statement``/``patch``/``FAIL_TO_PASS``); ``agent``,
         ``scaffold``, ``model``, ``split``, ``exclude_submissions``, ``prior_match`` are
-        what the prior family uses to leave this agent's own public results out."""
+        what the prior family uses to leave this agent's own public results out; ``as_of`` (YYYY-MM-DD)
+        limits the public history to submissions dated strictly before it ("" = all)."""
         self._reset()
         self.run_id = run_id
         try:
@@ -225,7 +226,7 @@ class Monitor:
             ctx = RunContext(task=t, agent=agent, scaffold=scaffold, model=model, split=split,
                              prompt=prompt if prompt is not None else (t.prompt if t else ""),
                              exclude_submissions=list(exclude_submissions or []), prior_match=list(prior_match or []),
-                             task_id=t.task_id if t else "")
+                             task_id=t.task_id if t else "", as_of=as_of)
         except Exception as e:
             if self.strict:
                 raise

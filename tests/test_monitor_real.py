@@ -156,7 +156,8 @@ def test_stream_equals_batch_shipped_model(swebench_sample):
 
 
 def _replay_vs_offline(model_dir: Path, runs: Path, fmt: str, out: Path, tasks=None):
-    rep = json.loads(score_runs(model_dir, runs, fmt, out=out, tasks=tasks, progress=False)["score"].read_text())
+    # as_of="run": each run's prior as of its own catalog date, as the offline (as_of) evaluation computes it
+    rep = json.loads(score_runs(model_dir, runs, fmt, out=out, tasks=tasks, progress=False, as_of="run")["score"].read_text())
     mon = Monitor.load(model_dir)
     from earlyeval.score import read_runs, run_specs
 

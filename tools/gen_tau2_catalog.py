@@ -111,6 +111,7 @@ def scan(path: Path) -> dict:
         source, per_step = "none", None
     return {
         "file": path.name,
+        "date": str(d.get("timestamp") or "")[:10],  # the result file's own timestamp: the run's date
         "impl": ai.get("implementation") or "",
         "llm": ai.get("llm") or "",
         "user_llm": ui.get("llm") or "",
@@ -159,6 +160,7 @@ def build(root: Path) -> str:
             'folder = "tau2"',
             f"glob = {json.dumps(r['file'])}",
             f"agent = {json.dumps(r['agent'])}",
+            f"date = {json.dumps(r['date'])}  # the result file's own timestamp",
             f"scaffold = {json.dumps(r['variant'])}",
             f"model = {json.dumps(r['model'])}",
             'format = "tau2"',

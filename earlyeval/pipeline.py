@@ -192,10 +192,11 @@ PROTOCOLS_DOC = {
     "as_of": "every run's task prior (and peer_prior) counts only public submissions / agents dated strictly before "
              "the run's own date, training and held-out runs alike (the headline: top-level agents/pooled)",
     "current_pool": "every run's task prior counts today's full public pool (minus its own scaffold x model)",
-    "no_prior": "no public history at all: the prior family left out (a benchmark without a leaderboard)",
+    "no_prior": "no public history at all: the prior (and peer_prior) families left out (a benchmark without a leaderboard)",
 }
 # the task-level features (known before the agent's first step) the prior-only baseline is restricted to
 TASK_LEVEL = ("prior_*", "task_difficulty", "gold_n_files", "gold_n_hunks", "gold_log_lines", "peer_*")
+HISTORY = ("prior", "peer_prior")  # the families that read other agents' (dated) results
 GAIN_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
              "steps_saved_in_run")
 
@@ -211,14 +212,14 @@ def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
 def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None) -> None:
     """``protocols`` (as_of = the report's headline, current_pool, no_prior) and the prior-only baseline.
 
-    current_pool only exists where the prior family is used; no_prior drops it.  The prior-only baseline is
+    current_pool only exists where a history family (prior, peer_prior) is used; no_prior drops them.  The prior-only baseline is
     the same model family and threshold rule on the task-level features alone (as_of); its halts can only
     be task skips, since its features do not change along a run."""
     prot: dict[str, Any] = {"doc": PROTOCOLS_DOC, "as_of": protocol_block(report)}
-    if "prior" in cfg.families:
+    if set(HISTORY) & set(cfg.families):
         c = EvalConfig(**{**cfg.__dict__, "prior_pool": "current"})
         prot["current_pool"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
-        rest = [f for f in cfg.families if f != "prior"]
+        rest = [f for f in cfg.families if f not in HISTORY]
         if rest:
             c = EvalConfig(**{**cfg.__dict__, "families": rest})
             prot["no_prior"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))

@@ -84,7 +84,7 @@ test-openhands:
 	    $(OH_VENV)/bin/pip install -q --no-deps -e .; $(OH_VENV)/bin/pip check; touch $(OH_VENV)/.installed; fi; \
 	  $(OH_VENV)/bin/python -m pytest -q tests/test_adapter_openhands.py tests/test_adapter_base.py; fi
 
-# the unit tests against the oldest versions pyproject.toml declares (checked by hand, not in CI:
+# the unit and integration tests against the oldest versions pyproject.toml declares (checked by hand, not in CI:
 # see docs/install.md); FLOORS_VENV is rebuilt each time
 FLOORS_VENV ?= .venv-floors
 test-floors:
@@ -93,6 +93,7 @@ test-floors:
 	$(FLOORS_VENV)/bin/pip install -q --no-deps -e .
 	$(FLOORS_VENV)/bin/pip check
 	$(FLOORS_VENV)/bin/python -m pytest -q -m "not integration"
+	$(FLOORS_VENV)/bin/python -m pytest -q -m integration
 
 clean:
 	rm -rf data/*/ features/*/ models/*/ reports/*/

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .atomic import write_text as atomic_write_text
 from .catalog import REPO_ROOT
 from .trajectory import Step, Task, Trajectory
 
@@ -230,7 +231,7 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
     dest = Path(out) if out else REPO_ROOT / "reports" / bench
     dest.mkdir(parents=True, exist_ok=True)
     pj = dest / "latency.json"
-    pj.write_text(json.dumps(report, indent=1))
+    atomic_write_text(pj, json.dumps(report, indent=1))
     pp = _plot(rows, dest / "latency.png", bench)
     return {"latency": pj, "plot": pp}
 

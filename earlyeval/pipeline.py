@@ -16,17 +16,23 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import atomic
 from .catalog import REPO_ROOT, data_root, load_catalog
 from .dataset import FOLD_FREE, Dataset, load_dataset
 from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
 from .features import Featurizer, build_family
 from .ingest import ingest_catalog
 from .modeldir import ModelBundle, save_model_dir
+from .monitor import context_absent_counts
 from .prefixes import drop_report
-from .store import bench_dir, write_tasks, write_trajectories
+from .errors import IngestError
+from .store import bench_dir, validate_task, write_tasks, write_trajectories
 from .tasks import load_tasks
 
 log = logging.getLogger(__name__)
+
+# written last by ingest_bench (and removed first): the ingest stage is complete (the Makefile depends on it)
+INGEST_DONE = "ingest.done"
 
 
 def reports_dir(bench: str) -> Path:
@@ -36,9 +42,8 @@ def reports_dir(bench: str) -> Path:
 
 
 def write_json(obj: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=1, default=_jsonable))
-    return path
+    """Atomically (temp file, fsync, rename): a killed writer leaves the previous report whole."""
+    return atomic.write_text(path, json.dumps(obj, indent=1, default=_jsonable))
 
 
 def _jsonable(x: Any) -> Any:
@@ -60,9 +65,20 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     r = data_root(root)
     if not r.exists():
         raise FileNotFoundError(f"data root {r} does not exist (set --data-root or EARLYEVAL_DATA)")
+    out = bench_dir(bench)
+    marker = out / INGEST_DONE
     trajs, reports = ingest_catalog(cat, r, show_progress=progress)
     tasks = load_tasks(cat, r) if cat.tasks else {}
-    out = bench_dir(bench)
+    tasks_skipped = []
+    for tid in list(tasks):
+        try:
+            validate_task(tasks[tid], str(cat.path))
+        except IngestError as e:
+            tasks_skipped.append(e.to_dict())
+            del tasks[tid]
+    # each output is replaced atomically; the completion marker (what `make` depends on) goes first and
+    # comes back last, so a kill in between leaves the previous outputs whole and the stage marked undone
+    marker.unlink(missing_ok=True)
     p_traj = write_trajectories(trajs, out / "trajectories.parquet")
     p_tasks = write_tasks(tasks.values(), out / "tasks.parquet")
     min_steps = int(cat.settings.get("min_steps", 10))
@@ -78,12 +94,15 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
             "unlabelled": sum(x.unlabelled for x in reports),
             "skipped_files": sum(len(x.skipped) for x in reports),
             "tasks": len(tasks),
+            "tasks_skipped": len(tasks_skipped),
         },
+        "tasks_skipped": tasks_skipped,
         "runs": [x.to_dict() for x in reports],
         "prefix_drops": {str(m): drop_report(trajs, m).to_dict() for m in sorted({min_steps, 10, 5, 3})},
     }
     p_rep = write_json(report, reports_dir(bench) / "ingest.json")
-    return {"trajectories": p_traj, "tasks": p_tasks, "report": p_rep}
+    atomic.write_text(marker, json.dumps({"trajectories": len(trajs), "tasks": len(tasks)}) + "\n")
+    return {"trajectories": p_traj, "tasks": p_tasks, "report": p_rep, "done": marker}
 
 
 # ------------------------------------------------------------------ config
@@ -160,6 +179,10 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
             "threshold_selection": th,
             "config": cfg.to_dict(),
             "budget": budget_summary,
+            # per family, how many training runs lacked its inputs: the Monitor halts on such a state only
+            # when the model was trained on it (monitor.context_state)
+            "context_runs": len(ds.trajs),
+            "context_absent_runs": context_absent_counts(fz, ds.contexts),
         },
         extra=extra,
     )

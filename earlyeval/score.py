@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .atomic import write_text as atomic_write_text
 from .catalog import REPO_ROOT, LabelSpec, RunSpec, data_root, load_catalog
 from .errors import CatalogError
 from .features import RunContext
@@ -261,7 +262,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     dest = Path(out) if out else REPO_ROOT / "reports" / "score" / _name(Path(runs_path))
     dest.mkdir(parents=True, exist_ok=True)
     path = dest / "score.json"
-    path.write_text(json.dumps(report, indent=1, default=_jsonable))
+    atomic_write_text(path, json.dumps(report, indent=1, default=_jsonable))
     return {"score": path}
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import atomic_path
 from .catalog import REPO_ROOT
-from .trajectory import Task, Trajectory
+from .errors import IngestError
+from .trajectory import MAX_TOKENS_PER_STEP, Task, Trajectory, cost_value, token_count
 
 ACTION_TYPE = pa.struct([("tool", pa.string()), ("text", pa.string()), ("kind", pa.string())])
 STEP_TYPE = pa.struct(
@@ -62,15 +64,89 @@ def bench_dir(bench: str, base: Path | None = None) -> Path:
     return (base or REPO_ROOT / "data") / bench
 
 
+_INT32 = (-(2**31), 2**31 - 1)
+_INT8 = (-128, 127)
+
+
+def _text_ok(v: Any) -> bool:
+    """Text the store can hold: UTF-8 encodable (no lone surrogates such as a JSON ``\\udc80`` escape)."""
+    if v.isascii():
+        return True
+    try:
+        v.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def validate_trajectory(t: Trajectory) -> None:
+    """Raise an IngestError naming the source file and field for any value the store cannot hold, or
+    that is impossible: text that is not UTF-8 encodable, integers outside their column, token counts
+    that are not 0..1e9 integers (``trajectory.token_count``), costs that are not finite and >= 0.
+    Called per trajectory at the file boundary (``ingest.ingest_run``: ingest and score alike), so one
+    bad value is that file's error and the rest of the batch goes on."""
+    f = str(t.meta.get("source_file", t.run_id))
+    for name in ("run_id", "agent", "bench", "task_id", "prompt"):
+        v = getattr(t, name)
+        if not isinstance(v, str) or not _text_ok(v):
+            raise IngestError(f, name, "not UTF-8 text (a lone surrogate escape such as \\udc80?)")
+    if t.outcome is not None and not (isinstance(t.outcome, int) and _INT8[0] <= t.outcome <= _INT8[1]):
+        raise IngestError(f, "outcome", f"{t.outcome!r} is not a label")
+    try:
+        meta = json.dumps(t.meta, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise IngestError(f, "meta", f"cannot be stored ({type(e).__name__}: {e})") from e
+    if not _text_ok(meta):
+        raise IngestError(f, "meta", "not UTF-8 text")
+    for i, st in enumerate(t.steps):
+        w = f"steps[{i}]"
+        if not (isinstance(st.index, int) and _INT32[0] <= st.index <= _INT32[1]):
+            raise IngestError(f, f"{w}.index", f"{st.index!r} is not a 32-bit step index")
+        for name in ("action", "kind", "thought", "observation"):
+            v = getattr(st, name)
+            if not isinstance(v, str) or not _text_ok(v):
+                raise IngestError(f, f"{w}.{name}", "not UTF-8 text (a lone surrogate escape such as \\udc80?)")
+        for name in ("input_tokens", "output_tokens", "cached_tokens"):
+            v = getattr(st, name)
+            if v is not None and (type(v) is not int or token_count(v) is None):
+                raise IngestError(f, f"{w}.{name}", f"{v!r} is not a possible token count (an integer 0..{MAX_TOKENS_PER_STEP:.0e})")
+        if st.cost_usd is not None and cost_value(st.cost_usd) is None:
+            raise IngestError(f, f"{w}.cost_usd", f"{st.cost_usd!r} is not a possible cost (finite, >= 0)")
+        if st.error is not None and not isinstance(st.error, bool):
+            raise IngestError(f, f"{w}.error", f"{st.error!r} is not a bool")
+        for k, a in enumerate(st.actions):
+            for name in ("tool", "text", "kind"):
+                v = getattr(a, name)
+                if not isinstance(v, str) or not _text_ok(v):
+                    raise IngestError(f, f"{w}.actions[{k}].{name}", "not UTF-8 text")
+
+
+def validate_task(t: Task, file: str = "<tasks>") -> None:
+    """IngestError for a task value the store cannot hold (text fields, test lists)."""
+    for name in ("task_id", "prompt", "gold_patch", "test_patch"):
+        v = getattr(t, name)
+        if v is not None and (not isinstance(v, str) or not _text_ok(v)):
+            raise IngestError(file, f"{t.task_id!r}.{name}", "not UTF-8 text")
+    for name in ("fail_to_pass", "pass_to_pass"):
+        for x in getattr(t, name) or []:
+            if not isinstance(x, str) or not _text_ok(x):
+                raise IngestError(file, f"{t.task_id!r}.{name}", "not UTF-8 text")
+
+
+def _write_table(table: pa.Table, path: Path) -> Path:
+    """Atomically (temp file, fsync, rename): a reader sees the old complete file or the new one."""
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+    return path
+
+
 def write_trajectories(trajs: Iterable[Trajectory], path: Path) -> Path:
     rows = []
     for t in trajs:
         d = t.to_dict()
         d["meta"] = json.dumps(d["meta"], sort_keys=True, default=str)
         rows.append(d)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=TRAJ_SCHEMA), path)
-    return path
+    return _write_table(pa.Table.from_pylist(rows, schema=TRAJ_SCHEMA), path)
 
 
 def read_trajectories(path: Path) -> list[Trajectory]:
@@ -83,9 +159,7 @@ def write_tasks(tasks: Iterable[Task], path: Path) -> Path:
         d = t.to_dict()
         d["meta"] = json.dumps(d["meta"], sort_keys=True, default=str)
         rows.append(d)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=TASK_SCHEMA), path)
-    return path
+    return _write_table(pa.Table.from_pylist(rows, schema=TASK_SCHEMA), path)
 
 
 def read_tasks(path: Path) -> dict[str, Task]:

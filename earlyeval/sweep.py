@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from .atomic import atomic_path
 from .adapt import fit_recalibration, recalibrated, warm_split
 from .catalog import REPO_ROOT
 from .evaluate import GRID
@@ -176,7 +177,8 @@ def sweep_bench(bench: str, progress: Callable[[str], None] | None = None) -> di
     out = sweep_frame(sets, np.asarray(GRID), cfg.warm_shares, cfg.warm_repeats, cfg.seed, progress)
     rdir = reports_dir(bench)
     csv = rdir / "sweep.csv"
-    out.to_csv(csv, index=False)
+    with atomic_path(csv) as tmp:
+        out.to_csv(tmp, index=False)
     loao_path = rdir / "loao.json"
     loao = json.loads(loao_path.read_text()) if loao_path.exists() else None
     png = plot_frontiers(out, loao, rdir / "sweep_frontier.png")

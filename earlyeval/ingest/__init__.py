@@ -14,6 +14,7 @@ reason and the rest of the batch goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any, Iterable, Iterator
 
 from ..catalog import Catalog, RunSpec, data_root
 from ..errors import IngestError
+from ..store import validate_trajectory
 from ..trajectory import Trajectory
 from .labels import LabelSet, read_labels
 
@@ -121,7 +123,8 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
 
     trajs: list[Trajectory] = []
     seen: dict[str, str] = {}
-    for item in parse_files(paths, spec, bench):
+    # the parsers see the run folder resolved (ingest.common.file_key: run ids from file + record)
+    for item in parse_files(paths, dataclasses.replace(spec, folder=str(run_dir)), bench):
         if progress is not None:
             progress.update(1)
         if isinstance(item, IngestError):
@@ -131,10 +134,19 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
         if not t.steps:
             rep.skipped.append({"file": t.meta.get("source_file", "?"), "field": "steps", "reason": "empty trajectory: no agent steps"})
             continue
+        src = t.meta.get("source_file", "?")
+        if t.run_id in seen and seen[t.run_id] != src:
+            # another file of the same task (formats whose id is <run>/<task>): a run of its own, named by its file
+            t.run_id = f"{t.run_id}@{_rel(src, run_dir)}"
         if t.run_id in seen:
-            rep.skipped.append({"file": t.meta.get("source_file", "?"), "field": "run_id", "reason": f"duplicate of {seen[t.run_id]}"})
+            rep.skipped.append({"file": src, "field": "run_id", "reason": f"duplicate of {seen[t.run_id]}"})
             continue
-        seen[t.run_id] = t.meta.get("source_file", "?")
+        try:  # the file boundary: a value the store cannot hold is this file's error, not the batch's
+            validate_trajectory(t)
+        except IngestError as e:
+            rep.skipped.append(e.to_dict())
+            continue
+        seen[t.run_id] = src
         # run-level identity from the catalog, the same for every format
         t.meta.setdefault("scaffold", spec.scaffold)
         t.meta.setdefault("model", spec.model)
@@ -170,6 +182,13 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
             rep.unresolved += 1
     rep.trajectories = len(trajs)
     return trajs, rep
+
+
+def _rel(path: str, run_dir: Path) -> str:
+    try:
+        return Path(path).relative_to(run_dir).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def ingest_catalog(cat: Catalog, root: Path | None = None, show_progress: bool = True, runs: list[str] | None = None,

@@ -9,6 +9,7 @@ public outcome history are.  Nothing about a benchmark is hard-coded elsewhere.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,8 +82,19 @@ class Catalog:
         return seen
 
 
+_BENCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def check_bench_name(bench: str) -> str:
+    """A benchmark name is one plain path component (``swebench``, ``tau2``): never ``..``, a path or empty,
+    so that ``data/<bench>``, ``models/<bench>``, ``reports/<bench>`` stay inside the workspace."""
+    if not isinstance(bench, str) or not _BENCH_NAME.fullmatch(bench) or ".." in bench:
+        raise CatalogError(str(bench), "--bench", "not a benchmark name (letters, digits, '_', '-', '.'; no path, no '..')")
+    return bench
+
+
 def catalog_path(bench: str) -> Path:
-    return REPO_ROOT / "data" / f"{bench}.toml"
+    return REPO_ROOT / "data" / f"{check_bench_name(bench)}.toml"
 
 
 def load_catalog(bench_or_path: str | Path) -> Catalog:

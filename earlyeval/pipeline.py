@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import atomic
-from .catalog import REPO_ROOT, data_root, load_catalog
+from .catalog import REPO_ROOT, check_bench_name, data_root, load_catalog
 from .dataset import FOLD_FREE, Dataset, load_dataset
 from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
 from .features import Featurizer, build_family
@@ -36,7 +36,7 @@ INGEST_DONE = "ingest.done"
 
 
 def reports_dir(bench: str) -> Path:
-    d = REPO_ROOT / "reports" / bench
+    d = REPO_ROOT / "reports" / check_bench_name(bench)
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -164,7 +164,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
             extra["budget"] = shipped
             budget_summary = {"dimensions": {d: {"B": v["estimator"]["budget"], "tau": v["tau"], "unit": v["estimator"]["unit"]}
                                              for d, v in shipped["dimensions"].items()},
-                              "skipped_dimensions": shipped["skipped_dimensions"], "seconds": shipped["seconds"]}
+                              "skipped_dimensions": shipped["skipped_dimensions"]}
     bundle = ModelBundle(
         featurizer=fz,
         model=full.model,
@@ -186,7 +186,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
         },
         extra=extra,
     )
-    path = save_model_dir(bundle, out or REPO_ROOT / "models" / bench)
+    path = save_model_dir(bundle, out or REPO_ROOT / "models" / check_bench_name(bench))
     return {"model": path}
 
 

@@ -21,7 +21,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("score")
     tasks = make_tasks(12)
-    bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks, thresholds={"success": 0.6, "failure": 0.68, "min_halt_step": 2})
+    # thresholds that halt some runs, not all (0.6 / 0.68 halted all 36 with this LightGBM build, which made the test fail)
+    bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks, thresholds={"success": 0.7, "failure": 0.75, "min_halt_step": 2})
     model = save_model_dir(bundle, base / "model")
     runs = make_runs(36, seed=11, agents=("agent-a",))
     export_runs(runs, base / "atif", fmt="atif")

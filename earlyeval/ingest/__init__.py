@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -82,6 +83,19 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     return sorted(p for p in run_dir.glob(spec.glob) if p.is_file())
 
 
+def dangling_links(run_dir: Path, spec: RunSpec) -> list[Path]:
+    """Symlinks under the run folder, matching the run's glob (or its exact file), whose target is missing."""
+    out = set()
+    exact = run_dir / spec.glob
+    if exact.is_symlink() and not exact.exists():
+        out.add(exact)
+    try:
+        out |= {p for p in run_dir.glob(spec.glob) if p.is_symlink() and not p.exists()}
+    except (OSError, ValueError):
+        pass
+    return sorted(out)
+
+
 def parse_files(paths: Iterable[Path], spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]:
     mod = format_module(spec.format)
     for p in paths:
@@ -104,6 +118,8 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
         rep.skipped.append({"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"})
         return [], rep
     paths = discover(run_dir, spec)
+    for d in dangling_links(run_dir, spec):  # discover keeps files only: a broken link is a skip, named
+        rep.skipped.append({"file": str(d), "field": "<file>", "reason": f"dangling symlink (to {os.readlink(d)}): not read"})
     if max_files is not None and len(paths) > max_files:
         step = len(paths) / max_files
         paths = [paths[int(i * step)] for i in range(max_files)]
@@ -164,6 +180,7 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
             if not listed:
                 rep.not_in_label_list += 1
                 rep.not_in_label_list_ids.append(t.task_id)
+                t.meta["not_in_label_list"] = True  # scored as unresolved; score output flags it per run
         trajs.append(t)
 
     # cross-check secondary label sources against the primary one

@@ -35,6 +35,6 @@ def file_key(spec: RunSpec, path: str | Path) -> str:
     p = Path(path)
     try:
         rel = p.relative_to(Path(spec.folder)).as_posix()
-    except ValueError:
-        rel = p.as_posix()
+    except ValueError:  # parsed outside ingest_run (a direct parse call): the file name
+        rel = p.name
     return spec.name if rel == spec.glob else f"{spec.name}/{rel}"

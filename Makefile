@@ -1,28 +1,39 @@
-# earlyeval: every target takes BENCH=<catalog name> (data/<bench>.toml).
+# earlyeval: every target takes BENCH=<catalog name> (earlyeval/catalogs/<bench>.toml).
 BENCH ?= swebench
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 EARLYEVAL := $(BIN)/earlyeval
 STAMP := $(VENV)/.installed
+# exact versions and hashes of every dependency, Python 3.11 and 3.12 (make lock rewrites it)
+LOCK := requirements.lock
+CATALOG := earlyeval/catalogs/$(BENCH).toml
 
-
-.PHONY: install test test-openhands ingest train evaluate sweep budget route bench score transfer clean help
+.PHONY: install lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench score transfer clean help
 
 help:
 	@echo "make train BENCH=swebench   # install, ingest, train -> models/$(BENCH)/"
 	@echo "make test                   # unit tests + bounded integration tests on ../shared/data"
 	@echo "make ingest|evaluate|sweep|budget|bench BENCH=..."
 
-$(STAMP): pyproject.toml
+# the venv gets exactly the lock (hash-checked, no resolution), then the package itself without dependencies
+$(STAMP): pyproject.toml $(LOCK)
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[test,mini-swe-agent,inspect]"
+	$(BIN)/pip install -q --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip check
 	touch $(STAMP)
 
 install: $(STAMP)
 
-data/$(BENCH)/ingest.done: $(STAMP) data/$(BENCH).toml
+# one universal lock for Python >= 3.11 (3.11 and 3.12 resolved together), from pyproject.toml's ranges
+UV_VENV ?= .venv-uv
+lock:
+	[ -x $(UV_VENV)/bin/uv ] || { $(PY) -m venv $(UV_VENV) && $(UV_VENV)/bin/pip install -q uv==0.13.9; }
+	$(UV_VENV)/bin/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
+	  --extra test --extra mini-swe-agent --extra inspect --extra openhands -o $(LOCK)
+
+data/$(BENCH)/ingest.done: $(STAMP) $(CATALOG)
 	$(EARLYEVAL) ingest --bench $(BENCH)
 
 ingest: $(STAMP)
@@ -43,22 +54,45 @@ budget: data/$(BENCH)/ingest.done
 bench: data/$(BENCH)/ingest.done
 	$(EARLYEVAL) bench --bench $(BENCH)
 
-# the README's test command (CI runs exactly this): unit tests, the integration tests on a
-# bounded sample of ../shared/data, then the OpenHands SDK adapter in a Python 3.12 venv
-# (openhands-sdk needs Python >= 3.12; skipped with a message where no python3.12 exists)
+# the README's test command (CI runs exactly this): unit tests, the integration tests on a bounded
+# sample of ../shared/data, then the OpenHands SDK adapter in a Python 3.12 venv (openhands-sdk needs
+# Python >= 3.12). Every stage runs even when an earlier one fails; a summary names each, and the
+# target fails if any stage did.
 test: $(STAMP)
+	@status=""; fail=0; \
+	for stage in test-unit test-integration test-openhands; do \
+	  echo "==> $$stage"; \
+	  if $(MAKE) --no-print-directory $$stage; then status="$$status\n  $$stage: passed"; \
+	  else status="$$status\n  $$stage: FAILED"; fail=1; fi; \
+	done; \
+	printf "==> make test summary:$$status\n"; exit $$fail
+
+test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not integration"
+
+test-integration: $(STAMP)
 	$(BIN)/python -m pytest -q -m integration
-	$(MAKE) --no-print-directory test-openhands
 
 # a python3.12 that runs (a pyenv shim without that version active does not), else pyenv's own 3.12 build
 PY312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
 	  "$$p" -c "import sys" >/dev/null 2>&1 && { echo "$$p"; break; }; done)
+OH_VENV := .venv-openhands
 test-openhands:
 	@set -e; if [ -z "$(PY312)" ]; then echo "test-openhands: no python3.12 here, OpenHands SDK adapter tested on stand-ins only"; else \
-	  if [ ! -x .venv-openhands/bin/python ]; then rm -rf .venv-openhands; $(PY312) -m venv .venv-openhands; \
-	    .venv-openhands/bin/pip install -q --upgrade pip; .venv-openhands/bin/pip install -q -e ".[test,openhands]"; fi; \
-	  .venv-openhands/bin/python -m pytest -q tests/test_adapter_openhands.py tests/test_adapter_base.py; fi
+	  if [ ! -f $(OH_VENV)/.installed ] || [ $(LOCK) -nt $(OH_VENV)/.installed ]; then rm -rf $(OH_VENV); $(PY312) -m venv $(OH_VENV); \
+	    $(OH_VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK); \
+	    $(OH_VENV)/bin/pip install -q --no-deps -e .; $(OH_VENV)/bin/pip check; touch $(OH_VENV)/.installed; fi; \
+	  $(OH_VENV)/bin/python -m pytest -q tests/test_adapter_openhands.py tests/test_adapter_base.py; fi
+
+# the unit tests against the oldest versions pyproject.toml declares (checked by hand, not in CI:
+# see docs/install.md); FLOORS_VENV is rebuilt each time
+FLOORS_VENV ?= .venv-floors
+test-floors:
+	rm -rf $(FLOORS_VENV); $(PY) -m venv $(FLOORS_VENV)
+	$(FLOORS_VENV)/bin/pip install -q -r requirements-floors.txt
+	$(FLOORS_VENV)/bin/pip install -q --no-deps -e .
+	$(FLOORS_VENV)/bin/pip check
+	$(FLOORS_VENV)/bin/python -m pytest -q -m "not integration"
 
 clean:
 	rm -rf data/*/ features/*/ models/*/ reports/*/

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from .atomic import write_text as atomic_write_text
-from .catalog import REPO_ROOT
 from .trajectory import Action, Step, Task, Trajectory, make_step
+from .workspace import models_dir, reports_dir
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
     from .monitor import Monitor
     from .store import read_ingested_tasks, read_ingested_trajectories
 
-    mdir = Path(model_dir) if model_dir else REPO_ROOT / "models" / bench
+    mdir = Path(model_dir) if model_dir else models_dir(bench)
     monitor = Monitor.load(mdir, budget=budget)
     if trajs is None:
         trajs = read_ingested_trajectories(bench)
@@ -260,7 +260,7 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
                                                  "cpu": _stats([r[2] for r in long_rows if lo <= r[0] <= hi]),
                                                  "featurize": _stats([r[3] for r in long_rows if lo <= r[0] <= hi])}
                                for lo, hi in LONG_BUCKETS}}
-    dest = Path(out) if out else REPO_ROOT / "reports" / bench
+    dest = Path(out) if out else reports_dir(bench)
     dest.mkdir(parents=True, exist_ok=True)
     pj = dest / "latency.json"
     atomic_write_text(pj, json.dumps(report, indent=1))

@@ -1731,7 +1731,8 @@ def budget_config(bench: str, **overrides: Any) -> tuple[EvalConfig, BudgetConfi
 def budget_bench(bench: str, root: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
     """`earlyeval budget`: LOAO budget evaluation -> reports/<bench>/budget.json and two PNGs."""
     from .dataset import load_dataset
-    from .pipeline import reports_dir, write_json
+    from .pipeline import write_json
+    from .workspace import reports_dir
 
     cfg, bcfg = budget_config(bench)
     ds = load_dataset(bench, cfg.families, Path(root) if root else None, progress=progress is not None)

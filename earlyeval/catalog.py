@@ -1,4 +1,7 @@
-"""Benchmark catalogs: ``data/<bench>.toml``.
+"""Benchmark catalogs: ``<bench>.toml``, shipped in ``earlyeval/catalogs/`` (package data).
+
+A workspace may declare its own benchmark, or override a shipped one, in
+``<workspace>/data/<bench>.toml``; that file wins over the packaged catalog.
 
 A benchmark is a catalog plus, at most, an ingestor.  The catalog says, per run
 folder, which agent it is (scaffold x model), its native format, where its labels
@@ -8,27 +11,16 @@ public outcome history are.  Nothing about a benchmark is hard-coded elsewhere.
 
 from __future__ import annotations
 
-import os
-import re
 import tomllib
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .errors import CatalogError
+from .workspace import data_root, workspace_root
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA_ROOT = REPO_ROOT.parent / "shared" / "data"
-
-
-def data_root(explicit: str | Path | None = None) -> Path:
-    """--data-root, else $EARLYEVAL_DATA, else ../shared/data next to the repo."""
-    if explicit:
-        return Path(explicit).resolve()
-    env = os.environ.get("EARLYEVAL_DATA")
-    if env:
-        return Path(env).resolve()
-    return DEFAULT_DATA_ROOT
+__all__ = ["Catalog", "LabelSpec", "RunSpec", "available_benches", "catalog_path", "data_root", "load_catalog"]
 
 
 @dataclass
@@ -82,19 +74,30 @@ class Catalog:
         return seen
 
 
-_BENCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+def _packaged_catalogs() -> dict[str, Path]:
+    root = resources.files("earlyeval") / "catalogs"
+    return {p.name[:-5]: Path(str(p)) for p in root.iterdir() if p.name.endswith(".toml")}
 
 
-def check_bench_name(bench: str) -> str:
-    """A benchmark name is one plain path component (``swebench``, ``tau2``): never ``..``, a path or empty,
-    so that ``data/<bench>``, ``models/<bench>``, ``reports/<bench>`` stay inside the workspace."""
-    if not isinstance(bench, str) or not _BENCH_NAME.fullmatch(bench) or ".." in bench:
-        raise CatalogError(str(bench), "--bench", "not a benchmark name (letters, digits, '_', '-', '.'; no path, no '..')")
-    return bench
+def _workspace_catalogs() -> dict[str, Path]:
+    d = workspace_root() / "data"
+    return {p.stem: p for p in sorted(d.glob("*.toml"))} if d.is_dir() else {}
+
+
+def available_benches() -> dict[str, Path]:
+    """Every catalog this process can load, by name: the packaged ones, overridden by the workspace's."""
+    return {**_packaged_catalogs(), **_workspace_catalogs()}
 
 
 def catalog_path(bench: str) -> Path:
-    return REPO_ROOT / "data" / f"{check_bench_name(bench)}.toml"
+    if not bench or "/" in bench or "\\" in bench or bench.startswith("."):
+        raise CatalogError(bench, "--bench", f"not a benchmark name; available: {', '.join(sorted(available_benches()))}")
+    found = available_benches().get(bench)
+    if found is None:
+        raise CatalogError(f"{bench}.toml", "<file>",
+                           f"no such catalog; available: {', '.join(sorted(available_benches()))} "
+                           "(a new benchmark is declared in <workspace>/data/<bench>.toml)")
+    return found
 
 
 def load_catalog(bench_or_path: str | Path) -> Catalog:
@@ -102,7 +105,7 @@ def load_catalog(bench_or_path: str | Path) -> Catalog:
     if not p.suffix:
         p = catalog_path(str(bench_or_path))
     if not p.exists():
-        raise CatalogError(str(p), "<file>", "no such catalog; a benchmark is declared in data/<bench>.toml")
+        raise CatalogError(str(p), "<file>", "no such catalog file")
     try:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:

@@ -1,6 +1,6 @@
 """earlyeval: predict agent-run outcomes early, and halt runs whose end is already clear.
 
-Most verbs take --bench (a catalog data/<bench>.toml); every verb ends by printing where its outputs are.
+Most verbs take --bench (a catalog: earlyeval/catalogs/<bench>.toml, or the workspace's data/<bench>.toml); every verb ends by printing where its outputs are.
 """
 
 from __future__ import annotations
@@ -16,6 +16,16 @@ import typer
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 DataRoot = typer.Option(None, "--data-root", help="Folder holding the shared runs (default: $EARLYEVAL_DATA, else ../shared/data).")
+
+
+@app.callback()
+def _workspace(workspace: Optional[Path] = typer.Option(
+        None, "--workspace", envvar="EARLYEVAL_HOME",
+        help="Folder for data/, features/, models/, reports/ (default: $EARLYEVAL_HOME, else the current directory).")) -> None:
+    """earlyeval: predict agent-run outcomes early, and halt runs whose end is already clear."""
+    from .workspace import set_workspace
+
+    set_workspace(workspace)
 
 
 def _setup(verbose: bool) -> None:
@@ -86,8 +96,9 @@ def evaluate(bench: str = typer.Option(..., "--bench", "-b"),
                                                          "e.g. behaviour,peer_prior."),
              verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Leave-one-agent-out evaluation with honest thresholds; writes reports/<bench>/loao.json."""
-    from .pipeline import evaluate_bench, eval_config, reports_dir, write_json
+    from .pipeline import evaluate_bench, eval_config, write_json
     from .reporting import default_ablations, loao_table, write_predictions
+    from .workspace import features_dir, reports_dir
 
     _setup(verbose)
     fams = [f.strip() for f in families.split(",") if f.strip()] if families else None
@@ -96,7 +107,7 @@ def evaluate(bench: str = typer.Option(..., "--bench", "-b"),
     report, res = evaluate_bench(bench, cfg, data_root, progress=_progress, ablations=abl)
     out = reports_dir(bench)
     p = write_json(report, out / "loao.json")
-    pp = write_predictions(res, out.parent.parent / "features" / bench / "loao_predictions.parquet")
+    pp = write_predictions(res, features_dir(bench) / "loao_predictions.parquet")
     typer.echo(loao_table(report))
     _say_outputs(loao=p, predictions=pp)
 

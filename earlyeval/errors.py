@@ -21,7 +21,7 @@ class IngestError(EarlyEvalError):
 
 
 class CatalogError(EarlyEvalError):
-    """A benchmark catalog (data/<bench>.toml) is missing or malformed."""
+    """A benchmark catalog (earlyeval/catalogs/<bench>.toml or <workspace>/data/<bench>.toml) is missing or malformed."""
 
     def __init__(self, file: str, field: str, reason: str):
         self.file, self.field, self.reason = str(file), field, reason

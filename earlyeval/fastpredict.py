@@ -36,6 +36,31 @@ _PREDICT_CONTRIB = 3  # C_API_PREDICT_CONTRIB: TreeSHAP values, n_features + 1 (
 _DTYPE_FLOAT32 = 0  # C_API_DTYPE_FLOAT32: rows are float32, as Featurizer.prefix_matrix stores them
 
 
+class FastPathUnavailable(RuntimeError):
+    """This LightGBM build does not expose the single-row C entry points we use."""
+
+
+def lightgbm_c_api(booster: lgb.Booster) -> tuple[Any, Any, Any, Any]:
+    """(C library, booster handle, str->C helper, error-checking call) of LightGBM's private bindings.
+
+    LightGBM has no public Python API for its single-row fast path, so this is the one
+    place in earlyeval that touches ``lightgbm.basic``'s private names and a booster's
+    ``_handle``.  Anything missing raises ``FastPathUnavailable``, and every caller then
+    falls back to the public ``Booster.predict`` (exact, slower); a test forces that
+    fallback and checks equal outputs."""
+    from lightgbm import basic
+
+    lib, c_str, safe_call = (getattr(basic, n, None) for n in ("_LIB", "_c_str", "_safe_call"))
+    handle = getattr(booster, "_handle", None)
+    missing = [n for n, v in (("_LIB", lib), ("_c_str", c_str), ("_safe_call", safe_call), ("Booster._handle", handle)) if v is None]
+    for fn in ("LGBM_BoosterPredictForMatSingleRowFastInit", "LGBM_BoosterPredictForMatSingleRowFast", "LGBM_FastConfigFree"):
+        if lib is not None and not hasattr(lib, fn):
+            missing.append(fn)
+    if missing:
+        raise FastPathUnavailable(f"lightgbm {getattr(lgb, '__version__', '?')} lacks {', '.join(missing)}")
+    return lib, handle, c_str, safe_call
+
+
 class SingleRowPredictor:
     """``booster.predict(x[None], raw_score=True)[0]`` for one float32 row, via the C fast path.
 
@@ -63,11 +88,10 @@ class SingleRowPredictor:
                 self._cfg = None
 
     def _init_c_api(self) -> None:
-        from lightgbm.basic import _LIB, _c_str, _safe_call
-
+        _LIB, handle, _c_str, _safe_call = lightgbm_c_api(self.booster)
         cfg = ctypes.c_void_p()
         _safe_call(_LIB.LGBM_BoosterPredictForMatSingleRowFastInit(
-            self.booster._handle, ctypes.c_int(_PREDICT_CONTRIB if self.contrib else _PREDICT_RAW_SCORE), ctypes.c_int(0), ctypes.c_int(-1),
+            handle, ctypes.c_int(_PREDICT_CONTRIB if self.contrib else _PREDICT_RAW_SCORE), ctypes.c_int(0), ctypes.c_int(-1),
             ctypes.c_int(_DTYPE_FLOAT32), ctypes.c_int32(self.n_features), _c_str("num_threads=1"), ctypes.byref(cfg)))
         self._cfg = cfg
         self._lib = _LIB

@@ -4,9 +4,9 @@
 ``__init__``, ``fit`` learns, ``predict_proba`` returns (P(success), P(failure)).
 
 Calibration: a task-grouped split of the training agents' prefixes (no task on
-both sides); LightGBM is fitted on one part and Platt scaling
-(``CalibratedClassifierCV(FrozenEstimator(m), method="sigmoid")``, sample
-weights 1/(T-1)) on the other.
+both sides); LightGBM is fitted on one part and Platt scaling on the other
+(``fit_platt``: Platt's 1999 method on the booster's raw margins, sample weights
+1/(T-1); our own fit, so no private scikit-learn attribute is read).
 
 Two models or one?  LightGBM trained on flipped labels with identical settings
 grows mirrored trees, so P(failure) = 1 - P(success) to float precision (we
@@ -19,15 +19,15 @@ model is trained with class-balanced weights, so its ranking among the
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import lightgbm as lgb
 import numpy as np
+from scipy.optimize import minimize
 from scipy.special import expit
-from sklearn.calibration import CalibratedClassifierCV
-from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import GroupShuffleSplit
 
 # Fixed a priori, not tuned per agent: small trees, strong regularisation of leaf size.
@@ -48,16 +48,46 @@ DEFAULT_LGBM: dict[str, Any] = {
 
 @dataclass
 class Platt:
-    """p = 1 / (1 + exp(a * f + b)) on the booster's raw margin f (log-odds).
-
-    sklearn's CalibratedClassifierCV feeds ``decision_function`` when the
-    estimator has one, and LGBMClassifier's is the raw margin."""
+    """p = 1 / (1 + exp(a * f + b)) on the booster's raw margin f (log-odds)."""
 
     a: float
     b: float
 
     def __call__(self, f: np.ndarray) -> np.ndarray:
         return expit(-(self.a * f + self.b))
+
+
+def fit_platt(margins: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> Platt:
+    """Platt (1999) scaling of raw margins: weighted log-loss of sigmoid(-(a f + b)) against
+    Platt's smoothed targets (N+ + 1)/(N+ + 2) and 1/(N- + 2), minimised by L-BFGS-B.
+
+    This is the method scikit-learn's ``CalibratedClassifierCV(method="sigmoid")``
+    implements (same targets, start point, margin rescaling above |f| = 30 and
+    tolerances); fitting it here means the saved (a, b) are ours, not read from a
+    private attribute, and need no ``decision_function`` on the estimator."""
+    f = np.asarray(margins, dtype=np.float64).ravel()
+    y = np.asarray(y).ravel()
+    w = np.ones_like(f) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64).ravel()
+    if not (len(f) == len(y) == len(w)) or len(f) == 0:
+        raise ValueError(f"fit_platt needs equal, non-empty margins, labels and weights ({len(f)}, {len(y)}, {len(w)})")
+    scale = 1.0
+    top = float(np.max(np.abs(f)))
+    if top >= 30.0:  # large margins make the loss flat in a: fit on rescaled margins
+        scale = top
+        f = f / scale
+    neg = y <= 0
+    prior0, prior1 = float(w[neg].sum()), float(w[~neg].sum())
+    t = np.where(neg, 1.0 / (prior0 + 2.0), (prior1 + 1.0) / (prior1 + 2.0))
+
+    def loss_grad(ab: np.ndarray) -> tuple[float, np.ndarray]:
+        raw = -(ab[0] * f + ab[1])
+        loss = float(np.sum(w * (np.logaddexp(0.0, raw) - t * raw)))
+        g = w * (expit(raw) - t)
+        return loss, np.array([-g @ f, -g.sum()], dtype=np.float64)
+
+    ab0 = np.array([0.0, math.log((prior0 + 1.0) / (prior1 + 1.0))])
+    res = minimize(loss_grad, ab0, method="L-BFGS-B", jac=True, options={"gtol": 1e-8, "ftol": 64 * np.finfo(float).eps})
+    return Platt(float(res.x[0] / scale), float(res.x[1]))
 
 
 @dataclass
@@ -111,20 +141,10 @@ class OutcomeModel:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 clf.fit(X[tr], yy[tr], sample_weight=ww[tr])
-                cal = CalibratedClassifierCV(FrozenEstimator(clf), method="sigmoid")
-                cal.fit(X[va], yy[va], sample_weight=w[va])
-            sig = cal.calibrated_classifiers_[0].calibrators[0]
-            self.boosters_[name] = clf.booster_
-            self.platt_[name] = Platt(float(sig.a_), float(sig.b_))
-            self._check_platt(cal, clf, X[va[:200]], name)
+            booster = clf.booster_
+            self.boosters_[name] = booster
+            self.platt_[name] = fit_platt(booster.predict(X[va], raw_score=True), yy[va], w[va])
         return self
-
-    def _check_platt(self, cal: CalibratedClassifierCV, clf: lgb.LGBMClassifier, Xc: np.ndarray, name: str) -> None:
-        """Our (booster, a, b) must reproduce sklearn's calibrated output: that is what we save."""
-        ours = self.platt_[name](clf.booster_.predict(Xc, raw_score=True))
-        theirs = cal.predict_proba(Xc)[:, 1]
-        if not np.allclose(ours, theirs, atol=1e-9):
-            raise RuntimeError(f"Platt parameters of the {name} model do not reproduce CalibratedClassifierCV")
 
     # ------------------------------------------------------------- predict
     def predict_proba(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

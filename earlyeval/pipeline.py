@@ -17,7 +17,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import atomic
-from .catalog import REPO_ROOT, check_bench_name, data_root, load_catalog
+from .catalog import data_root, load_catalog
+from .workspace import models_dir, reports_dir
 from .dataset import FOLD_FREE, Dataset, load_dataset
 from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
 from .features import Featurizer, build_family
@@ -33,12 +34,6 @@ log = logging.getLogger(__name__)
 
 # written last by ingest_bench (and removed first): the ingest stage is complete (the Makefile depends on it)
 INGEST_DONE = "ingest.done"
-
-
-def reports_dir(bench: str) -> Path:
-    d = REPO_ROOT / "reports" / check_bench_name(bench)
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def write_json(obj: Any, path: Path) -> Path:
@@ -85,7 +80,7 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     report = {
         "bench": bench,
         "data_root": str(r),
-        "catalog": str(cat.path.relative_to(REPO_ROOT)) if cat.path.is_relative_to(REPO_ROOT) else str(cat.path),
+        "catalog": cat.path.name if cat.path.parent.name == "catalogs" else str(cat.path),
         "totals": {
             "runs": len(reports),
             "trajectories": sum(x.trajectories for x in reports),
@@ -186,7 +181,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
         },
         extra=extra,
     )
-    path = save_model_dir(bundle, out or REPO_ROOT / "models" / check_bench_name(bench))
+    path = save_model_dir(bundle, out or models_dir(bench))
     return {"model": path}
 
 

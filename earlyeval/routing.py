@@ -544,7 +544,8 @@ def route_bench(bench: str, cheap: str, strong: str, budget_usd: float | None = 
                 ds: Dataset | None = None, cfg: EvalConfig | None = None) -> dict[str, Path]:
     """Route one (cheap, strong) pair on a benchmark; merge into reports/<bench>/routing.json and draw a PNG."""
     from .dataset import load_dataset
-    from .pipeline import eval_config, reports_dir, write_json
+    from .pipeline import eval_config, write_json
+    from .workspace import reports_dir
 
     cfg = cfg or eval_config(bench, seed=seed)
     ds = ds or load_dataset(bench, cfg.families, root, progress=progress is not None)

@@ -14,7 +14,7 @@ for labelled runs, per agent, the same metric block as ``loao.json``
 own thresholds.  These numbers are the offline evaluation's numbers for the
 same model and runs: the tests replay real runs and compare.
 
-Which runs: if the folder (or file) is a run of a catalog (``data/*.toml``)
+Which runs: if the folder (or file) is a run of a catalog (``earlyeval/catalogs/*.toml``)
 under the data root, that entry says its agent, glob, labels and identity (the
 prior family uses the identity to leave the agent's own public results out);
 otherwise the format's default glob is used and the agent is the folder name.
@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from .atomic import write_text as atomic_write_text
-from .catalog import REPO_ROOT, LabelSpec, RunSpec, data_root, load_catalog
+from .catalog import LabelSpec, RunSpec, available_benches, data_root, load_catalog
+from .workspace import workspace_root
 from .errors import CatalogError
 from .features import RunContext
 from .trajectory import Task, Trajectory
@@ -89,7 +90,7 @@ def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str |
 def _catalog_specs(p: Path, fmt: str) -> list[RunSpec]:
     root = data_root()
     found = []
-    for toml in sorted((REPO_ROOT / "data").glob("*.toml")):
+    for toml in sorted(available_benches().values()):
         try:
             cat = load_catalog(toml)
         except CatalogError:
@@ -264,7 +265,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
             log.error("monitor halts differ from metrics.apply_policy on %d runs, e.g. %s", len(mism), mism[:3])
     report["per_run"] = [{**r, "p_success": _nan_none(r["p_success"]), "p_failure": _nan_none(r["p_failure"])} for r in records]
 
-    dest = Path(out) if out else REPO_ROOT / "reports" / "score" / _name(Path(runs_path))
+    dest = Path(out) if out else workspace_root() / "reports" / "score" / _name(Path(runs_path))
     dest.mkdir(parents=True, exist_ok=True)
     path = dest / "score.json"
     atomic_write_text(path, json.dumps(report, indent=1, default=_jsonable))

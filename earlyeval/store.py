@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import atomic_path
-from .catalog import REPO_ROOT, check_bench_name
 from .errors import IngestError
 from .trajectory import MAX_TOKENS_PER_STEP, Task, Trajectory, cost_value, token_count
+from .workspace import data_dir
 
 ACTION_TYPE = pa.struct([("tool", pa.string()), ("text", pa.string()), ("kind", pa.string())])
 STEP_TYPE = pa.struct(
@@ -61,7 +61,7 @@ TASK_SCHEMA = pa.schema(
 
 
 def bench_dir(bench: str, base: Path | None = None) -> Path:
-    return (base or REPO_ROOT / "data") / check_bench_name(bench)
+    return base / bench if base is not None else data_dir(bench)
 
 
 _INT32 = (-(2**31), 2**31 - 1)

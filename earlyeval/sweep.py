@@ -25,10 +25,10 @@ import pandas as pd
 
 from .atomic import atomic_path
 from .adapt import fit_recalibration, recalibrated, warm_split
-from .catalog import REPO_ROOT
 from .evaluate import GRID
 from .metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
-from .pipeline import eval_config, reports_dir
+from .pipeline import eval_config
+from .workspace import features_dir, reports_dir
 
 KEYS = ("outcome_accuracy", "halted_accuracy", "steps_saved", "shift_pp", "economic_consistency")
 
@@ -167,7 +167,7 @@ def plot_frontiers(df: pd.DataFrame, loao: dict[str, Any] | None, path: Path) ->
 
 
 def sweep_bench(bench: str, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
-    pred_path = REPO_ROOT / "features" / bench / "loao_predictions.parquet"
+    pred_path = features_dir(bench) / "loao_predictions.parquet"
     if not pred_path.exists():
         raise FileNotFoundError(f"{pred_path} is missing: run `earlyeval evaluate --bench {bench}` first")
     df = pd.read_parquet(pred_path)

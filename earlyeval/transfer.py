@@ -21,7 +21,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .atomic import write_text as atomic_write_text
-from .catalog import REPO_ROOT, load_catalog
+from .catalog import load_catalog
+from .workspace import reports_dir
 from .dataset import FOLD_FREE, Dataset, load_dataset
 from .evaluate import FoldRunner, agent_block, inner_sets, pooled_block, select_thresholds
 from .features import Featurizer, build_family
@@ -81,7 +82,7 @@ def transfer(source: str, target: str, families: list[str] | None = None, seed: 
         if not blk["small_n"]:
             items.append((rs, th))
     pooled = pooled_block(items, cfg) if items else pooled_block([(runner.predict(held, a), th) for a in tgt_agents], cfg)
-    own = REPO_ROOT / "reports" / target / "loao.json"
+    own = reports_dir(target, create=False) / "loao.json"
     reference = None
     if own.exists():
         o = json.loads(own.read_text())
@@ -119,7 +120,7 @@ def transfer_bench(source: str, target: str, families: list[str] | None = None, 
     from .pipeline import write_json
 
     res = transfer(source, target, families, seed, progress)
-    out = REPO_ROOT / "reports" / "transfer"
+    out = reports_dir("transfer")
     out.mkdir(parents=True, exist_ok=True)
     tag = "-".join(res["families"])
     p = write_json(res, out / f"{source}__to__{target}__{tag}.json")

@@ -145,3 +145,23 @@ def offline_policy(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str
                 [tok([s.input_tokens for s in t.steps]) for t in trajs], [tok([s.output_tokens for s in t.steps]) for t in trajs],
                 [[s.action.strip() for s in t.steps] for t in trajs])
     return rs, evaluate_policy(rs, th["success"], th["failure"], th["min_halt_step"])
+
+
+def quantile_thresholds(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str, Task], min_halt_step: int,
+                        q: float = 0.75) -> dict[str, Any]:
+    """Thresholds derived from the fixture's own probabilities, never hand-picked.
+
+    Per run, the highest P(success) and P(failure) over the prefixes a halt may use (t >= min_halt_step);
+    each cut-off sits halfway between two neighbouring distinct values near the q-quantile of those
+    maxima.  So a fraction of the runs crosses each side, by a margin of half a gap between runs:
+    far above float noise (BLAS kernels, library versions), unlike a fixed 0.6."""
+    rs, _ = offline_policy(bundle, trajs, tasks, {"success": 2.0, "failure": 2.0, "min_halt_step": min_halt_step})
+
+    def cut(per_run: list[np.ndarray]) -> float:
+        top = np.unique([float(np.max(p[min_halt_step - 1:])) for p in per_run if len(p) >= min_halt_step])
+        if len(top) < 2:
+            raise ValueError("the fixture's probabilities take fewer than two distinct values")
+        i = min(max(int(q * (len(top) - 1)), 0), len(top) - 2)
+        return float((top[i] + top[i + 1]) / 2)
+
+    return {"success": cut(rs.p_s), "failure": cut(rs.p_f), "min_halt_step": min_halt_step}

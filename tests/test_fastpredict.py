@@ -86,3 +86,29 @@ def test_wrong_width_is_refused(booster):
     _, b = booster
     with pytest.raises(ValueError):
         SingleRowPredictor(b, n_features=5)
+
+
+def test_missing_private_bindings_fall_back_to_public_predict(booster, monkeypatch, caplog):
+    """The fence: if a LightGBM release drops the private names, predictions stay exact via Booster.predict."""
+    import lightgbm.basic as basic
+
+    from earlyeval.fastpredict import FastPathUnavailable, lightgbm_c_api
+
+    _, b = booster
+    rows = _awkward_rows()[:40]
+    class WithoutFastPath:  # the real library, as a build without the single-row entry points would look
+        def __init__(self, lib):
+            self._lib = lib
+
+        def __getattr__(self, name):
+            if name.startswith("LGBM_BoosterPredictForMatSingleRowFast"):
+                raise AttributeError(name)
+            return getattr(self._lib, name)
+
+    monkeypatch.setattr(basic, "_LIB", WithoutFastPath(basic._LIB))
+    with pytest.raises(FastPathUnavailable, match="SingleRowFastInit"):
+        lightgbm_c_api(b)
+    p = SingleRowPredictor(b)
+    assert p.kind == "booster"
+    assert "fast path unavailable" in caplog.text
+    np.testing.assert_array_equal(np.array([p(r) for r in rows]), b.predict(rows, raw_score=True))

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from earlyeval import budget as bm
-from earlyeval.catalog import REPO_ROOT, data_root, load_catalog
+from earlyeval.catalog import data_root, load_catalog
+from earlyeval.workspace import models_dir
 from earlyeval.dataset import load_dataset
 from earlyeval.ingest import ingest_catalog
 from earlyeval.monitor import Monitor
@@ -56,7 +57,7 @@ def _runs(bench: str, per_agent: int, max_steps: int):
 @pytest.fixture(scope="module")
 def swebench_budget_model(tmp_path_factory):
     """The shipped model dir with its budget part, or one trained by ``train_bench`` on a bounded sample."""
-    mdir = REPO_ROOT / "models" / "swebench"
+    mdir = models_dir("swebench")
     if (mdir / "extra_budget.json").exists():
         return mdir
     trajs, tasks = _ingested("swebench")

@@ -23,7 +23,8 @@ import pytest
 
 import earlyeval.ingest as ingest_mod
 from _monitor_helpers import HEADLINE, LIGHT, offline_policy
-from earlyeval.catalog import REPO_ROOT, data_root, load_catalog
+from earlyeval.catalog import data_root, load_catalog
+from earlyeval.workspace import models_dir
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
 from earlyeval.features.text import TokenCache
@@ -145,7 +146,7 @@ def test_stream_equals_batch_chat_formats_with_text(chat_sample, tmp_path):
 
 
 def test_stream_equals_batch_shipped_model(swebench_sample):
-    mdir = REPO_ROOT / "models" / "swebench"
+    mdir = models_dir("swebench")
     if not (mdir / "manifest.json").exists():
         pytest.skip("no shipped model: run `earlyeval train --bench swebench`")
     mon = Monitor.load(mdir)
@@ -174,7 +175,7 @@ def _replay_vs_offline(model_dir: Path, runs: Path, fmt: str, out: Path, tasks=N
 
 
 def test_replay_equals_offline_real_swebench_run(swebench_sample, tmp_path):
-    mdir = REPO_ROOT / "models" / "swebench"
+    mdir = models_dir("swebench")
     if not (mdir / "manifest.json").exists():
         s = swebench_sample
         mdir = save_model_dir(_train(s["trajs"], s["ctxs"], ["behaviour", "gold", "prior"], s["table"]), tmp_path / "m")

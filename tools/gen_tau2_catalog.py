@@ -1,6 +1,6 @@
-"""Build data/tau2.toml from the tau2 result files under the data root.
+"""Build earlyeval/catalogs/tau2.toml from the tau2 result files under the data root.
 
-    python tools/gen_tau2_catalog.py [--data-root ../shared/data] [--out data/tau2.toml]
+    python tools/gen_tau2_catalog.py [--data-root ../shared/data] [--out earlyeval/catalogs/tau2.toml]
 
 One ``[[runs]]`` entry per result file.  Agent identity = the agent LLM
 (``info.agent_info.llm``, provider prefix dropped, undated alias for the one
@@ -223,7 +223,7 @@ monotone = { peer_rate = 1, peer_agent_rate = 1, peer_shrunk = 1 }
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-root", default=None)
-    ap.add_argument("--out", default=str(REPO / "data" / "tau2.toml"))
+    ap.add_argument("--out", default=str(REPO / "earlyeval" / "catalogs" / "tau2.toml"))
     a = ap.parse_args()
     text = build(data_root(a.data_root))
     Path(a.out).write_text(text, encoding="utf-8")

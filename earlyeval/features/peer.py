@@ -14,7 +14,7 @@ run of agent A on task t:
 - ``peer_n_runs``, ``peer_n_agents``: how much evidence that is -- only with
   ``counts=True``: off by default, because leave-own-agent-out makes a training
   row's counts smaller than a held-out agent's (one agent fewer), and on tau2
-  the counts lowered pooled held-out AUROC (0.711 -> 0.667, see data/tau2.toml).
+  the counts lowered pooled held-out AUROC (0.711 -> 0.667, see earlyeval/catalogs/tau2.toml).
 
 It is fitted from outcome labels, so it is a fold-fitted family (like ``text``):
 ``fit`` only ever sees the training agents of a fold.  Inside the training set

@@ -1,0 +1,59 @@
+"""Where earlyeval reads and writes: the workspace.
+
+A workspace is a folder holding ``data/<bench>/`` (normalized runs), ``features/``,
+``models/`` and ``reports/``.  It is the current directory, or ``$EARLYEVAL_HOME``,
+or ``--workspace`` (``set_workspace``), in that order of precedence from last to
+first; it never depends on where the package is installed.  The shared runs are
+read from ``--data-root``, else ``$EARLYEVAL_DATA``, else ``<workspace>/../shared/data``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_explicit: Path | None = None
+
+
+def set_workspace(path: str | Path | None) -> None:
+    """Pin the workspace for this process (the CLI's ``--workspace``); None unpins it."""
+    global _explicit
+    _explicit = Path(path).expanduser().resolve() if path else None
+
+
+def workspace_root() -> Path:
+    """--workspace, else $EARLYEVAL_HOME, else the current directory."""
+    if _explicit is not None:
+        return _explicit
+    env = os.environ.get("EARLYEVAL_HOME")
+    return Path(env).expanduser().resolve() if env else Path.cwd().resolve()
+
+
+def data_root(explicit: str | Path | None = None) -> Path:
+    """The shared, read-only runs: --data-root, else $EARLYEVAL_DATA, else ../shared/data beside the workspace."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    env = os.environ.get("EARLYEVAL_DATA")
+    if env:
+        return Path(env).expanduser().resolve()
+    return workspace_root().parent / "shared" / "data"
+
+
+def data_dir(bench: str) -> Path:
+    """Normalized runs of one benchmark (``data/<bench>/``); also where a workspace's own catalogs live (``data/<bench>.toml``)."""
+    return workspace_root() / "data" / bench
+
+
+def features_dir(bench: str) -> Path:
+    return workspace_root() / "features" / bench
+
+
+def models_dir(bench: str) -> Path:
+    return workspace_root() / "models" / bench
+
+
+def reports_dir(bench: str, create: bool = True) -> Path:
+    d = workspace_root() / "reports" / bench
+    if create:
+        d.mkdir(parents=True, exist_ok=True)
+    return d

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The package as a user gets it, not as this checkout runs it: a clean venv (dependencies exactly from
+# requirements.lock), `pip install <repo>` (a normal, non-editable install), then from a temporary
+# directory: ingest, train, and Monitor.load + a few live steps. Run by .ci/run; by hand:
+#   EARLYEVAL_DATA=../shared/data bash tools/smoke_installed.sh
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+data="${EARLYEVAL_DATA:-$repo/../shared/data}"
+data="$(cd "$data" && pwd)"
+py="${PY:-python3}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+echo "smoke: clean venv in $tmp/venv, workspace $tmp/ws, data $data"
+"$py" -m venv "$tmp/venv"
+pip="$tmp/venv/bin/pip"
+"$pip" install -q --require-hashes --no-deps -r "$repo/requirements.lock"
+"$pip" install -q "$repo"
+"$pip" check
+mkdir "$tmp/ws"
+cd "$tmp/ws"
+unset EARLYEVAL_HOME
+"$tmp/venv/bin/earlyeval" --help >/dev/null
+"$tmp/venv/bin/earlyeval" ingest --bench swebench --data-root "$data" | tail -3
+"$tmp/venv/bin/earlyeval" train --bench swebench --data-root "$data" | tail -3
+"$tmp/venv/bin/python" - "$repo" <<'PY'
+import sys
+from pathlib import Path
+
+import earlyeval
+from earlyeval import Monitor
+from earlyeval.catalog import available_benches
+from earlyeval.integrations import EarlyStopper
+
+repo = Path(sys.argv[1]).resolve()
+pkg = Path(earlyeval.__file__).resolve()
+assert "site-packages" in pkg.parts and repo not in pkg.parents, f"earlyeval imported from {pkg}, not the installed wheel"
+assert (pkg.parent / "py.typed").is_file(), "py.typed is not installed"
+benches = available_benches()
+assert {"swebench", "tau2", "toolathlon", "terminalbench"} <= set(benches), benches
+assert all("site-packages" in p.parts for p in benches.values()), benches
+assert Path("models/swebench/manifest.json").is_file() and Path("reports/swebench/ingest.json").is_file()
+stopper = EarlyStopper(Monitor.load("models/swebench"))
+stopper.start(task={"task_id": "astropy__astropy-12907", "prompt": "Modeling's separability_matrix does not compute correctly"},
+              run_id="smoke")
+for cmd in ["ls", "grep -rn separability astropy/modeling", "python reproduce.py"]:
+    d = stopper.after_step(action=cmd, observation="ok", error=False, input_tokens=1000, output_tokens=50)
+    assert d.p_success is not None and 0.0 <= d.p_success <= 1.0, d
+print(f"smoke: installed earlyeval {earlyeval.__version__} at {pkg.parent}")
+print(f"smoke: catalogs from {sorted(benches)}; Monitor.load + 3 steps: p_success={d.p_success:.3f} halt={d.halt}")
+PY
+echo "smoke: passed"

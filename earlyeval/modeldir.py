@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import platform
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 from . import atomic
 from .boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
@@ -53,6 +56,7 @@ class ModelBundle:
     training: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. budget estimators' JSON
     manifest: dict[str, Any] = field(default_factory=dict)
+    extra_errors: dict[str, str] = field(default_factory=dict)  # extras left out at load (fail-open), and why
 
     @property
     def feature_names(self) -> list[str]:
@@ -393,19 +397,31 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool) -> ModelBundle:
         raise ModelDirError(str(p / "booster_success.txt"), "booster_success.txt", "missing")
     if state.get("twin") in ("flipped", "balanced") and "failure" not in boosters:
         raise ModelDirError(str(p / "booster_failure.txt"), "booster_failure.txt", f"missing (model.json says twin={state.get('twin')!r})")
-    extra = {n[len("extra_"):-len(".json")]: _json(b, str(p / n)) for n, b in blobs.items() if n.startswith("extra_")}
-    extra_boosters = {n: [_checked_booster(t, str(p / f"extra_{n}.json"), None) for t in _booster_strings(v, [])]
-                      for n, v in extra.items()}
     if do_probe:
         try:
             probe(list(boosters.values()))
         except BoosterTextError as e:
             raise ModelDirError(str(p / "booster_success.txt"), "booster_*.txt", str(e)) from e
-        for n, texts in extra_boosters.items():
-            try:
-                probe(texts)
-            except BoosterTextError as e:  # the budget part fails open in the Monitor: here it is still refused
-                raise ModelDirError(str(p / f"extra_{n}.json"), f"extra_{n}.json", str(e)) from e
+    # optional extras (the budget estimators) fail open, as documented: one whose boosters do not pass the
+    # check or the probe is left out (``ModelBundle.extra_errors`` says why; the Monitor's budget_status too)
+    extra: dict[str, Any] = {}
+    extra_errors: dict[str, str] = {}
+    for n, b in blobs.items():
+        if not n.startswith("extra_"):
+            continue
+        key = n[len("extra_"):-len(".json")]
+        try:
+            v = _json(b, str(p / n))
+            texts = [_checked_booster(t, str(p / n), None) for t in _booster_strings(v, [])]
+            if do_probe:
+                try:
+                    probe(texts)
+                except BoosterTextError as e:
+                    raise ModelDirError(str(p / n), n, str(e)) from e
+            extra[key] = v
+        except ModelDirError as e:
+            extra_errors[key] = str(e)
+            log.warning("earlyeval: model dir %s: %s left out (%s)", p, n, e)
     if not isinstance(state, dict):
         raise ModelDirError(str(p / "model.json"), "model.json", "expected an object")
     state["boosters"] = {}
@@ -431,4 +447,4 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool) -> ModelBundle:
     _check_thresholds(thresholds, str(p / "thresholds.json"), "thresholds.json")
     if thresholds != manifest["thresholds"]:
         raise ModelDirError(str(p / "thresholds.json"), "thresholds", "differ from the manifest's")
-    return ModelBundle(fz, model, thresholds, manifest.get("training", {}), extra, manifest)
+    return ModelBundle(fz, model, thresholds, manifest.get("training", {}), extra, manifest, extra_errors)

@@ -380,6 +380,9 @@ def _load_budget(bundle: ModelBundle, feature_names: list[str], use_c_api: bool,
     """(LiveBudget or None, status).  Fail-open: a budget part that cannot be built is logged and left off."""
     spec = bundle.extra.get("budget")
     if spec is None:
+        err = getattr(bundle, "extra_errors", {}).get("budget")
+        if err:
+            return None, f"error: extra_budget.json left out at load ({err})"
         return None, "absent (the model dir has no extra_budget.json)"
     have = set(spec.get("dimensions", {})) if isinstance(spec, dict) else set()
     if only == DEFAULT_BUDGET_DIMS and have and not set(only) <= have:  # the default asks, it does not insist

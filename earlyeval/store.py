@@ -149,8 +149,15 @@ def write_trajectories(trajs: Iterable[Trajectory], path: Path) -> Path:
     return _write_table(pa.Table.from_pylist(rows, schema=TRAJ_SCHEMA), path)
 
 
+def _read_table(path: Path) -> pa.Table:
+    """The whole file through one open handle: a concurrent atomic replace (rename) can never mix the
+    old file's footer with the new file's pages, as re-opening the path for each part could."""
+    with open(path, "rb") as f:
+        return pq.read_table(f)
+
+
 def read_trajectories(path: Path) -> list[Trajectory]:
-    return [Trajectory.from_dict(r) for r in pq.read_table(path).to_pylist()]
+    return [Trajectory.from_dict(r) for r in _read_table(path).to_pylist()]
 
 
 def write_tasks(tasks: Iterable[Task], path: Path) -> Path:
@@ -166,7 +173,7 @@ def read_tasks(path: Path) -> dict[str, Task]:
     if not path.exists():
         return {}
     out = {}
-    for r in pq.read_table(path).to_pylist():
+    for r in _read_table(path).to_pylist():
         r["meta"] = json.loads(r["meta"] or "{}")
         t = Task.from_dict(r)
         out[t.task_id] = t

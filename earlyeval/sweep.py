@@ -170,7 +170,8 @@ def sweep_bench(bench: str, progress: Callable[[str], None] | None = None) -> di
     pred_path = features_dir(bench) / "loao_predictions.parquet"
     if not pred_path.exists():
         raise FileNotFoundError(f"{pred_path} is missing: run `earlyeval evaluate --bench {bench}` first")
-    df = pd.read_parquet(pred_path)
+    with open(pred_path, "rb") as f:  # one handle: safe against a concurrent atomic replace
+        df = pd.read_parquet(f)
     df = df[~df["small"]]
     cfg = eval_config(bench)
     sets = runsets_from_predictions(df)

@@ -38,13 +38,49 @@ def fsync_file(p: Path) -> None:
         os.fsync(f.fileno())
 
 
+def _umask() -> int:
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _clean_stale(parent: Path, stem: str) -> None:
+    """Remove temp files / dirs ``.<stem>.<pid>.*`` left by writers that were killed (their pid is gone)."""
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return
+    for q in entries:
+        rest = q.name[len(stem) + 2:] if q.name.startswith(f".{stem}.") else ""
+        pid = rest.split(".", 1)[0].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            if q.is_dir() and not q.is_symlink():
+                shutil.rmtree(q, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    q.unlink()
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temp path beside ``path`` to write to; on success it is fsynced and renamed onto ``path``,
-    on any error (or kill) the target is untouched and the temp file is removed (when still possible)."""
+    on any error (or kill) the target is untouched and the temp file is removed (when still possible;
+    one left by a killed writer is removed by the next write of the same target)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    _clean_stale(target.parent, target.name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # the permissions a plain open() would give, not mkstemp's 0600
     os.close(fd)
     tmp_p = Path(tmp)
     try:
@@ -71,7 +107,10 @@ def new_dir_beside(target: str | Path) -> Path:
     """An empty temp directory in ``target``'s parent, to be filled and then ``swap_dir``-ed in."""
     t = Path(target)
     t.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{t.name}.new-", dir=t.parent))
+    _clean_stale(t.parent, t.name)
+    d = Path(tempfile.mkdtemp(prefix=f".{t.name}.{os.getpid()}-new-", dir=t.parent))
+    d.chmod(0o777 & ~_umask())  # as mkdir would, not mkdtemp's 0700
+    return d
 
 
 _RENAME_EXCHANGE = 2
@@ -116,7 +155,7 @@ def swap_dir(new: Path, target: str | Path) -> Path:
         _fsync_dir(target.parent)
         shutil.rmtree(new, ignore_errors=True)  # `new` now holds the old directory
         return target
-    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}-old-", dir=target.parent))
     os.rmdir(old)
     os.rename(target, old)
     os.rename(new, target)

@@ -250,7 +250,9 @@ class Monitor:
                 self.start_context(RunContext(), self.run_id)
                 msg = "observe() before start(): started with an empty context"
                 self.warnings.append(msg)
-                log.warning("earlyeval monitor: %s", msg)
+                if msg not in self._logged:  # once per monitor, not once per run
+                    self._logged.add(msg)
+                    log.warning("earlyeval monitor: %s", msg)
                 if self._disabled is not None:
                     return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index,
                                             context=self.context)

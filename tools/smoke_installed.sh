@@ -39,9 +39,12 @@ benches = available_benches()
 assert {"swebench", "tau2", "toolathlon", "terminalbench"} <= set(benches), benches
 assert all("site-packages" in p.parts for p in benches.values()), benches
 assert Path("models/swebench/manifest.json").is_file() and Path("reports/swebench/ingest.json").is_file()
+from earlyeval.store import read_ingested_tasks
+
+task = read_ingested_tasks("swebench")["astropy__astropy-12907"]  # from this workspace's ingest: prompt and gold patch
+assert task.gold_patch, "the ingested task has no gold patch"
 stopper = EarlyStopper(Monitor.load("models/swebench"))
-stopper.start(task={"task_id": "astropy__astropy-12907", "prompt": "Modeling's separability_matrix does not compute correctly"},
-              run_id="smoke")
+stopper.start(task=task, run_id="smoke")
 for cmd in ["ls", "grep -rn separability astropy/modeling", "python reproduce.py"]:
     d = stopper.after_step(action=cmd, observation="ok", error=False, input_tokens=1000, output_tokens=50)
     assert d.p_success is not None and 0.0 <= d.p_success <= 1.0, d

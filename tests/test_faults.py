@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from faults import CASES, new_env, run_case
+from faults import CASES, Env, run_case
 
 
 @pytest.fixture(scope="module")
-def env():
-    return new_env()
+def env(tmp_path_factory):
+    return Env(tmp_path_factory.mktemp("faults"))
 
 
 @pytest.mark.parametrize("finding,name,fn", CASES, ids=[f"{f.split()[0]}-{n}" for f, n, _ in CASES])

@@ -1,9 +1,10 @@
 """Run the fault-injection cases of tests/faults.py and print, per finding of issue 15, how many cases
 were tried and how many ended correct, refused with a named error, silent (dropped or decided wrongly
-without a word) or crashed.  Usage: .venv/bin/python tools/fault_summary.py [--verbose]"""
+without a word) or crashed.  Usage: .venv/bin/python tools/fault_summary.py [--verbose] [--keep]"""
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections import Counter, defaultdict
@@ -34,7 +35,11 @@ def main() -> int:
         tot.update(c)
         print(f"| {f} | {sum(c.values())} | {c['crash']} | {c['named']} | {c['correct']} | {c['silent']} |")
     print(f"| **all** | {sum(tot.values())} | {tot['crash']} | {tot['named']} | {tot['correct']} | {tot['silent']} |")
-    print(f"\n{time.time() - t0:.0f} s; temp folder {env.base}")
+    print(f"\n{time.time() - t0:.0f} s")
+    if "--keep" in sys.argv:
+        print(f"temp folder kept: {env.base}")
+    else:
+        shutil.rmtree(env.base, ignore_errors=True)
     return 1 if bad else 0
 
 

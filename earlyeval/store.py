@@ -8,6 +8,7 @@ one row per task.  Nullable columns keep unknown token counts as null.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -18,6 +19,8 @@ from .atomic import atomic_path
 from .errors import IngestError
 from .trajectory import MAX_TOKENS_PER_STEP, Task, Trajectory, cost_value, token_count
 from .workspace import data_dir
+
+log = logging.getLogger(__name__)
 
 ACTION_TYPE = pa.struct([("tool", pa.string()), ("text", pa.string()), ("kind", pa.string())])
 STEP_TYPE = pa.struct(
@@ -185,6 +188,9 @@ def read_ingested_trajectories(bench: str) -> list[Trajectory]:
     path = bench_dir(bench) / "trajectories.parquet"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `earlyeval ingest --bench {bench}` first")
+    if not (path.parent / "ingest.done").exists():  # pipeline.INGEST_DONE: each file is whole, the set may not be
+        log.warning("%s has no ingest.done: the last `earlyeval ingest --bench %s` did not finish (or predates the "
+                    "marker); its files are each complete but may come from different ingests -- re-run it", path.parent, bench)
     return read_trajectories(path)
 
 

@@ -33,25 +33,25 @@ lock:
 	$(UV_VENV)/bin/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
 	  --extra test --extra mini-swe-agent --extra inspect --extra openhands -o $(LOCK)
 
-data/$(BENCH)/trajectories.parquet: $(STAMP) $(CATALOG)
+data/$(BENCH)/ingest.done: $(STAMP) $(CATALOG)
 	$(EARLYEVAL) ingest --bench $(BENCH)
 
 ingest: $(STAMP)
 	$(EARLYEVAL) ingest --bench $(BENCH)
 
-train: data/$(BENCH)/trajectories.parquet
+train: data/$(BENCH)/ingest.done
 	$(EARLYEVAL) train --bench $(BENCH)
 
-evaluate: data/$(BENCH)/trajectories.parquet
+evaluate: data/$(BENCH)/ingest.done
 	$(EARLYEVAL) evaluate --bench $(BENCH)
 
-sweep: data/$(BENCH)/trajectories.parquet
+sweep: data/$(BENCH)/ingest.done
 	$(EARLYEVAL) sweep --bench $(BENCH)
 
-budget: data/$(BENCH)/trajectories.parquet
+budget: data/$(BENCH)/ingest.done
 	$(EARLYEVAL) budget --bench $(BENCH)
 
-bench: data/$(BENCH)/trajectories.parquet
+bench: data/$(BENCH)/ingest.done
 	$(EARLYEVAL) bench --bench $(BENCH)
 
 # the README's test command (CI runs exactly this): unit tests, the integration tests on a bounded
@@ -104,7 +104,7 @@ clean:
 ROUTE_PAIRS ?= swe-agent-0.x__gpt-4:moatless-0623__claude-3.5-sonnet moatless-0609__gpt-4o:coder__gpt-4 \
 	swe-agent-0.x__gpt-4:coder__gpt-4 moatless-0617__gpt-4o:moatless-0623__claude-3.5-sonnet
 ROUTE_BUDGET ?= 100
-route: data/$(BENCH)/trajectories.parquet
+route: data/$(BENCH)/ingest.done
 	@for p in $(ROUTE_PAIRS); do \
 		$(EARLYEVAL) route --bench $(BENCH) --cheap $${p%%:*} --strong $${p##*:} --budget $(ROUTE_BUDGET) || exit 1; \
 	done

@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from .atomic import write_text as atomic_write_text
+from .trajectory import Action, Step, Task, Trajectory, make_step
 from .workspace import models_dir, reports_dir
-from .trajectory import Step, Task, Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,19 @@ def synthetic_long_run(trajs: list[Trajectory], n_steps: int) -> Trajectory:
                       task_id=base.task_id, steps=steps, outcome=None, meta=dict(base.meta), prompt=base.prompt)
 
 
+def new_file_run(base: Trajectory, n_steps: int) -> Trajectory:
+    """A run of ``n_steps`` edits, each of a file (and identifiers) never seen before: the worst case for
+    any per-step work that grows with the run (sets of edited files, identifiers, per-file counters)."""
+    steps = [make_step(i, [Action("bash", f"sed -i 's/old_{i}/fix_value_{i}(x_{i})/' src/pkg_{i % 97}/module_{i}.py")],
+                       thought=f"edit module {i}", observation="", input_tokens=1000 + i, output_tokens=50, error=False)
+             for i in range(n_steps)]
+    return Trajectory(run_id="synthetic/new-file-every-step", agent="synthetic (new file every step)", bench=base.bench,
+                      task_id=base.task_id, steps=steps, outcome=None, meta=dict(base.meta), prompt=base.prompt)
+
+
+LONG_BUCKETS = ((1, 10), (91, 100), (9_991, 10_000))
+
+
 def time_run(monitor: Any, traj: Trajectory, task: Task | None) -> list[tuple[int, float, float, float, float, bool, float]]:
     """(t, wall, cpu, featurize, predict, halted_here, budget) for every step of one replayed run."""
     from .features import RunContext
@@ -128,12 +142,15 @@ def time_run(monitor: Any, traj: Trajectory, task: Task | None) -> list[tuple[in
 def run_latency_bench(bench: str, model_dir: str | Path | None = None, *, per_agent: int = 8, synthetic_steps: int = 150,
                       min_long_runs: int = 10, trajs: list[Trajectory] | None = None, tasks: dict[str, Task] | None = None,
                       out: str | Path | None = None, formats: dict[str, str] | None = None, seed: int = 0,
-                      budget: bool | tuple[str, ...] | list[str] = ("steps",)) -> dict[str, Path]:
+                      budget: bool | tuple[str, ...] | list[str] = ("steps",), long_steps: int = 10_000) -> dict[str, Path]:
     """Replay a sample of real runs through ``Monitor.observe`` on one core; write latency.json and latency.png.
-    ``budget``: the Monitor's budget part (True: every dimension the model has; False: off; or dimension names)."""
+    ``budget``: the Monitor's budget part (True: every dimension the model has; False: off; or dimension names).
+    ``long_steps``: also time one run of that many steps that edits a new file every step (0: off), reported
+    per bucket of steps 1-10, 91-100 and 9,991-10,000 (``long_run``): per-step cost must not grow with t."""
     pinned = one_core()
     try:
-        return _bench(bench, model_dir, per_agent, synthetic_steps, min_long_runs, trajs, tasks, out, formats, seed, pinned, budget)
+        return _bench(bench, model_dir, per_agent, synthetic_steps, min_long_runs, trajs, tasks, out, formats, seed, pinned, budget,
+                      long_steps)
     finally:
         if pinned["affinity"] is not None and pinned["cpu"] is not None:
             os.sched_setaffinity(0, pinned["affinity"])
@@ -141,7 +158,8 @@ def run_latency_bench(bench: str, model_dir: str | Path | None = None, *, per_ag
 
 def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min_long_runs: int,
            trajs: list[Trajectory] | None, tasks: dict[str, Task] | None, out: Any, formats: dict[str, str] | None,
-           seed: int, pinned: dict[str, Any], budget: bool | tuple[str, ...] | list[str] = ("steps",)) -> dict[str, Path]:
+           seed: int, pinned: dict[str, Any], budget: bool | tuple[str, ...] | list[str] = ("steps",),
+           long_steps: int = 0) -> dict[str, Path]:
     from .monitor import Monitor
     from .store import read_ingested_tasks, read_ingested_trajectories
 
@@ -172,6 +190,12 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
     for traj, fmt in runs:
         for t, w, c, fe, pr, h, bu in time_run(monitor, traj, tasks.get(traj.task_id)):
             rows.append((traj.run_id, fmt, t, w, c, fe, pr, h, bu))
+    long_rows: list[tuple[int, float, float, float, float]] = []
+    if long_steps:
+        # on a task with a gold patch when there is one, so the gold family does its full work
+        base = next((t for t in sample if (tasks.get(t.task_id) and tasks[t.task_id].gold_patch)), sample[0])
+        lr = new_file_run(base, long_steps)
+        long_rows = [(t, w, c, fe, pr) for t, w, c, fe, pr, _, _ in time_run(monitor, lr, tasks.get(lr.task_id))]
     load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
     gc.unfreeze()
 
@@ -227,10 +251,19 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
                                 "cpu_median_us_steps_1_10": b10["cpu"].get("median_us"),
                                 "cpu_median_us_steps_91_100": b100["cpu"].get("median_us")}
 
+    if long_rows:
+        report["long_run"] = {
+            "steps": len(long_rows),
+            "how": "one synthetic run whose every step edits a new file with new identifiers (benchmark.new_file_run), "
+                   "on a task with a gold patch; replayed through the same monitor after the real runs",
+            "by_step_bucket": {f"{lo}-{hi}": {"wall": _stats([r[1] for r in long_rows if lo <= r[0] <= hi]),
+                                                 "cpu": _stats([r[2] for r in long_rows if lo <= r[0] <= hi]),
+                                                 "featurize": _stats([r[3] for r in long_rows if lo <= r[0] <= hi])}
+                               for lo, hi in LONG_BUCKETS}}
     dest = Path(out) if out else reports_dir(bench)
     dest.mkdir(parents=True, exist_ok=True)
     pj = dest / "latency.json"
-    pj.write_text(json.dumps(report, indent=1))
+    atomic_write_text(pj, json.dumps(report, indent=1))
     pp = _plot(rows, dest / "latency.png", bench)
     return {"latency": pj, "plot": pp}
 
@@ -248,6 +281,11 @@ def latency_summary(rep: dict[str, Any]) -> str:
              f"{rep.get('budget')})",
              f"median wall, steps 1-10: {s['median_us_steps_1_10']} µs; steps 91-100: {s['median_us_steps_91_100']} µs",
              f"load average during the run: {rep['setup']['load_average_before']}"]
+    if rep.get("long_run"):
+        lines.append(f"new-file-every-step run of {rep['long_run']['steps']} steps, wall median / p99 (cpu median / p99) µs:")
+        for b, v in rep["long_run"]["by_step_bucket"].items():
+            lines.append(f"  steps {b:>12}: {v['wall'].get('median_us', 0):.0f} / {v['wall'].get('p99_us', 0):.0f}"
+                         f"   ({v['cpu'].get('median_us', 0):.0f} / {v['cpu'].get('p99_us', 0):.0f})")
     return "\n".join(lines)
 
 

@@ -1108,7 +1108,6 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
     families of `cfg`, as ``budget_config``).  No label outside the training data is used.
     None when no dimension has enough agent groups to be calibrated."""
     bcfg = bcfg or BudgetConfig()
-    t0 = time.time()
     say = progress or (lambda m: log.info(m))
     su = _setup(ds, cfg, bcfg)
     if not su.dims:
@@ -1166,7 +1165,7 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
         "groups": [{"name": g.name, "agents": g.agents, "small": g.small} for g in groups],
         "folds": [[g.name for g in f] for f in folds],
         "config": bcfg.to_dict(),
-        "seconds": round(time.time() - t0, 1),
+        # no wall-clock value: this dict is a hashed model file, identical for identical trainings
     }
 
 

@@ -40,6 +40,7 @@ from .budget import (
     spend_feature_names,
     spend_features,
 )
+from .boostercheck import probe_enabled, safe_boosters
 from .fastpredict import StackedPredictor
 
 
@@ -100,7 +101,8 @@ class LiveBudget:
             for m in ccq["models"]:
                 if tuple(float(a) for a in m["alphas"]) != self.alphas or len(m["boosters"]) != len(self.alphas):
                     raise ValueError(f"budget {d}: a fold model's alphas differ from the model's {self.alphas}")
-                boosters += [lgb.Booster(model_str=s) for s in m["boosters"]]
+                # checked before LightGBM parses them, probed in a child process (boostercheck; cached per text)
+                boosters += safe_boosters(list(m["boosters"]), do_probe=probe_enabled())
             if not boosters:
                 raise ValueError(f"budget {d}: no fold model")
             corr = []

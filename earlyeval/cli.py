@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import logging
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -71,14 +72,16 @@ def train(bench: str = typer.Option(..., "--bench", "-b"),
 
     _setup(verbose)
     cfg = eval_config(bench, seed=seed)
+    t0 = time.monotonic()
     paths = train_bench(bench, out, cfg, data_root, progress=_progress, budget=budget)
+    seconds = round(time.monotonic() - t0, 1)  # printed, never stored: the model dir's hashes stay deterministic
     mf = json.loads((Path(paths["model"]) / "manifest.json").read_text())
     typer.echo(f"trained on {mf['training']['runs_used']} runs of {len(mf['training']['agents'])} agents; "
                f"{len(mf['feature_names'])} features; thresholds success={mf['thresholds']['success']} failure={mf['thresholds']['failure']}")
     b = mf["training"].get("budget")
     if b:
         typer.echo("budget: " + "; ".join(f"{d} B={v['B']:g} tau={v['tau']:g}" for d, v in b["dimensions"].items())
-                   + f" ({b['seconds']} s)")
+                   + f" (training took {seconds} s)")
     _say_outputs(model=paths["model"])
 
 
@@ -141,6 +144,9 @@ def score(model: Path = typer.Option(..., "--model", "-m", help="A model directo
     from .score import score_runs, score_table
 
     _setup(verbose)
+    if not runs.exists():
+        typer.echo(f"error: --runs {runs}: no such file or folder", err=True)
+        raise typer.Exit(2)
     if as_of and as_of != "run" and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
         raise typer.BadParameter(f"{as_of!r} is not YYYY-MM-DD or 'run'", param_hint="--as-of")
     paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .atomic import atomic_path, write_text as atomic_write_text
 from .catalog import Catalog, data_root, load_catalog
 from .features import Featurizer, PriorTable, RunContext, build_family
 from .prefixes import prefix_table
@@ -113,7 +114,7 @@ def write_feature_table(ds: Dataset, path: Path) -> Path:
     for fam, X in ds.blocks.items():
         for j, n in enumerate(ds.block_names[fam]):
             df[n if fam != CURRENT_POOL else f"{n}@current_pool"] = X[:, j]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(path, index=False)
-    (path.with_suffix(".json")).write_text(json.dumps({"families": list(ds.blocks), "rows": len(df)}, indent=1))
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, index=False)
+    atomic_write_text(path.with_suffix(".json"), json.dumps({"families": list(ds.blocks), "rows": len(df)}, indent=1))
     return path

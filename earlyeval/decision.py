@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Outcome = Literal["success", "failure"]
+CONTEXTS = ("full", "partial-trained", "partial", "none")
+HALTING_CONTEXTS = frozenset({"full", "partial-trained"})
 
 
 @dataclass
@@ -19,11 +21,22 @@ class Decision:
     thresholds: dict[str, float] = field(default_factory=dict)
     top_features: list[tuple[str, float]] = field(default_factory=list)  # (name, contribution)
     budget: dict[str, Any] | None = None  # remaining-budget intervals and P(feasible), when the model has them
+    # what the monitor knew (docs/monitor.md, "Missing context"): "full"; "partial-trained" (a family's inputs
+    # are absent, a state the model was trained on: halting stays on); "partial" (absent inputs the model was
+    # not trained without: never halts); "none" (no task although the model needs one: never halts)
+    context: str = "full"
+    flags: list[str] = field(default_factory=list)  # what went wrong at this step and was failed open on
+
+    @property
+    def may_halt(self) -> bool:
+        """Whether the context lets this monitor halt at all (``context`` is "full" or "partial-trained")."""
+        return self.context in HALTING_CONTEXTS
 
     @classmethod
-    def proceed(cls, reason: str, step_index: int = -1) -> "Decision":
+    def proceed(cls, reason: str, step_index: int = -1, *, context: str = "full", flags: list[str] | None = None) -> "Decision":
         """The fail-open decision: continue the run."""
-        return cls(halt=False, outcome=None, p_success=None, p_failure=None, reason=reason, step_index=step_index)
+        return cls(halt=False, outcome=None, p_success=None, p_failure=None, reason=reason, step_index=step_index,
+                   context=context, flags=list(flags or []))
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -11,16 +12,44 @@ from typing import Any
 from .errors import IngestError
 
 
-def read_text(path: str | Path) -> str:
-    """The file's text, transparently gunzipped when it ends in .gz."""
-    p = Path(path)
+# the most bytes one input file may hold once decompressed (the largest shared run file is ~8 MB): a
+# small .gz that expands to gigabytes is refused, named, instead of filling memory.  Configurable with
+# EARLYEVAL_MAX_INPUT_BYTES (read at each call) or ``max_bytes``.
+DEFAULT_MAX_INPUT_BYTES = 256 << 20
+
+
+def max_input_bytes() -> int:
     try:
-        if p.suffix == ".gz":
-            with gzip.open(p, "rt", encoding="utf-8") as f:
-                return f.read()
-        return p.read_text(encoding="utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as e:  # truncated gzip, unreadable bytes
+        return int(os.environ.get("EARLYEVAL_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES))
+    except ValueError:
+        return DEFAULT_MAX_INPUT_BYTES
+
+
+def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
+    """The file's bytes, transparently gunzipped when it ends in .gz, at most ``max_bytes`` of them."""
+    p = Path(path)
+    limit = max_input_bytes() if max_bytes is None else int(max_bytes)
+    try:
+        opener = gzip.open if p.suffix == ".gz" else open
+        with opener(p, "rb") as f:
+            data = f.read(limit + 1)
+    except (OSError, EOFError) as e:  # truncated gzip, unreadable file
         raise IngestError(str(p), "<file>", f"cannot read: {e}") from e
+    if len(data) > limit:
+        raise IngestError(str(p), "<file>", f"more than {limit} bytes{' once decompressed' if p.suffix == '.gz' else ''} "
+                                            "(EARLYEVAL_MAX_INPUT_BYTES): not read")
+    return data
+
+
+def read_text(path: str | Path, max_bytes: int | None = None) -> str:
+    """The file's text (UTF-8), transparently gunzipped when it ends in .gz; size-bounded (``read_bytes``)."""
+    data = read_bytes(path, max_bytes)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise IngestError(str(path), "<file>", f"cannot read: {e}") from e
+    # universal newlines, as text-mode reading did (\r\n and \r -> \n): parsed text is unchanged
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def load_json(path: str | Path) -> Any:

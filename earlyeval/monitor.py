@@ -22,11 +22,23 @@ What it guarantees:
   ``metrics.halting`` itself, applied to the newest prefix only: halt at the
   first prefix t >= ``min_halt_step`` with p_s >= tau_s or p_f >= tau_f.
 * **O(1) per step** in the run's length: every family's update is.
-* **Fails open.**  Any exception in featurization or prediction is logged and
-  returned as ``Decision.proceed`` with the error in ``reason``.  A family whose
-  update raised may have folded the step in half-way, so its state can no longer
-  be trusted: the monitor stays disabled (always "continue") for the rest of
-  that run and says why.
+* **Fails open.**  Missing information never halts a run.  A step that cannot
+  be read (a field of the wrong type) is skipped before it touches any state:
+  that decision says so in ``flags`` and the run goes on being monitored.
+  Impossible usage (token counts that are NaN, negative, > 1e9, not integers;
+  costs that are not finite or negative) becomes unknown (None) and is flagged.
+  A raw margin or probability that is not finite never halts (flagged, p None).
+  Any other exception in featurization or prediction is logged and returned as
+  ``Decision.proceed`` with the error in ``reason``; a family whose update raised
+  may have folded the step in half-way, so its state can no longer be trusted:
+  the monitor stays disabled (always "continue") for the rest of that run.
+* **Knows what it does not know** (``Decision.context``).  "none": no task although
+  the model's families need one -> never halts.  "partial": a family's inputs are
+  absent (no gold patch, task not in the public-history or peer table, no prompt)
+  and the model was not trained on runs lacking them -> never halts.
+  "partial-trained": absent inputs that at least 1 % (and 10) of the training runs
+  also lacked (``training.context_absent_runs`` in the manifest): the thresholds
+  were chosen on data with that state, halting stays on.  "full": everything.
 * **Budget.**  When the model dir carries budget estimators (``extra_budget.json``,
   written by ``earlyeval train``), ``Decision.budget`` holds, per dimension, the
   remaining-usage intervals, the spend so far, B, P(total <= B), P(feasible) and
@@ -43,9 +55,8 @@ Reference information (decided here, documented in docs/monitor.md): a model
 that uses the ``gold`` family needs the task's gold patch, one that uses
 ``prior`` needs the task id to be in the model's public-history table.  When
 they are missing, ``start`` warns (log + ``monitor.warnings``) and the features
-are NaN, exactly what training saw for such tasks; predictions still come, but
-the model was trained on tasks that had them, so they are less reliable and the
-reason of every decision says "degraded".  ``strict=True`` raises instead.
+are NaN; predictions still come, the reason of every decision says "degraded",
+and halting follows ``Decision.context`` above.  ``strict=True`` raises instead.
 
 One monitor follows one run at a time (``start`` resets it).  For concurrent
 runs use one monitor per run: ``monitor.spawn()`` is cheap and shares the
@@ -54,6 +65,7 @@ loaded model.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -62,11 +74,11 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .decision import Decision
+from .decision import HALTING_CONTEXTS, Decision
 from .features import Featurizer, RunContext
 from .metrics import halting
 from .modeldir import ModelBundle, load_model_dir
-from .trajectory import Action, Step, Task, Trajectory, make_step
+from .trajectory import Action, Step, Task, Trajectory, cost_value, make_step, token_count
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +216,9 @@ class Monitor:
         self._halt: Decision | None = None
         self._disabled: str | None = None
         self._degraded = ""
+        self.context = "none"  # Decision.context of this run (set by start_context)
+        self._halt_off = ""  # why halting is off for this run's context ("" when it is on)
+        self.n_skipped = 0  # steps skipped as unreadable in this run
         self.last_features: np.ndarray | None = None  # float32 row of the newest prefix
         self.last_timing: tuple[float, float] = (0.0, 0.0)  # seconds: (featurize, predict) of the newest step
         self.last_budget_time = 0.0  # seconds spent on Decision.budget for the newest step
@@ -239,9 +254,11 @@ class Monitor:
         self._reset()
         self.run_id = run_id
         self.ctx = ctx
-        problems = self._check_context(ctx)
+        gaps = context_gaps(self.featurizer, ctx)
+        problems = [m for _, m in gaps]
         if problems and self.strict:
             raise ValueError("; ".join(problems))
+        self.context, self._halt_off = context_state(self.featurizer, ctx, gaps, self.bundle.training)
         for p in problems:
             if p not in self._logged:
                 self._logged.add(p)
@@ -258,26 +275,7 @@ class Monitor:
 
     def _check_context(self, ctx: RunContext) -> list[str]:
         """What the model's families need but this run's context lacks (the features become NaN)."""
-        out = []
-        task = ctx.task
-        if "gold" in self._families and (task is None or not task.gold_patch):
-            n = len(next(f for f in self.featurizer.families if f.name == "gold").names)
-            out.append(f"the model uses the gold family but the task has no gold patch: its {n} features are NaN")
-        if "prior" in self._families:
-            fam = next(f for f in self.featurizer.families if f.name == "prior")
-            if task is None:
-                out.append("the model uses the prior family but no task was given: its features are NaN")
-            elif fam.table is None or task.task_id not in fam.table.resolved_by:
-                out.append("the task is not in the model's public-history table: its prior solve rate is NaN")
-        if "peer_prior" in self._families:
-            from .features.peer import task_of
-
-            fam = next(f for f in self.featurizer.families if f.name == "peer_prior")
-            if fam.table is None or task_of(ctx) not in fam.table.counts:
-                out.append("the task is not in the model's peer-agent table: its peer success rate is NaN")
-        if "text" in self._families and not ctx.prompt:
-            out.append("no task prompt: the prompt text block is zero")
-        return out
+        return [m for _, m in context_gaps(self.featurizer, ctx)]
 
     def _disable(self, why: str) -> None:
         self._disabled = why
@@ -288,16 +286,26 @@ class Monitor:
         """Fold one finished step in and decide; never raises (fail-open)."""
         index = _index_of(step, self._t)
         if self._disabled is not None:
-            return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index)
+            return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index,
+                                    context=self.context)
         try:
             if self._states is None:
                 self.start_context(RunContext(), self.run_id)
                 msg = "observe() before start(): started with an empty context"
                 self.warnings.append(msg)
-                log.warning("earlyeval monitor: %s", msg)
+                if msg not in self._logged:  # once per monitor, not once per run
+                    self._logged.add(msg)
+                    log.warning("earlyeval monitor: %s", msg)
                 if self._disabled is not None:
-                    return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index)
-            st = as_step(step, self._t)
+                    return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index,
+                                            context=self.context)
+            try:  # read and check the step before any state sees it: a bad step is skipped, the run goes on
+                st, flags = clean_step(step, self._t)
+            except BadStep as e:
+                self.n_skipped += 1
+                msg = f"skipped unreadable step {index} ({e}); still monitoring"
+                log.warning("earlyeval monitor (run %s): %s", self.run_id or "?", msg)
+                return Decision.proceed(f"fail-open: {msg}", step_index=index, context=self.context, flags=[msg])
             t0 = time.perf_counter()
             self.featurizer.update(self._states, st)
             self._t += 1
@@ -307,13 +315,19 @@ class Monitor:
             t2 = time.perf_counter()
             self.last_features = x
             self.last_timing = (t1 - t0, t2 - t1)
+            if not (math.isfinite(ps) and math.isfinite(pf)):
+                msg = f"the model gave a non-finite probability (p_success={ps}, p_failure={pf}): no decision at this step"
+                log.warning("earlyeval monitor (run %s): %s", self.run_id or "?", msg)
+                return Decision.proceed(f"fail-open: {msg}", step_index=index, context=self.context, flags=flags + [msg])
             budget = self._budget_step(st, x, ps, index)
             self.last_budget_time = time.perf_counter() - t2
-            return self._decide(x, ps, pf, index, budget)
+            d = self._decide(x, ps, pf, index, budget)
+            d.flags = flags
+            return d
         except Exception as e:
             msg = f"{type(e).__name__}: {e}"
             self._disable(f"error at step {index}: {msg}")
-            return Decision.proceed(f"fail-open: {msg}", step_index=index)
+            return Decision.proceed(f"fail-open: {msg}", step_index=index, context=self.context)
 
     def _budget_step(self, st: Step, x: np.ndarray, ps: float, index: int) -> dict[str, Any] | None:
         """Decision.budget for the newest prefix; never raises.  An error turns the budget part off for
@@ -331,32 +345,41 @@ class Monitor:
             return None
 
     def proba(self, x: np.ndarray) -> tuple[float, float]:
-        """Calibrated (P(success), P(failure)) of one float32 feature row, as OutcomeModel.predict_proba."""
-        ps = float(self._platt_s(self._pred["success"](x)))
-        pf = 1.0 - ps if self._mirror else float(self._platt_f(self._pred["failure"](x)))
+        """Calibrated (P(success), P(failure)) of one float32 feature row, as OutcomeModel.predict_proba.
+        A raw margin that is not finite gives NaN (never a confident 0 or 1 out of the Platt map)."""
+        ms = float(self._pred["success"](x))
+        ps = float(self._platt_s(ms)) if math.isfinite(ms) else math.nan
         if self._warm is not None:  # warm start: recalibrated as adapt.recalibrated does offline
-            ps = float(self._warm["calibration"](np.asarray(ps)))
-            pf = 1.0 - ps
-        return ps, pf
+            ps = float(self._warm["calibration"](np.asarray(ps))) if math.isfinite(ps) else math.nan
+            return ps, 1.0 - ps
+        if self._mirror:
+            return ps, 1.0 - ps
+        mf = float(self._pred["failure"](x))
+        return ps, float(self._platt_f(mf)) if math.isfinite(mf) else math.nan
 
     def _decide(self, x: np.ndarray, ps: float, pf: float, index: int, budget: dict[str, Any] | None = None) -> Decision:
         t = self._t
         th = self.thresholds
+        ctx = self.context
         if self._halt is not None:
             h = self._halt
             return Decision(True, h.outcome, ps, pf, f"already halted at step {h.step_index} ({h.outcome}); "
-                            f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], budget)
-        # metrics.halting on the newest prefix alone: min_t shifted so that prefix t is eligible iff t >= min_halt_step
-        t_halt, pred = halting([ps], [pf], self.tau_s, self.tau_f, self.min_halt_step - (t - 1))
+                            f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], budget, ctx)
         cmp_s = ">=" if ps >= self.tau_s else "<"
         cmp_f = ">=" if pf >= self.tau_f else "<"
         probs = f"p_success={ps:.3f} {cmp_s} {self.tau_s:g}, p_failure={pf:.3f} {cmp_f} {self.tau_f:g}"
+        if ctx not in HALTING_CONTEXTS:  # missing information never halts a run
+            top = self.top_features(x, "success") if self.explain == "always" else []
+            return Decision(False, None, ps, pf, f"continue (never halts: {self._halt_off}): {probs}{self._degraded}",
+                            index, th, top, budget, ctx)
+        # metrics.halting on the newest prefix alone: min_t shifted so that prefix t is eligible iff t >= min_halt_step
+        t_halt, pred = halting([ps], [pf], self.tau_s, self.tau_f, self.min_halt_step - (t - 1))
         if t_halt:
             outcome = "success" if pred == 1 else "failure"
             top = self.top_features(x, outcome) if self.explain != "never" else []
             why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
             d = Decision(True, outcome, ps, pf, f"halt after {t} steps, predicting {outcome} (outcome rule): {probs}{why}{self._degraded}",
-                         index, th, top, budget)
+                         index, th, top, budget, ctx)
             self._halt = d
             return d
         hits = [k for k in self.halt_on_impossible if budget and budget.get(k) and budget[k]["impossible"]]
@@ -366,7 +389,7 @@ class Monitor:
             rule = ", ".join(f"{k} P(feasible)={budget[k]['p_feasible']:.3f} < {budget[k]['tau']:g} "
                              f"(spent {budget[k]['spent']:g} of B={budget[k]['budget']:g})" for k in hits)
             d = Decision(True, "failure", ps, pf, f"halt after {t} steps, predicting failure (budget rule: {rule}): "
-                         f"{probs}{why}{self._degraded}", index, th, top, budget)
+                         f"{probs}{why}{self._degraded}", index, th, top, budget, ctx)
             self._halt = d
             return d
         if t < self.min_halt_step:
@@ -374,7 +397,7 @@ class Monitor:
         else:
             note = f"continue: {probs}"
         top = self.top_features(x, "success") if self.explain == "always" else []
-        return Decision(False, None, ps, pf, note + self._degraded, index, th, top, budget)
+        return Decision(False, None, ps, pf, note + self._degraded, index, th, top, budget, ctx)
 
     # ------------------------------------------------------------- explain
     def top_features(self, x: np.ndarray, outcome: str = "success", k: int | None = None) -> list[tuple[str, float]]:
@@ -405,6 +428,9 @@ def _load_budget(bundle: ModelBundle, feature_names: list[str], use_c_api: bool,
     """(LiveBudget or None, status).  Fail-open: a budget part that cannot be built is logged and left off."""
     spec = bundle.extra.get("budget")
     if spec is None:
+        err = getattr(bundle, "extra_errors", {}).get("budget")
+        if err:
+            return None, f"error: extra_budget.json left out at load ({err})"
         return None, "absent (the model dir has no extra_budget.json)"
     have = set(spec.get("dimensions", {})) if isinstance(spec, dict) else set()
     if only == DEFAULT_BUDGET_DIMS and have and not set(only) <= have:  # the default asks, it does not insist
@@ -438,6 +464,71 @@ def _halt_dims(spec: bool | str | Iterable[str], budget: Any) -> frozenset[str]:
     if unknown:
         raise ValueError(f"halt_on_impossible names {sorted(unknown)}; the model's budget dimensions are {sorted(dims)}")
     return want
+
+
+# ---------------------------------------------------------------- context
+
+# a family's absent inputs count as a state the model was trained on when at least this share (and this
+# many) of its training runs lacked them too (``training.context_absent_runs``, written by train_bench)
+TRAINED_STATE_MIN_SHARE = 0.01
+TRAINED_STATE_MIN_RUNS = 10
+_NEEDS_TASK = ("gold", "prior", "peer_prior", "text")
+
+
+def context_gaps(featurizer: Featurizer, ctx: RunContext) -> list[tuple[str, str]]:
+    """(family, message) for each input a family of ``featurizer`` needs that ``ctx`` lacks (its features are NaN)."""
+    fams = {f.name: f for f in featurizer.families}
+    out = []
+    task = ctx.task
+    if "gold" in fams and (task is None or not task.gold_patch):
+        out.append(("gold", f"the model uses the gold family but the task has no gold patch: its {len(fams['gold'].names)} features are NaN"))
+    if "prior" in fams:
+        table = getattr(fams["prior"], "table", None)
+        if task is None:
+            out.append(("prior", "the model uses the prior family but no task was given: its features are NaN"))
+        elif table is None or task.task_id not in table.resolved_by:
+            out.append(("prior", "the task is not in the model's public-history table: its prior solve rate is NaN"))
+    if "peer_prior" in fams:
+        from .features.peer import task_of
+
+        table = getattr(fams["peer_prior"], "table", None)
+        if table is None or task_of(ctx) not in table.counts:
+            out.append(("peer_prior", "the task is not in the model's peer-agent table: its peer success rate is NaN"))
+    if "text" in fams and not ctx.prompt:
+        out.append(("text", "no task prompt: the prompt text block is zero"))
+    return out
+
+
+def context_state(featurizer: Featurizer, ctx: RunContext, gaps: list[tuple[str, str]],
+                  training: Mapping[str, Any]) -> tuple[str, str]:
+    """(Decision.context, why halting is off or "") for a run's context; see the module doc."""
+    from .features.peer import task_of
+
+    needs_task = [f.name for f in featurizer.families if f.name in _NEEDS_TASK]
+    if needs_task and ctx.task is None and not task_of(ctx):
+        return "none", f"no task given, and the model's {', '.join(needs_task)} features need one"
+    if not gaps:
+        return "full", ""
+    absent = training.get("context_absent_runs") if isinstance(training, Mapping) else None
+    runs = training.get("context_runs") if isinstance(training, Mapping) else None
+    untrained = []
+    for fam, _ in gaps:
+        n = absent.get(fam) if isinstance(absent, Mapping) else None
+        if not (isinstance(n, int) and isinstance(runs, int) and runs > 0
+                and n >= TRAINED_STATE_MIN_RUNS and n >= TRAINED_STATE_MIN_SHARE * runs):
+            untrained.append(fam)
+    if not untrained:
+        return "partial-trained", ""
+    return "partial", f"the {', '.join(untrained)} inputs are missing and the model was not trained on runs without them"
+
+
+def context_absent_counts(featurizer: Featurizer, contexts: Iterable[RunContext]) -> dict[str, int]:
+    """Per family, how many of these (training) contexts lack its inputs: what ``context_state`` reads."""
+    out = {f.name: 0 for f in featurizer.families if f.name in _NEEDS_TASK}
+    for ctx in contexts:
+        for fam, _ in context_gaps(featurizer, ctx):
+            out[fam] = out.get(fam, 0) + 1
+    return out
 
 
 # ---------------------------------------------------------------- inputs
@@ -485,19 +576,73 @@ def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
     Step; otherwise ``action`` (run with ``tool``, a shell command by default) is
     classified by the shared taxonomy, as ``EarlyStopper.after_step`` does."""
     if isinstance(step, Step):
-        return step
+        return dataclasses.replace(step)  # cleaning fixes fields on a copy, never on the caller's Step
     if not isinstance(step, Mapping):
-        raise TypeError(f"step must be a Step or a dict, not {type(step).__name__}")
+        raise BadStep(f"step must be a Step or a dict, not {type(step).__name__}")
     d = dict(step)
     d.setdefault("index", index)
     if "kind" in d or d.get("actions"):
         return Step.from_dict(d)
     action = d.get("action") or ""
+    for f in ("action", "tool", "thought", "observation", "final_answer"):
+        if d.get(f) is not None and not isinstance(d[f], str):
+            raise BadStep(f"field '{f}' is {type(d[f]).__name__}, not text")
     acts = [Action(tool=str(d.get("tool", "bash")), text=str(action))] if action else []
     return make_step(int(d["index"]), acts, thought=d.get("thought") or "", observation=d.get("observation") or "",
                      input_tokens=d.get("input_tokens"), output_tokens=d.get("output_tokens"),
                      cached_tokens=d.get("cached_tokens"), cost_usd=d.get("cost_usd"), error=d.get("error"),
                      final_answer=d.get("final_answer"))
+
+
+class BadStep(ValueError):
+    """A step the monitor cannot read (a field of the wrong type): skipped, the run goes on."""
+
+
+_TEXT_FIELDS = ("action", "kind", "thought", "observation")
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens")
+
+
+def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[str]]:
+    """The step as the featurizer may see it, and what was made unknown on the way.
+
+    Raises ``BadStep`` (naming the field) for a step that is not a Step or a dict, or whose text
+    fields or actions are not text: such a step is skipped whole, before any state sees it.  Usage
+    that is impossible (``token_count`` / ``cost_value``: NaN, negative, absurd, not a number) and an
+    ``error`` that is not a bool become None -- unknown -- and are listed in the returned flags."""
+    try:
+        st = as_step(step, index)
+    except BadStep:
+        raise
+    except Exception as e:
+        raise BadStep(f"{type(e).__name__}: {e}") from e
+    flags: list[str] = []
+    for f in _TEXT_FIELDS:
+        v = getattr(st, f)
+        if v is None:
+            setattr(st, f, "")
+        elif not isinstance(v, str):
+            raise BadStep(f"field '{f}' is {type(v).__name__}, not text")
+    if not isinstance(st.actions, list):
+        raise BadStep(f"field 'actions' is {type(st.actions).__name__}, not a list")
+    for k, a in enumerate(st.actions):
+        if not isinstance(a, Action) or not all(isinstance(getattr(a, n), str) for n in ("tool", "text", "kind")):
+            raise BadStep(f"field 'actions[{k}]' is not an Action of text fields")
+    for f in _USAGE_FIELDS:
+        v = getattr(st, f)
+        if v is not None and (type(v) is not int or token_count(v) is None):
+            c = token_count(v)
+            if c is None:
+                flags.append(f"{f}={v!r} is not a possible token count: taken as unknown (None)")
+            setattr(st, f, c)
+    if st.cost_usd is not None and (type(st.cost_usd) is not float or cost_value(st.cost_usd) is None):
+        c = cost_value(st.cost_usd)
+        if c is None:
+            flags.append(f"cost_usd={st.cost_usd!r} is not a possible cost: taken as unknown (None)")
+        st.cost_usd = c
+    if st.error is not None and not isinstance(st.error, bool):
+        flags.append(f"error={st.error!r} is not a bool: taken as unknown (None)")
+        st.error = None
+    return st, flags
 
 
 def _index_of(step: Any, default: int) -> int:
@@ -508,4 +653,4 @@ def _index_of(step: Any, default: int) -> int:
         return default
 
 
-__all__ = ["Monitor", "as_step", "as_task", "complete_task"]
+__all__ = ["BadStep", "Monitor", "as_step", "as_task", "clean_step", "complete_task", "context_gaps", "context_state"]

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import atomic
 from .catalog import data_root, load_catalog
 from .workspace import models_dir, reports_dir
 from .dataset import FOLD_FREE, Dataset, load_dataset
@@ -24,17 +25,21 @@ from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao,
 from .features import Featurizer, build_family
 from .ingest import ingest_catalog
 from .modeldir import ModelBundle, save_model_dir
+from .monitor import context_absent_counts
 from .prefixes import drop_report
-from .store import bench_dir, write_tasks, write_trajectories
+from .errors import IngestError
+from .store import bench_dir, validate_task, write_tasks, write_trajectories
 from .tasks import load_tasks
 
 log = logging.getLogger(__name__)
 
+# written last by ingest_bench (and removed first): the ingest stage is complete (the Makefile depends on it)
+INGEST_DONE = "ingest.done"
+
 
 def write_json(obj: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=1, default=_jsonable))
-    return path
+    """Atomically (temp file, fsync, rename): a killed writer leaves the previous report whole."""
+    return atomic.write_text(path, json.dumps(obj, indent=1, default=_jsonable))
 
 
 def _jsonable(x: Any) -> Any:
@@ -56,9 +61,20 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     r = data_root(root)
     if not r.exists():
         raise FileNotFoundError(f"data root {r} does not exist (set --data-root or EARLYEVAL_DATA)")
+    out = bench_dir(bench)
+    marker = out / INGEST_DONE
     trajs, reports = ingest_catalog(cat, r, show_progress=progress)
     tasks = load_tasks(cat, r) if cat.tasks else {}
-    out = bench_dir(bench)
+    tasks_skipped = []
+    for tid in list(tasks):
+        try:
+            validate_task(tasks[tid], str(cat.path))
+        except IngestError as e:
+            tasks_skipped.append(e.to_dict())
+            del tasks[tid]
+    # each output is replaced atomically; the completion marker (what `make` depends on) goes first and
+    # comes back last, so a kill in between leaves the previous outputs whole and the stage marked undone
+    marker.unlink(missing_ok=True)
     p_traj = write_trajectories(trajs, out / "trajectories.parquet")
     p_tasks = write_tasks(tasks.values(), out / "tasks.parquet")
     min_steps = int(cat.settings.get("min_steps", 10))
@@ -74,12 +90,15 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
             "unlabelled": sum(x.unlabelled for x in reports),
             "skipped_files": sum(len(x.skipped) for x in reports),
             "tasks": len(tasks),
+            "tasks_skipped": len(tasks_skipped),
         },
+        "tasks_skipped": tasks_skipped,
         "runs": [x.to_dict() for x in reports],
         "prefix_drops": {str(m): drop_report(trajs, m).to_dict() for m in sorted({min_steps, 10, 5, 3})},
     }
     p_rep = write_json(report, reports_dir(bench) / "ingest.json")
-    return {"trajectories": p_traj, "tasks": p_tasks, "report": p_rep}
+    atomic.write_text(marker, json.dumps({"trajectories": len(trajs), "tasks": len(tasks)}) + "\n")
+    return {"trajectories": p_traj, "tasks": p_tasks, "report": p_rep, "done": marker}
 
 
 # ------------------------------------------------------------------ config
@@ -141,7 +160,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
             extra["budget"] = shipped
             budget_summary = {"dimensions": {d: {"B": v["estimator"]["budget"], "tau": v["tau"], "unit": v["estimator"]["unit"]}
                                              for d, v in shipped["dimensions"].items()},
-                              "skipped_dimensions": shipped["skipped_dimensions"], "seconds": shipped["seconds"]}
+                              "skipped_dimensions": shipped["skipped_dimensions"]}
     bundle = ModelBundle(
         featurizer=fz,
         model=full.model,
@@ -156,6 +175,10 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
             "threshold_selection": th,
             "config": cfg.to_dict(),
             "budget": budget_summary,
+            # per family, how many training runs lacked its inputs: the Monitor halts on such a state only
+            # when the model was trained on it (monitor.context_state)
+            "context_runs": len(ds.trajs),
+            "context_absent_runs": context_absent_counts(fz, ds.contexts),
         },
         extra=extra,
     )

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .atomic import atomic_path
 from .evaluate import EvalConfig
 
 
@@ -106,6 +107,6 @@ def write_predictions(res: Any, path: Path) -> Path:
             for t, (a, b) in enumerate(zip(ps, pf), start=1):
                 rows.append((agent, rid, int(t), int(T), int(y), float(a), float(b), th["success"], th["failure"], agent in res.small))
     df = pd.DataFrame(rows, columns=["agent", "run_id", "t", "T", "y", "p_success", "p_failure", "tau_s", "tau_f", "small"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(path, index=False)
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, index=False)
     return path

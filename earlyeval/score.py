@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .atomic import write_text as atomic_write_text
 from .catalog import LabelSpec, RunSpec, available_benches, data_root, load_catalog
 from .workspace import workspace_root
 from .errors import CatalogError
@@ -169,6 +170,7 @@ def replay(monitor: Any, traj: Trajectory, task: Task | None, as_of: str | None 
             halt = (len(ps), d)
     rec: dict[str, Any] = {
         "run_id": traj.run_id, "agent": traj.agent, "task_id": traj.task_id, "n_steps": len(traj.steps),
+        "not_in_label_list": bool(traj.meta.get("not_in_label_list")),
         "outcome": traj.outcome, "halted": halt is not None,
         "halt_t": halt[0] if halt else None,  # prefix length (steps seen) at the halt
         "halt_step_index": halt[1].step_index if halt else None,
@@ -252,6 +254,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     from .monitor import Monitor
 
     format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
+    if not Path(runs_path).exists():
+        raise FileNotFoundError(f"--runs {runs_path}: no such file or folder")
     mon = monitor or Monitor.load(model_dir)
     bundle = mon.bundle
     specs = run_specs(Path(runs_path), fmt, labels, agent)
@@ -296,6 +300,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         "skipped": skipped,
         "ingest": reports,
         "warnings": dict(Counter(w for r in records for w in r["warnings"])),
+        # runs whose task is in no label list: scored as failures (the SWE-bench convention), listed here
+        "not_in_label_list": sorted(r["run_id"] for t, r in zip(trajs, records) if r["not_in_label_list"]),
         "n_runs_with_errors": sum(bool(r["errors"]) for r in records),
     }
     report["n_scored"] = sum(_scorable(t, r) for t, r in zip(trajs, records))
@@ -317,7 +323,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     dest = Path(out) if out else workspace_root() / "reports" / "score" / _name(Path(runs_path))
     dest.mkdir(parents=True, exist_ok=True)
     path = dest / "score.json"
-    path.write_text(json.dumps(report, indent=1, default=_jsonable))
+    atomic_write_text(path, json.dumps(report, indent=1, default=_jsonable))
     return {"score": path}
 
 
@@ -343,6 +349,9 @@ def score_table(report: dict[str, Any]) -> str:
         lines.append(f"... and {len(report['skipped']) - 5} more skipped files (see score.json)")
     for w, n in report.get("warnings", {}).items():
         lines.append(f"warning ({n} runs): {w}")
+    if report.get("not_in_label_list"):
+        lines.append(f"warning ({len(report['not_in_label_list'])} runs): the task is in no label list, scored as a failure "
+                     f"(e.g. {report['not_in_label_list'][0]}; all in score.json 'not_in_label_list')")
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from .atomic import atomic_path
 from .adapt import fit_recalibration, recalibrated, warm_split
 from .evaluate import GRID
 from .metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
@@ -169,14 +170,16 @@ def sweep_bench(bench: str, progress: Callable[[str], None] | None = None) -> di
     pred_path = features_dir(bench) / "loao_predictions.parquet"
     if not pred_path.exists():
         raise FileNotFoundError(f"{pred_path} is missing: run `earlyeval evaluate --bench {bench}` first")
-    df = pd.read_parquet(pred_path)
+    with open(pred_path, "rb") as f:  # one handle: safe against a concurrent atomic replace
+        df = pd.read_parquet(f)
     df = df[~df["small"]]
     cfg = eval_config(bench)
     sets = runsets_from_predictions(df)
     out = sweep_frame(sets, np.asarray(GRID), cfg.warm_shares, cfg.warm_repeats, cfg.seed, progress)
     rdir = reports_dir(bench)
     csv = rdir / "sweep.csv"
-    out.to_csv(csv, index=False)
+    with atomic_path(csv) as tmp:
+        out.to_csv(tmp, index=False)
     loao_path = rdir / "loao.json"
     loao = json.loads(loao_path.read_text()) if loao_path.exists() else None
     png = plot_frontiers(out, loao, rdir / "sweep_frontier.png")

@@ -12,6 +12,7 @@ carry are ``None``, never 0.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Literal
@@ -139,22 +140,53 @@ class Trajectory:
         )
 
 
-def _opt_int(v: Any) -> int | None:
-    if v is None:
+# the largest usage one step can plausibly report: far above any context window or bill, far below int64
+MAX_TOKENS_PER_STEP = 10**9
+MAX_COST_PER_STEP = 1e6
+
+
+def token_count(v: Any) -> int | None:
+    """A token count, or None when it is unknown or impossible (not an integer, NaN, negative, > 1e9):
+    unknown is unknown, never 0 and never taken at face value."""
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, float):
+        if not math.isfinite(v) or not v.is_integer():
+            return None
+        v = int(v)
+    elif not isinstance(v, int):
+        try:
+            import numbers
+
+            if not isinstance(v, numbers.Integral):  # numpy ints pass; strings, objects do not
+                return None
+            v = int(v)
+        except Exception:
+            return None
+    return v if 0 <= v <= MAX_TOKENS_PER_STEP else None
+
+
+def cost_value(v: Any) -> float | None:
+    """A step's cost in USD, or None when unknown or impossible (not a number, NaN/inf, negative, > 1e6)."""
+    if v is None or isinstance(v, bool):
         return None
     try:
-        if v != v:  # NaN from a columnar store
+        import numbers
+
+        if not isinstance(v, numbers.Real):
             return None
-    except TypeError:
-        pass
-    return int(v)
+        f = float(v)
+    except Exception:
+        return None
+    return f if math.isfinite(f) and 0.0 <= f <= MAX_COST_PER_STEP else None
+
+
+def _opt_int(v: Any) -> int | None:
+    return token_count(v)
 
 
 def _opt_float(v: Any) -> float | None:
-    if v is None:
-        return None
-    f = float(v)
-    return None if f != f else f
+    return cost_value(v)
 
 
 def _opt_list(v: Any) -> list[str] | None:

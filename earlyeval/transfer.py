@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .atomic import write_text as atomic_write_text
 from .catalog import load_catalog
 from .workspace import reports_dir
 from .dataset import FOLD_FREE, Dataset, load_dataset
@@ -125,5 +126,5 @@ def transfer_bench(source: str, target: str, families: list[str] | None = None, 
     p = write_json(res, out / f"{source}__to__{target}__{tag}.json")
     results = [json.loads(x.read_text()) for x in sorted(out.glob("*__to__*.json"))]
     md = out / "transfer.md"
-    md.write_text("# Cross-benchmark transfer (train on one benchmark, evaluate on another)\n\n" + transfer_table(results) + "\n")
+    atomic_write_text(md, "# Cross-benchmark transfer (train on one benchmark, evaluate on another)\n\n" + transfer_table(results) + "\n")
     return {"report": p, "table": md}

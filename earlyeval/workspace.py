@@ -39,21 +39,29 @@ def data_root(explicit: str | Path | None = None) -> Path:
     return workspace_root().parent / "shared" / "data"
 
 
+def _bench(bench: str) -> str:
+    """A benchmark name is one plain path component: ``--bench ../..`` never reaches outside the workspace."""
+    if not isinstance(bench, str) or not bench or bench in (".", "..") or "/" in bench or "\\" in bench or "\0" in bench \
+            or bench.startswith("."):
+        raise ValueError(f"--bench {bench!r}: not a benchmark name (one plain name such as swebench, no path)")
+    return bench
+
+
 def data_dir(bench: str) -> Path:
     """Normalized runs of one benchmark (``data/<bench>/``); also where a workspace's own catalogs live (``data/<bench>.toml``)."""
-    return workspace_root() / "data" / bench
+    return workspace_root() / "data" / _bench(bench)
 
 
 def features_dir(bench: str) -> Path:
-    return workspace_root() / "features" / bench
+    return workspace_root() / "features" / _bench(bench)
 
 
 def models_dir(bench: str) -> Path:
-    return workspace_root() / "models" / bench
+    return workspace_root() / "models" / _bench(bench)
 
 
 def reports_dir(bench: str, create: bool = True) -> Path:
-    d = workspace_root() / "reports" / bench
+    d = workspace_root() / "reports" / _bench(bench)
     if create:
         d.mkdir(parents=True, exist_ok=True)
     return d

@@ -19,6 +19,7 @@ from earlyeval.features.prior import PriorTable
 from earlyeval.metrics import RunSet, evaluate_policy
 from earlyeval.model import OutcomeModel
 from earlyeval.modeldir import ModelBundle, save_model_dir
+from earlyeval.monitor import context_absent_counts
 from earlyeval.prefixes import prefix_table
 from earlyeval.trajectory import Action, Task, Trajectory, make_step
 from synth import gold_patch
@@ -113,7 +114,9 @@ def train_bundle(trajs: list[Trajectory], tasks: dict[str, Task], families: tupl
     model = OutcomeModel(lgbm_params=dict(LIGHT), twin=twin, n_jobs=1)
     model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), fz.names)
     th = thresholds or {"success": 0.7, "failure": 0.75, "min_halt_step": 1}
-    bundle = ModelBundle(fz, model, th, training={"benchmarks": ["synth"], "runs": len(trajs)})
+    # as train_bench records it: which training runs lacked a family's inputs (monitor.context_state reads it)
+    bundle = ModelBundle(fz, model, th, training={"benchmarks": ["synth"], "runs": len(trajs), "context_runs": len(trajs),
+                                                  "context_absent_runs": context_absent_counts(fz, ctxs)})
     return bundle, X, ctxs
 
 

@@ -29,6 +29,10 @@ def test_latency_bench_writes_report_and_plot(tmp_path):
     assert rep["by_step_bucket"]["101+"]["wall"]["n"] == 20 and rep["by_step_bucket"]["101+"]["synthetic_share"] == 1.0
     assert rep["by_step_bucket"]["1-10"]["wall"]["n"] > 0
     assert set(rep["step_10_vs_100"]) >= {"median_us_steps_1_10", "median_us_steps_91_100"}
+    # the 10,000-step new-file-every-step run: ten timed steps in each of the three buckets
+    lr = rep["long_run"]
+    assert lr["steps"] == 10_000 and list(lr["by_step_bucket"]) == ["1-10", "91-100", "9991-10000"]
+    assert all(v["wall"]["n"] == 10 and v["cpu"]["n"] == 10 for v in lr["by_step_bucket"].values())
 
 
 def test_synthetic_long_run_cycles_real_steps():

@@ -39,7 +39,7 @@ def test_normal_dialogue_steps_tokens_and_label():
     t = trajs[0]
     # tau2 numbers tasks per domain: the id is qualified by the domain, the native one is kept in meta
     assert t.task_id == "bookshop/7" and t.meta["native_task_id"] == "7" and t.outcome == 1 and t.bench == "tau2"
-    assert t.run_id == "fx-tau2/7/trial0/sim0"
+    assert t.run_id == "fx-tau2/shop_2025.json/7/trial0/sim0"  # run + file + record: unique by construction
     assert t.prompt.startswith("My copy of 'The Lighthouse Keeper'")
     assert [s.index for s in t.steps] == [0, 1, 2, 3]
     greet, lookup, refund, reply = t.steps
@@ -144,6 +144,8 @@ def test_ingest_run_reports_every_skip_and_keeps_the_batch(tmp_path):
     assert rep.trajectories == len(trajs) == 7
     assert (rep.resolved, rep.unresolved, rep.unlabelled) == (4, 3, 0)
     assert len({t.run_id for t in trajs}) == 7
+    # inside ingest_run the file part is the path inside the run folder
+    assert sorted({t.run_id.split("/")[1] for t in trajs}) == sorted({Path(t.meta["source_file"]).relative_to(tmp_path / "tau2").parts[0] for t in trajs})
     skipped = {(Path(s["file"]).name, s["field"]) for s in rep.skipped}
     assert ("truncated.json", "<json>") in skipped
     assert ("shop_2025.json", "simulations[3].reward_info") in skipped

@@ -171,8 +171,10 @@ def test_fail_open_on_featurizer_error_then_recovers_on_next_run(trained, monkey
 def test_fail_open_on_prediction_error_and_bad_input(trained, monkeypatch):
     mon = Monitor.load(trained["dir"])
     mon.start(task=trained["tasks"]["repo__repo-1"], run_id="x")
-    d = mon.observe(12345)  # not a step at all
-    assert not d.halt and d.p_success is None and "TypeError" in d.reason
+    d = mon.observe(12345)  # not a step at all: skipped, flagged, and the run is still monitored
+    assert not d.halt and d.p_success is None and "skipped unreadable step" in d.reason and "not int" in d.flags[0]
+    d2 = mon.observe(trained["trajs"][0].steps[0])
+    assert d2.p_success is not None and mon._t == 1 and mon.n_skipped == 1
     mon.start(task=trained["tasks"]["repo__repo-1"], run_id="y")
 
     def bad(x):

@@ -31,7 +31,7 @@ from earlyeval.features.text import TokenCache
 from earlyeval.metrics import apply_policy
 from earlyeval.model import OutcomeModel
 from earlyeval.modeldir import ModelBundle, save_model_dir
-from earlyeval.monitor import Monitor
+from earlyeval.monitor import Monitor, context_absent_counts
 from earlyeval.prefixes import prefix_table
 from earlyeval.score import score_runs
 from earlyeval.tasks import load_tasks
@@ -76,7 +76,9 @@ def _train(trajs, contexts, families, prior_table=None, cache=None):
     pf = prefix_table(trajs, min_steps=2)
     model = OutcomeModel(lgbm_params={**LIGHT, "min_child_samples": 3}, n_jobs=1, val_share=0.4)
     model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), fz.names)
-    return ModelBundle(fz, model, {"success": 0.7, "failure": 0.7, "min_halt_step": 1}, training={"benchmarks": []})
+    # what train_bench records: which training runs lacked a family's inputs (monitor.context_state)
+    return ModelBundle(fz, model, {"success": 0.7, "failure": 0.7, "min_halt_step": 1},
+                       training={"benchmarks": [], "context_runs": len(trajs), "context_absent_runs": context_absent_counts(fz, contexts)})
 
 
 def _check_stream_equals_batch(mon: Monitor, fz: Featurizer, model: OutcomeModel, trajs, contexts) -> int:

@@ -42,7 +42,7 @@ class BehaviourState:
         "first_edit", "last_edit", "first_test", "last_test", "repro_created", "repro_last_run",
         "n_summaries", "last_summary", "last_summary_at", "passed_after_edit",
         "err_known", "err_true", "recent_err", "n_traceback", "last_traceback", "n_syntax", "last_syntax", "n_not_found",
-        "files_edited", "edit_actions", "reverts", "prev_action", "repeat_run", "max_repeat", "action_counts", "n_dup",
+        "files_edited", "max_file_edits", "edit_actions", "reverts", "prev_action", "repeat_run", "max_repeat", "action_counts", "n_dup",
         "prev_err_line", "err_repeat_run", "max_err_repeat", "n_empty", "n_submit", "submit_no_edit", "submit_no_test",
     )
 
@@ -72,6 +72,7 @@ class BehaviourState:
         self.last_syntax = -1
         self.n_not_found = 0
         self.files_edited: Counter = Counter()
+        self.max_file_edits = 0  # max(files_edited.values()), kept as it grows (O(1) per step)
         self.edit_actions = self.reverts = 0
         self.prev_action = None
         self.repeat_run = self.max_repeat = 0
@@ -149,6 +150,8 @@ class BehaviourFamily(StatelessFamily):
                     s.reverts += 1
                 for f in edit_targets(a.text):
                     s.files_edited[f] += 1
+                    if s.files_edited[f] > s.max_file_edits:
+                        s.max_file_edits = s.files_edited[f]
                 if s.repro_created < 0 and is_reproduction(a.text):
                     s.repro_created = t
         if "test" in kinds_here:
@@ -249,7 +252,7 @@ class BehaviourFamily(StatelessFamily):
             float(s.n_syntax), _since(now, s.last_syntax), s.n_not_found / t,
             float(len(s.files_edited)), float(s.edit_actions), float(s.reverts),
             s.edit_actions / len(s.files_edited) if s.files_edited else NAN,
-            float(max(s.files_edited.values())) if s.files_edited else 0.0,
+            float(s.max_file_edits) if s.files_edited else 0.0,
             float(s.repeat_run), float(s.max_repeat), s.n_dup / t, float(s.err_repeat_run), float(s.max_err_repeat),
             s.n_empty / t, float(s.n_submit), float(s.submit_no_edit), float(s.submit_no_test),
         ]

@@ -98,9 +98,9 @@ def _patchset(text: str) -> list:
 
 class GoldState:
     __slots__ = ("gold", "t", "mentioned", "surfaced", "edited", "edited_other", "symbols_mentioned", "symbols_edited",
-                 "edit_idents", "edit_idents_all", "removed_hit", "added_hit", "first_gold_edit", "f2p_run", "test_file_seen",
-                 "diff_files", "diff_added_hit", "diff_seen", "hunk_hit", "last_edit", "last_gold_edit", "f2p_verdict",
-                 "f2p_verdict_at")
+                 "edit_idents", "edit_idents_all", "n_idents_union", "removed_hit", "added_hit", "first_gold_edit", "f2p_run",
+                 "test_file_seen", "diff_files", "diff_added_hit", "diff_seen", "hunk_hit", "last_edit", "last_gold_edit",
+                 "f2p_verdict", "f2p_verdict_at")
 
     def __init__(self, gold: GoldPatch | None) -> None:
         self.gold = gold
@@ -113,6 +113,7 @@ class GoldState:
         self.symbols_edited: set[str] = set()
         self.edit_idents: set[str] = set()
         self.edit_idents_all: set[str] = set()
+        self.n_idents_union = 0  # len(gold.added_idents | edit_idents_all), kept as it grows (O(1) per step)
         self.removed_hit: set[str] = set()
         self.added_hit: set[str] = set()
         self.first_gold_edit = -1
@@ -204,7 +205,10 @@ class GoldFamily(StatelessFamily):
                 s.edited_other |= {p for p in targets if not any(path_matches(p, f) for f in g.files)}
                 ids = identifiers(a.text)
                 s.edit_idents |= ids & g.added_idents
-                s.edit_idents_all |= ids
+                new = ids - s.edit_idents_all
+                if new:
+                    s.n_idents_union += len(new - g.added_idents)  # |A u E| = |A| + |E \ A|, counted as E grows
+                    s.edit_idents_all |= new
                 s.symbols_edited |= g.symbols & ids
                 lines = {_norm_line(x) for x in a.text.splitlines() if len(x.strip()) >= _MIN_LINE}
                 s.removed_hit |= lines & g.removed_lines
@@ -250,7 +254,7 @@ class GoldFamily(StatelessFamily):
             len(s.symbols_mentioned) / len(g.symbols) if g.symbols else NAN,
             len(s.symbols_edited) / len(g.symbols) if g.symbols else NAN,
             len(s.edit_idents) / len(g.added_idents) if g.added_idents else NAN,
-            len(s.edit_idents) / len(g.added_idents | s.edit_idents_all) if (g.added_idents or s.edit_idents_all) else NAN,
+            len(s.edit_idents) / (len(g.added_idents) + s.n_idents_union) if (g.added_idents or s.edit_idents_all) else NAN,
             len(s.removed_hit) / len(g.removed_lines) if g.removed_lines else NAN,
             len(s.added_hit) / len(g.added_lines) if g.added_lines else NAN,
             len(s.hunk_hit) / max(g.n_hunks, 1),

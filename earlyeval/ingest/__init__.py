@@ -14,8 +14,10 @@ reason and the rest of the batch goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -23,6 +25,7 @@ from typing import Any, Iterable, Iterator
 
 from ..catalog import Catalog, RunSpec, data_root
 from ..errors import IngestError
+from ..store import validate_trajectory
 from ..trajectory import Trajectory
 from .labels import LabelSet, read_labels
 
@@ -80,6 +83,19 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     return sorted(p for p in run_dir.glob(spec.glob) if p.is_file())
 
 
+def dangling_links(run_dir: Path, spec: RunSpec) -> list[Path]:
+    """Symlinks under the run folder, matching the run's glob (or its exact file), whose target is missing."""
+    out = set()
+    exact = run_dir / spec.glob
+    if exact.is_symlink() and not exact.exists():
+        out.add(exact)
+    try:
+        out |= {p for p in run_dir.glob(spec.glob) if p.is_symlink() and not p.exists()}
+    except (OSError, ValueError):
+        pass
+    return sorted(out)
+
+
 def parse_files(paths: Iterable[Path], spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]:
     mod = format_module(spec.format)
     for p in paths:
@@ -102,6 +118,8 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
         rep.skipped.append({"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"})
         return [], rep
     paths = discover(run_dir, spec)
+    for d in dangling_links(run_dir, spec):  # discover keeps files only: a broken link is a skip, named
+        rep.skipped.append({"file": str(d), "field": "<file>", "reason": f"dangling symlink (to {os.readlink(d)}): not read"})
     if max_files is not None and len(paths) > max_files:
         step = len(paths) / max_files
         paths = [paths[int(i * step)] for i in range(max_files)]
@@ -121,7 +139,8 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
 
     trajs: list[Trajectory] = []
     seen: dict[str, str] = {}
-    for item in parse_files(paths, spec, bench):
+    # the parsers see the run folder resolved (ingest.common.file_key: run ids from file + record)
+    for item in parse_files(paths, dataclasses.replace(spec, folder=str(run_dir)), bench):
         if progress is not None:
             progress.update(1)
         if isinstance(item, IngestError):
@@ -131,10 +150,19 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
         if not t.steps:
             rep.skipped.append({"file": t.meta.get("source_file", "?"), "field": "steps", "reason": "empty trajectory: no agent steps"})
             continue
+        src = t.meta.get("source_file", "?")
+        if t.run_id in seen and seen[t.run_id] != src:
+            # another file of the same task (formats whose id is <run>/<task>): a run of its own, named by its file
+            t.run_id = f"{t.run_id}@{_rel(src, run_dir)}"
         if t.run_id in seen:
-            rep.skipped.append({"file": t.meta.get("source_file", "?"), "field": "run_id", "reason": f"duplicate of {seen[t.run_id]}"})
+            rep.skipped.append({"file": src, "field": "run_id", "reason": f"duplicate of {seen[t.run_id]}"})
             continue
-        seen[t.run_id] = t.meta.get("source_file", "?")
+        try:  # the file boundary: a value the store cannot hold is this file's error, not the batch's
+            validate_trajectory(t)
+        except IngestError as e:
+            rep.skipped.append(e.to_dict())
+            continue
+        seen[t.run_id] = src
         # run-level identity from the catalog, the same for every format
         t.meta.setdefault("scaffold", spec.scaffold)
         t.meta.setdefault("model", spec.model)
@@ -154,6 +182,7 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
             if not listed:
                 rep.not_in_label_list += 1
                 rep.not_in_label_list_ids.append(t.task_id)
+                t.meta["not_in_label_list"] = True  # scored as unresolved; score output flags it per run
         trajs.append(t)
 
     # cross-check secondary label sources against the primary one
@@ -172,6 +201,13 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
             rep.unresolved += 1
     rep.trajectories = len(trajs)
     return trajs, rep
+
+
+def _rel(path: str, run_dir: Path) -> str:
+    try:
+        return Path(path).relative_to(run_dir).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def ingest_catalog(cat: Catalog, root: Path | None = None, show_progress: bool = True, runs: list[str] | None = None,

@@ -82,6 +82,7 @@ the arguments do not reproduce); ingest honours them so that ingest -> export
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -206,6 +207,8 @@ def load_documents(traj_file: Path, trial: Path) -> list[tuple[Path, atif.Trajec
     cur = traj_file
     root = trial.resolve()
     while True:
+        if root not in cur.resolve().parents:  # a symlinked trajectory.json: read nothing from outside the trial
+            raise IngestError(str(cur), "<file>", "resolves outside the trial folder (a symlink?): not read")
         seen.add(cur.resolve())
         doc = validate_document(load_json(cur), cur)
         out.append((cur, doc))
@@ -231,7 +234,7 @@ def load_documents(traj_file: Path, trial: Path) -> list[tuple[Path, atif.Trajec
 
 def _pick_reward(rewards: Any, file: Path, field: str, spec: RunSpec) -> float:
     if is_number(rewards):
-        return float(rewards)
+        return _in_range(float(rewards), file, field)
     if not isinstance(rewards, dict) or not rewards:
         raise IngestError(str(file), field, "expected an object of named rewards")
     key = None
@@ -251,7 +254,23 @@ def _pick_reward(rewards: Any, file: Path, field: str, spec: RunSpec) -> float:
     v = rewards[key]
     if not is_number(v):
         raise IngestError(str(file), f"{field}.{key}", f"expected a number, got {type(v).__name__}")
-    return float(v)
+    return _in_range(float(v), file, f"{field}.{key}")
+
+
+# a reward in reward.txt: a plain decimal number (no "1_0", which float() reads as 10; no inf / nan)
+_REWARD_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def _in_range(r: float, file: Path, field: str) -> float:
+    """A reward is a number in [0, 1] (Harbor's verifiers write 0/1 or a partial score)."""
+    if not (math.isfinite(r) and 0.0 <= r <= 1.0):
+        raise IngestError(str(file), field, f"reward {r!r} is outside [0, 1]")
+    return r
+
+
+def _inside(trial: Path, p: Path) -> bool:
+    """Whether ``p`` (a label file) resolves inside the trial folder (a symlink may point anywhere)."""
+    return trial.resolve() in p.resolve().parents
 
 
 def trial_reward(trial: Path, spec: RunSpec) -> tuple[float | None, str, str]:
@@ -259,6 +278,8 @@ def trial_reward(trial: Path, spec: RunSpec) -> tuple[float | None, str, str]:
     for name in ("result.json", "result.json.gz"):
         res = trial / name
         if res.is_file():
+            if not _inside(trial, res):
+                raise IngestError(str(res), "<file>", "resolves outside the trial folder (a symlink?): not read")
             d = load_json(res)
             if not isinstance(d, dict):
                 raise IngestError(str(res), "<root>", f"expected an object, got {type(d).__name__}")
@@ -271,14 +292,17 @@ def trial_reward(trial: Path, spec: RunSpec) -> tuple[float | None, str, str]:
             break
     rj = trial / "verifier" / "reward.json"
     if rj.is_file():
+        if not _inside(trial, rj):
+            raise IngestError(str(rj), "<file>", "resolves outside the trial folder (a symlink?): not read")
         return _pick_reward(load_json(rj), rj, "<root>", spec), str(rj), "reward.json"
     rt = trial / "verifier" / "reward.txt"
     if rt.is_file():
+        if not _inside(trial, rt):
+            raise IngestError(str(rt), "<file>", "resolves outside the trial folder (a symlink?): not read")
         txt = read_text(rt).strip()
-        try:
-            return float(txt), str(rt), "reward.txt"
-        except ValueError as e:
-            raise IngestError(str(rt), "<text>", f"not a number: {txt[:40]!r}") from e
+        if not _REWARD_TEXT.fullmatch(txt):
+            raise IngestError(str(rt), "<text>", f"not a plain number: {txt[:40]!r}")
+        return _in_range(float(txt), rt, "<text>"), str(rt), "reward.txt"
     return None, "", ""
 
 

@@ -25,3 +25,16 @@ def run_trajectory(spec: RunSpec, bench: str, source: str | Path, task_id: str, 
         prompt=prompt,
         meta={"scaffold": spec.scaffold, "model": spec.model, "source_file": str(source), **meta},
     )
+
+
+def file_key(spec: RunSpec, path: str | Path) -> str:
+    """The run-id prefix of the records of one file: the catalog run's name when the run *is* this one
+    file (its glob names it), else the run's name and the file's path inside the run folder.  With the
+    record's index inside the file appended, run ids are unique by construction (``ingest_run`` passes
+    ``spec.folder`` resolved to the run folder)."""
+    p = Path(path)
+    try:
+        rel = p.relative_to(Path(spec.folder)).as_posix()
+    except ValueError:  # parsed outside ingest_run (a direct parse call): the file name
+        rel = p.name
+    return spec.name if rel == spec.glob else f"{spec.name}/{rel}"

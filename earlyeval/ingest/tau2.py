@@ -61,7 +61,7 @@ from .chat import (
     reward_outcome,
     success_min_reward,
 )
-from .common import run_trajectory
+from .common import file_key, run_trajectory
 
 FORMAT = "tau2"
 
@@ -209,7 +209,8 @@ def _simulation(
         native_task_id=native_id,
         prompt=prompt,
         outcome=outcome,
-        run_id=f"{spec.name}/{native_id}/trial{trial if trial is not None else 'NA'}/sim{i}",
+        # file + record: unique by construction (a folder of result files holds the same task ids many times)
+        run_id=f"{file_key(spec, f)}/{native_id}/trial{trial if trial is not None else 'NA'}/sim{i}",
         simulation_index=i,
         simulation_id=s.get("id"),
         trial=trial,

@@ -302,7 +302,8 @@ def case_score_validates_too(env: Env):
     shutil.copy(FIXTURES / "tau2" / "solo_no_user.json", d / "good.json")
     _tau2_variant(_sim0_msg(1, "content", "bad \udc80 byte"), "bad.json", d)
     trajs, skipped, _ = read_runs(run_specs(d, "tau2"))
-    named = [s for s in skipped if s["file"].endswith("bad.json") and "observation" in s["field"] + s["reason"] or "prompt" in s["field"]]
+    named = [s for s in skipped if s["file"].endswith("bad.json")
+             and ("observation" in s["field"] + s["reason"] or "prompt" in s["field"])]
     ok = bool(named) and any(t.meta["source_file"].endswith("good.json") for t in trajs)
     return ("named" if ok else "silent", f"score: {skipped[:1]}")
 

@@ -65,14 +65,14 @@ def _check_format(name: str, obj: Any) -> Any:
     if isinstance(obj, type):
         obj = obj()
     if not callable(getattr(obj, "parse", None)):
-        raise UnknownPluginError("run format", name, list(FORMAT_MODULES), f"{obj!r} has no parse(path, spec, bench)")
+        raise UnknownPluginError("format", name, list(FORMAT_MODULES), f"{obj!r} has no parse(path, spec, bench)")
     if hasattr(obj, "discover") and not callable(obj.discover):
-        raise UnknownPluginError("run format", name, list(FORMAT_MODULES), f"{obj!r}.discover is not callable")
+        raise UnknownPluginError("format", name, list(FORMAT_MODULES), f"{obj!r}.discover is not callable")
     return obj
 
 
 # a dotted-path format is registered under its own path (one module may serve several formats: moatless)
-FORMATS = Registry("run format", "earlyeval.formats", FORMAT_MODULES, check=_check_format, key=lambda path, obj: path)
+FORMATS = Registry("format", "earlyeval.formats", FORMAT_MODULES, check=_check_format, key=lambda path, obj: path)
 
 
 def register_format(name: str, fmt: Any) -> Any:

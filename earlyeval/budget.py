@@ -80,7 +80,8 @@ from typing import Any, Callable
 import lightgbm as lgb
 import numpy as np
 
-from .dataset import FOLD_FREE, Dataset
+from .dataset import Dataset
+from .features import fold_free
 from .evaluate import EvalConfig, FoldRunner
 from .metrics import auroc, class_f1, interval_coverage, interval_width, macro_f1, weighted_quantile
 from .trajectory import Step, Trajectory
@@ -866,7 +867,7 @@ def _setup(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig) -> _Setup:
     # a dimension is evaluated (and shipped) when, with any one group held out, min_groups groups remain to calibrate it
     dims = [d for d in DIMENSIONS if sum(d in dims_of[g.name] for g in groups) >= bcfg.min_groups + 1]
     budgets = {d: choose_budget(targets[d], bcfg.budget_quantile) for d in dims}
-    fams = [f for f in cfg.families if f in FOLD_FREE]
+    fams = fold_free(cfg.families)
     group_of = {a: g.name for g in groups for a in g.agents}
     return _Setup(
         groups=groups, targets=targets, dims_of=dims_of, dims=dims, budgets=budgets, prow=prow,
@@ -1091,7 +1092,7 @@ def shipped_config(cfg: EvalConfig, bcfg: BudgetConfig | None = None) -> tuple[E
     from dataclasses import replace
 
     bcfg = bcfg or BudgetConfig()
-    return replace(cfg, families=[f for f in cfg.families if f in FOLD_FREE], n_jobs=bcfg.n_jobs, seed=bcfg.seed), bcfg
+    return replace(cfg, families=fold_free(cfg.families), n_jobs=bcfg.n_jobs, seed=bcfg.seed), bcfg
 
 
 def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
@@ -1177,7 +1178,7 @@ def predict_prefixes(shipped: dict[str, Any], ds: Dataset, p_success: np.ndarray
     with ``ds.prefixes``.  The reference the Monitor's live budget is tested against."""
     N = len(ds.prefixes)
     free = free_opening_agents(ds, tuple(shipped.get("free_opening_formats", ()))) if shipped.get("free_opening") else set()
-    fams = [f for f in families if f in FOLD_FREE]
+    fams = fold_free(families)
     X_static = np.hstack([ds.blocks[f] for f in fams]) if fams else np.zeros((N, 0), np.float32)
     tt = ds.prefixes["t"].to_numpy().astype(np.float64)
     out: dict[str, dict[str, np.ndarray]] = {}
@@ -1504,7 +1505,7 @@ def budget_report(run: BudgetRun) -> dict[str, Any]:
                        "from that dimension, never counted as 0; tau2's hard-coded greeting (no LLM call, no usage at all) counts as 0",
             "estimator": "LightGBM quantile regression of z = log1p(remaining / pace), pace = (spent + unit)/(t + 1); alphas "
                          f"{list(b.alphas)}; crossing fixed by sorting; features: the outcome model's fold-free blocks "
-                         f"({[f for f in run.cfg.families if f in FOLD_FREE]}) + spend so far, pace, last step / pace",
+                         f"({fold_free(run.cfg.families)}) + spend so far, pace, last step / pace",
             "conformal": "CQR on calibration agents: training agents dealt into <= "
                          f"{b.max_folds} agent folds; fold k's model (fitted without fold k and without the held-out agent) scores fold k; "
                          f"correction = weighted level*(1+1/n_runs) quantile of the scores; weights 1/(T-1) per prefix and "
@@ -1726,7 +1727,7 @@ def budget_config(bench: str, **overrides: Any) -> tuple[EvalConfig, BudgetConfi
 
     bcfg = BudgetConfig(**{k: v for k, v in overrides.items() if k in BudgetConfig.__dataclass_fields__})
     cfg = eval_config(bench, n_jobs=bcfg.n_jobs, seed=bcfg.seed)
-    cfg.families = [f for f in cfg.families if f in FOLD_FREE]
+    cfg.families = fold_free(cfg.families)
     return cfg, bcfg
 
 

@@ -237,10 +237,10 @@ def transfer(train: str = typer.Option(..., "--train", help="Source benchmark (t
 
 @app.command()
 def formats() -> None:
-    """List the native run formats earlyeval reads."""
-    from .ingest import FORMAT_MODULES
+    """List the native run formats earlyeval reads (built-in, then installed entry points)."""
+    from .ingest import FORMATS
 
-    for f in sorted(FORMAT_MODULES):
+    for f in sorted(FORMATS.known()):
         typer.echo(f)
 
 

@@ -1,9 +1,10 @@
 """Loading a benchmark for modelling: labelled trajectories, tasks, contexts and
 the fold-independent feature blocks of every prefix, computed once.
 
-Families that learn nothing from labels or text (behaviour, gold, prior) are the
-same in every fold, so their prefix rows are computed once here; the text family
-is fitted per fold by ``evaluate``.
+Families whose ``fit_scope`` is fold-free (they learn nothing from labels or
+text: behaviour, gold, prior) are the same in every fold, so their prefix rows
+are computed once here; fold-fitted ones (text, peer_prior) are fitted per fold
+by ``evaluate``.  A family name no registry knows raises here, before any work.
 
 Time: every run's context carries its catalog date (``RunContext.as_of``), so
 the prior block sees only public history dated before the run (the ``as_of``
@@ -24,13 +25,12 @@ import pandas as pd
 
 from .atomic import atomic_path, write_text as atomic_write_text
 from .catalog import Catalog, data_root, load_catalog
-from .features import Featurizer, PriorTable, RunContext, build_family
+from .features import Featurizer, PriorTable, RunContext, build_family, fold_free
 from .prefixes import prefix_table
 from .store import read_ingested_tasks, read_ingested_trajectories
 from .trajectory import Task, Trajectory
 
 log = logging.getLogger(__name__)
-FOLD_FREE = ("behaviour", "gold", "prior")
 CURRENT_POOL = "prior@current_pool"  # the prior block without a date cutoff
 
 
@@ -77,6 +77,7 @@ class Dataset:
 def load_dataset(bench: str, families: list[str], root: Path | None = None, progress: bool = True,
                  trajs: list[Trajectory] | None = None, tasks: dict[str, Task] | None = None) -> Dataset:
     """Read the ingested benchmark (``earlyeval ingest`` output) and featurize the fold-free families."""
+    free = fold_free(families)  # resolves every entry: an unknown family is an error, never a silent drop
     cat = load_catalog(bench)
     if trajs is None:
         trajs = read_ingested_trajectories(bench)
@@ -94,11 +95,10 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
     contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     prefixes = prefix_table(trajs, min_steps=2)
     ds = Dataset(bench, cat, trajs, tasks, contexts, prefixes, prior_table=prior_table)
-    for fam in families:
-        if fam in FOLD_FREE:
-            fz = Featurizer([build_family(fam, prior_table=prior_table)])
-            ds.blocks[fam] = fz.prefix_matrix(trajs, contexts, progress=progress, desc=f"features: {fam}")
-            ds.block_names[fam] = fz.names
+    for fam in free:
+        fz = Featurizer([build_family(fam, prior_table=prior_table)])
+        ds.blocks[fam] = fz.prefix_matrix(trajs, contexts, progress=progress, desc=f"features: {fam}")
+        ds.block_names[fam] = fz.names
     if "prior" in ds.blocks:
         today = [dataclasses.replace(c, as_of="") for c in contexts]
         fz = Featurizer([build_family("prior", prior_table=prior_table)])

@@ -34,3 +34,14 @@ class ModelDirError(EarlyEvalError):
     def __init__(self, path: str, field: str, reason: str):
         self.path, self.field, self.reason = str(path), field, reason
         super().__init__(f"{self.path}: '{field}': {reason}")
+
+
+class UnknownPluginError(EarlyEvalError, ValueError):
+    """A feature family or run format named in a config that no registry knows (never dropped silently)."""
+
+    def __init__(self, kind: str, name: str, known: list[str], reason: str = "", group: str = ""):
+        self.kind, self.name, self.known = kind, name, list(known)
+        why = f": {reason}" if reason else ""
+        ep = f", or an entry point of group '{group}'" if group else ""
+        super().__init__(f"unknown {kind} '{name}'{why} (known: {', '.join(self.known) or 'none'}; "
+                         f"or a dotted path 'package.module:Class'{ep})")

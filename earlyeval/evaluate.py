@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .dataset import CURRENT_POOL, FOLD_FREE, Dataset
-from .features import FOLD_FITTED, Featurizer, build_family
+from .dataset import CURRENT_POOL, Dataset
+from .features import Featurizer, bind_values, build_family, fold_free, fold_fitted
 from .metrics import (
     NEVER,
     RunSet,
@@ -124,12 +124,14 @@ class FoldRunner:
 
     def _static(self, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
         mats, names = [], []
-        for fam in self.cfg.families:
-            if fam in FOLD_FREE:
-                block = CURRENT_POOL if fam == "prior" and self.cfg.prior_pool == "current" else fam
-                keep = self._kept(self.ds.block_names[block])
-                mats.append(self.ds.blocks[block][rows][:, keep])
-                names += [self.ds.block_names[block][j] for j in keep]
+        for fam in fold_free(self.cfg.families):
+            block = CURRENT_POOL if fam == "prior" and self.cfg.prior_pool == "current" else fam
+            if block not in self.ds.blocks:
+                raise KeyError(f"fold-free family '{fam}' is in the config but the dataset has no '{block}' block "
+                               f"(load_dataset was given {sorted(self.ds.blocks)})")
+            keep = self._kept(self.ds.block_names[block])
+            mats.append(self.ds.blocks[block][rows][:, keep])
+            names += [self.ds.block_names[block][j] for j in keep]
         return (np.hstack(mats) if mats else np.zeros((len(rows), 0), np.float32)), names
 
     def _fold_block(self, fam: Any, runs: np.ndarray) -> np.ndarray:
@@ -137,7 +139,9 @@ class FoldRunner:
         if getattr(fam, "constant_per_run", False):
             # start() + values() once per run, repeated over its prefixes: update() is a no-op for such a
             # family, so this is the streaming loop without the per-step calls (tested equal to it)
-            vals = [np.asarray(fam.values(fam.start(self.contexts[i])), dtype=np.float32) for i in runs]
+            fnames = list(fam.names)
+            vals = [np.asarray(bind_values(fam.name, fnames, fam.values(fam.start(self.contexts[i]))), dtype=np.float32)
+                    for i in runs]
             reps = [max(len(self.ds.trajs[i].steps) - 1, 0) for i in runs]
             if not vals:
                 return np.zeros((0, len(fam.names)), np.float32)
@@ -175,9 +179,7 @@ class FoldRunner:
         # fitted on the training runs only: the agents in `exclude` never reach a vocabulary or a table
         train_trajs = [self.ds.trajs[i] for i in train_runs]
         train_ctxs = [self.contexts[i] for i in train_runs]
-        for name in self.cfg.families:
-            if name not in FOLD_FITTED:
-                continue
+        for name in fold_fitted(self.cfg.families):
             fam = build_family(name, text_params={**self.cfg.text_params, "cache": self.token_cache}, seed=self.cfg.seed,
                                peer_params=self.cfg.peer_params)
             fam.fit(train_trajs, train_ctxs)

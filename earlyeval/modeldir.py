@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 
 from . import atomic
 from .boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
-from .errors import ModelDirError
-from .features import FAMILY_CLASSES, Featurizer
+from .errors import ModelDirError, UnknownPluginError
+from .features import FAMILIES, Featurizer
 from .model import OutcomeModel
 
 FORMAT = "earlyeval-model"
@@ -359,8 +359,14 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool) -> ModelBundle:
     families = []
     for entry in manifest["families"]:
         name = entry.get("name")
-        if name not in FAMILY_CLASSES:
-            raise ModelDirError(str(p / MANIFEST), "families", f"unknown feature family {name!r}")
+        # by registered name only (built-in, entry point, or registered in this process): the directory
+        # never makes the loader import a module it names
+        try:
+            cls = FAMILIES.get(name)
+        except UnknownPluginError as e:
+            raise ModelDirError(str(p / MANIFEST), "families", f"unknown feature family {name!r} (known: {', '.join(e.known)}; "
+                                "a custom family must be installed as an entry point or registered with "
+                                "earlyeval.features.register_family before loading)") from e
         meta = _json(blobs.get(f"family_{name}.json", b"{}"), str(p / f"family_{name}.json"))
         arrays: dict[str, np.ndarray] = {}
         if entry.get("arrays"):
@@ -372,7 +378,6 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool) -> ModelBundle:
                     arrays = {k: z[k] for k in z.files}
             except Exception as e:  # a corrupt archive must not surface as a zipfile traceback
                 raise ModelDirError(str(p / key), key, f"cannot read arrays ({type(e).__name__}: {e})") from e
-        cls = FAMILY_CLASSES[name]
         try:
             fam = cls.from_state(meta, arrays)
         except Exception as e:  # a missing key or array: name the family's files, not a KeyError

@@ -472,30 +472,19 @@ def _halt_dims(spec: bool | str | Iterable[str], budget: Any) -> frozenset[str]:
 # many) of its training runs lacked them too (``training.context_absent_runs``, written by train_bench)
 TRAINED_STATE_MIN_SHARE = 0.01
 TRAINED_STATE_MIN_RUNS = 10
-_NEEDS_TASK = ("gold", "prior", "peer_prior", "text")
 
 
 def context_gaps(featurizer: Featurizer, ctx: RunContext) -> list[tuple[str, str]]:
-    """(family, message) for each input a family of ``featurizer`` needs that ``ctx`` lacks (its features are NaN)."""
-    fams = {f.name: f for f in featurizer.families}
+    """(family, message) for each family of ``featurizer`` whose inputs ``ctx`` lacks (its features are NaN):
+    each family says so itself (``check_context``), in the featurizer's order."""
     out = []
-    task = ctx.task
-    if "gold" in fams and (task is None or not task.gold_patch):
-        out.append(("gold", f"the model uses the gold family but the task has no gold patch: its {len(fams['gold'].names)} features are NaN"))
-    if "prior" in fams:
-        table = getattr(fams["prior"], "table", None)
-        if task is None:
-            out.append(("prior", "the model uses the prior family but no task was given: its features are NaN"))
-        elif table is None or task.task_id not in table.resolved_by:
-            out.append(("prior", "the task is not in the model's public-history table: its prior solve rate is NaN"))
-    if "peer_prior" in fams:
-        from .features.peer import task_of
-
-        table = getattr(fams["peer_prior"], "table", None)
-        if table is None or task_of(ctx) not in table.counts:
-            out.append(("peer_prior", "the task is not in the model's peer-agent table: its peer success rate is NaN"))
-    if "text" in fams and not ctx.prompt:
-        out.append(("text", "no task prompt: the prompt text block is zero"))
+    for f in featurizer.families:
+        try:
+            msg = f.check_context(ctx)
+        except Exception as e:  # a family that cannot tell is a gap (halting off), never a crash at start
+            msg = f"the {f.name} family could not check the context ({type(e).__name__}: {e}): taken as absent"
+        if msg:
+            out.append((f.name, str(msg)))
     return out
 
 
@@ -504,7 +493,7 @@ def context_state(featurizer: Featurizer, ctx: RunContext, gaps: list[tuple[str,
     """(Decision.context, why halting is off or "") for a run's context; see the module doc."""
     from .features.peer import task_of
 
-    needs_task = [f.name for f in featurizer.families if f.name in _NEEDS_TASK]
+    needs_task = [f.name for f in featurizer.families if f.needs_task]
     if needs_task and ctx.task is None and not task_of(ctx):
         return "none", f"no task given, and the model's {', '.join(needs_task)} features need one"
     if not gaps:
@@ -524,7 +513,7 @@ def context_state(featurizer: Featurizer, ctx: RunContext, gaps: list[tuple[str,
 
 def context_absent_counts(featurizer: Featurizer, contexts: Iterable[RunContext]) -> dict[str, int]:
     """Per family, how many of these (training) contexts lack its inputs: what ``context_state`` reads."""
-    out = {f.name: 0 for f in featurizer.families if f.name in _NEEDS_TASK}
+    out = {f.name: 0 for f in featurizer.families if f.needs_task}
     for ctx in contexts:
         for fam, _ in context_gaps(featurizer, ctx):
             out[fam] = out.get(fam, 0) + 1

@@ -19,10 +19,10 @@ import numpy as np
 from . import atomic
 from .catalog import data_root, load_catalog
 from .workspace import models_dir, reports_dir
-from .dataset import FOLD_FREE, Dataset, load_dataset
+from .dataset import Dataset, load_dataset
 from .evaluate import HEADLINE as HEADLINE_KEYS
 from .evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
-from .features import Featurizer, build_family
+from .features import Featurizer, build_family, fold_free
 from .ingest import ingest_catalog
 from .modeldir import ModelBundle, save_model_dir
 from .monitor import context_absent_counts
@@ -144,7 +144,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     full = runner.fit(frozenset())
     # the order FoldRunner builds its matrix in: fold-free blocks, then the fold-fitted families (text,
     # peer_prior) fitted on every labelled agent, in cfg order
-    families = [build_family(name, prior_table=ds.prior_table) for name in cfg.families if name in FOLD_FREE]
+    families = [build_family(name, prior_table=ds.prior_table) for name in fold_free(cfg.families)]
     families += full.fold_families
     fz = Featurizer(families)
     if fz.names != full.feature_names:

@@ -23,9 +23,9 @@ import numpy as np
 from .atomic import write_text as atomic_write_text
 from .catalog import load_catalog
 from .workspace import reports_dir
-from .dataset import FOLD_FREE, Dataset, load_dataset
+from .dataset import Dataset, load_dataset
 from .evaluate import FoldRunner, agent_block, inner_sets, pooled_block, select_thresholds
-from .features import Featurizer, build_family
+from .features import Featurizer, build_family, fold_free
 from .store import read_ingested_tasks, read_ingested_trajectories
 
 KEYS = ("n_runs", "resolve_rate", "auroc_success", "halted_fraction", "halted_accuracy", "outcome_accuracy",
@@ -46,11 +46,10 @@ def combined_dataset(benches: list[str], families: list[str], progress: bool = F
             tasks[v.task_id] = v
     ds = load_dataset(benches[0], [], trajs=trajs, tasks=tasks, progress=progress)
     ds.bench = "+".join(benches)
-    for fam in families:
-        if fam in FOLD_FREE:
-            fz = Featurizer([build_family(fam)])
-            ds.blocks[fam] = fz.prefix_matrix(ds.trajs, ds.contexts, progress=progress, desc=f"features: {fam}")
-            ds.block_names[fam] = fz.names
+    for fam in fold_free(families):
+        fz = Featurizer([build_family(fam)])
+        ds.blocks[fam] = fz.prefix_matrix(ds.trajs, ds.contexts, progress=progress, desc=f"features: {fam}")
+        ds.block_names[fam] = fz.names
     return ds
 
 

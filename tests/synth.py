@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from earlyeval.catalog import Catalog, RunSpec
-from earlyeval.dataset import FOLD_FREE, Dataset
-from earlyeval.features import Featurizer, RunContext, build_family
+from earlyeval.dataset import Dataset
+from earlyeval.features import Featurizer, RunContext, build_family, fold_free
 from earlyeval.prefixes import prefix_table
 from earlyeval.trajectory import Action, Task, Trajectory, make_step
 
@@ -92,11 +92,10 @@ def make_dataset(families: list[str], n_tasks: int = 40, seed: int = 0, rates: d
                                                    for a in dict.fromkeys(t.agent for t in trajs)])
     contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     ds = Dataset("synth", cat, trajs, tasks, contexts, prefix_table(trajs, min_steps=2))
-    for fam in families:
-        if fam in FOLD_FREE:
-            fz = Featurizer([build_family(fam)])
-            ds.blocks[fam] = fz.prefix_matrix(trajs, contexts)
-            ds.block_names[fam] = fz.names
+    for fam in fold_free(families):
+        fz = Featurizer([build_family(fam)])
+        ds.blocks[fam] = fz.prefix_matrix(trajs, contexts)
+        ds.block_names[fam] = fz.names
     return ds
 
 

@@ -14,27 +14,75 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..trajectory import Step, Trajectory
-from .base import FeatureFamily, RunContext
+from ..errors import UnknownPluginError
+from ..plugins import Registry
+from .base import (FIT_SCOPES, FOLD_FITTED, FOLD_FREE, FamilyBase, FamilyResources, FeatureFamily, FeatureNamesError,
+                   RunContext, bind_values)
 from .behaviour import BehaviourFamily
 from .gold import GoldFamily
 from .peer import PeerPriorFamily, PeerTable
 from .prior import PriorFamily, PriorTable
 from .text import TextFamily
 
-FAMILY_CLASSES: dict[str, type] = {
-    "behaviour": BehaviourFamily,
-    "text": TextFamily,
-    "gold": GoldFamily,
-    "prior": PriorFamily,
-    "peer_prior": PeerPriorFamily,
+# the built-in families, registered the way a plugin is (also entry points of the group in pyproject.toml)
+BUILTIN_FAMILIES: dict[str, str] = {
+    "behaviour": "earlyeval.features.behaviour:BehaviourFamily",
+    "text": "earlyeval.features.text:TextFamily",
+    "gold": "earlyeval.features.gold:GoldFamily",
+    "prior": "earlyeval.features.prior:PriorFamily",
+    "peer_prior": "earlyeval.features.peer:PeerPriorFamily",
 }
-# families fitted from the training fold's runs (text: vocabulary; peer_prior: outcome labels)
-FOLD_FITTED = ("text", "peer_prior")
+_REQUIRED = ("fit", "start", "update", "values", "check_context", "get_state", "from_state", "from_config")
+
+
+def _check_family(name: str, cls: Any) -> type:
+    """A registered family is a class that declares the whole protocol (``base.FeatureFamily``)."""
+    known = list(BUILTIN_FAMILIES)
+    if not isinstance(cls, type):
+        raise UnknownPluginError("feature family", name, known, f"{cls!r} is not a class")
+    if getattr(cls, "name", None) != name:
+        raise UnknownPluginError("feature family", name, known, f"{cls.__qualname__}.name is {getattr(cls, 'name', None)!r}, not {name!r}")
+    if getattr(cls, "fit_scope", None) not in FIT_SCOPES:
+        raise UnknownPluginError("feature family", name, known,
+                                 f"{cls.__qualname__}.fit_scope is {getattr(cls, 'fit_scope', None)!r}, not one of {FIT_SCOPES}")
+    missing = [m for m in _REQUIRED if not callable(getattr(cls, m, None))] + \
+              [a for a in ("names", "needs_task") if not hasattr(cls, a)]
+    if missing:
+        raise UnknownPluginError("feature family", name, known, f"{cls.__qualname__} lacks {', '.join(missing)}")
+    return cls
+
+
+FAMILIES = Registry("feature family", "earlyeval.families", BUILTIN_FAMILIES, check=_check_family)
+
+
+def family_class(name: str) -> type:
+    """The class a config's family entry names: a registered name or ``package.module:Class``."""
+    return FAMILIES.resolve(name)
+
+
+def register_family(cls: type) -> type:
+    """Register a family class under its ``name`` (usable as a decorator); a model dir can then name it."""
+    return FAMILIES.register(getattr(cls, "name", ""), cls)
+
+
+def fit_scope(name: str) -> str:
+    return family_class(name).fit_scope
+
+
+def fold_free(names: Iterable[str]) -> list[str]:
+    """The entries of ``names`` whose family is the same in every fold (an unknown one raises)."""
+    return [n for n in names if fit_scope(n) == FOLD_FREE]
+
+
+def fold_fitted(names: Iterable[str]) -> list[str]:
+    """The entries of ``names`` whose family is fitted inside each training fold (an unknown one raises)."""
+    return [n for n in names if fit_scope(n) == FOLD_FITTED]
 
 
 class Featurizer:
     def __init__(self, families: list[Any]):
         self.families = families
+        self._bound: list[tuple[str, list[str]]] | None = None  # (name, names) per family, read at start()
 
     @property
     def names(self) -> list[str]:
@@ -47,9 +95,11 @@ class Featurizer:
     def fit(self, trajs: list[Trajectory], contexts: list[RunContext]) -> "Featurizer":
         for f in self.families:
             f.fit(trajs, contexts)
+        self._bound = None
         return self
 
     def start(self, ctx: RunContext) -> list[Any]:
+        self._bound = [(f.name, list(f.names)) for f in self.families]
         return [f.start(ctx) for f in self.families]
 
     def update(self, states: list[Any], step: Step) -> None:
@@ -59,7 +109,10 @@ class Featurizer:
     def values(self, states: list[Any]) -> np.ndarray:
         if not self.families:
             return np.zeros(0)
-        return np.concatenate([f.values(s) for f, s in zip(self.families, states)])
+        if self._bound is None:
+            self._bound = [(f.name, list(f.names)) for f in self.families]
+        return np.concatenate([bind_values(name, names, f.values(s))
+                               for (name, names), f, s in zip(self._bound, self.families, states)])
 
     def prefix_matrix(self, trajs: list[Trajectory], contexts: list[RunContext], max_t: Iterable[int] | None = None,
                       progress: bool = False, desc: str = "featurize") -> np.ndarray:
@@ -95,17 +148,15 @@ KNOWN_DIRECTIONS: dict[str, int] = {
 
 
 def build_family(name: str, *, prior_table: PriorTable | None = None, text_params: dict | None = None, seed: int = 0,
-                 peer_params: dict | None = None) -> Any:
-    if name == "prior":
-        return PriorFamily(prior_table)
-    if name == "text":
-        return TextFamily(seed=seed, **(text_params or {}))
-    if name == "peer_prior":
-        return PeerPriorFamily(**(peer_params or {}))
-    if name not in FAMILY_CLASSES:
-        raise ValueError(f"unknown feature family '{name}' (known: {', '.join(FAMILY_CLASSES)})")
-    return FAMILY_CLASSES[name]()
+                 peer_params: dict | None = None, params: dict[str, dict] | None = None) -> Any:
+    """A family, unfitted, from its config entry (name or dotted path); ``params``: family name -> kwargs
+    (``text_params`` / ``peer_params`` are those of text and peer_prior)."""
+    cls = family_class(name)
+    p = {"text": dict(text_params or {}), "peer_prior": dict(peer_params or {}), **(params or {})}
+    return cls.from_config(FamilyResources(prior_table=prior_table, seed=seed, params=p))
 
 
-__all__ = ["KNOWN_DIRECTIONS", "Featurizer", "RunContext", "FeatureFamily", "BehaviourFamily", "TextFamily", "GoldFamily", "PriorFamily",
-           "PriorTable", "PeerPriorFamily", "PeerTable", "FOLD_FITTED", "build_family", "FAMILY_CLASSES"]
+__all__ = ["KNOWN_DIRECTIONS", "Featurizer", "RunContext", "FeatureFamily", "FamilyBase", "FamilyResources", "BehaviourFamily",
+           "TextFamily", "GoldFamily", "PriorFamily", "PriorTable", "PeerPriorFamily", "PeerTable", "FOLD_FREE", "FOLD_FITTED",
+           "FIT_SCOPES", "FAMILIES", "BUILTIN_FAMILIES", "FeatureNamesError", "bind_values", "build_family", "family_class",
+           "fit_scope", "fold_free", "fold_fitted", "register_family"]

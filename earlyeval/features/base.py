@@ -7,14 +7,24 @@ in time independent of the prefix length, ``values`` reads the features of the
 prefix seen so far.  The batch featurizer is nothing but this loop run over
 finished trajectories, so batch and streaming features cannot drift apart.
 
-Families serialize to plain JSON + numpy arrays (``get_params_state`` /
+Families serialize to plain JSON + numpy arrays (``get_state`` /
 ``from_state``) so a model directory never needs pickle.
+
+The protocol a family class declares (``FeatureFamily``; ``FamilyBase`` gives
+the defaults): ``name``; ``fit_scope`` -- ``"fold_free"`` (learns nothing from
+labels or text: computed once per dataset) or ``"fold_fitted"`` (fitted inside
+each training fold); ``needs_task`` and ``check_context`` -- what task context
+it reads, and why a given context lacks it (the Monitor asks each family);
+``from_config`` -- how training builds it; ``get_state``/``from_state`` -- the
+model directory.  ``values`` returns either an array of ``len(names)`` or a
+mapping name -> value; ``bind_values`` checks either against ``names``, so
+names and values cannot drift apart (``FeatureNamesError``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -56,9 +66,49 @@ class RunContext:
         )
 
 
+FOLD_FREE = "fold_free"  # the same in every fold: computed once per dataset (behaviour, gold, prior)
+FOLD_FITTED = "fold_fitted"  # fitted from the training fold's runs (text: vocabulary; peer_prior: labels)
+FIT_SCOPES = (FOLD_FREE, FOLD_FITTED)
+
+
+class FeatureNamesError(ValueError):
+    """A family's values do not match its declared names (a width or key mismatch)."""
+
+
+@dataclass
+class FamilyResources:
+    """What training hands a family class to build it (``from_config``)."""
+
+    prior_table: Any = None  # the benchmark's public-history table (features.prior.PriorTable)
+    seed: int = 0
+    params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # family name -> constructor kwargs
+
+
+def bind_values(family: str, names: list[str], v: Any) -> np.ndarray:
+    """A family's values as the float vector of ``names``: a mapping is read in ``names`` order and must have
+    exactly those keys; an array must have exactly ``len(names)`` entries (returned as is, no copy)."""
+    if isinstance(v, Mapping):
+        if len(v) != len(names) or not all(n in v for n in names):
+            missing = [n for n in names if n not in v][:5]
+            extra = [k for k in v if k not in set(names)][:5]
+            raise FeatureNamesError(f"family '{family}': values keys differ from its names (missing {missing}, extra {extra})")
+        return np.fromiter((v[n] for n in names), dtype=np.float64, count=len(names))
+    a = v if isinstance(v, np.ndarray) else np.asarray(v, dtype=np.float64)
+    if a.shape != (len(names),):
+        raise FeatureNamesError(f"family '{family}': values has shape {a.shape}, its names are {len(names)}")
+    return a
+
+
 @runtime_checkable
 class FeatureFamily(Protocol):
     name: ClassVar[str]
+    fit_scope: ClassVar[str]  # FOLD_FREE or FOLD_FITTED
+    needs_task: ClassVar[bool]  # without any task its features are meaningless (Decision.context "none")
+
+    @classmethod
+    def from_config(cls, resources: FamilyResources) -> "FeatureFamily": ...
+
+    def check_context(self, ctx: RunContext) -> str | None: ...
 
     def fit(self, trajs: list[Trajectory], contexts: list[RunContext]) -> "FeatureFamily": ...
 
@@ -73,11 +123,29 @@ class FeatureFamily(Protocol):
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]: ...
 
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "FeatureFamily": ...
 
-class StatelessFamily:
-    """Base for families with nothing to learn (fit is a no-op)."""
+
+class FamilyBase:
+    """Defaults of the protocol; ``fit_scope`` has none: every family class declares it."""
 
     name: ClassVar[str] = ""
+    needs_task: ClassVar[bool] = False
+
+    @classmethod
+    def from_config(cls, resources: FamilyResources) -> "FamilyBase":
+        return cls(**dict(resources.params.get(cls.name, {})))
+
+    def check_context(self, ctx: RunContext) -> str | None:
+        """Why ``ctx`` lacks what this family reads (its features become NaN), or None."""
+        return None
+
+
+class StatelessFamily(FamilyBase):
+    """Base for families with nothing to learn (fit is a no-op)."""
+
+    fit_scope: ClassVar[str] = FOLD_FREE
 
     def fit(self, trajs: list[Trajectory], contexts: list[RunContext]) -> "StatelessFamily":
         return self

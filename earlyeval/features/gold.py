@@ -145,6 +145,7 @@ _LINE_EDIT = re.compile(r"(?:sed\s+-i[^'\"]*['\"](\d+)(?:,(\d+))?|^edit\s+(\d+):
 
 class GoldFamily(StatelessFamily):
     name: ClassVar[str] = "gold"
+    needs_task: ClassVar[bool] = True
 
     _names: ClassVar[list[str]] = [
         "gold_n_files", "gold_n_hunks", "gold_log_lines",
@@ -163,6 +164,11 @@ class GoldFamily(StatelessFamily):
     @property
     def names(self) -> list[str]:
         return list(self._names)
+
+    def check_context(self, ctx: RunContext) -> str | None:
+        if ctx.task is None or not ctx.task.gold_patch:
+            return f"the model uses the gold family but the task has no gold patch: its {len(self.names)} features are NaN"
+        return None
 
     def _gold_of(self, ctx: RunContext) -> GoldPatch | None:
         task = ctx.task

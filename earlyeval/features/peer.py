@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..trajectory import Step, Trajectory
-from .base import RunContext
+from .base import FOLD_FITTED, FamilyBase, RunContext
 
 NAN = float("nan")
 
@@ -98,8 +98,10 @@ class PeerTable:
         return k, n, rates
 
 
-class PeerPriorFamily:
+class PeerPriorFamily(FamilyBase):
     name: ClassVar[str] = "peer_prior"
+    fit_scope: ClassVar[str] = FOLD_FITTED  # fitted from the training fold's outcome labels
+    needs_task: ClassVar[bool] = True
     _names: ClassVar[list[str]] = ["peer_rate", "peer_agent_rate", "peer_shrunk", "peer_n_runs", "peer_n_agents"]
     # values depend on the context only: batch may compute them once per run and repeat them
     constant_per_run: ClassVar[bool] = True
@@ -112,6 +114,11 @@ class PeerPriorFamily:
     @property
     def names(self) -> list[str]:
         return list(self._names if self.counts else self._names[:3])
+
+    def check_context(self, ctx: RunContext) -> str | None:
+        if self.table is None or task_of(ctx) not in self.table.counts:
+            return "the task is not in the model's peer-agent table: its peer success rate is NaN"
+        return None
 
     def fit(self, trajs: list[Trajectory], contexts: list[RunContext]) -> "PeerPriorFamily":
         self.table = PeerTable.fit(trajs, contexts)

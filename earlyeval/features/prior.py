@@ -27,7 +27,7 @@ import numpy as np
 
 from ..jsonio import load_json
 from ..trajectory import Step
-from .base import RunContext
+from .base import FOLD_FREE, FamilyBase, FamilyResources, RunContext
 
 NAN = float("nan")
 DIFFICULTY = {"<15 min fix": 0.0, "15 min - 1 hour": 1.0, "1-4 hours": 2.0, ">4 hours": 3.0}
@@ -91,8 +91,10 @@ class PriorTable:
         return sum(1 for n in pool if n in solved) / len(pool), len(pool)
 
 
-class PriorFamily:
+class PriorFamily(FamilyBase):
     name: ClassVar[str] = "prior"
+    fit_scope: ClassVar[str] = FOLD_FREE  # the table is reference metadata, loaded, not learned
+    needs_task: ClassVar[bool] = True
     _names: ClassVar[list[str]] = ["prior_solve_rate", "prior_n_submissions", "task_difficulty"]
 
     def __init__(self, table: PriorTable | None = None) -> None:
@@ -102,6 +104,17 @@ class PriorFamily:
     @property
     def names(self) -> list[str]:
         return list(self._names)
+
+    @classmethod
+    def from_config(cls, resources: FamilyResources) -> "PriorFamily":
+        return cls(resources.prior_table)
+
+    def check_context(self, ctx: RunContext) -> str | None:
+        if ctx.task is None:
+            return "the model uses the prior family but no task was given: its features are NaN"
+        if self.table is None or ctx.task.task_id not in self.table.resolved_by:
+            return "the task is not in the model's public-history table: its prior solve rate is NaN"
+        return None
 
     def fit(self, trajs, contexts) -> "PriorFamily":
         return self  # the table is reference metadata, loaded, not learned

@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.decomposition import TruncatedSVD
 
 from ..trajectory import Step, Trajectory
-from .base import RunContext
+from .base import FOLD_FITTED, FamilyBase, FamilyResources, RunContext
 
 _WORD = re.compile(r"[a-z_][a-z0-9_]{1,30}")
 BLOCKS = ("prompt", "actions", "action_last", "observations", "observation_last")
@@ -180,8 +180,10 @@ class TextState:
     __slots__ = ("prompt", "actions", "observations", "action_last", "observation_last")
 
 
-class TextFamily:
+class TextFamily(FamilyBase):
     name: ClassVar[str] = "text"
+    fit_scope: ClassVar[str] = FOLD_FITTED  # vocabulary, IDF and SVD from the training fold's runs
+    needs_task: ClassVar[bool] = True
 
     def __init__(self, dims: dict[str, int] | None = None, min_df: int = 5, min_agents: int = 2,
                  max_features: int = 20000, obs_chars: int = 1500, max_step_docs: int = 20000, seed: int = 0,
@@ -195,6 +197,13 @@ class TextFamily:
         self.seed = seed
         self.cache = cache
         self.blocks: dict[str, Block] = {}
+
+    @classmethod
+    def from_config(cls, resources: FamilyResources) -> "TextFamily":
+        return cls(seed=resources.seed, **dict(resources.params.get(cls.name, {})))
+
+    def check_context(self, ctx: RunContext) -> str | None:
+        return None if ctx.prompt else "no task prompt: the prompt text block is zero"
 
     # ------------------------------------------------------------------ fit
     def fit(self, trajs: list[Trajectory], contexts: list[RunContext]) -> "TextFamily":

@@ -1,10 +1,16 @@
 """Ingest: native run folders -> normalized trajectories + an ingest report.
 
-One small module per native format registers itself in ``FORMATS``.  A format
-module exposes::
+One small module per native format.  A format is a module or a class (the
+``Format`` protocol) exposing::
 
-    FORMAT: str                                   # the catalog's ``format`` value
-    def parse(path, spec) -> Iterator[Trajectory | IngestError]
+    def parse(path, spec, bench) -> Iterator[Trajectory | IngestError]
+    def discover(run_dir, spec) -> list[Path]     # optional: default, the files matching spec.glob
+
+registered the way feature families are (``earlyeval.plugins``): the built-in
+table ``FORMAT_MODULES`` (also entry points of group ``earlyeval.formats`` in
+pyproject.toml), installed entry points, ``register_format``, or a dotted path
+(``format = "mypkg.fmt:MyFormat"`` in a catalog).  An unknown format is an
+``IngestError`` on the catalog's ``format`` field naming the known ones.
 
 ``parse`` reads one file (or one trial folder) and yields trajectories with
 ``outcome=None`` unless the format carries its own label (tau2, Toolathlon,
@@ -15,16 +21,16 @@ reason and the rest of the batch goes on.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
 
 from ..catalog import Catalog, RunSpec, data_root
-from ..errors import IngestError
+from ..errors import IngestError, UnknownPluginError
+from ..plugins import Registry
 from ..store import validate_trajectory
 from ..trajectory import Trajectory
 from .labels import LabelSet, read_labels
@@ -48,10 +54,38 @@ FORMAT_MODULES: dict[str, str] = {
 }
 
 
-def format_module(fmt: str) -> ModuleType:
-    if fmt not in FORMAT_MODULES:
-        raise IngestError("<catalog>", "format", f"unknown format '{fmt}' (known: {', '.join(sorted(FORMAT_MODULES))})")
-    return importlib.import_module(FORMAT_MODULES[fmt])
+@runtime_checkable
+class Format(Protocol):
+    """What ingest calls on a format (a module or a class; a class is instantiated without arguments)."""
+
+    def parse(self, path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]: ...
+
+
+def _check_format(name: str, obj: Any) -> Any:
+    if isinstance(obj, type):
+        obj = obj()
+    if not callable(getattr(obj, "parse", None)):
+        raise UnknownPluginError("format", name, list(FORMAT_MODULES), f"{obj!r} has no parse(path, spec, bench)")
+    if hasattr(obj, "discover") and not callable(obj.discover):
+        raise UnknownPluginError("format", name, list(FORMAT_MODULES), f"{obj!r}.discover is not callable")
+    return obj
+
+
+# a dotted-path format is registered under its own path (one module may serve several formats: moatless)
+FORMATS = Registry("format", "earlyeval.formats", FORMAT_MODULES, check=_check_format, key=lambda path, obj: path)
+
+
+def register_format(name: str, fmt: Any) -> Any:
+    """Register a format (a module or a class with ``parse``) under the catalog name ``name``."""
+    return FORMATS.register(name, fmt)
+
+
+def format_module(fmt: str) -> ModuleType | Format:
+    """The format a catalog's ``format`` names (registered name or dotted path)."""
+    try:
+        return FORMATS.resolve(fmt)
+    except UnknownPluginError as e:
+        raise IngestError("<catalog>", "format", str(e)) from e
 
 
 @dataclass

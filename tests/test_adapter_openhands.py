@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
 from _integration_fakes import ScriptedMonitor
+from _openhands_standin import ActionEvent, AgentErrorEvent, MessageToolCall, ObservationEvent, TextContent
+from _openhands_standin import Observation as _Obs
 from earlyeval.integrations.openhands import EarlyStopCallback
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no cost-map download
@@ -132,52 +132,8 @@ def test_real_conversation_not_halted_finishes(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# stand-ins (same class names and fields as the SDK's events)
+# stand-ins (tests/_openhands_standin.py: same class names and fields as the SDK's events)
 # ---------------------------------------------------------------------------
-
-
-@dataclass
-class TextContent:
-    text: str
-
-
-@dataclass
-class MessageToolCall:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class ActionEvent:
-    tool_name: str
-    tool_call_id: str
-    llm_response_id: str
-    tool_call: MessageToolCall
-    thought: list = field(default_factory=list)
-    action: Any = None
-
-
-@dataclass
-class _Obs:
-    text: str
-    is_error: bool = False
-    exit_code: int | None = None
-
-
-@dataclass
-class ObservationEvent:
-    tool_name: str
-    tool_call_id: str
-    observation: _Obs
-    action_id: str = ""
-
-
-@dataclass
-class AgentErrorEvent:
-    tool_name: str
-    tool_call_id: str
-    error: str
 
 
 class _Conv:

@@ -22,12 +22,13 @@ import gzip
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
+
+from _openhands_standin import ActionEvent, MessageToolCall, Observation, ObservationEvent, TextContent
 
 from earlyeval.catalog import data_root, load_catalog
 from earlyeval.features import Featurizer, RunContext, build_family
@@ -85,8 +86,9 @@ def _ingest(bench: str, run: str):
     return cat, spec, ingest_mod.discover(run_dir, spec), ingest_mod.format_module(spec.format)
 
 
-def _compare(rec: RecordingMonitor, expected: list[Step], fz: Featurizer, model: OutcomeModel, t: Trajectory) -> None:
+def _compare(rec: RecordingMonitor, expected: list[Step], t: Trajectory) -> None:
     """Adapter steps == ingestor steps; Monitor features == batch features; probabilities to 1e-9."""
+    fz, model = rec.mon.bundle.featurizer, rec.mon.bundle.model
     assert rec.steps == [s.to_dict() for s in expected], t.run_id
     n = len(expected)
     X = fz.prefix_matrix([t], [rec.ctx], max_t=[len(t.steps)])[:n]
@@ -106,8 +108,20 @@ def swebench():
     return {"mon": Monitor.load(mdir), "tasks": load_tasks(cat, data_root())}
 
 
-def _ctx(sw, t: Trajectory) -> RunContext:
-    return RunContext.of(t, sw["tasks"].get(t.task_id))
+def _swebench_runs(sw, run: str, keep: Callable[[Any], bool] = lambda native: True) -> Iterator[tuple[Any, Trajectory, RecordingMonitor]]:
+    """(native document, ingested Trajectory, a recording Monitor with its batch context) of N_RUNS real runs."""
+    _, spec, files, fmt = _ingest("swebench", run)
+    n = 0
+    for path in files:
+        native = _load(path)
+        if not keep(native):
+            continue
+        [t] = list(fmt.parse(path, spec, "swebench"))
+        yield native, t, RecordingMonitor(sw["mon"], RunContext.of(t, sw["tasks"].get(t.task_id)))
+        n += 1
+        if n == N_RUNS:
+            return
+    pytest.fail(f"only {n} usable runs in {run}")
 
 
 # ---------------------------------------------------------------------------
@@ -119,14 +133,9 @@ def test_swe_agent_hook_builds_the_ingestor_steps_on_a_real_traj(swebench):
     from _sweagent_standin import StepOutput
     from earlyeval.integrations.swe_agent import EarlyStopHook
 
-    _, spec, files, fmt = _ingest("swebench", "lite__swe-agent__gpt4")
-    mon = swebench["mon"]
-    b = mon.bundle
     n_checked = 0
-    for path in files[:N_RUNS]:
-        [t] = list(fmt.parse(path, spec, "swebench"))
-        entries = _load(path)["trajectory"]
-        rec = RecordingMonitor(mon, _ctx(swebench, t))
+    for native, t, rec in _swebench_runs(swebench, "lite__swe-agent__gpt4"):
+        entries = native["trajectory"]
         hook = EarlyStopHook(rec, autosubmit=False)
         agent = type("Agent", (), {"_problem_statement": None})()
         hook.on_init(agent=agent)
@@ -140,7 +149,7 @@ def test_swe_agent_hook_builds_the_ingestor_steps_on_a_real_traj(swebench):
             if not done:
                 scored.append(t.steps[i])
         assert hook.stopper.errors == []
-        _compare(rec, scored, b.featurizer, b.model, t)
+        _compare(rec, scored, t)
         n_checked += len(scored)
     assert n_checked >= 10
 
@@ -158,14 +167,9 @@ def test_mini_swe_agent_builds_the_ingestor_steps_on_real_messages(swebench, tmp
 
     from earlyeval.integrations.mini_swe_agent import MINI_SWE_AGENT_V2, EarlyStopAgent
 
-    _, spec, files, fmt = _ingest("swebench", "verified__mini-swe-agent-v1.15.0__gemini-3-pro-preview-20251118")
-    mon = swebench["mon"]
-    b = mon.bundle
     n_checked = 0
-    for path in files[:N_RUNS]:
-        [t] = list(fmt.parse(path, spec, "swebench"))
-        messages = _load(path)["messages"]
-        rec = RecordingMonitor(mon, _ctx(swebench, t))
+    for native, t, rec in _swebench_runs(swebench, "verified__mini-swe-agent-v1.15.0__gemini-3-pro-preview-20251118"):
+        messages = native["messages"]
         kw = {"system_template": "s", "instance_template": "{{task}}"} if MINI_SWE_AGENT_V2 else {}
         model = DeterministicModel(outputs=[], **({} if MINI_SWE_AGENT_V2 else {"cost_per_call": 0.0}))
         agent = EarlyStopAgent(model, LocalEnvironment(cwd=str(tmp_path)), monitor=rec, run_id=t.run_id, **kw)
@@ -177,7 +181,7 @@ def test_mini_swe_agent_builds_the_ingestor_steps_on_real_messages(swebench, tmp
                 agent.score_new_messages()
         assert agent.stopper.errors == []
         # the last turn is never scored live: it submits (or hits a limit), and no model call follows it
-        _compare(rec, t.steps[:-1], b.featurizer, b.model, t)
+        _compare(rec, t.steps[:-1], t)
         n_checked += len(t.steps) - 1
     assert n_checked >= 10
 
@@ -187,44 +191,6 @@ def test_mini_swe_agent_builds_the_ingestor_steps_on_real_messages(swebench, tmp
 # ---------------------------------------------------------------------------
 
 
-@dataclass
-class TextContent:
-    text: str
-    type: str = "text"
-
-
-@dataclass
-class MessageToolCall:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class ActionEvent:
-    tool_name: str
-    tool_call_id: str
-    llm_response_id: str
-    tool_call: MessageToolCall
-    thought: list = field(default_factory=list)
-    action: Any = None
-
-
-@dataclass
-class Observation:
-    content: list
-    is_error: bool | None = None
-    exit_code: int | None = None
-
-
-@dataclass
-class ObservationEvent:
-    tool_name: str
-    tool_call_id: str
-    observation: Observation
-    action_id: str = ""
-
-
 _EXIT = re.compile(r"\[Command finished with exit code (-?\d+)\]")
 
 
@@ -232,10 +198,10 @@ def _sdk_observation(tool: str, text: str) -> Observation:
     """What the SDK's observation carries for a tool result: its text, the exit code, the error flag."""
     m = _EXIT.search(text)
     if m:
-        return Observation([TextContent(text)], exit_code=int(m.group(1)))
+        return Observation(content=[TextContent(text)], exit_code=int(m.group(1)))
     if tool == "str_replace_editor":
-        return Observation([TextContent(text)], is_error=text.lstrip().startswith("ERROR"))
-    return Observation([TextContent(text)])
+        return Observation(content=[TextContent(text)], is_error=text.lstrip().startswith("ERROR"))
+    return Observation(content=[TextContent(text)], is_error=None)
 
 
 def _content(m: dict) -> str:
@@ -277,29 +243,24 @@ def _openhands_events(messages: list[dict]) -> tuple[list, list[int]]:
 def test_openhands_callback_builds_the_ingestor_steps_on_a_real_completions_run(swebench):
     from earlyeval.integrations.openhands import EarlyStopCallback
 
-    _, spec, files, fmt = _ingest("swebench", "verified__openhands-codeact-v0.15__claude-3.5-sonnet-20241022")
-    mon = swebench["mon"]
-    b = mon.bundle
-    n_checked = n_runs = 0
-    for path in files:
-        d = _load(path)
-        messages = [m for m in d["messages"] if m["role"] not in ("system", "user")]
-        messages.append({**d["response"]["choices"][0]["message"], "role": "assistant"})
-        if any(m["role"] == "assistant" and not m.get("tool_calls") for m in messages):
-            continue  # a turn without tool call: the SDK emits a MessageEvent and the run ends (see report)
-        [t] = list(fmt.parse(path, spec, "swebench"))
-        events, scored = _openhands_events(messages)
-        rec = RecordingMonitor(mon, _ctx(swebench, t))
+    def conversation(d: dict) -> list[dict]:
+        return [m for m in d["messages"] if m["role"] not in ("system", "user")] + [
+            {**d["response"]["choices"][0]["message"], "role": "assistant"}]
+
+    def all_turns_call_tools(d: dict) -> bool:
+        # a turn without tool call is an agent MessageEvent in the SDK, which ends the run: no such run here
+        return all(m.get("tool_calls") for m in conversation(d) if m["role"] == "assistant")
+
+    n_checked = 0
+    for native, t, rec in _swebench_runs(swebench, "verified__openhands-codeact-v0.15__claude-3.5-sonnet-20241022", all_turns_call_tools):
+        events, scored = _openhands_events(conversation(native))
         cb = EarlyStopCallback(rec, run_id=t.run_id)
         for ev in events:
             cb(ev)
         assert cb.stopper.errors == []
-        _compare(rec, [t.steps[i] for i in scored], b.featurizer, b.model, t)
+        _compare(rec, [t.steps[i] for i in scored], t)
         n_checked += len(scored)
-        n_runs += 1
-        if n_runs == N_RUNS:
-            break
-    assert n_runs == N_RUNS and n_checked >= 10
+    assert n_checked >= 10
 
 
 # ---------------------------------------------------------------------------
@@ -333,7 +294,6 @@ def test_inspect_ai_on_continue_builds_the_ingestor_steps_on_a_real_tau2_run(tmp
     trajs = [t for t in fmt.parse(path, spec, "tau2") if isinstance(t, Trajectory)]
     ctxs = [RunContext.of(t, None) for t in trajs]
     mon = Monitor.load(save_model_dir(_small_model(trajs, ctxs), tmp_path / "m"))
-    b = mon.bundle
     sims = _load(path)["simulations"]
     n_checked = 0
     for t, c in list(zip(trajs, ctxs))[:N_RUNS]:
@@ -356,6 +316,6 @@ def test_inspect_ai_on_continue_builds_the_ingestor_steps_on_a_real_tau2_run(tmp
                 err = ToolCallError("unknown", m["content"]) if m.get("error") else None
                 state.messages.append(ChatMessageTool(content=m.get("content") or "", tool_call_id=m["id"], error=err))
         asyncio.run(cont(state))
-        _compare(rec, t.steps, b.featurizer, b.model, t)
+        _compare(rec, t.steps, t)
         n_checked += len(t.steps)
     assert n_checked >= 10

@@ -6,8 +6,9 @@ probabilities of those steps (to 1e-9).
   through ``EarlyStopHook.on_step_done``;
 * mini-swe-agent: the messages of a real mini-swe-agent run, added to a real ``EarlyStopAgent`` turn by
   turn, scored where ``query()`` scores them;
-* OpenHands SDK: ``ActionEvent`` / ``ObservationEvent`` s (stand-ins with the SDK's class and attribute
-  names; the real SDK needs Python 3.12) from a real OpenHands ``llm_completions`` run;
+* OpenHands SDK: ``ActionEvent`` / ``ObservationEvent`` s from a real OpenHands ``llm_completions`` run,
+  built twice: with stand-ins that carry the SDK's class and attribute names (Python 3.11) and with the
+  real ``openhands.sdk`` classes (skipped unless the SDK imports: Python >= 3.12, ``.venv-openhands``);
 * inspect_ai: a real ``AgentState`` transcript (``ChatMessageAssistant`` with ``ToolCall`` s,
   ``ChatMessageTool``, ``ModelOutput`` usage) built from a real tau2 run, through ``EarlyStopOnContinue``.
 
@@ -194,14 +195,54 @@ def test_mini_swe_agent_builds_the_ingestor_steps_on_real_messages(swebench, tmp
 _EXIT = re.compile(r"\[Command finished with exit code (-?\d+)\]")
 
 
-def _sdk_observation(tool: str, text: str) -> Observation:
-    """What the SDK's observation carries for a tool result: its text, the exit code, the error flag."""
+class StandinEvents:
+    """Event factory on the stand-ins (tests/_openhands_standin.py): Python 3.11, no SDK."""
+
+    def text(self, text: str):
+        return TextContent(text)
+
+    def action(self, tool: str, call_id: str, response_id: str, arguments: str, thought: list):
+        return ActionEvent(tool, call_id, response_id, MessageToolCall(call_id, tool, arguments), thought)
+
+    def observation(self, tool: str, call_id: str, text: str, exit_code: int | None, is_error: bool | None):
+        return ObservationEvent(tool, call_id, Observation(content=[TextContent(text)], exit_code=exit_code, is_error=is_error))
+
+
+class SdkEvents:
+    """Event factory on the real openhands-sdk classes (Python >= 3.12)."""
+
+    def __init__(self):
+        from openhands.sdk import Observation as SdkObservation
+        from openhands.sdk import TextContent as SdkText
+        from openhands.sdk.event import ActionEvent as SdkAction
+        from openhands.sdk.event import ObservationEvent as SdkObsEvent
+        from openhands.sdk.llm import MessageToolCall as SdkCall
+
+        class ToolObservation(SdkObservation):  # a tool's observation: the SDK's fields plus an exit code
+            exit_code: int | None = None
+
+        self.Text, self.Action, self.ObsEvent, self.Call, self.Obs = SdkText, SdkAction, SdkObsEvent, SdkCall, ToolObservation
+
+    def text(self, text: str):
+        return self.Text(text=text)
+
+    def action(self, tool: str, call_id: str, response_id: str, arguments: str, thought: list):
+        return self.Action(tool_name=tool, tool_call_id=call_id, llm_response_id=response_id, thought=thought, action=None,
+                           tool_call=self.Call(id=call_id, name=tool, arguments=arguments, origin="completion"))
+
+    def observation(self, tool: str, call_id: str, text: str, exit_code: int | None, is_error: bool | None):
+        obs = self.Obs.from_text(text, is_error=bool(is_error), exit_code=exit_code)
+        return self.ObsEvent(tool_name=tool, tool_call_id=call_id, observation=obs, action_id=f"action-{call_id}")
+
+
+def _tool_result(tool: str, text: str) -> tuple[int | None, bool | None]:
+    """(exit code, error flag) an SDK observation carries for a tool result."""
     m = _EXIT.search(text)
     if m:
-        return Observation(content=[TextContent(text)], exit_code=int(m.group(1)))
+        return int(m.group(1)), None
     if tool == "str_replace_editor":
-        return Observation(content=[TextContent(text)], is_error=text.lstrip().startswith("ERROR"))
-    return Observation(content=[TextContent(text)], is_error=None)
+        return None, text.lstrip().startswith("ERROR")
+    return None, None
 
 
 def _content(m: dict) -> str:
@@ -209,7 +250,7 @@ def _content(m: dict) -> str:
     return c if isinstance(c, str) else "\n".join(p.get("text", "") for p in c or [] if isinstance(p, dict))
 
 
-def _openhands_events(messages: list[dict]) -> tuple[list, list[int]]:
+def _openhands_events(messages: list[dict], make) -> tuple[list, list[int]]:
     """SDK events of a completions conversation, and the index of each assistant turn that the callback scores."""
     events, scored = [], []
     turn = -1
@@ -225,14 +266,14 @@ def _openhands_events(messages: list[dict]) -> tuple[list, list[int]]:
             answered[turn] = set()
             for j, tc in enumerate(calls):
                 fn = tc["function"]
-                thought = [TextContent(_content(m))] if j == 0 and _content(m) else []
-                events.append(ActionEvent(fn["name"], tc["id"], rid, MessageToolCall(tc["id"], fn["name"], fn["arguments"]), thought))
+                thought = [make.text(_content(m))] if j == 0 and _content(m) else []
+                events.append(make.action(fn["name"], tc["id"], rid, fn["arguments"], thought))
                 pending[tc["id"]] = turn
         elif m["role"] == "tool":
             tid = m["tool_call_id"]
             tt = pending[tid]
             tool = m.get("name") or calls_of[tt][0]
-            events.append(ObservationEvent(tool, tid, _sdk_observation(tool, _content(m))))
+            events.append(make.observation(tool, tid, _content(m), *_tool_result(tool, _content(m))))
             answered[tt].add(tid)
     for tt, names in calls_of.items():
         if names and len(answered[tt]) == len(names) and not all(n == "finish" for n in names):
@@ -240,7 +281,11 @@ def _openhands_events(messages: list[dict]) -> tuple[list, list[int]]:
     return events, scored
 
 
-def test_openhands_callback_builds_the_ingestor_steps_on_a_real_completions_run(swebench):
+@pytest.mark.parametrize("events", ["standin", "sdk"])
+def test_openhands_callback_builds_the_ingestor_steps_on_a_real_completions_run(swebench, events):
+    if events == "sdk":
+        pytest.importorskip("openhands.sdk", reason="openhands-sdk needs Python >= 3.12 (make test-openhands venv)")
+    make = SdkEvents() if events == "sdk" else StandinEvents()
     from earlyeval.integrations.openhands import EarlyStopCallback
 
     def conversation(d: dict) -> list[dict]:
@@ -253,9 +298,9 @@ def test_openhands_callback_builds_the_ingestor_steps_on_a_real_completions_run(
 
     n_checked = 0
     for native, t, rec in _swebench_runs(swebench, "verified__openhands-codeact-v0.15__claude-3.5-sonnet-20241022", all_turns_call_tools):
-        events, scored = _openhands_events(conversation(native))
+        evs, scored = _openhands_events(conversation(native), make)
         cb = EarlyStopCallback(rec, run_id=t.run_id)
-        for ev in events:
+        for ev in evs:
             cb(ev)
         assert cb.stopper.errors == []
         _compare(rec, [t.steps[i] for i in scored], t)

@@ -42,7 +42,7 @@ import atif
 
 from .errors import EarlyEvalError
 from .ingest import atif as atif_ingest
-from .ingest.chat import SHELL_TOOLS, action_text
+from .render import SHELL_TOOLS, tool_call_text
 from .trajectory import Step, Trajectory, classify_action
 
 ATIF_VERSION = "ATIF-v1.8"
@@ -61,7 +61,7 @@ def _arguments(tool: str, text: str) -> tuple[dict[str, Any], bool]:
         pass
     if args is None:
         args = {"command": text} if tool in SHELL_TOOLS else ({"input": text} if text else {})
-    return args, action_text(tool, args) != text
+    return args, tool_call_text(tool, args) != text
 
 
 def _json_safe(v: Any) -> Any:

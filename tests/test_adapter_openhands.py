@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
 from _integration_fakes import ScriptedMonitor
+from _openhands_standin import ActionEvent, AgentErrorEvent, MessageToolCall, ObservationEvent, TextContent
+from _openhands_standin import Observation as _Obs
 from earlyeval.integrations.openhands import EarlyStopCallback
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no cost-map download
@@ -54,14 +54,16 @@ def _make_shell_tool():
             p = subprocess.run(action.command, shell=True, cwd=self.cwd, capture_output=True, text=True, timeout=30)
             return ShObservation.from_text(p.stdout + p.stderr, is_error=p.returncode != 0, exit_code=p.returncode)
 
-    class ShTool(ToolDefinition[ShAction, ShObservation]):
+    # named as the SDK's own shell tool ("terminal"): a shell command is recognised by its tool being a
+    # shell tool (earlyeval.render.SHELL_TOOLS), as the ingestors do, not by an argument called "command"
+    class TerminalTool(ToolDefinition[ShAction, ShObservation]):
         @classmethod
         def create(cls, conv_state=None, **params):
             return [cls(description="Run a shell command.", action_type=ShAction, observation_type=ShObservation,
                         executor=ShExecutor(conv_state.workspace.working_dir))]
 
-    register_tool("EarlyevalTestShTool", ShTool)
-    return "EarlyevalTestShTool"
+    register_tool("EarlyevalTestTerminalTool", TerminalTool)
+    return "EarlyevalTestTerminalTool"
 
 
 def _conversation(tmp_path, replies, monitor):
@@ -86,9 +88,9 @@ def _conversation(tmp_path, replies, monitor):
 def test_real_conversation_is_paused_on_predicted_failure(tmp_path):
     (tmp_path / "repro.py").write_text("import sys\nprint('still broken')\nsys.exit(1)\n")
     replies = [
-        ("sh", {"command": "ls"}, "look around"),
-        ("sh", {"command": "python repro.py"}, "reproduce"),
-        ("sh", {"command": "echo fixed > mod.py"}, "edit"),
+        ("terminal", {"command": "ls"}, "look around"),
+        ("terminal", {"command": "python repro.py"}, "reproduce"),
+        ("terminal", {"command": "echo fixed > mod.py"}, "edit"),
         ("finish", {"message": "done"}, "finish"),
     ]
     mon = ScriptedMonitor(halt_at=1)
@@ -113,8 +115,8 @@ def test_real_conversation_is_paused_on_predicted_failure(tmp_path):
 
 def test_real_conversation_not_halted_finishes(tmp_path):
     replies = [
-        ("sh", {"command": "echo 'a = 2' > mod.py"}, "fix"),
-        ("sh", {"command": "python -c 'import mod; assert mod.a == 2'"}, "check"),
+        ("terminal", {"command": "echo 'a = 2' > mod.py"}, "fix"),
+        ("terminal", {"command": "python -c 'import mod; assert mod.a == 2'"}, "check"),
         ("finish", {"message": "fixed"}, "done"),
     ]
     mon = ScriptedMonitor(halt_at=None)
@@ -132,52 +134,8 @@ def test_real_conversation_not_halted_finishes(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# stand-ins (same class names and fields as the SDK's events)
+# stand-ins (tests/_openhands_standin.py: same class names and fields as the SDK's events)
 # ---------------------------------------------------------------------------
-
-
-@dataclass
-class TextContent:
-    text: str
-
-
-@dataclass
-class MessageToolCall:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class ActionEvent:
-    tool_name: str
-    tool_call_id: str
-    llm_response_id: str
-    tool_call: MessageToolCall
-    thought: list = field(default_factory=list)
-    action: Any = None
-
-
-@dataclass
-class _Obs:
-    text: str
-    is_error: bool = False
-    exit_code: int | None = None
-
-
-@dataclass
-class ObservationEvent:
-    tool_name: str
-    tool_call_id: str
-    observation: _Obs
-    action_id: str = ""
-
-
-@dataclass
-class AgentErrorEvent:
-    tool_name: str
-    tool_call_id: str
-    error: str
 
 
 class _Conv:

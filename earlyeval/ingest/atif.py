@@ -94,9 +94,9 @@ from pydantic import ValidationError
 from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, read_text
+from ..render import tool_call_text
 from ..trajectory import Action, Step, Trajectory, make_step, primary_kind
 from .chat import (
-    action_text,
     is_number,
     join_thought,
     opt_float,
@@ -365,7 +365,7 @@ def agent_step(st: atif.Step, index: int, counts: Counter) -> tuple[Step, dict]:
     kind_over: list[str | None] = []
     for tc in st.tool_calls or []:
         ext = _ext(tc.extra)
-        text = ext["text"] if isinstance(ext.get("text"), str) else action_text(tc.function_name, tc.arguments)
+        text = ext["text"] if isinstance(ext.get("text"), str) else tool_call_text(tc.function_name, tc.arguments)
         actions.append(Action(tool=tc.function_name, text=text))
         kind_over.append(ext.get("kind") if isinstance(ext.get("kind"), str) else None)
     msg = parts_text(st.message, counts)

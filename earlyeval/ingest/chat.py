@@ -7,30 +7,25 @@ call tools, tool results, and user messages.  The step definition they share:
     that comes back before the next assistant turn (the tool results and any
     user reply), which is the observation.
 
-Keeping the argument rendering, the content flattening and the reward rule in
-one place is what makes ``ingest -> export ATIF -> ingest`` reproduce the same
+The argument rendering and the content flattening are ``earlyeval.render``'s (shared
+with every ingestor and live adapter); with the reward rule here, this is what makes ``ingest -> export ATIF -> ingest`` reproduce the same
 action text, observation and label.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..catalog import RunSpec
 from ..errors import IngestError
+from ..render import content_text
 from ..trajectory import Action, Step, make_step
 
 # Default success rule for graded rewards: success iff reward >= 1 - 1e-6.
 DEFAULT_SUCCESS_MIN_REWARD = 1.0 - 1e-6
 SUCCESS_OPTION = "success_min_reward"
-
-# tools whose single argument is a shell command line (rendered as the bare command)
-SHELL_TOOLS = frozenset({"bash", "", "shell", "execute_bash", "terminal", "cmd"})
-SHELL_ARG_KEYS = ("command", "cmd", "keystrokes")
-
 
 def is_number(v: Any) -> bool:
     """A real int/float (bool is not a number here)."""
@@ -52,72 +47,6 @@ def opt_float(v: Any) -> float | None:
     if is_number(v) and not (isinstance(v, float) and math.isnan(v)):
         return float(v)
     return None
-
-
-# ---------------------------------------------------------------- text
-
-
-def content_text(content: Any) -> tuple[str, int]:
-    """Flatten a message content (string or list of content parts) to text.
-
-    Returns ``(text, n_non_text_parts)``.  Images and audio are not text: each
-    leaves a ``[image]`` / ``[audio]`` marker in the text so an observation
-    that was a screenshot is not silently empty, and is counted.
-    """
-    if content is None:
-        return "", 0
-    if isinstance(content, str):
-        return content, 0
-    if isinstance(content, list):
-        parts: list[str] = []
-        other = 0
-        for p in content:
-            if isinstance(p, str):
-                parts.append(p)
-            elif isinstance(p, dict):
-                typ = p.get("type")
-                if typ in (None, "text", "input_text", "output_text") and isinstance(p.get("text"), str):
-                    parts.append(p["text"])
-                elif typ in ("image", "image_url", "input_image"):
-                    other += 1
-                    parts.append("[image]")
-                elif typ in ("audio", "input_audio"):
-                    other += 1
-                    parts.append("[audio]")
-                elif isinstance(p.get("text"), str):
-                    parts.append(p["text"])
-            else:
-                parts.append(str(p))
-        return "\n".join(parts), other
-    if isinstance(content, dict) and isinstance(content.get("text"), str):
-        return content["text"], 0
-    return str(content), 0
-
-
-def render_arguments(args: Any) -> str:
-    """Tool-call arguments as text: compact JSON of an object, else the raw string."""
-    if args is None:
-        return ""
-    if isinstance(args, str):
-        try:
-            parsed = json.loads(args)
-        except (json.JSONDecodeError, ValueError):
-            return args
-        if isinstance(parsed, dict):
-            return json.dumps(parsed, ensure_ascii=False)
-        return args
-    if isinstance(args, (dict, list)):
-        return json.dumps(args, ensure_ascii=False)
-    return str(args)
-
-
-def action_text(tool: str, arguments: Any) -> str:
-    """The Action.text of a tool call: a shell tool's command line, else the rendered arguments."""
-    if tool in SHELL_TOOLS and isinstance(arguments, dict) and len(arguments) == 1:
-        (k, v), = arguments.items()
-        if k in SHELL_ARG_KEYS and isinstance(v, str):
-            return v
-    return render_arguments(arguments)
 
 
 # ---------------------------------------------------------------- labels
@@ -224,13 +153,13 @@ def chat_steps(
         if role == "assistant":
             if pending is not None:
                 steps.append(pending.finish(len(steps)))
-            pending = turn(m, mw, content_text(content)[0])
+            pending = turn(m, mw, content_text(content))
         elif role == "tool":
             got = tool_result(m, pending, content) if pending is not None else None
             if got is not None:
                 pending.observe(*got)
         elif role == "user":
-            text, _ = content_text(content)
+            text = content_text(content)
             if skip_user is not None and skip_user(m, text):
                 continue
             if not prompt:

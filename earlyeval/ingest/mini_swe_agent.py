@@ -20,6 +20,7 @@ from typing import Any, Iterator
 from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require, strip_gz
+from ..render import content_text
 from ..trajectory import Action, Step, Trajectory, make_step
 from .common import run_trajectory
 
@@ -29,24 +30,6 @@ _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _REFLECT = re.compile(r"\n?Reflect on the previous trajectories and decide if there are any tools you can create.*\Z", re.S)
 _FORMAT_ERROR = re.compile(r"Please always provide EXACTLY ONE action|format_error|did not contain a bash", re.I)
-
-
-def content_text(content: Any) -> str:
-    """Message content as text: a string, or the text parts of a content list."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for p in content:
-            if isinstance(p, dict):
-                if p.get("type") in (None, "text") and isinstance(p.get("text"), str):
-                    parts.append(p["text"])
-            elif isinstance(p, str):
-                parts.append(p)
-        return "\n".join(parts)
-    return str(content)
 
 
 def split_thought_and_command(text: str) -> tuple[str, list[str]]:

@@ -22,10 +22,10 @@ an automatic "Please continue working on the task..." user message, which is
 scaffold prompting, not environment output: it is not an observation and is
 only counted in ``meta["auto_continue_prompts"]``.
 
-Action text is rendered so that ``classify_action`` sees the real operation:
-``execute_bash`` -> the command; ``str_replace_editor`` -> ``<sub-command>
-<path>`` then the other arguments (``view /x.py``, ``str_replace /x.py\\nold_str:
-...``); ``finish`` -> its message; other tools -> their JSON arguments.
+Action text is ``earlyeval.render.tool_call_text`` (shared with every ingestor and live
+adapter), so that ``classify_action`` sees the real operation: ``execute_bash`` -> the command;
+``str_replace_editor`` -> ``<sub-command> <path>`` then the other arguments (``view /x.py``,
+``str_replace /x.py\\nold_str: ...``); ``finish`` -> its message; other tools -> their JSON arguments.
 ``error``: from ``[Command finished with exit code N]`` for bash, ``ERROR:`` for
 the editor, else None.
 
@@ -36,7 +36,6 @@ and cost is ``None`` (no other call's usage is in the file).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections import defaultdict
@@ -46,17 +45,15 @@ from typing import Any, Iterator
 from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require
+from ..render import EDITOR_TOOLS, content_text, tool_call_text
 from ..trajectory import Action, Trajectory, make_step
 from .common import run_trajectory
-from .mini_swe_agent import content_text
 
 FORMAT = "openhands-completions"
 log = logging.getLogger(__name__)
 
 _TS = re.compile(r"-(\d+(?:\.\d+)?)\.json(?:\.gz)?$")
 _EXIT = re.compile(r"\[Command finished with exit code (-?\d+)\]")
-_EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_file"}
-_EDITOR_EXTRA = ("view_range", "insert_line", "old_str", "new_str", "file_text")
 
 
 def _call_ts(p: Path) -> float:
@@ -82,28 +79,8 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
 
 
 def render_tool_call(name: str, arguments: Any) -> Action:
-    """One native tool call as an Action whose text ``classify_action`` reads correctly."""
-    args: Any = arguments
-    if isinstance(arguments, str):
-        try:
-            args = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            return Action(tool=name, text=arguments)  # keep what the model sent
-    if not isinstance(args, dict):
-        return Action(tool=name, text=json.dumps(args, ensure_ascii=False))
-    if name in _EDITOR_TOOLS:
-        text = f"{args.get('command', '')} {args.get('path', '')}".strip()
-        for k in _EDITOR_EXTRA:
-            if args.get(k) is not None:
-                v = args[k] if isinstance(args[k], str) else json.dumps(args[k])
-                text += f"\n{k}: {v}"
-        return Action(tool=name, text=text)
-    if not args:
-        return Action(tool=name, text="")
-    for key in ("command", "code", "message", "final_thought", "thought"):
-        if isinstance(args.get(key), str):
-            return Action(tool=name, text=args[key])
-    return Action(tool=name, text=json.dumps(args, ensure_ascii=False, sort_keys=True))
+    """One native tool call as an Action (text: the shared ``earlyeval.render.tool_call_text``)."""
+    return Action(tool=name, text=tool_call_text(name, arguments))
 
 
 def tool_error(name: str, text: str) -> bool | None:
@@ -111,7 +88,7 @@ def tool_error(name: str, text: str) -> bool | None:
     m = _EXIT.search(text)
     if m:
         return int(m.group(1)) != 0
-    if name in _EDITOR_TOOLS:
+    if name in EDITOR_TOOLS:
         return text.lstrip().startswith("ERROR")
     return None
 

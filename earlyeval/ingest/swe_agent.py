@@ -33,9 +33,9 @@ from typing import Any, Iterator
 from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require, strip_gz
+from ..render import content_text
 from ..trajectory import Action, Step, Trajectory, make_step
 from .common import run_trajectory
-from .mini_swe_agent import content_text
 
 FORMAT = "swe-agent-traj"
 
@@ -47,6 +47,11 @@ ACI_COMMANDS: frozenset[str] = frozenset(
         "exit_format", "exit_api", "exit_error",
     }
 )
+
+# SWE-agent 1.x tool bundles add these; live runs (integrations.swe_agent) parse command lines with both sets
+SWE_AGENT_COMMANDS: frozenset[str] = ACI_COMMANDS | {
+    "str_replace_editor", "exit", "exit_forfeit", "review_on_submit_m", "filemap", "view_image",
+}
 
 _HEAD = re.compile(r"(\S+)[ \t]*\n?(.*)", re.S)
 

@@ -49,15 +49,14 @@ from typing import Any, Iterator
 from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require
+from ..render import content_text, tool_call_text
 from ..trajectory import Action, Step, Trajectory
 from .chat import (
     PendingTurn,
     chat_steps,
-    content_text,
     is_number,
     join_thought,
     opt_int,
-    render_arguments,
     reward_outcome,
     success_min_reward,
 )
@@ -229,7 +228,7 @@ def _steps(messages: list, f: str, where: str, cost_source: str) -> tuple[list[S
         if not mine:
             return None  # the user simulator's own device tools: not seen by the agent
         err = m.get("error")
-        return content_text(content)[0], err if isinstance(err, bool) else None
+        return content_text(content), err if isinstance(err, bool) else None
 
     return chat_steps(
         messages, f, where,
@@ -255,7 +254,7 @@ def _turn(m: dict, f: str, mw: str, text: str, cost_source: str) -> PendingTurn:
         args = tc.get("arguments")
         if args is not None and not isinstance(args, (dict, str)):
             raise IngestError(f, f"{mw}.tool_calls[{k}].arguments", f"expected an object, got {type(args).__name__}")
-        actions.append(Action(tool=name, text=render_arguments(args if args is not None else {})))
+        actions.append(Action(tool=name, text=tool_call_text(name, args if args is not None else {})))
         if isinstance(tc.get("id"), str):
             ids.add(tc["id"])
     reasoning = m.get("reasoning") if isinstance(m.get("reasoning"), str) else ""

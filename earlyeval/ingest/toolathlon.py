@@ -38,7 +38,8 @@ from ..catalog import RunSpec
 from ..errors import IngestError
 from ..jsonio import load_json, require, strip_gz
 from ..trajectory import Action, Step, Trajectory
-from .chat import PendingTurn, chat_steps, content_text, render_arguments
+from ..render import content_text, tool_call_text
+from .chat import PendingTurn, chat_steps
 from .common import run_trajectory
 
 FORMAT = "toolathlon"
@@ -80,7 +81,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
 
 def mcp_result(content: Any) -> tuple[str, bool | None]:
     """Text of an MCP tool result and its error mark (True, or None when unmarked)."""
-    text, _ = content_text(content)
+    text = content_text(content)
     if not isinstance(content, str):
         return text, None
     error: bool | None = None
@@ -93,7 +94,7 @@ def mcp_result(content: Any) -> tuple[str, bool | None]:
         if j.get("error") is True or j.get("isError") is True:
             error = True
     elif isinstance(j, list) and j and all(isinstance(x, dict) and "type" in x for x in j):
-        text, _ = content_text(j)
+        text = content_text(j)
         if any(x.get("error") is True for x in j):
             error = True
     rc = _RETURN_CODE.search(text)
@@ -126,9 +127,9 @@ def _turn(m: dict, f: str, mw: str) -> PendingTurn:
         args = fn.get("arguments")
         if args is not None and not isinstance(args, (str, dict)):
             raise IngestError(f, f"{cw}.function.arguments", f"expected a JSON string, got {type(args).__name__}")
-        actions.append(Action(tool=name, text=render_arguments(args if args is not None else {})))
+        actions.append(Action(tool=name, text=tool_call_text(name, args if args is not None else {})))
         if isinstance(tc.get("id"), str):
             ids.add(tc["id"])
-    text, _ = content_text(m.get("content"))
+    text = content_text(m.get("content"))
     # a turn with tool calls: its text is the thought; without: the text is what it did
     return PendingTurn(actions=actions, call_ids=ids, thought=text if actions else "", final_answer="" if actions else text)

@@ -33,7 +33,6 @@ edit/test/search/view/submit taxonomy is the same one the training data used.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Protocol, runtime_checkable
@@ -222,32 +221,6 @@ class EarlyStopper:
         self.log.warning("earlyeval (continuing the run): %s", msg, exc_info=True)
 
 
-def tool_call_text(function: str, arguments: Any) -> str:
-    """The arguments of one tool call as the text a Step carries.
-
-    An editor call is ``"<command> <path>"`` (``"view /repo/a.py"``, which is
-    how ``classify_action`` reads editor tools); otherwise a ``cmd``/``command``/
-    ``code`` argument is the text itself (so shell commands classify as shell
-    commands, whatever timeout/flags ride along); otherwise a lone argument's
-    value, or the arguments as sorted JSON.
-    """
-    if not isinstance(arguments, dict):
-        return "" if arguments is None else str(arguments)
-    if "command" in arguments and "path" in arguments:
-        return f"{arguments['command']} {arguments['path']}"
-    for key in ("cmd", "command", "code"):
-        if key in arguments:
-            return str(arguments[key])
-    args = {k: v for k, v in arguments.items() if k not in _META_ARGS}
-    if len(args) == 1:
-        return str(next(iter(args.values())))
-    return json.dumps(args, sort_keys=True, default=str)
-
-
-# arguments scaffolds add to every tool call that say nothing about the action itself (OpenHands)
-_META_ARGS = frozenset({"security_risk", "summary"})
-
-
 def _actions(action: str, tool: str, actions: Iterable[Action | tuple[str, str]] | None) -> list[Action]:
     out: list[Action] = []
     if actions is not None:
@@ -276,5 +249,4 @@ __all__ = [
     "HaltedRun",
     "StepMonitor",
     "exit_status_for",
-    "tool_call_text",
 ]

@@ -46,8 +46,10 @@ from typing import Any, Awaitable, Callable
 from inspect_ai.agent import AgentState
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
 
+from ..ingest.chat import join_thought
+from ..render import content_text, tool_call_text
 from ..trajectory import Action, Step, Task, classify_action, make_step
-from .base import EarlyStopper, StepMonitor, tool_call_text
+from .base import EarlyStopper, StepMonitor
 
 log = logging.getLogger("earlyeval.integrations.inspect_ai")
 
@@ -57,17 +59,24 @@ _MAX_LIVE_SAMPLES = 4096
 
 
 def step_from_turn(asst: ChatMessageAssistant, tools: list[ChatMessageTool], index: int, usage: Any = None) -> Step:
+    """One assistant turn and its tool results as the chat ingestors build it (``ingest/chat.py``):
+    a turn with tool calls has its reasoning and text as thought; a turn without does its text
+    (``final_answer``), its reasoning is the thought; the observation is the tool results' text."""
     acts = []
     for tc in asst.tool_calls or []:
         text = tool_call_text(tc.function, tc.arguments)
         acts.append(Action(tool=tc.function, text=text, kind=classify_action(_KIND_ALIAS.get(tc.function, tc.function), text)))
+    content = asst.content if isinstance(asst.content, list) else []
+    reasoning = "\n".join(c.reasoning for c in content if getattr(c, "type", None) == "reasoning" and c.reasoning)
+    text = asst.text or ""
     errors = [t.error is not None for t in tools]
     return make_step(
         index,
         acts,
-        thought=asst.text or "",
-        observation="\n".join(t.text for t in tools).strip(),
+        thought=join_thought(reasoning, text) if acts else reasoning,
+        observation="\n".join(content_text(t.content) for t in tools),
         error=(any(errors) if errors else None),
+        final_answer=None if acts else text,
         input_tokens=getattr(usage, "input_tokens", None) if usage is not None else None,
         output_tokens=getattr(usage, "output_tokens", None) if usage is not None else None,
         cached_tokens=getattr(usage, "input_tokens_cache_read", None) if usage is not None else None,
@@ -205,4 +214,4 @@ def _task_state() -> Any:
         return None
 
 
-__all__ = ["EarlyStopOnContinue", "earlyeval_on_continue", "step_from_turn", "tool_call_text"]
+__all__ = ["EarlyStopOnContinue", "earlyeval_on_continue", "step_from_turn"]

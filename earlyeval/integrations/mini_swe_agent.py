@@ -56,7 +56,8 @@ from typing import Any
 
 from minisweagent.agents.default import DefaultAgent
 
-from ..ingest.mini_swe_agent import content_text, split_thought_and_command, steps_from_messages, usage_of
+from ..ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
+from ..render import content_text
 from ..trajectory import Action, Step, Task, make_step
 from .base import PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor
 

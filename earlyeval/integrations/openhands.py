@@ -40,12 +40,12 @@ end-to-end test drives a real ``Conversation`` with the SDK's ``TestLLM``.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from ..trajectory import Action, Step, Task, make_step
-from .base import EarlyStopper, StepMonitor, tool_call_text
+from ..render import content_text, tool_call_text
+from .base import EarlyStopper, StepMonitor
 
 log = logging.getLogger("earlyeval.integrations.openhands")
 
@@ -58,26 +58,17 @@ def _mro_names(obj: Any) -> set[str]:
 
 
 def _text(content: Any) -> str:
-    """Text of a TextContent list (or a single one)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, (list, tuple)):
-        content = [content]
-    return "\n".join(t for t in (getattr(c, "text", None) for c in content) if isinstance(t, str))
+    """Text of a TextContent list (or a single one): the shared ``content_text``."""
+    return content_text(content)
 
 
 def action_of(ev: Any) -> Action:
-    """One ``ActionEvent`` as an Action: the tool name and its arguments as text."""
-    raw = getattr(getattr(ev, "tool_call", None), "arguments", None)
-    try:
-        args = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        args = raw
+    """One ``ActionEvent`` as an Action: the tool name and its arguments rendered as the ingestors do."""
+    args = getattr(getattr(ev, "tool_call", None), "arguments", None)
     if args is None and getattr(ev, "action", None) is not None:
         args = ev.action.model_dump(exclude={"kind"})
-    return Action(tool=str(getattr(ev, "tool_name", "") or ""), text=tool_call_text(ev.tool_name, args))
+    tool = str(getattr(ev, "tool_name", "") or "")
+    return Action(tool=tool, text=tool_call_text(tool, args))
 
 
 def observation_of(ev: Any) -> tuple[str, bool | None]:
@@ -166,7 +157,7 @@ class EarlyStopCallback:
                 texts.append(t)
                 errors.append(err)
         known = [e for e in errors if e is not None]
-        thought = "\n".join(t for t in (_text(getattr(a, "thought", None)) for a in actions) if t)
+        thought = "\n".join(t for t in (_text(getattr(a, "thought", None)) for a in actions) if t).strip()
         step = make_step(
             self.stopper.next_index,
             [action_of(a) for a in actions],

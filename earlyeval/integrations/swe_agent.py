@@ -40,24 +40,15 @@ to every attempt's agent (``on_init``) and each attempt is a new monitor run.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
+from ..ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
+from ..render import tool_call_text
 from ..trajectory import Action, Step, Task, make_step
-from .base import EarlyStopper, StepMonitor, tool_call_text
+from .base import EarlyStopper, StepMonitor
 
 log = logging.getLogger("earlyeval.integrations.swe_agent")
-
-# commands of SWE-agent's tool bundles (1.x) and its 0.x interface that are tools in their own right;
-# any other command line is a shell command
-SWE_AGENT_COMMANDS: frozenset[str] = frozenset(
-    {
-        "str_replace_editor", "submit", "exit", "exit_forfeit", "review_on_submit_m",
-        "open", "goto", "scroll_up", "scroll_down", "create", "edit", "find_file",
-        "search_file", "search_dir", "filemap", "view_image",
-    }
-)
 
 
 def actions_of(step: Any) -> list[Action]:
@@ -67,25 +58,14 @@ def actions_of(step: Any) -> list[Action]:
     for tc in calls:
         fn = (tc.get("function") or {}) if isinstance(tc, dict) else {}
         name = str(fn.get("name") or "")
-        raw = fn.get("arguments")
-        try:
-            args = json.loads(raw) if isinstance(raw, str) else raw
-        except ValueError:
-            args = raw
         if name:
-            out.append(Action(tool=name, text=tool_call_text(name, args)))
+            out.append(Action(tool=name, text=tool_call_text(name, fn.get("arguments"))))
     if out:
         return out
     cmd = (getattr(step, "action", "") or "").strip()
     if not cmd:
         return []
-    head, _, rest = cmd.partition(" ")
-    if "\n" in head:
-        head, _, tail = head.partition("\n")
-        rest = tail + (" " + rest if rest else "")
-    if head in SWE_AGENT_COMMANDS:
-        return [Action(tool=head, text=rest.strip())]
-    return [Action(tool="bash", text=cmd)]
+    return [action_from_command(cmd, SWE_AGENT_COMMANDS)]  # the ingestor's own command-line parser
 
 
 class EarlyStopHook:
@@ -167,7 +147,7 @@ class EarlyStopHook:
         s: Step = make_step(
             self.stopper.next_index,
             actions_of(step),
-            thought=getattr(step, "thought", "") or "",
+            thought=(getattr(step, "thought", "") or "").strip(),  # as the ingestor
             observation=getattr(step, "observation", "") or "",
             error=None,  # SWE-agent reports no per-step error or exit code
             **usage,

@@ -1,0 +1,122 @@
+"""The one rendering of message content and tool calls into the text a Step carries.
+
+Every ingestor and every live adapter goes through these two functions, so a
+tool call that the training data saw as ``"str_replace /a.py\\nold_str: ..."``
+is the same text when a live agent makes it (the features read that text:
+gold identifiers, action sizes, repeats).
+
+* :func:`content_text` flattens a message content -- a string, a list of
+  OpenAI-style parts (``text``/``input_text``/``output_text``; images and audio
+  leave an ``[image]``/``[audio]`` marker) or of content objects with
+  ``type``/``text`` attributes (OpenHands SDK ``TextContent``, inspect_ai
+  ``ContentText``) -- into text.
+* :func:`tool_call_text` renders one tool call:
+
+  - an editor tool: ``"<command> <path>"`` then one ``key: value`` line per
+    ``view_range``/``insert_line``/``old_str``/``new_str``/``file_text``
+    (the form the OpenHands ingestor gave the training data);
+  - a shell tool: its command line (other arguments such as ``timeout`` or
+    ``security_risk`` are dropped);
+  - a tool with one text argument (``finish`` message, ``think`` thought,
+    ``execute_ipython_cell``/``python`` code): that argument;
+  - anything else: the arguments as compact JSON in their own key order
+    (``"{}"`` when there are none); a string that is not a JSON object stays
+    as the model sent it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# tools that edit or view files with (command, path, ...) arguments
+EDITOR_TOOLS = frozenset(
+    {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_file", "editor", "text_editor"}
+)
+EDITOR_EXTRA = ("view_range", "insert_line", "old_str", "new_str", "file_text")
+
+# tools whose command-line argument is the action (rendered as the bare command)
+SHELL_TOOLS = frozenset({"bash", "", "shell", "execute_bash", "terminal", "cmd", "bash_session"})
+SHELL_ARG_KEYS = ("command", "cmd", "keystrokes")
+
+# tools whose one text argument is the action, by the keys it may have
+TEXT_TOOLS: dict[str, tuple[str, ...]] = {
+    "finish": ("message", "final_thought"),
+    "think": ("thought",),
+    "execute_ipython_cell": ("code",),
+    "python": ("code",),
+}
+
+_IMAGE_PARTS = ("image", "image_url", "input_image")
+_AUDIO_PARTS = ("audio", "input_audio")
+_TEXT_PARTS = (None, "text", "input_text", "output_text")
+
+
+def content_text(content: Any) -> str:
+    """A message content as text (see the module doc); ``None`` is ``""``."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        return content["text"] if isinstance(content.get("text"), str) else str(content)
+    if isinstance(content, (list, tuple)):
+        return "\n".join(_part_text(p) for p in content)
+    text = getattr(content, "text", None)  # one content object
+    return text if isinstance(text, str) else str(content)
+
+
+def _part_text(p: Any) -> str:
+    if isinstance(p, str):
+        return p
+    if isinstance(p, dict):
+        typ, text = p.get("type"), p.get("text")
+    else:
+        typ, text = getattr(p, "type", None), getattr(p, "text", None)
+    if typ in _TEXT_PARTS and isinstance(text, str):
+        return text
+    if typ in _IMAGE_PARTS:
+        return "[image]"
+    if typ in _AUDIO_PARTS:
+        return "[audio]"
+    return text if isinstance(text, str) else str(p)
+
+
+def parse_arguments(arguments: Any) -> Any:
+    """Tool-call arguments as an object when they are (or encode) one; else as given."""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except (json.JSONDecodeError, ValueError):
+            return arguments
+        return parsed if isinstance(parsed, dict) else arguments
+    return arguments
+
+
+def tool_call_text(tool: str, arguments: Any) -> str:
+    """The Action.text of one tool call (rules in the module doc)."""
+    args = parse_arguments(arguments)
+    if args is None:
+        return ""
+    if isinstance(args, str):
+        return args
+    if not isinstance(args, dict):
+        return json.dumps(args, ensure_ascii=False)
+    if tool in EDITOR_TOOLS:
+        text = f"{args.get('command', '')} {args.get('path', '')}".strip()
+        for k in EDITOR_EXTRA:
+            if args.get(k) is not None:
+                v = args[k] if isinstance(args[k], str) else json.dumps(args[k])
+                text += f"\n{k}: {v}"
+        return text
+    keys = SHELL_ARG_KEYS if tool in SHELL_TOOLS else TEXT_TOOLS.get(tool)
+    if keys is not None:
+        for k in keys:
+            if isinstance(args.get(k), str):
+                return args[k]
+        if not args:
+            return ""
+    return json.dumps(args, ensure_ascii=False)
+
+
+__all__ = ["EDITOR_TOOLS", "SHELL_TOOLS", "TEXT_TOOLS", "content_text", "parse_arguments", "tool_call_text"]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CatalogError
-from .workspace import data_root, workspace_root
+from .workspace import data_root, is_bench_name, workspace_root
 
 __all__ = ["Catalog", "LabelSpec", "RunSpec", "available_benches", "catalog_path", "data_root", "load_catalog"]
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -93,7 +93,7 @@ def available_benches() -> dict[str, Path]:
 
 
 def catalog_path(bench: str) -> Path:
-    if not bench or "/" in bench or "\\" in bench or bench.startswith("."):
+    if not is_bench_name(bench):
         raise CatalogError(bench, "--bench", f"not a benchmark name; available: {', '.join(sorted(available_benches()))}")
     found = available_benches().get(bench)
     if found is None:

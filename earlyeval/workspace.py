@@ -39,10 +39,14 @@ def data_root(explicit: str | Path | None = None) -> Path:
     return workspace_root().parent / "shared" / "data"
 
 
-def _bench(bench: str) -> str:
+def is_bench_name(bench: object) -> bool:
     """A benchmark name is one plain path component: ``--bench ../..`` never reaches outside the workspace."""
-    if not isinstance(bench, str) or not bench or bench in (".", "..") or "/" in bench or "\\" in bench or "\0" in bench \
-            or bench.startswith("."):
+    return (isinstance(bench, str) and bool(bench) and not bench.startswith(".")
+            and not any(c in bench for c in ("/", "\\", "\0")))
+
+
+def _bench(bench: str) -> str:
+    if not is_bench_name(bench):
         raise ValueError(f"--bench {bench!r}: not a benchmark name (one plain name such as swebench, no path)")
     return bench
 

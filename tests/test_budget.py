@@ -69,12 +69,12 @@ def audited(ds):
     mp = pytest.MonkeyPatch()
     orig_fit, orig_cal, orig_ofit = QuantileRegressor.fit, CrossConformalQuantiles.calibrate, FoldRunner.fit
 
-    def fit(self, X, y, sample_weight=None, agents=None, feature_names=None):
-        log.append((current["group"], "quantile_fit", set(agents.tolist())))
-        return orig_fit(self, X, y, sample_weight, agents, feature_names)
+    def fit(self, X, y, *, sample_weight=None, groups=None, feature_names=None):
+        log.append((current["group"], "quantile_fit", set(groups.tolist())))
+        return orig_fit(self, X, y, sample_weight=sample_weight, groups=groups, feature_names=feature_names)
 
-    def calibrate(self, z, score_weight, fold, agents, runs):
-        out = orig_cal(self, z, score_weight, fold, agents, runs)
+    def calibrate(self, z, score_weight, fold, agents, units):
+        out = orig_cal(self, z, score_weight, fold, agents, units)
         log.append((current["group"], "calibration", set(self.calibration_agents_)))
         return out
 

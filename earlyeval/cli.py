@@ -179,7 +179,7 @@ def budget(bench: str = typer.Option(..., "--bench", "-b"),
            data_root: Optional[Path] = DataRoot,
            verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Remaining-budget intervals (conformalized), feasibility under a budget, early stop on "impossible"."""
-    from .budget import budget_bench
+    from .pipeline import budget_bench
 
     _setup(verbose)
     paths = budget_bench(bench, root=data_root, progress=_progress)

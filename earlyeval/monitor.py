@@ -440,7 +440,7 @@ def _load_budget(bundle: ModelBundle, feature_names: list[str], use_c_api: bool,
     if only is not None and have and set(only) - have:
         raise ValueError(f"budget dimensions {sorted(set(only) - have)} are not in the model (it has {sorted(have)})")
     try:
-        from .budget_live import LiveBudget
+        from .budget.live import LiveBudget
 
         lb = LiveBudget(spec, feature_names, use_c_api=use_c_api, only=only)
     except Exception as e:

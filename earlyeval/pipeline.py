@@ -1,4 +1,4 @@
-"""The stages behind the CLI verbs: ingest, train, evaluate.
+"""The stages behind the CLI verbs: ingest, train, evaluate, budget.
 
 Each stage reads the previous stage's files and writes its own, so any stage
 can be re-run alone.  Paths: ``data/<bench>/`` (normalized runs),
@@ -17,6 +17,11 @@ from typing import Any, Callable
 import numpy as np
 
 from . import atomic
+from .budget.config import BudgetConfig
+from .budget.evaluation import run_budget
+from .budget.plots import plot_intervals, plot_late_recognition
+from .budget.report import budget_report, summary_lines
+from .budget.shipped import fit_shipped, shipped_config
 from .catalog import data_root, load_catalog
 from .workspace import models_dir, reports_dir
 from .dataset import Dataset, load_dataset
@@ -134,7 +139,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them.
 
     With ``budget`` (the default) the model dir also carries the budget estimators
-    (``extra_budget.json``: ``budget.fit_shipped``, every labelled agent a calibration agent)."""
+    (``extra_budget.json``: ``budget.shipped.fit_shipped``, every labelled agent a calibration agent)."""
     cfg = cfg or eval_config(bench)
     ds = ds or load_dataset(bench, cfg.families, root)
     runner = FoldRunner(ds, cfg, progress)
@@ -153,8 +158,6 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     extra: dict[str, Any] = {}
     budget_summary: dict[str, Any] | None = None
     if budget:
-        from .budget import fit_shipped, shipped_config
-
         shipped = fit_shipped(ds, *shipped_config(cfg), progress=progress)
         if shipped is not None:
             extra["budget"] = shipped
@@ -184,6 +187,36 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     )
     path = save_model_dir(bundle, out or models_dir(bench))
     return {"model": path}
+
+
+# ------------------------------------------------------------------ budget
+
+def budget_config(bench: str, **overrides: Any) -> tuple[EvalConfig, BudgetConfig]:
+    """The outcome model's settings for `bench` restricted to its fold-free families.
+
+    The text family is refitted per fold (about two minutes a fit on tau2 on two
+    cores); the LOAO here needs one outcome fit per (held-out agent, agent fold),
+    so the budget evaluation uses the fold-free families only."""
+    bcfg = BudgetConfig(**{k: v for k, v in overrides.items() if k in BudgetConfig.__dataclass_fields__})
+    cfg = eval_config(bench, n_jobs=bcfg.n_jobs, seed=bcfg.seed)
+    cfg.families = fold_free(cfg.families)
+    return cfg, bcfg
+
+
+def budget_bench(bench: str, root: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """`earlyeval budget`: LOAO budget evaluation -> reports/<bench>/budget.json and two PNGs."""
+    cfg, bcfg = budget_config(bench)
+    ds = load_dataset(bench, cfg.families, Path(root) if root else None, progress=progress is not None)
+    run = run_budget(ds, cfg, bcfg, progress)
+    rep = budget_report(run)
+    out = reports_dir(bench)
+    paths = {"report": write_json(rep, out / "budget.json")}
+    paths["intervals_png"] = plot_intervals(run, out / "budget_intervals.png")
+    paths["late_png"] = plot_late_recognition(rep, out / "budget_late_recognition.png")
+    if progress:
+        for line in summary_lines(rep):
+            progress(line)
+    return paths
 
 
 # ---------------------------------------------------------------- evaluate

@@ -7,20 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from earlyeval import budget as bm
-from earlyeval.budget import (
-    BudgetConfig,
-    BudgetEstimator,
-    QuantileRegressor,
-    budget_report,
-    conformal_quantile,
-    corrected_quantiles,
-    dim_targets,
-    fix_crossing,
-    quantile_cdf,
-    run_budget,
-    run_usage,
-)
+from earlyeval.budget.config import ALPHAS, BudgetConfig, SMALL
+from earlyeval.budget.cqr import corrected_quantiles, fix_crossing, quantile_cdf
+from earlyeval.budget.evaluation import run_budget
+from earlyeval.budget.quantiles import BudgetEstimator, conformal_quantile, CrossConformalQuantiles, QuantileRegressor
+from earlyeval.budget.report import budget_report
+from earlyeval.budget.targets import dim_targets, run_usage
 from earlyeval.dataset import load_dataset
 from earlyeval.evaluate import EvalConfig, FoldRunner
 from earlyeval.metrics import interval_coverage, weighted_quantile
@@ -75,14 +67,14 @@ def audited(ds):
     log: list[tuple[str, str, set]] = []
     current = {"group": None}
     mp = pytest.MonkeyPatch()
-    orig_fit, orig_cal, orig_ofit = QuantileRegressor.fit, bm.CrossConformalQuantiles.calibrate, FoldRunner.fit
+    orig_fit, orig_cal, orig_ofit = QuantileRegressor.fit, CrossConformalQuantiles.calibrate, FoldRunner.fit
 
-    def fit(self, X, y, sample_weight=None, agents=None, feature_names=None):
-        log.append((current["group"], "quantile_fit", set(agents.tolist())))
-        return orig_fit(self, X, y, sample_weight, agents, feature_names)
+    def fit(self, X, y, *, sample_weight=None, groups=None, feature_names=None):
+        log.append((current["group"], "quantile_fit", set(groups.tolist())))
+        return orig_fit(self, X, y, sample_weight=sample_weight, groups=groups, feature_names=feature_names)
 
-    def calibrate(self, z, score_weight, fold, agents, runs):
-        out = orig_cal(self, z, score_weight, fold, agents, runs)
+    def calibrate(self, z, score_weight, fold, agents, units):
+        out = orig_cal(self, z, score_weight, fold, agents, units)
         log.append((current["group"], "calibration", set(self.calibration_agents_)))
         return out
 
@@ -95,7 +87,7 @@ def audited(ds):
             current["group"] = msg[len("budget: held out "):].rsplit(" (", 1)[0]
 
     mp.setattr(QuantileRegressor, "fit", fit)
-    mp.setattr(bm.CrossConformalQuantiles, "calibrate", calibrate)
+    mp.setattr(CrossConformalQuantiles, "calibrate", calibrate)
     mp.setattr(FoldRunner, "fit", ofit)
     try:
         run = run_budget(ds, cfg, bcfg, progress)
@@ -177,16 +169,16 @@ def test_quantile_crossing_is_fixed():
     assert np.all(np.diff(fixed, axis=1) >= 0)
     # a negative CQR correction can push lo above hi: re-sorted too
     qq = np.array([[0.0, 1.0, 2.0, 3.0, 4.0]])
-    out = corrected_quantiles(qq, {0.8: -5.0, 0.9: -5.0}, bm.ALPHAS)
+    out = corrected_quantiles(qq, {0.8: -5.0, 0.9: -5.0}, ALPHAS)
     assert np.all(np.diff(out, axis=1) >= 0)
 
 
 def test_quantile_cdf_hits_its_levels():
     pts = np.array([[1.0, 2.0, 3.0, 4.0, 5.0]])
-    p = quantile_cdf(np.repeat(pts, 5, 0), bm.ALPHAS, pts[0])
-    assert np.allclose(p, bm.ALPHAS)
-    assert quantile_cdf(pts, bm.ALPHAS, np.array([-100.0]))[0] == 0.0
-    assert quantile_cdf(pts, bm.ALPHAS, np.array([100.0]))[0] == 1.0
+    p = quantile_cdf(np.repeat(pts, 5, 0), ALPHAS, pts[0])
+    assert np.allclose(p, ALPHAS)
+    assert quantile_cdf(pts, ALPHAS, np.array([-100.0]))[0] == 0.0
+    assert quantile_cdf(pts, ALPHAS, np.array([100.0]))[0] == 1.0
 
 
 # ----------------------------------------------------------------- leakage
@@ -252,7 +244,7 @@ def test_report_has_bagen_metrics_and_sane_values(audited):
     assert 0.0 <= es["success_rate_cost_pp"] <= 100.0
     assert {"model", "linear", "step_cap"} <= set(P["early_stop"])
     # cost is known for alpha, beta and the small agents only: gamma/delta are never held out in that dimension
-    assert set(rep["dimensions"]["cost_usd"]["holdout_groups"]) == {"alpha", "beta", bm.SMALL}
+    assert set(rep["dimensions"]["cost_usd"]["holdout_groups"]) == {"alpha", "beta", SMALL}
 
 
 def test_estimator_round_trips_through_json(audited, ds):

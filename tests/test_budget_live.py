@@ -1,7 +1,7 @@
-"""The shipped budget model (budget.fit_shipped) and its live twin in the Monitor (budget_live.LiveBudget).
+"""The shipped budget model (budget.shipped.fit_shipped) and its live twin in the Monitor (budget.live.LiveBudget).
 
-Oracle: on every prefix of synthetic runs, ``Decision.budget`` equals ``budget.predict_prefixes`` (the
-batch code of budget.py) -- the boosters' feature rows bit for bit, intervals and probabilities to 1e-9.
+Oracle: on every prefix of synthetic runs, ``Decision.budget`` equals ``budget.shipped.predict_prefixes`` (the
+batch code of the budget package) -- the boosters' feature rows bit for bit, intervals and probabilities to 1e-9.
 """
 
 from __future__ import annotations
@@ -15,19 +15,12 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
-from earlyeval import budget as bm
-from earlyeval.budget import (
-    BudgetConfig,
-    SpendTracker,
-    agent_folds,
-    choose_budget,
-    dim_targets,
-    fit_shipped,
-    holdout_groups,
-    predict_prefixes,
-    run_budget,
-)
-from earlyeval.budget_live import LiveBudget, _interp
+from earlyeval.budget.calibration import agent_folds, choose_budget, holdout_groups
+from earlyeval.budget.config import BudgetConfig, DIMENSIONS, SHIPPED_FORMAT, SMALL
+from earlyeval.budget.evaluation import run_budget
+from earlyeval.budget.live import _interp, LiveBudget
+from earlyeval.budget.shipped import fit_shipped, predict_prefixes
+from earlyeval.budget.targets import dim_targets, spend_features, SpendTracker
 from earlyeval.dataset import load_dataset
 from earlyeval.errors import ModelDirError
 from earlyeval.evaluate import FoldRunner
@@ -89,9 +82,9 @@ def test_shipped_is_budget_py_with_every_agent_calibrating(ds, shipped):
     json.dumps(shipped)  # JSON-able as is (boosters as LightGBM text)
     groups = holdout_groups(ds, cfg)
     assert shipped["groups"] == [{"name": g.name, "agents": g.agents, "small": g.small} for g in groups]
-    targets = {d: dim_targets(ds, d) for d in bm.DIMENSIONS}
+    targets = {d: dim_targets(ds, d) for d in DIMENSIONS}
     run_agent = np.asarray([t.agent for t in ds.trajs])
-    dims_of = {g.name: {d for d in bm.DIMENSIONS if targets[d].run_known[np.isin(run_agent, g.agents)].any()} for g in groups}
+    dims_of = {g.name: {d for d in DIMENSIONS if targets[d].run_known[np.isin(run_agent, g.agents)].any()} for g in groups}
     folds = agent_folds(groups, min(bcfg.max_folds, len(groups)), dims_of)
     assert shipped["folds"] == [[g.name for g in f] for f in folds]
     for d, blk in shipped["dimensions"].items():
@@ -102,7 +95,7 @@ def test_shipped_is_budget_py_with_every_agent_calibrating(ds, shipped):
         fold_agents = [{a for gname in f for g in groups if g.name == gname for a in g.agents} for f in shipped["folds"]]
         for fitted, f_agents in zip(blk["quantile_models_fitted_on"], fold_agents):
             assert not set(fitted) & f_agents  # fold model k never saw fold k
-        assert bm.SMALL not in blk["tau_selection"]["selected_on"]  # tau on the large calibration agents only
+        assert SMALL not in blk["tau_selection"]["selected_on"]  # tau on the large calibration agents only
         assert blk["tau"] in bcfg.taus
     assert shipped["min_halt_step"] == TH["min_halt_step"]
 
@@ -123,7 +116,7 @@ def test_shipped_is_deterministic(ds, shipped):
 
 def test_spend_tracker_equals_dim_targets_on_every_prefix(ds):
     prow = ds.prefixes["run"].to_numpy()
-    for d in bm.DIMENSIONS:
+    for d in DIMENSIONS:
         tg = dim_targets(ds, d)
         for r, traj in enumerate(ds.trajs):
             st = SpendTracker((d,))
@@ -162,9 +155,9 @@ def test_spend_features_one_implementation():
     rng = np.random.default_rng(0)
     spent, last = rng.uniform(0, 1e5, 50), rng.uniform(0, 1e4, 50)
     t = rng.integers(1, 80, 50).astype(float)
-    X = bm.spend_features(spent, last, t, 123.0)
+    X = spend_features(spent, last, t, 123.0)
     for i in (0, 7, 49):  # one row at a time (the streaming call) gives the same float32 values
-        assert np.array_equal(bm.spend_features(spent[i:i + 1], last[i:i + 1], float(t[i]), np.array([123.0])), X[i:i + 1])
+        assert np.array_equal(spend_features(spent[i:i + 1], last[i:i + 1], float(t[i]), np.array([123.0])), X[i:i + 1])
 
 
 # ------------------------------------------------------------------ Monitor == batch
@@ -305,7 +298,7 @@ def test_unusable_budget_part_leaves_the_monitor_working(ds, model_dir, tmp_path
 def test_manifest_hashes_the_budget_file(model_dir, tmp_path):
     m = read_manifest(model_dir)
     assert "extra_budget.json" in m["files"]
-    assert load_model_dir(model_dir).extra["budget"]["format"] == bm.SHIPPED_FORMAT
+    assert load_model_dir(model_dir).extra["budget"]["format"] == SHIPPED_FORMAT
     import shutil
 
     bad = tmp_path / "tampered"
@@ -357,9 +350,10 @@ def test_interp_is_numpys():
 
 def test_train_bench_ships_the_budget_model(ds, tmp_path, monkeypatch):
     from earlyeval import pipeline
+    from earlyeval.budget import shipped as shipped_module
 
     cfg, bcfg = _cfgs()
-    monkeypatch.setattr(bm, "BudgetConfig", lambda **kw: BudgetConfig(**{**bcfg.__dict__, **kw}))
+    monkeypatch.setattr(shipped_module, "BudgetConfig", lambda **kw: BudgetConfig(**{**bcfg.__dict__, **kw}))
     out = pipeline.train_bench("tau2", tmp_path / "m", cfg, ds=ds)["model"]
     m = read_manifest(out)
     assert "extra_budget.json" in m["files"] and set(m["training"]["budget"]["dimensions"]) == {"steps", "output_tokens",

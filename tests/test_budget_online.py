@@ -1,4 +1,4 @@
-"""Online re-conformalization of the budget intervals (budget_online): causality, no labels, a hand example."""
+"""Online re-conformalization of the budget intervals (budget.online): causality, no labels, a hand example."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from earlyeval.budget import budget_report, run_budget
-from earlyeval.budget_online import ONLINE_MIN_RUNS, online_corrections, online_quantiles, run_order
+from earlyeval.budget.evaluation import run_budget
+from earlyeval.budget.online import online_corrections, ONLINE_MIN_RUNS, online_quantiles, run_order
+from earlyeval.budget.report import budget_report
 from earlyeval.dataset import load_dataset
 from earlyeval.trajectory import Trajectory
 

@@ -3,7 +3,7 @@
 (a) The shipped ``models/swebench`` (``earlyeval train --bench swebench``; where it is absent, as in CI,
     a model trained the same way, ``train_bench``, on a bounded sample of the real runs): on every prefix of two real
     runs of every SWE-bench agent (every format), ``Monitor.observe(...).budget`` equals
-    ``budget.predict_prefixes`` (budget.py's batch code on ``Dataset`` blocks): the boosters' feature
+    ``budget.shipped.predict_prefixes`` (the budget package's batch code on ``Dataset`` blocks): the boosters' feature
     rows bit for bit, intervals and probabilities to 1e-9; dimensions whose usage is unknown are None.
 (b) Real tau2 runs (unmetered greeting turn, zero counters): the streaming spend (``SpendTracker``)
     equals ``dim_targets`` on every prefix of every run whose usage is known.
@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from earlyeval import budget as bm
+from earlyeval.budget.config import BudgetConfig, DIMENSIONS
+from earlyeval.budget.shipped import predict_prefixes
+from earlyeval.budget.targets import dim_targets, free_opening_agents, SpendTracker
 from earlyeval.catalog import data_root, load_catalog
 from earlyeval.workspace import models_dir
 from earlyeval.dataset import load_dataset
@@ -78,7 +80,7 @@ def test_shipped_swebench_budget_live_equals_batch(swebench_budget_model):
     X = mon.featurizer.prefix_matrix(ds.trajs, ds.contexts)
     ps, _ = mon.model.predict_proba(X)
     spec = mon.bundle.extra["budget"]
-    ref = bm.predict_prefixes(spec, ds, ps, fams)
+    ref = predict_prefixes(spec, ds, ps, fams)
     prow = ds.prefixes["run"].to_numpy()
     n_cmp, seen_none = 0, set()
     for r, (traj, ctx) in enumerate(zip(ds.trajs, ds.contexts)):
@@ -112,16 +114,16 @@ def test_shipped_swebench_budget_live_equals_batch(swebench_budget_model):
 def test_tau2_streaming_spend_equals_batch_targets():
     sample, tasks = _runs("tau2", 3, 200)
     ds = load_dataset("tau2", ["behaviour"], trajs=sample, tasks=tasks, progress=False)
-    free = bm.free_opening_agents(ds, bm.BudgetConfig().free_opening_formats)
+    free = free_opening_agents(ds, BudgetConfig().free_opening_formats)
     assert free, "tau2 runs are of a free-opening format"
     prow = ds.prefixes["run"].to_numpy()
     n = 0
-    for d in bm.DIMENSIONS:
-        tg = bm.dim_targets(ds, d, free)
+    for d in DIMENSIONS:
+        tg = dim_targets(ds, d, free)
         for r, traj in enumerate(ds.trajs):
             if not tg.run_known[r]:
                 continue
-            st = bm.SpendTracker((d,), free_opening=True)
+            st = SpendTracker((d,), free_opening=True)
             rows = np.flatnonzero(prow == r)
             for k, step in enumerate(traj.steps[:-1]):
                 st.update(step)

@@ -1,19 +1,19 @@
 """The shipped budget model, live: what ``Monitor.observe`` puts in ``Decision.budget``.
 
-``earlyeval train`` stores ``budget.fit_shipped``'s JSON as ``extra_budget.json`` in the
+``earlyeval train`` stores ``budget.shipped.fit_shipped``'s JSON as ``extra_budget.json`` in the
 model directory.  ``LiveBudget`` reads it and, per step, for every dimension whose usage
-is known so far (``budget.SpendTracker``), gives what ``budget.py`` computes in batch
-(``BudgetEstimator.intervals`` / ``prob_within`` x P(success), ``budget.predict_prefixes``):
+is known so far (``targets.SpendTracker``), gives what the batch budget code computes
+(``BudgetEstimator.intervals`` / ``prob_within`` x P(success), ``shipped.predict_prefixes``):
 
 * the features: the outcome model's fold-free feature values, taken by name from the
   Monitor's own float32 feature row (the same values the batch blocks hold), and the
-  spend features from ``budget.spend_features`` (the one implementation, called on the
+  spend features from ``targets.spend_features`` (the one implementation, called on the
   streaming spend of every token/cost dimension at once) -- bit-identical to the batch;
 * the quantile boosters of every fold model of a dimension, stacked into one LightGBM
   model and evaluated with one C call (``fastpredict.StackedPredictor``, bit-identical to
   ``Booster.predict``);
 * the rest in plain Python floats, the same operations in the same order as the numpy
-  code of ``budget.py`` (mean of the fold models' sorted quantiles, CQR widening, sort,
+  batch code (mean of the fold models' sorted quantiles, CQR widening, sort,
   ``from_z``, the piecewise-linear CDF of ``quantile_cdf`` as ``np.interp`` evaluates it).
   Only ``log1p``/``expm1`` come from ``math`` rather than numpy, which may differ in the
   last bit: the oracle tests hold intervals and probabilities to 1e-9 relative.
@@ -31,17 +31,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .budget import (
-    DIMENSIONS,
-    SHIPPED_FORMAT,
-    SHIPPED_VERSION,
-    SpendTracker,
-    pair_for,
-    spend_feature_names,
-    spend_features,
-)
-from .boostercheck import probe_enabled, safe_boosters
-from .fastpredict import StackedPredictor
+from ..boostercheck import probe_enabled, safe_boosters
+from ..fastpredict import StackedPredictor
+from .config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
+from .cqr import pair_for
+from .targets import SpendTracker, spend_feature_names, spend_features
 
 
 class _Dim:
@@ -64,8 +58,6 @@ class LiveBudget:
         """`only`: the dimensions to compute (default every dimension the model has)."""
         if not isinstance(spec, dict) or spec.get("format") != SHIPPED_FORMAT or spec.get("version") != SHIPPED_VERSION:
             raise ValueError(f"extra_budget.json is not a '{SHIPPED_FORMAT}' version {SHIPPED_VERSION} model")
-        import lightgbm as lgb
-
         self.alphas = tuple(float(a) for a in spec["alphas"])
         self.levels = tuple(float(v) for v in spec["levels"])
         self.min_halt_step = int(spec.get("min_halt_step", 1))
@@ -192,8 +184,8 @@ class LiveBudget:
                 c[hi] = q[hi] + Q
             c.sort()
             spent = st.spent_[i]
-            rate = (spent + d.unit) / (t + 1.0)  # budget.pace
-            # budget.from_z: max(expm1(max(z, 0)), 0) * rate
+            rate = (spent + d.unit) / (t + 1.0)  # targets.pace
+            # cqr.from_z: max(expm1(max(z, 0)), 0) * rate
             z = c[med_i]
             med = expm1(z) * rate if z > 0 else 0.0
             remaining = {}
@@ -203,9 +195,9 @@ class LiveBudget:
                                  "high": expm1(zh) * rate if zh > 0 else 0.0}
             room = d.B - spent
             if room < 0:
-                pw = 0.0  # budget._within: the budget is already spent
+                pw = 0.0  # cqr.within: the budget is already spent
             else:
-                # budget.quantile_cdf: linear tails to 0 and 1, then np.interp
+                # cqr.quantile_cdf: linear tails to 0 and 1, then np.interp
                 xs = [c[0] - (c[1] - c[0]) * a0 / d_lo, *c, c[-1] + (c[-1] - c[-2]) * (1 - a_1) / d_hi]
                 zx = log1p(room / rate)
                 pw = float(zx >= xs[0]) if xs[-1] - xs[0] <= 0 else _interp(zx, xs, ps)

@@ -8,8 +8,8 @@ recomputed before run i starts, per level:
 
 * fewer than ``ONLINE_MIN_RUNS`` (k = 20) of A's runs have finished: the label-free correction
   of the calibration agents (``CrossConformalQuantiles.corrections_``, the LOAO headline's);
-* otherwise: the weighted ``level (1 + 1/n)`` quantile (``budget.conformal_quantile``) of the CQR
-  scores (``budget.cqr_scores``) of every prefix of A's n runs finished before run i, prefix
+* otherwise: the weighted ``level (1 + 1/n)`` quantile (``quantiles.conformal_quantile``) of the CQR
+  scores (``cqr.cqr_scores``) of every prefix of A's n runs finished before run i, prefix
   weight 1/(T-1) as in calibration; the calibration agents' scores are dropped (A's dominate).
 
 The held-out quantile predictions are the label-free ones (fold models fitted without A); only
@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from .budget import conformal_quantile, corrected_quantiles, cqr_scores, from_z, pair_for
-from .metrics import interval_coverage, interval_width
+from ..metrics import interval_coverage, interval_width
+from .cqr import corrected_quantiles, cqr_scores, from_z, pair_for
+from .quantiles import conformal_quantile
 
 ONLINE_MIN_RUNS = 20  # k: A's own scores replace the calibration agents' once k of A's runs have finished
 ONLINE_SEED = 0

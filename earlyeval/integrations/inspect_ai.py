@@ -14,7 +14,7 @@ Usage (tested with inspect-ai 0.3.285)::
 ``react()`` calls ``on_continue(state)`` after every model turn and its tool
 calls (not after the turn that calls ``submit()``, which ends the loop
 first).  The callback converts the assistant messages it has not seen yet,
-with their tool results, into Steps (shared ``make_step`` taxonomy), feeds
+with their tool results, into Steps (``base.build_step``, the one live Step builder), feeds
 them to the sample's monitor and, when the monitor halts, returns ``False``:
 ``react()``'s own way to stop the loop.  The sample then goes on to scoring as
 usual, with the prediction in the sample's metadata (``earlyeval`` key:
@@ -47,14 +47,11 @@ from inspect_ai.agent import AgentState
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
 
 from ..ingest.chat import join_thought
-from ..render import content_text, tool_call_text
-from ..trajectory import Action, Step, Task, classify_action, make_step
-from .base import EarlyStopper, StepMonitor
+from ..trajectory import Step, Task
+from .base import EarlyStopper, StepMonitor, build_step
 
 log = logging.getLogger("earlyeval.integrations.inspect_ai")
 
-# inspect tools whose names the shared taxonomy does not know, mapped to ones it does (kind only)
-_KIND_ALIAS = {"text_editor": "str_replace_editor", "bash_session": "bash"}
 _MAX_LIVE_SAMPLES = 4096
 
 
@@ -62,25 +59,21 @@ def step_from_turn(asst: ChatMessageAssistant, tools: list[ChatMessageTool], ind
     """One assistant turn and its tool results as the chat ingestors build it (``ingest/chat.py``):
     a turn with tool calls has its reasoning and text as thought; a turn without does its text
     (``final_answer``), its reasoning is the thought; the observation is the tool results' text."""
-    acts = []
-    for tc in asst.tool_calls or []:
-        text = tool_call_text(tc.function, tc.arguments)
-        acts.append(Action(tool=tc.function, text=text, kind=classify_action(_KIND_ALIAS.get(tc.function, tc.function), text)))
+    calls = [(tc.function, tc.arguments) for tc in asst.tool_calls or []]
     content = asst.content if isinstance(asst.content, list) else []
     reasoning = "\n".join(c.reasoning for c in content if getattr(c, "type", None) == "reasoning" and c.reasoning)
     text = asst.text or ""
     errors = [t.error is not None for t in tools]
-    return make_step(
+    u = {"input_tokens": getattr(usage, "input_tokens", None), "output_tokens": getattr(usage, "output_tokens", None),
+         "cached_tokens": getattr(usage, "input_tokens_cache_read", None), "cost_usd": getattr(usage, "total_cost", None)}
+    return build_step(
         index,
-        acts,
-        thought=join_thought(reasoning, text) if acts else reasoning,
-        observation="\n".join(content_text(t.content) for t in tools),
+        calls,
+        thought=join_thought(reasoning, text) if calls else reasoning,
+        observation=[t.content for t in tools],
         error=(any(errors) if errors else None),
-        final_answer=None if acts else text,
-        input_tokens=getattr(usage, "input_tokens", None) if usage is not None else None,
-        output_tokens=getattr(usage, "output_tokens", None) if usage is not None else None,
-        cached_tokens=getattr(usage, "input_tokens_cache_read", None) if usage is not None else None,
-        cost_usd=getattr(usage, "total_cost", None) if usage is not None else None,
+        final_answer=None if calls else text,
+        usage=u if usage is not None else None,
     )
 
 

@@ -58,8 +58,8 @@ from minisweagent.agents.default import DefaultAgent
 
 from ..ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
 from ..render import content_text
-from ..trajectory import Action, Step, Task, make_step
-from .base import PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor
+from ..trajectory import Step, Task
+from .base import PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor, build_step
 
 try:  # mini-swe-agent 2.x
     from minisweagent.exceptions import InterruptAgentFlow as _FlowBase
@@ -168,21 +168,14 @@ def _turn_to_step(asst: dict, obs_msgs: list[dict], index: int) -> Step:
     rcs = [(m.get("extra") or {}).get("returncode") for m in obs_msgs]
     rcs = [r for r in rcs if isinstance(r, int)]
     error = any(r != 0 for r in rcs) if rcs else None
-    return make_step(
-        index,
-        [Action(tool="bash", text=c) for c in cmds],
-        thought=thought,
-        observation=observation,
-        error=error,
-        **usage_of(asst),
-    )
+    return build_step(index, cmds, thought=thought, observation=observation, error=error, usage=usage_of(asst))
 
 
 def _rejected_step(msg: dict, index: int) -> Step:
     extra = msg.get("extra") or {}
     reply = extra.get("model_response") if isinstance(extra.get("model_response"), str) else ""
     thought, _ = split_thought_and_command(reply.replace("```mswea_bash_command", "```bash"))
-    return make_step(index, [], thought=thought, observation=content_text(msg.get("content")), error=True, **usage_of(msg))
+    return build_step(index, [], thought=thought, observation=content_text(msg.get("content")), error=True, usage=usage_of(msg))
 
 
 # ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ its ``ActionEvent`` s (one per tool call, all emitted before any runs, grouped
 by ``llm_response_id``) and the observation events that answer them
 (``ObservationEvent``, ``UserRejectObservation``, ``AgentErrorEvent``, matched by
 ``tool_call_id``).  When the last observation of a response arrives, the step
-is built with the shared ``make_step`` taxonomy and scored.  An
+is built by ``base.build_step`` (the one live Step builder) and scored.  An
 ``AgentErrorEvent`` that answers no action (an unparseable tool call) is a
 rejected step: no action, ``error=True``.  A response that only calls
 ``finish`` is not scored: the agent has already ended the run.
@@ -43,9 +43,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..trajectory import Action, Step, Task, make_step
-from ..render import content_text, tool_call_text
-from .base import EarlyStopper, StepMonitor
+from ..render import content_text
+from ..trajectory import Action, Step, Task
+from .base import EarlyStopper, StepMonitor, build_step
 
 log = logging.getLogger("earlyeval.integrations.openhands")
 
@@ -62,13 +62,17 @@ def _text(content: Any) -> str:
     return content_text(content)
 
 
-def action_of(ev: Any) -> Action:
-    """One ``ActionEvent`` as an Action: the tool name and its arguments rendered as the ingestors do."""
+def call_of(ev: Any) -> tuple[str, Any]:
+    """One ``ActionEvent`` as a raw tool call ``(tool, arguments)`` for ``build_step`` (which renders it)."""
     args = getattr(getattr(ev, "tool_call", None), "arguments", None)
     if args is None and getattr(ev, "action", None) is not None:
         args = ev.action.model_dump(exclude={"kind"})
-    tool = str(getattr(ev, "tool_name", "") or "")
-    return Action(tool=tool, text=tool_call_text(tool, args))
+    return str(getattr(ev, "tool_name", "") or ""), args
+
+
+def action_of(ev: Any) -> Action:
+    """One ``ActionEvent`` as an Action: the tool name and its arguments rendered as the ingestors do."""
+    return build_step(0, [call_of(ev)]).actions[0]
 
 
 def observation_of(ev: Any) -> tuple[str, bool | None]:
@@ -143,7 +147,7 @@ class EarlyStopCallback:
                     return
             if "AgentErrorEvent" in names:  # a tool call the agent could not even parse
                 text, _ = observation_of(event)
-                self._score(make_step(self.stopper.next_index, [], observation=text, error=True, **self._usage_delta()))
+                self._score(build_step(self.stopper.next_index, [], observation=text, error=True, usage=self._usage_delta()))
 
     def _score_group(self, group: dict[str, Any]) -> None:
         actions = group["actions"]
@@ -158,13 +162,13 @@ class EarlyStopCallback:
                 errors.append(err)
         known = [e for e in errors if e is not None]
         thought = "\n".join(t for t in (_text(getattr(a, "thought", None)) for a in actions) if t).strip()
-        step = make_step(
+        step = build_step(
             self.stopper.next_index,
-            [action_of(a) for a in actions],
+            [call_of(a) for a in actions],
             thought=thought,
             observation="\n".join(texts).strip(),
             error=any(known) if known else None,
-            **self._usage_delta(),
+            usage=self._usage_delta(),
         )
         self._score(step)
 

@@ -1,13 +1,13 @@
 """SWE-agent (1.x): an agent hook that ends a decided run through the agent's own exit path.
 
-Usage::
+Usage (SWE-agent adds agent hooks from Python: ``agent.add_hook``; its YAML configs have no
+hook key, so the earlyeval block is read with ``from_config``, e.g. from its own YAML file)::
 
     from sweagent.agent.agents import DefaultAgent
-    from earlyeval import Monitor
     from earlyeval.integrations.swe_agent import EarlyStopHook
 
     agent = DefaultAgent.from_config(agent_config)
-    agent.add_hook(EarlyStopHook(Monitor.load("models/swe-v1")))
+    agent.add_hook(EarlyStopHook.from_config({"model": "models/swebench", "autosubmit": True}))
     result = agent.run(env=env, problem_statement=ps, output_dir=out)
     result.info["exit_status"]   # e.g. "submitted (PredictedFailure)" or "PredictedSuccess"
     result.info["earlyeval"]     # halt record, probabilities, per-step history (also in the .traj file)
@@ -41,7 +41,7 @@ to every attempt's agent (``on_init``) and each attempt is a new monitor run.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Mapping
 
 from ..ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
 from ..trajectory import Action, Step, Task
@@ -84,6 +84,15 @@ class EarlyStopHook:
         self.agent: Any = None
         self._needs_start = True
         self._last_stats: dict[str, float] | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopHook":
+        """From an ``earlyeval`` config block: ``integrations/config.py``'s keys (``model``, ``thresholds``,
+        ``tasks``, ...) plus ``autosubmit`` and ``run_id``; e.g. read from a YAML file next to the run's."""
+        from .config import monitor_from_config, split_config
+
+        mon, opts = split_config(cfg, ("autosubmit", "run_id"), "earlyeval")
+        return cls(monitor_from_config(mon), autosubmit=bool(opts.get("autosubmit", True)), run_id=opts.get("run_id"))
 
     @property
     def halted(self):

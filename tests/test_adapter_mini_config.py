@@ -69,9 +69,20 @@ def _repo(path: Path) -> Path:
     return path
 
 
-def _mini(cfg: Path, out: Path, cwd: Path, task: str = "make a equal 2") -> subprocess.CompletedProcess:
+def _split(cfg: Path) -> list[Path]:
+    """The config as the docs give it: the run's own YAML, plus an earlyeval.yaml with only the earlyeval keys."""
+    c = yaml.safe_load(cfg.read_text())
+    ee = {"agent": {"agent_class": c["agent"].pop("agent_class"), "earlyeval": c["agent"].pop("earlyeval")}}
+    base, extra = cfg.with_name("base.yaml"), cfg.with_name("earlyeval-only.yaml")
+    base.write_text(yaml.safe_dump(c))
+    extra.write_text(yaml.safe_dump(ee))
+    return [base, extra]
+
+
+def _mini(cfg: Path | list[Path], out: Path, cwd: Path, task: str = "make a equal 2") -> subprocess.CompletedProcess:
     code = "import sys; from minisweagent.run.mini import app; sys.exit(app())"
-    return subprocess.run([sys.executable, "-c", code, "-c", str(cfg), "-t", task, "-y", "--exit-immediately", "-o", str(out)],
+    specs = [a for p in (cfg if isinstance(cfg, list) else [cfg]) for a in ("-c", str(p))]
+    return subprocess.run([sys.executable, "-c", code, *specs, "-t", task, "-y", "--exit-immediately", "-o", str(out)],
                           cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300)
 
 
@@ -80,7 +91,7 @@ def test_mini_yaml_agent_class_and_earlyeval_block_halt_a_run(tmp_path):
     repo = _repo(tmp_path / "repo")
     cfg = _config(tmp_path, {"model": str(model), "task": "demo__demo-1"}, cwd=str(repo))
     out = tmp_path / "run.traj.json"
-    r = _mini(cfg, out, repo)
+    r = _mini(_split(cfg), out, repo)  # -c base.yaml -c earlyeval-only.yaml: merged by mini
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     saved = json.loads(out.read_text())
     info = saved["info"]

@@ -35,7 +35,12 @@ from earlyeval.modeldir import save_model_dir  # noqa: E402
 
 # in process, register the solver by importing the extension module (this test venv's earlyeval
 # metadata may predate the entry point); the CLI test below resolves it through the entry point alone
-import earlyeval.integrations.inspect_solvers  # noqa: E402,F401
+from earlyeval.integrations.inspect_solvers import early_stop as _early_stop  # noqa: E402
+from inspect_ai.util import registry_info  # noqa: E402
+
+# "earlyeval/early_stop" when earlyeval is installed (pip install -e .: inspect namespaces an installed
+# package's objects), "early_stop" when it is only on sys.path (e.g. a venv without it)
+NAME = registry_info(_early_stop).name
 
 REPO = Path(__file__).resolve().parents[1]
 M = "mockllm/model"
@@ -84,7 +89,7 @@ def _eval(tmp_path, model_dir: Path, **args):
     task = Task(dataset=[Sample(input="Make x 42.", target="42", id="demo-1", metadata={"patch": "diff --git a/mod.py b/mod.py"})],
                 setup=use_tools(shell()), scorer=match())
     [log] = eval(task, model=get_model(M, custom_outputs=list(OUTPUTS)), log_dir=str(tmp_path / "logs"), display="none",
-                 log_format="json", solver=SolverSpec("earlyeval/early_stop", a := {"model": str(model_dir), **args}, args_passed=a))
+                 log_format="json", solver=SolverSpec(NAME, a := {"model": str(model_dir), **args}, args_passed=a))
     assert log.status == "success", log.error
     [sample] = log.samples
     return log, sample
@@ -92,7 +97,7 @@ def _eval(tmp_path, model_dir: Path, **args):
 
 def test_registered_solver_halts_and_records_a_custom_sample_limit(tmp_path):
     log, sample = _eval(tmp_path, _model(tmp_path / "m", ALWAYS_FAIL))
-    assert log.eval.solver == "earlyeval/early_stop"
+    assert log.eval.solver == NAME and NAME.endswith("early_stop")
     assert sample.limit is not None and sample.limit.type == "custom" and sample.limit.limit == 2
     assert sample.limit.reason.startswith("earlyeval halted the run after step 1: PredictedFailure (p_success=")
     ee = sample.metadata["earlyeval"]

@@ -165,6 +165,31 @@ def test_earlyeval_mini_swebench_batch_submits_the_diff_and_passes_the_instance(
     assert "PredictedSuccess" in statuses and "repo__repo-1" in statuses
 
 
+def test_earlyeval_mini_swebench_bad_config_fails_before_any_instance(tmp_path):
+    cfg = _config(tmp_path, {"model": str(tmp_path / "no-such-model")}, cwd=str(tmp_path))
+    ds = _dataset(tmp_path / "ds", [1])
+    r = subprocess.run([*EARLYEVAL_MINI, "swebench", "--subset", str(ds), "--split", "test", "-c", str(cfg), "-o", str(tmp_path / "out")],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "earlyeval-mini swebench: agent.earlyeval.model: cannot load" in r.stderr and "no-such-model" in r.stderr
+    assert not (tmp_path / "out" / "preds.json").exists()  # no instance was run
+
+
 def test_earlyeval_mini_usage_errors_exit_2():
     r = subprocess.run([*EARLYEVAL_MINI, "nope"], env=ENV, capture_output=True, text=True)
     assert r.returncode == 2 and "unknown command 'nope' (available: swebench)" in r.stderr
+
+
+def test_declared_console_script_is_the_runner():
+    """pyproject's `earlyeval-mini` script resolves to the function the tests above run."""
+    import importlib
+    import tomllib
+
+    target = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]["earlyeval-mini"]
+    mod, fn = target.split(":")
+    from earlyeval.integrations.mini_cli import main
+
+    assert getattr(importlib.import_module(mod), fn) is main
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0

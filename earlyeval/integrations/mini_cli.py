@@ -26,7 +26,8 @@ from typing import Any, Iterator
 from minisweagent.run.benchmarks import swebench as _swebench
 from minisweagent.run.benchmarks.utils.common import ProgressTrackingAgent
 
-from .mini_swe_agent import EarlyStopAgent, processing
+from .config import ConfigError, monitor_from_config, split_config
+from .mini_swe_agent import ADAPTER_KEYS, EarlyStopAgent, processing
 
 USAGE = """usage: earlyeval-mini swebench [mini-extra swebench options]
 
@@ -42,19 +43,38 @@ class EarlyStopProgressAgent(EarlyStopAgent, ProgressTrackingAgent):
 @contextmanager
 def earlyeval_swebench() -> Iterator[Any]:
     """mini-extra swebench's module with the earlyeval agent and the instance passed to the monitor."""
-    orig_agent, orig_process = _swebench.ProgressTrackingAgent, _swebench.process_instance
+    orig_agent, orig_process, orig_merge = _swebench.ProgressTrackingAgent, _swebench.process_instance, _swebench.recursive_merge
 
     def process_instance(instance: dict, *args: Any, **kwargs: Any) -> None:
         with processing(instance):
             return orig_process(instance, *args, **kwargs)
 
+    def recursive_merge(*configs: Any) -> dict:  # main() merges the -c configs once, before any instance
+        config = orig_merge(*configs)
+        check_config(config)
+        return config
+
     _swebench.ProgressTrackingAgent = EarlyStopProgressAgent  # type: ignore[misc]
     _swebench.process_instance = process_instance  # type: ignore[assignment]
+    _swebench.recursive_merge = recursive_merge  # type: ignore[assignment]
     try:
         yield _swebench
     finally:
         _swebench.ProgressTrackingAgent = orig_agent  # type: ignore[misc]
         _swebench.process_instance = orig_process  # type: ignore[assignment]
+        _swebench.recursive_merge = orig_merge  # type: ignore[assignment]
+
+
+def check_config(config: dict) -> None:
+    """Fail before the first instance: the ``agent.earlyeval`` block is valid and its model loads."""
+    agent = config.get("agent") if isinstance(config.get("agent"), dict) else {}
+    mon, _ = split_config(agent.get("earlyeval"), ADAPTER_KEYS, "agent.earlyeval")
+    try:
+        monitor_from_config(mon, "agent.earlyeval")  # cached: the instances spawn from this load
+    except ConfigError:
+        raise
+    except Exception as e:
+        raise ConfigError(f"agent.earlyeval.model: cannot load {mon['model']}: {e}") from e
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -67,7 +87,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"earlyeval-mini: unknown command {cmd!r} (available: swebench)\n\n{USAGE}", file=sys.stderr)
         sys.exit(2)
     with earlyeval_swebench() as sb:
-        sb.app(args=rest, prog_name="earlyeval-mini swebench")
+        try:  # (click's standalone mode exits on its own errors and lets others through)
+            sb.app(args=rest, prog_name="earlyeval-mini swebench")
+        except ConfigError as e:
+            print(f"earlyeval-mini swebench: {e}", file=sys.stderr)
+            sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def _eval(tmp_path, outputs, on_continue):
     return log, sample
 
 
-def test_failing_sample_is_ended_with_prediction_in_metadata(tmp_path):
+def test_failing_sample_is_ended_as_a_custom_sample_limit(tmp_path):
     monitors: list[ScriptedMonitor] = []
 
     def factory():
@@ -88,12 +88,14 @@ def test_failing_sample_is_ended_with_prediction_in_metadata(tmp_path):
     assert [s.kind for s in mon.steps] == ["search", "view", "test"]
     assert mon.steps[0].action.endswith("ls") and mon.steps[0].thought == "I will run ls"
     assert mon.steps[1].observation.startswith("def f()")
-    assert mon.starts[0][0].task_id == "s1" and mon.starts[0][0].prompt == "Make f() return 42."
-    ee = sample.metadata["earlyeval"]
+    assert mon.starts[0][0].prompt == "Make f() return 42."  # (the sample id needs the TaskState: the registered solver)
+    # the halt is inspect's own sample limit (as --message-limit's would be), with the prediction as reason
+    assert sample.limit is not None and sample.limit.type == "custom" and sample.limit.limit == 3
+    assert sample.limit.reason.startswith("earlyeval halted the run after step 2: PredictedFailure (p_success=0.600, p_failure=0.400)")
+    ee = sample.store["earlyeval"]  # (metadata is written by the registered solver, which has the TaskState)
     assert ee["exit_status"] == "PredictedFailure" and ee["halted"] is True
     assert ee["halt"]["p_failure"] == pytest.approx(0.4) and ee["halt"]["step_index"] == 2
     assert [h["p_failure"] for h in ee["history"]] == pytest.approx([0.2, 0.3, 0.4])
-    assert sample.store["earlyeval"]["exit_status"] == "PredictedFailure"
     # the loop stopped: the edit and the submit were never requested, so nothing was submitted
     calls = [tc.arguments for m in sample.messages if isinstance(m, ChatMessageAssistant) for tc in (m.tool_calls or [])]
     assert calls == [{"cmd": "ls"}, {"cmd": "cat mod.py"}, {"cmd": "pytest -q tests"}]
@@ -112,7 +114,8 @@ def test_successful_sample_is_not_halted_and_submits(tmp_path):
 
     [mon] = monitors
     assert [s.kind for s in mon.steps] == ["view", "edit"]  # react ends on submit before on_continue
-    ee = sample.metadata["earlyeval"]
+    assert sample.limit is None
+    ee = sample.store["earlyeval"]
     assert ee["halted"] is False and ee["exit_status"] is None and len(ee["history"]) == 2
     assert sample.scores["match"].value == "C"
     assert sample.output.completion.endswith("42")
@@ -122,7 +125,8 @@ def test_crashing_monitor_does_not_stop_the_sample(tmp_path):
     outputs = [_call("ls"), ModelOutput.for_tool_call(M, "submit", {"answer": "42"})]
     log, sample = _eval(tmp_path, outputs, earlyeval_on_continue(lambda: ScriptedMonitor(raise_in_observe=True)))
     assert sample.scores["match"].value == "C"
-    assert "scripted monitor failure" in sample.metadata["earlyeval"]["errors"][0]
+    assert "scripted monitor failure" in sample.store["earlyeval"]["errors"][0]
+    assert sample.limit is None
 
 
 def test_step_from_turn_tool_error_and_editor_kind():

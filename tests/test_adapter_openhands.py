@@ -2,7 +2,8 @@
 
 * End to end (needs ``openhands-sdk``, Python >= 3.12): a real ``Conversation``
   driven by the SDK's ``TestLLM`` (scripted, offline) and a real shell tool;
-  the monitor pauses a failing run, and leaves a successful one to finish.
+  the monitor ends a failing run STUCK (as the SDK's stuck detector), a predicted success FINISHED,
+  pauses with ``end_as="pause"``, and leaves an undecided run to finish.
   Run it in a 3.12 venv with the SDK installed (see docs/integrations.md).
 * Always: the callback's grouping/halting logic on stand-ins that mimic the
   SDK's event classes (names and fields as in openhands-sdk 1.58.2).
@@ -66,7 +67,7 @@ def _make_shell_tool():
     return "EarlyevalTestTerminalTool"
 
 
-def _conversation(tmp_path, replies, monitor):
+def _conversation(tmp_path, replies, monitor, halt=None):
     sdk = _sdk()
     from openhands.sdk.llm import MessageToolCall
     from openhands.sdk.testing import TestLLM
@@ -79,26 +80,31 @@ def _conversation(tmp_path, replies, monitor):
 
     llm = TestLLM.from_messages([msg(i, t, a, th) for i, (t, a, th) in enumerate(replies)])
     agent = sdk.Agent(llm=llm, tools=[sdk.Tool(name=tool_spec)])
-    halt = EarlyStopCallback(monitor, run_id="demo-1")
+    halt = halt or EarlyStopCallback(monitor, run_id="demo-1")
     conv = sdk.Conversation(agent=agent, workspace=str(tmp_path), callbacks=[halt], visualizer=None)
     halt.attach(conv)
     return sdk, llm, conv, halt
 
 
-def test_real_conversation_is_paused_on_predicted_failure(tmp_path):
+FAILING = [
+    ("terminal", {"command": "ls"}, "look around"),
+    ("terminal", {"command": "python repro.py"}, "reproduce"),
+    ("terminal", {"command": "echo fixed > mod.py"}, "edit"),
+    ("finish", {"message": "done"}, "finish"),
+]
+
+
+def test_real_conversation_ends_stuck_on_predicted_failure(tmp_path):
+    """A predicted failure ends the run as the SDK's stuck detector does: terminal STUCK, no PauseEvent."""
     (tmp_path / "repro.py").write_text("import sys\nprint('still broken')\nsys.exit(1)\n")
-    replies = [
-        ("terminal", {"command": "ls"}, "look around"),
-        ("terminal", {"command": "python repro.py"}, "reproduce"),
-        ("terminal", {"command": "echo fixed > mod.py"}, "edit"),
-        ("finish", {"message": "done"}, "finish"),
-    ]
     mon = ScriptedMonitor(halt_at=1)
-    sdk, llm, conv, halt = _conversation(tmp_path, replies, mon)
+    sdk, llm, conv, halt = _conversation(tmp_path, FAILING, mon)
     conv.send_message("Fix the bug in mod.py")
     conv.run()
 
-    assert conv.state.execution_status == sdk.ConversationExecutionStatus.PAUSED
+    assert conv.state.execution_status == sdk.ConversationExecutionStatus.STUCK
+    assert conv.state.execution_status.is_terminal()
+    assert not any(type(e).__name__ == "PauseEvent" for e in conv.state.events)
     assert halt.halted is not None and halt.halted.exit_status == "PredictedFailure"
     assert [s.kind for s in mon.steps] == ["search", "test"]
     assert mon.steps[1].error is True and "still broken" in mon.steps[1].observation
@@ -110,7 +116,48 @@ def test_real_conversation_is_paused_on_predicted_failure(tmp_path):
     ee = conv.state.agent_state["earlyeval"]
     assert ee["exit_status"] == "PredictedFailure" and ee["halt"]["p_failure"] == pytest.approx(0.3)
     assert [h["p_failure"] for h in ee["history"]] == pytest.approx([0.2, 0.3])
+
+
+def test_real_conversation_ends_finished_on_predicted_success(tmp_path):
+    (tmp_path / "repro.py").write_text("print('ok')\n")
+    mon = ScriptedMonitor(halt_at=1, outcome="success")
+    sdk, llm, conv, halt = _conversation(tmp_path, FAILING, mon)
+    conv.send_message("Fix the bug in mod.py")
+    conv.run()
+    assert conv.state.execution_status == sdk.ConversationExecutionStatus.FINISHED
+    assert halt.halted.exit_status == "PredictedSuccess" and llm.call_count == 2
+    assert conv.state.agent_state["earlyeval"]["exit_status"] == "PredictedSuccess"
+
+
+def test_real_conversation_end_as_pause_is_resumable_paused(tmp_path):
+    (tmp_path / "repro.py").write_text("import sys\nsys.exit(1)\n")
+    mon = ScriptedMonitor(halt_at=1)
+    sdk, llm, conv, halt = _conversation(tmp_path, FAILING, mon, EarlyStopCallback(mon, run_id="demo-1", end_as="pause"))
+    conv.send_message("Fix the bug in mod.py")
+    conv.run()
+    assert conv.state.execution_status == sdk.ConversationExecutionStatus.PAUSED
     assert any(type(e).__name__ == "PauseEvent" for e in conv.state.events)
+
+
+def test_real_conversation_from_config_with_a_trained_model(tmp_path):
+    """No monitor object: ``EarlyStopCallback.from_config`` loads a model dir (trained here, threshold 0 on
+    failure = halt at the first eligible step) and the run ends STUCK with the model's own probabilities."""
+    from _monitor_helpers import make_runs, make_tasks, train_bundle
+    from earlyeval.modeldir import save_model_dir
+
+    th = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
+    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
+    save_model_dir(bundle, tmp_path / "m")
+    (tmp_path / "repro.py").write_text("import sys\nsys.exit(1)\n")
+    halt = EarlyStopCallback.from_config({"model": str(tmp_path / "m"), "task": "demo__demo-1"})
+    sdk, llm, conv, halt = _conversation(tmp_path, FAILING, None, halt)
+    conv.send_message("Fix the bug in mod.py")
+    conv.run()
+    assert conv.state.execution_status == sdk.ConversationExecutionStatus.STUCK
+    ee = conv.state.agent_state["earlyeval"]
+    assert ee["halt"]["step_index"] == 1 and len(ee["history"]) == 2
+    assert all(0.0 < h["p_success"] < 1.0 for h in ee["history"])
+    assert llm.call_count == 2
 
 
 def test_real_conversation_not_halted_finishes(tmp_path):
@@ -156,7 +203,7 @@ def _act(rid, cid, tool, args, thought=""):
 def test_parallel_tool_calls_are_one_step_and_halt_pauses_once():
     mon = ScriptedMonitor(halt_at=0)
     conv = _Conv()
-    cb = EarlyStopCallback(mon).attach(conv)
+    cb = EarlyStopCallback(mon, end_as="pause").attach(conv)
     cb(_act("r1", "c1", "terminal", {"command": "grep -rn foo src", "security_risk": "LOW"}, "search twice"))
     cb(_act("r1", "c2", "file_editor", {"command": "view", "path": "/src/a.py"}))
     cb(ObservationEvent("terminal", "c1", _Obs("src/a.py:1:foo", exit_code=0)))
@@ -173,7 +220,7 @@ def test_parallel_tool_calls_are_one_step_and_halt_pauses_once():
 def test_unparseable_call_is_a_rejected_step_and_errors_are_swallowed():
     mon = ScriptedMonitor(raise_in_observe=True)
     conv = _Conv()
-    cb = EarlyStopCallback(mon).attach(conv)
+    cb = EarlyStopCallback(mon, end_as="pause").attach(conv)
     cb(AgentErrorEvent("terminal", "c9", "Error validating args"))
     cb(object())  # unknown events are ignored
     [s] = mon.steps

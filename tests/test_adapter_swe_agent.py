@@ -112,3 +112,27 @@ def test_actions_of_thought_action_format_and_unknown_hooks():
     assert hook.on_some_future_hook(step=None) is None  # new hooks in SWE-agent are no-ops
     with pytest.raises(AttributeError):
         hook.not_a_hook
+
+
+def test_from_config_with_a_trained_model_halts_through_done(repo, tmp_path):
+    """No monitor object: the hook loads a model dir (trained here; failure threshold 0 = halt at the first
+    eligible step) from an earlyeval block; the run ends through SWE-agent's forced-exit path."""
+    from _monitor_helpers import make_runs, make_tasks, train_bundle
+    from earlyeval.modeldir import save_model_dir
+
+    th = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
+    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
+    save_model_dir(bundle, tmp_path / "m")
+    hook = EarlyStopHook.from_config({"model": str(tmp_path / "m"), "autosubmit": False})
+    agent, result, saved = _run(repo, tmp_path, OUTPUTS, hook)
+    assert agent.model.n_queries == 2
+    info = saved["info"]
+    assert info["exit_status"] == "PredictedFailure" and info["earlyeval"]["halt"]["step_index"] == 1
+    assert all(0.0 < h["p_success"] < 1.0 for h in info["earlyeval"]["history"])
+
+
+def test_from_config_unknown_key_is_a_named_error():
+    from earlyeval.integrations.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['autosubmitt'\]"):
+        EarlyStopHook.from_config({"model": "m", "autosubmitt": True})

@@ -27,23 +27,77 @@
           if command == "submit":
               break
 
-Steps are built with :func:`earlyeval.trajectory.make_step`, so the
-edit/test/search/view/submit taxonomy is the same one the training data used.
+* ``build_step`` -- the one Step builder of the live path: every adapter
+  (mini-swe-agent, SWE-agent, OpenHands, inspect_ai, ``EarlyStopper.after_step``)
+  hands it the tool calls, command lines or Actions of one turn and gets the
+  Step, with tool calls rendered by :mod:`earlyeval.render` (the renderer the
+  ingestors use) and kinds from :func:`earlyeval.trajectory.make_step`'s taxonomy,
+  so a live step is the step the training data had for the same turn.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from ..decision import Decision
-from ..trajectory import Action, Step, Task, make_step
+from ..render import content_text, tool_call_text
+from ..trajectory import Action, Step, Task, classify_action, make_step
 
 log = logging.getLogger("earlyeval.integrations")
 
 PREDICTED_FAILURE = "PredictedFailure"
 PREDICTED_SUCCESS = "PredictedSuccess"
+
+
+# tool names of a framework that the shared taxonomy does not know, mapped to ones it does (for the kind only;
+# Action.tool keeps the framework's own name): inspect_ai's editor and stateful shell
+KIND_ALIAS = {"text_editor": "str_replace_editor", "bash_session": "bash"}
+USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
+
+# one item of a turn: an Action as is; (tool, arguments) -- a raw tool call, rendered by render.tool_call_text;
+# or a str -- a command line run by ``default_tool``
+CallLike = Union[Action, "tuple[str, Any]", str]
+
+
+def build_step(
+    index: int,
+    calls: Iterable[CallLike] = (),
+    *,
+    thought: str = "",
+    observation: str | Sequence[Any] = "",
+    error: bool | None = None,
+    final_answer: str | None = None,
+    usage: Mapping[str, Any] | None = None,
+    default_tool: str = "bash",
+) -> Step:
+    """The Step of one finished turn of a live agent (the one builder every adapter calls).
+
+    ``calls``: the turn's actions (see ``CallLike``); ``observation``: text, or a list of tool
+    results / content parts joined one per line (``render.content_text``); ``usage``: any of
+    ``input_tokens``/``output_tokens``/``cached_tokens``/``cost_usd`` (missing = unknown = None).
+    """
+    acts = [_action(c, default_tool) for c in calls]
+    if not isinstance(observation, str):
+        observation = "\n".join(content_text(o) for o in observation)
+    u = dict(usage or {})
+    unknown = set(u) - set(USAGE_KEYS)
+    if unknown:
+        raise ValueError(f"build_step: unknown usage keys {sorted(unknown)} (known: {USAGE_KEYS})")
+    return make_step(index, acts, thought=thought or "", observation=observation or "", error=error,
+                     final_answer=final_answer, **{k: u.get(k) for k in USAGE_KEYS})
+
+
+def _action(call: CallLike, default_tool: str) -> Action:
+    if isinstance(call, Action):
+        return call
+    if isinstance(call, str):
+        return Action(tool=default_tool, text=call)
+    tool, arguments = call
+    tool = str(tool or "")
+    text = tool_call_text(tool, arguments)
+    return Action(tool=tool, text=text, kind=classify_action(KIND_ALIAS.get(tool, tool), text))
 
 
 @runtime_checkable
@@ -181,15 +235,13 @@ class EarlyStopper:
         """
         try:
             acts = _actions(action, tool, actions)
-            step = make_step(
+            step = build_step(
                 self.next_index,
                 acts,
                 thought=thought,
                 observation=observation,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                cached_tokens=cached_tokens,
-                cost_usd=cost_usd,
+                usage={"input_tokens": input_tokens, "output_tokens": output_tokens,
+                       "cached_tokens": cached_tokens, "cost_usd": cost_usd},
                 error=error,
                 final_answer=final_answer,
             )
@@ -243,8 +295,10 @@ def _fmt(p: float | None) -> str:
 
 
 __all__ = [
+    "KIND_ALIAS",
     "PREDICTED_FAILURE",
     "PREDICTED_SUCCESS",
+    "build_step",
     "EarlyStopper",
     "HaltedRun",
     "StepMonitor",

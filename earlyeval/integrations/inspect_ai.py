@@ -1,6 +1,11 @@
 """inspect_ai: an ``on_continue`` callback for ``react()`` that ends a sample the monitor has decided.
 
-Usage (tested with inspect-ai 0.3.285)::
+No Python: the registered solver ``earlyeval/early_stop`` (:mod:`earlyeval.integrations.inspect_solvers`,
+found through the package's ``inspect_ai`` entry point)::
+
+    inspect eval task.py --solver earlyeval/early_stop -S model=models/swebench -S tools=bash,text_editor
+
+From Python (tested with inspect-ai 0.3.285)::
 
     from inspect_ai.agent import react
     from earlyeval import Monitor
@@ -8,53 +13,52 @@ Usage (tested with inspect-ai 0.3.285)::
 
     solver = react(
         tools=[bash(), text_editor()],
-        on_continue=earlyeval_on_continue(lambda: Monitor.load("models/swe-v1")),
+        on_continue=earlyeval_on_continue(lambda: Monitor.load("models/swebench")),
     )
 
 ``react()`` calls ``on_continue(state)`` after every model turn and its tool
 calls (not after the turn that calls ``submit()``, which ends the loop
 first).  The callback converts the assistant messages it has not seen yet,
-with their tool results, into Steps (shared ``make_step`` taxonomy), feeds
-them to the sample's monitor and, when the monitor halts, returns ``False``:
-``react()``'s own way to stop the loop.  The sample then goes on to scoring as
-usual, with the prediction in the sample's metadata (``earlyeval`` key:
-exit status, halt record with probabilities and reason, per-step history) and
-in the sample store (``store().get("earlyeval")``); both are written after
-every step, so samples that were not halted carry their probabilities too.
+with their tool results, into Steps (``base.build_step``, the one live Step
+builder) and feeds them to the sample's monitor.  When the monitor halts it
+raises inspect's own ``LimitExceededError`` (type ``"custom"``), as the
+framework's message/token/cost limits do: the sample ends, is scored as
+usual, and the log records ``sample.limit`` (``type='custom'``, ``limit`` = steps
+observed, ``reason`` = exit status, probabilities and rule).  With
+``halt_as_limit=False`` it returns ``False`` instead (react's way to stop the
+loop; no limit recorded).  The summary (exit status, halt record, per-step
+history, thresholds) is written after every step to the sample store
+(``store().get("earlyeval")``, public ``inspect_ai.util.store``) and, under the
+registered solver, which has the ``TaskState``, to the sample's metadata.
 
 One monitor per sample: samples run concurrently, and a monitor holds the
 state of one run, so pass a zero-argument factory.  A single monitor instance
-is accepted for sequential runs (``max_samples=1``).
+is accepted for sequential runs (``max_samples=1``).  Runs are told apart by the
+sample's Store object.
 
 ``then`` keeps the behaviour ``react()`` would have had without this callback:
 ``None`` (default) is react's default continue prompt; a ``str`` is played
 back when the model called no tool; an async callable is awaited.  Pass
 ``submit=False`` when the agent is ``react(submit=False)``, whose default is to
 end when the model calls no tool.
-
-The metadata is written through ``inspect_ai.solver._task_state.sample_state``
-(not exported by inspect_ai; the store is written through the public
-``inspect_ai.util.store``), so a future inspect_ai may need a change there.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping
 
 from inspect_ai.agent import AgentState
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
+from inspect_ai.util import LimitExceededError, store
 
 from ..ingest.chat import join_thought
-from ..render import content_text, tool_call_text
-from ..trajectory import Action, Step, Task, classify_action, make_step
-from .base import EarlyStopper, StepMonitor
+from ..trajectory import Step, Task
+from .base import EarlyStopper, HaltedRun, StepMonitor, build_step
 
 log = logging.getLogger("earlyeval.integrations.inspect_ai")
 
-# inspect tools whose names the shared taxonomy does not know, mapped to ones it does (kind only)
-_KIND_ALIAS = {"text_editor": "str_replace_editor", "bash_session": "bash"}
 _MAX_LIVE_SAMPLES = 4096
 
 
@@ -62,32 +66,35 @@ def step_from_turn(asst: ChatMessageAssistant, tools: list[ChatMessageTool], ind
     """One assistant turn and its tool results as the chat ingestors build it (``ingest/chat.py``):
     a turn with tool calls has its reasoning and text as thought; a turn without does its text
     (``final_answer``), its reasoning is the thought; the observation is the tool results' text."""
-    acts = []
-    for tc in asst.tool_calls or []:
-        text = tool_call_text(tc.function, tc.arguments)
-        acts.append(Action(tool=tc.function, text=text, kind=classify_action(_KIND_ALIAS.get(tc.function, tc.function), text)))
+    calls = [(tc.function, tc.arguments) for tc in asst.tool_calls or []]
     content = asst.content if isinstance(asst.content, list) else []
     reasoning = "\n".join(c.reasoning for c in content if getattr(c, "type", None) == "reasoning" and c.reasoning)
     text = asst.text or ""
     errors = [t.error is not None for t in tools]
-    return make_step(
+    u = {"input_tokens": getattr(usage, "input_tokens", None), "output_tokens": getattr(usage, "output_tokens", None),
+         "cached_tokens": getattr(usage, "input_tokens_cache_read", None), "cost_usd": getattr(usage, "total_cost", None)}
+    return build_step(
         index,
-        acts,
-        thought=join_thought(reasoning, text) if acts else reasoning,
-        observation="\n".join(content_text(t.content) for t in tools),
+        calls,
+        thought=join_thought(reasoning, text) if calls else reasoning,
+        observation=[t.content for t in tools],
         error=(any(errors) if errors else None),
-        final_answer=None if acts else text,
-        input_tokens=getattr(usage, "input_tokens", None) if usage is not None else None,
-        output_tokens=getattr(usage, "output_tokens", None) if usage is not None else None,
-        cached_tokens=getattr(usage, "input_tokens_cache_read", None) if usage is not None else None,
-        cost_usd=getattr(usage, "total_cost", None) if usage is not None else None,
+        final_answer=None if calls else text,
+        usage=u if usage is not None else None,
     )
 
 
 class _SampleRun:
-    def __init__(self, stopper: EarlyStopper):
+    def __init__(self, stopper: EarlyStopper, anchor: Any):
         self.stopper = stopper
+        self.anchor = anchor  # the sample's Store: held, so its id() cannot be reused while the run is kept
         self.seen: set[str] = set()
+
+
+def halt_limit_error(halted: HaltedRun) -> LimitExceededError:
+    """The halt as inspect's own limit error: the sample ends, is scored, and ``sample.limit`` records
+    ``type='custom'``, ``limit`` = the steps observed, ``reason`` = the prediction with its probabilities."""
+    return LimitExceededError("custom", value=halted.n_steps, limit=halted.n_steps, message=halted.message())
 
 
 class EarlyStopOnContinue:
@@ -100,11 +107,19 @@ class EarlyStopOnContinue:
         then: str | Callable[[AgentState], Awaitable[Any]] | None = None,
         submit: bool = True,
         metadata_key: str = "earlyeval",
+        task: Task | Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        halt_as_limit: bool = True,
     ):
         self._monitor = monitor
         self.then = then
         self.submit = submit
         self.key = metadata_key
+        self.task = task
+        self.run_id = run_id
+        self.metadata = metadata  # a TaskState's metadata (the solver passes it), written after every step
+        self.halt_as_limit = halt_as_limit
         self.runs: OrderedDict[Any, _SampleRun] = OrderedDict()
         self._warned_shared = False
 
@@ -119,36 +134,38 @@ class EarlyStopOnContinue:
         return m()  # type: ignore[operator]
 
     def _run_for(self, state: AgentState) -> _SampleRun:
-        ts = _task_state()
-        key = getattr(ts, "uuid", None) or (id(ts) if ts is not None else id(state))
+        anchor = _sample_store()
+        key = id(anchor) if anchor is not None else id(state)
         run = self.runs.get(key)
         if run is None:
             stopper = EarlyStopper(self._new_monitor(), logger=log)
-            sample_id = getattr(ts, "sample_id", None)
             prompt = next((m.text for m in state.messages if isinstance(m, ChatMessageUser)), "")
-            epoch = getattr(ts, "epoch", None)
-            stopper.start(
-                task=Task(task_id=str(sample_id) if sample_id is not None else "", prompt=prompt),
-                run_id=f"{sample_id}/epoch-{epoch}" if sample_id is not None else None,
-            )
-            run = self.runs[key] = _SampleRun(stopper)
+            task = self.task
+            if task is None:
+                task = Task(task_id="", prompt=prompt)
+            elif isinstance(task, Mapping) and not (task.get("prompt") or task.get("problem_statement")):
+                task = {**task, "prompt": prompt}
+            stopper.start(task=task, run_id=self.run_id)
+            run = self.runs[key] = _SampleRun(stopper, anchor if anchor is not None else state)
             while len(self.runs) > _MAX_LIVE_SAMPLES:
                 self.runs.popitem(last=False)
         return run
 
     async def __call__(self, state: AgentState) -> bool | str | AgentState:
-        halted = False
+        halted: HaltedRun | None = None
         try:
             run = self._run_for(state)
             for step in self._new_steps(run, state):
                 run.stopper.observe(step)
                 if run.stopper.halted is not None:
-                    halted = True
+                    halted = run.stopper.halted
                     break
             self._record(run)
         except Exception as e:  # never crash the sample over the monitor
             log.warning("earlyeval on_continue failed (continuing the sample): %r", e, exc_info=True)
-        if halted:
+        if halted is not None:
+            if self.halt_as_limit:
+                raise halt_limit_error(halted)
             return False
         return await self._continue(state)
 
@@ -174,15 +191,14 @@ class EarlyStopOnContinue:
 
     def _record(self, run: _SampleRun) -> None:
         summary = run.stopper.summary()
-        ts = _task_state()
-        if ts is not None:
-            ts.metadata[self.key] = summary
-        try:
-            from inspect_ai.util import store
-
-            store().set(self.key, summary)
-        except Exception as e:  # outside a sample (unit use): nothing to write to
-            log.debug("no inspect store to write to: %r", e)
+        th = getattr(run.stopper.monitor, "thresholds", None)
+        if isinstance(th, Mapping):
+            summary["thresholds"] = dict(th)
+        if self.metadata is not None:
+            self.metadata[self.key] = summary
+        st = _sample_store()
+        if st is not None:
+            st.set(self.key, summary)
 
     async def _continue(self, state: AgentState) -> bool | str | AgentState:
         then = self.then
@@ -200,18 +216,18 @@ def earlyeval_on_continue(
     then: str | Callable[[AgentState], Awaitable[Any]] | None = None,
     submit: bool = True,
     metadata_key: str = "earlyeval",
+    halt_as_limit: bool = True,
 ) -> EarlyStopOnContinue:
     """An ``on_continue`` for ``react()`` that ends the sample when the monitor halts (see module doc)."""
-    return EarlyStopOnContinue(monitor, then=then, submit=submit, metadata_key=metadata_key)
+    return EarlyStopOnContinue(monitor, then=then, submit=submit, metadata_key=metadata_key, halt_as_limit=halt_as_limit)
 
 
-def _task_state() -> Any:
+def _sample_store() -> Any:
+    """The running sample's Store (public ``inspect_ai.util.store``), or None outside a sample."""
     try:
-        from inspect_ai.solver._task_state import sample_state
-
-        return sample_state()
+        return store()
     except Exception:
         return None
 
 
-__all__ = ["EarlyStopOnContinue", "earlyeval_on_continue", "step_from_turn"]
+__all__ = ["EarlyStopOnContinue", "earlyeval_on_continue", "halt_limit_error", "step_from_turn"]

@@ -9,7 +9,7 @@ Usage (mini-swe-agent 2.x)::
 
     agent = EarlyStopAgent(
         get_model(config=model_cfg), LocalEnvironment(),
-        monitor=Monitor.load("models/swe-v1"), run_id="django__django-1234",
+        monitor=Monitor.load("models/swebench"), run_id="django__django-1234",
         output_path=Path("out/django__django-1234.traj.json"), **agent_cfg,
     )
     info = agent.run(problem_statement)
@@ -44,22 +44,28 @@ How the run ends, per version:
   "<message with probabilities>")``.  1.x agents do not save themselves: pass
   ``extra_info=agent.earlyeval_info()`` to ``minisweagent.run.utils.save.save_traj``.
 
-A halt with ``PredictedSuccess`` stops before the agent submits: the
-submission is empty; collect the patch from the environment yourself (e.g.
-``git diff``) if you want to evaluate it.
+A halt with ``PredictedSuccess`` stops before the agent submits: the submission
+is empty unless ``earlyeval.submit_diff: true``, which runs ``diff_command``
+(default ``git diff``) in the agent's environment and submits its output (2.x).
+
+No Python: see :class:`EarlyStopAgent` for the YAML, and ``earlyeval-mini
+swebench`` (:mod:`earlyeval.integrations.mini_cli`) for a SWE-bench batch.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping
 
 from minisweagent.agents.default import DefaultAgent
 
 from ..ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
 from ..render import content_text
-from ..trajectory import Action, Step, Task, make_step
-from .base import PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor
+from ..trajectory import Step, Task
+from .base import PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor, build_step
+from .config import monitor_from_config, split_config
 
 try:  # mini-swe-agent 2.x
     from minisweagent.exceptions import InterruptAgentFlow as _FlowBase
@@ -80,8 +86,9 @@ class PredictedOutcome(_FlowBase):  # type: ignore[misc,valid-type]
 
     exit_status = "PredictedOutcome"
 
-    def __init__(self, halted: HaltedRun):
+    def __init__(self, halted: HaltedRun, submission: str = ""):
         self.halted = halted
+        self.submission = submission
         if MINI_SWE_AGENT_V2:
             super().__init__(
                 {
@@ -89,7 +96,7 @@ class PredictedOutcome(_FlowBase):  # type: ignore[misc,valid-type]
                     "content": halted.message(),
                     "extra": {
                         "exit_status": self.exit_status,
-                        "submission": "",
+                        "submission": submission,
                         "earlyeval": halted.to_dict(),
                     },
                 }
@@ -106,9 +113,9 @@ class PredictedSuccess(PredictedOutcome):
     exit_status = PREDICTED_SUCCESS
 
 
-def exception_for(halted: HaltedRun) -> PredictedOutcome:
+def exception_for(halted: HaltedRun, submission: str = "") -> PredictedOutcome:
     cls = PredictedSuccess if halted.exit_status == PREDICTED_SUCCESS else PredictedFailure
-    return cls(halted)
+    return cls(halted, submission)
 
 
 # ---------------------------------------------------------------------------
@@ -168,21 +175,14 @@ def _turn_to_step(asst: dict, obs_msgs: list[dict], index: int) -> Step:
     rcs = [(m.get("extra") or {}).get("returncode") for m in obs_msgs]
     rcs = [r for r in rcs if isinstance(r, int)]
     error = any(r != 0 for r in rcs) if rcs else None
-    return make_step(
-        index,
-        [Action(tool="bash", text=c) for c in cmds],
-        thought=thought,
-        observation=observation,
-        error=error,
-        **usage_of(asst),
-    )
+    return build_step(index, cmds, thought=thought, observation=observation, error=error, usage=usage_of(asst))
 
 
 def _rejected_step(msg: dict, index: int) -> Step:
     extra = msg.get("extra") or {}
     reply = extra.get("model_response") if isinstance(extra.get("model_response"), str) else ""
     thought, _ = split_thought_and_command(reply.replace("```mswea_bash_command", "```bash"))
-    return make_step(index, [], thought=thought, observation=content_text(msg.get("content")), error=True, **usage_of(msg))
+    return build_step(index, [], thought=thought, observation=content_text(msg.get("content")), error=True, usage=usage_of(msg))
 
 
 # ---------------------------------------------------------------------------
@@ -190,30 +190,73 @@ def _rejected_step(msg: dict, index: int) -> Step:
 # ---------------------------------------------------------------------------
 
 
+ADAPTER_KEYS = ("task", "run_id", "submit_diff", "diff_command")
+DEFAULT_DIFF_COMMAND = "git diff"
+
+
 class EarlyStopAgent(DefaultAgent):
     """``DefaultAgent`` that scores each finished turn and ends the run when the monitor says so.
 
-    Extra keyword arguments (everything else goes to ``DefaultAgent``):
-    ``monitor`` (a :class:`~earlyeval.integrations.base.StepMonitor`),
-    ``run_id`` and ``task_id`` (passed to ``monitor.start``).
+    Switched on from a mini-swe-agent YAML config, with no Python::
+
+        agent:
+          agent_class: earlyeval.integrations.mini_swe_agent.EarlyStopAgent
+          earlyeval:
+            model: models/swebench          # earlyeval train's model dir (required)
+            thresholds: {success: 0.9, failure: 0.99}   # optional override
+            tasks: data/swebench/tasks.parquet          # optional: completes a task known by id
+            task: django__django-11099      # task id (or a mapping of Task / SWE-bench fields)
+            submit_diff: true               # on PredictedSuccess, submit the working `git diff`
+
+    mini-swe-agent's ``get_agent`` pops ``agent_class`` and passes every other ``agent`` key as a
+    keyword argument, so ``earlyeval`` arrives here (the other keys go to ``DefaultAgent``).  From
+    Python, ``monitor=`` (any :class:`~earlyeval.integrations.base.StepMonitor`) may be given instead.
+    The task the monitor is started with: ``earlyeval.task``, else ``task_id``, else the
+    ``instance_id`` a benchmark runner set (``earlyeval-mini swebench`` passes the whole SWE-bench
+    instance: id, problem statement, gold patch, tests), with the run's task text as prompt.
     """
 
-    def __init__(self, model: Any, env: Any, *, monitor: StepMonitor, run_id: str | None = None,
+    def __init__(self, model: Any, env: Any, *, monitor: StepMonitor | None = None,
+                 earlyeval: Mapping[str, Any] | None = None, run_id: str | None = None,
                  task_id: str | None = None, **kwargs: Any):
         super().__init__(model, env, **kwargs)
+        opts: dict[str, Any] = {}
+        if monitor is None:
+            mon_cfg, opts = split_config(earlyeval, ADAPTER_KEYS, "agent.earlyeval")
+            monitor = monitor_from_config(mon_cfg, "agent.earlyeval")
+            self.earlyeval_config: dict[str, Any] = {**mon_cfg, **opts}
+        else:
+            if earlyeval is not None:
+                _, opts = split_config({"model": "<given monitor>", **earlyeval}, ADAPTER_KEYS, "agent.earlyeval")
+            self.earlyeval_config = dict(opts)
         self.stopper = EarlyStopper(monitor, logger=log)
-        self.run_id = run_id
-        self.task_id = task_id
+        self.run_id = run_id or opts.get("run_id")
+        self.task_spec = opts.get("task")
+        self.task_id = task_id or (self.task_spec if isinstance(self.task_spec, str) else None)
+        self.submit_diff = bool(opts.get("submit_diff", False))
+        self.diff_command = str(opts.get("diff_command") or DEFAULT_DIFF_COMMAND)
         self._scored_upto: int | None = None
 
     # -- lifecycle ---------------------------------------------------------
     def run(self, task: str = "", **kwargs: Any):  # type: ignore[override]
         self._scored_upto = None
-        self.stopper.start(
-            task=Task(task_id=self.task_id or self.run_id or "", prompt=task or ""),
-            run_id=self.run_id,
-        )
+        self.stopper.start(task=self.monitor_task(task), run_id=self.run_id or self._task_id() or None)
         return super().run(task, **kwargs)
+
+    def _task_id(self) -> str:
+        return self.task_id or getattr(self, "instance_id", "") or self.run_id or ""
+
+    def monitor_task(self, task_text: str) -> Task | dict:
+        """The task the monitor starts with: a benchmark instance, the configured task, or id + prompt."""
+        inst = current_instance()
+        if isinstance(inst, Mapping) and (not self._task_id() or inst.get("instance_id") == self._task_id()):
+            return dict(inst)
+        if isinstance(self.task_spec, Mapping):
+            spec = dict(self.task_spec)
+            if not (spec.get("prompt") or spec.get("problem_statement")):
+                spec["prompt"] = task_text or ""
+            return spec
+        return Task(task_id=self._task_id(), prompt=task_text or "")
 
     def query(self) -> dict:
         self.score_new_messages()
@@ -225,7 +268,7 @@ class EarlyStopAgent(DefaultAgent):
             self._scored_upto = len(self.messages)
             return
         if self.stopper.halted is not None:
-            raise exception_for(self.stopper.halted)  # (already raised once; keep ending the run)
+            raise self._halt_exception()  # (already raised once; keep ending the run)
         new = self.messages[self._scored_upto:]
         self._scored_upto = len(self.messages)
         try:
@@ -236,19 +279,66 @@ class EarlyStopAgent(DefaultAgent):
         for step in steps:
             self.stopper.observe(step)
             if self.stopper.halted is not None:
-                raise exception_for(self.stopper.halted)
+                raise self._halt_exception()
+
+    def _halt_exception(self) -> PredictedOutcome:
+        halted = self.stopper.halted
+        assert halted is not None
+        submission = ""
+        if self.submit_diff and halted.exit_status == PREDICTED_SUCCESS:
+            submission = self.working_diff()
+        return exception_for(halted, submission)
+
+    def working_diff(self) -> str:
+        """The working tree's diff (``diff_command``, default ``git diff``) as the submission; "" on failure."""
+        try:
+            out = self.env.execute({"command": self.diff_command}) if MINI_SWE_AGENT_V2 else self.env.execute(self.diff_command)
+        except Exception as e:
+            self.stopper.note_error(f"submit_diff: {self.diff_command!r} failed: {e!r}")
+            return ""
+        if not isinstance(out, Mapping) or out.get("returncode") != 0:
+            self.stopper.note_error(f"submit_diff: {self.diff_command!r} returned {out!r:.300}")
+            return ""
+        return str(out.get("output") or "")
 
     # -- saving --------------------------------------------------------------
     def earlyeval_info(self) -> dict[str, Any]:
         """``{"earlyeval": summary}``: for 1.x ``save_traj(extra_info=...)``; 2.x saves it itself."""
-        return {"earlyeval": self.stopper.summary()}
+        summary = self.stopper.summary()
+        summary["config"] = {k: (str(v) if k == "model" else v) for k, v in self.earlyeval_config.items()}
+        th = getattr(self.stopper.monitor, "thresholds", None)
+        if isinstance(th, Mapping):
+            summary["thresholds"] = dict(th)
+        return {"earlyeval": summary}
 
     def serialize(self, *extra_dicts: dict) -> dict:  # 2.x only (1.x agents do not serialize)
         return super().serialize({"info": self.earlyeval_info()}, *extra_dicts)  # type: ignore[misc]
 
 
+# the benchmark instance a runner is processing in this thread (earlyeval-mini swebench sets it)
+_CURRENT = threading.local()
+
+
+def current_instance() -> Mapping[str, Any] | None:
+    return getattr(_CURRENT, "instance", None)
+
+
+@contextmanager
+def processing(instance: Mapping[str, Any] | None) -> Iterator[None]:
+    """Within this block (one thread), EarlyStopAgent starts its monitor with ``instance``."""
+    before = current_instance()
+    _CURRENT.instance = instance
+    try:
+        yield
+    finally:
+        _CURRENT.instance = before
+
+
 __all__ = [
+    "ADAPTER_KEYS",
     "EarlyStopAgent",
+    "current_instance",
+    "processing",
     "MINI_SWE_AGENT_V2",
     "PredictedFailure",
     "PredictedOutcome",

@@ -1,35 +1,41 @@
-"""OpenHands Software Agent SDK (``openhands-sdk``): a conversation callback that pauses decided runs.
+"""OpenHands Software Agent SDK (``openhands-sdk``): a conversation callback that ends decided runs.
 
 Usage (tested with openhands-sdk 1.58.2 on Python 3.12; the SDK needs >= 3.12)::
 
     from openhands.sdk import Conversation
-    from earlyeval import Monitor
     from earlyeval.integrations.openhands import EarlyStopCallback
 
-    halt = EarlyStopCallback(Monitor.load("models/swe-v1"), run_id="django__django-1234")
+    halt = EarlyStopCallback.from_config({"model": "models/swebench", "task": "django__django-1234"})
     conversation = Conversation(agent=agent, workspace=repo_dir, callbacks=[halt])
-    halt.attach(conversation)           # the callback needs the conversation to pause it
+    halt.attach(conversation)           # the callback needs the conversation to end it
     conversation.send_message(problem_statement)
-    conversation.run()                  # returns early, status PAUSED, when the monitor halts
-    if halt.halted:
-        print(halt.halted.exit_status, halt.halted.p_failure)
+    conversation.run()                  # returns early when the monitor halts
+    conversation.state.execution_status # STUCK (predicted failure) / FINISHED (predicted success)
     conversation.state.agent_state["earlyeval"]  # summary: halt, probabilities, per-step history
+
+(``EarlyStopCallback(monitor, run_id=...)`` takes any monitor instead of a config.)
 
 The SDK calls every callback with every event.  One step is one LLM response:
 its ``ActionEvent`` s (one per tool call, all emitted before any runs, grouped
 by ``llm_response_id``) and the observation events that answer them
 (``ObservationEvent``, ``UserRejectObservation``, ``AgentErrorEvent``, matched by
 ``tool_call_id``).  When the last observation of a response arrives, the step
-is built with the shared ``make_step`` taxonomy and scored.  An
+is built by ``base.build_step`` (the one live Step builder) and scored.  An
 ``AgentErrorEvent`` that answers no action (an unparseable tool call) is a
 rejected step: no action, ``error=True``.  A response that only calls
 ``finish`` is not scored: the agent has already ended the run.
 
-Stopping: ``conversation.pause()`` -- the SDK's own way to stop a run between
-steps (status ``PAUSED``; the run loop exits at its next iteration; a
-paused conversation can be resumed with ``run()``).  The summary is written
-to ``conversation.state.agent_state["earlyeval"]`` after every step (by
-reassignment, as the SDK asks, so it is persisted with the conversation).
+Stopping (``end_as="terminal"``, default): the conversation's status is set, under
+the state lock, to the terminal status the SDK's own run-enders use -- ``STUCK`` for
+a predicted failure, as the SDK's stuck detector does
+(``LocalConversation._check_stuck_or_nudge``: it sets ``execution_status = STUCK``
+and the run loop exits at its next iteration), ``FINISHED`` for a predicted
+success, as the agent's ``finish`` does (the run loop then runs the stop hooks
+and exits).  Both are ``is_terminal()``.  ``end_as="pause"`` calls
+``conversation.pause()`` instead (status ``PAUSED``, resumable, a ``PauseEvent``).
+The summary is written to ``conversation.state.agent_state["earlyeval"]`` after
+every step (by reassignment, as the SDK asks, so it is persisted with the
+conversation).
 Token and cost deltas per step come from ``conversation.conversation_stats``.
 
 The module does not import the SDK: it recognises events by their class names
@@ -41,16 +47,19 @@ end-to-end test drives a real ``Conversation`` with the SDK's ``TestLLM``.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Mapping
 
-from ..trajectory import Action, Step, Task, make_step
-from ..render import content_text, tool_call_text
-from .base import EarlyStopper, StepMonitor
+from ..render import content_text
+from ..trajectory import Action, Step, Task
+from .base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor, build_step
 
 log = logging.getLogger("earlyeval.integrations.openhands")
 
 _OBSERVATION_EVENTS = {"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"}
 _FINISH_TOOLS = {"finish"}
+# how a halt ends the conversation: "terminal" -- the status the SDK's own run-enders set (STUCK for a
+# predicted failure, as its stuck detector; FINISHED for a predicted success, as the finish tool); "pause"
+END_AS = ("terminal", "pause")
 
 
 def _mro_names(obj: Any) -> set[str]:
@@ -62,13 +71,17 @@ def _text(content: Any) -> str:
     return content_text(content)
 
 
-def action_of(ev: Any) -> Action:
-    """One ``ActionEvent`` as an Action: the tool name and its arguments rendered as the ingestors do."""
+def call_of(ev: Any) -> tuple[str, Any]:
+    """One ``ActionEvent`` as a raw tool call ``(tool, arguments)`` for ``build_step`` (which renders it)."""
     args = getattr(getattr(ev, "tool_call", None), "arguments", None)
     if args is None and getattr(ev, "action", None) is not None:
         args = ev.action.model_dump(exclude={"kind"})
-    tool = str(getattr(ev, "tool_name", "") or "")
-    return Action(tool=tool, text=tool_call_text(tool, args))
+    return str(getattr(ev, "tool_name", "") or ""), args
+
+
+def action_of(ev: Any) -> Action:
+    """One ``ActionEvent`` as an Action: the tool name and its arguments rendered as the ingestors do."""
+    return build_step(0, [call_of(ev)]).actions[0]
 
 
 def observation_of(ev: Any) -> tuple[str, bool | None]:
@@ -93,8 +106,12 @@ class EarlyStopCallback:
     """Conversation callback: scores each finished LLM response and pauses the conversation on a halt."""
 
     def __init__(self, monitor: StepMonitor, *, run_id: str | None = None, task_id: str | None = None,
-                 state_key: str = "earlyeval"):
+                 state_key: str = "earlyeval", end_as: str = "terminal", task: Any = None):
+        if end_as not in END_AS:
+            raise ValueError(f"end_as must be one of {END_AS}, not {end_as!r}")
         self.stopper = EarlyStopper(monitor, logger=log)
+        self.end_as = end_as
+        self.task = task
         self.run_id = run_id
         self.task_id = task_id
         self.state_key = state_key
@@ -103,6 +120,17 @@ class EarlyStopCallback:
         self._prompt = ""
         self._pending: dict[str, dict[str, Any]] = {}  # llm_response_id -> {"actions": [...], "obs": {call_id: ev}}
         self._last_usage: tuple[int, int, int, float] | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopCallback":
+        """From an ``earlyeval`` config block (``integrations/config.py`` keys plus ``run_id``, ``task``
+        -- a task id, or a mapping of Task / SWE-bench fields -- and ``end_as``)."""
+        from .config import monitor_from_config, split_config
+
+        mon, opts = split_config(cfg, ("run_id", "task", "end_as"), "earlyeval")
+        task = opts.get("task")
+        return cls(monitor_from_config(mon), run_id=opts.get("run_id"), end_as=opts.get("end_as", "terminal"),
+                   task_id=task if isinstance(task, str) else None, task=task if isinstance(task, Mapping) else None)
 
     @property
     def halted(self):
@@ -143,7 +171,7 @@ class EarlyStopCallback:
                     return
             if "AgentErrorEvent" in names:  # a tool call the agent could not even parse
                 text, _ = observation_of(event)
-                self._score(make_step(self.stopper.next_index, [], observation=text, error=True, **self._usage_delta()))
+                self._score(build_step(self.stopper.next_index, [], observation=text, error=True, usage=self._usage_delta()))
 
     def _score_group(self, group: dict[str, Any]) -> None:
         actions = group["actions"]
@@ -158,13 +186,13 @@ class EarlyStopCallback:
                 errors.append(err)
         known = [e for e in errors if e is not None]
         thought = "\n".join(t for t in (_text(getattr(a, "thought", None)) for a in actions) if t).strip()
-        step = make_step(
+        step = build_step(
             self.stopper.next_index,
-            [action_of(a) for a in actions],
+            [call_of(a) for a in actions],
             thought=thought,
             observation="\n".join(texts).strip(),
             error=any(known) if known else None,
-            **self._usage_delta(),
+            usage=self._usage_delta(),
         )
         self._score(step)
 
@@ -173,7 +201,7 @@ class EarlyStopCallback:
         self.stopper.observe(step)
         self._record()
         if self.stopper.halted is not None and not already:
-            self._pause()
+            self._end()
 
     # ---------------------------------------------------------------- helpers
     def _ensure_started(self) -> None:
@@ -182,17 +210,31 @@ class EarlyStopCallback:
         self._started = True
         conv_id = getattr(self.conversation, "id", None)
         run_id = self.run_id or (str(conv_id) if conv_id is not None else None)
-        self.stopper.start(task=Task(task_id=self.task_id or run_id or "", prompt=self._prompt), run_id=run_id)
+        task: Any = Task(task_id=self.task_id or run_id or "", prompt=self._prompt)
+        if isinstance(self.task, Mapping):
+            task = dict(self.task)
+            if not (task.get("prompt") or task.get("problem_statement")):
+                task["prompt"] = self._prompt
+        self.stopper.start(task=task, run_id=run_id)
 
-    def _pause(self) -> None:
+    def _end(self) -> None:
+        """End the run: as the SDK's stuck detector does (``end_as="terminal"``), or ``pause()``."""
         conv = self.conversation
         if conv is None:
             self.stopper.note_error("monitor halted but no conversation is attached: call attach(conversation)")
             return
         try:
-            conv.pause()
+            if self.end_as == "pause":
+                conv.pause()
+                return
+            status_cls = type(conv.state.execution_status)
+            target = status_cls("finished" if self.stopper.halted.exit_status == PREDICTED_SUCCESS else "stuck")
+            with conv.state:  # the run loop's lock (re-entrant for the thread running the step, as pause() uses it)
+                if str(getattr(conv.state.execution_status, "value", "")) in ("running", "idle"):
+                    conv.state.execution_status = target
+            log.warning("%s; conversation status set to %s", self.stopper.halted.message(), target.value)
         except Exception as e:
-            self.stopper.note_error(f"conversation.pause() failed: {e!r}")
+            self.stopper.note_error(f"could not end the conversation ({self.end_as}): {e!r}")
 
     def _record(self) -> None:
         conv = self.conversation

@@ -1,13 +1,13 @@
 """SWE-agent (1.x): an agent hook that ends a decided run through the agent's own exit path.
 
-Usage::
+Usage (SWE-agent adds agent hooks from Python: ``agent.add_hook``; its YAML configs have no
+hook key, so the earlyeval block is read with ``from_config``, e.g. from its own YAML file)::
 
     from sweagent.agent.agents import DefaultAgent
-    from earlyeval import Monitor
     from earlyeval.integrations.swe_agent import EarlyStopHook
 
     agent = DefaultAgent.from_config(agent_config)
-    agent.add_hook(EarlyStopHook(Monitor.load("models/swe-v1")))
+    agent.add_hook(EarlyStopHook.from_config({"model": "models/swebench", "autosubmit": True}))
     result = agent.run(env=env, problem_statement=ps, output_dir=out)
     result.info["exit_status"]   # e.g. "submitted (PredictedFailure)" or "PredictedSuccess"
     result.info["earlyeval"]     # halt record, probabilities, per-step history (also in the .traj file)
@@ -25,7 +25,7 @@ the step to history and trajectory, updates ``self.info`` and then calls
 ``on_step_done(step=step_output, info=self.info)`` with the very
 ``StepOutput`` it returns; ``run()`` loops ``while not step_output.done`` and
 saves the trajectory after every step.  The hook turns the ``StepOutput``
-into a Step (tool calls, or the command line; shared ``make_step`` taxonomy;
+into a Step (tool calls, or the command line; ``base.build_step``;
 per-step token/cost deltas from ``info["model_stats"]``), asks the monitor,
 writes ``info["earlyeval"]``, and on a halt sets ``step.done = True`` with
 ``exit_status`` ``PredictedFailure``/``PredictedSuccess`` -- the same exit
@@ -41,31 +41,35 @@ to every attempt's agent (``on_init``) and each attempt is a new monitor run.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Mapping
 
 from ..ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
-from ..render import tool_call_text
-from ..trajectory import Action, Step, Task, make_step
-from .base import EarlyStopper, StepMonitor
+from ..trajectory import Action, Step, Task
+from .base import EarlyStopper, StepMonitor, build_step
 
 log = logging.getLogger("earlyeval.integrations.swe_agent")
 
 
-def actions_of(step: Any) -> list[Action]:
-    """The actions of one StepOutput: its tool calls (function calling) or its command line."""
-    calls = getattr(step, "tool_calls", None) or []
-    out: list[Action] = []
-    for tc in calls:
+def calls_of(step: Any) -> list[Action | tuple[str, Any]]:
+    """The actions of one StepOutput for ``build_step``: its raw tool calls (function calling), or its
+    command line parsed by the ingestor's own parser."""
+    out: list[Action | tuple[str, Any]] = []
+    for tc in getattr(step, "tool_calls", None) or []:
         fn = (tc.get("function") or {}) if isinstance(tc, dict) else {}
         name = str(fn.get("name") or "")
         if name:
-            out.append(Action(tool=name, text=tool_call_text(name, fn.get("arguments"))))
+            out.append((name, fn.get("arguments")))
     if out:
         return out
     cmd = (getattr(step, "action", "") or "").strip()
     if not cmd:
         return []
     return [action_from_command(cmd, SWE_AGENT_COMMANDS)]  # the ingestor's own command-line parser
+
+
+def actions_of(step: Any) -> list[Action]:
+    """The Actions of one StepOutput (as ``build_step`` renders them)."""
+    return build_step(0, calls_of(step)).actions
 
 
 class EarlyStopHook:
@@ -80,6 +84,15 @@ class EarlyStopHook:
         self.agent: Any = None
         self._needs_start = True
         self._last_stats: dict[str, float] | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopHook":
+        """From an ``earlyeval`` config block: ``integrations/config.py``'s keys (``model``, ``thresholds``,
+        ``tasks``, ...) plus ``autosubmit`` and ``run_id``; e.g. read from a YAML file next to the run's."""
+        from .config import monitor_from_config, split_config
+
+        mon, opts = split_config(cfg, ("autosubmit", "run_id"), "earlyeval")
+        return cls(monitor_from_config(mon), autosubmit=bool(opts.get("autosubmit", True)), run_id=opts.get("run_id"))
 
     @property
     def halted(self):
@@ -144,13 +157,13 @@ class EarlyStopHook:
         if getattr(step, "done", False):
             self._record(info)
             return  # submitted / exited: the run is over
-        s: Step = make_step(
+        s: Step = build_step(
             self.stopper.next_index,
-            actions_of(step),
+            calls_of(step),
             thought=(getattr(step, "thought", "") or "").strip(),  # as the ingestor
             observation=getattr(step, "observation", "") or "",
             error=None,  # SWE-agent reports no per-step error or exit code
-            **usage,
+            usage=usage,
         )
         self.stopper.observe(s)
         halted = self.stopper.halted
@@ -194,4 +207,4 @@ class EarlyStopHook:
         }
 
 
-__all__ = ["EarlyStopHook", "SWE_AGENT_COMMANDS", "actions_of"]
+__all__ = ["EarlyStopHook", "SWE_AGENT_COMMANDS", "actions_of", "calls_of"]

@@ -1,0 +1,106 @@
+"""The ``earlyeval`` block of a framework's config, and the Monitor it builds.
+
+Every adapter that can be switched on from its framework's own config (mini-swe-agent's
+``agent.earlyeval``, the inspect_ai solver's ``-S`` arguments, the OpenHands callback's and the
+SWE-agent hook's ``from_config``) reads the same keys here:
+
+``model``      model directory written by ``earlyeval train`` (required), e.g. ``models/swebench``
+``thresholds`` ``{success: .., failure: .., min_halt_step: ..}`` or a JSON file with them; overrides the
+               model's own thresholds (needs ``Monitor.load(..., thresholds=...)``)
+``tasks``      a ``tasks.parquet`` from ``earlyeval ingest``: completes a task known only by id
+               (gold patch, tests), so the gold and prior families have their inputs
+``strict``, ``explain``, ``budget``, ``halt_on_impossible``: passed to ``Monitor`` as they are
+
+A model directory is loaded once per process (and per set of options); each run gets its own
+``Monitor.spawn()`` on it, so a batch of concurrent runs shares one loaded model.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..monitor import Monitor
+
+MONITOR_KEYS = ("model", "thresholds", "tasks", "strict", "explain", "budget", "halt_on_impossible")
+
+_CACHE: dict[tuple, Monitor] = {}
+_LOCK = threading.Lock()
+
+
+class ConfigError(ValueError):
+    """A bad ``earlyeval`` config block: names the key."""
+
+
+def split_config(cfg: Mapping[str, Any] | None, adapter_keys: tuple[str, ...], where: str) -> tuple[dict, dict]:
+    """(monitor options, adapter options) of an ``earlyeval`` block; an unknown key is an error naming it."""
+    if cfg is None:
+        raise ConfigError(f"{where}: no earlyeval config (need at least `model: <model dir>`)")
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"{where}: the earlyeval config must be a mapping, not {type(cfg).__name__}")
+    unknown = sorted(set(cfg) - set(MONITOR_KEYS) - set(adapter_keys))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(MONITOR_KEYS + adapter_keys)}")
+    mon = {k: cfg[k] for k in MONITOR_KEYS if k in cfg and cfg[k] is not None}
+    rest = {k: cfg[k] for k in adapter_keys if k in cfg}
+    if "model" not in mon:
+        raise ConfigError(f"{where}.model: missing (the model directory written by `earlyeval train`)")
+    return mon, rest
+
+
+def monitor_from_config(cfg: Mapping[str, Any], where: str = "earlyeval") -> Monitor:
+    """A fresh Monitor for one run, from the monitor keys of an ``earlyeval`` block (see the module doc)."""
+    cfg = dict(cfg)
+    model = cfg.pop("model", None)
+    if not model:
+        raise ConfigError(f"{where}.model: missing (the model directory written by `earlyeval train`)")
+    kwargs: dict[str, Any] = {}
+    if cfg.get("thresholds") is not None:
+        kwargs["thresholds"] = _thresholds(cfg.pop("thresholds"), f"{where}.thresholds")
+        if not _accepts("thresholds"):
+            raise ConfigError(f"{where}.thresholds: this earlyeval's Monitor.load takes no thresholds override; "
+                              "remove the key (the model's own thresholds apply) or upgrade")
+    for k in ("tasks", "strict", "explain", "budget", "halt_on_impossible"):
+        if k in cfg and cfg[k] is not None:
+            v = cfg.pop(k)
+            kwargs[k] = str(Path(v).expanduser()) if k == "tasks" else v
+    key = (str(Path(str(model)).expanduser().resolve()), json.dumps(kwargs, sort_keys=True, default=str))
+    with _LOCK:
+        base = _CACHE.get(key)
+        if base is None:
+            base = _CACHE[key] = Monitor.load(Path(str(model)).expanduser(), **kwargs)
+    m = base.spawn()
+    if m.thresholds != base.thresholds:  # a spawn that dropped the override: load the run its own
+        m = Monitor.load(Path(str(model)).expanduser(), **kwargs)
+    return m
+
+
+def clear_cache() -> None:
+    with _LOCK:
+        _CACHE.clear()
+
+
+def _accepts(name: str) -> bool:
+    params = {**inspect.signature(Monitor.load).parameters, **inspect.signature(Monitor.__init__).parameters}
+    return name in params
+
+
+def _thresholds(v: Any, where: str) -> dict[str, Any]:
+    if isinstance(v, (str, Path)):
+        p = Path(v).expanduser()
+        try:
+            v = json.loads(p.read_text())
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{where}: cannot read {p}: {e}") from e
+    if not isinstance(v, Mapping):
+        raise ConfigError(f"{where}: a mapping {{success, failure, min_halt_step}} or a JSON file, not {type(v).__name__}")
+    bad = sorted(set(v) - {"success", "failure", "min_halt_step"})
+    if bad:
+        raise ConfigError(f"{where}: unknown key(s) {bad}")
+    return dict(v)
+
+
+__all__ = ["ConfigError", "MONITOR_KEYS", "clear_cache", "monitor_from_config", "split_config"]

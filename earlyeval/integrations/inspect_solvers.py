@@ -1,0 +1,95 @@
+"""inspect_ai extension module: registers the ``earlyeval/early_stop`` solver.
+
+inspect_ai loads it through the package's ``[project.entry-points.inspect_ai]`` entry point
+(``earlyeval = "earlyeval.integrations.inspect_solvers"``) when a name in the ``earlyeval/``
+namespace is looked up, so with earlyeval installed no Python is needed::
+
+    inspect eval task.py --solver earlyeval/early_stop -S model=models/swebench
+    inspect eval task.py --solver earlyeval/early_stop -S model=models/swebench \\
+        -S tools=bash,text_editor -S tasks=data/swebench/tasks.parquet
+
+The solver is ``react()`` with :class:`~earlyeval.integrations.inspect_ai.EarlyStopOnContinue`
+as its ``on_continue``.  Arguments (``-S key=value``): ``model`` (model directory, required),
+``thresholds`` (JSON file or mapping, overrides the model's), ``tasks`` (a ``tasks.parquet``),
+``strict``; ``tools`` -- the task's own tools (``use_tools`` in its setup) plus these built-in
+inspect tools by name (``bash``, ``python``, ``text_editor``, ``bash_session``, ``think``;
+default ``bash,text_editor`` when the task has none); ``submit`` (react's submit tool, default
+true); ``halt_as_limit`` (default true: a halt is recorded as ``sample.limit`` type ``custom``).
+The monitor is started with the sample id, its input as prompt and the sample metadata's
+SWE-bench fields (``patch``, ``FAIL_TO_PASS``, ...) when it has them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai.agent import AgentState, react
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.tool import Tool, bash, bash_session, python, text_editor, think
+
+from .config import monitor_from_config, split_config
+from .inspect_ai import EarlyStopOnContinue
+
+BUILTIN_TOOLS = {"bash": bash, "python": python, "text_editor": text_editor, "bash_session": bash_session, "think": think}
+DEFAULT_TOOLS = ("bash", "text_editor")
+# sample-metadata keys that describe the task (SWE-bench's and earlyeval's Task fields)
+TASK_KEYS = ("instance_id", "problem_statement", "patch", "FAIL_TO_PASS", "PASS_TO_PASS", "gold_patch", "test_patch",
+             "fail_to_pass", "pass_to_pass")
+
+
+@solver
+def early_stop(model: str, thresholds: Any = None, tasks: str | None = None, strict: bool = False,
+               tools: str | list[str] | None = None, submit: bool = True, halt_as_limit: bool = True) -> Solver:
+    """react() that earlyeval's monitor stops when it predicts the outcome (module doc)."""
+    mon_cfg, _ = split_config({"model": model, "thresholds": thresholds, "tasks": tasks, "strict": strict or None},
+                              (), "earlyeval/early_stop")
+    monitor_from_config(mon_cfg, "earlyeval/early_stop")  # load (and check) the model once, before any sample
+    named = _tool_names(tools)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        on_continue = EarlyStopOnContinue(
+            lambda: monitor_from_config(mon_cfg, "earlyeval/early_stop"),
+            task=_task_of(state), run_id=f"{state.sample_id}/epoch-{state.epoch}", metadata=state.metadata,
+            submit=submit, halt_as_limit=halt_as_limit,
+        )
+        agent = react(tools=_tools(state, named), on_continue=on_continue, submit=None if submit else False)
+        agent_state = AgentState(messages=state.messages)
+        try:  # as inspect_ai.agent.as_solver does: the messages reach the TaskState also when a limit ends the run
+            agent_state = await agent(agent_state)
+        finally:
+            state.messages = agent_state.messages
+            if agent_state.output:
+                state.output = agent_state.output
+        return state
+
+    return solve
+
+
+def _tool_names(tools: str | list[str] | None) -> list[str] | None:
+    if tools is None:
+        return None
+    names = [t.strip() for t in (tools.split(",") if isinstance(tools, str) else tools) if t and t.strip()]
+    unknown = [n for n in names if n not in BUILTIN_TOOLS]
+    if unknown:
+        raise ValueError(f"earlyeval/early_stop: tools={unknown} unknown; built-in tools: {sorted(BUILTIN_TOOLS)} "
+                         "(a task's own tools come from its setup, use_tools(...))")
+    return names
+
+
+def _tools(state: TaskState, named: list[str] | None) -> list[Tool]:
+    own = list(state.tools)
+    names = named if named is not None else ([] if own else list(DEFAULT_TOOLS))
+    return own + [BUILTIN_TOOLS[n]() for n in names]
+
+
+def _task_of(state: TaskState) -> dict[str, Any]:
+    meta = state.metadata if isinstance(state.metadata, dict) else {}
+    task = {k: meta[k] for k in TASK_KEYS if meta.get(k) is not None}
+    if "instance_id" not in task:
+        task["task_id"] = str(state.sample_id) if state.sample_id is not None else ""
+    if not (task.get("prompt") or task.get("problem_statement")):
+        task["prompt"] = state.input_text
+    return task
+
+
+__all__ = ["BUILTIN_TOOLS", "early_stop"]

@@ -438,6 +438,11 @@ def section_halts(inp: Inputs) -> str:
         fail, succ = part[part["pred"] == 0]["t_halt"], part[part["pred"] == 1]["t_halt"]
         if part.empty:
             ax.text(0.5, 0.5, "no halts", ha="center", transform=ax.transAxes)
+        elif ax is ax1:  # a handful of step values: one stacked bar each
+            ts = sorted(set(part["t_halt"]))
+            nf = [int((fail == t).sum()) for t in ts]
+            ax.bar([str(t) for t in ts], nf, color="#cf222e", width=0.5)
+            ax.bar([str(t) for t in ts], [int((succ == t).sum()) for t in ts], bottom=nf, color="#2da44e", width=0.5)
         else:
             hi = int(part["t_halt"].max())
             lo = int(part["t_halt"].min())

@@ -162,3 +162,22 @@ def test_page_renders_in_headless_chromium(ws, tmp_path):
     assert img.shape[0] >= 5000 and img.shape[1] == 1280
     # the page drew something: many distinct colours (plots, badges), not a blank or error page
     assert len(np.unique(img.reshape(-1, 3)[::37], axis=0)) > 200
+
+
+@pytest.mark.integration
+def test_real_halt_steps_reproduce_loao_json():
+    """On the real reports: the halts the page derives from the predictions are the ones evaluate counted."""
+    from earlyeval.workspace import features_dir, reports_dir
+
+    rdir, fdir = reports_dir("swebench", create=False), features_dir("swebench")
+    if not (rdir / "loao.json").exists() or not (fdir / "loao_predictions.parquet").exists():
+        pytest.skip("needs reports/swebench/loao.json and features/swebench/loao_predictions.parquet (make evaluate)")
+    inp = Inputs("swebench", rdir, fdir)
+    h = halt_steps(inp.preds, int(inp.loao["config"].get("min_halt_step", 1)))
+    for agent, b in inp.loao["agents"].items():
+        g = h[h["agent"] == agent]
+        assert len(g) == b["n_runs"], agent
+        assert (g["t_halt"] > 0).mean() == pytest.approx(b["halted_fraction"], abs=1e-12), agent
+        saved = np.where(g["t_halt"] > 0, g["T"] - g["t_halt"], 0)
+        skip = (g["t_halt"] > 0) & (g["t_halt"] <= 1)
+        assert saved[skip.to_numpy()].sum() / g["T"].sum() == pytest.approx(b["steps_saved_task_skip"], abs=1e-12), agent

@@ -314,14 +314,19 @@ def test_python_blocks_run(block, docs_workspace, monkeypatch):
         pytest.skip(f"{block.id}: {block.skip}")
     scratch = ws.parent / f"scratch-{block.line}-{block.file.stem}"
     scratch.mkdir(exist_ok=True)
-    ns = _NAMESPACES.setdefault(block.file, {"__name__": "__docs__"})
-    for k, v in reader_context(scratch, trajs, tasks).items():
-        if k in ("model", "env", "model_cfg") or k not in ns:  # a framework's scripted model and env serve one run
-            ns[k] = v
+    ns = _NAMESPACES.setdefault(block.file, {"__name__": "__docs__", "__ran__": set()})
     monkeypatch.chdir(ws)
     workspace.set_workspace(ws)
     try:
-        exec(compile(block.code, block.id, "exec"), ns)
+        # the file's earlier blocks first (as a reader reads them), when this one is run alone (-k)
+        todo = [b for b in BY_LANG["python"] if b.file == block.file and b.line < block.line and not b.skip
+                and b.line not in ns["__ran__"]] + [block]
+        for b in todo:
+            for k, v in reader_context(scratch, trajs, tasks).items():
+                if k in ("model", "env", "model_cfg") or k not in ns:  # a framework's scripted model and env serve one run
+                    ns[k] = v
+            ns["__ran__"].add(b.line)
+            exec(compile(b.code, b.id, "exec"), ns)
     except ModuleNotFoundError as e:
         top = (e.name or "").split(".")[0]
         if top in FRAMEWORKS:

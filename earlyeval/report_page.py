@@ -45,7 +45,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24p
 line-height:1.4;padding:0 16px}
 h1{font-size:26px;margin-bottom:4px}h2{font-size:20px;border-bottom:2px solid #d0d7e2;padding-bottom:4px;margin-top:36px}
 h3{font-size:15px;margin:18px 0 6px}
-table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #d0d7e2;padding:3px 7px;text-align:right}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #d0d7e2;padding:3px 7px;text-align:right}td{white-space:nowrap}.off{color:#c62828;font-weight:600}
 th{background:#eef2f7}td.name,th.name{text-align:left}tr.pooled td{font-weight:600;background:#f6f8fb}
 tr.small td{background:#fff8e6}.badge{display:inline-block;font-size:11px;padding:0 5px;border-radius:3px;
 background:#f0b429;color:#222;margin-left:4px}.note{background:#f3f4f6;border-left:4px solid #9aa5b1;padding:6px 10px;
@@ -211,7 +211,7 @@ def _th(th: dict[str, Any] | None) -> str:
     if not isinstance(th, dict):
         return "–"
     s, f = num(th.get("success")), num(th.get("failure"))
-    return f"{'–' if s is None or s >= 5 else f'{s:.2f}'} / {'–' if f is None or f >= 5 else f'{f:.2f}'}"
+    return f"{'–' if s is None or s >= 5 else f'{s:.3g}'} / {'–' if f is None or f >= 5 else f'{f:.3g}'}"
 
 
 def _result_row(name: str, b: dict[str, Any], cls: str, small: bool = False) -> tuple[str, list[str]]:
@@ -496,8 +496,9 @@ def section_dollars(inp: Inputs) -> str:
         out.append(legend({"spend of all runs": "routing.json pricing: what the agent's runs cost in total",
                            "price source": "per-step: the runs' own per-step cost; instance-total-pro-rata: the run's instance_cost "
                                            "charged t/T for t of T steps; catalog-usd-per-step: a catalog price per step",
-                           "≈ dollars saved": "spend × steps saved: an estimate that charges every step of a run the agent's mean "
-                                              "price per step (exact for pro-rata and per-step catalog prices, approximate for per-step costs)"}))
+                           "≈ dollars saved": "spend × steps saved: an estimate that charges every step the agent's mean price per "
+                                              "step; exact only for a constant catalog price per step; where runs differ in price "
+                                              "per step (per-step costs, pro-rata instance totals) the true figure differs"}))
     else:
         out.append(note("dollars of the halting policy: unknown (needs routing.json's pricing and loao.json)", missing=True))
         if inp.routing is None:
@@ -545,8 +546,9 @@ def section_budget(inp: Inputs) -> str:
             cov = b.get("coverage") or {}
             cells = [agent_cell(name, sm, b.get("n_runs")) if cls != "pooled" else esc(name), str(b.get("n_runs", "–"))]
             for lv in levels:
-                cells += [pct((cov.get("model") or {}).get(lv)), pct((cov.get("linear") or {}).get(lv)),
-                          pct((on.get("coverage") or {}).get(lv))]
+                for v in ((cov.get("model") or {}).get(lv), (cov.get("linear") or {}).get(lv), (on.get("coverage") or {}).get(lv)):
+                    off = num(v) is not None and abs(num(v) - float(lv)) > 0.05
+                    cells.append(f'<span class="off">{pct(v)}</span>' if off else pct(v))
             return cls, cells
 
         for a in sorted(agents, key=lambda a: (a in small, a)):
@@ -568,6 +570,7 @@ def section_budget(inp: Inputs) -> str:
                        "linear p%": "the same for the linear baseline (spend per step so far × median remaining length)",
                        "online p%": "intervals re-conformalized on the new agent's own finished runs (no outcome labels); "
                                     "uses the new agent's data, so not the label-free headline",
+                       "red": "more than 5 percentage points from nominal",
                        "B": "the budget: 75 % quantile of run totals of every labelled run whose usage is known"}))
     return "".join(out)
 

@@ -37,7 +37,7 @@ SECTIONS = {  # id -> heading; the test checks every heading is on the page
 }
 
 MAKES = {"loao.json": "make evaluate", "loao_predictions.parquet": "make evaluate", "sweep.csv": "make sweep",
-         "budget.json": "make budget", "routing.json": "make route (earlyeval route --cheap A --strong B)",
+         "budget.json": "make budget", "routing.json": "make route",
          "latency.json": "make bench"}
 
 CSS = """

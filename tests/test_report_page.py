@@ -181,3 +181,14 @@ def test_real_halt_steps_reproduce_loao_json():
         saved = np.where(g["t_halt"] > 0, g["T"] - g["t_halt"], 0)
         skip = (g["t_halt"] > 0) & (g["t_halt"] <= 1)
         assert saved[skip.to_numpy()].sum() / g["T"].sum() == pytest.approx(b["steps_saved_task_skip"], abs=1e-12), agent
+
+
+def test_a_bench_with_only_a_broken_loao_json_still_gets_a_page(ws):
+    rdir = ws / "reports" / "demo"
+    rdir.mkdir(parents=True)
+    (rdir / "loao.json").write_text("[1, 2]")  # valid JSON, wrong shape
+    page = write_report("demo").read_text()
+    for title in SECTIONS.values():
+        assert f">{title}</h2>" in page
+    assert "loao.json: not a JSON object" in page
+    assert "not run: make budget" in page and "not run: make evaluate" in page

@@ -277,7 +277,8 @@ def section_frontier(inp: Inputs) -> str:
     out = []
     pooled = (inp.loao or {}).get("pooled") or {}
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
-    if inp.sweep is not None and {"mode", "agent", "steps_saved", "outcome_accuracy"} <= set(inp.sweep.columns):
+    have_sweep = inp.sweep is not None and {"mode", "agent", "steps_saved", "outcome_accuracy"} <= set(inp.sweep.columns)
+    if have_sweep:
         df = inp.sweep[inp.sweep["agent"] == "pooled"]
         styles = {"label_free": ("#1f6feb", "label-free (no labels of the new agent)"),
                   "warm_start_10": ("#2da44e", "warm start 10 %"), "warm_start_20": ("#8250df", "warm start 20 %")}
@@ -295,12 +296,14 @@ def section_frontier(inp: Inputs) -> str:
                 ax.plot(100 * g["steps_saved"], 100 * g["outcome_accuracy"], "--", color=c, lw=1.3, label=f"baseline {mode}")
         src = "sweep.csv (pooled rows)"
     else:
-        out.append(inp.missing("sweep.csv"))
-        base = (inp.loao or {}).get("baselines") or {}
-        for name, b in base.items():
-            if isinstance(b, dict) and num(b.get("steps_saved")) is not None:
-                ax.scatter(100 * b["steps_saved"], 100 * (num(b.get("outcome_accuracy")) or 0), marker="x", s=40,
-                           label=f"baseline {name}")
+        out.append(inp.missing("sweep.csv") if inp.sweep is None else note("sweep.csv lacks the columns mode, agent, steps_saved, "
+                                                                          "outcome_accuracy", missing=True))
+    swept = set(inp.sweep["mode"]) if have_sweep else set()
+    for name, b in ((inp.loao or {}).get("baselines") or {}).items():  # the operating points the sweep has no curve for
+        if isinstance(b, dict) and num(b.get("steps_saved")) is not None and not any(name.startswith(m) for m in swept):
+            ax.scatter(100 * b["steps_saved"], 100 * (num(b.get("outcome_accuracy")) or 0), marker="x", s=40,
+                       label=f"baseline {name} (loao.json)")
+    if not have_sweep:
         for k, b in ((inp.loao or {}).get("warm_start_pooled") or {}).items():
             if isinstance(b, dict) and num(b.get("steps_saved")) is not None:
                 ax.scatter(100 * b["steps_saved"], 100 * (num(b.get("outcome_accuracy")) or 0), marker="s", s=30,
@@ -325,7 +328,8 @@ def section_frontier(inp: Inputs) -> str:
     out.append(legend({"frontier": "for each level of steps saved, the best pooled outcome accuracy any (τs, τf) of the grid reaches; "
                                    "picking a point on it needs the held-out labels, so only the star is honest",
                        "star": "the thresholds evaluate chose without the held-out agents' labels (loao.json pooled)",
-                       "baselines": "step_cap k: halt every run after k steps predicting failure; repeat_action: halt on a repeated command"}))
+                       "baselines": "step_cap k: halt every run after k steps predicting failure; repeat_action: halt on a repeated command; "
+                                    "prior_only: the same model and threshold rule on the task-level features alone (task skips only)"}))
     return "".join(out)
 
 

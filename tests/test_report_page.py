@@ -162,6 +162,17 @@ def test_page_renders_in_headless_chromium(ws, tmp_path):
     assert img.shape[0] >= 5000 and img.shape[1] == 1280
     # the page drew something: many distinct colours (plots, badges), not a blank or error page
     assert len(np.unique(img.reshape(-1, 3)[::37], axis=0)) > 200
+    # the DOM Chromium built holds every section heading and every held-out agent's name
+    profile = tmp_path / "dom-profile"
+    dom = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                          f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    for title in SECTIONS.values():
+        assert f">{title}</h2>" in dom
+    for a in LARGE + SMALL:
+        assert a in dom
+    assert dom.count("<img") >= 3
 
 
 @pytest.mark.integration

@@ -54,6 +54,11 @@ budget: data/$(BENCH)/ingest.done
 bench: data/$(BENCH)/ingest.done
 	$(EARLYEVAL) bench --bench $(BENCH)
 
+# one self-contained HTML page from whichever reports/$(BENCH)/ reports exist (run evaluate/sweep/budget/route/bench first)
+.PHONY: report
+report: $(STAMP)
+	$(EARLYEVAL) report --bench $(BENCH)
+
 # the README's test command (CI runs exactly this): unit tests, the integration tests on a bounded
 # sample of ../shared/data, then the unit tests again in a Python 3.12 venv from the same lock, where the
 # OpenHands SDK adapter tests run for real (openhands-sdk needs Python >= 3.12). Every stage runs even when an earlier one fails; a summary names each, and the

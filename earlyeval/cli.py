@@ -244,6 +244,22 @@ def formats() -> None:
         typer.echo(f)
 
 
+@app.command()
+def report(bench: str = typer.Option(..., "--bench", "-b", help="Benchmark whose reports/<bench>/ to summarize."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Output file (default reports/<bench>/report.html).")) -> None:
+    """One self-contained HTML page (tables, plots, legends) from the reports a benchmark already has."""
+    from .report_page import write_report
+    from .workspace import reports_dir
+
+    rdir = reports_dir(bench, create=False)
+    if not rdir.is_dir():
+        have = sorted(p.name for p in rdir.parent.iterdir() if p.is_dir()) if rdir.parent.is_dir() else []
+        typer.echo(f"error: --bench {bench}: no reports in {rdir} (run `earlyeval evaluate --bench {bench}` first); "
+                   f"benchmarks with reports: {', '.join(have) or 'none'}", err=True)
+        raise typer.Exit(2)
+    _say_outputs(report=write_report(bench, out))
+
+
 def main() -> None:  # pragma: no cover
     app()
 

@@ -1,0 +1,205 @@
+"""`earlyeval report`: the page a person reads (earlyeval/report_page.py).
+
+A synthetic workspace (a loao.json shaped like evaluate's, predictions whose halt steps are known by
+construction, a budget.json, a routing.json) is rendered; the checks read the page's numbers back.
+The headless-Chromium test renders it and checks the screenshot; it skips where /usr/bin/chromium is
+absent (CI), and can keep the PNG (EARLYEVAL_REPORT_SCREENSHOT=path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from earlyeval import workspace
+from earlyeval.cli import app
+from earlyeval.report_page import SECTIONS, Inputs, halt_steps, write_report
+
+CHROMIUM = Path("/usr/bin/chromium")
+LARGE = ["agent-alpha__model-x", "agent-beta__model-y"]
+SMALL = ["tiny-agent__model-z"]
+
+
+def _block(n: int, small: bool, saved: float) -> dict:
+    return {"n_runs": n, "resolve_rate": 0.4, "auroc_success": 0.9, "halted_fraction": 0.5, "halted_accuracy": 0.9,
+            "outcome_accuracy": 0.95, "steps_saved": saved, "steps_saved_task_skip": saved / 2, "steps_saved_in_run": saved / 2,
+            "resolve_rate_shift_pp": -0.5, "mean_p_success": 0.41, "thresholds": {"success": 0.9, "failure": 0.95},
+            "small_n": small}
+
+
+def _workspace(ws: Path, with_budget: bool = True) -> dict[str, list[int]]:
+    """Writes the reports; returns per agent the halt step planted in each run (0 = never halted)."""
+    rdir, fdir = ws / "reports" / "demo", ws / "features" / "demo"
+    rdir.mkdir(parents=True)
+    fdir.mkdir(parents=True)
+    agents = {a: _block(40, False, 0.3) for a in LARGE} | {a: _block(6, True, 0.6) for a in SMALL}
+    prot = {"agents": agents, "pooled": _block(80, False, 0.3), "holdout_agents": LARGE, "mean_abs_resolve_rate_shift_pp": 0.5}
+    loao = {"bench": "demo", "threshold_selection": "inner-loao", "holdout_agents": LARGE, "small_agents": SMALL,
+            "agents": agents, "pooled": prot["pooled"], "config": {"min_halt_step": 1},
+            "protocols": {"doc": {"as_of": "prior as of each run's date"}, "as_of": prot, "current_pool": prot, "no_prior": prot}}
+    (rdir / "loao.json").write_text(json.dumps(loao))
+    rng = np.random.default_rng(0)
+    rows, planted = [], {}
+    for a, b in agents.items():
+        planted[a] = []
+        for r in range(b["n_runs"]):
+            T = int(rng.integers(5, 30))
+            halt = [0, 1, int(rng.integers(2, T))][r % 3]  # never / task skip / in-run
+            planted[a].append(halt)
+            y = r % 2
+            for t in range(1, T):
+                hit = halt and t >= halt
+                ps = 0.97 if hit and y else 0.3
+                pf = 0.99 if hit and not y else 0.3
+                rows.append((a, f"{a}-{r}", t, T, y, ps, pf, 0.9, 0.95, a in SMALL))
+    pd.DataFrame(rows, columns=["agent", "run_id", "t", "T", "y", "p_success", "p_failure", "tau_s", "tau_f", "small"]).to_parquet(
+        fdir / "loao_predictions.parquet", index=False)
+    if with_budget:
+        cov = {"model": {"0.8": 0.71, "0.9": 0.86}, "linear": {"0.8": 0.8, "0.9": 0.9}}
+        dim = {"budget_B": 29.0, "agents": {a: {"n_runs": b["n_runs"], "coverage": cov, "small_n": b["small_n"]} for a, b in agents.items()},
+               "pooled": {"n_runs": 80, "coverage": cov}, "online": {"agents": {}, "pooled": {"coverage": {"0.8": 0.8}}},
+               "runs_excluded_unknown": {}}
+        (rdir / "budget.json").write_text(json.dumps({"protocol": "as_of", "dimensions": {"steps": dim}}))
+        pricing = {a: {"source": "per-step", "total_usd": 100.0} for a in agents}
+        pair = {"n_tasks": 40, "protocol": "as_of",
+                "policies": {"always_cheap": {"total_cost_usd": 50.0, "resolve_rate": 0.3},
+                             "stop_on_predicted_failure": {"total_cost_usd": 35.5, "resolve_rate": 0.29, "n_stopped": 9}}}
+        (rdir / "routing.json").write_text(json.dumps({"pricing": pricing, "pairs": {f"{LARGE[0]}->{LARGE[1]}": pair}}))
+    (rdir / "latency.json").write_text("{ not json")  # unreadable: a note, never a crash
+    return planted
+
+
+@pytest.fixture()
+def ws(tmp_path):
+    workspace.set_workspace(tmp_path)
+    try:
+        yield tmp_path
+    finally:
+        workspace.set_workspace(None)
+
+
+def test_page_has_every_section_the_small_agents_flagged_and_plots_inline(ws):
+    _workspace(ws)
+    page = write_report("demo").read_text()
+    for title in SECTIONS.values():
+        assert f">{title}</h2>" in page
+    for a in LARGE + SMALL:
+        assert a in page
+    # the small agent is flagged in the results rows of all three protocols
+    assert len(re.findall(r'<tr class="small"><td class="name">tiny-agent__model-z<span class="badge">small n=6', page)) >= 3
+    assert page.count("data:image/png;base64,") >= 3  # frontier, calibration, halt histogram
+    assert "http://" not in page and "https://" not in page  # self-contained: nothing fetched
+    assert "latency.json: unreadable" in page
+    assert "$14.50" in page  # routing: 50.00 - 35.50 saved
+    assert "≈ dollars saved" in page and "$30.00" in page  # 100 USD x 30 % steps saved
+
+
+def test_halt_steps_are_the_planted_ones_split_at_task_skip(ws):
+    planted = _workspace(ws)
+    h = halt_steps(Inputs("demo", ws / "reports" / "demo", ws / "features" / "demo").preds, min_t=1)
+    for a, steps in planted.items():
+        assert h[h["agent"] == a]["t_halt"].tolist() == steps
+    page = write_report("demo").read_text()
+    n = len(planted[LARGE[0]])
+    skip, inrun = sum(1 for s in planted[LARGE[0]] if s == 1), sum(1 for s in planted[LARGE[0]] if s > 1)
+    assert f"<td>{skip} ({round(100 * skip / n)} %)</td><td>{inrun} ({round(100 * inrun / n)} %)</td>" in page
+
+
+def test_missing_reports_say_which_command_writes_them(ws):
+    _workspace(ws, with_budget=False)
+    (ws / "reports" / "demo" / "latency.json").unlink()
+    (ws / "features" / "demo" / "loao_predictions.parquet").unlink()
+    page = write_report("demo").read_text()
+    for name, cmd in (("budget.json", "make budget"), ("routing.json", "make route"), ("sweep.csv", "make sweep"),
+                      ("latency.json", "make bench"), ("loao_predictions.parquet", "make evaluate")):
+        assert re.search(rf"not run: {re.escape(cmd)}[^<]*{re.escape(name)}", page), name
+    assert "dollars of the halting policy: unknown" in page
+    assert "coarse: one point per agent" in page  # the fallback from loao.json's mean P(success)
+
+
+def test_cli_writes_the_page_and_refuses_an_unknown_bench(ws):
+    _workspace(ws)
+    r = CliRunner().invoke(app, ["--workspace", str(ws), "report", "--bench", "demo"])
+    assert r.exit_code == 0, r.output
+    assert (ws / "reports" / "demo" / "report.html").stat().st_size > 10_000
+    r = CliRunner().invoke(app, ["--workspace", str(ws), "report", "--bench", "nosuch"])
+    assert r.exit_code == 2
+    assert "benchmarks with reports: demo" in r.output
+
+
+def chromium_screenshot(page: Path, png: Path, size: str = "1280,5200") -> subprocess.CompletedProcess:
+    """Headless Chromium with the flags that work on a closed network (see the machine notes)."""
+    profile = png.parent / f"chromium-profile-{os.getpid()}"
+    cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+           "--hide-scrollbars", f"--window-size={size}", f"--screenshot={png}", page.resolve().as_uri()]
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium absent (apt-get install chromium to render the page)")
+def test_page_renders_in_headless_chromium(ws, tmp_path):
+    from PIL import Image
+
+    _workspace(ws)
+    page = write_report("demo")
+    png = Path(os.environ.get("EARLYEVAL_REPORT_SCREENSHOT") or tmp_path / "report.png")
+    r = chromium_screenshot(page, png)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert png.exists() and png.stat().st_size > 50_000, "screenshot missing or nearly empty"
+    img = np.asarray(Image.open(png).convert("RGB"))
+    assert img.shape[0] >= 5000 and img.shape[1] == 1280
+    # the page drew something: many distinct colours (plots, badges), not a blank or error page
+    assert len(np.unique(img.reshape(-1, 3)[::37], axis=0)) > 200
+    # the DOM Chromium built holds every section heading and every held-out agent's name
+    profile = tmp_path / "dom-profile"
+    dom = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                          f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    for title in SECTIONS.values():
+        assert f">{title}</h2>" in dom
+    for a in LARGE + SMALL:
+        assert a in dom
+    assert dom.count("<img") >= 3
+
+
+@pytest.mark.integration
+def test_real_halt_steps_reproduce_loao_json():
+    """On the real reports: the halts the page derives from the predictions are the ones evaluate counted."""
+    from earlyeval.workspace import features_dir, reports_dir
+
+    rdir, fdir = reports_dir("swebench", create=False), features_dir("swebench")
+    if not (rdir / "loao.json").exists() or not (fdir / "loao_predictions.parquet").exists():
+        pytest.skip("needs reports/swebench/loao.json and features/swebench/loao_predictions.parquet (make evaluate)")
+    inp = Inputs("swebench", rdir, fdir)
+    h = halt_steps(inp.preds, int(inp.loao["config"].get("min_halt_step", 1)))
+    for agent, b in inp.loao["agents"].items():
+        g = h[h["agent"] == agent]
+        assert len(g) == b["n_runs"], agent
+        assert (g["t_halt"] > 0).mean() == pytest.approx(b["halted_fraction"], abs=1e-12), agent
+        saved = np.where(g["t_halt"] > 0, g["T"] - g["t_halt"], 0)
+        skip = (g["t_halt"] > 0) & (g["t_halt"] <= 1)
+        assert saved[skip.to_numpy()].sum() / g["T"].sum() == pytest.approx(b["steps_saved_task_skip"], abs=1e-12), agent
+
+
+def test_a_bench_with_only_a_broken_loao_json_still_gets_a_page(ws):
+    rdir = ws / "reports" / "demo"
+    rdir.mkdir(parents=True)
+    (rdir / "loao.json").write_text("[1, 2]")  # valid JSON, wrong shape
+    page = write_report("demo").read_text()
+    for title in SECTIONS.values():
+        assert f">{title}</h2>" in page
+    assert "loao.json: not a JSON object" in page
+    assert "not run: make budget" in page and "not run: make evaluate" in page

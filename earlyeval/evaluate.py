@@ -4,7 +4,8 @@ For every held-out agent A (an agent with at least ``holdout_min_runs`` runs):
 everything -- text vocabulary and SVD, both LightGBM models, Platt scaling and
 the halting thresholds -- is fitted without A's runs.  Thresholds come from an
 inner leave-one-agent-out over the training agents: each training agent B is
-predicted by a model fitted without A and B, and (tau_s, tau_f) maximize the
+predicted by a model fitted without A and B (and, by default, without every
+agent of B's scaffold: ``inner_exclusion``), and (tau_s, tau_f) maximize the
 steps saved over those inner predictions subject to outcome accuracy >= target
 on every inner agent.  A block fitted on A's own labels is reported beside it,
 labelled ``oracle``, never as the headline.
@@ -75,6 +76,9 @@ class EvalConfig:
     confidence: float | None = 0.9
     adapt: str = "none"  # none | em (label-free prior re-estimation on the evaluated agent's own predictions)
     inner_folds: int = 6  # inner leave-one-agent-out up to this many agents, else this many agent groups
+    # what the model predicting an inner agent leaves out besides it: "agent" (only it) or "scaffold"
+    # (every agent of its scaffold: an inner agent as new as a new scaffold is; see inner_exclusion)
+    inner_holdout: str = "scaffold"
     warm_shares: tuple = (0.05, 0.1, 0.2)
     warm_repeats: int = 5
     n_jobs: int = 2
@@ -235,21 +239,51 @@ class FoldRunner:
         return out
 
 
+def scaffold_of(ds: Dataset) -> dict[str, str]:
+    """Each agent's scaffold (catalog ``scaffold``; the agent's own name when the catalog gives none)."""
+    out: dict[str, str] = {}
+    for t in ds.trajs:
+        out.setdefault(t.agent, str(t.meta.get("scaffold") or t.agent))
+    return out
+
+
+def inner_exclusion(ds: Dataset, held_out: frozenset, inner: frozenset, mode: str) -> frozenset:
+    """Agents left out of the model that predicts the inner held-out agents ``inner``.
+
+    ``mode`` "agent": the inner agents alone.  "scaffold": every agent sharing a scaffold with
+    one of them too, so that an inner agent is as new to its model as a new scaffold is to the
+    shipped one (with "agent", Moatless 0617 would be judged by a model trained on its twin 0609,
+    and thresholds chosen on such easy inner predictions are too aggressive for a new agent)."""
+    if mode == "agent":
+        return held_out | inner
+    if mode != "scaffold":
+        raise ValueError(f"inner_holdout must be 'agent' or 'scaffold', not {mode!r}")
+    sc = scaffold_of(ds)
+    mates = {a for a in sc if sc[a] in {sc[b] for b in inner}}
+    return held_out | inner | frozenset(mates)
+
+
 def inner_sets(runner: FoldRunner, held_out: frozenset, large: list[str]) -> tuple[dict[str, RunSet], str]:
-    """Predictions of every other large agent from models that see neither it nor the held-out set."""
+    """Predictions of every other large agent from models that see neither it nor the held-out set
+    (nor, with ``inner_holdout = "scaffold"``, any agent of its scaffold)."""
     remaining = [b for b in large if b not in held_out]
     k = runner.cfg.inner_folds
+    mode = runner.cfg.inner_holdout
+    suffix = "" if mode == "agent" else " (each inner agent's whole scaffold left out)"
+    ds = runner.ds
     if 2 <= len(remaining) <= k:
-        return {b: runner.predict(held_out | {b}, b) for b in remaining}, "inner-loao"
+        return ({b: runner.predict(inner_exclusion(ds, held_out, frozenset([b]), mode), b) for b in remaining},
+                "inner-loao" + suffix)
     if len(remaining) > k:
         # many agents (tau2): leave-one-GROUP-of-agents-out, k groups dealt round-robin by size
         order = sorted(remaining, key=lambda b: (-runner.ds.n_runs(b), b))
         groups = [frozenset(order[i::k]) for i in range(k)]
         out = {}
         for g in groups:
+            ex = inner_exclusion(ds, held_out, g, mode)
             for b in sorted(g):
-                out[b] = runner.predict(held_out | g, b)
-        return out, f"inner leave-{k}-groups-of-agents-out"
+                out[b] = runner.predict(ex, b)
+        return out, f"inner leave-{k}-groups-of-agents-out" + suffix
     return runner.validation_sets(held_out), "training agents' task-grouped validation split"
 
 
@@ -593,7 +627,8 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
         "config": cfg.to_dict(),
         "threshold_selection": cfg.threshold_selection,
         "threshold_selection_detail": (
-            "for each held-out agent A: every other large agent B is predicted by a model fitted without A and B; "
+            "for each held-out agent A: every other large agent B is predicted by a model fitted without A and B"
+            + (" and every other agent of B's scaffold" if cfg.inner_holdout == "scaffold" else "") + "; "
             "(tau_s, tau_f) maximize the steps saved over those predictions subject to "
             + ("outcome accuracy" if cfg.constraint == "accuracy" else "success recall and failure recall (accuracy whatever the resolve rate)")
             + f" >= {cfg.target_accuracy} on every B. Small runs are held out together and use the same rule."

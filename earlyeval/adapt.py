@@ -84,6 +84,9 @@ class Recalibration:
         return expit(self.a * z + self.b)
 
 
+IDENTITY = Recalibration(1.0, 0.0)  # no recalibration (recalibrated() returns the runs unchanged)
+
+
 def fit_recalibration(rs: RunSet) -> Recalibration:
     from sklearn.linear_model import LogisticRegression
 
@@ -99,6 +102,8 @@ def fit_recalibration(rs: RunSet) -> Recalibration:
 
 
 def recalibrated(rs: RunSet, cal: Recalibration) -> RunSet:
+    if cal == IDENTITY:
+        return rs
     p_s = [cal(a) for a in rs.p_s]
     p_f = [1.0 - x for x in p_s]
     return RunSet(rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions)

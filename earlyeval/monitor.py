@@ -160,13 +160,13 @@ class Monitor:
                        halt_on_impossible=sorted(self.halt_on_impossible), _shared=self._shared)
 
     def warm_start(self, runs: Iterable[Trajectory], tasks: Mapping[str, Task] | None = None,
-                   as_of: str | None = "", same_agent: str | None = None) -> dict[str, Any]:
+                   as_of: str | None = "", same_agent: str | None = None, recalibrate: bool = False) -> dict[str, Any]:
         """Adapt to a new agent from K of its finished, labelled runs (a warm start).
 
-        The runs are replayed through the model as it was loaded; Platt scaling is refitted on top of
-        its log-odds and (tau_s, tau_f) are picked on them by the training's own rule
-        (``evaluate.fit_warm_start``: the target recall, Wilson bound).  From then on this monitor and
-        every monitor it spawns report recalibrated probabilities and halt with the new thresholds.
+        The runs are replayed through the model as it was loaded; the current thresholds are checked on
+        them by the training's own rule (``evaluate.fit_warm_start``: the target recall, Wilson bound)
+        and raised until the runs support them, never lowered (``recalibrate=True``: Platt refitted on
+        them first).  From then on this monitor and every monitor it spawns halt with the new thresholds.
         Only these runs' labels are read.  ``as_of``/``same_agent`` as in ``score`` (the prior's date
         cutoff and an extra same-agent pattern).  Returns what was fitted."""
         from .evaluate import EvalConfig, fit_warm_start
@@ -190,7 +190,7 @@ class Monitor:
         cfg = EvalConfig(**{k: (tuple(v) if k == "taus" else v) for k, v in c.items()
                             if k in ("target_accuracy", "constraint", "confidence", "taus")},
                          min_halt_step=self.min_halt_step)
-        cal, th = fit_warm_start(rs, cfg)
+        cal, th = fit_warm_start(rs, cfg, base=(self.tau_s, self.tau_f), recalibrate=recalibrate)
         self._warm = {"success": float(th["success"]), "failure": float(th["failure"]), "calibration": cal,
                       "runs": [t.run_id for t in runs]}
         self._shared["warm"] = self._warm

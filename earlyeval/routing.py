@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .dataset import CURRENT_POOL, Dataset
-from .evaluate import EvalConfig, FoldRunner, select_thresholds
+from .evaluate import EvalConfig, FoldRunner, inner_exclusion, select_thresholds
 from .features import Featurizer, build_family
 from .features.base import RunContext
 from .features.prior import PriorFamily, default_match_patterns
@@ -351,12 +351,14 @@ def routing_predictions(runner: FoldRunner, cheap: str, strong: str) -> tuple[Ru
     """Cheap agent's predictions and the failure threshold, with neither agent's labels.
 
     Model: fitted without {cheap, strong}.  Threshold: ``select_thresholds`` over
-    inner agents b, each predicted by a model fitted without {cheap, strong, b}.
+    inner agents b, each predicted by a model fitted without {cheap, strong, b} (and b's scaffold:
+    ``evaluate.inner_exclusion``).
     """
     ex = frozenset({cheap, strong})
     rs = runner.predict(ex, cheap)
     inner_agents = [b for b in large_agents(runner.ds, runner.cfg) if b not in ex]
-    inner = {b: failure_only(runner.predict(ex | {b}, b)) for b in inner_agents}
+    mode = runner.cfg.inner_holdout
+    inner = {b: failure_only(runner.predict(inner_exclusion(runner.ds, ex, frozenset([b]), mode), b)) for b in inner_agents}
     th = select_thresholds(inner, runner.cfg, method="inner-loao without both routed agents, failure side only")
     fitted = runner.fit(ex)
     info = {"excluded_agents": sorted(ex), "trained_on": [str(a) for a in fitted.train_agents],

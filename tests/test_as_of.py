@@ -149,11 +149,39 @@ def test_warm_start_never_sees_a_label_outside_its_k_runs():
     cal1, th1 = fit_warm_start(rs.subset(masks[0]), cfg)
     cal2, th2 = fit_warm_start(flipped.subset(masks[0]), cfg)
     assert (cal1.a, cal1.b, th1["success"], th1["failure"]) == (cal2.a, cal2.b, th2["success"], th2["failure"])
-    # positive control: flipping the warm runs' own labels does change the fit
+    # positive control: flipping the warm runs' own labels does change the fit (thresholds checked from
+    # the boldest pair; the refitted Platt of recalibrate=True)
     inside = dataclasses.replace(rs, y=rs.y.copy())
     inside.y[masks[0]] = 1 - inside.y[masks[0]]
-    cal3, _ = fit_warm_start(inside.subset(masks[0]), cfg)
-    assert (cal3.a, cal3.b) != (cal1.a, cal1.b)
+    bold = (0.5, 0.5)
+    _, th4 = fit_warm_start(rs.subset(masks[0]), cfg, base=bold)
+    _, th5 = fit_warm_start(inside.subset(masks[0]), cfg, base=bold)
+    assert (th4["success"], th4["failure"]) != (th5["success"], th5["failure"])
+    cal6, _ = fit_warm_start(rs.subset(masks[0]), cfg, recalibrate=True)
+    cal3, _ = fit_warm_start(inside.subset(masks[0]), cfg, recalibrate=True)
+    assert (cal3.a, cal3.b) != (cal6.a, cal6.b)
+
+
+def test_warm_start_only_makes_given_thresholds_more_cautious():
+    """The warm runs check the label-free thresholds: the result is never below them on either side,
+    stays at them when the warm runs support them, and rises when the warm runs contradict them."""
+    rs = _runset(2)
+    cfg = EvalConfig()
+    for seed in range(6):
+        warm = rs.subset(warm_split(len(rs), 0.2, seed=seed))
+        for base in ((0.5, 0.5), (0.8, 0.9), (0.95, 0.99)):
+            cal, th = fit_warm_start(warm, cfg, base=base)
+            assert (cal.a, cal.b) == (1.0, 0.0)
+            assert th["success"] >= base[0] and th["failure"] >= base[1], (seed, base, th)
+    # a base the warm runs support exactly is kept: the rule's own choice on them, used as the base
+    warm = rs.subset(warm_split(len(rs), 0.3, seed=0))
+    _, free = fit_warm_start(warm, cfg)
+    _, kept = fit_warm_start(warm, cfg, base=(free["success"], free["failure"]))
+    assert (kept["success"], kept["failure"]) == (free["success"], free["failure"])
+    # the boldest base with every warm label flipped: the warm runs refuse it
+    bad = dataclasses.replace(warm, y=1 - warm.y)
+    _, raised = fit_warm_start(bad, cfg, base=(0.5, 0.5))
+    assert (raised["success"], raised["failure"]) != (0.5, 0.5)
 
 
 def test_warm_runs_are_paid_in_full():
@@ -232,7 +260,9 @@ def test_score_warm_start_equals_offline_warm_start(scored):
                 np.asarray([len(t.steps) for t in trajs]), ps, [1 - p for p in ps])
     warm = np.asarray([t.run_id in warm_ids for t in trajs])
     cfg = EvalConfig(min_halt_step=2)
-    cal, th = fit_warm_start(rs.subset(warm), cfg)
+    model_th = Monitor.load(scored["model"]).thresholds
+    cal, th = fit_warm_start(rs.subset(warm), cfg, base=(model_th["success"], model_th["failure"]))
+    assert th["success"] >= model_th["success"] and th["failure"] >= model_th["failure"]
     assert rep["thresholds"]["success"] == th["success"] and rep["thresholds"]["failure"] == th["failure"]
     assert rep["warm_start"]["recalibration"] == pytest.approx({"a": cal.a, "b": cal.b})
     m = warm_policy_metrics(rs, warm, cal, th, cfg)
@@ -260,7 +290,12 @@ def test_monitor_warm_start_refuses_unlabelled_and_spawns_keep_it(scored):
     assert d1.p_success == d2.p_success
     raw = Monitor.load(scored["model"])
     raw.start_context(RunContext.of(t, scored["tasks"].get(t.task_id), as_of=""), t.run_id)
-    assert raw.observe(t.steps[0]).p_success != d1.p_success  # recalibrated
+    assert raw.observe(t.steps[0]).p_success == d1.p_success  # the default warm start does not recalibrate
+    assert mon.thresholds["success"] >= raw.thresholds["success"] and mon.thresholds["failure"] >= raw.thresholds["failure"]
+    recal = Monitor.load(scored["model"])
+    recal.warm_start(scored["trajs"][:10], scored["tasks"], recalibrate=True)
+    recal.start_context(RunContext.of(t, scored["tasks"].get(t.task_id), as_of=""), t.run_id)
+    assert recal.observe(t.steps[0]).p_success != d1.p_success  # Platt refitted on the warm runs
 
 
 def test_monitor_start_as_of_dates_the_prior(scored):

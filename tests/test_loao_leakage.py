@@ -99,3 +99,27 @@ def test_em_adaptation_uses_no_held_out_labels(data):
     assert res1.runner.adaptation[key] == res2.runner.adaptation[key]
     for p, q in zip(res1.sets["agent-c"].p_s, res2.sets["agent-c"].p_s):
         np.testing.assert_array_equal(p, q)
+
+
+def test_inner_models_leave_out_the_inner_agents_whole_scaffold(data):
+    """inner_holdout="scaffold": the model that predicts inner agent B for thresholds saw no agent of B's
+    scaffold (nor the held-out agent); with "agent" it saw B's scaffold mate."""
+    from earlyeval.evaluate import FoldRunner, inner_sets
+
+    trajs, tasks = copy.deepcopy(data[0]), data[1]
+    for t in trajs:
+        t.meta["scaffold"] = "shared-scaffold" if t.agent in ("agent-b", "agent-c") else t.agent
+    for mode, mate_seen in (("scaffold", False), ("agent", True)):
+        cfg = config(families=["behaviour", "gold"], inner_holdout=mode)
+        runner = FoldRunner(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg)
+        sets, method = inner_sets(runner, frozenset(["agent-a"]), ["agent-a", "agent-b", "agent-c", "agent-d"])
+        assert sorted(sets) == ["agent-b", "agent-c", "agent-d"]
+        for (ex, agent) in runner._preds:
+            fitted = runner.fit(ex)
+            assert "agent-a" not in fitted.train_agents and agent not in fitted.train_agents
+            if agent in ("agent-b", "agent-c"):
+                mate = "agent-c" if agent == "agent-b" else "agent-b"
+                assert (mate in fitted.train_agents) is mate_seen, (mode, agent, fitted.train_agents)
+            else:  # agent-d has a scaffold of its own: both modes train on b and c
+                assert {"agent-b", "agent-c"} <= set(fitted.train_agents)
+        assert ("scaffold" in method) is (mode == "scaffold")

@@ -35,15 +35,15 @@ Runs = Union[np.ndarray, Sequence[np.ndarray]]  # (R, L) padded with NaN, or R 1
 def step_outcome(p_s, p_f, tau_s, tau_f, t, min_t: int = 1):
     """SUCCESS, FAILURE or CONTINUE for prefix t under (tau_s, tau_f): the halting rule, elementwise.
 
-    Scalars in, an int out (the Monitor's form); arrays broadcast and give an int8 array."""
-    p_s = np.asarray(p_s, dtype=np.float64)
-    p_f = np.asarray(p_f, dtype=np.float64)
+    Written with operators only, so that the one expression serves both callers: Python floats in
+    and an int out (the Monitor, a microsecond per step), float64 arrays in and an int8 array out
+    (the batch forms, broadcasting).  Python floats and float64 are the same IEEE doubles."""
     s_hit = p_s >= tau_s  # NaN >= x is False: a NaN never halts
     f_hit = p_f >= tau_f
-    with np.errstate(invalid="ignore"):  # inf - inf on a NEVER-like threshold is only read where both sides hit
-        success = np.where(s_hit & f_hit, (p_s - tau_s) >= (p_f - tau_f), s_hit)
-    code = np.where((np.asarray(t) >= max(int(min_t), 1)) & (s_hit | f_hit), success.astype(np.int8), np.int8(CONTINUE))
-    return int(code) if code.ndim == 0 else code.astype(np.int8)
+    success = s_hit & (((p_s - tau_s) >= (p_f - tau_f)) | (f_hit == False))  # noqa: E712 (elementwise not)
+    halt = (s_hit | f_hit) & (t >= max(int(min_t), 1))
+    code = halt * (success + 1) - 1  # CONTINUE (-1) unless halting, then SUCCESS (1) or FAILURE (0)
+    return code.astype(np.int8) if isinstance(code, np.ndarray) else int(code)
 
 
 def pad(runs: Runs, T: np.ndarray | None = None) -> np.ndarray:
@@ -98,7 +98,8 @@ def first_halt_grid(p_s: Runs, p_f: Runs, taus_s, taus_f, min_t: int = 1,
         return np.zeros(k.shape, dtype=np.int64), np.full(k.shape, CONTINUE, dtype=np.int8)
     kk = np.minimum(k, L - 1)
     rows = np.arange(R)[:, None, None]
-    out = step_outcome(ps[rows, kk], pf[rows, kk], ts[None, :, None], tf[None, None, :], kk + 1, min_t)
+    with np.errstate(invalid="ignore"):  # inf - inf (an infinite threshold met by an infinite p) is not a margin tie
+        out = step_outcome(ps[rows, kk], pf[rows, kk], ts[None, :, None], tf[None, None, :], kk + 1, min_t)
     out = np.where(halted, out, np.int8(CONTINUE)).astype(np.int8)
     return np.where(halted, k + 1, 0).astype(np.int64), out
 

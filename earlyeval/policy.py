@@ -50,7 +50,9 @@ def pad(runs: Runs, T: np.ndarray | None = None) -> np.ndarray:
     """(R, L) float64 matrix of per-prefix probabilities, NaN past each run's end (NaN never halts).
 
     With ``T`` (run lengths), prefixes t >= T are blanked too: halting happens only at t < T."""
-    if isinstance(runs, np.ndarray) and runs.ndim == 2:
+    if isinstance(runs, np.ndarray) and runs.dtype != object:
+        if runs.ndim != 2:
+            raise ValueError(f"runs: a (R, L) matrix or a list of per-run arrays, not an array of shape {runs.shape}")
         m = runs.astype(np.float64, copy=True)
     else:
         rows = [np.asarray(r, dtype=np.float64).ravel() for r in runs]

@@ -124,6 +124,8 @@ def test_padded_input_and_run_length():
     np.testing.assert_array_equal(first_halt(m, pad(pf), 0.9, 0.99)[0], [3, 1])
     # T: only prefixes t < T may halt (here the arrays hold every step, the last one included)
     np.testing.assert_array_equal(first_halt(ps, pf, 0.9, 0.99, T=np.array([3, 2]))[0], [0, 1])
+    with pytest.raises(ValueError, match="list of per-run arrays"):  # one run's 1-D array is not R one-step runs
+        first_halt(ps[0], pf[0], 0.9, 0.9)
     with pytest.raises(ValueError, match="thresholds"):
         first_halt_grid(ps, pf, [np.nan], [0.5])
 

@@ -17,8 +17,10 @@ Forms of the rule:
   The halting prefix is found by first crossings: the first t >= min_t where
   either side crosses is the earlier of the two sides' first crossings, and a
   side's first crossing is where its running maximum (NaN read as -inf) first
-  reaches tau, a binary search per run.  The outcome at that prefix is
-  ``step_outcome`` itself.  ``first_halt`` is the grid of one pair.
+  reaches tau, a binary search per run.  At that prefix only the side that
+  crossed first holds, unless both first cross there: then ``step_outcome``
+  itself decides.  ``first_halt`` is the grid of one pair.  tests/test_policy.py
+  checks every form against a plain per-step loop.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def pad(runs: Runs, T: np.ndarray | None = None) -> np.ndarray:
             raise ValueError(f"runs: a (R, L) matrix or a list of per-run arrays, not an array of shape {runs.shape}")
         m = runs.astype(np.float64, copy=True)
     else:
-        rows = [np.asarray(r, dtype=np.float64).ravel() for r in runs]
+        rows = list(runs)
         m = np.full((len(rows), max((len(r) for r in rows), default=0)), np.nan)
         for i, r in enumerate(rows):
             m[i, : len(r)] = r
@@ -75,7 +77,7 @@ def _first_crossings(p: np.ndarray, taus: np.ndarray, lo: int) -> np.ndarray:
         return out
     run_max = np.maximum.accumulate(q, axis=1)  # sorted per row: binary search finds the first crossing
     for r in range(R):
-        out[r] = np.searchsorted(run_max[r], taus, side="left")
+        out[r] = run_max[r].searchsorted(taus, side="left")
     return out
 
 
@@ -96,14 +98,19 @@ def first_halt_grid(p_s: Runs, p_f: Runs, taus_s, taus_f, min_t: int = 1,
     F = _first_crossings(pf, tf, lo)[:, None, :]
     k = np.minimum(S, F)  # the first prefix index where either side crosses
     halted = k < L
-    if L == 0:
-        return np.zeros(k.shape, dtype=np.int64), np.full(k.shape, CONTINUE, dtype=np.int8)
-    kk = np.minimum(k, L - 1)
-    rows = np.arange(R)[:, None, None]
-    with np.errstate(invalid="ignore"):  # inf - inf (an infinite threshold met by an infinite p) is not a margin tie
-        out = step_outcome(ps[rows, kk], pf[rows, kk], ts[None, :, None], tf[None, None, :], kk + 1, min_t)
-    out = np.where(halted, out, np.int8(CONTINUE)).astype(np.int8)
-    return np.where(halted, k + 1, 0).astype(np.int64), out
+    # step_outcome at prefix k: one side crossed first (k = S < F: only p_s >= tau_s holds there, SUCCESS;
+    # k = F < S: FAILURE); where both first cross at k, the margins decide: step_outcome itself, on those cells
+    out = (S < F).astype(np.int8)  # SUCCESS (1) where the success side crossed first, else FAILURE (0)
+    r, i, j = np.nonzero(halted & (S == F))
+    if len(r):
+        kt = k[r, i, j]
+        with np.errstate(invalid="ignore"):  # inf - inf (an infinite threshold met by an infinite p) is no tie
+            out[r, i, j] = step_outcome(ps[r, kt], pf[r, kt], ts[i], tf[j], kt + 1, min_t)
+    not_halted = ~halted
+    out[not_halted] = CONTINUE
+    k += 1
+    k[not_halted] = 0
+    return k, out
 
 
 def first_halt(p_s: Runs, p_f: Runs, tau_s: float, tau_f: float, min_t: int = 1,

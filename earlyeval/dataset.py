@@ -66,12 +66,35 @@ class Dataset:
         return sum(1 for t in self.trajs if t.agent == agent)
 
     def large_agents(self, min_runs: int) -> list[str]:
-        """Agents with enough labelled runs to be held out on their own."""
-        return [a for a in self.agents if self.n_runs(a) >= min_runs]
+        """Agents held out on their own: at least ``min_runs`` labelled runs and not flagged ``small`` in
+        the catalog (``is_small``).  The one definition; ``holdout_units`` groups the rest."""
+        return [a for a in self.agents if self.n_runs(a) >= min_runs and not self.is_small(a)]
 
     def is_small(self, agent: str) -> bool:
         """Every run of the agent comes from a catalog entry flagged ``small``."""
         return all(bool(t.meta.get("small", False)) for t in self.trajs if t.agent == agent)
+
+    def holdout_units(self, min_runs: int) -> list["HoldoutUnit"]:
+        """The held-out units of leave-one-agent-out: each large agent alone (``large_agents``), then
+        every other agent together as one group (too few runs, or flagged ``small``), if any."""
+        large = self.large_agents(min_runs)
+        units = [HoldoutUnit(a, [a]) for a in large]
+        small = [a for a in self.agents if a not in large]
+        if small:
+            units.append(HoldoutUnit(SMALL_GROUP, small, True))
+        return units
+
+
+SMALL_GROUP = "small-runs"  # the name of the unit of small agents held out together
+
+
+@dataclass
+class HoldoutUnit:
+    """A held-out unit: one large agent, or all small agents together."""
+
+    name: str
+    agents: list[str]
+    small: bool = False
 
 
 def load_dataset(bench: str, families: list[str], root: Path | None = None, progress: bool = True,

@@ -1,6 +1,7 @@
 """Leave-one-agent-out evaluation with honest thresholds.
 
-For every held-out agent A (an agent with at least ``holdout_min_runs`` runs):
+For every held-out agent A (``Dataset.large_agents``: at least ``holdout_min_runs``
+runs, not flagged ``small`` in the catalog):
 everything -- text vocabulary and SVD, both LightGBM models, Platt scaling and
 the halting thresholds -- is fitted without A's runs.  Thresholds come from an
 inner leave-one-agent-out over the training agents: each training agent B is
@@ -10,9 +11,9 @@ steps saved over those inner predictions subject to outcome accuracy >= target
 on every inner agent.  A block fitted on A's own labels is reported beside it,
 labelled ``oracle``, never as the headline.
 
-The small runs (too few runs to be held out alone) are held out together, as one
-group, so that none of their runs reaches any fit or threshold of their own
-evaluation.  Leave-one-scaffold-out holds out every agent of a scaffold with
+The small runs (too few runs to be held out alone, or flagged ``small``) are held
+out together, as one group (``Dataset.holdout_units``), so that none of their runs
+reaches any fit or threshold of their own evaluation.  Leave-one-scaffold-out holds out every agent of a scaffold with
 several agents (the Moatless versions) at once.
 """
 
@@ -524,9 +525,9 @@ class LoaoResult:
 def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, with_loso: bool = True,
              with_small: bool = True) -> LoaoResult:
     runner = FoldRunner(ds, cfg, progress)
-    agents = ds.agents
-    large = ds.large_agents(cfg.holdout_min_runs)
-    small = [a for a in agents if a not in large] if with_small else []
+    units = ds.holdout_units(cfg.holdout_min_runs)
+    large = [u.agents[0] for u in units if not u.small]
+    small = [a for u in units if u.small for a in u.agents] if with_small else []
     sets: dict[str, RunSet] = {}
     thresholds: dict[str, dict[str, Any]] = {}
     oracle: dict[str, dict[str, Any]] = {}

@@ -19,6 +19,8 @@ from typing import Any, Sequence
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from .policy import SUCCESS, first_halt, first_halt_grid
+
 NEVER = 10.0  # a threshold no probability reaches: "never halt this way"
 TASK_SKIP_T = 1  # a halt after at most this many steps is a task skip, not a prediction from the trajectory
 
@@ -66,34 +68,20 @@ class RunSet:
 
 
 # ------------------------------------------------------------------ policy
-
-def first_crossing(p: np.ndarray, taus: np.ndarray) -> np.ndarray:
-    """For each tau, the first prefix index i (0-based, i.e. t = i+1) with p[i] >= tau; len(p) if none."""
-    if len(p) == 0:
-        return np.zeros(len(taus), dtype=np.int64)
-    run_max = np.maximum.accumulate(p)
-    return np.searchsorted(run_max, taus, side="left")
-
+# The halting rule itself is earlyeval.policy (numpy only, shared with the live Monitor).
 
 def halting(p_s: np.ndarray, p_f: np.ndarray, tau_s: float, tau_f: float, min_t: int = 1) -> tuple[int, int]:
-    """(t_halt, predicted) for one run; t_halt = 0 means not halted."""
-    n = len(p_s)
-    lo = max(min_t, 1) - 1
-    for i in range(lo, n):
-        s_hit, f_hit = p_s[i] >= tau_s, p_f[i] >= tau_f
-        if s_hit or f_hit:
-            if s_hit and f_hit:
-                return i + 1, int(p_s[i] - tau_s >= p_f[i] - tau_f)
-            return i + 1, int(s_hit)
-    return 0, -1
+    """(t_halt, predicted) for one run under ``policy``'s rule; t_halt = 0 (and predicted -1) means not halted."""
+    t, pred = first_halt([p_s], [p_f], tau_s, tau_f, min_t)
+    return int(t[0]), int(pred[0])
 
 
 def apply_policy(rs: RunSet, tau_s: float, tau_f: float, min_t: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    out = [halting(a, b, tau_s, tau_f, min_t) for a, b in zip(rs.p_s, rs.p_f)]
-    if not out:
+    """(t_halt, predicted) per run of ``rs``; see ``halting``."""
+    if len(rs) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    t, pred = zip(*out)
-    return np.asarray(t, dtype=np.int64), np.asarray(pred, dtype=np.int64)
+    t, pred = first_halt(rs.p_s, rs.p_f, tau_s, tau_f, min_t)
+    return t.astype(np.int64), pred.astype(np.int64)
 
 
 # ----------------------------------------------------------------- metrics
@@ -216,36 +204,15 @@ def wilson_lower(p: np.ndarray, n: int, confidence: float) -> np.ndarray:
 
 
 def grid_metrics(rs: RunSet, taus_s: np.ndarray, taus_f: np.ndarray, min_t: int = 1) -> GridResult:
-    """Vectorized policy metrics for every (tau_s, tau_f) pair: first crossings per run, then broadcasting."""
+    """Vectorized policy metrics for every (tau_s, tau_f) pair (``policy.first_halt_grid``), then broadcasting."""
     R = len(rs)
     Ns, Nf = len(taus_s), len(taus_f)
     if R == 0:
         z = np.full((Ns, Nf), np.nan)
         return GridResult(taus_s, taus_f, z, z, z, z, z)
-    fs = np.empty((R, Ns), dtype=np.int64)
-    ff = np.empty((R, Nf), dtype=np.int64)
-    lens = np.empty(R, dtype=np.int64)
-    lo = max(min_t, 1) - 1
-    for r, (a, b) in enumerate(zip(rs.p_s, rs.p_f)):
-        lens[r] = len(a)
-        a2 = a.copy()
-        b2 = b.copy()
-        a2[:lo] = -1.0
-        b2[:lo] = -1.0
-        fs[r] = first_crossing(a2, taus_s)
-        ff[r] = first_crossing(b2, taus_f)
-    S = fs[:, :, None]
-    F = ff[:, None, :]
-    L = lens[:, None, None]
-    idx = np.minimum(S, F)
-    halted = idx < L
-    # at equal crossing index the success side wins only if its margin is larger; rare, resolved like `halting`
-    pred_success = S < F
-    tie = (S == F) & halted
-    if tie.any():
-        for r, i, j in zip(*np.nonzero(tie)):
-            k = fs[r, i]
-            pred_success[r, i, j] = rs.p_s[r][k] - taus_s[i] >= rs.p_f[r][k] - taus_f[j]
+    t_halt, pred = first_halt_grid(rs.p_s, rs.p_f, taus_s, taus_f, min_t)  # (R, Ns, Nf)
+    halted = t_halt > 0
+    pred_success = pred == SUCCESS
     y = rs.y[:, None, None]
     T = rs.T[:, None, None].astype(np.float64)
     recorded = np.where(halted, pred_success.astype(int), y)
@@ -253,7 +220,7 @@ def grid_metrics(rs: RunSet, taus_s: np.ndarray, taus_f: np.ndarray, min_t: int 
     n_halted = halted.sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         halted_acc = np.where(n_halted > 0, (correct & halted).sum(0) / np.maximum(n_halted, 1), np.nan)
-        saved = np.where(halted, T - (idx + 1), 0).sum(0) / T.sum()
+        saved = np.where(halted, T - t_halt, 0).sum(0) / T.sum()
         pos, neg = rs.y == 1, rs.y == 0
         sr = correct[pos].mean(0) if pos.any() else np.full((Ns, Nf), np.nan)
         fr = correct[neg].mean(0) if neg.any() else np.full((Ns, Nf), np.nan)

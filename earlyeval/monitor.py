@@ -19,8 +19,9 @@ What it guarantees:
   batch matrix does, takes the booster's raw margin through LightGBM's own
   single-row C path (``fastpredict``) and applies the saved Platt maps exactly
   as ``OutcomeModel.predict_proba`` does.  The halting rule is
-  ``metrics.halting`` itself, applied to the newest prefix only: halt at the
-  first prefix t >= ``min_halt_step`` with p_s >= tau_s or p_f >= tau_f.
+  ``policy.step_outcome`` itself (the rule the batch forms apply), at the newest
+  prefix: halt at the first prefix t >= ``min_halt_step`` with p_s >= tau_s or
+  p_f >= tau_f.
 * **O(1) per step** in the run's length: every family's update is.
 * **Fails open.**  Missing information never halts a run.  A step that cannot
   be read (a field of the wrong type) is skipped before it touches any state:
@@ -76,7 +77,7 @@ import numpy as np
 
 from .decision import HALTING_CONTEXTS, Decision
 from .features import Featurizer, RunContext
-from .metrics import halting
+from .policy import CONTINUE, SUCCESS, step_outcome
 from .modeldir import ModelBundle, load_model_dir
 from .trajectory import Action, Step, Task, Trajectory, cost_value, make_step, token_count
 
@@ -372,10 +373,9 @@ class Monitor:
             top = self.top_features(x, "success") if self.explain == "always" else []
             return Decision(False, None, ps, pf, f"continue (never halts: {self._halt_off}): {probs}{self._degraded}",
                             index, th, top, budget, ctx)
-        # metrics.halting on the newest prefix alone: min_t shifted so that prefix t is eligible iff t >= min_halt_step
-        t_halt, pred = halting([ps], [pf], self.tau_s, self.tau_f, self.min_halt_step - (t - 1))
-        if t_halt:
-            outcome = "success" if pred == 1 else "failure"
+        code = step_outcome(ps, pf, self.tau_s, self.tau_f, t, self.min_halt_step)  # the one rule, at prefix t
+        if code != CONTINUE:
+            outcome = "success" if code == SUCCESS else "failure"
             top = self.top_features(x, outcome) if self.explain != "never" else []
             why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
             d = Decision(True, outcome, ps, pf, f"halt after {t} steps, predicting {outcome} (outcome rule): {probs}{why}{self._degraded}",

@@ -338,8 +338,8 @@ def pair_blind(ds: Dataset, agents: Iterable[str]) -> Dataset:
 
 
 def large_agents(ds: Dataset, cfg: EvalConfig) -> list[str]:
-    """Agents big enough to be held out (the same rule as ``evaluate.run_loao``)."""
-    return [a for a in ds.agents if ds.n_runs(a) >= cfg.holdout_min_runs and not ds.is_small(a)]
+    """Agents held out on their own (``Dataset.large_agents``, the rule of ``evaluate.run_loao``)."""
+    return ds.large_agents(cfg.holdout_min_runs)
 
 
 def failure_only(rs: RunSet) -> RunSet:

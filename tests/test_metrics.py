@@ -10,13 +10,13 @@ from earlyeval.metrics import (
     RunSet,
     apply_policy,
     evaluate_policy,
-    first_crossing,
     grid_metrics,
     halting,
     outcome_metrics,
     repeat_action_policy,
     step_cap_policy,
 )
+from earlyeval.policy import first_halt_grid
 
 
 def test_outcome_metrics_hand_computed():
@@ -49,7 +49,10 @@ def test_halting_rule_first_crossing_and_min_step():
     assert halting(ps, pf, 0.99, 0.75) == (1, 0)
     assert halting(ps, pf, 0.99, 0.75, min_t=2) == (0, -1)
     assert halting(ps, pf, NEVER, NEVER) == (0, -1)
-    np.testing.assert_array_equal(first_crossing(ps, np.array([0.1, 0.5, 0.92, 0.99])), [0, 1, 3, 4])
+    # the success side alone: the first prefix at each tau (0 = none)
+    t, o = first_halt_grid([ps], [np.full(4, np.nan)], np.array([0.1, 0.5, 0.92, 0.99]), [NEVER])
+    np.testing.assert_array_equal(t[0, :, 0], [1, 2, 4, 0])
+    np.testing.assert_array_equal(o[0, :, 0], [1, 1, 1, -1])
 
 
 def test_grid_equals_per_run_policy():

@@ -1,0 +1,131 @@
+"""The threshold policy: the one halting rule, numpy only (the live Monitor imports it).
+
+A run of T steps gives P(success) and P(failure) after each prefix t = 1..T-1
+(halting after the last step saves nothing, so the policy never sees it).
+
+The rule (``step_outcome``): prefix t halts when t >= min_t and p_s >= tau_s or
+p_f >= tau_f.  A NaN probability never crosses its threshold.  When both sides
+cross at the same prefix, the outcome is success iff p_s - tau_s >= p_f - tau_f
+(the larger margin wins; an equal margin goes to success).  A run halts at its
+first prefix that halts, recording that prefix's outcome.
+
+Forms of the rule:
+- ``step_outcome``: elementwise over any broadcastable inputs; the Monitor calls
+  it on one prefix (scalars), the batch forms call it on the halting prefix;
+- ``first_halt``: one (tau_s, tau_f) pair over a batch of runs;
+- ``first_halt_grid``: every pair of a grid over a batch of runs (the sweeps).
+  The halting prefix is found by first crossings: the first t >= min_t where
+  either side crosses is the earlier of the two sides' first crossings, and a
+  side's first crossing is where its running maximum (NaN read as -inf) first
+  reaches tau, a binary search per run.  At that prefix only the side that
+  crossed first holds, unless both first cross there: then ``step_outcome``
+  itself decides.  ``first_halt`` is the grid of one pair.  tests/test_policy.py
+  checks every form against a plain per-step loop.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+import numpy as np
+
+CONTINUE, FAILURE, SUCCESS = -1, 0, 1  # step_outcome's codes; FAILURE/SUCCESS are also the recorded outcome
+
+Runs = Union[np.ndarray, Sequence[np.ndarray]]  # (R, L) padded with NaN, or R 1-D arrays (prefix t at index t-1)
+
+
+def step_outcome(p_s, p_f, tau_s, tau_f, t, min_t: int = 1):
+    """SUCCESS, FAILURE or CONTINUE for prefix t under (tau_s, tau_f): the halting rule, elementwise.
+
+    Written with operators only, so that the one expression serves both callers: Python floats in
+    and an int out (the Monitor, a microsecond per step), float64 arrays in and an int8 array out
+    (the batch forms, broadcasting).  Python floats and float64 are the same IEEE doubles."""
+    s_hit = p_s >= tau_s  # NaN >= x is False: a NaN never halts
+    f_hit = p_f >= tau_f
+    success = s_hit & (((p_s - tau_s) >= (p_f - tau_f)) | (f_hit == False))  # noqa: E712 (elementwise not)
+    halt = (s_hit | f_hit) & (t >= max(int(min_t), 1))
+    code = halt * (success + 1) - 1  # CONTINUE (-1) unless halting, then SUCCESS (1) or FAILURE (0)
+    return code.astype(np.int8) if isinstance(code, np.ndarray) else int(code)
+
+
+def pad(runs: Runs, T: np.ndarray | None = None) -> np.ndarray:
+    """(R, L) float64 matrix of per-prefix probabilities, NaN past each run's end (NaN never halts).
+
+    With ``T`` (run lengths), prefixes t >= T are blanked too: halting happens only at t < T."""
+    if isinstance(runs, np.ndarray) and runs.dtype != object:
+        if runs.ndim != 2:
+            raise ValueError(f"runs: a (R, L) matrix or a list of per-run arrays, not an array of shape {runs.shape}")
+        m = runs.astype(np.float64, copy=True)
+    else:
+        rows = list(runs)
+        m = np.full((len(rows), max((len(r) for r in rows), default=0)), np.nan)
+        for i, r in enumerate(rows):
+            m[i, : len(r)] = r
+    if T is not None:
+        t = np.arange(1, m.shape[1] + 1)
+        m[t[None, :] >= np.asarray(T, dtype=np.int64)[:, None]] = np.nan
+    return m
+
+
+def _first_crossings(p: np.ndarray, taus: np.ndarray, lo: int) -> np.ndarray:
+    """(R, N): per run and tau, the first 0-based index i >= lo with p[r, i] >= tau; L when none."""
+    R, L = p.shape
+    q = np.where(np.isnan(p), -np.inf, p)
+    q[:, :lo] = -np.inf
+    out = np.full((R, len(taus)), L, dtype=np.int64)
+    if L == 0:
+        return out
+    run_max = np.maximum.accumulate(q, axis=1)  # sorted per row: binary search finds the first crossing
+    for r in range(R):
+        out[r] = run_max[r].searchsorted(taus, side="left")
+    return out
+
+
+def first_halt_grid(p_s: Runs, p_f: Runs, taus_s, taus_f, min_t: int = 1,
+                    T: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(t_halt, outcome), each (R, Ns, Nf): the halting prefix t (0 = not halted) and its recorded
+    outcome (SUCCESS/FAILURE; CONTINUE when not halted) of every run under every (tau_s, tau_f) pair."""
+    ps, pf = pad(p_s, T), pad(p_f, T)
+    if ps.shape != pf.shape:
+        raise ValueError(f"p_s and p_f differ in shape: {ps.shape} vs {pf.shape}")
+    ts = np.atleast_1d(np.asarray(taus_s, dtype=np.float64))
+    tf = np.atleast_1d(np.asarray(taus_f, dtype=np.float64))
+    if np.isnan(ts).any() or np.isnan(tf).any() or (ts == -np.inf).any() or (tf == -np.inf).any():
+        raise ValueError("thresholds must be numbers above -inf (a NaN or -inf threshold has no first crossing)")
+    R, L = ps.shape
+    lo = max(int(min_t), 1) - 1
+    S = _first_crossings(ps, ts, lo)[:, :, None]
+    F = _first_crossings(pf, tf, lo)[:, None, :]
+    k = np.minimum(S, F)  # the first prefix index where either side crosses
+    halted = k < L
+    # step_outcome at prefix k: one side crossed first (k = S < F: only p_s >= tau_s holds there, SUCCESS;
+    # k = F < S: FAILURE); where both first cross at k, the margins decide: step_outcome itself, on those cells
+    out = (S < F).astype(np.int8)  # SUCCESS (1) where the success side crossed first, else FAILURE (0)
+    r, i, j = np.nonzero(halted & (S == F))
+    if len(r):
+        kt = k[r, i, j]
+        with np.errstate(invalid="ignore"):  # inf - inf (an infinite threshold met by an infinite p) is no tie
+            out[r, i, j] = step_outcome(ps[r, kt], pf[r, kt], ts[i], tf[j], kt + 1, min_t)
+    not_halted = ~halted
+    out[not_halted] = CONTINUE
+    k += 1
+    k[not_halted] = 0
+    return k, out
+
+
+def first_halt(p_s: Runs, p_f: Runs, tau_s: float, tau_f: float, min_t: int = 1,
+               T: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(t_halt, outcome), each (R,), of every run under one (tau_s, tau_f): ``first_halt_grid`` of one pair."""
+    t, o = first_halt_grid(p_s, p_f, [tau_s], [tau_f], min_t, T)
+    return t[:, 0, 0], o[:, 0, 0]
+
+
+def first_halt_below(p: Runs, taus, min_t: int = 1, T: np.ndarray | None = None) -> np.ndarray:
+    """(R, N): per run and tau, the first prefix t >= min_t with p < tau (0 = none), e.g. P(feasible) < tau.
+
+    The same rule with the failure side only, on p_f = -p and tau_f = -(the largest float below tau):
+    for floats, p < tau  <=>  -p >= -nextafter(tau, -inf), exactly.  A NaN p never halts."""
+    q = pad(p, T)
+    taus = np.atleast_1d(np.asarray(taus, dtype=np.float64))
+    t, _ = first_halt_grid(np.full_like(q, np.nan), -q, [np.inf], -np.nextafter(taus, -np.inf), min_t)
+    return t[:, 0, :]

@@ -10,10 +10,10 @@ import logging
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
-import click
 import typer
 
 # click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
@@ -81,38 +81,28 @@ def _workspace(workspace: Optional[Path] = typer.Option(
     set_workspace(workspace)
 
 
-class _HiddenWarnings(logging.Filter):
-    """Counts captured library warnings (logger 'py.warnings') and drops them unless verbose."""
-
-    def __init__(self, show: bool) -> None:
-        super().__init__()
-        self.show, self.n = show, 0
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        self.n += 1
-        return self.show
-
-
-def _setup(verbose: bool) -> None:
-    """Logging to stderr; library warnings (warnings.warn) go into the log: shown with -v, else counted
-    and summed up in one line when the command ends."""
+def _setup(verbose: bool, ctx: Any = None) -> None:
+    """Logging to stderr.  Library warnings (``warnings.warn``) are routed into the log (logger
+    'py.warnings'): shown with -v, else logged at debug level and summed up in one line at the end."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.captureWarnings(True)
     pyw = logging.getLogger("py.warnings")
-    for f in list(pyw.filters):
-        if isinstance(f, _HiddenWarnings):
-            pyw.removeFilter(f)
-    flt = _HiddenWarnings(verbose)
-    pyw.addFilter(flt)
-    ctx = click.get_current_context(silent=True)
+    prev = warnings.showwarning
+    count = [0]
 
-    def _summary() -> None:
-        pyw.removeFilter(flt)
-        if flt.n and not verbose:
-            typer.echo(f"note: {flt.n} library warning(s) hidden (run with -v to see them)", err=True)
+    def _show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        count[0] += 1
+        text = warnings.formatwarning(message, category, filename, lineno, line).rstrip()
+        pyw.log(logging.WARNING if verbose else logging.DEBUG, "%s", text)
+
+    warnings.showwarning = _show
+
+    def _done() -> None:
+        warnings.showwarning = prev
+        if count[0] and not verbose:
+            typer.echo(f"note: {count[0]} library warning(s) hidden (run with -v to see them)", err=True)
 
     if ctx is not None:
-        ctx.call_on_close(_summary)
+        ctx.call_on_close(_done)
 
 
 def _user_error(e: Exception, param: str | None = None) -> typer.Exit:
@@ -182,14 +172,14 @@ def _print_json(obj: Any) -> None:
 
 
 @app.command()
-def ingest(bench: str = _bench_opt(),
+def ingest(ctx: typer.Context, bench: str = _bench_opt(),
            data_root: Optional[Path] = DataRoot,
            as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
            verbose: bool = _verbose()) -> None:
     """Read every run of the catalog in its native format; write normalized parquet and an ingest report."""
     from .pipeline import ingest_bench
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     out = ingest_bench(bench, data_root)
     rep = json.loads(Path(out["report"]).read_text())
     if as_json:
@@ -210,7 +200,7 @@ INGEST_LEGEND = ("columns: traj = trajectories read; res = resolved; unres = unr
 
 
 @app.command()
-def train(bench: str = _bench_opt(),
+def train(ctx: typer.Context, bench: str = _bench_opt(),
           out: Optional[Path] = typer.Option(None, "--out", help="Model directory (default models/<bench>)."),
           data_root: Optional[Path] = DataRoot,
           seed: int = typer.Option(0, "--seed", help=SEED_HELP),
@@ -219,7 +209,7 @@ def train(bench: str = _bench_opt(),
     """Fit the outcome model (and the budget estimators) on all labelled agents and write a safe model directory."""
     from .pipeline import eval_config, train_bench
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     cfg = eval_config(bench, seed=seed)
     t0 = time.monotonic()
     bar = _Bar(bench, f"train seed={seed} budget={budget}", "train", verbose)
@@ -241,7 +231,7 @@ def train(bench: str = _bench_opt(),
 
 
 @app.command()
-def evaluate(bench: str = _bench_opt(),
+def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
              data_root: Optional[Path] = DataRoot,
              ablations: bool = typer.Option(True, "--ablations/--no-ablations", help="Also run the ablation table."),
              min_steps: Optional[int] = typer.Option(None, "--min-steps", help="Override the catalog's minimum run length for training."),
@@ -259,7 +249,7 @@ def evaluate(bench: str = _bench_opt(),
     from .reporting import default_ablations, loao_table, write_predictions
     from .workspace import features_dir, reports_dir
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     fams = [f.strip() for f in families.split(",") if f.strip()] if families else None
     cfg = eval_config(bench, seed=seed, min_steps=min_steps, target_accuracy=target_accuracy, families=fams)
     abl = default_ablations(bench, cfg) if ablations else []
@@ -283,12 +273,12 @@ def evaluate(bench: str = _bench_opt(),
 
 
 @app.command()
-def sweep(bench: str = _bench_opt(),
+def sweep(ctx: typer.Context, bench: str = _bench_opt(),
           verbose: bool = _verbose()) -> None:
     """Savings/accuracy frontier over thresholds, label-free and warm-start; writes sweep.csv and a PNG."""
     from .sweep import sweep_bench
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     try:
         paths = sweep_bench(bench, progress=_progress)
     except FileNotFoundError as e:
@@ -321,7 +311,7 @@ def _check_what_if(value: Optional[str]) -> Optional[str]:
 
 
 @app.command()
-def score(model: Path = typer.Option(..., "--model", "-m", help="A model directory written by `earlyeval train`."),
+def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", help="A model directory written by `earlyeval train`."),
           runs: Path = typer.Option(..., "--runs", help="A folder (or file) of completed runs."),
           fmt: str = typer.Option(..., "--format", "-f", callback=_check_format,
                                   help="Native format of the runs (see `earlyeval formats`)."),
@@ -351,7 +341,7 @@ def score(model: Path = typer.Option(..., "--model", "-m", help="A model directo
     from .errors import EarlyEvalError
     from .score import score_runs, score_table
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     if not runs.exists():
         raise typer.BadParameter(f"{runs}: no such file or folder", param_hint="'--runs'")
     if not model.is_dir():
@@ -376,7 +366,7 @@ def score(model: Path = typer.Option(..., "--model", "-m", help="A model directo
 
 
 @app.command()
-def bench(bench: str = _bench_opt("swebench"),
+def bench(ctx: typer.Context, bench: str = _bench_opt("swebench"),
           model: Optional[Path] = typer.Option(None, "--model", "-m", help="Model directory (default models/<bench>)."),
           budget: str = typer.Option("default", "--budget",
                                      help="Budget dimensions the Monitor computes: default (steps), all, none, or a comma list."),
@@ -385,7 +375,7 @@ def bench(bench: str = _bench_opt("swebench"),
     """Latency of Monitor.observe() on real trajectories (one core): median, p99, step 10 vs step 100."""
     from .benchmark import latency_summary, run_latency_bench
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     from .monitor import DEFAULT_BUDGET_DIMS
 
     dims: bool | list[str] = (list(DEFAULT_BUDGET_DIMS) if budget == "default" else True if budget == "all" else False if budget == "none"
@@ -401,19 +391,19 @@ def bench(bench: str = _bench_opt("swebench"),
 
 
 @app.command()
-def budget(bench: str = _bench_opt(),
+def budget(ctx: typer.Context, bench: str = _bench_opt(),
            data_root: Optional[Path] = DataRoot,
            verbose: bool = _verbose()) -> None:
     """Remaining-budget intervals (conformalized), feasibility under a budget, early stop on "impossible"."""
     from .budget import budget_bench
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     paths = budget_bench(bench, root=data_root, progress=_progress)
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
 @app.command()
-def route(bench: str = _bench_opt("swebench"),
+def route(ctx: typer.Context, bench: str = _bench_opt("swebench"),
           cheap: str = typer.Option(..., "--cheap", help="Agent that starts every task."),
           strong: str = typer.Option(..., "--strong", help="Agent a task is escalated to."),
           budget_usd: Optional[float] = typer.Option(None, "--budget", help="Total budget B for one benchmark pass."),
@@ -421,13 +411,13 @@ def route(bench: str = _bench_opt("swebench"),
     """Simulate stop / escalate policies over real runs of two agents on the same tasks."""
     from .routing import route_bench
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     paths = route_bench(bench, cheap, strong, budget_usd=budget_usd, progress=_progress)
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
 @app.command()
-def export(bench: str = _bench_opt(help="An ingested benchmark (data/<bench>/trajectories.parquet)."),
+def export(ctx: typer.Context, bench: str = _bench_opt(help="An ingested benchmark (data/<bench>/trajectories.parquet)."),
            fmt: str = typer.Option("atif", "--format", "-f", help="Output format (atif)."),
            out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default data/<bench>/export-<format>)."),
            run: Optional[list[str]] = typer.Option(None, "--run", help="Only these run ids (repeatable)."),
@@ -436,7 +426,7 @@ def export(bench: str = _bench_opt(help="An ingested benchmark (data/<bench>/tra
     from .export import export_runs
     from .store import bench_dir, read_ingested_trajectories
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     if fmt != "atif":
         raise typer.BadParameter(f"unknown output format {fmt!r}; valid: atif", param_hint="'--format'")
     trajs = read_ingested_trajectories(bench)
@@ -449,7 +439,7 @@ def export(bench: str = _bench_opt(help="An ingested benchmark (data/<bench>/tra
 
 
 @app.command()
-def transfer(train: str = typer.Option(..., "--train", help="Source benchmark (trained on).", callback=_check_bench),
+def transfer(ctx: typer.Context, train: str = typer.Option(..., "--train", help="Source benchmark (trained on).", callback=_check_bench),
              test: str = typer.Option(..., "--test", help="Target benchmark (evaluated on).", callback=_check_bench),
              families: str = typer.Option("behaviour", "--families", help="Comma-separated families present on both sides."),
              seed: int = typer.Option(0, "--seed", help=SEED_HELP),
@@ -458,7 +448,7 @@ def transfer(train: str = typer.Option(..., "--train", help="Source benchmark (t
     """Cross-benchmark transfer: fit on every agent of one benchmark, evaluate on every agent of another."""
     from .transfer import transfer_bench
 
-    _setup(verbose)
+    _setup(verbose, ctx)
     paths = transfer_bench(train, test, [f.strip() for f in families.split(",") if f.strip()], seed, progress=_progress)
     if as_json:
         typer.echo(Path(paths["report"]).read_text())

@@ -20,6 +20,12 @@ prior family uses the identity to leave the agent's own public results out);
 otherwise the format's default glob is used and the agent is the folder name.
 Tasks (gold patches, for models with the gold family) come from the model's
 training benchmark as ingested (``data/<bench>/tasks.parquet``) unless given.
+
+A read that yields no run (empty folder, wrong format) raises ``NothingScoredError`` before
+anything is written.  ``training_overlap`` flags runs the model was trained on (agent name,
+scaffold x model, run id); ``savings`` and each run's ``usage`` give tokens and dollars spent and
+saved (``prices.run_cost``; unknown stays None); ``per_run.csv`` has one row per run; ``what_if``
+(optional) is the frontier over a threshold grid, by ``metrics.apply_policy``/``outcome_metrics``.
 """
 
 from __future__ import annotations
@@ -653,8 +659,9 @@ def score_table(report: dict[str, Any]) -> str:
     if len(report["skipped"]) > 5:
         lines.append(f"... and {len(report['skipped']) - 5} more skipped files (see score.json)")
     ov = report.get("training_overlap") or {}
-    if ov.get("warning"):
-        lines.append(f"warning: {ov['warning']}")
+    if ov.get("warning"):  # the full text went to stderr (log) when scored
+        lines.append("warning: in-sample: these runs overlap the model's training data "
+                     f"({', '.join(sorted(ov['agents']))}; see 'training_overlap' in score.json)")
     for w, n in report.get("warnings", {}).items():
         lines.append(f"warning ({n} runs): {w}")
     if report.get("not_in_label_list"):

@@ -147,7 +147,7 @@ def test_scoring_a_training_agents_real_runs_warns(setup, tmp_path, caplog):
     assert ov["overlap"] and ov["agents"]["renamed"]["by"] == ["run id", "scaffold x model"]
     assert ov["agents"]["renamed"]["training_agents"] == ["live-swe-agent__gpt-5-mini"]
     assert any("overlap the model's training data" in r.getMessage() for r in caplog.records)
-    assert "warning: these runs overlap" in score_table(rep)
+    assert "warning: in-sample: these runs overlap the model's training data (renamed" in score_table(rep)
     # dollars: every real run carries its instance cost
     c = rep["savings"]["cost_usd"]
     assert c["runs_known"] == 15 and c["total"] == pytest.approx(sum(t.meta["instance_cost"] for t in trajs))

@@ -5,6 +5,7 @@ Most verbs take --bench (a catalog: earlyeval/catalogs/<bench>.toml, or the work
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -105,6 +106,25 @@ def _setup(verbose: bool, ctx: Any = None) -> None:
         ctx.call_on_close(_done)
 
 
+def _command() -> Any:
+    """``app.command()`` whose errors a user can fix (a missing file, a malformed catalog or model dir, an
+    unknown agent: ``EarlyEvalError``, ``FileNotFoundError``, ``ValueError``) print one line and exit 2
+    instead of a traceback; with --verbose the traceback follows in the log."""
+    def deco(f: Any) -> Any:
+        @functools.wraps(f)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            from .errors import EarlyEvalError
+
+            try:
+                return f(*args, **kwargs)
+            except (EarlyEvalError, FileNotFoundError, ValueError) as e:
+                if kwargs.get("verbose"):
+                    log.info("traceback of the error below", exc_info=True)
+                raise _user_error(e) from None
+        return app.command()(run)
+    return deco
+
+
 def _user_error(e: Exception, param: str | None = None) -> typer.Exit:
     """One line on stderr and exit 2, for bad input the user can fix (no traceback)."""
     typer.echo(f"error: {param + ': ' if param else ''}{e}", err=True)
@@ -171,7 +191,7 @@ def _print_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=1, default=str))
 
 
-@app.command()
+@_command()
 def ingest(ctx: typer.Context, bench: str = _bench_opt(),
            data_root: Optional[Path] = DataRoot,
            as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -199,7 +219,7 @@ INGEST_LEGEND = ("columns: traj = trajectories read; res = resolved; unres = unr
                  "unlab = no label at all (not used for training); skip = files skipped (reasons in the report)")
 
 
-@app.command()
+@_command()
 def train(ctx: typer.Context, bench: str = _bench_opt(),
           out: Optional[Path] = typer.Option(None, "--out", help="Model directory (default models/<bench>)."),
           data_root: Optional[Path] = DataRoot,
@@ -230,7 +250,7 @@ def train(ctx: typer.Context, bench: str = _bench_opt(),
     _say_outputs(model=paths["model"])
 
 
-@app.command()
+@_command()
 def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
              data_root: Optional[Path] = DataRoot,
              ablations: bool = typer.Option(True, "--ablations/--no-ablations", help="Also run the ablation table."),
@@ -272,17 +292,14 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
     _say_outputs(loao=p, predictions=pp)
 
 
-@app.command()
+@_command()
 def sweep(ctx: typer.Context, bench: str = _bench_opt(),
           verbose: bool = _verbose()) -> None:
     """Savings/accuracy frontier over thresholds, label-free and warm-start; writes sweep.csv and a PNG."""
     from .sweep import sweep_bench
 
     _setup(verbose, ctx)
-    try:
-        paths = sweep_bench(bench, progress=_progress)
-    except FileNotFoundError as e:
-        raise _user_error(e)
+    paths = sweep_bench(bench, progress=_progress)
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
@@ -310,7 +327,7 @@ def _check_what_if(value: Optional[str]) -> Optional[str]:
     return value
 
 
-@app.command()
+@_command()
 def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", help="A model directory written by `earlyeval train`."),
           runs: Path = typer.Option(..., "--runs", help="A folder (or file) of completed runs."),
           fmt: str = typer.Option(..., "--format", "-f", callback=_check_format,
@@ -338,7 +355,6 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           verbose: bool = _verbose()) -> None:
     """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
     and a per-run CSV.  Exit 2, writing nothing, when no run was read."""
-    from .errors import EarlyEvalError
     from .score import score_runs, score_table
 
     _setup(verbose, ctx)
@@ -351,11 +367,9 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
         raise typer.BadParameter(f"{as_of!r} is not YYYY-MM-DD or 'run'", param_hint="'--as-of'")
     grid: Any = None if what_if_grid is None else (True if what_if_grid == "model" else
                                                    [float(x) for x in what_if_grid.split(",") if x.strip()])
-    try:
-        paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
-                           warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path)
-    except (EarlyEvalError, ValueError) as e:  # no run read, a bad model dir, too few runs for --warm-start, ...
-        raise _user_error(e)
+    # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
+    paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
+                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path)
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:
         _print_json(rep)
@@ -365,7 +379,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
-@app.command()
+@_command()
 def bench(ctx: typer.Context, bench: str = _bench_opt("swebench"),
           model: Optional[Path] = typer.Option(None, "--model", "-m", help="Model directory (default models/<bench>)."),
           budget: str = typer.Option("default", "--budget",
@@ -390,7 +404,7 @@ def bench(ctx: typer.Context, bench: str = _bench_opt("swebench"),
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
-@app.command()
+@_command()
 def budget(ctx: typer.Context, bench: str = _bench_opt(),
            data_root: Optional[Path] = DataRoot,
            verbose: bool = _verbose()) -> None:
@@ -402,7 +416,7 @@ def budget(ctx: typer.Context, bench: str = _bench_opt(),
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
-@app.command()
+@_command()
 def route(ctx: typer.Context, bench: str = _bench_opt("swebench"),
           cheap: str = typer.Option(..., "--cheap", help="Agent that starts every task."),
           strong: str = typer.Option(..., "--strong", help="Agent a task is escalated to."),
@@ -416,7 +430,7 @@ def route(ctx: typer.Context, bench: str = _bench_opt("swebench"),
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
-@app.command()
+@_command()
 def export(ctx: typer.Context, bench: str = _bench_opt(help="An ingested benchmark (data/<bench>/trajectories.parquet)."),
            fmt: str = typer.Option("atif", "--format", "-f", help="Output format (atif)."),
            out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default data/<bench>/export-<format>)."),
@@ -438,7 +452,7 @@ def export(ctx: typer.Context, bench: str = _bench_opt(help="An ingested benchma
     _say_outputs(folder=dest)
 
 
-@app.command()
+@_command()
 def transfer(ctx: typer.Context, train: str = typer.Option(..., "--train", help="Source benchmark (trained on).", callback=_check_bench),
              test: str = typer.Option(..., "--test", help="Target benchmark (evaluated on).", callback=_check_bench),
              families: str = typer.Option("behaviour", "--families", help="Comma-separated families present on both sides."),
@@ -472,7 +486,7 @@ def format_descriptions() -> dict[str, str]:
     return out
 
 
-@app.command()
+@_command()
 def formats(as_json: bool = typer.Option(False, "--json", help="Print {name: description} as JSON.")) -> None:
     """List the native run formats earlyeval reads (built-in, then installed entry points), each with a description."""
     d = format_descriptions()

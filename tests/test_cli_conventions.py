@@ -168,3 +168,11 @@ def test_evaluate_uses_the_bar(monkeypatch, tmp_path):
     r = invoke("evaluate", "--bench", "swebench", "--no-ablations")
     assert isinstance(r.exception, _Stop) and "fit without" not in r.output
     assert "50fit" in r.stderr.replace(" ", "")
+
+
+def test_user_errors_inside_a_verb_are_one_line(tmp_path):
+    r = invoke("--workspace", str(tmp_path), "export", "--bench", "swebench")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "earlyeval ingest --bench swebench" in r.stderr
+    r = invoke("--workspace", str(tmp_path), "sweep", "--bench", "swebench")
+    assert r.exit_code == 2 and r.stderr.startswith("error: ") and "earlyeval evaluate --bench swebench" in r.stderr

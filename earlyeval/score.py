@@ -611,12 +611,6 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     return paths
 
 
-LEGEND = ("columns: runs = labelled runs scored; rate% = true resolve rate; AUROC = P(success) ranking quality over "
-          "every prefix; halt% = runs halted; hAcc% = accuracy of the halted runs' predictions; oAcc% = outcome "
-          "accuracy over all runs (a completed run keeps its own outcome); saved% = steps saved (skip% = by halts at "
-          "t<=1, task skip; inrun% = by halts at t>=2); shift = predicted minus true resolve rate, in points")
-
-
 def score_table(report: dict[str, Any]) -> str:
     """A short human summary of a score.json."""
     th = report["thresholds"]
@@ -629,12 +623,13 @@ def score_table(report: dict[str, Any]) -> str:
                f"{'skip%':>6} {'inrun%':>6} {'shift':>6}")
         lines += [hdr, "-" * len(hdr)]
         rows = list(report["agents"].items()) + ([("POOLED", report["pooled"])] if report.get("pooled") else [])
+        from .reporting import legend
         for a, b in rows:
             lines.append(f"{a[:44]:<44} {b.get('n_runs', 0):>5} {_pct(b.get('resolve_rate'))} {_num(b.get('auroc_success'))} "
                          f"{_pct(b.get('halted_fraction'))} {_pct(b.get('halted_accuracy'))} {_pct(b.get('outcome_accuracy'))} "
                          f"{_pct(b.get('steps_saved'))} {_pct(b.get('steps_saved_task_skip'))} {_pct(b.get('steps_saved_in_run'))} "
                          f"{b.get('resolve_rate_shift_pp') or 0.0:6.1f}")
-        lines.append(LEGEND)
+        lines.append(legend(hdr))
     else:
         by = Counter(r["predicted"] or "continue" for r in report["per_run"])
         lines.append("no labels: predictions " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))

@@ -176,3 +176,16 @@ def test_user_errors_inside_a_verb_are_one_line(tmp_path):
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "earlyeval ingest --bench swebench" in r.stderr
     r = invoke("--workspace", str(tmp_path), "sweep", "--bench", "swebench")
     assert r.exit_code == 2 and r.stderr.startswith("error: ") and "earlyeval evaluate --bench swebench" in r.stderr
+
+
+def test_json_output_is_the_report_alone(tmp_path, monkeypatch):
+    from earlyeval import pipeline
+
+    rep = {"runs": [{"run": "r", "trajectories": 3, "resolved": 1, "unresolved": 2, "not_in_label_list": 0, "unlabelled": 0,
+                     "skipped": []}]}
+    (tmp_path / "ingest.json").write_text(json.dumps(rep))
+    monkeypatch.setattr(pipeline, "ingest_bench", lambda bench, root: {"report": tmp_path / "ingest.json"})
+    r = invoke("ingest", "--bench", "swebench", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout) == rep and "Outputs:" in r.stderr
+    r = invoke("ingest", "--bench", "swebench")
+    assert r.exit_code == 0 and "columns: traj = " in r.stdout and "nolist = " in r.stdout and "unlab = " in r.stdout

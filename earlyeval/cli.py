@@ -127,7 +127,8 @@ def _command() -> Any:
 
 def _user_error(e: Exception, param: str | None = None) -> typer.Exit:
     """One line on stderr and exit 2, for bad input the user can fix (no traceback)."""
-    typer.echo(f"error: {param + ': ' if param else ''}{e}", err=True)
+    text = " ".join(str(e).split())  # one line, whatever the message held
+    typer.echo(f"error: {param + ': ' if param else ''}{text}", err=True)
     return typer.Exit(2)
 
 

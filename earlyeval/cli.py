@@ -346,10 +346,12 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           thresholds: Optional[str] = typer.Option(None, "--thresholds", callback=_check_thresholds,
                                                    help="Halt with TS,TF (P(success) >= TS or P(failure) >= TF, each in (0.5, 1]) "
                                                         "instead of the model's own thresholds; recorded in score.json."),
-          what_if_grid: Optional[str] = typer.Option(None, "--what-if", callback=_check_what_if,
-                                                     help="Also print (and write into score.json) the savings/accuracy frontier over a "
-                                                          "grid of thresholds: 'model' (the model's own selection grid) or a comma "
-                                                          "list used for both TS and TF (10 = never)."),
+          what_if: bool = typer.Option(False, "--what-if",
+                                       help="Also print (and write into score.json) the savings/accuracy frontier of these runs "
+                                            "over a grid of thresholds (default grid: the model's own selection grid)."),
+          what_if_grid: Optional[str] = typer.Option(None, "--what-if-grid", callback=_check_what_if,
+                                                     help="The --what-if grid: a comma list used for both TS and TF "
+                                                          "(10 = never halt that way); implies --what-if."),
           csv_path: Optional[Path] = typer.Option(None, "--csv", help="Per-run CSV path (default per_run.csv beside score.json)."),
           seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw."),
           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -366,8 +368,8 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                                  param_hint="'--model'")
     if as_of and as_of != "run" and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
         raise typer.BadParameter(f"{as_of!r} is not YYYY-MM-DD or 'run'", param_hint="'--as-of'")
-    grid: Any = None if what_if_grid is None else (True if what_if_grid == "model" else
-                                                   [float(x) for x in what_if_grid.split(",") if x.strip()])
+    grid: Any = ([float(x) for x in what_if_grid.split(",") if x.strip()] if what_if_grid and what_if_grid != "model"
+                 else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
     paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
                        warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path)

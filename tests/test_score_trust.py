@@ -272,11 +272,17 @@ def test_loao_table_has_a_legend_too():
 def test_cli_json_thresholds_and_what_if(setup, monkeypatch):
     out = setup["base"] / "cli-json"
     r = _cli(["score", "-m", str(setup["model"]), "--runs", str(setup["runs"]), "-f", "atif", "--out", str(out), "--json",
-              "--thresholds", "0.95,0.99", "--what-if", "0.7,0.9,10"], monkeypatch, setup)
+              "--thresholds", "0.95,0.99", "--what-if-grid", "0.7,0.9,10"], monkeypatch, setup)
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)
     assert rep == json.loads((out / "score.json").read_text())
     assert rep["thresholds_source"] == "override" and len(rep["what_if"]["grid"]) == 9
-    for bad in (["--thresholds", "0.4,0.9"], ["--thresholds", "x"], ["--what-if", "0.2,0.9"]):
+    r = _cli(["score", "-m", str(setup["model"]), "--runs", str(setup["runs"]), "-f", "atif", "--out", str(out), "--what-if"])
+    assert r.exit_code == 0, r.output
+    from earlyeval.evaluate import GRID
+
+    n = len(GRID)  # the tiny model records no selection grid: evaluate's default one
+    assert f"what-if: savings/accuracy frontier over {n}x{n} thresholds" in r.stdout
+    for bad in (["--thresholds", "0.4,0.9"], ["--thresholds", "x"], ["--what-if-grid", "0.2,0.9"]):
         r = _cli(["score", "-m", str(setup["model"]), "--runs", str(setup["runs"]), "-f", "atif", "--out", str(out), *bad])
         assert r.exit_code == 2 and "Error: Invalid value for" in r.output and "Traceback" not in r.output, bad

@@ -45,3 +45,7 @@ class UnknownPluginError(EarlyEvalError, ValueError):
         ep = f", or an entry point of group '{group}'" if group else ""
         super().__init__(f"unknown {kind} '{name}'{why} (known: {', '.join(self.known) or 'none'}; "
                          f"or a dotted path 'package.module:Class'{ep})")
+
+
+class NothingScoredError(EarlyEvalError, ValueError):
+    """`earlyeval score` read no run at all (empty folder, wrong --format): nothing is written."""

@@ -150,9 +150,18 @@ class Monitor:
 
     # ------------------------------------------------------------ building
     @classmethod
-    def load(cls, model_dir: str | Any, **kwargs: Any) -> "Monitor":
-        """Load a model directory (verified: see ``modeldir``) and build a monitor on it."""
-        return cls(load_model_dir(model_dir, n_jobs=1), **kwargs)
+    def load(cls, model_dir: str | Any, *, thresholds: Any = None, **kwargs: Any) -> "Monitor":
+        """Load a model directory (verified: see ``modeldir``) and build a monitor on it.
+
+        ``thresholds``: halt with this (tau_s, tau_f) pair (or mapping, or "TS,TF") instead of the model's
+        own, each finite and in (0.5, 1] (``earlyeval.thresholds.override``; a ``ThresholdError`` otherwise).
+        The directory is not changed; spawned monitors keep the override."""
+        bundle = load_model_dir(model_dir, n_jobs=1)
+        if thresholds is not None:
+            from .thresholds import override
+
+            bundle = dataclasses.replace(bundle, thresholds=override(bundle.thresholds, thresholds))
+        return cls(bundle, **kwargs)
 
     def spawn(self) -> "Monitor":
         """A new monitor on the same loaded model (and predictors), for another concurrent run."""

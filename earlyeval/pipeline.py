@@ -35,6 +35,7 @@ from .prefixes import drop_report
 from .errors import IngestError
 from .store import bench_dir, validate_task, write_tasks, write_trajectories
 from .tasks import load_tasks
+from .trajectory import Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +173,9 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
         training={
             "benchmarks": [bench],
             "agents": dict(counts),
+            # who and what was trained on, for `earlyeval score`'s overlap warning (sorted: deterministic)
+            "agent_identity": training_identity(ds.trajs),
+            "run_ids": sorted(t.run_id for t in ds.trajs),
             "runs": int(sum(counts.values())),
             "runs_used": full.n_train_runs,
             "prefixes": full.n_train_prefixes,
@@ -188,6 +192,18 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     )
     path = save_model_dir(bundle, out or models_dir(bench))
     return {"model": path}
+
+
+def training_identity(trajs: list[Trajectory]) -> dict[str, dict[str, list[str]]]:
+    """Per training agent, the scaffolds and models its runs record (``meta.scaffold``/``meta.model``), sorted."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for t in trajs:
+        d = out.setdefault(t.agent, {"scaffold": set(), "model": set()})
+        for k in ("scaffold", "model"):
+            v = t.meta.get(k)
+            if isinstance(v, str) and v:
+                d[k].add(v)
+    return {a: {k: sorted(v) for k, v in d.items()} for a, d in sorted(out.items())}
 
 
 # ------------------------------------------------------------------ budget

@@ -68,6 +68,29 @@ def _fmt(x: Any, pct: bool = False) -> str:
     return f"{100 * x:6.1f}" if pct else f"{x:6.3f}"
 
 
+# what every column of the printed tables (loao_table, score.score_table) means: one place
+COLUMNS: dict[str, str] = {
+    "runs": "labelled runs scored",
+    "rate": "true resolve rate %",
+    "rate%": "true resolve rate",
+    "AUROC": "P(success) ranking quality over every prefix",
+    "halt%": "runs halted",
+    "hAcc%": "accuracy of the halted runs' predictions",
+    "oAcc%": "outcome accuracy over all runs (a completed run keeps its own outcome)",
+    "saved%": "steps saved",
+    "skip%": "steps saved by halts at t<=1 (task skip)",
+    "inrun%": "steps saved by halts at t>=2 (predicted from the trajectory)",
+    "shift": "predicted minus true resolve rate, in points",
+    "τs": "success threshold of the agent's fold",
+    "τf": "failure threshold of the agent's fold",
+}
+
+
+def legend(header: str) -> str:
+    """One line explaining every column of a table header (the first column, the row name, excepted)."""
+    return "columns: " + "; ".join(f"{c} = {COLUMNS[c]}" for c in header.split()[1:])
+
+
 def loao_table(rep: dict[str, Any]) -> str:
     hdr = f"{'agent':<44} {'runs':>5} {'rate':>6} {'AUROC':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} {'shift':>6} {'τs':>5} {'τf':>5}"
     lines = [hdr, "-" * len(hdr)]
@@ -87,6 +110,7 @@ def loao_table(rep: dict[str, Any]) -> str:
         lines.append(row(f"baseline {name}", b, None))
     for s, blk in rep.get("leave_one_scaffold_out", {}).items():
         lines.append(row(f"leave-one-scaffold-out: {s}", blk.get("pooled", {}), blk.get("thresholds")))
+    lines.append(legend(hdr))
     lines.append(f"spearman(predicted vs true resolve rate) = {rep.get('spearman')}")
     if rep.get("ablations"):
         lines.append("\nablations (pooled over held-out agents):")

@@ -19,6 +19,8 @@ from typing import Any, Sequence
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from .policy import first_crossing, halting  # the halting rule lives below the metrics (the live path needs no sklearn)
+
 NEVER = 10.0  # a threshold no probability reaches: "never halt this way"
 TASK_SKIP_T = 1  # a halt after at most this many steps is a task skip, not a prediction from the trajectory
 
@@ -66,27 +68,6 @@ class RunSet:
 
 
 # ------------------------------------------------------------------ policy
-
-def first_crossing(p: np.ndarray, taus: np.ndarray) -> np.ndarray:
-    """For each tau, the first prefix index i (0-based, i.e. t = i+1) with p[i] >= tau; len(p) if none."""
-    if len(p) == 0:
-        return np.zeros(len(taus), dtype=np.int64)
-    run_max = np.maximum.accumulate(p)
-    return np.searchsorted(run_max, taus, side="left")
-
-
-def halting(p_s: np.ndarray, p_f: np.ndarray, tau_s: float, tau_f: float, min_t: int = 1) -> tuple[int, int]:
-    """(t_halt, predicted) for one run; t_halt = 0 means not halted."""
-    n = len(p_s)
-    lo = max(min_t, 1) - 1
-    for i in range(lo, n):
-        s_hit, f_hit = p_s[i] >= tau_s, p_f[i] >= tau_f
-        if s_hit or f_hit:
-            if s_hit and f_hit:
-                return i + 1, int(p_s[i] - tau_s >= p_f[i] - tau_f)
-            return i + 1, int(s_hit)
-    return 0, -1
-
 
 def apply_policy(rs: RunSet, tau_s: float, tau_f: float, min_t: int = 1) -> tuple[np.ndarray, np.ndarray]:
     out = [halting(a, b, tau_s, tau_f, min_t) for a, b in zip(rs.p_s, rs.p_f)]

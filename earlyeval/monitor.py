@@ -19,7 +19,7 @@ What it guarantees:
   batch matrix does, takes the booster's raw margin through LightGBM's own
   single-row C path (``fastpredict``) and applies the saved Platt maps exactly
   as ``OutcomeModel.predict_proba`` does.  The halting rule is
-  ``metrics.halting`` itself, applied to the newest prefix only: halt at the
+  ``policy.halting`` itself (``metrics.halting``), applied to the newest prefix only: halt at the
   first prefix t >= ``min_halt_step`` with p_s >= tau_s or p_f >= tau_f.
 * **O(1) per step** in the run's length: every family's update is.
 * **Fails open.**  Missing information never halts a run.  A step that cannot
@@ -76,7 +76,7 @@ import numpy as np
 
 from .decision import HALTING_CONTEXTS, Decision
 from .features import Featurizer, RunContext
-from .metrics import halting
+from .policy import halting
 from .modeldir import ModelBundle, load_model_dir
 from .trajectory import Action, Step, Task, Trajectory, cost_value, make_step, token_count
 
@@ -115,7 +115,7 @@ class Monitor:
         self.featurizer: Featurizer = bundle.featurizer
         self.model = bundle.model
         self.feature_names: list[str] = self.featurizer.names
-        if self.model.feature_names_ != self.feature_names:
+        if list(self.model.feature_names_in_) != self.feature_names:
             raise ValueError("the model's feature names differ from the featurizer's")
         th = bundle.thresholds
         self.tau_s = float(th["success"])

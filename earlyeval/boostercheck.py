@@ -250,14 +250,13 @@ def probe(texts: Iterable[str], timeout: float = PROBE_TIMEOUT_S) -> None:
 
 
 def safe_boosters(texts: list[str], n_features: list[int | None] | None = None, *, do_probe: bool = True) -> list[Any]:
-    """``lgb.Booster`` of each text, after ``check_model_text`` and (by default) ``probe``."""
-    import lightgbm as lgb
-
+    """A booster of each text (``lgbm_capi.load_booster``: a ``CBooster`` on LightGBM's C API, or ``lightgbm.Booster``
+    if lib_lightgbm cannot be used), after ``check_model_text`` and (by default) ``probe``."""
     widths = n_features or [None] * len(texts)
     checked = [check_model_text(t, w) for t, w in zip(texts, widths)]
     if do_probe:
         probe(checked)
-    return [lgb.Booster(model_str=t) for t in checked]
+    return [lgbm_capi.load_booster(t) for t in checked]
 
 
 def probe_enabled() -> bool:

@@ -28,6 +28,8 @@ import subprocess
 import sys
 from typing import Any, Iterable
 
+from . import lgbm_capi
+
 PROBE_TIMEOUT_S = 120.0
 
 _HEADER_INT = ("num_class", "num_tree_per_iteration", "label_index", "max_feature_idx")
@@ -197,12 +199,32 @@ def check_model_text(text: str, n_features: int | None = None) -> str:
     return "\n".join(lines) + tail
 
 
-_CHILD = ("import sys, json\n"
-          "import lightgbm as lgb\n"
+# The child parses with lib_lightgbm's own loader through ctypes when the library path is given (argv[1]),
+# which spares it the lightgbm package's import (pandas, scikit-learn: ~1-2 s); else with lightgbm.Booster.
+_CHILD = ("import ctypes, json, sys\n"
           "texts = json.loads(sys.stdin.read())\n"
-          "for t in texts:\n"
-          "    lgb.Booster(model_str=t)\n"
+          "if len(sys.argv) > 1:\n"
+          "    lib = ctypes.cdll.LoadLibrary(sys.argv[1])\n"
+          "    lib.LGBM_GetLastError.restype = ctypes.c_char_p\n"
+          "    for t in texts:\n"
+          "        h, n = ctypes.c_void_p(), ctypes.c_int(0)\n"
+          "        if lib.LGBM_BoosterLoadModelFromString(ctypes.c_char_p(t.encode()), ctypes.byref(n), ctypes.byref(h)) != 0:\n"
+          "            sys.exit('LightGBMError: ' + lib.LGBM_GetLastError().decode(errors='replace'))\n"
+          "        lib.LGBM_BoosterFree(h)\n"
+          "else:\n"
+          "    import lightgbm as lgb\n"
+          "    for t in texts:\n"
+          "        lgb.Booster(model_str=t)\n"
           "print('ok', len(texts))\n")
+
+
+def _child_args() -> list[str]:
+    """The probe child's argv: lib_lightgbm's path when ``lgbm_capi`` can load it."""
+    try:
+        lgbm_capi.library()
+        return [str(lgbm_capi.library_path())]
+    except lgbm_capi.LibraryUnavailable:
+        return []
 
 
 def probe(texts: Iterable[str], timeout: float = PROBE_TIMEOUT_S) -> None:
@@ -216,11 +238,11 @@ def probe(texts: Iterable[str], timeout: float = PROBE_TIMEOUT_S) -> None:
         return
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     try:
-        r = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps([t for _, t in todo]), capture_output=True,
+        r = subprocess.run([sys.executable, "-c", _CHILD, *_child_args()], input=json.dumps([t for _, t in todo]), capture_output=True,
                            text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise BoosterTextError(f"LightGBM did not finish parsing it within {timeout:g} s (in a child process)") from None
-    if r.returncode != 0 or not r.stdout.startswith("ok"):
+    if r.returncode != 0 or not (r.stdout.strip().splitlines() or [""])[-1].startswith("ok"):
         how = f"killed by signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
         last = (r.stderr.strip().splitlines() or [""])[-1][:300]
         raise BoosterTextError(f"LightGBM could not parse it in a child process ({how}): {last}")
@@ -228,14 +250,13 @@ def probe(texts: Iterable[str], timeout: float = PROBE_TIMEOUT_S) -> None:
 
 
 def safe_boosters(texts: list[str], n_features: list[int | None] | None = None, *, do_probe: bool = True) -> list[Any]:
-    """``lgb.Booster`` of each text, after ``check_model_text`` and (by default) ``probe``."""
-    import lightgbm as lgb
-
+    """A booster of each text (``lgbm_capi.load_booster``: a ``CBooster`` on LightGBM's C API, or ``lightgbm.Booster``
+    if lib_lightgbm cannot be used), after ``check_model_text`` and (by default) ``probe``."""
     widths = n_features or [None] * len(texts)
     checked = [check_model_text(t, w) for t, w in zip(texts, widths)]
     if do_probe:
         probe(checked)
-    return [lgb.Booster(model_str=t) for t in checked]
+    return [lgbm_capi.load_booster(t) for t in checked]
 
 
 def probe_enabled() -> bool:

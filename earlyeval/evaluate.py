@@ -43,6 +43,7 @@ from .metrics import (
 )
 from .adapt import IDENTITY, Recalibration, adapt_em, fit_recalibration, recalibrated, warm_split
 from .model import DEFAULT_LGBM, OutcomeModel
+from .outcome import split_proba
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +196,7 @@ class FoldRunner:
         pf = self.ds.prefixes.iloc[rows]
         model = OutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
                              seed=self.cfg.seed, n_jobs=self.cfg.n_jobs)
-        model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), names)
+        model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=names)
         f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows, fold_fams)
         self._fits[exclude] = f
         return f
@@ -210,7 +211,7 @@ class FoldRunner:
         runs = np.flatnonzero(self.run_agent == agent)
         rows = self.rows_of(runs, 2)
         X, _ = self.features(fitted, runs, rows)
-        ps, pf = fitted.model.predict_proba(X)
+        ps, pf = split_proba(fitted.model.predict_proba(X))
         rs = runset(self.ds, runs, rows, ps, pf)
         if self.cfg.adapt == "em":
             rs, info = adapt_em(rs, fitted.model.base_rate_)
@@ -235,7 +236,7 @@ class FoldRunner:
             ar = runs[self.run_agent[runs] == agent]
             arows = self.rows_of(ar, self.cfg.min_steps)
             X, _ = self.features(fitted, ar, arows)
-            ps, pf = fitted.model.predict_proba(X)
+            ps, pf = split_proba(fitted.model.predict_proba(X))
             out[agent] = runset(self.ds, ar, arows, ps, pf)
         return out
 

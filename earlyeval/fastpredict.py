@@ -26,39 +26,31 @@ import re
 import threading
 from typing import Any
 
-import lightgbm as lgb
 import numpy as np
+
+from . import lgbm_capi
+from .lgbm_capi import CBooster, LibraryUnavailable, load_booster
 
 log = logging.getLogger(__name__)
 
-_PREDICT_RAW_SCORE = 1  # C_API_PREDICT_RAW_SCORE
-_PREDICT_CONTRIB = 3  # C_API_PREDICT_CONTRIB: TreeSHAP values, n_features + 1 (the bias last)
-_DTYPE_FLOAT32 = 0  # C_API_DTYPE_FLOAT32: rows are float32, as Featurizer.prefix_matrix stores them
+_PREDICT_RAW_SCORE = lgbm_capi.C_API_PREDICT_RAW_SCORE
+_PREDICT_CONTRIB = lgbm_capi.C_API_PREDICT_CONTRIB  # TreeSHAP values, n_features + 1 (the bias last)
+_DTYPE_FLOAT32 = lgbm_capi.C_API_DTYPE_FLOAT32  # rows are float32, as Featurizer.prefix_matrix stores them
 
 
 class FastPathUnavailable(RuntimeError):
-    """This LightGBM build does not expose the single-row C entry points we use."""
+    """lib_lightgbm cannot be used for the single-row fast path (see ``lgbm_capi.LibraryUnavailable``)."""
 
 
-def lightgbm_c_api(booster: lgb.Booster) -> tuple[Any, Any, Any, Any]:
-    """(C library, booster handle, str->C helper, error-checking call) of LightGBM's private bindings.
-
-    LightGBM has no public Python API for its single-row fast path, so this is the one
-    place in earlyeval that touches ``lightgbm.basic``'s private names and a booster's
-    ``_handle``.  Anything missing raises ``FastPathUnavailable``, and every caller then
-    falls back to the public ``Booster.predict`` (exact, slower); a test forces that
-    fallback and checks equal outputs."""
-    from lightgbm import basic
-
-    lib, c_str, safe_call = (getattr(basic, n, None) for n in ("_LIB", "_c_str", "_safe_call"))
-    handle = getattr(booster, "_handle", None)
-    missing = [n for n, v in (("_LIB", lib), ("_c_str", c_str), ("_safe_call", safe_call), ("Booster._handle", handle)) if v is None]
-    for fn in ("LGBM_BoosterPredictForMatSingleRowFastInit", "LGBM_BoosterPredictForMatSingleRowFast", "LGBM_FastConfigFree"):
-        if lib is not None and not hasattr(lib, fn):
-            missing.append(fn)
-    if missing:
-        raise FastPathUnavailable(f"lightgbm {getattr(lgb, '__version__', '?')} lacks {', '.join(missing)}")
-    return lib, handle, c_str, safe_call
+def c_booster(booster: Any) -> CBooster:
+    """``booster`` as a ``CBooster`` (itself, or re-read from its model text); ``FastPathUnavailable`` if lib_lightgbm
+    cannot be used."""
+    if isinstance(booster, CBooster):
+        return booster
+    try:
+        return CBooster(booster.model_to_string())
+    except LibraryUnavailable as e:
+        raise FastPathUnavailable(str(e)) from e
 
 
 class SingleRowPredictor:
@@ -67,7 +59,7 @@ class SingleRowPredictor:
     With ``contrib=True`` it returns ``booster.predict(x[None], pred_contrib=True)[0]``
     instead (TreeSHAP, ~0.4 ms for 250 trees: used for explanations only)."""
 
-    def __init__(self, booster: lgb.Booster, n_features: int | None = None, use_c_api: bool = True, contrib: bool = False):
+    def __init__(self, booster: Any, n_features: int | None = None, use_c_api: bool = True, contrib: bool = False):
         self.booster = booster  # keeps the C handle alive as long as the FastConfig
         self.n_features = int(n_features if n_features is not None else booster.num_feature())
         if self.n_features != booster.num_feature():
@@ -88,14 +80,15 @@ class SingleRowPredictor:
                 self._cfg = None
 
     def _init_c_api(self) -> None:
-        _LIB, handle, _c_str, _safe_call = lightgbm_c_api(self.booster)
+        cb = c_booster(self.booster)
+        self._c_booster = cb  # keeps the handle alive as long as the FastConfig
+        _LIB = cb.lib
         cfg = ctypes.c_void_p()
-        _safe_call(_LIB.LGBM_BoosterPredictForMatSingleRowFastInit(
-            handle, ctypes.c_int(_PREDICT_CONTRIB if self.contrib else _PREDICT_RAW_SCORE), ctypes.c_int(0), ctypes.c_int(-1),
-            ctypes.c_int(_DTYPE_FLOAT32), ctypes.c_int32(self.n_features), _c_str("num_threads=1"), ctypes.byref(cfg)))
+        lgbm_capi.check(_LIB, _LIB.LGBM_BoosterPredictForMatSingleRowFastInit(
+            cb.handle, ctypes.c_int(_PREDICT_CONTRIB if self.contrib else _PREDICT_RAW_SCORE), ctypes.c_int(0), ctypes.c_int(-1),
+            ctypes.c_int(_DTYPE_FLOAT32), ctypes.c_int32(self.n_features), ctypes.c_char_p(b"num_threads=1"), ctypes.byref(cfg)))
         self._cfg = cfg
         self._lib = _LIB
-        self._safe_call = _safe_call
         self._fn = _LIB.LGBM_BoosterPredictForMatSingleRowFast
         self._out_len = ctypes.c_int64(0)
         # the arguments never change: the row is copied into the same buffer each call
@@ -109,7 +102,7 @@ class SingleRowPredictor:
             if self._cfg is None:
                 return float(self.booster.predict(self._buf[None, :], raw_score=True, num_threads=1)[0])
             if self._fn(*self._args) != 0:
-                self._safe_call(-1)  # raises LightGBMError with LightGBM's last error message
+                lgbm_capi.check(self._lib, -1)  # raises LightGBMCError with LightGBM's last error message
             return float(self._out[0])
 
     def outputs(self, x: np.ndarray) -> list[float]:
@@ -119,7 +112,7 @@ class SingleRowPredictor:
             if self._cfg is None:
                 return [float(v) for v in np.ravel(self.booster.predict(self._buf[None, :], raw_score=True, num_threads=1))]
             if self._fn(*self._args) != 0:
-                self._safe_call(-1)
+                lgbm_capi.check(self._lib, -1)
             return self._out.tolist()
 
     def contributions(self, x: np.ndarray) -> np.ndarray:
@@ -131,7 +124,7 @@ class SingleRowPredictor:
             if self._cfg is None:
                 return np.asarray(self.booster.predict(self._buf[None, :], pred_contrib=True, num_threads=1)[0], dtype=np.float64)
             if self._fn(*self._args) != 0:
-                self._safe_call(-1)
+                lgbm_capi.check(self._lib, -1)
             return self._out.copy()
 
     def close(self) -> None:
@@ -169,7 +162,7 @@ def _tree_blocks(text: str) -> list[str]:
     return _TREE_HEADER.split(text[start:end])[1:]
 
 
-def stack_boosters(boosters: list[lgb.Booster], feature_maps: list[list[int]], n_features: int) -> lgb.Booster:
+def stack_boosters(boosters: list[Any], feature_maps: list[list[int]], n_features: int) -> Any:
     """One LightGBM model whose K raw outputs are the K boosters' raw scores.
 
     Written as a K-class model: iteration i holds tree i of every booster (class k =
@@ -199,10 +192,10 @@ def stack_boosters(boosters: list[lgb.Booster], feature_maps: list[list[int]], n
                 blk = _ZERO_TREE
             parts.append(f"Tree={i * K + k}\n{blk}")
     parts.append("end of trees\n\npandas_categorical:null\n")
-    return lgb.Booster(model_str="".join(parts))
+    return load_booster("".join(parts))
 
 
-def _probe_rows(boosters: list[lgb.Booster], feature_maps: list[list[int]], n_features: int, n_rows: int, seed: int) -> np.ndarray:
+def _probe_rows(boosters: list[Any], feature_maps: list[list[int]], n_features: int, n_rows: int, seed: int) -> np.ndarray:
     """float32 rows whose values sit on both sides of the boosters' own split thresholds, some NaN."""
     thr: dict[int, list[float]] = {}
     for b, fmap in zip(boosters, feature_maps):
@@ -234,7 +227,7 @@ class StackedPredictor:
     falls back to one ``SingleRowPredictor`` per booster (``kind == "separate"``), which
     is exact but slower."""
 
-    def __init__(self, boosters: list[lgb.Booster], feature_maps: list[list[int]], n_features: int,
+    def __init__(self, boosters: list[Any], feature_maps: list[list[int]], n_features: int,
                  use_c_api: bool = True, check_rows: int = 32, seed: int = 0):
         self.n_features = int(n_features)
         self.n_outputs = len(boosters)

@@ -1,7 +1,10 @@
 """The outcome model: LightGBM on prefix features, Platt-calibrated.
 
-``OutcomeModel`` is a small scikit-learn-style estimator: parameters in
-``__init__``, ``fit`` learns, ``predict_proba`` returns (P(success), P(failure)).
+``OutcomeModel`` is a scikit-learn estimator: parameters in ``__init__`` (stored
+as given: ``get_params``/``set_params``/``clone`` work), fitted state (``boosters_``,
+``platt_``, ``feature_names_in_``, ``n_features_in_``, ``classes_``) made by ``fit`` only,
+``predict_proba`` returns (n, 2) [P(failure), P(success)].  Its prediction side lives
+in ``outcome`` (numpy only), shared with the ``OutcomePredictor`` a model directory loads.
 
 Calibration: a task-grouped split of the training agents' prefixes (no task on
 both sides); LightGBM is fitted on one part and Platt scaling on the other
@@ -21,40 +24,23 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
 from typing import Any
 
 import lightgbm as lgb
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import GroupShuffleSplit
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, check_X_y
 
-# Fixed a priori, not tuned per agent: small trees, strong regularisation of leaf size.
-# 120 trees at 0.1 on 63 bins give the same held-out AUROC as 250 at 0.05 on 255 bins
-# (0.931 vs 0.931 mean over the six SWE-bench agents) at a third of the fit time.
-DEFAULT_LGBM: dict[str, Any] = {
-    "n_estimators": 120,
-    "learning_rate": 0.1,
-    "max_bin": 63,
-    "num_leaves": 15,
-    "min_child_samples": 40,
-    "subsample": 0.8,
-    "subsample_freq": 1,
-    "colsample_bytree": 0.8,
-    "reg_lambda": 1.0,
-}
+from .outcome import CLASSES, DEFAULT_LGBM, CalibratedOutcome, OutcomePredictor, Platt, as_matrix, column_names
 
+# scikit-learn 1.6 renamed check_X_y's force_all_finite to ensure_all_finite
+_FINITE = ("ensure_all_finite" if "ensure_all_finite" in check_X_y.__code__.co_varnames else "force_all_finite")
 
-@dataclass
-class Platt:
-    """p = 1 / (1 + exp(a * f + b)) on the booster's raw margin f (log-odds)."""
-
-    a: float
-    b: float
-
-    def __call__(self, f: np.ndarray) -> np.ndarray:
-        return expit(-(self.a * f + self.b))
+__all__ = ["DEFAULT_LGBM", "OutcomeModel", "OutcomePredictor", "Platt", "fit_platt"]
 
 
 def fit_platt(margins: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> Platt:
@@ -90,25 +76,34 @@ def fit_platt(margins: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | No
     return Platt(float(res.x[0] / scale), float(res.x[1]))
 
 
-@dataclass
-class OutcomeModel:
-    lgbm_params: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LGBM))
-    val_share: float = 0.25
-    twin: str = "mirror"  # mirror | flipped | balanced
-    monotone: dict[str, int] | None = None  # feature name -> +1 / -1 (direction for P(success))
-    seed: int = 0
-    n_jobs: int = 2
+class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
+    """LightGBM on prefix features, Platt-calibrated on a task-grouped split (see the module doc).
 
-    def __post_init__(self) -> None:
-        self.boosters_: dict[str, lgb.Booster] = {}
-        self.platt_: dict[str, Platt] = {}
-        self.feature_names_: list[str] = []
-        self.base_rate_: float = float("nan")
+    ``lgbm_params=None`` means ``DEFAULT_LGBM``; ``monotone``: feature name -> +1 / -1, the direction
+    for P(success); ``twin``: "mirror", "flipped" or "balanced"."""
+
+    def __init__(self, lgbm_params: dict[str, Any] | None = None, val_share: float = 0.25, twin: str = "mirror",
+                 monotone: dict[str, int] | None = None, seed: int = 0, n_jobs: int = 2):
+        self.lgbm_params = lgbm_params
+        self.val_share = val_share
+        self.twin = twin
+        self.monotone = monotone
+        self.seed = seed
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self) -> Any:  # scikit-learn >= 1.6
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # LightGBM's missing-value handling
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _more_tags(self) -> dict[str, Any]:  # scikit-learn < 1.6
+        return {"allow_nan": True, "binary_only": True}
 
     # ----------------------------------------------------------------- fit
-    def _classifier(self, feature_names: list[str], sign: int) -> lgb.LGBMClassifier:
-        params = dict(self.lgbm_params)
-        cons = [sign * int(self.monotone.get(n, 0)) for n in feature_names] if self.monotone else []
+    def _classifier(self, feature_names: list[str] | None, sign: int) -> lgb.LGBMClassifier:
+        params = dict(DEFAULT_LGBM if self.lgbm_params is None else self.lgbm_params)
+        cons = [sign * int(self.monotone.get(n, 0)) for n in feature_names] if self.monotone and feature_names else []
         if any(cons):  # a catalog's constraints on features this model lacks leave it unconstrained, as without them
             params["monotone_constraints"] = cons
             params["monotone_constraints_method"] = "advanced"
@@ -116,17 +111,39 @@ class OutcomeModel:
             **params, random_state=self.seed, n_jobs=self.n_jobs, deterministic=True, force_row_wise=True, verbose=-1
         )
 
-    def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray, feature_names: list[str]) -> "OutcomeModel":
-        y = np.asarray(y).astype(int)
-        w = np.asarray(w, dtype=np.float64)
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, groups: Any = None,
+            feature_names: list[str] | None = None) -> "OutcomeModel":
+        """Fit on rows X (a DataFrame, whose columns name the features, or a matrix with ``feature_names``),
+        binary outcomes y (1 success), ``sample_weight`` (default 1; rescaled to mean 1) and ``groups``
+        (rows of one group, a task, stay on one side of the calibration split; default: each row its own)."""
+        names = column_names(X)
+        if names is not None and feature_names is not None and list(feature_names) != names:
+            raise ValueError("feature_names differ from the DataFrame's columns")
+        names = names if names is not None else (list(feature_names) if feature_names is not None else None)
+        Xm, y = check_X_y(as_matrix(X) if X is not None else X, y, dtype=None, **{_FINITE: "allow-nan"})
+        if names is not None and len(names) != Xm.shape[1]:
+            raise ValueError(f"{len(names)} feature names for {Xm.shape[1]} columns")
+        if self.twin not in ("mirror", "flipped", "balanced"):
+            raise ValueError(f"twin must be mirror, flipped or balanced, not {self.twin!r}")
+        check_classification_targets(y)
+        labels = np.unique(y)
+        if type_of_target(y) != "binary" or len(labels) != 2:
+            raise ValueError(f"Only binary classification is supported: two outcomes, failure and success; got labels {labels[:5].tolist()}")
+        classes = labels if set(labels.tolist()) != {0, 1} else CLASSES.copy()
+        y = (y == classes[1]).astype(int)  # 1 = success (the larger label)
+        w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if w.shape != y.shape:
+            raise ValueError(f"sample_weight must have one weight per row ({len(y)}), got shape {w.shape}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+            raise ValueError("sample_weight must be finite and non-negative, and not all weights may be zero")
         w = w / w.mean()
-        self.feature_names_ = list(feature_names)
+        g = np.arange(len(y)) if groups is None else np.asarray(groups)
+        for attr in ("boosters_", "platt_", "feature_names_in_", "n_features_in_", "base_rate_", "val_index_"):
+            self.__dict__.pop(attr, None)
         gss = GroupShuffleSplit(n_splits=1, test_size=self.val_share, random_state=self.seed)
-        tr, va = next(gss.split(X, y, groups))
-        self.val_index_ = va  # rows used for Platt scaling (whole tasks), kept for threshold fallback
+        tr, va = next(gss.split(Xm, y, g))
         if len(np.unique(y[va])) < 2 or len(np.unique(y[tr])) < 2:
             raise ValueError("the task-grouped split left one class only; need both outcomes in training and validation")
-        self.base_rate_ = float(np.average(y, weights=w))
         targets = {"success": (y, w, +1)}
         if self.twin in ("flipped", "balanced"):
             wf = w.copy()
@@ -134,57 +151,47 @@ class OutcomeModel:
                 pos = np.average(1 - y, weights=w)
                 wf = np.where(y == 0, w * 0.5 / pos, w * 0.5 / (1 - pos))
             targets["failure"] = (1 - y, wf, -1)
-        elif self.twin != "mirror":
-            raise ValueError(f"twin must be mirror, flipped or balanced, not {self.twin!r}")
+        boosters: dict[str, Any] = {}
+        platt: dict[str, Platt] = {}
         for name, (yy, ww, sign) in targets.items():
-            clf = self._classifier(self.feature_names_, sign)
+            clf = self._classifier(names, sign)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                clf.fit(X[tr], yy[tr], sample_weight=ww[tr])
+                clf.fit(Xm[tr], yy[tr], sample_weight=ww[tr])
             booster = clf.booster_
-            self.boosters_[name] = booster
-            self.platt_[name] = fit_platt(booster.predict(X[va], raw_score=True), yy[va], w[va])
+            boosters[name] = booster
+            platt[name] = fit_platt(booster.predict(Xm[va], raw_score=True), yy[va], w[va])
+        self.boosters_ = boosters
+        self.platt_ = platt
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        self.n_features_in_ = Xm.shape[1]
+        self.classes_ = classes
+        self.base_rate_ = float(np.average(y, weights=w))
+        self.val_index_ = va  # rows used for Platt scaling (whole tasks), kept for threshold fallback
         return self
 
     # ------------------------------------------------------------- predict
-    def predict_proba(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        ps = self.platt_["success"](self.boosters_["success"].predict(X, raw_score=True, num_threads=self.n_jobs))
-        if "failure" in self.boosters_:
-            pf = self.platt_["failure"](self.boosters_["failure"].predict(X, raw_score=True, num_threads=self.n_jobs))
-        else:
-            pf = 1.0 - ps
-        return ps, pf
-
-    def mirror_gap(self, X: np.ndarray) -> float:
-        """max |P(failure) - (1 - P(success))| on X; 0 by construction for twin='mirror'."""
-        ps, pf = self.predict_proba(X)
-        return float(np.max(np.abs(pf - (1.0 - ps)))) if len(ps) else 0.0
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """(n, 2): [P(failure), P(success)] per row; a NotFittedError before ``fit``."""
+        check_is_fitted(self, "boosters_")
+        return super().predict_proba(X)
 
     def feature_importance(self, top: int = 20) -> list[tuple[str, float]]:
+        check_is_fitted(self, "boosters_")
         b = self.boosters_["success"]
         gain = b.feature_importance(importance_type="gain")
         order = np.argsort(-gain)[:top]
         total = gain.sum() or 1.0
-        return [(self.feature_names_[i], float(gain[i] / total)) for i in order]
+        names = list(getattr(self, "feature_names_in_", [f"x{i}" for i in range(len(gain))]))
+        return [(names[i], float(gain[i] / total)) for i in order]
 
     # -------------------------------------------------------- serialization
     def get_state(self) -> dict[str, Any]:
-        return {
-            "boosters": {k: b.model_to_string() for k, b in self.boosters_.items()},
-            "platt": {k: {"a": p.a, "b": p.b} for k, p in self.platt_.items()},
-            "feature_names": self.feature_names_,
-            "twin": self.twin,
-            "lgbm_params": self.lgbm_params,
-            "monotone": self.monotone,
-            "base_rate": self.base_rate_,
-            "seed": self.seed,
-        }
+        check_is_fitted(self, "boosters_")
+        return super().get_state()
 
-    @classmethod
-    def from_state(cls, d: dict[str, Any], n_jobs: int = 1) -> "OutcomeModel":
-        m = cls(lgbm_params=d["lgbm_params"], twin=d["twin"], monotone=d.get("monotone"), seed=d.get("seed", 0), n_jobs=n_jobs)
-        m.boosters_ = {k: lgb.Booster(model_str=s) for k, s in d["boosters"].items()}
-        m.platt_ = {k: Platt(v["a"], v["b"]) for k, v in d["platt"].items()}
-        m.feature_names_ = list(d["feature_names"])
-        m.base_rate_ = float(d.get("base_rate", float("nan")))
-        return m
+    @staticmethod
+    def from_state(d: dict[str, Any], n_jobs: int = 1) -> OutcomePredictor:
+        """The saved model back, as an ``OutcomePredictor`` (predicts, does not refit)."""
+        return OutcomePredictor.from_state(d, n_jobs=n_jobs)

@@ -27,6 +27,7 @@ import os
 import platform
 import shutil
 import stat
+from importlib.metadata import version as _dist_version
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,12 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-from . import atomic
+from . import __version__, atomic
 from .boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
 from .errors import ModelDirError, UnknownPluginError
 from .features import FAMILIES, Featurizer
-from .model import OutcomeModel
+from .lgbm_capi import load_booster
+from .outcome import OutcomePredictor
 
 FORMAT = "earlyeval-model"
 FORMAT_VERSION = 1
@@ -51,7 +53,7 @@ class ModelBundle:
     """Everything the Monitor needs: featurizer, calibrated model, thresholds."""
 
     featurizer: Featurizer
-    model: OutcomeModel
+    model: Any  # OutcomePredictor when loaded, a fitted model.OutcomeModel when trained
     thresholds: dict[str, float]
     training: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. budget estimators' JSON
@@ -68,12 +70,8 @@ def _sha(b: bytes) -> str:
 
 
 def _versions() -> dict[str, str]:
-    import lightgbm
-    import sklearn
-
-    from . import __version__
-
-    return {"earlyeval": __version__, "lightgbm": lightgbm.__version__, "scikit-learn": sklearn.__version__,
+    """Read from the installed distributions' metadata: recording a version imports nothing."""
+    return {"earlyeval": __version__, "lightgbm": _dist_version("lightgbm"), "scikit-learn": _dist_version("scikit-learn"),
             "numpy": np.__version__, "python": platform.python_version()}
 
 
@@ -292,10 +290,8 @@ def _checked_booster(text: str, f: str, n_features: int | None) -> str:
 
 def _parse_booster(text: str, f: str) -> Any:
     """A LightGBM booster from checked (and probed) text; any LightGBM error is a ModelDirError naming the file."""
-    import lightgbm as lgb
-
     try:
-        return lgb.Booster(model_str=text)
+        return load_booster(text)
     except Exception as e:
         raise ModelDirError(f, Path(f).name, f"LightGBM could not read it ({type(e).__name__}: {e})") from e
 
@@ -431,14 +427,14 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool) -> ModelBundle:
         raise ModelDirError(str(p / "model.json"), "model.json", "expected an object")
     state["boosters"] = {}
     try:
-        model = OutcomeModel.from_state(state, n_jobs=n_jobs)
+        model = OutcomePredictor.from_state(state, n_jobs=n_jobs)
     except Exception as e:
         raise ModelDirError(str(p / "model.json"), "model.json", f"not a saved OutcomeModel ({type(e).__name__}: {e})") from e
     for k, text in boosters.items():
         model.boosters_[k] = _parse_booster(text, str(p / f"booster_{k}.txt"))
         if k not in model.platt_:
             raise ModelDirError(str(p / "model.json"), f"platt.{k}", "missing calibration for the booster")
-    if model.feature_names_ != fz.names:
+    if list(model.feature_names_in_) != fz.names:
         raise ModelDirError(str(p / "model.json"), "feature_names", "differ from the featurizer's")
     for k, b in model.boosters_.items():
         nfeat = b.num_feature()

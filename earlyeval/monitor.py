@@ -116,7 +116,7 @@ class Monitor:
         self.featurizer: Featurizer = bundle.featurizer
         self.model = bundle.model
         self.feature_names: list[str] = self.featurizer.names
-        if self.model.feature_names_ != self.feature_names:
+        if list(self.model.feature_names_in_) != self.feature_names:
             raise ValueError("the model's feature names differ from the featurizer's")
         th = bundle.thresholds
         self.tau_s = float(th["success"])

@@ -18,6 +18,7 @@ from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
 from earlyeval.metrics import RunSet, evaluate_policy
 from earlyeval.model import OutcomeModel
+from earlyeval.outcome import split_proba
 from earlyeval.modeldir import ModelBundle, save_model_dir
 from earlyeval.monitor import context_absent_counts
 from earlyeval.prefixes import prefix_table
@@ -112,7 +113,7 @@ def train_bundle(trajs: list[Trajectory], tasks: dict[str, Task], families: tupl
     X = fz.prefix_matrix(trajs, ctxs)
     pf = prefix_table(trajs, min_steps=2)
     model = OutcomeModel(lgbm_params=dict(LIGHT), twin=twin, n_jobs=1)
-    model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), fz.names)
+    model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=fz.names)
     th = thresholds or {"success": 0.7, "failure": 0.75, "min_halt_step": 1}
     # as train_bench records it: which training runs lacked a family's inputs (monitor.context_state reads it)
     bundle = ModelBundle(fz, model, th, training={"benchmarks": ["synth"], "runs": len(trajs), "context_runs": len(trajs),
@@ -132,7 +133,7 @@ def offline_policy(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str
     """Batch features + predict_proba, grouped by run: the offline evaluation, built independently of score.py."""
     ctxs = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     X = bundle.featurizer.prefix_matrix(trajs, ctxs)
-    ps, pf = bundle.model.predict_proba(X)
+    ps, pf = split_proba(bundle.model.predict_proba(X))
     p_s, p_f, k = [], [], 0
     for t in trajs:
         n = max(len(t.steps) - 1, 0)

@@ -94,7 +94,7 @@ def _compare(rec: RecordingMonitor, expected: list[Step], t: Trajectory) -> None
     n = len(expected)
     X = fz.prefix_matrix([t], [rec.ctx], max_t=[len(t.steps)])[:n]
     assert np.array_equal(np.asarray(rec.rows), X, equal_nan=True), t.run_id
-    ps, _ = model.predict_proba(X)
+    ps = model.predict_success(X)
     np.testing.assert_allclose(np.asarray(rec.p, dtype=float), ps, rtol=0, atol=1e-9, err_msg=t.run_id)
 
 
@@ -320,7 +320,7 @@ def _small_model(trajs: list[Trajectory], ctxs: list[RunContext]) -> ModelBundle
     X = fz.prefix_matrix(trajs, ctxs)
     pf = prefix_table(trajs, min_steps=2)
     model = OutcomeModel(lgbm_params={"n_estimators": 20, "num_leaves": 7, "min_child_samples": 3}, n_jobs=1, val_share=0.4)
-    model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), fz.names)
+    model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=fz.names)
     return ModelBundle(fz, model, {"success": 0.99, "failure": 0.99, "min_halt_step": 1},
                        training={"benchmarks": [], "context_runs": len(trajs), "context_absent_runs": {}})
 

@@ -221,7 +221,7 @@ def scored(tmp_path_factory):
 def _offline(bundle, trajs, tasks, as_of):
     ctxs = [RunContext.of(t, tasks.get(t.task_id), as_of=as_of) for t in trajs]
     X = bundle.featurizer.prefix_matrix(trajs, ctxs)
-    ps, _ = bundle.model.predict_proba(X)
+    ps = bundle.model.predict_success(X)
     out, k = [], 0
     for t in trajs:
         n = max(len(t.steps) - 1, 0)

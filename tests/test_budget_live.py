@@ -167,7 +167,7 @@ def test_monitor_budget_equals_batch_on_every_prefix(ds, shipped, model_dir):
     assert mon.budget_model is not None and set(mon.budget_model.dims) == set(shipped["dimensions"])
     assert mon.budget_model.predictor_kind == "stacked"
     X = mon.featurizer.prefix_matrix(ds.trajs, ds.contexts)
-    ps, _ = mon.model.predict_proba(X)
+    ps = mon.model.predict_success(X)
     ref = predict_prefixes(shipped, ds, ps, ["behaviour"])
     prow = ds.prefixes["run"].to_numpy()
     n_cmp = 0

@@ -64,7 +64,7 @@ def test_a_config_family_is_never_dropped(custom):
         FoldRunner(ds, EvalConfig(**{**cfg.__dict__, "families": ["behaviour", "nope"]})).fit(frozenset())
     full = FoldRunner(ds, cfg).fit(frozenset())
     assert full.feature_names[-2:] == ["cx_steps", "cx_act_rel"]
-    assert full.model.feature_names_ == full.feature_names
+    assert list(full.model.feature_names_in_) == full.feature_names
     mean_len = float(np.mean([len(s.action) for t in trajs for s in t.steps]))
     assert full.fold_families[0].mean_len == pytest.approx(mean_len)
 

@@ -88,27 +88,39 @@ def test_wrong_width_is_refused(booster):
         SingleRowPredictor(b, n_features=5)
 
 
-def test_missing_private_bindings_fall_back_to_public_predict(booster, monkeypatch, caplog):
-    """The fence: if a LightGBM release drops the private names, predictions stay exact via Booster.predict."""
-    import lightgbm.basic as basic
-
-    from earlyeval.fastpredict import FastPathUnavailable, lightgbm_c_api
+def test_without_lib_lightgbm_the_public_predict_is_the_fallback(booster, monkeypatch, caplog):
+    """The fence: if lib_lightgbm's C entry points cannot be used, predictions stay exact via Booster.predict."""
+    import earlyeval.lgbm_capi as capi
+    from earlyeval.fastpredict import FastPathUnavailable, c_booster
 
     _, b = booster
     rows = _awkward_rows()[:40]
-    class WithoutFastPath:  # the real library, as a build without the single-row entry points would look
-        def __init__(self, lib):
-            self._lib = lib
 
-        def __getattr__(self, name):
-            if name.startswith("LGBM_BoosterPredictForMatSingleRowFast"):
-                raise AttributeError(name)
-            return getattr(self._lib, name)
+    def unavailable():
+        raise capi.LibraryUnavailable("lib_lightgbm lacks LGBM_BoosterPredictForMatSingleRowFastInit")
 
-    monkeypatch.setattr(basic, "_LIB", WithoutFastPath(basic._LIB))
+    monkeypatch.setattr(capi, "library", unavailable)
     with pytest.raises(FastPathUnavailable, match="SingleRowFastInit"):
-        lightgbm_c_api(b)
+        c_booster(b)
     p = SingleRowPredictor(b)
     assert p.kind == "booster"
     assert "fast path unavailable" in caplog.text
+    np.testing.assert_array_equal(np.array([p(r) for r in rows]), b.predict(rows, raw_score=True))
+    assert type(capi.load_booster(b.model_to_string())).__name__ == "Booster"  # modeldir's fallback: lightgbm's own
+
+
+def test_c_booster_is_lightgbms_booster_bit_for_bit(booster):
+    """lgbm_capi.CBooster (the live path's, no lightgbm import) == lightgbm.Booster: predictions, contributions, text."""
+    from earlyeval.lgbm_capi import CBooster
+
+    _, b = booster
+    cb = CBooster(b.model_to_string())
+    rows = _awkward_rows()
+    for kw in ({"raw_score": True}, {}, {"pred_contrib": True}):
+        np.testing.assert_array_equal(cb.predict(rows, **kw), b.predict(rows, **kw))
+        np.testing.assert_array_equal(cb.predict(rows.astype(np.float64), **kw), b.predict(rows.astype(np.float64), **kw))
+    assert cb.num_feature() == b.num_feature() and cb.feature_name() == b.feature_name()
+    assert cb.model_to_string() == b.model_to_string()
+    p = SingleRowPredictor(cb)
+    assert p.kind == "c-api"
     np.testing.assert_array_equal(np.array([p(r) for r in rows]), b.predict(rows, raw_score=True))

@@ -231,7 +231,7 @@ def test_shipped_model_streams_like_batch(data, tmp_path):
             rows.append(mon.last_features.copy())
             ps.append(d.p_success)
         assert np.array_equal(np.asarray(rows), X, equal_nan=True), traj.run_id
-        np.testing.assert_allclose(ps, bundle.model.predict_proba(X)[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ps, bundle.model.predict_success(X), rtol=0, atol=1e-12)
         # and the shipped peer values leave the run's own agent out
         v = X[0, _cols(bundle.featurizer.names)]
         peers = [u.outcome for u in trajs if u.task_id == traj.task_id and u.agent != traj.agent]

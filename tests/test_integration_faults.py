@@ -47,7 +47,7 @@ def _small_model(trajs, tasks, prior, families, th):
     X = fz.prefix_matrix(trajs, ctxs)
     pf = prefix_table(trajs, min_steps=2)
     model = OutcomeModel(lgbm_params=dict(LIGHT), n_jobs=1)
-    model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), fz.names)
+    model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=fz.names)
     return ModelBundle(fz, model, th, training={"benchmarks": ["swebench"], "context_runs": len(trajs),
                                                 "context_absent_runs": context_absent_counts(fz, ctxs)})
 

@@ -14,6 +14,7 @@ from earlyeval.decision import Decision
 from earlyeval.integrations.base import EarlyStopper, StepMonitor
 from earlyeval.metrics import halting
 from earlyeval.modeldir import save_model_dir
+from earlyeval.outcome import split_proba
 from earlyeval.monitor import Monitor, as_step
 from earlyeval.trajectory import Action, Step, make_step
 
@@ -57,7 +58,7 @@ def test_streaming_features_and_probabilities_equal_batch(trained):
         rows, ps, pf, _ = _stream(mon, traj, ctx)
         X = fz.prefix_matrix([traj], [ctx], max_t=[len(traj.steps)])
         assert _same(rows, X), traj.run_id
-        bs, bf = model.predict_proba(X)
+        bs, bf = split_proba(model.predict_proba(X))
         np.testing.assert_allclose(ps, bs, rtol=0, atol=1e-12)
         np.testing.assert_allclose(pf, bf, rtol=0, atol=1e-12)
         n_text += int(np.abs(X[:, [i for i, n in enumerate(fz.names) if n.startswith("txt_")]]).sum() > 0)
@@ -135,7 +136,7 @@ def test_failure_booster_path_twin_balanced(tmp_path):
     mon = Monitor.load(save_model_dir(bundle, tmp_path / "m"))
     assert set(bundle.model.boosters_) == {"success", "failure"}
     rows, ps, pf, _ = _stream(mon, trajs[0], ctxs[0])
-    bs, bf = bundle.model.predict_proba(rows)
+    bs, bf = split_proba(bundle.model.predict_proba(rows))
     np.testing.assert_allclose(ps, bs, atol=1e-12, rtol=0)
     np.testing.assert_allclose(pf, bf, atol=1e-12, rtol=0)
     assert np.max(np.abs(pf - (1 - ps))) > 1e-6  # really the second model, not the mirror

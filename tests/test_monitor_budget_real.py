@@ -78,7 +78,7 @@ def test_shipped_swebench_budget_live_equals_batch(swebench_budget_model):
     fams = mon.bundle.training["config"]["families"]
     ds = load_dataset("swebench", fams, trajs=sample, tasks=tasks, progress=False)
     X = mon.featurizer.prefix_matrix(ds.trajs, ds.contexts)
-    ps, _ = mon.model.predict_proba(X)
+    ps = mon.model.predict_success(X)
     spec = mon.bundle.extra["budget"]
     ref = predict_prefixes(spec, ds, ps, fams)
     prow = ds.prefixes["run"].to_numpy()

@@ -29,6 +29,7 @@ from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
 from earlyeval.features.text import TokenCache
 from earlyeval.metrics import apply_policy
+from earlyeval.outcome import split_proba
 from earlyeval.model import OutcomeModel
 from earlyeval.modeldir import ModelBundle, save_model_dir
 from earlyeval.monitor import Monitor, context_absent_counts
@@ -75,7 +76,7 @@ def _train(trajs, contexts, families, prior_table=None, cache=None):
     X = fz.prefix_matrix(trajs, contexts)
     pf = prefix_table(trajs, min_steps=2)
     model = OutcomeModel(lgbm_params={**LIGHT, "min_child_samples": 3}, n_jobs=1, val_share=0.4)
-    model.fit(X, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), fz.names)
+    model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=fz.names)
     # what train_bench records: which training runs lacked a family's inputs (monitor.context_state)
     return ModelBundle(fz, model, {"success": 0.7, "failure": 0.7, "min_halt_step": 1},
                        training={"benchmarks": [], "context_runs": len(trajs), "context_absent_runs": context_absent_counts(fz, contexts)})
@@ -94,7 +95,7 @@ def _check_stream_equals_batch(mon: Monitor, fz: Featurizer, model: OutcomeModel
         X = fz.prefix_matrix([t], [c], max_t=[len(t.steps)])
         rows = np.asarray(rows)
         assert rows.shape == X.shape and np.array_equal(rows, X, equal_nan=True), t.run_id
-        bs, bf = model.predict_proba(X)
+        bs, bf = split_proba(model.predict_proba(X))
         np.testing.assert_allclose(ps, bs, rtol=0, atol=1e-9, err_msg=t.run_id)
         n += len(t.steps)
     return n

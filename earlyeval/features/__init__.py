@@ -22,7 +22,8 @@ from .behaviour import BehaviourFamily
 from .gold import GoldFamily
 from .peer import PeerPriorFamily, PeerTable
 from .prior import PriorFamily, PriorTable
-from .text import TextFamily
+# the text family (TF-IDF + scikit-learns TruncatedSVD) is imported only when a config or a model dir names it:
+# by its registered dotted path below, so that a model without it never loads scikit-learn
 
 # the built-in families, registered the way a plugin is (also entry points of the group in pyproject.toml)
 BUILTIN_FAMILIES: dict[str, str] = {
@@ -157,6 +158,6 @@ def build_family(name: str, *, prior_table: PriorTable | None = None, text_param
 
 
 __all__ = ["KNOWN_DIRECTIONS", "Featurizer", "RunContext", "FeatureFamily", "FamilyBase", "FamilyResources", "BehaviourFamily",
-           "TextFamily", "GoldFamily", "PriorFamily", "PriorTable", "PeerPriorFamily", "PeerTable", "FOLD_FREE", "FOLD_FITTED",
+           "GoldFamily", "PriorFamily", "PriorTable", "PeerPriorFamily", "PeerTable", "FOLD_FREE", "FOLD_FITTED",
            "FIT_SCOPES", "FAMILIES", "BUILTIN_FAMILIES", "FeatureNamesError", "bind_values", "build_family", "family_class",
            "fit_scope", "fold_free", "fold_fitted", "register_family"]

@@ -43,7 +43,7 @@ What it guarantees:
 * **Budget.**  When the model dir carries budget estimators (``extra_budget.json``,
   written by ``earlyeval train``), ``Decision.budget`` holds, per dimension, the
   remaining-usage intervals, the spend so far, B, P(total <= B), P(feasible) and
-  the ``impossible`` flag, as ``budget.py`` computes them in batch (``budget_live``);
+  the ``impossible`` flag, as ``budget.targets`` computes them in batch (``budget.live``);
   None for a dimension whose usage is unknown.  Halting on ``impossible`` is off
   unless ``halt_on_impossible`` is set.  The budget part fails open on its own: an
   error there leaves ``budget=None`` for the rest of the run (logged) and never

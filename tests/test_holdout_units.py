@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from earlyeval.budget import holdout_groups
+from earlyeval.budget.calibration import holdout_groups
 from earlyeval.dataset import SMALL_GROUP, HoldoutUnit
 from earlyeval.evaluate import EvalConfig, run_loao
 from earlyeval.routing import large_agents

@@ -56,9 +56,8 @@ def test_monitor_load_and_observe_outcome_only_stay_light(tmp_path, families):
     assert got["heavy"] == [], got
 
 
-@pytest.mark.xfail(reason="budget_live imports budget.py (pandas, evaluate, dataset); enabled once the budget split "
-                          "(worktree w-budget) leaves the live budget code numpy-only", strict=False)
 def test_monitor_with_budget_stays_light():
+    """The shipped SWE-bench model with its budget estimators (earlyeval.budget.live): still no pandas/sklearn."""
     model = ROOT / "models" / "swebench"
     if not (model / "extra_budget.json").exists():
         pytest.skip("no trained models/swebench with budget estimators in this checkout")

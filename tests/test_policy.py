@@ -156,9 +156,16 @@ def test_policy_module_is_numpy_only():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_first_halt_below_equals_budget_halt_index(seed):
-    """budget._halt_index (first index i >= lo with p[i] < tau) is first_halt_below at min_t = lo + 1, so it
-    can go: ``_halt_index(p, taus, lo)`` == ``np.where(h > 0, h - 1, len(p))`` with ``h = first_halt_below([p], taus, lo + 1)[0]``."""
-    from earlyeval.budget import _halt_index
+    """The budget's early stop (first index i >= lo with p[i] < tau) is first_halt_below at min_t = lo + 1:
+    ``budget.stopping.halt_index`` calls it, and both equal the per-step loop and the old cumulative-minimum code."""
+    from earlyeval.budget.stopping import halt_index
+
+    def _halt_index(p, taus, lo):  # the budget's own implementation before it called the policy
+        n = len(p)
+        if n <= lo:
+            return np.full(len(taus), n, dtype=np.int64)
+        m = np.minimum.accumulate(p[lo:])
+        return lo + np.searchsorted(-m, -np.asarray(taus), side="right")
 
     rng = np.random.default_rng(300 + seed)
     ps, _ = random_runs(rng, n_runs=40, nan_share=0.0)
@@ -168,6 +175,7 @@ def test_first_halt_below_equals_budget_halt_index(seed):
         for r, p in enumerate(ps):
             old = _halt_index(p, taus, lo)
             np.testing.assert_array_equal(np.where(h[r] > 0, h[r] - 1, len(p)), old)
+            np.testing.assert_array_equal(halt_index(p, taus, lo), old)
             for k, tau in enumerate(taus):  # and both equal the loop "first t >= lo + 1 with p < tau"
                 want = next((i + 1 for i in range(lo, len(p)) if p[i] < tau), 0)
                 assert h[r, k] == want

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset import Dataset
+from ..dataset import Dataset, HoldoutUnit
 from ..evaluate import EvalConfig, FoldRunner
 from ..features import fold_free
 from .config import DIMENSIONS, SMALL, BudgetConfig
@@ -18,23 +18,12 @@ from .stopping import make_stopset, select_tau
 from .targets import DimTargets, budget_features, dim_targets, free_opening_agents, pace, run_slices
 
 
-@dataclass
-class Group:
-    """A held-out unit: one large agent, or all small agents together (as in evaluate.run_loao)."""
-
-    name: str
-    agents: list[str]
-    small: bool = False
+Group = HoldoutUnit  # a held-out unit: one large agent, or all small agents together
 
 
-def holdout_groups(ds: Dataset, cfg: EvalConfig) -> list[Group]:
-    """The same split as ``evaluate.run_loao``: ``Dataset.large_agents`` alone, the rest together."""
-    large = ds.large_agents(cfg.holdout_min_runs)
-    small = [a for a in ds.agents if a not in large]
-    groups = [Group(a, [a]) for a in large]
-    if small:
-        groups.append(Group(SMALL, small, True))
-    return groups
+def holdout_groups(ds: Dataset, cfg: EvalConfig) -> list[HoldoutUnit]:
+    """The held-out units of ``evaluate.run_loao`` (``Dataset.holdout_units``: the one definition)."""
+    return ds.holdout_units(cfg.holdout_min_runs)
 
 
 def agent_folds(groups: list[Group], k: int, dims_of: dict[str, set[str]]) -> list[list[Group]]:

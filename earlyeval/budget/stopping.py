@@ -7,16 +7,22 @@ from typing import Any
 
 import numpy as np
 
+from ..policy import first_halt_below
 from .targets import DimTargets
 
 
+def halt_indices(ps: list[np.ndarray], taus: np.ndarray, lo: int) -> np.ndarray:
+    """(runs, taus): the first prefix index i >= lo with p[i] < tau, len(p) when there is none.
+
+    The one halting rule (``policy.first_halt_below``, the failure side on P(feasible)), 0-based."""
+    h = first_halt_below(ps, np.asarray(taus, dtype=np.float64), lo + 1)
+    n = np.asarray([len(p) for p in ps], dtype=np.int64)[:, None]
+    return np.where(h > 0, h - 1, n)
+
+
 def halt_index(p: np.ndarray, taus: np.ndarray, lo: int) -> np.ndarray:
-    """Per tau, the first prefix index i >= lo with p[i] < tau; len(p) when there is none."""
-    n = len(p)
-    if n <= lo:
-        return np.full(len(taus), n, dtype=np.int64)
-    m = np.minimum.accumulate(p[lo:])
-    return lo + np.searchsorted(-m, -np.asarray(taus), side="right")
+    """Per tau, the first prefix index i >= lo with p[i] < tau; len(p) when there is none (one run)."""
+    return halt_indices([p], taus, lo)[0]
 
 
 @dataclass
@@ -114,7 +120,7 @@ def select_tau(ss: StopSet, taus: tuple, max_cost_pp: float, lo: int) -> dict[st
     tv = np.asarray(taus, dtype=np.float64)
     if len(ss) == 0:
         return {"tau": 0.0, "selected_on": [], "note": "no inner runs: never halt"}
-    halts = np.vstack([halt_index(p, tv, lo) for p in ss.p])
+    halts = halt_indices(list(ss.p), tv, lo)
     cost = _group_costs(ss, halts)
     saved = _saved_failed(ss, halts)
     score = np.where(cost <= max_cost_pp + 1e-9, saved, -1.0)

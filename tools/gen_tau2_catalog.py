@@ -118,6 +118,7 @@ def scan(path: Path) -> dict:
         "domain": env.get("domain_name") or "",
         "n_sims": len(sims),
         "n_tasks": len({str(s.get("task_id")) for s in sims}),
+        "task_keys": sorted({f"{env.get('domain_name') or ''}/{s.get('task_id')}" for s in sims}),
         "tools": tools,
         "price_source": source,
         "usd_per_step": per_step,
@@ -150,10 +151,15 @@ def build(root: Path) -> str:
         else:
             r["price_basis"] = "measured: mean agent cost per step in this file"
 
+    # an agent is small when all its files together hold fewer than SMALL_BELOW_TASKS distinct tasks
+    # (the held-out unit is the agent, not the file: Dataset.holdout_units honours this flag)
+    agent_tasks: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        agent_tasks[r["agent"]].update(r["task_keys"])
     out = [HEADER.strip(), ""]
     for r in sorted(rows, key=lambda r: (r["agent"], r["file"])):
         name = re.sub(r"\.json(\.gz)?$", "", r["file"])
-        small = r["n_tasks"] < SMALL_BELOW_TASKS
+        small = len(agent_tasks[r["agent"]]) < SMALL_BELOW_TASKS
         out += [
             "[[runs]]",
             f"name = {json.dumps(name)}",
@@ -186,8 +192,8 @@ HEADER = """
 # domain's own policy), tau2-solo (no-user mode), tau2-scala-codeact (API calls
 # written as Scala code), tau2-enhanced-*, refined-policy-*, tighter-/relaxed-policy,
 # toolorchestra, whissle, ...  Files of one LLM and variant share the agent name.
-# `small = true`: fewer than 40 distinct tasks in the file (kept for training,
-# too small to be a held-out agent alone).
+# `small = true`: the agent (all its files together) has fewer than 40 distinct
+# tasks (kept for training, too small to be a held-out agent alone).
 # Labels: success iff reward >= success_min_reward (default 1 - 1e-6); set
 # `success_min_reward = 0.5` in a run (or in [defaults]) to count partial rewards.
 # price.source: "per-message-cost" = the file has a real agent cost per message

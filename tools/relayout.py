@@ -44,6 +44,7 @@ MOVES: dict[str, str] = {
     "earlyeval.decision": "earlyeval.core.decision",
     "earlyeval.atomic": "earlyeval.core.atomic",
     "earlyeval.jsonio": "earlyeval.core.jsonio",
+    "earlyeval.version": "earlyeval.core.version",
     # config and workspace (earlyeval/catalogs/*.toml stays: package data found by resources.files("earlyeval"))
     "earlyeval.workspace": "earlyeval.config.workspace",
     "earlyeval.catalog": "earlyeval.config.catalog",
@@ -68,6 +69,7 @@ MOVES: dict[str, str] = {
     "earlyeval.dataset": "earlyeval.evaluation.dataset",
     "earlyeval.evaluate": "earlyeval.evaluation.evaluate",
     "earlyeval.adapt": "earlyeval.evaluation.adapt",
+    "earlyeval.settings": "earlyeval.evaluation.settings",
     # training, integrations, replay and routing (earlyeval/integrations/ stays: dotted paths in users' YAML)
     "earlyeval.score": "earlyeval.workflows.score",
     "earlyeval.routing": "earlyeval.workflows.routing",

@@ -92,6 +92,14 @@ def test_rewrite_text_files():
     assert rl.rename_text(out, MOVES)[0] == out  # idempotent
 
 
+def test_bare_names_in_markdown_tables():
+    md = "| `trajectory.py` | data |\n| `modeldir.py`, `model.py` | x |\n| `budget/model.py` and model.py stay |\n"
+    out = rl.rename_bare_doc_names(md, MOVES)[0]
+    assert out == "| `core/trajectory.py` | data |\n| `modeldir.py`, `modeling/model.py` | x |\n" \
+                  "| `budget/model.py` and model.py stay |\n"
+    assert rl.rename_bare_doc_names(out, MOVES)[0] == out
+
+
 def test_module_of():
     assert rl.module_of("earlyeval/ingest/chat.py") == "earlyeval.ingest.chat"
     assert rl.module_of("earlyeval/__init__.py") == "earlyeval"

@@ -13,7 +13,8 @@
 4. renames every reference in the tracked text files (py, md, toml, Makefile, .ci/, ...): dotted
    names (imports, ``import x as y``, ``"pkg.mod:Class"`` entry points, mock.patch targets, dotted
    paths in docs and catalogs) and file paths (``earlyeval/trajectory.py``), then fixes
-   ``from earlyeval import trajectory`` forms with ``ast``.
+   ``from earlyeval import trajectory`` forms with ``ast``; in Markdown, a backticked bare name of a moved
+   top-level module (`` `trajectory.py` ``, as docs/architecture.md's module table writes them) gets its new path.
 Idempotent: a second run finds no file to move, no relative import and no old name, and says so.
 No re-export shims, no ``sys.modules`` tricks: old import paths stop working on purpose, except the
 public ones that do not move (``earlyeval.monitor``, ``earlyeval.integrations.*``, ``from earlyeval import Monitor``).
@@ -204,6 +205,21 @@ def rename_text(text: str, moves: dict[str, str]) -> tuple[str, list[str]]:
     return text, notes
 
 
+def rename_bare_doc_names(text: str, moves: dict[str, str], top: str = PKG) -> tuple[str, list[str]]:
+    """In Markdown: a backticked bare file name of a moved top-level module (`` `trajectory.py` ``, as module
+    tables write them) becomes its path inside the package (`` `core/trajectory.py` ``)."""
+    notes: list[str] = []
+    for old, new in sorted(moves.items()):
+        if old.count(".") != 1 or not old.startswith(top + "."):
+            continue
+        leaf = old.split(".", 1)[1] + ".py"
+        repl = new.split(".", 1)[1].replace(".", "/") + ".py"
+        text, n = re.subn(r"(?<=`)" + re.escape(leaf) + r"(?=`)", repl, text)
+        if n:
+            notes.append(f"  {n} x `{leaf}` -> `{repl}`")
+    return text, notes
+
+
 def fix_from_parent_imports(src: str, moves: dict[str, str]) -> tuple[str, list[str]]:
     """``from earlyeval import trajectory, Monitor`` where a name is a moved module: import it from its new parent.
 
@@ -345,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
         new, notes = rename_text(src, moves)
         if cur.endswith(".py"):
             new, more = fix_from_parent_imports(new, moves)
+            notes += more
+        if cur.endswith(".md"):
+            new, more = rename_bare_doc_names(new, moves)
             notes += more
         if new != src:
             changed.setdefault(cur, []).extend(["references renamed:", *notes])

@@ -92,8 +92,6 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     return {"trajectories": p_traj, "tasks": p_tasks, "report": p_rep, "done": marker}
 
 
-# ------------------------------------------------------------------ config
-
 # ------------------------------------------------------------------- train
 
 def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = None, root: str | Path | None = None,

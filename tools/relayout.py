@@ -34,8 +34,9 @@ from pathlib import Path
 PKG = "earlyeval"
 
 # old module -> new module.  Layers, bottom to top (tests/test_layers.py holds the same order as LAYERS):
-# core -> config -> data (ingest/, features/, data/) -> modeling -> budget maths -> live and evaluation
-# -> workflows (training, integrations, replay, routing) -> reports -> app.
+# core -> config -> ingest and features (ingest/, features/, tables/) -> modeling -> budget maths -> live and evaluation
+# -> workflows (training, integrations, replay, routing) -> report -> app.
+# (no subpackage is named data/ or reports/: those are workspace folders, and the docs name both)
 # A row whose old file does not exist (a module another branch has not merged yet) is skipped.
 MOVES: dict[str, str] = {
     # core data model
@@ -52,9 +53,9 @@ MOVES: dict[str, str] = {
     "earlyeval.plugins": "earlyeval.config.plugins",
     "earlyeval.prices": "earlyeval.config.prices",
     # ingest and features (earlyeval/ingest/ and earlyeval/features/ stay: their entry points are public)
-    "earlyeval.store": "earlyeval.data.store",
-    "earlyeval.tasks": "earlyeval.data.tasks",
-    "earlyeval.prefixes": "earlyeval.data.prefixes",
+    "earlyeval.store": "earlyeval.tables.store",
+    "earlyeval.tasks": "earlyeval.tables.tasks",
+    "earlyeval.prefixes": "earlyeval.tables.prefixes",
     # model and policy
     "earlyeval.model": "earlyeval.modeling.model",
     "earlyeval.outcome": "earlyeval.modeling.outcome",          # w-est
@@ -79,8 +80,8 @@ MOVES: dict[str, str] = {
     "earlyeval.export": "earlyeval.workflows.export",
     "earlyeval.benchmark": "earlyeval.workflows.benchmark",
     # reports
-    "earlyeval.reporting": "earlyeval.reports.reporting",
-    "earlyeval.report_page": "earlyeval.reports.report_page",  # w-report
+    "earlyeval.reporting": "earlyeval.report.reporting",
+    "earlyeval.report_page": "earlyeval.report.report_page",  # w-report
     # app
     "earlyeval.pipeline": "earlyeval.app.pipeline",
     "earlyeval.cli": "earlyeval.app.cli",
@@ -90,11 +91,11 @@ STAY = {"earlyeval", "earlyeval.monitor"}
 SUBPACKAGE_DOCS = {
     "core": "Core data model: trajectories, errors, rendering, decisions, atomic writes, JSON I/O (imports no other layer).",
     "config": "Config and workspace: where data lives, benchmark catalogs, plug-in registries, prices.",
-    "data": "Normalized-run store, task tables and prefix tables shared by ingest and features.",
+    "tables": "The tables ingest writes and features read: the normalized-run store, task tables, prefix tables.",
     "modeling": "The outcome model, its fast predictor and model directory, the halting policy and the metrics.",
     "evaluation": "Offline evaluation: datasets, leave-one-agent-out and as-of evaluation, adaptation.",
     "workflows": "Replay, routing, transfer, sweeps, export and benchmarks built on the layers below.",
-    "reports": "Report writing (JSON summaries, pages).",
+    "report": "Report writing: tables, prediction dumps, the HTML page.",
     "app": "The application: the typer CLI and the pipeline steps it runs.",
 }
 # never rewritten: this script and its test hold the old names on purpose; fixtures are data

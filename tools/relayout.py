@@ -15,6 +15,12 @@
    paths in docs and catalogs) and file paths (``earlyeval/trajectory.py``), then fixes
    ``from earlyeval import trajectory`` forms with ``ast``; in Markdown, a backticked bare name of a moved
    top-level module (`` `trajectory.py` ``, as docs/architecture.md's module table writes them) gets its new path.
+The lead's procedure, on the merged main (about 3 s for the script, ~2 min for the unit suite):
+    git status --porcelain                     # must print nothing
+    python tools/relayout.py | tee /tmp/relayout.log
+    python -m pytest -q -m "not integration"   # then tests/test_layers.py tells what to fix or list
+    pip install --no-deps -e .                 # the console script is now earlyeval.app.cli:app
+    git commit -qam "Relayout into layers (tools/relayout.py, mechanical)"
 Idempotent: a second run finds no file to move, no relative import and no old name, and says so.
 No re-export shims, no ``sys.modules`` tricks: old import paths stop working on purpose, except the
 public ones that do not move (``earlyeval.monitor``, ``earlyeval.integrations.*``, ``from earlyeval import Monitor``).

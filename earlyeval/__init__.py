@@ -3,11 +3,11 @@
 from typing import TYPE_CHECKING, Any
 
 from .trajectory import Action, Step, Task, Trajectory
+from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from .monitor import Monitor
 
-__version__ = "0.1.0"
 __all__ = ["Action", "Monitor", "Step", "Task", "Trajectory", "__version__"]
 
 

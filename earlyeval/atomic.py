@@ -13,11 +13,12 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 
 def _fsync_dir(d: Path) -> None:
@@ -162,3 +163,23 @@ def swap_dir(new: Path, target: str | Path) -> Path:
     _fsync_dir(target.parent)
     shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def write_json(obj: Any, path: str | Path) -> Path:
+    """A report as JSON, atomically (temp file, fsync, rename): a killed writer leaves the previous report whole.
+    numpy scalars and arrays and sets are written as plain JSON (NaN as null)."""
+    return write_text(path, json.dumps(obj, indent=1, default=_jsonable))
+
+
+def _jsonable(x: Any) -> Any:
+    import numpy as np  # numpy only when a report is written: the live path imports this module too
+
+    if isinstance(x, (np.floating,)):
+        return None if np.isnan(x) else float(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (set, frozenset)):
+        return sorted(x)
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")

@@ -36,10 +36,11 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-from . import __version__, atomic
+from . import atomic
 from .boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
 from .errors import ModelDirError, UnknownPluginError
 from .features import FAMILIES, Featurizer
+from .version import __version__  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
 from .lgbm_capi import load_booster
 from .outcome import OutcomePredictor
 

@@ -17,12 +17,14 @@ from typing import Any, Callable
 import numpy as np
 
 from . import atomic
+from .atomic import write_json
 from .budget.config import BudgetConfig
 from .budget.evaluation import run_budget
 from .budget.plots import plot_intervals, plot_late_recognition
 from .budget.report import budget_report, summary_lines
 from .budget.shipped import fit_shipped, shipped_config
 from .catalog import data_root, load_catalog
+from .settings import eval_config
 from .workspace import models_dir, reports_dir
 from .dataset import Dataset, load_dataset
 from .evaluate import HEADLINE as HEADLINE_KEYS
@@ -41,23 +43,6 @@ log = logging.getLogger(__name__)
 
 # written last by ingest_bench (and removed first): the ingest stage is complete (the Makefile depends on it)
 INGEST_DONE = "ingest.done"
-
-
-def write_json(obj: Any, path: Path) -> Path:
-    """Atomically (temp file, fsync, rename): a killed writer leaves the previous report whole."""
-    return atomic.write_text(path, json.dumps(obj, indent=1, default=_jsonable))
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, (np.floating,)):
-        return None if np.isnan(x) else float(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, (set, frozenset)):
-        return sorted(x)
-    raise TypeError(f"not JSON serializable: {type(x).__name__}")
 
 
 # ------------------------------------------------------------------ ingest
@@ -105,32 +90,6 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     p_rep = write_json(report, reports_dir(bench) / "ingest.json")
     atomic.write_text(marker, json.dumps({"trajectories": len(trajs), "tasks": len(tasks)}) + "\n")
     return {"trajectories": p_traj, "tasks": p_tasks, "report": p_rep, "done": marker}
-
-
-# ------------------------------------------------------------------ config
-
-def eval_config(bench: str, **overrides: Any) -> EvalConfig:
-    """The benchmark's evaluation settings: catalog [settings] and families, then CLI overrides."""
-    cat = load_catalog(bench)
-    s = cat.settings
-    cfg = EvalConfig(
-        families=list(s.get("model_families", cat.families)),
-        min_steps=int(s.get("min_steps", 10)),
-        holdout_min_runs=int(s.get("holdout_min_runs", 100)),
-        target_accuracy=float(s.get("target_accuracy", 0.95)),
-        twin=str(s.get("twin", "mirror")),
-        constraint=str(s.get("constraint", "recall")),
-        inner_holdout=str(s.get("inner_holdout", "scaffold")),
-        confidence=None if str(s.get("confidence", 0.9)).lower() == "none" else float(s.get("confidence", 0.9)),
-    )
-    if "monotone" in s:
-        cfg.monotone = dict(s["monotone"])
-    if "peer_prior" in s:  # [settings.peer_prior]: PeerPriorFamily parameters (strength, counts)
-        cfg.peer_params = dict(s["peer_prior"])
-    for k, v in overrides.items():
-        if v is not None:
-            setattr(cfg, k, v)
-    return cfg
 
 
 # ------------------------------------------------------------------- train

@@ -27,7 +27,7 @@ from .atomic import atomic_path
 from .adapt import fit_recalibration, recalibrated, warm_split
 from .evaluate import GRID
 from .metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
-from .pipeline import eval_config
+from .settings import eval_config
 from .workspace import features_dir, reports_dir
 
 KEYS = ("outcome_accuracy", "halted_accuracy", "steps_saved", "shift_pp", "economic_consistency")

@@ -55,7 +55,7 @@ def combined_dataset(benches: list[str], families: list[str], progress: bool = F
 
 def transfer(source: str, target: str, families: list[str] | None = None, seed: int = 0,
              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from .pipeline import eval_config
+    from .settings import eval_config
 
     families = families or ["behaviour"]
     scat, tcat = load_catalog(source), load_catalog(target)
@@ -116,7 +116,7 @@ def transfer_table(results: list[dict[str, Any]]) -> str:
 
 def transfer_bench(source: str, target: str, families: list[str] | None = None, seed: int = 0,
                    progress: Callable[[str], None] | None = None) -> dict[str, Path]:
-    from .pipeline import write_json
+    from .atomic import write_json
 
     res = transfer(source, target, families, seed, progress)
     out = reports_dir("transfer")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import earlyeval
 from earlyeval import workspace
 from earlyeval.catalog import available_benches, catalog_path, load_catalog
 from earlyeval.errors import CatalogError
@@ -47,7 +48,7 @@ def test_packaged_catalogs_load_from_any_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     benches = available_benches()
     assert {"swebench", "tau2", "toolathlon", "terminalbench"} <= set(benches)
-    pkg = Path(workspace.__file__).resolve().parent / "catalogs"
+    pkg = Path(earlyeval.__file__).resolve().parent / "catalogs"  # package data, wherever workspace.py lives
     assert catalog_path("swebench") == pkg / "swebench.toml"
     assert load_catalog("swebench").bench == "swebench"
 

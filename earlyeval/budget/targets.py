@@ -2,19 +2,25 @@
 
 ``dim_targets`` builds them in batch from a ``Dataset``; ``SpendTracker`` step by step on the live path.
 The spend features have one implementation, ``spend_features``, called by both.  numpy only (the
-``Dataset`` is a type hint, never imported at run time), so the live budget can import this module."""
+``Dataset`` is described by the ``PrefixTable`` protocol, never imported), so the live budget can import this module."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..trajectory import Step, Trajectory
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..dataset import Dataset
+
+class PrefixTable(Protocol):
+    """What the targets read of a ``dataset.Dataset`` (evaluation layer): a structural type, so that this module (budget
+    maths, below the evaluation layer) never imports it, not even for type checking."""
+
+    trajs: list[Trajectory]
+    catalog: Any  # .runs: each with .agent and .format
+    prefixes: Any  # a table with "run" and "t" columns, one row per prefix
 
 
 def _unmetered_opening(step: Step) -> bool:
@@ -50,7 +56,7 @@ class DimTargets:
     row_known: np.ndarray  # (N,)
     free_opening_runs: int = 0
 
-    def excluded_by_agent(self, ds: Dataset) -> dict[str, int]:
+    def excluded_by_agent(self, ds: PrefixTable) -> dict[str, int]:
         out: dict[str, int] = {}
         for i, t in enumerate(ds.trajs):
             if not self.run_known[i]:
@@ -58,11 +64,11 @@ class DimTargets:
         return out
 
 
-def free_opening_agents(ds: Dataset, formats: tuple) -> set[str]:
+def free_opening_agents(ds: PrefixTable, formats: tuple) -> set[str]:
     return {r.agent for r in ds.catalog.runs if r.format in set(formats)}
 
 
-def dim_targets(ds: Dataset, dim: str, free_agents: set[str] | None = None) -> DimTargets:
+def dim_targets(ds: PrefixTable, dim: str, free_agents: set[str] | None = None) -> DimTargets:
     free_agents = free_agents or set()
     R, N = len(ds.trajs), len(ds.prefixes)
     prow = ds.prefixes["run"].to_numpy()

@@ -2,11 +2,11 @@
 
 from typing import TYPE_CHECKING, Any
 
-from .trajectory import Action, Step, Task, Trajectory
-from .version import __version__
+from earlyeval.core.trajectory import Action, Step, Task, Trajectory
+from earlyeval.core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .monitor import Monitor
+    from earlyeval.monitor import Monitor
 
 __all__ = ["Action", "Monitor", "Step", "Task", "Trajectory", "__version__"]
 
@@ -14,7 +14,7 @@ __all__ = ["Action", "Monitor", "Step", "Task", "Trajectory", "__version__"]
 def __getattr__(name: str) -> Any:
     # Monitor pulls in LightGBM and scikit-learn: import it only when asked for
     if name == "Monitor":
-        from .monitor import Monitor
+        from earlyeval.monitor import Monitor
 
         return Monitor
     raise AttributeError(f"module 'earlyeval' has no attribute {name!r}")

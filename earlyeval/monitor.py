@@ -75,11 +75,11 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .decision import HALTING_CONTEXTS, Decision
-from .features import Featurizer, RunContext
-from .policy import CONTINUE, SUCCESS, step_outcome
-from .modeldir import ModelBundle, load_model_dir
-from .trajectory import Action, Step, Task, Trajectory, cost_value, make_step, token_count
+from earlyeval.core.decision import HALTING_CONTEXTS, Decision
+from earlyeval.features import Featurizer, RunContext
+from earlyeval.modeling.policy import CONTINUE, SUCCESS, step_outcome
+from earlyeval.modeling.modeldir import ModelBundle, load_model_dir
+from earlyeval.core.trajectory import Action, Step, Task, Trajectory, cost_value, make_step, token_count
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class Monitor:
         every dimension the model has (True), or none (False); ``halt_on_impossible``: also
         halt (predicting failure) when a dimension's P(feasible) falls below its stored early-stop
         threshold -- True for every dimension, or the names of the dimensions (off by default)."""
-        from .fastpredict import SingleRowPredictor
+        from earlyeval.modeling.fastpredict import SingleRowPredictor
 
         if explain not in EXPLAIN:
             raise ValueError(f"explain must be one of {EXPLAIN}, not {explain!r}")
@@ -154,11 +154,11 @@ class Monitor:
         """Load a model directory (verified: see ``modeldir``) and build a monitor on it.
 
         ``thresholds``: halt with this (tau_s, tau_f) pair (or mapping, or "TS,TF") instead of the model's
-        own, each finite and in (0.5, 1] (``earlyeval.thresholds.override``; a ``ThresholdError`` otherwise).
+        own, each finite and in (0.5, 1] (``earlyeval.modeling.thresholds.override``; a ``ThresholdError`` otherwise).
         The directory is not changed; spawned monitors keep the override."""
         bundle = load_model_dir(model_dir, n_jobs=1)
         if thresholds is not None:
-            from .thresholds import override
+            from earlyeval.modeling.thresholds import override
 
             bundle = dataclasses.replace(bundle, thresholds=override(bundle.thresholds, thresholds))
         return cls(bundle, **kwargs)
@@ -179,8 +179,8 @@ class Monitor:
         them first).  From then on this monitor and every monitor it spawns halt with the new thresholds.
         Only these runs' labels are read.  ``as_of``/``same_agent`` as in ``score`` (the prior's date
         cutoff and an extra same-agent pattern).  Returns what was fitted."""
-        from .evaluate import EvalConfig, fit_warm_start
-        from .score import replay, runset_of
+        from earlyeval.evaluation.evaluate import EvalConfig, fit_warm_start
+        from earlyeval.workflows.score import replay, runset_of
 
         runs = list(runs)
         unlabelled = [t.run_id for t in runs if t.outcome is None]
@@ -414,7 +414,7 @@ class Monitor:
         (``pred_contrib``) to the model's log-odds, signed so that positive means "toward
         ``outcome``".  Costs about a millisecond, so by default only when halting."""
         k = self.top_k if k is None else k
-        from .fastpredict import SingleRowPredictor
+        from earlyeval.modeling.fastpredict import SingleRowPredictor
 
         name = "failure" if outcome == "failure" and not self._mirror else "success"
         cp = self._shared["contrib"]
@@ -449,7 +449,7 @@ def _load_budget(bundle: ModelBundle, feature_names: list[str], use_c_api: bool,
     if only is not None and have and set(only) - have:
         raise ValueError(f"budget dimensions {sorted(set(only) - have)} are not in the model (it has {sorted(have)})")
     try:
-        from .budget.live import LiveBudget
+        from earlyeval.budget.live import LiveBudget
 
         lb = LiveBudget(spec, feature_names, use_c_api=use_c_api, only=only)
     except Exception as e:
@@ -500,7 +500,7 @@ def context_gaps(featurizer: Featurizer, ctx: RunContext) -> list[tuple[str, str
 def context_state(featurizer: Featurizer, ctx: RunContext, gaps: list[tuple[str, str]],
                   training: Mapping[str, Any]) -> tuple[str, str]:
     """(Decision.context, why halting is off or "") for a run's context; see the module doc."""
-    from .features.peer import task_of
+    from earlyeval.features.peer import task_of
 
     needs_task = [f.name for f in featurizer.families if f.needs_task]
     if needs_task and ctx.task is None and not task_of(ctx):
@@ -560,7 +560,7 @@ def _task_table(tasks: Mapping[str, Task] | str | Path | None) -> dict[str, Task
     if tasks is None:
         return {}
     if isinstance(tasks, (str, Path)):
-        from .store import read_tasks
+        from earlyeval.tables.store import read_tasks
 
         path = Path(tasks)
         if not path.exists():

@@ -81,7 +81,7 @@ class LineFormat:
     """A custom run format: one trajectory per file, one ``kind<TAB>action`` line per step."""
 
     def parse(self, path, spec, bench):
-        from earlyeval.trajectory import Action, Trajectory, make_step
+        from earlyeval.core.trajectory import Action, Trajectory, make_step
 
         lines = [l.split("\t", 1) for l in path.read_text().splitlines() if l.strip()]
         steps = [make_step(i, [Action(tool="bash", text=a)], observation="") for i, (_, a) in enumerate(lines)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from earlyeval.decision import Decision
+from earlyeval.core.decision import Decision
 from earlyeval.integrations.base import StepMonitor
 
 

@@ -16,13 +16,13 @@ import numpy as np
 
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
-from earlyeval.metrics import RunSet, evaluate_policy
-from earlyeval.model import OutcomeModel
-from earlyeval.outcome import split_proba
-from earlyeval.modeldir import ModelBundle, save_model_dir
+from earlyeval.modeling.metrics import RunSet, evaluate_policy
+from earlyeval.modeling.model import OutcomeModel
+from earlyeval.modeling.outcome import split_proba
+from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
 from earlyeval.monitor import context_absent_counts
-from earlyeval.prefixes import prefix_table
-from earlyeval.trajectory import Action, Task, Trajectory, make_step
+from earlyeval.tables.prefixes import prefix_table
+from earlyeval.core.trajectory import Action, Task, Trajectory, make_step
 from synth import gold_patch
 
 TEST_PATCH = """diff --git a/tests/test_mod{i}.py b/tests/test_mod{i}.py

@@ -49,7 +49,7 @@ class Env:
     def tiny(self) -> tuple[Path, Any, list, dict]:
         if "tiny" not in self._cache:
             from _monitor_helpers import make_runs, make_tasks, train_bundle
-            from earlyeval.modeldir import save_model_dir
+            from earlyeval.modeling.modeldir import save_model_dir
 
             tasks = make_tasks(12)
             trajs = make_runs(80, seed=0)
@@ -69,7 +69,7 @@ class Env:
 
 def rehash(mdir: Path) -> None:
     """Recompute every hash of a model dir after editing a file (an attacker or a careless edit can)."""
-    from earlyeval.modeldir import MANIFEST, _sha, manifest_hash
+    from earlyeval.modeling.modeldir import MANIFEST, _sha, manifest_hash
 
     m = json.loads((mdir / MANIFEST).read_text())
     m["files"] = {n: _sha((mdir / n).read_bytes()) for n in m["files"]}
@@ -225,7 +225,7 @@ def _bad_dict_field(key: str, value: Any, expect: str):
 # ------------------------------------------------------------------ 2. tau2 run ids
 
 def case_tau2_folder(env: Env):
-    from earlyeval.score import read_runs, run_specs
+    from earlyeval.workflows.score import read_runs, run_specs
 
     d = env.base / "tau2_many"
     if d.exists():
@@ -257,9 +257,9 @@ def _tau2_variant(edit: Callable[[dict], None], name: str, base: Path) -> Path:
 
 def _validation_case(edit: Callable[[dict], None], what: str, field_part: str):
     def case(env: Env):
-        from earlyeval.catalog import LabelSpec, RunSpec
+        from earlyeval.config.catalog import LabelSpec, RunSpec
         from earlyeval.ingest import ingest_run
-        from earlyeval.store import read_trajectories, write_trajectories
+        from earlyeval.tables.store import read_trajectories, write_trajectories
 
         d = env.base / f"val_{abs(hash(what))}"
         if d.exists():
@@ -293,7 +293,7 @@ def _sim0_usage(value: Any) -> Callable[[dict], None]:
 
 def case_score_validates_too(env: Env):
     """score reads through the same boundary: the bad file is a named skip there too, the rest is scored."""
-    from earlyeval.score import read_runs, run_specs
+    from earlyeval.workflows.score import read_runs, run_specs
 
     d = env.base / "score_val"
     if d.exists():
@@ -313,7 +313,7 @@ def case_score_validates_too(env: Env):
 _WRITER = r"""
 import sys, time
 sys.path.insert(0, {tests!r})
-from earlyeval.store import write_trajectories
+from earlyeval.tables.store import write_trajectories
 from _monitor_helpers import make_runs
 runs = make_runs(int(sys.argv[2]), seed=int(sys.argv[3]))
 for t in runs:
@@ -327,7 +327,7 @@ while True:
 _SAVER = r"""
 import sys
 sys.path.insert(0, {tests!r})
-from earlyeval.modeldir import load_model_dir, save_model_dir
+from earlyeval.modeling.modeldir import load_model_dir, save_model_dir
 b = load_model_dir(sys.argv[1], probe_boosters=False)
 print("ready", flush=True)
 while True:
@@ -349,7 +349,7 @@ def _kill(p: subprocess.Popen) -> None:
 
 
 def case_kill_parquet_write(env: Env):
-    from earlyeval.store import read_trajectories, write_trajectories
+    from earlyeval.tables.store import read_trajectories, write_trajectories
     from _monitor_helpers import make_runs
 
     path = env.base / "atomic" / "trajectories.parquet"
@@ -372,7 +372,7 @@ def case_kill_parquet_write(env: Env):
 
 
 def case_concurrent_parquet(env: Env):
-    from earlyeval.store import read_trajectories, write_trajectories
+    from earlyeval.tables.store import read_trajectories, write_trajectories
     from _monitor_helpers import make_runs
 
     path = env.base / "atomic2" / "trajectories.parquet"
@@ -398,7 +398,7 @@ def case_concurrent_parquet(env: Env):
 
 
 def case_kill_model_save(env: Env):
-    from earlyeval.modeldir import load_model_dir
+    from earlyeval.modeling.modeldir import load_model_dir
 
     src = env.tiny()[0]
     target = env.base / "atomic_model" / "m"
@@ -419,7 +419,7 @@ def case_kill_model_save(env: Env):
 
 
 def case_racing_saves(env: Env):
-    from earlyeval.modeldir import load_model_dir
+    from earlyeval.modeling.modeldir import load_model_dir
 
     src = env.tiny()[0]
     target = env.base / "atomic_model2" / "m"
@@ -446,8 +446,8 @@ def case_racing_saves(env: Env):
 
 _LOAD_CHILD = r"""
 import sys, json
-from earlyeval.errors import ModelDirError
-from earlyeval.modeldir import load_model_dir
+from earlyeval.core.errors import ModelDirError
+from earlyeval.modeling.modeldir import load_model_dir
 out = []
 for d in sys.argv[1:]:
     try:
@@ -534,8 +534,8 @@ def case_budget_booster_line(env: Env):
 
 _PROBE_CHILD = r"""
 import sys, json
-import earlyeval.modeldir as md
-from earlyeval.errors import ModelDirError
+import earlyeval.modeling.modeldir as md
+from earlyeval.core.errors import ModelDirError
 md.check_model_text = lambda text, n=None: text  # the structural check switched off: the probe alone
 try:
     md.load_model_dir(sys.argv[1], probe_boosters=True)
@@ -561,8 +561,8 @@ def case_probe_alone(env: Env):
 
 def _manifest_case(edit: Callable[[dict, Path], None], what: str, field_part: str):
     def case(env: Env):
-        from earlyeval.errors import ModelDirError
-        from earlyeval.modeldir import load_model_dir
+        from earlyeval.core.errors import ModelDirError
+        from earlyeval.modeling.modeldir import load_model_dir
 
         d = env.copy_model(f"mf_{abs(hash(what))}")
         m = json.loads((d / "manifest.json").read_text())
@@ -576,7 +576,7 @@ def _manifest_case(edit: Callable[[dict, Path], None], what: str, field_part: st
 
 
 def _write_manifest(m: dict, d: Path, fix_hash: bool = True) -> None:
-    from earlyeval.modeldir import manifest_hash
+    from earlyeval.modeling.modeldir import manifest_hash
 
     if fix_hash:
         m["manifest_hash"] = manifest_hash(m)
@@ -623,7 +623,7 @@ def _fifo(m: dict, d: Path) -> None:
 
 
 def _huge(m: dict, d: Path) -> None:
-    from earlyeval import modeldir
+    from earlyeval.modeling import modeldir
 
     with open(d / "family_prior.json", "ab") as f:
         f.truncate(modeldir.MAX_FILE_BYTES + 1)  # sparse: no real disk use
@@ -647,7 +647,7 @@ def _threshold_nan(m: dict, d: Path) -> None:
 # ------------------------------------------------------------------ 6. smaller items
 
 def case_dangling_symlink(env: Env):
-    from earlyeval.catalog import LabelSpec, RunSpec
+    from earlyeval.config.catalog import LabelSpec, RunSpec
     from earlyeval.ingest import ingest_run
 
     d = env.base / "dangling" / "runs"
@@ -664,8 +664,8 @@ def case_dangling_symlink(env: Env):
 
 
 def case_not_in_label_list(env: Env):
-    from earlyeval.export import export_runs
-    from earlyeval.score import score_runs, score_table
+    from earlyeval.workflows.export import export_runs
+    from earlyeval.workflows.score import score_runs, score_table
 
     mdir, _, _, tasks = env.tiny()
     from _monitor_helpers import make_runs
@@ -687,7 +687,7 @@ def case_not_in_label_list(env: Env):
 
 def _atif_reward_case(writer: Callable[[Path], None], what: str):
     def case(env: Env):
-        from earlyeval.catalog import LabelSpec, RunSpec
+        from earlyeval.config.catalog import LabelSpec, RunSpec
         from earlyeval.ingest import ingest_run
 
         d = env.base / f"atif_{abs(hash(what))}"
@@ -724,7 +724,7 @@ def _reward_json(value: Any) -> Callable[[Path], None]:
 
 
 def case_atif_symlink_outside(env: Env):
-    from earlyeval.catalog import LabelSpec, RunSpec
+    from earlyeval.config.catalog import LabelSpec, RunSpec
     from earlyeval.ingest import ingest_run
 
     d = env.base / "atif_link"
@@ -744,7 +744,7 @@ def case_atif_symlink_outside(env: Env):
 
 
 def case_gz_bomb(env: Env):
-    from earlyeval.catalog import LabelSpec, RunSpec
+    from earlyeval.config.catalog import LabelSpec, RunSpec
     from earlyeval.ingest import ingest_run
 
     d = env.base / "bomb" / "runs"
@@ -772,7 +772,7 @@ def case_gz_bomb(env: Env):
 
 
 def _cli(args: list[str], cwd: Path) -> tuple[int, str]:
-    r = subprocess.run([sys.executable, "-m", "earlyeval.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+    r = subprocess.run([sys.executable, "-m", "earlyeval.app.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
                        env={**os.environ, "EARLYEVAL_HOME": str(cwd)})
     return r.returncode, (r.stderr or r.stdout)[-300:]
 
@@ -798,7 +798,7 @@ def case_score_missing_runs(env: Env):
 def case_o1_features_equal(env: Env):
     """The O(1) counters equal the O(n) expressions they replaced, bit for bit, on every step of a
     new-file-every-step run (and on the tiny model's real-looking runs)."""
-    from earlyeval.benchmark import new_file_run
+    from earlyeval.workflows.benchmark import new_file_run
     from earlyeval.features import RunContext
     from earlyeval.features.behaviour import BehaviourFamily
     from earlyeval.features.gold import GoldFamily
@@ -827,7 +827,7 @@ def case_o1_features_equal(env: Env):
 
 def case_hash_determinism(env: Env):
     from _monitor_helpers import make_runs, make_tasks, train_bundle
-    from earlyeval.modeldir import save_model_dir
+    from earlyeval.modeling.modeldir import save_model_dir
 
     tasks = make_tasks(12)
     hs = []

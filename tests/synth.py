@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from earlyeval.catalog import Catalog, RunSpec
-from earlyeval.dataset import Dataset
+from earlyeval.config.catalog import Catalog, RunSpec
+from earlyeval.evaluation.dataset import Dataset
 from earlyeval.features import Featurizer, RunContext, build_family, fold_free
-from earlyeval.prefixes import prefix_table
-from earlyeval.trajectory import Action, Task, Trajectory, make_step
+from earlyeval.tables.prefixes import prefix_table
+from earlyeval.core.trajectory import Action, Task, Trajectory, make_step
 
 GOLD = """diff --git a/pkg/mod{i}.py b/pkg/mod{i}.py
 --- a/pkg/mod{i}.py
@@ -105,7 +105,7 @@ SMALL_LGBM = {"n_estimators": 30, "learning_rate": 0.1, "num_leaves": 7, "min_ch
 
 def loao_baseline(cfg, trajs: list[Trajectory], tasks: dict[str, Task]):
     """(dataset, cfg, run_loao result) of synthetic runs: the reference a leakage test perturbs."""
-    from earlyeval.evaluate import run_loao
+    from earlyeval.evaluation.evaluate import run_loao
 
     ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
     return ds, cfg, run_loao(ds, cfg, with_loso=False)

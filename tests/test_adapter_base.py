@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from _integration_fakes import ScriptedMonitor
-from earlyeval.decision import Decision
+from earlyeval.core.decision import Decision
 from earlyeval.integrations import EarlyStopper, StepMonitor
-from earlyeval.trajectory import Action
+from earlyeval.core.trajectory import Action
 
 
 def test_hand_written_loop_halts_at_the_monitors_step():

@@ -8,7 +8,7 @@ import pytest
 
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
-from earlyeval.modeldir import save_model_dir
+from earlyeval.modeling.modeldir import save_model_dir
 
 TH = {"success": 0.8, "failure": 0.85, "min_halt_step": 2}
 

@@ -22,7 +22,7 @@ pytest.importorskip("minisweagent")
 yaml = pytest.importorskip("yaml")
 
 from _monitor_helpers import make_runs, make_tasks, train_bundle  # noqa: E402
-from earlyeval.modeldir import save_model_dir  # noqa: E402
+from earlyeval.modeling.modeldir import save_model_dir  # noqa: E402
 from synth import gold_patch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

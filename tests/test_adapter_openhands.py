@@ -56,7 +56,7 @@ def _make_shell_tool():
             return ShObservation.from_text(p.stdout + p.stderr, is_error=p.returncode != 0, exit_code=p.returncode)
 
     # named as the SDK's own shell tool ("terminal"): a shell command is recognised by its tool being a
-    # shell tool (earlyeval.render.SHELL_TOOLS), as the ingestors do, not by an argument called "command"
+    # shell tool (earlyeval.core.render.SHELL_TOOLS), as the ingestors do, not by an argument called "command"
     class TerminalTool(ToolDefinition[ShAction, ShObservation]):
         @classmethod
         def create(cls, conv_state=None, **params):
@@ -143,7 +143,7 @@ def test_real_conversation_from_config_with_a_trained_model(tmp_path):
     """No monitor object: ``EarlyStopCallback.from_config`` loads a model dir (trained here, threshold 0 on
     failure = halt at the first eligible step) and the run ends STUCK with the model's own probabilities."""
     from _monitor_helpers import make_runs, make_tasks, train_bundle
-    from earlyeval.modeldir import save_model_dir
+    from earlyeval.modeling.modeldir import save_model_dir
 
     th = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
     bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))

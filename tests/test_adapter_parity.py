@@ -31,16 +31,16 @@ import pytest
 
 from _openhands_standin import ActionEvent, MessageToolCall, Observation, ObservationEvent, TextContent
 
-from earlyeval.catalog import data_root, load_catalog
+from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.features import Featurizer, RunContext, build_family
 import earlyeval.ingest as ingest_mod
-from earlyeval.model import OutcomeModel
-from earlyeval.modeldir import ModelBundle
+from earlyeval.modeling.model import OutcomeModel
+from earlyeval.modeling.modeldir import ModelBundle
 from earlyeval.monitor import Monitor
-from earlyeval.prefixes import prefix_table
-from earlyeval.tasks import load_tasks
-from earlyeval.trajectory import Step, Task, Trajectory
-from earlyeval.workspace import models_dir
+from earlyeval.tables.prefixes import prefix_table
+from earlyeval.tables.tasks import load_tasks
+from earlyeval.core.trajectory import Step, Task, Trajectory
+from earlyeval.config.workspace import models_dir
 
 pytestmark = pytest.mark.integration
 
@@ -332,7 +332,7 @@ def test_inspect_ai_on_continue_builds_the_ingestor_steps_on_a_real_tau2_run(tmp
     from inspect_ai.tool import ToolCall, ToolCallError
 
     from earlyeval.integrations.inspect_ai import EarlyStopOnContinue
-    from earlyeval.modeldir import save_model_dir
+    from earlyeval.modeling.modeldir import save_model_dir
 
     _, spec, files, fmt = _ingest("tau2", TAU2_SOLO)
     [path] = files

@@ -118,7 +118,7 @@ def test_from_config_with_a_trained_model_halts_through_done(repo, tmp_path):
     """No monitor object: the hook loads a model dir (trained here; failure threshold 0 = halt at the first
     eligible step) from an earlyeval block; the run ends through SWE-agent's forced-exit path."""
     from _monitor_helpers import make_runs, make_tasks, train_bundle
-    from earlyeval.modeldir import save_model_dir
+    from earlyeval.modeling.modeldir import save_model_dir
 
     th = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
     bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))

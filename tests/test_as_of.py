@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 
 from _monitor_helpers import make_runs, make_tasks, train_bundle
-from earlyeval.adapt import warm_split
-from earlyeval.catalog import data_root, load_catalog
-from earlyeval.evaluate import EvalConfig, fit_warm_start, warm_policy_metrics, warm_start_block
-from earlyeval.export import export_runs
+from earlyeval.evaluation.adapt import warm_split
+from earlyeval.config.catalog import data_root, load_catalog
+from earlyeval.evaluation.evaluate import EvalConfig, fit_warm_start, warm_policy_metrics, warm_start_block
+from earlyeval.workflows.export import export_runs
 from earlyeval.features import RunContext, build_family
 from earlyeval.features.peer import PeerTable
 from earlyeval.features.prior import PriorTable, default_match_patterns
-from earlyeval.metrics import evaluate_policy
-from earlyeval.modeldir import save_model_dir
+from earlyeval.modeling.metrics import evaluate_policy
+from earlyeval.modeling.modeldir import save_model_dir
 from earlyeval.monitor import Monitor
-from earlyeval.score import read_runs, run_specs, score_runs
-from earlyeval.trajectory import Task
+from earlyeval.workflows.score import read_runs, run_specs, score_runs
+from earlyeval.core.trajectory import Task
 
 DATED = {
     "own_early": ("2024-01-05", "20240105mytoolgpt4o"),
@@ -126,7 +126,7 @@ def test_peer_prior_uses_only_agents_dated_before_the_run():
 # ------------------------------------------------------------------ warm start
 
 def _runset(seed: int = 0):
-    from earlyeval.metrics import RunSet
+    from earlyeval.modeling.metrics import RunSet
 
     rng = np.random.default_rng(seed)
     y = (rng.random(120) < 0.35).astype(int)
@@ -191,7 +191,7 @@ def test_warm_runs_are_paid_in_full():
     cal, th = fit_warm_start(rs.subset(warm), cfg)
     m = warm_policy_metrics(rs, warm, cal, th, cfg)
     # the same policy on the rest alone, rescaled: savings over all runs, warm runs adding steps but no savings
-    from earlyeval.adapt import recalibrated
+    from earlyeval.evaluation.adapt import recalibrated
 
     rest = evaluate_policy(recalibrated(rs.subset(~warm), cal), th["success"], th["failure"], cfg.min_halt_step)
     assert m["steps_saved"] == pytest.approx(rest["steps_saved"] * rs.T[~warm].sum() / rs.T.sum(), abs=1e-12)
@@ -253,7 +253,7 @@ def test_score_warm_start_equals_offline_warm_start(scored):
     assert len(warm_ids) == 8
     assert all(not r["halted"] for r in rep["per_run"] if r["run_id"] in warm_ids)
     # offline: the same K runs, fit_warm_start, warm runs at full cost
-    from earlyeval.metrics import RunSet
+    from earlyeval.modeling.metrics import RunSet
 
     _, ps = _offline(b, trajs, tasks, "")
     rs = RunSet([t.agent for t in trajs], [t.run_id for t in trajs], np.asarray([t.outcome for t in trajs]),

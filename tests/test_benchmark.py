@@ -6,7 +6,7 @@ import json
 import os
 
 from _monitor_helpers import save_tiny
-from earlyeval.benchmark import BUCKETS, run_latency_bench, sample_runs, synthetic_long_run
+from earlyeval.workflows.benchmark import BUCKETS, run_latency_bench, sample_runs, synthetic_long_run
 
 
 def test_latency_bench_writes_report_and_plot(tmp_path):

@@ -13,10 +13,10 @@ from earlyeval.budget.evaluation import run_budget
 from earlyeval.budget.quantiles import BudgetEstimator, conformal_quantile, CrossConformalQuantiles, QuantileRegressor
 from earlyeval.budget.report import budget_report
 from earlyeval.budget.targets import dim_targets, run_usage
-from earlyeval.dataset import load_dataset
-from earlyeval.evaluate import EvalConfig, FoldRunner
-from earlyeval.metrics import interval_coverage, weighted_quantile
-from earlyeval.trajectory import Action, Step, Trajectory
+from earlyeval.evaluation.dataset import load_dataset
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.modeling.metrics import interval_coverage, weighted_quantile
+from earlyeval.core.trajectory import Action, Step, Trajectory
 
 KINDS = [("bash", "ls -la", "view"), ("bash", "grep -rn foo .", "search"), ("bash", "sed -i s/a/b/ x.py", "edit"),
          ("bash", "pytest tests", "test")]

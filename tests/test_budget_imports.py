@@ -14,7 +14,7 @@ PKG = Path(earlyeval.budget.__file__).parent
 # bottom to top, as the package docstring lists them: a module may import only modules before it
 ORDER = ["config", "targets", "cqr", "live", "quantiles", "baseline", "stopping", "online", "calibration",
          "evaluation", "shipped", "report", "plots"]
-OFFLINE = ["pandas", "sklearn", "scipy", "matplotlib", "earlyeval.evaluate", "earlyeval.dataset", "earlyeval.pipeline",
+OFFLINE = ["pandas", "sklearn", "scipy", "matplotlib", "earlyeval.evaluation.evaluate", "earlyeval.evaluation.dataset", "earlyeval.app.pipeline",
            *(f"earlyeval.budget.{m}" for m in ORDER[4:])]
 
 
@@ -25,11 +25,11 @@ def _loaded(code: str) -> set[str]:
 
 
 def test_live_budget_modules_load_no_offline_stack():
-    """With ``earlyeval.fastpredict`` stubbed out (it imports lightgbm, which itself imports pandas and
+    """With ``earlyeval.modeling.fastpredict`` stubbed out (it imports lightgbm, which itself imports pandas and
     sklearn), importing the live budget loads none of pandas, sklearn, lightgbm or the offline modules."""
     mods = _loaded("import sys, types\n"
-                   "stub = types.ModuleType('earlyeval.fastpredict'); stub.StackedPredictor = object\n"
-                   "sys.modules['earlyeval.fastpredict'] = stub\n"
+                   "stub = types.ModuleType('earlyeval.modeling.fastpredict'); stub.StackedPredictor = object\n"
+                   "sys.modules['earlyeval.modeling.fastpredict'] = stub\n"
                    "import earlyeval.budget.live")
     assert "earlyeval.budget.live" in mods
     bad = sorted(m for m in mods if any(m == b or m.startswith(b + ".") for b in [*OFFLINE, "lightgbm"]))

@@ -21,14 +21,14 @@ from earlyeval.budget.evaluation import run_budget
 from earlyeval.budget.live import _interp, LiveBudget
 from earlyeval.budget.shipped import fit_shipped, predict_prefixes
 from earlyeval.budget.targets import dim_targets, spend_features, SpendTracker
-from earlyeval.dataset import load_dataset
-from earlyeval.errors import ModelDirError
-from earlyeval.evaluate import FoldRunner
-from earlyeval.fastpredict import StackedPredictor
+from earlyeval.evaluation.dataset import load_dataset
+from earlyeval.core.errors import ModelDirError
+from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.modeling.fastpredict import StackedPredictor
 from earlyeval.features import Featurizer, RunContext, build_family
-from earlyeval.modeldir import ModelBundle, load_model_dir, read_manifest, save_model_dir
+from earlyeval.modeling.modeldir import ModelBundle, load_model_dir, read_manifest, save_model_dir
 from earlyeval.monitor import Monitor
-from earlyeval.trajectory import Action, Step, Trajectory
+from earlyeval.core.trajectory import Action, Step, Trajectory
 from test_budget import _cfgs, _synthetic
 
 TH = {"success": 0.99, "failure": 0.99, "min_halt_step": 2}
@@ -329,7 +329,7 @@ def test_stacked_predictor_equals_each_booster_and_falls_back(monkeypatch):
     sp = StackedPredictor(boosters, maps, 6)
     assert sp.kind == "stacked"
     assert np.array_equal(np.asarray([sp(r) for r in R]), ref)
-    import earlyeval.fastpredict as fp
+    import earlyeval.modeling.fastpredict as fp
 
     monkeypatch.setattr(fp, "stack_boosters", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no")))
     sep = StackedPredictor(boosters, maps, 6)
@@ -349,7 +349,7 @@ def test_interp_is_numpys():
 # ------------------------------------------------------------------ train writes it
 
 def test_train_bench_ships_the_budget_model(ds, tmp_path, monkeypatch):
-    from earlyeval import pipeline
+    from earlyeval.app import pipeline
     from earlyeval.budget import shipped as shipped_module
 
     cfg, bcfg = _cfgs()

@@ -11,8 +11,8 @@ import pytest
 from earlyeval.budget.evaluation import run_budget
 from earlyeval.budget.online import online_corrections, ONLINE_MIN_RUNS, online_quantiles, run_order
 from earlyeval.budget.report import budget_report
-from earlyeval.dataset import load_dataset
-from earlyeval.trajectory import Trajectory
+from earlyeval.evaluation.dataset import load_dataset
+from earlyeval.core.trajectory import Trajectory
 
 from test_budget import _cfgs, _synthetic
 

@@ -9,7 +9,7 @@ import pytest
 from earlyeval.budget.evaluation import run_budget
 from earlyeval.budget.plots import _example_runs, intervals_figure, late_recognition_figure, plot_intervals, plot_late_recognition
 from earlyeval.budget.report import budget_report
-from earlyeval.dataset import load_dataset
+from earlyeval.evaluation.dataset import load_dataset
 from test_budget import _cfgs, _synthetic
 
 

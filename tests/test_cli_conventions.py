@@ -12,8 +12,8 @@ import typer
 from typer.testing import CliRunner
 
 from earlyeval import __version__
-from earlyeval.catalog import available_benches
-from earlyeval.cli import _Bar, app
+from earlyeval.config.catalog import available_benches
+from earlyeval.app.cli import _Bar, app
 from earlyeval.ingest import FORMATS
 
 COMMAND = typer.main.get_command(app)
@@ -104,7 +104,7 @@ def test_json_flag_on_every_table_verb():
 
 
 def test_library_warnings_go_to_the_log(monkeypatch, caplog):
-    from earlyeval import sweep as sweep_mod
+    from earlyeval.workflows import sweep as sweep_mod
 
     def fake(bench, progress=None):
         warnings.warn("a noisy library warning", RuntimeWarning)
@@ -129,10 +129,10 @@ def test_library_warnings_go_to_the_log(monkeypatch, caplog):
 
 
 def test_one_progress_bar_with_counts_and_then_an_eta(tmp_path, monkeypatch, capsys):
-    from earlyeval import workspace
+    from earlyeval.config import workspace
 
     monkeypatch.setattr(workspace, "features_dir", lambda bench: tmp_path / bench)
-    monkeypatch.setattr("earlyeval.workspace.features_dir", lambda bench: tmp_path / bench)
+    monkeypatch.setattr("earlyeval.config.workspace.features_dir", lambda bench: tmp_path / bench)
     bar = _Bar("b", "k", "evaluate", verbose=False)
     assert bar.bar.total is None  # first run of this configuration: counts, no total yet
     for i in range(120):
@@ -155,7 +155,8 @@ class _Stop(Exception):
 
 
 def test_evaluate_uses_the_bar(monkeypatch, tmp_path):
-    from earlyeval import pipeline, workspace
+    from earlyeval.app import pipeline
+    from earlyeval.config import workspace
 
     monkeypatch.setattr(workspace, "features_dir", lambda bench: tmp_path / bench)
 
@@ -179,7 +180,7 @@ def test_user_errors_inside_a_verb_are_one_line(tmp_path):
 
 
 def test_json_output_is_the_report_alone(tmp_path, monkeypatch):
-    from earlyeval import pipeline
+    from earlyeval.app import pipeline
 
     rep = {"runs": [{"run": "r", "trajectories": 3, "resolved": 1, "unresolved": 2, "not_in_label_list": 0, "unlabelled": 0,
                      "skipped": []}]}

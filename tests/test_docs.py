@@ -123,7 +123,7 @@ def path_problem(p: str) -> str | None:
     parts = p.split("/")
     top = parts[0]
     if p.startswith("../shared/data"):
-        from earlyeval.catalog import data_root
+        from earlyeval.config.catalog import data_root
 
         root = data_root()
         rel = p[len("../shared/data"):].strip("/")
@@ -181,10 +181,10 @@ SAMPLE_FILES = 30
 
 
 def _real_runs_and_tasks():
-    from earlyeval.catalog import data_root, load_catalog
+    from earlyeval.config.catalog import data_root, load_catalog
     from earlyeval.ingest import ingest_catalog
-    from earlyeval.store import bench_dir, read_tasks, read_trajectories
-    from earlyeval.tasks import load_tasks
+    from earlyeval.tables.store import bench_dir, read_tasks, read_trajectories
+    from earlyeval.tables.tasks import load_tasks
 
     p = bench_dir("swebench") / "trajectories.parquet"
     if p.exists():
@@ -199,11 +199,11 @@ def _real_runs_and_tasks():
 @pytest.fixture(scope="module")
 def docs_workspace(tmp_path_factory):
     """<tmp>/ws (the workspace and cwd) with models/swebench and data/swebench/tasks.parquet; <tmp>/shared/data."""
-    from earlyeval.catalog import data_root
-    from earlyeval.dataset import load_dataset
-    from earlyeval.pipeline import eval_config, train_bench
-    from earlyeval.store import write_tasks
-    from earlyeval.workspace import models_dir
+    from earlyeval.config.catalog import data_root
+    from earlyeval.evaluation.dataset import load_dataset
+    from earlyeval.app.pipeline import eval_config, train_bench
+    from earlyeval.tables.store import write_tasks
+    from earlyeval.config.workspace import models_dir
 
     if not data_root().exists():
         pytest.skip(f"real data absent: {data_root()}")
@@ -319,7 +319,7 @@ _NAMESPACES: dict[Path, dict[str, Any]] = {}
 @pytest.mark.integration
 @pytest.mark.parametrize("block", BY_LANG["python"], ids=lambda b: b.id)
 def test_python_blocks_run(block, docs_workspace, monkeypatch):
-    from earlyeval import workspace
+    from earlyeval.config import workspace
 
     ws, trajs, tasks = docs_workspace
     if block.skip:
@@ -349,7 +349,7 @@ def test_python_blocks_run(block, docs_workspace, monkeypatch):
 
 
 BASH_PRELUDE = """set -e
-earlyeval() { "$DOCS_PY" -c 'from earlyeval.cli import app; app()' "$@"; }
+earlyeval() { "$DOCS_PY" -c 'from earlyeval.app.cli import app; app()' "$@"; }
 """
 
 

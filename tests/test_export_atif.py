@@ -15,11 +15,11 @@ from pathlib import Path
 import atif
 import pytest
 
-from earlyeval.catalog import LabelSpec, RunSpec
-from earlyeval.errors import EarlyEvalError
-from earlyeval.export import export_runs, to_atif, trial_name, write_atif
+from earlyeval.config.catalog import LabelSpec, RunSpec
+from earlyeval.core.errors import EarlyEvalError
+from earlyeval.workflows.export import export_runs, to_atif, trial_name, write_atif
 from earlyeval.ingest import ingest_run
-from earlyeval.trajectory import Action, Step, Trajectory, make_step
+from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 
 HERE = Path(__file__).parent
 FX = HERE / "fixtures"

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 
-from earlyeval.catalog import RunSpec
-from earlyeval.errors import IngestError, ModelDirError, UnknownPluginError
-from earlyeval.evaluate import EvalConfig, FoldRunner
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError, ModelDirError, UnknownPluginError
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import (BUILTIN_FAMILIES, FAMILIES, FOLD_FITTED, FOLD_FREE, FeatureNamesError, Featurizer,
                                 RunContext, bind_values, build_family, family_class, fold_fitted, fold_free)
 from earlyeval.ingest import FORMAT_MODULES, FORMATS, format_module, parse_files
-from earlyeval.modeldir import ModelBundle, load_model_dir, save_model_dir
+from earlyeval.modeling.modeldir import ModelBundle, load_model_dir, save_model_dir
 from earlyeval.monitor import Monitor, context_absent_counts, context_gaps
-from earlyeval.plugins import load_object
+from earlyeval.config.plugins import load_object
 
 import _custom_family
 

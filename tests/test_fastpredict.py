@@ -6,7 +6,7 @@ import numpy as np
 import lightgbm as lgb
 import pytest
 
-from earlyeval.fastpredict import SingleRowPredictor
+from earlyeval.modeling.fastpredict import SingleRowPredictor
 
 
 def _data(seed: int = 0, n: int = 600):
@@ -90,8 +90,8 @@ def test_wrong_width_is_refused(booster):
 
 def test_without_lib_lightgbm_the_public_predict_is_the_fallback(booster, monkeypatch, caplog):
     """The fence: if lib_lightgbm's C entry points cannot be used, predictions stay exact via Booster.predict."""
-    import earlyeval.lgbm_capi as capi
-    from earlyeval.fastpredict import FastPathUnavailable, c_booster
+    import earlyeval.modeling.lgbm_capi as capi
+    from earlyeval.modeling.fastpredict import FastPathUnavailable, c_booster
 
     _, b = booster
     rows = _awkward_rows()[:40]
@@ -111,7 +111,7 @@ def test_without_lib_lightgbm_the_public_predict_is_the_fallback(booster, monkey
 
 def test_c_booster_is_lightgbms_booster_bit_for_bit(booster):
     """lgbm_capi.CBooster (the live path's, no lightgbm import) == lightgbm.Booster: predictions, contributions, text."""
-    from earlyeval.lgbm_capi import CBooster
+    from earlyeval.modeling.lgbm_capi import CBooster
 
     _, b = booster
     cb = CBooster(b.model_to_string())

@@ -10,8 +10,8 @@ import pytest
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
 from earlyeval.features.signals import edit_targets, parse_test_summary, path_matches, paths_in
-from earlyeval.prefixes import drop_report, prefix_table
-from earlyeval.trajectory import Action, Task, make_step
+from earlyeval.tables.prefixes import drop_report, prefix_table
+from earlyeval.core.trajectory import Action, Task, make_step
 from synth import gold_patch, make_trajectories
 
 

@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from earlyeval.evaluate import EvalConfig, FoldRunner, inner_sets, run_loao
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, run_loao
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.peer import PeerPriorFamily
-from earlyeval.modeldir import load_model_dir
+from earlyeval.modeling.modeldir import load_model_dir
 from earlyeval.monitor import Monitor
-from earlyeval.pipeline import train_bench
-from earlyeval.trajectory import Action, Trajectory, make_step
+from earlyeval.app.pipeline import train_bench
+from earlyeval.core.trajectory import Action, Trajectory, make_step
 from synth import SMALL_LGBM, make_dataset, make_trajectories, loao_baseline
 
 FAMS = ["behaviour", "peer_prior"]
@@ -240,7 +240,7 @@ def test_shipped_model_streams_like_batch(data, tmp_path):
 
 def test_tau2_catalog_ships_peer_prior_as_measured():
     """The tau2 settings the README numbers were measured with: rates only, constrained to raise P(success)."""
-    from earlyeval.pipeline import eval_config
+    from earlyeval.app.pipeline import eval_config
 
     cfg = eval_config("tau2")
     assert cfg.families == ["behaviour", "peer_prior"]

@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 
 from earlyeval.budget.calibration import holdout_groups
-from earlyeval.dataset import SMALL_GROUP, HoldoutUnit
-from earlyeval.evaluate import EvalConfig, run_loao
-from earlyeval.routing import large_agents
+from earlyeval.evaluation.dataset import SMALL_GROUP, HoldoutUnit
+from earlyeval.evaluation.evaluate import EvalConfig, run_loao
+from earlyeval.workflows.routing import large_agents
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 
 

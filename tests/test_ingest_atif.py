@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from earlyeval.catalog import LabelSpec, RunSpec
-from earlyeval.errors import IngestError
+from earlyeval.config.catalog import LabelSpec, RunSpec
+from earlyeval.core.errors import IngestError
 from earlyeval.ingest import atif as atif_ingest
 from earlyeval.ingest import ingest_run
 

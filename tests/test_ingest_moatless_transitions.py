@@ -6,7 +6,7 @@ import gzip
 import shutil
 from pathlib import Path
 
-from earlyeval.catalog import LabelSpec, RunSpec
+from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.ingest import ingest_run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "moatless-transitions"

@@ -6,9 +6,9 @@ import gzip
 import shutil
 from pathlib import Path
 
-from earlyeval.catalog import LabelSpec, RunSpec
+from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.ingest import discover, ingest_run
-from earlyeval.trajectory import classify_action
+from earlyeval.core.trajectory import classify_action
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openhands-completions"
 SPEC = RunSpec(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from earlyeval.catalog import LabelSpec, RunSpec
-from earlyeval.errors import IngestError
+from earlyeval.config.catalog import LabelSpec, RunSpec
+from earlyeval.core.errors import IngestError
 from earlyeval.ingest import ingest_run
 from earlyeval.ingest.swe_agent import parse
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from earlyeval.catalog import LabelSpec, RunSpec
-from earlyeval.errors import IngestError
+from earlyeval.config.catalog import LabelSpec, RunSpec
+from earlyeval.core.errors import IngestError
 from earlyeval.ingest import ingest_run, tau2
-from earlyeval.trajectory import Trajectory, classify_action
+from earlyeval.core.trajectory import Trajectory, classify_action
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tau2"
 SPEC = RunSpec(

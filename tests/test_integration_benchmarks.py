@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from earlyeval.catalog import data_root, load_catalog
-from earlyeval.errors import IngestError
-from earlyeval.export import export_runs, trial_name
+from earlyeval.config.catalog import data_root, load_catalog
+from earlyeval.core.errors import IngestError
+from earlyeval.workflows.export import export_runs, trial_name
 from earlyeval.ingest import ingest_catalog, ingest_run, parse_files
-from earlyeval.catalog import LabelSpec, RunSpec
-from earlyeval.trajectory import KINDS, Trajectory
+from earlyeval.config.catalog import LabelSpec, RunSpec
+from earlyeval.core.trajectory import KINDS, Trajectory
 
 pytestmark = pytest.mark.integration
 

@@ -16,19 +16,19 @@ import numpy as np
 import pytest
 
 import earlyeval.ingest as ingest_mod
-import earlyeval.score as score_mod
+import earlyeval.workflows.score as score_mod
 from _monitor_helpers import LIGHT
-from earlyeval.catalog import data_root, load_catalog
+from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
 from earlyeval.integrations import EarlyStopper
-from earlyeval.model import OutcomeModel
-from earlyeval.modeldir import ModelBundle, load_model_dir, save_model_dir
+from earlyeval.modeling.model import OutcomeModel
+from earlyeval.modeling.modeldir import ModelBundle, load_model_dir, save_model_dir
 from earlyeval.monitor import Monitor, context_absent_counts
-from earlyeval.prefixes import prefix_table
-from earlyeval.score import score_runs
-from earlyeval.store import read_tasks, read_trajectories
-from earlyeval.tasks import load_tasks
+from earlyeval.tables.prefixes import prefix_table
+from earlyeval.workflows.score import score_runs
+from earlyeval.tables.store import read_tasks, read_trajectories
+from earlyeval.tables.tasks import load_tasks
 
 pytestmark = pytest.mark.integration
 
@@ -116,7 +116,7 @@ def test_ingesting_and_scoring_the_whole_tau2_folder_keeps_every_simulation(tmp_
 
 def _cli(args: list[str], ws: Path) -> subprocess.Popen:
     env = {**os.environ, "EARLYEVAL_HOME": str(ws), "EARLYEVAL_DATA": str(data_root()), "EARLYEVAL_BOOSTER_PROBE": "0"}
-    return subprocess.Popen([sys.executable, "-m", "earlyeval.cli", *args], cwd=ws, env=env,
+    return subprocess.Popen([sys.executable, "-m", "earlyeval.app.cli", *args], cwd=ws, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from earlyeval.catalog import RunSpec, data_root, load_catalog
-from earlyeval.errors import IngestError
+from earlyeval.config.catalog import RunSpec, data_root, load_catalog
+from earlyeval.core.errors import IngestError
 from earlyeval.ingest import discover, ingest_catalog, parse_files
-from earlyeval.trajectory import KINDS, Trajectory
+from earlyeval.core.trajectory import KINDS, Trajectory
 
 pytestmark = pytest.mark.integration
 

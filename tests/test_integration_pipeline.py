@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from earlyeval.catalog import data_root, load_catalog
-from earlyeval.dataset import load_dataset
-from earlyeval.evaluate import EvalConfig, loao_report, run_loao
+from earlyeval.config.catalog import data_root, load_catalog
+from earlyeval.evaluation.dataset import load_dataset
+from earlyeval.evaluation.evaluate import EvalConfig, loao_report, run_loao
 from earlyeval.ingest import ingest_catalog
-from earlyeval.tasks import load_tasks
+from earlyeval.tables.tasks import load_tasks
 from synth import SMALL_LGBM
 
 pytestmark = pytest.mark.integration

@@ -36,7 +36,7 @@ def test_import_monitor_loads_no_pandas_no_sklearn():
 
 def _observe_code(model_dir: Path, budget: str) -> str:
     return (f"from earlyeval.monitor import Monitor\n"
-            f"from earlyeval.trajectory import Action, make_step\n"
+            f"from earlyeval.core.trajectory import Action, make_step\n"
             f"mon = Monitor.load({str(model_dir)!r}, {budget})\n"
             f"assert mon.predictor_kind == 'c-api', mon.predictor_kind\n"
             f"mon.start(task={{'task_id': 't0', 'prompt': 'fix the parser in src/app.py', 'gold_patch': None}})\n"

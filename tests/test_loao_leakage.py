@@ -7,7 +7,7 @@ import copy
 import numpy as np
 import pytest
 
-from earlyeval.evaluate import EvalConfig, loao_report, run_loao
+from earlyeval.evaluation.evaluate import EvalConfig, loao_report, run_loao
 from synth import SMALL_LGBM, make_dataset, make_trajectories, loao_baseline
 
 TEXT = {"dims": {b: 8 for b in ("prompt", "actions", "action_last", "observations", "observation_last")}, "min_df": 2, "min_agents": 1}
@@ -104,7 +104,7 @@ def test_em_adaptation_uses_no_held_out_labels(data):
 def test_inner_models_leave_out_the_inner_agents_whole_scaffold(data):
     """inner_holdout="scaffold": the model that predicts inner agent B for thresholds saw no agent of B's
     scaffold (nor the held-out agent); with "agent" it saw B's scaffold mate."""
-    from earlyeval.evaluate import FoldRunner, inner_sets
+    from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
 
     trajs, tasks = copy.deepcopy(data[0]), data[1]
     for t in trajs:

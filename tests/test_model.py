@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from earlyeval.model import OutcomeModel
+from earlyeval.modeling.model import OutcomeModel
 from synth import SMALL_LGBM
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from _monitor_helpers import save_tiny
-from earlyeval.errors import ModelDirError
-from earlyeval.modeldir import MANIFEST, _sha, load_model_dir, manifest_hash
+from earlyeval.core.errors import ModelDirError
+from earlyeval.modeling.modeldir import MANIFEST, _sha, load_model_dir, manifest_hash
 from earlyeval.monitor import Monitor
 
 
@@ -229,7 +229,7 @@ def test_loading_executes_nothing_from_the_directory(mdir, monkeypatch, tmp_path
         assert k.get("allow_pickle") is False, "np.load without allow_pickle=False"
         return real_np_load(*a, **k)
 
-    from earlyeval.modeldir import _Dir
+    from earlyeval.modeling.modeldir import _Dir
 
     opened = []
     real_read = _Dir.read

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
-from earlyeval.decision import Decision
+from earlyeval.core.decision import Decision
 from earlyeval.integrations.base import EarlyStopper, StepMonitor
-from earlyeval.metrics import halting
-from earlyeval.modeldir import save_model_dir
-from earlyeval.outcome import split_proba
+from earlyeval.modeling.metrics import halting
+from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.modeling.outcome import split_proba
 from earlyeval.monitor import Monitor, as_step
-from earlyeval.trajectory import Action, Step, make_step
+from earlyeval.core.trajectory import Action, Step, make_step
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_halts_exactly_where_metrics_halting_does(trained):
 
 def test_no_halt_before_min_halt_step(trained, tmp_path):
     b = trained["bundle"]
-    from earlyeval.modeldir import ModelBundle
+    from earlyeval.modeling.modeldir import ModelBundle
 
     low = ModelBundle(b.featurizer, b.model, {"success": 0.0, "failure": 0.0, "min_halt_step": 4}, b.training)
     mon = Monitor(low)

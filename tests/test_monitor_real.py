@@ -23,19 +23,19 @@ import pytest
 
 import earlyeval.ingest as ingest_mod
 from _monitor_helpers import HEADLINE, LIGHT, offline_policy
-from earlyeval.catalog import data_root, load_catalog
-from earlyeval.workspace import models_dir
+from earlyeval.config.catalog import data_root, load_catalog
+from earlyeval.config.workspace import models_dir
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
 from earlyeval.features.text import TokenCache
-from earlyeval.metrics import apply_policy
-from earlyeval.outcome import split_proba
-from earlyeval.model import OutcomeModel
-from earlyeval.modeldir import ModelBundle, save_model_dir
+from earlyeval.modeling.metrics import apply_policy
+from earlyeval.modeling.outcome import split_proba
+from earlyeval.modeling.model import OutcomeModel
+from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
 from earlyeval.monitor import Monitor, context_absent_counts
-from earlyeval.prefixes import prefix_table
-from earlyeval.score import score_runs
-from earlyeval.tasks import load_tasks
+from earlyeval.tables.prefixes import prefix_table
+from earlyeval.workflows.score import score_runs
+from earlyeval.tables.tasks import load_tasks
 
 pytestmark = pytest.mark.integration
 
@@ -162,7 +162,7 @@ def _replay_vs_offline(model_dir: Path, runs: Path, fmt: str, out: Path, tasks=N
     # as_of="run": each run's prior as of its own catalog date, as the offline (as_of) evaluation computes it
     rep = json.loads(score_runs(model_dir, runs, fmt, out=out, tasks=tasks, progress=False, as_of="run")["score"].read_text())
     mon = Monitor.load(model_dir)
-    from earlyeval.score import read_runs, run_specs
+    from earlyeval.workflows.score import read_runs, run_specs
 
     trajs = [t for t in read_runs(run_specs(runs, fmt))[0] if t.outcome is not None]
     th = mon.thresholds

@@ -1,10 +1,10 @@
-"""The one rendering of tool calls and message content (earlyeval/render.py), on the cases each format produces."""
+"""The one rendering of tool calls and message content (earlyeval/core/render.py), on the cases each format produces."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from earlyeval.render import content_text, tool_call_text
+from earlyeval.core.render import content_text, tool_call_text
 
 
 def test_editor_call_keeps_the_training_form_with_its_edit_lines():

@@ -1,4 +1,4 @@
-"""`earlyeval report`: the page a person reads (earlyeval/report_page.py).
+"""`earlyeval report`: the page a person reads (earlyeval/report/report_page.py).
 
 A synthetic workspace (a loao.json shaped like evaluate's, predictions whose halt steps are known by
 construction, a budget.json, a routing.json) is rendered; the checks read the page's numbers back.
@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from earlyeval import workspace
-from earlyeval.cli import app
-from earlyeval.report_page import SECTIONS, Inputs, halt_steps, write_report
+from earlyeval.config import workspace
+from earlyeval.app.cli import app
+from earlyeval.report.report_page import SECTIONS, Inputs, halt_steps, write_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 LARGE = ["agent-alpha__model-x", "agent-beta__model-y"]
@@ -178,7 +178,7 @@ def test_page_renders_in_headless_chromium(ws, tmp_path):
 @pytest.mark.integration
 def test_real_halt_steps_reproduce_loao_json():
     """On the real reports: the halts the page derives from the predictions are the ones evaluate counted."""
-    from earlyeval.workspace import features_dir, reports_dir
+    from earlyeval.config.workspace import features_dir, reports_dir
 
     rdir, fdir = reports_dir("swebench", create=False), features_dir("swebench")
     if not (rdir / "loao.json").exists() or not (fdir / "loao_predictions.parquet").exists():

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from earlyeval.catalog import load_catalog
-from earlyeval.dataset import Dataset
-from earlyeval.evaluate import EvalConfig, FoldRunner
+from earlyeval.config.catalog import load_catalog
+from earlyeval.evaluation.dataset import Dataset
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import Featurizer, PriorFamily, PriorTable, build_family
 from earlyeval.features.base import RunContext
-from earlyeval.prefixes import prefix_table
-from earlyeval.prices import PriceError, run_cost
-from earlyeval.routing import (
+from earlyeval.tables.prefixes import prefix_table
+from earlyeval.config.prices import PriceError, run_cost
+from earlyeval.workflows.routing import (
     ESCALATE,
     Pair,
     charge,
@@ -22,7 +22,7 @@ from earlyeval.routing import (
     routing_predictions,
     simulate_pair,
 )
-from earlyeval.trajectory import Step, Task, Trajectory
+from earlyeval.core.trajectory import Step, Task, Trajectory
 
 
 def traj(run_id: str, agent: str, task: str, outcome: int, T: int, costs: list[float | None] | None = None,

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from _monitor_helpers import HEADLINE, make_runs, make_tasks, offline_policy, quantile_thresholds, train_bundle
-from earlyeval.export import export_runs
-from earlyeval.metrics import apply_policy
-from earlyeval.modeldir import save_model_dir
-from earlyeval.score import read_runs, run_specs, score_runs, score_table
+from earlyeval.workflows.export import export_runs
+from earlyeval.modeling.metrics import apply_policy
+from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.workflows.score import read_runs, run_specs, score_runs, score_table
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -79,8 +79,8 @@ def test_unlabelled_runs_then_labels_from_a_label_file(setup):
 def test_cli_score_prints_table_and_path(setup, monkeypatch):
     from typer.testing import CliRunner
 
-    from earlyeval import score as score_mod
-    from earlyeval.cli import app
+    from earlyeval.workflows import score as score_mod
+    from earlyeval.app.cli import app
 
     real = score_mod.score_runs
     monkeypatch.setattr(score_mod, "score_runs", lambda *a, **k: real(*a, **k, tasks=setup["tasks"], progress=False))
@@ -91,7 +91,7 @@ def test_cli_score_prints_table_and_path(setup, monkeypatch):
 
 
 def test_unknown_format_is_refused(setup):
-    from earlyeval.errors import IngestError
+    from earlyeval.core.errors import IngestError
 
     with pytest.raises(IngestError, match="unknown format"):
         score_runs(setup["model"], setup["runs"], "no-such-format", out=setup["base"] / "x", progress=False)

@@ -17,16 +17,16 @@ import pytest
 from typer.testing import CliRunner
 
 from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
-from earlyeval.catalog import data_root
-from earlyeval.cli import app
-from earlyeval.errors import NothingScoredError
-from earlyeval.export import export_runs
-from earlyeval.metrics import apply_policy, outcome_metrics
-from earlyeval.modeldir import save_model_dir
-from earlyeval.pipeline import training_identity
-from earlyeval.score import (CSV_COLUMNS, read_runs, run_specs, runset_of, score_runs, score_table,
+from earlyeval.config.catalog import data_root
+from earlyeval.app.cli import app
+from earlyeval.core.errors import NothingScoredError
+from earlyeval.workflows.export import export_runs
+from earlyeval.modeling.metrics import apply_policy, outcome_metrics
+from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.app.pipeline import training_identity
+from earlyeval.workflows.score import (CSV_COLUMNS, read_runs, run_specs, runset_of, score_runs, score_table,
                              training_overlap, usage_of)
-from earlyeval.trajectory import Trajectory, make_step, Action
+from earlyeval.core.trajectory import Trajectory, make_step, Action
 
 SWE_AGENT_RUNS = "swebench/runs/lite__swe-agent__gpt4"  # 275 real SWE-agent runs
 LIVE_RUNS = "swebench/runs/verified__live-swe-agent__mini-v1.14.2__gpt-5-mini__mas-evaluation"  # 15 real runs
@@ -51,7 +51,7 @@ def _score(setup, out, **kw):
 
 def _cli(args, monkeypatch=None, setup=None):
     if monkeypatch is not None:  # the tiny model's tasks are not an ingested benchmark: hand them in
-        from earlyeval import score as score_mod
+        from earlyeval.workflows import score as score_mod
 
         real = score_mod.score_runs
         monkeypatch.setattr(score_mod, "score_runs", lambda *a, **k: real(*a, **k, tasks=setup["tasks"], progress=False))
@@ -140,7 +140,7 @@ def test_scoring_a_training_agents_real_runs_warns(setup, tmp_path, caplog):
                                                             "agent_identity": training_identity(trajs),
                                                             "run_ids": sorted(t.run_id for t in trajs)})
     mdir = save_model_dir(bundle, tmp_path / "model")
-    with caplog.at_level(logging.WARNING, logger="earlyeval.score"):
+    with caplog.at_level(logging.WARNING, logger="earlyeval.workflows.score"):
         rep = json.loads(score_runs(mdir, folder, "mini-swe-agent-v1", out=tmp_path / "o", agent="renamed", progress=False,
                                     tasks={})["score"].read_text())
     ov = rep["training_overlap"]
@@ -258,7 +258,7 @@ def test_legend_explains_every_column(setup):
 
 
 def test_loao_table_has_a_legend_too():
-    from earlyeval.reporting import loao_table
+    from earlyeval.report.reporting import loao_table
 
     blk = {"n_runs": 10, "resolve_rate": 0.5, "auroc_success": 0.8, "halted_fraction": 0.2, "halted_accuracy": 1.0,
            "outcome_accuracy": 1.0, "steps_saved": 0.1, "resolve_rate_shift_pp": 0.0}
@@ -279,7 +279,7 @@ def test_cli_json_thresholds_and_what_if(setup, monkeypatch):
     assert rep["thresholds_source"] == "override" and len(rep["what_if"]["grid"]) == 9
     r = _cli(["score", "-m", str(setup["model"]), "--runs", str(setup["runs"]), "-f", "atif", "--out", str(out), "--what-if"])
     assert r.exit_code == 0, r.output
-    from earlyeval.evaluate import GRID
+    from earlyeval.evaluation.evaluate import GRID
 
     n = len(GRID)  # the tiny model records no selection grid: evaluate's default one
     assert f"what-if: savings/accuracy frontier over {n}x{n} thresholds" in r.stdout

@@ -17,7 +17,7 @@ from earlyeval.features import Featurizer, RunContext
 from earlyeval.features import gold as gold_mod
 from earlyeval.features import signals as S
 from earlyeval.features.gold import GoldFamily
-from earlyeval.trajectory import Action, Trajectory, make_step
+from earlyeval.core.trajectory import Action, Trajectory, make_step
 
 PIECES = ["a", "b/", "pkg/mod.py", "../", "./", "/testbed/", "//", ".py", ".in", ".yml", "-", "/", ".", " ", "\n", "é", "İ", "ſ", "\u212a", "_", "x" * 70,
           "SyntaxError", "Error", "error", "Exception", "IndentationError:", "TabError", "ValueError: bad", "Traceback",

@@ -8,12 +8,12 @@ import math
 import pytest
 
 from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, save_tiny
-from earlyeval.errors import ModelDirError
-from earlyeval.metrics import halting
-from earlyeval.modeldir import load_model_dir
+from earlyeval.core.errors import ModelDirError
+from earlyeval.modeling.metrics import halting
+from earlyeval.modeling.modeldir import load_model_dir
 from earlyeval.monitor import Monitor
-from earlyeval.score import replay
-from earlyeval.thresholds import ThresholdError, override, parse_thresholds, source_of
+from earlyeval.workflows.score import replay
+from earlyeval.modeling.thresholds import ThresholdError, override, parse_thresholds, source_of
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 import earlyeval
-from earlyeval import workspace
-from earlyeval.catalog import available_benches, catalog_path, load_catalog
-from earlyeval.errors import CatalogError
+from earlyeval.config import workspace
+from earlyeval.config.catalog import available_benches, catalog_path, load_catalog
+from earlyeval.core.errors import CatalogError
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +73,7 @@ def test_unknown_or_path_like_bench_is_a_named_error_listing_the_available_ones(
 def test_cli_workspace_option_pins_the_workspace(tmp_path):
     from typer.testing import CliRunner
 
-    from earlyeval.cli import app
+    from earlyeval.app.cli import app
 
     res = CliRunner().invoke(app, ["--workspace", str(tmp_path / "ws"), "formats"])
     assert res.exit_code == 0, res.output

@@ -10,7 +10,7 @@ from collections import Counter
 
 from earlyeval import Monitor
 from earlyeval.integrations import EarlyStopper
-from earlyeval.store import read_ingested_tasks, read_ingested_trajectories
+from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from earlyeval.catalog import data_root  # noqa: E402
+from earlyeval.config.catalog import data_root  # noqa: E402
 
 SMALL_BELOW_TASKS = 40
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import earlyeval
 from earlyeval import Monitor
-from earlyeval.catalog import available_benches
+from earlyeval.config.catalog import available_benches
 from earlyeval.integrations import EarlyStopper
 
 repo = Path(sys.argv[1]).resolve()
@@ -39,7 +39,7 @@ benches = available_benches()
 assert {"swebench", "tau2", "toolathlon", "terminalbench"} <= set(benches), benches
 assert all("site-packages" in p.parts for p in benches.values()), benches
 assert Path("models/swebench/manifest.json").is_file() and Path("reports/swebench/ingest.json").is_file()
-from earlyeval.store import read_ingested_tasks
+from earlyeval.tables.store import read_ingested_tasks
 
 task = read_ingested_tasks("swebench")["astropy__astropy-12907"]  # from this workspace's ingest: prompt and gold patch
 assert task.gold_patch, "the ingested task has no gold patch"

@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset import Dataset, HoldoutUnit
-from ..evaluate import EvalConfig, FoldRunner
-from ..features import fold_free
-from .config import DIMENSIONS, SMALL, BudgetConfig
-from .cqr import corrected_quantiles, to_z, within
-from .quantiles import CrossConformalQuantiles
-from .stopping import make_stopset, select_tau
-from .targets import DimTargets, budget_features, dim_targets, free_opening_agents, pace, run_slices
+from earlyeval.evaluation.dataset import Dataset, HoldoutUnit
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.features import fold_free
+from earlyeval.budget.config import DIMENSIONS, SMALL, BudgetConfig
+from earlyeval.budget.cqr import corrected_quantiles, to_z, within
+from earlyeval.budget.quantiles import CrossConformalQuantiles
+from earlyeval.budget.stopping import make_stopset, select_tau
+from earlyeval.budget.targets import DimTargets, budget_features, dim_targets, free_opening_agents, pace, run_slices
 
 
 Group = HoldoutUnit  # a held-out unit: one large agent, or all small agents together

@@ -12,10 +12,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..dataset import Dataset
-from ..evaluate import EvalConfig, FoldRunner
-from .baseline import LinearExtrapolation, residual_cdf
-from .calibration import (
+from earlyeval.evaluation.dataset import Dataset
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.budget.baseline import LinearExtrapolation, residual_cdf
+from earlyeval.budget.calibration import (
     CalFit,
     Group,
     Setup,
@@ -26,12 +26,12 @@ from .calibration import (
     select_on_calibration,
     setup,
 )
-from .config import SMALL, BudgetConfig
-from .cqr import corrected_quantiles, to_z, within
-from .online import online_quantiles, run_order
-from .quantiles import BudgetEstimator, conformal_quantile
-from .stopping import make_stopset, select_cap
-from .targets import DimTargets
+from earlyeval.budget.config import SMALL, BudgetConfig
+from earlyeval.budget.cqr import corrected_quantiles, to_z, within
+from earlyeval.budget.online import online_quantiles, run_order
+from earlyeval.budget.quantiles import BudgetEstimator, conformal_quantile
+from earlyeval.budget.stopping import make_stopset, select_cap
+from earlyeval.budget.targets import DimTargets
 
 log = logging.getLogger(__name__)
 

@@ -31,11 +31,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..boostercheck import probe_enabled, safe_boosters
-from ..fastpredict import StackedPredictor
-from .config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
-from .cqr import pair_for
-from .targets import SpendTracker, spend_feature_names, spend_features
+from earlyeval.modeling.boostercheck import probe_enabled, safe_boosters
+from earlyeval.modeling.fastpredict import StackedPredictor
+from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
+from earlyeval.budget.cqr import pair_for
+from earlyeval.budget.targets import SpendTracker, spend_feature_names, spend_features
 
 
 class _Dim:

@@ -15,9 +15,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from .evaluation import BudgetRun
-from .report import make_view
-from .targets import run_slices
+from earlyeval.budget.evaluation import BudgetRun
+from earlyeval.budget.report import make_view
+from earlyeval.budget.targets import run_slices
 
 FONT = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10, "ytick.labelsize": 10,
         "legend.fontsize": 11, "figure.titlesize": 14}

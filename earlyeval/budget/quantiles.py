@@ -16,11 +16,11 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .. import atomic
-from ..metrics import weighted_quantile
-from .config import ALPHAS, BUDGET_LGBM, LEVELS
-from .cqr import corrected_quantiles, cqr_scores, fix_crossing, from_z, pair_for, within
-from .targets import pace
+from earlyeval.core import atomic
+from earlyeval.modeling.metrics import weighted_quantile
+from earlyeval.budget.config import ALPHAS, BUDGET_LGBM, LEVELS
+from earlyeval.budget.cqr import corrected_quantiles, cqr_scores, fix_crossing, from_z, pair_for, within
+from earlyeval.budget.targets import pace
 
 
 class QuantileRegressor(BaseEstimator):

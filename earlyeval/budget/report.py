@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from ..features import fold_free
-from ..metrics import auroc, class_f1, interval_coverage, interval_width, macro_f1, weighted_quantile
-from .config import SMALL, BudgetConfig
-from .cqr import from_z, pair_for
-from .evaluation import BudgetRun, DimResult
-from .online import NOTE, ONLINE_MIN_RUNS, ONLINE_SEED, online_block
-from .stopping import StopSet, cap_halts, halt_index, make_stopset, one_run, select_tau, stop_stats
-from .targets import run_slices
+from earlyeval.features import fold_free
+from earlyeval.modeling.metrics import auroc, class_f1, interval_coverage, interval_width, macro_f1, weighted_quantile
+from earlyeval.budget.config import SMALL, BudgetConfig
+from earlyeval.budget.cqr import from_z, pair_for
+from earlyeval.budget.evaluation import BudgetRun, DimResult
+from earlyeval.budget.online import NOTE, ONLINE_MIN_RUNS, ONLINE_SEED, online_block
+from earlyeval.budget.stopping import StopSet, cap_halts, halt_index, make_stopset, one_run, select_tau, stop_stats
+from earlyeval.budget.targets import run_slices
 
 
 BINS = np.r_[np.round(np.arange(0.0, 1.01, 0.1), 2), np.inf]

@@ -10,13 +10,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..dataset import Dataset
-from ..evaluate import EvalConfig, FoldRunner
-from ..features import fold_free
-from .calibration import agent_folds, fit_calibrated, inner_p_success, select_on_calibration, setup
-from .config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, BudgetConfig
-from .quantiles import BudgetEstimator
-from .targets import budget_features, dim_targets, free_opening_agents, spend_feature_names
+from earlyeval.evaluation.dataset import Dataset
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.features import fold_free
+from earlyeval.budget.calibration import agent_folds, fit_calibrated, inner_p_success, select_on_calibration, setup
+from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, BudgetConfig
+from earlyeval.budget.quantiles import BudgetEstimator
+from earlyeval.budget.targets import budget_features, dim_targets, free_opening_agents, spend_feature_names
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..policy import first_halt_below
-from .targets import DimTargets
+from earlyeval.modeling.policy import first_halt_below
+from earlyeval.budget.targets import DimTargets
 
 
 def halt_indices(ps: list[np.ndarray], taus: np.ndarray, lo: int) -> np.ndarray:

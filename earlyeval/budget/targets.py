@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..trajectory import Step, Trajectory
+from earlyeval.core.trajectory import Step, Trajectory
 
 
 class PrefixTable(Protocol):

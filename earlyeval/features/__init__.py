@@ -13,15 +13,15 @@ from typing import Any, Iterable
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..trajectory import Step, Trajectory
-from ..errors import UnknownPluginError
-from ..plugins import Registry
-from .base import (FIT_SCOPES, FOLD_FITTED, FOLD_FREE, FamilyBase, FamilyResources, FeatureFamily, FeatureNamesError,
+from earlyeval.core.trajectory import Step, Trajectory
+from earlyeval.core.errors import UnknownPluginError
+from earlyeval.config.plugins import Registry
+from earlyeval.features.base import (FIT_SCOPES, FOLD_FITTED, FOLD_FREE, FamilyBase, FamilyResources, FeatureFamily, FeatureNamesError,
                    RunContext, bind_values)
-from .behaviour import BehaviourFamily
-from .gold import GoldFamily
-from .peer import PeerPriorFamily, PeerTable
-from .prior import PriorFamily, PriorTable
+from earlyeval.features.behaviour import BehaviourFamily
+from earlyeval.features.gold import GoldFamily
+from earlyeval.features.peer import PeerPriorFamily, PeerTable
+from earlyeval.features.prior import PriorFamily, PriorTable
 # the text family (TF-IDF + scikit-learns TruncatedSVD) is imported only when a config or a model dir names it:
 # by its registered dotted path below, so that a model without it never loads scikit-learn
 

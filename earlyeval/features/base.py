@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..trajectory import Step, Task, Trajectory
+from earlyeval.core.trajectory import Step, Task, Trajectory
 
 
 @dataclass

@@ -14,9 +14,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..trajectory import KINDS, Step
-from .base import RunContext, StatelessFamily
-from .signals import (
+from earlyeval.core.trajectory import KINDS, Step
+from earlyeval.features.base import RunContext, StatelessFamily
+from earlyeval.features.signals import (
     edit_targets,
     has_not_found,
     has_syntax_error,

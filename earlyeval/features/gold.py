@@ -22,9 +22,9 @@ import numpy as np
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from ..trajectory import Step
-from .base import RunContext, StatelessFamily
-from .signals import edit_targets, identifiers, normalize_path, parse_test_summary, path_matches, paths_in
+from earlyeval.core.trajectory import Step
+from earlyeval.features.base import RunContext, StatelessFamily
+from earlyeval.features.signals import edit_targets, identifiers, normalize_path, parse_test_summary, path_matches, paths_in
 
 NAN = float("nan")
 _MIN_LINE = 8  # shorter lines ("return x", "}") match by accident

@@ -40,8 +40,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..trajectory import Step, Trajectory
-from .base import FOLD_FITTED, FamilyBase, RunContext
+from earlyeval.core.trajectory import Step, Trajectory
+from earlyeval.features.base import FOLD_FITTED, FamilyBase, RunContext
 
 NAN = float("nan")
 

@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..jsonio import load_json
-from ..trajectory import Step
-from .base import FOLD_FREE, FamilyBase, FamilyResources, RunContext
+from earlyeval.core.jsonio import load_json
+from earlyeval.core.trajectory import Step
+from earlyeval.features.base import FOLD_FREE, FamilyBase, FamilyResources, RunContext
 
 NAN = float("nan")
 DIFFICULTY = {"<15 min fix": 0.0, "15 min - 1 hour": 1.0, "1-4 hours": 2.0, ">4 hours": 3.0}

@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
 
-from ..trajectory import Step, Trajectory
-from .base import FOLD_FITTED, FamilyBase, FamilyResources, RunContext
+from earlyeval.core.trajectory import Step, Trajectory
+from earlyeval.features.base import FOLD_FITTED, FamilyBase, FamilyResources, RunContext
 
 _WORD = re.compile(r"[a-z_][a-z0-9_]{1,30}")
 BLOCKS = ("prompt", "actions", "action_last", "observations", "observation_last")

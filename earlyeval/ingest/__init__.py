@@ -6,7 +6,7 @@ One small module per native format.  A format is a module or a class (the
     def parse(path, spec, bench) -> Iterator[Trajectory | IngestError]
     def discover(run_dir, spec) -> list[Path]     # optional: default, the files matching spec.glob
 
-registered the way feature families are (``earlyeval.plugins``): the built-in
+registered the way feature families are (``earlyeval.config.plugins``): the built-in
 table ``FORMAT_MODULES`` (also entry points of group ``earlyeval.formats`` in
 pyproject.toml), installed entry points, ``register_format``, or a dotted path
 (``format = "mypkg.fmt:MyFormat"`` in a catalog).  An unknown format is an
@@ -28,12 +28,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
 
-from ..catalog import Catalog, RunSpec, data_root
-from ..errors import IngestError, UnknownPluginError
-from ..plugins import Registry
-from ..store import validate_trajectory
-from ..trajectory import Trajectory
-from .labels import LabelSet, read_labels
+from earlyeval.config.catalog import Catalog, RunSpec, data_root
+from earlyeval.core.errors import IngestError, UnknownPluginError
+from earlyeval.config.plugins import Registry
+from earlyeval.tables.store import validate_trajectory
+from earlyeval.core.trajectory import Trajectory
+from earlyeval.ingest.labels import LabelSet, read_labels
 
 log = logging.getLogger(__name__)
 

@@ -91,12 +91,12 @@ from typing import Any, Iterator
 import atif
 from pydantic import ValidationError
 
-from ..catalog import RunSpec
-from ..errors import IngestError
-from ..jsonio import load_json, read_text
-from ..render import tool_call_text
-from ..trajectory import Action, Step, Trajectory, make_step, primary_kind
-from .chat import (
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import load_json, read_text
+from earlyeval.core.render import tool_call_text
+from earlyeval.core.trajectory import Action, Step, Trajectory, make_step, primary_kind
+from earlyeval.ingest.chat import (
     is_number,
     join_thought,
     opt_float,
@@ -104,7 +104,7 @@ from .chat import (
     reward_outcome,
     success_min_reward,
 )
-from .common import run_trajectory
+from earlyeval.ingest.common import run_trajectory
 
 FORMAT = "atif"
 MAX_MINOR = 8  # the installed atif package implements ATIF-v1.8

@@ -7,7 +7,7 @@ call tools, tool results, and user messages.  The step definition they share:
     that comes back before the next assistant turn (the tool results and any
     user reply), which is the observation.
 
-The argument rendering and the content flattening are ``earlyeval.render``'s (shared
+The argument rendering and the content flattening are ``earlyeval.core.render``'s (shared
 with every ingestor and live adapter); with the reward rule here, this is what makes ``ingest -> export ATIF -> ingest`` reproduce the same
 action text, observation and label.
 """
@@ -18,10 +18,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..catalog import RunSpec
-from ..errors import IngestError
-from ..render import content_text
-from ..trajectory import Action, Step, make_step
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.render import content_text
+from earlyeval.core.trajectory import Action, Step, make_step
 
 # Default success rule for graded rewards: success iff reward >= 1 - 1e-6.
 DEFAULT_SUCCESS_MIN_REWARD = 1.0 - 1e-6

@@ -39,12 +39,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..catalog import RunSpec
-from ..errors import IngestError
-from ..jsonio import load_json, require
-from ..trajectory import Trajectory, make_step
-from .common import run_trajectory
-from .swe_agent import (
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import load_json, require
+from earlyeval.core.trajectory import Trajectory, make_step
+from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.swe_agent import (
     ACI_COMMANDS,
     first_user_message,
     instance_stats,

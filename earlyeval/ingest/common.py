@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..catalog import RunSpec
-from ..trajectory import Step, Trajectory
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.trajectory import Step, Trajectory
 
 
 def run_trajectory(spec: RunSpec, bench: str, source: str | Path, task_id: str, steps: list[Step], prompt: str = "",

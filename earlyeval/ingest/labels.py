@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..catalog import LabelSpec
-from ..errors import IngestError
-from ..jsonio import load_json, load_json_trailing_commas, read_text, strip_gz
+from earlyeval.config.catalog import LabelSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import load_json, load_json_trailing_commas, read_text, strip_gz
 
 
 @dataclass

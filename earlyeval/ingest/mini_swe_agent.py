@@ -17,12 +17,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..catalog import RunSpec
-from ..errors import IngestError
-from ..jsonio import load_json, require, strip_gz
-from ..render import content_text
-from ..trajectory import Action, Step, Trajectory, make_step
-from .common import run_trajectory
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import load_json, require, strip_gz
+from earlyeval.core.render import content_text
+from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
+from earlyeval.ingest.common import run_trajectory
 
 FORMAT = "mini-swe-agent-v1"
 

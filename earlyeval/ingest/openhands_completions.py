@@ -22,7 +22,7 @@ an automatic "Please continue working on the task..." user message, which is
 scaffold prompting, not environment output: it is not an observation and is
 only counted in ``meta["auto_continue_prompts"]``.
 
-Action text is ``earlyeval.render.tool_call_text`` (shared with every ingestor and live
+Action text is ``earlyeval.core.render.tool_call_text`` (shared with every ingestor and live
 adapter), so that ``classify_action`` sees the real operation: ``execute_bash`` -> the command;
 ``str_replace_editor`` -> ``<sub-command> <path>`` then the other arguments (``view /x.py``,
 ``str_replace /x.py\\nold_str: ...``); ``finish`` -> its message; other tools -> their JSON arguments.
@@ -42,12 +42,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..catalog import RunSpec
-from ..errors import IngestError
-from ..jsonio import load_json, require
-from ..render import EDITOR_TOOLS, content_text, tool_call_text
-from ..trajectory import Action, Trajectory, make_step
-from .common import run_trajectory
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import load_json, require
+from earlyeval.core.render import EDITOR_TOOLS, content_text, tool_call_text
+from earlyeval.core.trajectory import Action, Trajectory, make_step
+from earlyeval.ingest.common import run_trajectory
 
 FORMAT = "openhands-completions"
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
 
 
 def render_tool_call(name: str, arguments: Any) -> Action:
-    """One native tool call as an Action (text: the shared ``earlyeval.render.tool_call_text``)."""
+    """One native tool call as an Action (text: the shared ``earlyeval.core.render.tool_call_text``)."""
     return Action(tool=name, text=tool_call_text(name, arguments))
 
 

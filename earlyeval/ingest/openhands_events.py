@@ -45,12 +45,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..catalog import RunSpec
-from ..errors import IngestError
-from ..jsonio import load_json, strip_gz
-from ..trajectory import Action, Trajectory, make_step
-from .common import run_trajectory
-from .openhands_completions import render_tool_call
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import load_json, strip_gz
+from earlyeval.core.trajectory import Action, Trajectory, make_step
+from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.openhands_completions import render_tool_call
 
 FORMAT = "openhands-events"
 

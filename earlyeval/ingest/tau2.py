@@ -46,12 +46,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..catalog import RunSpec
-from ..errors import IngestError
-from ..jsonio import load_json, require
-from ..render import content_text, tool_call_text
-from ..trajectory import Action, Step, Trajectory
-from .chat import (
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import load_json, require
+from earlyeval.core.render import content_text, tool_call_text
+from earlyeval.core.trajectory import Action, Step, Trajectory
+from earlyeval.ingest.chat import (
     PendingTurn,
     chat_steps,
     is_number,
@@ -60,7 +60,7 @@ from .chat import (
     reward_outcome,
     success_min_reward,
 )
-from .common import file_key, run_trajectory
+from earlyeval.ingest.common import file_key, run_trajectory
 
 FORMAT = "tau2"
 

@@ -46,11 +46,11 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from ..catalog import RunSpec
-from ..errors import IngestError
-from ..jsonio import load_json, read_text
-from ..trajectory import Action, Step, Trajectory, make_step
-from .common import run_trajectory
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import load_json, read_text
+from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
+from earlyeval.ingest.common import run_trajectory
 
 FORMAT = "terminalbench-log"
 

@@ -34,13 +34,13 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..catalog import RunSpec
-from ..errors import IngestError
-from ..jsonio import load_json, require, strip_gz
-from ..trajectory import Action, Step, Trajectory
-from ..render import content_text, tool_call_text
-from .chat import PendingTurn, chat_steps
-from .common import run_trajectory
+from earlyeval.config.catalog import RunSpec
+from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import load_json, require, strip_gz
+from earlyeval.core.trajectory import Action, Step, Trajectory
+from earlyeval.core.render import content_text, tool_call_text
+from earlyeval.ingest.chat import PendingTurn, chat_steps
+from earlyeval.ingest.common import run_trajectory
 
 FORMAT = "toolathlon"
 

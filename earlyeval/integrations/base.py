@@ -30,8 +30,8 @@
 * ``build_step`` -- the one Step builder of the live path: every adapter
   (mini-swe-agent, SWE-agent, OpenHands, inspect_ai, ``EarlyStopper.after_step``)
   hands it the tool calls, command lines or Actions of one turn and gets the
-  Step, with tool calls rendered by :mod:`earlyeval.render` (the renderer the
-  ingestors use) and kinds from :func:`earlyeval.trajectory.make_step`'s taxonomy,
+  Step, with tool calls rendered by :mod:`earlyeval.core.render` (the renderer the
+  ingestors use) and kinds from :func:`earlyeval.core.trajectory.make_step`'s taxonomy,
   so a live step is the step the training data had for the same turn.
 """
 
@@ -41,9 +41,9 @@ import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
-from ..decision import Decision
-from ..render import content_text, tool_call_text
-from ..trajectory import Action, Step, Task, classify_action, make_step
+from earlyeval.core.decision import Decision
+from earlyeval.core.render import content_text, tool_call_text
+from earlyeval.core.trajectory import Action, Step, Task, classify_action, make_step
 
 log = logging.getLogger("earlyeval.integrations")
 

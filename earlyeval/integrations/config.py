@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..monitor import Monitor
+from earlyeval.monitor import Monitor
 
 MONITOR_KEYS = ("model", "thresholds", "tasks", "strict", "explain", "budget", "halt_on_impossible")
 

@@ -53,9 +53,9 @@ from inspect_ai.agent import AgentState
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
 from inspect_ai.util import LimitExceededError, store
 
-from ..ingest.chat import join_thought
-from ..trajectory import Step, Task
-from .base import EarlyStopper, HaltedRun, StepMonitor, build_step
+from earlyeval.ingest.chat import join_thought
+from earlyeval.core.trajectory import Step, Task
+from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor, build_step
 
 log = logging.getLogger("earlyeval.integrations.inspect_ai")
 

@@ -27,8 +27,8 @@ from inspect_ai.agent import AgentState, react
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import Tool, bash, bash_session, python, text_editor, think
 
-from .config import monitor_from_config, split_config
-from .inspect_ai import EarlyStopOnContinue
+from earlyeval.integrations.config import monitor_from_config, split_config
+from earlyeval.integrations.inspect_ai import EarlyStopOnContinue
 
 BUILTIN_TOOLS = {"bash": bash, "python": python, "text_editor": text_editor, "bash_session": bash_session, "think": think}
 DEFAULT_TOOLS = ("bash", "text_editor")

@@ -26,8 +26,8 @@ from typing import Any, Iterator
 from minisweagent.run.benchmarks import swebench as _swebench
 from minisweagent.run.benchmarks.utils.common import ProgressTrackingAgent
 
-from .config import ConfigError, monitor_from_config, split_config
-from .mini_swe_agent import ADAPTER_KEYS, EarlyStopAgent, processing
+from earlyeval.integrations.config import ConfigError, monitor_from_config, split_config
+from earlyeval.integrations.mini_swe_agent import ADAPTER_KEYS, EarlyStopAgent, processing
 
 USAGE = """usage: earlyeval-mini swebench [mini-extra swebench options]
 

@@ -61,11 +61,11 @@ from typing import Any, Iterator, Mapping
 
 from minisweagent.agents.default import DefaultAgent
 
-from ..ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
-from ..render import content_text
-from ..trajectory import Step, Task
-from .base import PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor, build_step
-from .config import monitor_from_config, split_config
+from earlyeval.ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
+from earlyeval.core.render import content_text
+from earlyeval.core.trajectory import Step, Task
+from earlyeval.integrations.base import PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor, build_step
+from earlyeval.integrations.config import monitor_from_config, split_config
 
 try:  # mini-swe-agent 2.x
     from minisweagent.exceptions import InterruptAgentFlow as _FlowBase

@@ -49,9 +49,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
-from ..render import content_text
-from ..trajectory import Action, Step, Task
-from .base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor, build_step
+from earlyeval.core.render import content_text
+from earlyeval.core.trajectory import Action, Step, Task
+from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor, build_step
 
 log = logging.getLogger("earlyeval.integrations.openhands")
 
@@ -125,7 +125,7 @@ class EarlyStopCallback:
     def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopCallback":
         """From an ``earlyeval`` config block (``integrations/config.py`` keys plus ``run_id``, ``task``
         -- a task id, or a mapping of Task / SWE-bench fields -- and ``end_as``)."""
-        from .config import monitor_from_config, split_config
+        from earlyeval.integrations.config import monitor_from_config, split_config
 
         mon, opts = split_config(cfg, ("run_id", "task", "end_as"), "earlyeval")
         task = opts.get("task")

@@ -1,0 +1,1 @@
+"""The application: the typer CLI and the pipeline steps it runs."""

@@ -1,0 +1,525 @@
+"""earlyeval: predict agent-run outcomes early, and halt runs whose end is already clear.
+
+Most verbs take --bench (a catalog: earlyeval/catalogs/<bench>.toml, or the workspace's data/<bench>.toml); every verb ends by printing where its outputs are.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+# click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode=None,
+                  pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
+
+log = logging.getLogger("earlyeval.app.cli")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from earlyeval import __version__
+
+        typer.echo(f"earlyeval {__version__}")
+        raise typer.Exit()
+
+
+def _check_bench(value: Optional[str]) -> Optional[str]:
+    """A catalog name this workspace knows; else a usage error listing them."""
+    if value is None:
+        return value
+    from earlyeval.config.catalog import available_benches
+
+    known = sorted(available_benches())
+    if value not in known:
+        raise typer.BadParameter(f"unknown benchmark {value!r}; available: {', '.join(known)}")
+    return value
+
+
+def _check_format(value: Optional[str]) -> Optional[str]:
+    """A registered run format (or a dotted path 'pkg.mod:Class'); else a usage error listing them."""
+    if value is None or ":" in value:
+        return value
+    from earlyeval.ingest import FORMATS
+
+    known = sorted(FORMATS.known())
+    if value not in known:
+        raise typer.BadParameter(f"unknown format {value!r}; valid: {', '.join(known)}")
+    return value
+
+
+def _bench_opt(default: Any = ..., help: str = "Benchmark catalog name, e.g. swebench (see earlyeval/catalogs/).") -> Any:
+    return typer.Option(default, "--bench", "-b", help=help, callback=_check_bench)
+
+
+DataRoot = typer.Option(None, "--data-root", help="Folder holding the shared runs (default: $EARLYEVAL_DATA, else ../shared/data).")
+VERBOSE_HELP = "Log progress detail and library warnings (INFO level) to stderr."
+JSON_HELP = "Print the report as JSON on stdout (and nothing else there) instead of the table."
+SEED_HELP = "Random seed (LightGBM, subsampling, warm-start draws): same seed, same results."
+
+
+def _verbose() -> Any:
+    return typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
+
+
+@app.callback()
+def _workspace(workspace: Optional[Path] = typer.Option(
+        None, "--workspace", envvar="EARLYEVAL_HOME",
+        help="Folder for data/, features/, models/, reports/ (default: $EARLYEVAL_HOME, else the current directory)."),
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Print the version and exit.")) -> None:
+    """earlyeval: predict agent-run outcomes early, and halt runs whose end is already clear."""
+    from earlyeval.config.workspace import set_workspace
+
+    set_workspace(workspace)
+
+
+def _setup(verbose: bool, ctx: Any = None) -> None:
+    """Logging to stderr.  Library warnings (``warnings.warn``) are routed into the log (logger
+    'py.warnings'): shown with -v, else logged at debug level and summed up in one line at the end."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    pyw = logging.getLogger("py.warnings")
+    prev = warnings.showwarning
+    count = [0]
+
+    def _show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        count[0] += 1
+        text = warnings.formatwarning(message, category, filename, lineno, line).rstrip()
+        pyw.log(logging.WARNING if verbose else logging.DEBUG, "%s", text)
+
+    warnings.showwarning = _show
+
+    def _done() -> None:
+        warnings.showwarning = prev
+        if count[0] and not verbose:
+            typer.echo(f"note: {count[0]} library warning(s) hidden (run with -v to see them)", err=True)
+
+    if ctx is not None:
+        ctx.call_on_close(_done)
+
+
+def _command() -> Any:
+    """``app.command()`` whose errors a user can fix (a missing file, a malformed catalog or model dir, an
+    unknown agent: ``EarlyEvalError``, ``FileNotFoundError``, ``ValueError``) print one line and exit 2
+    instead of a traceback; with --verbose the traceback follows in the log."""
+    def deco(f: Any) -> Any:
+        @functools.wraps(f)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            from earlyeval.core.errors import EarlyEvalError
+
+            try:
+                return f(*args, **kwargs)
+            except (EarlyEvalError, FileNotFoundError, ValueError) as e:
+                if kwargs.get("verbose"):
+                    log.info("traceback of the error below", exc_info=True)
+                raise _user_error(e) from None
+        return app.command()(run)
+    return deco
+
+
+def _user_error(e: Exception, param: str | None = None) -> typer.Exit:
+    """One line on stderr and exit 2, for bad input the user can fix (no traceback)."""
+    text = " ".join(str(e).split())  # one line, whatever the message held
+    typer.echo(f"error: {param + ': ' if param else ''}{text}", err=True)
+    return typer.Exit(2)
+
+
+class _Bar:
+    """One tqdm progress bar over the model fits ("fit without [...]" messages), with counts and an ETA
+    once the number of fits of the same configuration is known from an earlier run (kept in
+    features/<bench>/progress_counts.json); every message goes to the debug log (shown with -v)."""
+
+    def __init__(self, bench: str, key: str, desc: str, verbose: bool) -> None:
+        from tqdm.auto import tqdm
+
+        from earlyeval.config.workspace import features_dir
+
+        self.path = features_dir(bench) / "progress_counts.json"
+        self.key = key
+        try:
+            self.counts = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.counts = {}
+        total = self.counts.get(key) if isinstance(self.counts, dict) else None
+        self.verbose = verbose
+        self.bar = tqdm(total=total if isinstance(total, int) else None, desc=desc, unit="fit", dynamic_ncols=True,
+                        file=sys.stderr, leave=True)
+        self.n = 0
+
+    def __call__(self, msg: str) -> None:
+        log.debug("%s", msg)
+        if self.verbose:
+            self.bar.write(f"  … {msg}", file=sys.stderr)
+        if msg.startswith("fit without"):
+            self.n += 1
+            self.bar.update(1)
+        else:
+            self.bar.set_postfix_str(msg[:40])
+
+    def close(self, ok: bool) -> None:
+        self.bar.close()
+        if ok and self.n:
+            from earlyeval.core.atomic import write_text
+
+            counts = self.counts if isinstance(self.counts, dict) else {}
+            counts[self.key] = self.n
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                write_text(self.path, json.dumps(counts, indent=1, sort_keys=True) + "\n")
+            except OSError:  # a read-only workspace only loses the ETA of the next run
+                pass
+
+
+def _say_outputs(err: bool = False, **paths: Path | str) -> None:
+    typer.echo("\nOutputs:", err=err)
+    for k, p in paths.items():
+        typer.echo(f"  {k:<12} {p}", err=err)
+
+
+def _progress(msg: str) -> None:
+    typer.echo(f"  … {msg}", err=True)
+
+
+def _print_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=1, default=str))
+
+
+@_command()
+def ingest(ctx: typer.Context, bench: str = _bench_opt(),
+           data_root: Optional[Path] = DataRoot,
+           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+           verbose: bool = _verbose()) -> None:
+    """Read every run of the catalog in its native format; write normalized parquet and an ingest report."""
+    from earlyeval.app.pipeline import ingest_bench
+
+    _setup(verbose, ctx)
+    out = ingest_bench(bench, data_root)
+    rep = json.loads(Path(out["report"]).read_text())
+    if as_json:
+        _print_json(rep)
+        _say_outputs(err=True, **{k: str(v) for k, v in out.items()})
+        return
+    typer.echo(f"{'run':<72} {'traj':>5} {'res':>4} {'unres':>5} {'nolist':>6} {'unlab':>5} {'skip':>4}")
+    for r in rep["runs"]:
+        typer.echo(f"{r['run'][:72]:<72} {r['trajectories']:>5} {r['resolved']:>4} {r['unresolved']:>5} "
+                   f"{r['not_in_label_list']:>6} {r['unlabelled']:>5} {len(r['skipped']):>4}")
+    typer.echo(INGEST_LEGEND)
+    _say_outputs(**{k: str(v) for k, v in out.items()})
+
+
+INGEST_LEGEND = ("columns: traj = trajectories read; res = resolved; unres = unresolved (including nolist); "
+                 "nolist = task in no label list, counted unresolved (SWE-bench convention); "
+                 "unlab = no label at all (not used for training); skip = files skipped (reasons in the report)")
+
+
+@_command()
+def train(ctx: typer.Context, bench: str = _bench_opt(),
+          out: Optional[Path] = typer.Option(None, "--out", help="Model directory (default models/<bench>)."),
+          data_root: Optional[Path] = DataRoot,
+          seed: int = typer.Option(0, "--seed", help=SEED_HELP),
+          budget: bool = typer.Option(True, "--budget/--no-budget", help="Also ship the remaining-budget estimators."),
+          verbose: bool = _verbose()) -> None:
+    """Fit the outcome model (and the budget estimators) on all labelled agents and write a safe model directory."""
+    from earlyeval.app.pipeline import eval_config, train_bench
+
+    _setup(verbose, ctx)
+    cfg = eval_config(bench, seed=seed)
+    t0 = time.monotonic()
+    bar = _Bar(bench, f"train seed={seed} budget={budget}", "train", verbose)
+    ok = False
+    try:
+        paths = train_bench(bench, out, cfg, data_root, progress=bar, budget=budget)
+        ok = True
+    finally:
+        bar.close(ok)
+    seconds = round(time.monotonic() - t0, 1)  # printed, never stored: the model dir's hashes stay deterministic
+    mf = json.loads((Path(paths["model"]) / "manifest.json").read_text())
+    typer.echo(f"trained on {mf['training']['runs_used']} runs of {len(mf['training']['agents'])} agents; "
+               f"{len(mf['feature_names'])} features; thresholds success={mf['thresholds']['success']} failure={mf['thresholds']['failure']}")
+    b = mf["training"].get("budget")
+    if b:
+        typer.echo("budget: " + "; ".join(f"{d} B={v['B']:g} tau={v['tau']:g}" for d, v in b["dimensions"].items())
+                   + f" (training took {seconds} s)")
+    _say_outputs(model=paths["model"])
+
+
+@_command()
+def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
+             data_root: Optional[Path] = DataRoot,
+             ablations: bool = typer.Option(True, "--ablations/--no-ablations", help="Also run the ablation table."),
+             min_steps: Optional[int] = typer.Option(None, "--min-steps", help="Override the catalog's minimum run length for training."),
+             target_accuracy: Optional[float] = typer.Option(
+                 None, "--target-accuracy",
+                 help="Override the catalog's target: the success and failure recall the thresholds must reach (e.g. 0.95)."),
+             seed: int = typer.Option(0, "--seed", help=SEED_HELP),
+             families: Optional[str] = typer.Option(None, "--families",
+                                                    help="Comma list of feature families (default: the catalog's model_families), "
+                                                         "e.g. behaviour,peer_prior."),
+             as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+             verbose: bool = _verbose()) -> None:
+    """Leave-one-agent-out evaluation with honest thresholds; writes reports/<bench>/loao.json."""
+    from earlyeval.app.pipeline import evaluate_bench, eval_config, write_json
+    from earlyeval.report.reporting import default_ablations, loao_table, write_predictions
+    from earlyeval.config.workspace import features_dir, reports_dir
+
+    _setup(verbose, ctx)
+    fams = [f.strip() for f in families.split(",") if f.strip()] if families else None
+    cfg = eval_config(bench, seed=seed, min_steps=min_steps, target_accuracy=target_accuracy, families=fams)
+    abl = default_ablations(bench, cfg) if ablations else []
+    key = json.dumps({"ablations": [a for a, _ in abl], "cfg": cfg.to_dict()}, sort_keys=True, default=str)
+    bar = _Bar(bench, "evaluate " + key, "evaluate: model fits", verbose)
+    ok = False
+    try:
+        report, res = evaluate_bench(bench, cfg, data_root, progress=bar, ablations=abl)
+        ok = True
+    finally:
+        bar.close(ok)
+    out = reports_dir(bench)
+    p = write_json(report, out / "loao.json")
+    pp = write_predictions(res, features_dir(bench) / "loao_predictions.parquet")
+    if as_json:
+        _print_json(report)
+        _say_outputs(err=True, loao=p, predictions=pp)
+        return
+    typer.echo(loao_table(report))
+    _say_outputs(loao=p, predictions=pp)
+
+
+@_command()
+def sweep(ctx: typer.Context, bench: str = _bench_opt(),
+          verbose: bool = _verbose()) -> None:
+    """Savings/accuracy frontier over thresholds, label-free and warm-start; writes sweep.csv and a PNG."""
+    from earlyeval.workflows.sweep import sweep_bench
+
+    _setup(verbose, ctx)
+    paths = sweep_bench(bench, progress=_progress)
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+def _check_thresholds(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return value
+    from earlyeval.modeling.thresholds import ThresholdError, parse_thresholds
+
+    try:
+        parse_thresholds(value)
+    except ThresholdError as e:
+        raise typer.BadParameter(str(e))
+    return value
+
+
+def _check_what_if(value: Optional[str]) -> Optional[str]:
+    if value is None or value == "model":
+        return value
+    try:
+        taus = [float(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"expected 'model' or a comma list of thresholds (e.g. 0.8,0.9,0.95,10), not {value!r}")
+    if not taus or any(not (0.5 < t <= 1.0 or t == 10.0) for t in taus):
+        raise typer.BadParameter(f"thresholds must be in (0.5, 1] (or 10 = never), got {value!r}")
+    return value
+
+
+@_command()
+def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", help="A model directory written by `earlyeval train`."),
+          runs: Path = typer.Option(..., "--runs", help="A folder (or file) of completed runs."),
+          fmt: str = typer.Option(..., "--format", "-f", callback=_check_format,
+                                  help="Native format of the runs (see `earlyeval formats`)."),
+          out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/score/<runs name>)."),
+          labels: Optional[str] = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs (e.g. sb-cli:'*.json')."),
+          agent: Optional[str] = typer.Option(None, "--agent", help="Agent name to report the runs under (default: the folder name)."),
+          as_of: Optional[str] = typer.Option(None, "--as-of",
+                                              help="Task prior from public submissions dated strictly before YYYY-MM-DD "
+                                                   "('run': each run's own catalog date; default: all submissions)."),
+          same_agent: Optional[str] = typer.Option(None, "--same-agent",
+                                                   help="Regex naming public submissions of this same agent, left out of the prior "
+                                                        "(matched on name/display name/models lower-cased, non-alphanumerics removed)."),
+          warm_start: int = typer.Option(0, "--warm-start", help="K labelled runs completed first to recalibrate and pick thresholds."),
+          thresholds: Optional[str] = typer.Option(None, "--thresholds", callback=_check_thresholds,
+                                                   help="Halt with TS,TF (P(success) >= TS or P(failure) >= TF, each in (0.5, 1]) "
+                                                        "instead of the model's own thresholds; recorded in score.json."),
+          what_if: bool = typer.Option(False, "--what-if",
+                                       help="Also print (and write into score.json) the savings/accuracy frontier of these runs "
+                                            "over a grid of thresholds (default grid: the model's own selection grid)."),
+          what_if_grid: Optional[str] = typer.Option(None, "--what-if-grid", callback=_check_what_if,
+                                                     help="The --what-if grid: a comma list used for both TS and TF "
+                                                          "(10 = never halt that way); implies --what-if."),
+          csv_path: Optional[Path] = typer.Option(None, "--csv", help="Per-run CSV path (default per_run.csv beside score.json)."),
+          seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw."),
+          as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+          verbose: bool = _verbose()) -> None:
+    """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
+    and a per-run CSV.  Exit 2, writing nothing, when no run was read."""
+    from earlyeval.workflows.score import score_runs, score_table
+
+    _setup(verbose, ctx)
+    if not runs.exists():
+        raise typer.BadParameter(f"{runs}: no such file or folder", param_hint="'--runs'")
+    if not model.is_dir():
+        raise typer.BadParameter(f"{model}: not a model directory (train one with `earlyeval train --bench B`)",
+                                 param_hint="'--model'")
+    if as_of and as_of != "run" and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
+        raise typer.BadParameter(f"{as_of!r} is not YYYY-MM-DD or 'run'", param_hint="'--as-of'")
+    grid: Any = ([float(x) for x in what_if_grid.split(",") if x.strip()] if what_if_grid and what_if_grid != "model"
+                 else True if (what_if or what_if_grid) else None)
+    # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
+    paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
+                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path)
+    rep = json.loads(Path(paths["score"]).read_text())
+    if as_json:
+        _print_json(rep)
+        _say_outputs(err=True, **{k: str(v) for k, v in paths.items()})
+        return
+    typer.echo(score_table(rep))
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@_command()
+def bench(ctx: typer.Context, bench: str = _bench_opt("swebench"),
+          model: Optional[Path] = typer.Option(None, "--model", "-m", help="Model directory (default models/<bench>)."),
+          budget: str = typer.Option("default", "--budget",
+                                     help="Budget dimensions the Monitor computes: default (steps), all, none, or a comma list."),
+          as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+          verbose: bool = _verbose()) -> None:
+    """Latency of Monitor.observe() on real trajectories (one core): median, p99, step 10 vs step 100."""
+    from earlyeval.workflows.benchmark import latency_summary, run_latency_bench
+
+    _setup(verbose, ctx)
+    from earlyeval.monitor import DEFAULT_BUDGET_DIMS
+
+    dims: bool | list[str] = (list(DEFAULT_BUDGET_DIMS) if budget == "default" else True if budget == "all" else False if budget == "none"
+                              else [d.strip() for d in budget.split(",") if d.strip()])
+    paths = run_latency_bench(bench, model, budget=dims)
+    rep = json.loads(Path(paths["latency"]).read_text())
+    if as_json:
+        _print_json(rep)
+        _say_outputs(err=True, **{k: str(v) for k, v in paths.items()})
+        return
+    typer.echo(latency_summary(rep))
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@_command()
+def budget(ctx: typer.Context, bench: str = _bench_opt(),
+           data_root: Optional[Path] = DataRoot,
+           verbose: bool = _verbose()) -> None:
+    """Remaining-budget intervals (conformalized), feasibility under a budget, early stop on "impossible"."""
+    from earlyeval.app.pipeline import budget_bench
+
+    _setup(verbose, ctx)
+    paths = budget_bench(bench, root=data_root, progress=_progress)
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@_command()
+def route(ctx: typer.Context, bench: str = _bench_opt("swebench"),
+          cheap: str = typer.Option(..., "--cheap", help="Agent that starts every task."),
+          strong: str = typer.Option(..., "--strong", help="Agent a task is escalated to."),
+          budget_usd: Optional[float] = typer.Option(None, "--budget", help="Total budget B for one benchmark pass."),
+          verbose: bool = _verbose()) -> None:
+    """Simulate stop / escalate policies over real runs of two agents on the same tasks."""
+    from earlyeval.workflows.routing import route_bench
+
+    _setup(verbose, ctx)
+    paths = route_bench(bench, cheap, strong, budget_usd=budget_usd, progress=_progress)
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@_command()
+def export(ctx: typer.Context, bench: str = _bench_opt(help="An ingested benchmark (data/<bench>/trajectories.parquet)."),
+           fmt: str = typer.Option("atif", "--format", "-f", help="Output format (atif)."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default data/<bench>/export-<format>)."),
+           run: Optional[list[str]] = typer.Option(None, "--run", help="Only these run ids (repeatable)."),
+           verbose: bool = _verbose()) -> None:
+    """Write ingested runs in an interchange format (ATIF v1.8, Harbor trial layout)."""
+    from earlyeval.workflows.export import export_runs
+    from earlyeval.tables.store import bench_dir, read_ingested_trajectories
+
+    _setup(verbose, ctx)
+    if fmt != "atif":
+        raise typer.BadParameter(f"unknown output format {fmt!r}; valid: atif", param_hint="'--format'")
+    trajs = read_ingested_trajectories(bench)
+    if run:
+        trajs = [t for t in trajs if t.run_id in set(run)]
+    dest = out or bench_dir(bench) / f"export-{fmt}"
+    written = export_runs(trajs, dest, fmt=fmt)
+    typer.echo(f"wrote {len(written)} runs")
+    _say_outputs(folder=dest)
+
+
+@_command()
+def transfer(ctx: typer.Context, train: str = typer.Option(..., "--train", help="Source benchmark (trained on).", callback=_check_bench),
+             test: str = typer.Option(..., "--test", help="Target benchmark (evaluated on).", callback=_check_bench),
+             families: str = typer.Option("behaviour", "--families", help="Comma-separated families present on both sides."),
+             seed: int = typer.Option(0, "--seed", help=SEED_HELP),
+             as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+             verbose: bool = _verbose()) -> None:
+    """Cross-benchmark transfer: fit on every agent of one benchmark, evaluate on every agent of another."""
+    from earlyeval.workflows.transfer import transfer_bench
+
+    _setup(verbose, ctx)
+    paths = transfer_bench(train, test, [f.strip() for f in families.split(",") if f.strip()], seed, progress=_progress)
+    if as_json:
+        typer.echo(Path(paths["report"]).read_text())
+        _say_outputs(err=True, **{k: str(v) for k, v in paths.items()})
+        return
+    typer.echo(Path(paths["table"]).read_text())
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+def format_descriptions() -> dict[str, str]:
+    """Each run format's one-line description: the first line of its ingestor's docstring."""
+    from earlyeval.ingest import FORMATS
+
+    out = {}
+    for f in sorted(FORMATS.known()):
+        try:
+            doc = (FORMATS.resolve(f).__doc__ or "").strip()
+        except Exception as e:  # a broken optional plugin: say so, list the others
+            doc = f"(cannot load: {type(e).__name__}: {e})"
+        out[f] = doc.splitlines()[0].strip() if doc else ""
+    return out
+
+
+@_command()
+def formats(as_json: bool = typer.Option(False, "--json", help="Print {name: description} as JSON.")) -> None:
+    """List the native run formats earlyeval reads (built-in, then installed entry points), each with a description."""
+    d = format_descriptions()
+    if as_json:
+        _print_json(d)
+        return
+    w = max(map(len, d), default=0)
+    for f, desc in d.items():
+        typer.echo(f"{f:<{w}}  {desc}")
+
+
+@app.command()
+def report(bench: str = typer.Option(..., "--bench", "-b", help="Benchmark whose reports/<bench>/ to summarize."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Output file (default reports/<bench>/report.html).")) -> None:
+    """One self-contained HTML page (tables, plots, legends) from the reports a benchmark already has."""
+    from earlyeval.report.report_page import write_report
+    from earlyeval.config.workspace import reports_dir
+
+    rdir = reports_dir(bench, create=False)
+    if not rdir.is_dir():
+        have = sorted(p.name for p in rdir.parent.iterdir() if p.is_dir()) if rdir.parent.is_dir() else []
+        typer.echo(f"error: --bench {bench}: no reports in {rdir} (run `earlyeval evaluate --bench {bench}` first); "
+                   f"benchmarks with reports: {', '.join(have) or 'none'}", err=True)
+        raise typer.Exit(2)
+    _say_outputs(report=write_report(bench, out))
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,288 @@
+"""The stages behind the CLI verbs: ingest, train, evaluate, budget.
+
+Each stage reads the previous stage's files and writes its own, so any stage
+can be re-run alone.  Paths: ``data/<bench>/`` (normalized runs),
+``features/<bench>/``, ``models/<bench>/``, ``reports/<bench>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from earlyeval.core import atomic
+from earlyeval.core.atomic import write_json
+from earlyeval.budget.config import BudgetConfig
+from earlyeval.budget.evaluation import run_budget
+from earlyeval.budget.plots import plot_intervals, plot_late_recognition
+from earlyeval.budget.report import budget_report, summary_lines
+from earlyeval.budget.shipped import fit_shipped, shipped_config
+from earlyeval.config.catalog import data_root, load_catalog
+from earlyeval.evaluation.settings import eval_config
+from earlyeval.config.workspace import models_dir, reports_dir
+from earlyeval.evaluation.dataset import Dataset, load_dataset
+from earlyeval.evaluation.evaluate import HEADLINE as HEADLINE_KEYS
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
+from earlyeval.features import Featurizer, build_family, fold_free
+from earlyeval.ingest import ingest_catalog
+from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
+from earlyeval.monitor import context_absent_counts
+from earlyeval.tables.prefixes import drop_report
+from earlyeval.core.errors import IngestError
+from earlyeval.tables.store import bench_dir, validate_task, write_tasks, write_trajectories
+from earlyeval.tables.tasks import load_tasks
+from earlyeval.core.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
+
+# written last by ingest_bench (and removed first): the ingest stage is complete (the Makefile depends on it)
+INGEST_DONE = "ingest.done"
+
+
+# ------------------------------------------------------------------ ingest
+
+def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = True) -> dict[str, Path]:
+    cat = load_catalog(bench)
+    r = data_root(root)
+    if not r.exists():
+        raise FileNotFoundError(f"data root {r} does not exist (set --data-root or EARLYEVAL_DATA)")
+    out = bench_dir(bench)
+    marker = out / INGEST_DONE
+    trajs, reports = ingest_catalog(cat, r, show_progress=progress)
+    tasks = load_tasks(cat, r) if cat.tasks else {}
+    tasks_skipped = []
+    for tid in list(tasks):
+        try:
+            validate_task(tasks[tid], str(cat.path))
+        except IngestError as e:
+            tasks_skipped.append(e.to_dict())
+            del tasks[tid]
+    # each output is replaced atomically; the completion marker (what `make` depends on) goes first and
+    # comes back last, so a kill in between leaves the previous outputs whole and the stage marked undone
+    marker.unlink(missing_ok=True)
+    p_traj = write_trajectories(trajs, out / "trajectories.parquet")
+    p_tasks = write_tasks(tasks.values(), out / "tasks.parquet")
+    min_steps = int(cat.settings.get("min_steps", 10))
+    report = {
+        "bench": bench,
+        "data_root": str(r),
+        "catalog": cat.path.name if cat.path.parent.name == "catalogs" else str(cat.path),
+        "totals": {
+            "runs": len(reports),
+            "trajectories": sum(x.trajectories for x in reports),
+            "resolved": sum(x.resolved for x in reports),
+            "unresolved": sum(x.unresolved for x in reports),
+            "unlabelled": sum(x.unlabelled for x in reports),
+            "skipped_files": sum(len(x.skipped) for x in reports),
+            "tasks": len(tasks),
+            "tasks_skipped": len(tasks_skipped),
+        },
+        "tasks_skipped": tasks_skipped,
+        "runs": [x.to_dict() for x in reports],
+        "prefix_drops": {str(m): drop_report(trajs, m).to_dict() for m in sorted({min_steps, 10, 5, 3})},
+    }
+    p_rep = write_json(report, reports_dir(bench) / "ingest.json")
+    atomic.write_text(marker, json.dumps({"trajectories": len(trajs), "tasks": len(tasks)}) + "\n")
+    return {"trajectories": p_traj, "tasks": p_tasks, "report": p_rep, "done": marker}
+
+
+# ------------------------------------------------------------------- train
+
+def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = None, root: str | Path | None = None,
+                progress: Callable[[str], None] | None = None, budget: bool = True,
+                ds: Dataset | None = None) -> dict[str, Path]:
+    """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them.
+
+    With ``budget`` (the default) the model dir also carries the budget estimators
+    (``extra_budget.json``: ``budget.shipped.fit_shipped``, every labelled agent a calibration agent)."""
+    cfg = cfg or eval_config(bench)
+    ds = ds or load_dataset(bench, cfg.families, root)
+    runner = FoldRunner(ds, cfg, progress)
+    large = ds.large_agents(cfg.holdout_min_runs)
+    held, method = inner_sets(runner, frozenset(), large)
+    th = select_thresholds(held, cfg, method=method + " over the training agents")
+    full = runner.fit(frozenset())
+    # the order FoldRunner builds its matrix in: fold-free blocks, then the fold-fitted families (text,
+    # peer_prior) fitted on every labelled agent, in cfg order
+    families = [build_family(name, prior_table=ds.prior_table) for name in fold_free(cfg.families)]
+    families += full.fold_families
+    fz = Featurizer(families)
+    if fz.names != full.feature_names:
+        raise AssertionError("the shipped featurizer's columns differ from the model's")
+    counts = Counter(t.agent for t in ds.trajs)
+    extra: dict[str, Any] = {}
+    budget_summary: dict[str, Any] | None = None
+    if budget:
+        shipped = fit_shipped(ds, *shipped_config(cfg), progress=progress)
+        if shipped is not None:
+            extra["budget"] = shipped
+            budget_summary = {"dimensions": {d: {"B": v["estimator"]["budget"], "tau": v["tau"], "unit": v["estimator"]["unit"]}
+                                             for d, v in shipped["dimensions"].items()},
+                              "skipped_dimensions": shipped["skipped_dimensions"]}
+    bundle = ModelBundle(
+        featurizer=fz,
+        model=full.model,
+        thresholds={"success": th["success"], "failure": th["failure"], "min_halt_step": cfg.min_halt_step},
+        training={
+            "benchmarks": [bench],
+            "agents": dict(counts),
+            # who and what was trained on, for `earlyeval score`'s overlap warning (sorted: deterministic)
+            "agent_identity": training_identity(ds.trajs),
+            "run_ids": sorted(t.run_id for t in ds.trajs),
+            "runs": int(sum(counts.values())),
+            "runs_used": full.n_train_runs,
+            "prefixes": full.n_train_prefixes,
+            "min_steps": cfg.min_steps,
+            "threshold_selection": th,
+            "config": cfg.to_dict(),
+            "budget": budget_summary,
+            # per family, how many training runs lacked its inputs: the Monitor halts on such a state only
+            # when the model was trained on it (monitor.context_state)
+            "context_runs": len(ds.trajs),
+            "context_absent_runs": context_absent_counts(fz, ds.contexts),
+        },
+        extra=extra,
+    )
+    path = save_model_dir(bundle, out or models_dir(bench))
+    return {"model": path}
+
+
+def training_identity(trajs: list[Trajectory]) -> dict[str, dict[str, list[str]]]:
+    """Per training agent, the scaffolds and models its runs record (``meta.scaffold``/``meta.model``), sorted."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for t in trajs:
+        d = out.setdefault(t.agent, {"scaffold": set(), "model": set()})
+        for k in ("scaffold", "model"):
+            v = t.meta.get(k)
+            if isinstance(v, str) and v:
+                d[k].add(v)
+    return {a: {k: sorted(v) for k, v in d.items()} for a, d in sorted(out.items())}
+
+
+# ------------------------------------------------------------------ budget
+
+def budget_config(bench: str, **overrides: Any) -> tuple[EvalConfig, BudgetConfig]:
+    """The outcome model's settings for `bench` restricted to its fold-free families.
+
+    The text family is refitted per fold (about two minutes a fit on tau2 on two
+    cores); the LOAO here needs one outcome fit per (held-out agent, agent fold),
+    so the budget evaluation uses the fold-free families only."""
+    bcfg = BudgetConfig(**{k: v for k, v in overrides.items() if k in BudgetConfig.__dataclass_fields__})
+    cfg = eval_config(bench, n_jobs=bcfg.n_jobs, seed=bcfg.seed)
+    cfg.families = fold_free(cfg.families)
+    return cfg, bcfg
+
+
+def budget_bench(bench: str, root: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """`earlyeval budget`: LOAO budget evaluation -> reports/<bench>/budget.json and two PNGs."""
+    cfg, bcfg = budget_config(bench)
+    ds = load_dataset(bench, cfg.families, Path(root) if root else None, progress=progress is not None)
+    run = run_budget(ds, cfg, bcfg, progress)
+    rep = budget_report(run)
+    out = reports_dir(bench)
+    paths = {"report": write_json(rep, out / "budget.json")}
+    paths["intervals_png"] = plot_intervals(run, out / "budget_intervals.png")
+    paths["late_png"] = plot_late_recognition(rep, out / "budget_late_recognition.png")
+    if progress:
+        for line in summary_lines(rep):
+            progress(line)
+    return paths
+
+
+# ---------------------------------------------------------------- evaluate
+
+def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path | None = None,
+                   progress: Callable[[str], None] | None = None, ablations: list[tuple[str, dict[str, Any]]] | None = None,
+                   ds: Dataset | None = None) -> tuple[dict[str, Any], LoaoLike]:
+    cfg = cfg or eval_config(bench)
+    needed = sorted(set(cfg.families) | {f for _, o in (ablations or []) for f in o.get("families", [])})
+    ds = ds or load_dataset(bench, needed, root)
+    t0 = time.time()
+    res = run_loao(ds, cfg, progress)
+    report = loao_report(ds, cfg, res)
+    add_protocols(report, ds, cfg, progress)
+    report["seconds"] = round(time.time() - t0, 1)
+    report["prefix_drops"] = drop_report(ds.trajs, cfg.min_steps).to_dict()
+    report["ablations"] = []
+    for name, over in ablations or []:
+        c2 = EvalConfig(**{**cfg.__dict__, **over})
+        r2 = run_loao(ds, c2, progress, with_loso=False, with_small=False)
+        rep2 = loao_report(ds, c2, r2, light=True)
+        report["ablations"].append(ablation_row(name, over, rep2))
+    return report, res
+
+
+LoaoLike = Any
+
+PROTOCOLS_DOC = {
+    "as_of": "every run's task prior (and peer_prior) counts only public submissions / agents dated strictly before "
+             "the run's own date, training and held-out runs alike (the headline: top-level agents/pooled)",
+    "current_pool": "every run's task prior counts today's full public pool (minus its own scaffold x model)",
+    "no_prior": "no public history at all: the prior (and peer_prior) families left out (a benchmark without a leaderboard)",
+}
+# the task-level features (known before the agent's first step) the prior-only baseline is restricted to
+TASK_LEVEL = ("prior_*", "task_difficulty", "gold_n_files", "gold_n_hunks", "gold_log_lines", "peer_*")
+HISTORY = ("prior", "peer_prior")  # the families that read other agents' (dated) results
+GAIN_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
+             "steps_saved_in_run")
+
+
+def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
+    """The per-agent and pooled metric blocks of a loao report (what every protocol carries)."""
+    keep = ("thresholds", "small_n", "total_steps", *HEADLINE_KEYS)
+    return {"agents": {a: {k: b.get(k) for k in keep if k in b} for a, b in rep["agents"].items()},
+            "pooled": rep["pooled"], "holdout_agents": rep["holdout_agents"],
+            "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp")}
+
+
+def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None) -> None:
+    """``protocols`` (as_of = the report's headline, current_pool, no_prior) and the prior-only baseline.
+
+    current_pool only exists where a history family (prior, peer_prior) is used; no_prior drops them.  The prior-only baseline is
+    the same model family and threshold rule on the task-level features alone (as_of); its halts can only
+    be task skips, since its features do not change along a run."""
+    prot: dict[str, Any] = {"doc": PROTOCOLS_DOC, "as_of": protocol_block(report)}
+    if set(HISTORY) & set(cfg.families):
+        c = EvalConfig(**{**cfg.__dict__, "prior_pool": "current"})
+        prot["current_pool"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+        rest = [f for f in cfg.families if f not in HISTORY]
+        if rest:
+            c = EvalConfig(**{**cfg.__dict__, "families": rest})
+            prot["no_prior"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+    report["protocols"] = prot
+    task_fams = [f for f in cfg.families if f in ("prior", "gold", "peer_prior")]
+    if task_fams:
+        c = EvalConfig(**{**cfg.__dict__, "families": task_fams, "keep_features": TASK_LEVEL})
+        base = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+        gain = {a: {k: _diff(report["agents"][a].get(k), b.get(k)) for k in GAIN_KEYS}
+                for a, b in base["agents"].items() if a in report["agents"]}
+        report["baselines"]["prior_only"] = {
+            **base["pooled"], "agents": base["agents"], "features": list(TASK_LEVEL), "families": task_fams,
+            "note": "same model family and threshold rule (inner LOAO, as_of), task-level features only",
+            "model_gain": {"pooled": {k: _diff(report["pooled"].get(k), base["pooled"].get(k)) for k in GAIN_KEYS},
+                           "agents": gain},
+        }
+
+
+def _diff(a: Any, b: Any) -> float | None:
+    return None if a is None or b is None else float(a) - float(b)
+
+ABLATION_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
+                 "steps_saved_in_run", "resolve_rate_shift_pp", "economic_consistency")
+
+
+def ablation_row(name: str, over: dict[str, Any], rep: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "changes": {k: v for k, v in over.items()},
+        "agents": {a: {k: b.get(k) for k in ABLATION_KEYS} for a, b in rep["agents"].items()},
+        "pooled": {k: rep["pooled"].get(k) for k in ABLATION_KEYS},
+        "mean_auroc": float(np.mean([b["auroc_success"] for a, b in rep["agents"].items() if a in rep["holdout_agents"]])),
+        "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp"),
+    }

@@ -1,0 +1,1 @@
+"""Config and workspace: where data lives, benchmark catalogs, plug-in registries, prices."""

@@ -1,0 +1,1 @@
+"""Core data model: trajectories, errors, rendering, decisions, atomic writes, JSON I/O (imports no other layer)."""

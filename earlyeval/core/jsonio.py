@@ -1,0 +1,110 @@
+"""Reading native files: ``x.json`` and ``x.json.gz`` alike, with named errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from earlyeval.core.errors import IngestError
+
+
+# the most bytes one input file may hold once decompressed (the largest shared run file is ~8 MB): a
+# small .gz that expands to gigabytes is refused, named, instead of filling memory.  Configurable with
+# EARLYEVAL_MAX_INPUT_BYTES (read at each call) or ``max_bytes``.
+DEFAULT_MAX_INPUT_BYTES = 256 << 20
+
+
+def max_input_bytes() -> int:
+    try:
+        return int(os.environ.get("EARLYEVAL_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES))
+    except ValueError:
+        return DEFAULT_MAX_INPUT_BYTES
+
+
+def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
+    """The file's bytes, transparently gunzipped when it ends in .gz, at most ``max_bytes`` of them."""
+    p = Path(path)
+    limit = max_input_bytes() if max_bytes is None else int(max_bytes)
+    try:
+        opener = gzip.open if p.suffix == ".gz" else open
+        with opener(p, "rb") as f:
+            data = f.read(limit + 1)
+    except (OSError, EOFError) as e:  # truncated gzip, unreadable file
+        raise IngestError(str(p), "<file>", f"cannot read: {e}") from e
+    if len(data) > limit:
+        raise IngestError(str(p), "<file>", f"more than {limit} bytes{' once decompressed' if p.suffix == '.gz' else ''} "
+                                            "(EARLYEVAL_MAX_INPUT_BYTES): not read")
+    return data
+
+
+def read_text(path: str | Path, max_bytes: int | None = None) -> str:
+    """The file's text (UTF-8), transparently gunzipped when it ends in .gz; size-bounded (``read_bytes``)."""
+    data = read_bytes(path, max_bytes)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise IngestError(str(path), "<file>", f"cannot read: {e}") from e
+    # universal newlines, as text-mode reading did (\r\n and \r -> \n): parsed text is unchanged
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def load_json(path: str | Path) -> Any:
+    """Strict JSON; a parse failure names the file and the position."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise IngestError(str(path), "<json>", f"invalid JSON at line {e.lineno} col {e.colno}: {e.msg}") from e
+
+
+_TRAILING_COMMA = re.compile(r",(\s*[\]}])")
+
+
+def load_json_trailing_commas(path: str | Path) -> Any:
+    """JSON that is valid except for trailing commas before ] or } (CodeR's results.json).
+
+    Only that one quirk is repaired: any other syntax error still raises.
+    """
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return json.loads(_TRAILING_COMMA.sub(r"\1", text))
+    except json.JSONDecodeError as e:
+        raise IngestError(str(path), "<json>", f"invalid JSON even after removing trailing commas: line {e.lineno}: {e.msg}") from e
+
+
+def load_jsonl(path: str | Path) -> list[Any]:
+    out = []
+    for i, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise IngestError(str(path), f"<line {i}>", f"invalid JSON: {e.msg}") from e
+    return out
+
+
+def strip_gz(name: str) -> str:
+    return name[:-3] if name.endswith(".gz") else name
+
+
+def require(obj: Any, key: str, typ: type | tuple[type, ...], file: str | Path, where: str = "") -> Any:
+    """obj[key], checked for presence and type, else an IngestError naming the field."""
+    field = f"{where}.{key}" if where else key
+    if not isinstance(obj, dict):
+        raise IngestError(str(file), where or "<root>", f"expected an object, got {type(obj).__name__}")
+    if key not in obj:
+        raise IngestError(str(file), field, "missing")
+    v = obj[key]
+    if not isinstance(v, typ):
+        names = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise IngestError(str(file), field, f"expected {names}, got {type(v).__name__}")
+    return v

@@ -1,0 +1,1 @@
+"""Offline evaluation: datasets, leave-one-agent-out and as-of evaluation, adaptation."""

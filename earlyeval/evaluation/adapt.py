@@ -1,0 +1,118 @@
+"""Adapting a trained predictor to a new agent.
+
+Label-free: the new agent's outcomes are unknown but its predicted
+probabilities are not.  Under label shift (the agent is better or worse than
+the training agents, p(x|y) otherwise alike) the EM procedure of Saerens,
+Latinne & Decaestecker (2002) re-estimates the new agent's success rate from
+its runs' posteriors and corrects every posterior by the prior ratio.  Only
+predictions are used, never labels.
+
+Warm start: the user runs a small random share of tasks to completion, so
+those labels are known.  Platt scaling is refitted on them (on top of the
+model's log-odds) and thresholds are chosen on them; the rest is halted.  The
+warm-start runs are paid in full, and the savings are counted over all tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import expit, logit
+
+from earlyeval.modeling.metrics import RunSet
+
+EPS = 1e-6
+
+
+def prior_shift(p: np.ndarray, train_prior: float, new_prior: float) -> np.ndarray:
+    """Posterior under a new class prior (Bayes' rule with the prior ratio)."""
+    p = np.clip(p, EPS, 1 - EPS)
+    a = p * (new_prior / train_prior)
+    b = (1 - p) * ((1 - new_prior) / (1 - train_prior))
+    return a / (a + b)
+
+
+def em_prior(p_runs: np.ndarray, train_prior: float, max_iter: int = 200, tol: float = 1e-8) -> float:
+    """Saerens EM estimate of the success rate of a set of runs, from their posteriors only."""
+    if len(p_runs) == 0:
+        return train_prior
+    pi = train_prior
+    for _ in range(max_iter):
+        new = float(np.mean(prior_shift(p_runs, train_prior, pi)))
+        new = min(max(new, 1e-3), 1 - 1e-3)
+        if abs(new - pi) < tol:
+            pi = new
+            break
+        pi = new
+    return pi
+
+
+def run_level_scores(rs: RunSet, t_max: int = 1) -> np.ndarray:
+    """One posterior per run for prior estimation: the mean P(success) over its first t_max prefixes.
+
+    Early prefixes are used because they exist for every run whatever its length
+    and, being far from the end, say little that depends on the run's length.
+    """
+    out = []
+    for a in rs.p_s:
+        out.append(float(np.mean(a[:t_max])) if len(a) else np.nan)
+    x = np.asarray(out)
+    return x[~np.isnan(x)]
+
+
+def adapt_em(rs: RunSet, train_prior: float, t_max: int = 1) -> tuple[RunSet, dict[str, Any]]:
+    """Prior-shift every prefix posterior of a RunSet by the EM estimate; mirror P(failure) accordingly."""
+    scores = run_level_scores(rs, t_max)
+    pi = em_prior(scores, train_prior)
+    p_s = [prior_shift(a, train_prior, pi) for a in rs.p_s]
+    p_f = [prior_shift(b, 1 - train_prior, 1 - pi) for b in rs.p_f]
+    out = RunSet(rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions)
+    return out, {"train_prior": train_prior, "estimated_prior": pi, "runs": int(len(scores))}
+
+
+@dataclass
+class Recalibration:
+    """Platt on the model's log-odds, refitted on warm-start runs."""
+
+    a: float
+    b: float
+
+    def __call__(self, p: np.ndarray) -> np.ndarray:
+        z = logit(np.clip(p, EPS, 1 - EPS))
+        return expit(self.a * z + self.b)
+
+
+IDENTITY = Recalibration(1.0, 0.0)  # no recalibration (recalibrated() returns the runs unchanged)
+
+
+def fit_recalibration(rs: RunSet) -> Recalibration:
+    from sklearn.linear_model import LogisticRegression
+
+    y, ps, _, w = rs.prefix_arrays()
+    if len(np.unique(y)) < 2:
+        # all warm-start runs had one outcome: only the level can be learned
+        rate = float(np.clip(y.mean(), 0.02, 0.98)) if len(y) else 0.5
+        base = float(np.average(ps, weights=w)) if len(w) else 0.5
+        return Recalibration(1.0, float(logit(rate) - logit(np.clip(base, EPS, 1 - EPS))))
+    z = logit(np.clip(ps, EPS, 1 - EPS)).reshape(-1, 1)
+    lr = LogisticRegression(C=1.0).fit(z, y, sample_weight=w)
+    return Recalibration(float(lr.coef_[0, 0]), float(lr.intercept_[0]))
+
+
+def recalibrated(rs: RunSet, cal: Recalibration) -> RunSet:
+    if cal == IDENTITY:
+        return rs
+    p_s = [cal(a) for a in rs.p_s]
+    p_f = [1.0 - x for x in p_s]
+    return RunSet(rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions)
+
+
+def warm_split(n: int, share: float, seed: int) -> np.ndarray:
+    """Boolean mask of the runs the user completes first (a seeded random share, at least 2)."""
+    rng = np.random.default_rng(seed)
+    k = max(2, int(round(share * n)))
+    mask = np.zeros(n, dtype=bool)
+    mask[rng.choice(n, size=min(k, n), replace=False)] = True
+    return mask

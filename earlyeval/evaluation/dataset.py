@@ -1,0 +1,143 @@
+"""Loading a benchmark for modelling: labelled trajectories, tasks, contexts and
+the fold-independent feature blocks of every prefix, computed once.
+
+Families whose ``fit_scope`` is fold-free (they learn nothing from labels or
+text: behaviour, gold, prior) are the same in every fold, so their prefix rows
+are computed once here; fold-fitted ones (text, peer_prior) are fitted per fold
+by ``evaluate``.  A family name no registry knows raises here, before any work.
+
+Time: every run's context carries its catalog date (``RunContext.as_of``), so
+the prior block sees only public history dated before the run (the ``as_of``
+protocol).  ``prior@current_pool`` is the same family over today's full pool
+(no date cutoff), kept beside it for the ``current_pool`` protocol.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from earlyeval.core.atomic import atomic_path, write_text as atomic_write_text
+from earlyeval.config.catalog import Catalog, data_root, load_catalog
+from earlyeval.features import Featurizer, PriorTable, RunContext, build_family, fold_free
+from earlyeval.tables.prefixes import prefix_table
+from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
+from earlyeval.core.trajectory import Task, Trajectory
+
+log = logging.getLogger(__name__)
+CURRENT_POOL = "prior@current_pool"  # the prior block without a date cutoff
+
+
+@dataclass
+class Dataset:
+    bench: str
+    catalog: Catalog
+    trajs: list[Trajectory]  # labelled only
+    tasks: dict[str, Task]
+    contexts: list[RunContext]
+    prefixes: pd.DataFrame  # every prefix t = 1..T-1 of every labelled run with T >= 2
+    blocks: dict[str, np.ndarray] = field(default_factory=dict)  # family -> rows aligned with `prefixes`
+    block_names: dict[str, list[str]] = field(default_factory=dict)
+    prior_table: PriorTable | None = None
+    _token_cache: object | None = None
+
+    def token_cache(self, obs_chars: int = 1500):
+        """One tokenization of every step, shared by all folds (see features.text.TokenCache)."""
+        from earlyeval.features.text import TokenCache
+
+        if self._token_cache is None or self._token_cache.obs_chars != obs_chars:
+            self._token_cache = TokenCache(obs_chars)
+        return self._token_cache
+
+    @property
+    def agents(self) -> list[str]:
+        return list(dict.fromkeys(t.agent for t in self.trajs))
+
+    def runs_of(self, agents: set[str]) -> np.ndarray:
+        return np.asarray([i for i, t in enumerate(self.trajs) if t.agent in agents], dtype=np.int64)
+
+    def n_runs(self, agent: str) -> int:
+        return sum(1 for t in self.trajs if t.agent == agent)
+
+    def large_agents(self, min_runs: int) -> list[str]:
+        """Agents held out on their own: at least ``min_runs`` labelled runs and not flagged ``small`` in
+        the catalog (``is_small``).  The one definition; ``holdout_units`` groups the rest."""
+        return [a for a in self.agents if self.n_runs(a) >= min_runs and not self.is_small(a)]
+
+    def is_small(self, agent: str) -> bool:
+        """Every run of the agent comes from a catalog entry flagged ``small``."""
+        return all(bool(t.meta.get("small", False)) for t in self.trajs if t.agent == agent)
+
+    def holdout_units(self, min_runs: int) -> list["HoldoutUnit"]:
+        """The held-out units of leave-one-agent-out: each large agent alone (``large_agents``), then
+        every other agent together as one group (too few runs, or flagged ``small``), if any."""
+        large = self.large_agents(min_runs)
+        units = [HoldoutUnit(a, [a]) for a in large]
+        small = [a for a in self.agents if a not in large]
+        if small:
+            units.append(HoldoutUnit(SMALL_GROUP, small, True))
+        return units
+
+
+SMALL_GROUP = "small-runs"  # the name of the unit of small agents held out together
+
+
+@dataclass
+class HoldoutUnit:
+    """A held-out unit: one large agent, or all small agents together."""
+
+    name: str
+    agents: list[str]
+    small: bool = False
+
+
+def load_dataset(bench: str, families: list[str], root: Path | None = None, progress: bool = True,
+                 trajs: list[Trajectory] | None = None, tasks: dict[str, Task] | None = None) -> Dataset:
+    """Read the ingested benchmark (``earlyeval ingest`` output) and featurize the fold-free families."""
+    free = fold_free(families)  # resolves every entry: an unknown family is an error, never a silent drop
+    cat = load_catalog(bench)
+    if trajs is None:
+        trajs = read_ingested_trajectories(bench)
+    if tasks is None:
+        tasks = read_ingested_tasks(bench)
+    trajs = [t for t in trajs if t.outcome is not None]
+    # the catalog is the one source of a run's date (also for parquet ingested before runs had dates)
+    dates = {r.name: r.date for r in cat.runs}
+    for t in trajs:
+        if dates.get(str(t.meta.get("run", ""))):
+            t.meta["date"] = dates[str(t.meta["run"])]
+    prior_table = None
+    if "prior" in families and cat.priors.get("path"):
+        prior_table = PriorTable.load(data_root(root) / cat.priors["path"])
+    contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
+    prefixes = prefix_table(trajs, min_steps=2)
+    ds = Dataset(bench, cat, trajs, tasks, contexts, prefixes, prior_table=prior_table)
+    for fam in free:
+        fz = Featurizer([build_family(fam, prior_table=prior_table)])
+        ds.blocks[fam] = fz.prefix_matrix(trajs, contexts, progress=progress, desc=f"features: {fam}")
+        ds.block_names[fam] = fz.names
+    if "prior" in ds.blocks:
+        today = [dataclasses.replace(c, as_of="") for c in contexts]
+        fz = Featurizer([build_family("prior", prior_table=prior_table)])
+        ds.blocks[CURRENT_POOL] = fz.prefix_matrix(trajs, today, progress=progress, desc="features: prior (current pool)")
+        ds.block_names[CURRENT_POOL] = fz.names
+    return ds
+
+
+def write_feature_table(ds: Dataset, path: Path) -> Path:
+    """The fold-free prefix features as parquet (for inspection and reuse)."""
+    df = ds.prefixes.copy()
+    df["run_id"] = [ds.trajs[i].run_id for i in df["run"]]
+    for fam, X in ds.blocks.items():
+        for j, n in enumerate(ds.block_names[fam]):
+            df[n if fam != CURRENT_POOL else f"{n}@current_pool"] = X[:, j]
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, index=False)
+    atomic_write_text(path.with_suffix(".json"), json.dumps({"families": list(ds.blocks), "rows": len(df)}, indent=1))
+    return path

@@ -1,0 +1,669 @@
+"""Leave-one-agent-out evaluation with honest thresholds.
+
+For every held-out agent A (``Dataset.large_agents``: at least ``holdout_min_runs``
+runs, not flagged ``small`` in the catalog):
+everything -- text vocabulary and SVD, both LightGBM models, Platt scaling and
+the halting thresholds -- is fitted without A's runs.  Thresholds come from an
+inner leave-one-agent-out over the training agents: each training agent B is
+predicted by a model fitted without A and B (and, by default, without every
+agent of B's scaffold: ``inner_exclusion``), and (tau_s, tau_f) maximize the
+steps saved over those inner predictions subject to outcome accuracy >= target
+on every inner agent.  A block fitted on A's own labels is reported beside it,
+labelled ``oracle``, never as the headline.
+
+The small runs (too few runs to be held out alone, or flagged ``small``) are held
+out together, as one group (``Dataset.holdout_units``), so that none of their runs
+reaches any fit or threshold of their own evaluation.  Leave-one-scaffold-out holds out every agent of a scaffold with
+several agents (the Moatless versions) at once.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
+from earlyeval.features import Featurizer, bind_values, build_family, fold_free, fold_fitted
+from earlyeval.modeling.metrics import (
+    NEVER,
+    RunSet,
+    auroc,
+    evaluate_policy,
+    grid_metrics,
+    outcome_metrics,
+    repeat_action_policy,
+    spearman,
+    wilson_lower,
+    step_cap_policy,
+    apply_policy,
+)
+from earlyeval.evaluation.adapt import IDENTITY, Recalibration, adapt_em, fit_recalibration, recalibrated, warm_split
+from earlyeval.modeling.model import DEFAULT_LGBM, OutcomeModel
+from earlyeval.modeling.outcome import split_proba
+
+log = logging.getLogger(__name__)
+
+GRID = tuple(np.round(np.concatenate([np.arange(0.50, 0.90, 0.05), np.arange(0.90, 0.995, 0.01), [0.995, 0.998, NEVER]]), 4).tolist())
+
+
+@dataclass
+class EvalConfig:
+    families: list[str] = field(default_factory=lambda: ["behaviour", "gold", "prior"])
+    min_steps: int = 10
+    holdout_min_runs: int = 100
+    target_accuracy: float = 0.95
+    taus: tuple = GRID
+    min_halt_step: int = 1
+    seed: int = 0
+    twin: str = "mirror"
+    lgbm_params: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LGBM))
+    monotone: dict[str, int] | None = None
+    drop_features: tuple = ()  # fnmatch patterns of feature names left out (ablations)
+    keep_features: tuple = ()  # if set, fnmatch patterns of the only feature names kept (the prior-only baseline)
+    # "as_of": every run's prior (and peer_prior) sees only history dated before the run (the headline);
+    # "current": today's full public pool for every run (the pre-dates behaviour, protocol current_pool)
+    prior_pool: str = "as_of"
+    text_params: dict[str, Any] = field(default_factory=dict)
+    peer_params: dict[str, Any] = field(default_factory=dict)
+    threshold_selection: str = "inner-loao"
+    # what must hold on every inner agent: "accuracy" (outcome accuracy >= target) or "recall"
+    # (success and failure recall >= target, i.e. accuracy >= target whatever the agent's resolve rate)
+    constraint: str = "recall"
+    # if set, the constraint must hold for the one-sided Wilson lower bound at this confidence
+    # (an inner agent with 28 successes cannot vouch for 96 % as firmly as one with 371)
+    confidence: float | None = 0.9
+    adapt: str = "none"  # none | em (label-free prior re-estimation on the evaluated agent's own predictions)
+    inner_folds: int = 6  # inner leave-one-agent-out up to this many agents, else this many agent groups
+    # what the model predicting an inner agent leaves out besides it: "agent" (only it) or "scaffold"
+    # (every agent of its scaffold: an inner agent as new as a new scaffold is; see inner_exclusion)
+    inner_holdout: str = "scaffold"
+    warm_shares: tuple = (0.05, 0.1, 0.2)
+    warm_repeats: int = 5
+    n_jobs: int = 2
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["taus"] = list(self.taus)
+        return d
+
+
+@dataclass
+class Fitted:
+    model: OutcomeModel
+    text: Any | None
+    feature_names: list[str]
+    train_agents: list[str]
+    n_train_runs: int
+    n_train_prefixes: int
+    train_rows: np.ndarray | None = None
+    fold_families: list[Any] = field(default_factory=list)  # text, peer_prior ... fitted on this fold, cfg order
+
+
+class FoldRunner:
+    """Fits and caches models keyed by the set of agents left out."""
+
+    def __init__(self, ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None):
+        self.ds = ds
+        self.cfg = cfg
+        self._fits: dict[frozenset, Fitted] = {}
+        self._preds: dict[tuple[frozenset, str], RunSet] = {}
+        self.adaptation: dict[tuple[frozenset, str], dict[str, Any]] = {}
+        self.token_cache = ds.token_cache()
+        self.progress = progress
+        self.run_agent = np.asarray([t.agent for t in ds.trajs])
+        self.prefix_run = ds.prefixes["run"].to_numpy()
+        self.prefix_T = ds.prefixes["T"].to_numpy()
+        if cfg.prior_pool not in ("as_of", "current"):
+            raise ValueError(f"prior_pool must be 'as_of' or 'current', not {cfg.prior_pool!r}")
+        # the contexts fold-fitted families see: dated (as_of), or all with no cutoff (current pool)
+        self.contexts = ds.contexts if cfg.prior_pool == "as_of" else [replace(c, as_of="") for c in ds.contexts]
+
+    def _kept(self, names: list[str]) -> list[int]:
+        cfg = self.cfg
+        return [j for j, n in enumerate(names)
+                if not any(fnmatch.fnmatch(n, pat) for pat in cfg.drop_features)
+                and (not cfg.keep_features or any(fnmatch.fnmatch(n, pat) for pat in cfg.keep_features))]
+
+    def _static(self, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        mats, names = [], []
+        for fam in fold_free(self.cfg.families):
+            block = CURRENT_POOL if fam == "prior" and self.cfg.prior_pool == "current" else fam
+            if block not in self.ds.blocks:
+                raise KeyError(f"fold-free family '{fam}' is in the config but the dataset has no '{block}' block "
+                               f"(load_dataset was given {sorted(self.ds.blocks)})")
+            keep = self._kept(self.ds.block_names[block])
+            mats.append(self.ds.blocks[block][rows][:, keep])
+            names += [self.ds.block_names[block][j] for j in keep]
+        return (np.hstack(mats) if mats else np.zeros((len(rows), 0), np.float32)), names
+
+    def _fold_block(self, fam: Any, runs: np.ndarray) -> np.ndarray:
+        """Rows t = 1..T-1 of each run, run by run (as `rows` is ordered), of one fold-fitted family."""
+        if getattr(fam, "constant_per_run", False):
+            # start() + values() once per run, repeated over its prefixes: update() is a no-op for such a
+            # family, so this is the streaming loop without the per-step calls (tested equal to it)
+            fnames = list(fam.names)
+            vals = [np.asarray(bind_values(fam.name, fnames, fam.values(fam.start(self.contexts[i]))), dtype=np.float32)
+                    for i in runs]
+            reps = [max(len(self.ds.trajs[i].steps) - 1, 0) for i in runs]
+            if not vals:
+                return np.zeros((0, len(fam.names)), np.float32)
+            return np.repeat(np.vstack(vals), reps, axis=0)
+        fz = Featurizer([fam])
+        return fz.prefix_matrix([self.ds.trajs[i] for i in runs], [self.contexts[i] for i in runs])
+
+    def features(self, fitted: "Fitted | list[Any] | None", runs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """Fold-free blocks (precomputed) then the fold's fitted families, in cfg order."""
+        fams = fitted.fold_families if isinstance(fitted, Fitted) else ([] if fitted is None else list(fitted))
+        X, names = self._static(rows)
+        for fam in fams:
+            B = self._fold_block(fam, runs)
+            if len(B) != len(rows):
+                raise AssertionError(f"{fam.name}: {len(B)} rows for {len(rows)} prefixes")
+            keep = self._kept(fam.names)
+            X = np.hstack([X, B[:, keep]])
+            names = names + [fam.names[j] for j in keep]
+        return X, names
+
+    def rows_of(self, runs: np.ndarray, min_steps: int) -> np.ndarray:
+        mask = np.isin(self.prefix_run, runs) & (self.prefix_T >= max(min_steps, 2))
+        return np.flatnonzero(mask)
+
+    def fit(self, exclude: frozenset) -> Fitted:
+        if exclude in self._fits:
+            return self._fits[exclude]
+        if self.progress:
+            self.progress(f"fit without {sorted(exclude)}")
+        train_runs = np.flatnonzero(~np.isin(self.run_agent, list(exclude)))
+        long_runs = np.asarray([i for i in train_runs if len(self.ds.trajs[i].steps) >= max(self.cfg.min_steps, 2)], dtype=np.int64)
+        rows = self.rows_of(long_runs, self.cfg.min_steps)
+        text = None
+        fold_fams = []
+        # fitted on the training runs only: the agents in `exclude` never reach a vocabulary or a table
+        train_trajs = [self.ds.trajs[i] for i in train_runs]
+        train_ctxs = [self.contexts[i] for i in train_runs]
+        for name in fold_fitted(self.cfg.families):
+            fam = build_family(name, text_params={**self.cfg.text_params, "cache": self.token_cache}, seed=self.cfg.seed,
+                               peer_params=self.cfg.peer_params)
+            fam.fit(train_trajs, train_ctxs)
+            fold_fams.append(fam)
+            if name == "text":
+                text = fam
+        X, names = self.features(fold_fams, long_runs, rows)
+        pf = self.ds.prefixes.iloc[rows]
+        model = OutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
+                             seed=self.cfg.seed, n_jobs=self.cfg.n_jobs)
+        model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=names)
+        f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows, fold_fams)
+        self._fits[exclude] = f
+        return f
+
+    def predict(self, exclude: frozenset, agent: str) -> RunSet:
+        key = (exclude, agent)
+        if key in self._preds:
+            return self._preds[key]
+        if agent not in exclude:
+            raise ValueError(f"refusing to evaluate {agent} with a model trained on it")
+        fitted = self.fit(exclude)
+        runs = np.flatnonzero(self.run_agent == agent)
+        rows = self.rows_of(runs, 2)
+        X, _ = self.features(fitted, runs, rows)
+        ps, pf = split_proba(fitted.model.predict_proba(X))
+        rs = runset(self.ds, runs, rows, ps, pf)
+        if self.cfg.adapt == "em":
+            rs, info = adapt_em(rs, fitted.model.base_rate_)
+            self.adaptation[key] = info
+        elif self.cfg.adapt != "none":
+            raise ValueError(f"adapt must be 'none' or 'em', not {self.cfg.adapt!r}")
+        self._preds[key] = rs
+        return rs
+
+
+    def validation_sets(self, exclude: frozenset) -> dict[str, RunSet]:
+        """Per training agent, its runs in the model's own task-grouped calibration split.
+
+        The fallback for threshold selection when fewer than two training agents
+        are large enough for an inner leave-one-agent-out (e.g. Toolathlon's two agents).
+        """
+        fitted = self.fit(exclude)
+        rows = fitted.train_rows[fitted.model.val_index_]
+        runs = np.unique(self.prefix_run[rows])
+        out: dict[str, RunSet] = {}
+        for agent in sorted(set(self.run_agent[runs])):
+            ar = runs[self.run_agent[runs] == agent]
+            arows = self.rows_of(ar, self.cfg.min_steps)
+            X, _ = self.features(fitted, ar, arows)
+            ps, pf = split_proba(fitted.model.predict_proba(X))
+            out[agent] = runset(self.ds, ar, arows, ps, pf)
+        return out
+
+
+def scaffold_of(ds: Dataset) -> dict[str, str]:
+    """Each agent's scaffold (catalog ``scaffold``; the agent's own name when the catalog gives none)."""
+    out: dict[str, str] = {}
+    for t in ds.trajs:
+        out.setdefault(t.agent, str(t.meta.get("scaffold") or t.agent))
+    return out
+
+
+def inner_exclusion(ds: Dataset, held_out: frozenset, inner: frozenset, mode: str) -> frozenset:
+    """Agents left out of the model that predicts the inner held-out agents ``inner``.
+
+    ``mode`` "agent": the inner agents alone.  "scaffold": every agent sharing a scaffold with
+    one of them too, so that an inner agent is as new to its model as a new scaffold is to the
+    shipped one (with "agent", Moatless 0617 would be judged by a model trained on its twin 0609,
+    and thresholds chosen on such easy inner predictions are too aggressive for a new agent)."""
+    if mode == "agent":
+        return held_out | inner
+    if mode != "scaffold":
+        raise ValueError(f"inner_holdout must be 'agent' or 'scaffold', not {mode!r}")
+    sc = scaffold_of(ds)
+    mates = {a for a in sc if sc[a] in {sc[b] for b in inner}}
+    return held_out | inner | frozenset(mates)
+
+
+def inner_sets(runner: FoldRunner, held_out: frozenset, large: list[str]) -> tuple[dict[str, RunSet], str]:
+    """Predictions of every other large agent from models that see neither it nor the held-out set
+    (nor, with ``inner_holdout = "scaffold"``, any agent of its scaffold)."""
+    remaining = [b for b in large if b not in held_out]
+    k = runner.cfg.inner_folds
+    mode = runner.cfg.inner_holdout
+    suffix = "" if mode == "agent" else " (each inner agent's whole scaffold left out)"
+    ds = runner.ds
+    if 2 <= len(remaining) <= k:
+        return ({b: runner.predict(inner_exclusion(ds, held_out, frozenset([b]), mode), b) for b in remaining},
+                "inner-loao" + suffix)
+    if len(remaining) > k:
+        # many agents (tau2): leave-one-GROUP-of-agents-out, k groups dealt round-robin by size
+        order = sorted(remaining, key=lambda b: (-runner.ds.n_runs(b), b))
+        groups = [frozenset(order[i::k]) for i in range(k)]
+        out = {}
+        for g in groups:
+            ex = inner_exclusion(ds, held_out, g, mode)
+            for b in sorted(g):
+                out[b] = runner.predict(ex, b)
+        return out, f"inner leave-{k}-groups-of-agents-out" + suffix
+    return runner.validation_sets(held_out), "training agents' task-grouped validation split"
+
+
+def runset(ds: Dataset, runs: np.ndarray, rows: np.ndarray, ps: np.ndarray, pf: np.ndarray) -> RunSet:
+    """Group prefix predictions by run (prefix rows are stored run by run, t ascending)."""
+    prow = ds.prefixes["run"].to_numpy()[rows]
+    by_run: dict[int, list[int]] = {}
+    for k, r in enumerate(prow):
+        by_run.setdefault(int(r), []).append(k)
+    p_s, p_f, T, y, ids, agents, tin, tout, acts = [], [], [], [], [], [], [], [], []
+    for r in runs:
+        tr = ds.trajs[r]
+        ks = by_run.get(int(r), [])
+        p_s.append(ps[ks].astype(np.float64))
+        p_f.append(pf[ks].astype(np.float64))
+        T.append(len(tr.steps))
+        y.append(int(tr.outcome))
+        ids.append(tr.run_id)
+        agents.append(tr.agent)
+        tin.append(_tokens([s.input_tokens for s in tr.steps]))
+        tout.append(_tokens([s.output_tokens for s in tr.steps]))
+        acts.append([s.action.strip() for s in tr.steps])
+    return RunSet(agents, ids, np.asarray(y), np.asarray(T), p_s, p_f, tin, tout, acts)
+
+
+def _tokens(xs: list[int | None]) -> np.ndarray | None:
+    if not xs or any(x is None for x in xs):
+        return None
+    return np.asarray(xs, dtype=np.float64)
+
+
+# ------------------------------------------------------------ thresholds
+
+def select_thresholds(sets: dict[str, RunSet], cfg: EvalConfig, method: str = "inner-loao",
+                      floor: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Max pooled steps saved s.t. the constraint holds on every agent in `sets`.
+
+    ``cfg.constraint``: "recall" (default) -- the recall of each outcome (success and failure
+    separately) >= target, so the rule does not depend on the agent's resolve rate; "accuracy" --
+    outcome accuracy >= target.  With ``cfg.confidence`` the criterion is the Wilson lower bound
+    at that level, not the point estimate (an agent with no error at all passes).  Ties go to the
+    more conservative (higher) thresholds.  (NEVER, NEVER) -- no
+    halting -- is always feasible.  ``floor`` (tau_s, tau_f): only pairs at or above it are candidates
+    (a warm start may make given thresholds more cautious, never bolder).
+    """
+    taus = np.asarray(cfg.taus, dtype=np.float64)
+    if not any(len(rs) for rs in sets.values()):
+        return {"success": NEVER, "failure": NEVER, "method": method + " (no agent to select on: never halt)",
+                "selected_on": sorted(sets), "target_accuracy": cfg.target_accuracy,
+                "selection_steps_saved": 0.0, "selection_min_accuracy": None}
+    feasible = np.ones((len(taus), len(taus)), dtype=bool)
+    saved_abs = np.zeros((len(taus), len(taus)))
+    total_T = 0.0
+    worst = np.full((len(taus), len(taus)), np.inf)
+    for a, rs in sets.items():
+        if len(rs) == 0:
+            continue
+        g = grid_metrics(rs, taus, taus, cfg.min_halt_step)
+        conf = cfg.confidence
+
+        def bound(p: np.ndarray, n: int) -> np.ndarray:
+            # no error at all always passes: a small agent cannot certify 95 % even with zero errors
+            return p if conf is None else np.where(p >= 1 - 1e-12, 1.0, wilson_lower(p, n, conf))
+
+        if cfg.constraint == "accuracy":
+            crit = bound(g.outcome_accuracy, len(rs))
+        elif cfg.constraint == "recall":
+            sr, fr = bound(g.success_recall, g.n_pos), bound(g.failure_recall, g.n_neg)
+            # an agent with one outcome only puts no constraint on the other side
+            crit = np.minimum(np.nan_to_num(sr, nan=1.0), np.nan_to_num(fr, nan=1.0))
+        else:
+            raise ValueError(f"constraint must be 'accuracy' or 'recall', not {cfg.constraint!r}")
+        feasible &= crit >= cfg.target_accuracy - 1e-12
+        worst = np.minimum(worst, crit)
+        saved_abs += g.steps_saved * rs.T.sum()
+        total_T += rs.T.sum()
+    saved = saved_abs / max(total_T, 1.0)
+    if floor is not None:
+        feasible &= (taus[:, None] >= floor[0] - 1e-12) & (taus[None, :] >= floor[1] - 1e-12)
+        feasible[-1, -1] = True  # never halting stays possible (NEVER is the grid's last value)
+    score = np.where(feasible, saved, -1.0)
+    # conservative tie-break: among maxima, the largest tau_s + tau_f
+    best = score.max()
+    cand = np.argwhere(np.isclose(score, best))
+    i, j = max(cand, key=lambda ij: (taus[ij[0]] + taus[ij[1]], taus[ij[1]]))
+    return {
+        "success": float(taus[i]),
+        "failure": float(taus[j]),
+        "method": method,
+        "selected_on": sorted(sets),
+        "target_accuracy": cfg.target_accuracy,
+        "selection_steps_saved": float(saved[i, j]),
+        "selection_min_accuracy": float(worst[i, j]),
+        "constraint": cfg.constraint,
+        "confidence": cfg.confidence,
+        **({"floor": {"success": float(floor[0]), "failure": float(floor[1])}} if floor is not None else {}),
+    }
+
+
+# ---------------------------------------------------------------- report
+
+HEADLINE = ("n_runs", "resolve_rate", "auroc_success", "auroc_failure", "halted_fraction", "halted_accuracy",
+            "outcome_accuracy", "success_recall", "failure_recall", "economic_consistency", "steps_saved",
+            "steps_saved_task_skip", "steps_saved_in_run", "input_tokens_saved", "output_tokens_saved", "resolve_rate_shift_pp", "predicted_resolve_rate",
+            "mean_p_success", "halted_as_success", "halted_as_failure")
+
+
+def agent_block(rs: RunSet, th: dict[str, Any], cfg: EvalConfig) -> dict[str, Any]:
+    m = evaluate_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
+    out = {k: m.get(k) for k in HEADLINE}
+    out["total_steps"] = int(rs.T.sum())
+    out["thresholds"] = {"success": th["success"], "failure": th["failure"]}
+    out["threshold_selection"] = {k: v for k, v in th.items() if k not in ("success", "failure")}
+    return out
+
+
+def pooled_block(items: list[tuple[RunSet, dict[str, Any]]], cfg: EvalConfig) -> dict[str, Any]:
+    """Metrics over all runs of several held-out agents, each under its own fold's thresholds."""
+    if not items:
+        return {}
+    ys, Ts, th, pr, tin, tout, yy, pss, pff, ww = [], [], [], [], [], [], [], [], [], []
+    for rs, t in items:
+        t_halt, pred = apply_policy(rs, t["success"], t["failure"], cfg.min_halt_step)
+        ys.append(rs.y)
+        Ts.append(rs.T)
+        th.append(t_halt)
+        pr.append(pred)
+        tin += rs.in_tokens
+        tout += rs.out_tokens
+        a, b, c, d = rs.prefix_arrays()
+        yy.append(a)
+        pss.append(b)
+        pff.append(c)
+        ww.append(d)
+    m = outcome_metrics(np.concatenate(ys), np.concatenate(Ts), np.concatenate(th), np.concatenate(pr), tin, tout)
+    y, ps, pf, w = map(np.concatenate, (yy, pss, pff, ww))
+    m["auroc_success"] = auroc(y, ps, w)
+    m["auroc_failure"] = auroc(1 - y, pf, w)
+    m["mean_p_success"] = float(np.average(ps, weights=w)) if len(w) else None
+    return {k: m.get(k) for k in HEADLINE}
+
+
+def baseline_blocks(rs: RunSet) -> dict[str, dict[str, Any]]:
+    out = {}
+    for k in (20, 30, 40):
+        t, p = step_cap_policy(rs.T, k)
+        out[f"step_cap_{k}"] = outcome_metrics(rs.y, rs.T, t, p, rs.in_tokens, rs.out_tokens)
+    t, p = repeat_action_policy(rs.actions, 3)
+    out["repeat_action"] = outcome_metrics(rs.y, rs.T, t, p, rs.in_tokens, rs.out_tokens)
+    return out
+
+
+def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: EvalConfig) -> dict[str, Any] | None:
+    """The model as a failure-only policy, tau_f lowered until it saves at least `target_saved`.
+
+    Steps saved depends on predictions only, never on labels, so matching a
+    baseline's savings this way uses no held-out labels.
+    """
+    if target_saved is None or target_saved <= 0:
+        return None
+    taus = np.round(np.arange(0.99, 0.0, -0.01), 2)
+    g = grid_metrics(rs, np.asarray([NEVER]), taus, cfg.min_halt_step)
+    ok = np.flatnonzero(g.steps_saved[0] >= target_saved - 1e-12)
+    if ok.size == 0:
+        return {"reached": False, "max_steps_saved": float(np.nanmax(g.steps_saved[0]))}
+    j = ok[0]
+    m = evaluate_policy(rs, NEVER, float(taus[j]), cfg.min_halt_step)
+    return {"reached": True, "failure_threshold": float(taus[j]), "steps_saved": m["steps_saved"],
+            "outcome_accuracy": m["outcome_accuracy"], "halted_accuracy": m["halted_accuracy"]}
+
+
+def fit_warm_start(warm: RunSet, cfg: EvalConfig, base: tuple[float, float] | None = None,
+                   recalibrate: bool = False) -> tuple[Recalibration, dict[str, Any]]:
+    """Warm start on K finished, labelled runs of the new agent.
+
+    Default (``base`` given, no recalibration): the warm runs check the label-free thresholds
+    ``base``; the usual rule (``select_thresholds``, target recall, Wilson bound) keeps the
+    boldest pair at or above ``base`` that the warm runs support, so K runs can only make the
+    policy more cautious.  Picking thresholds on 15-60 runs alone (``base=None``) or refitting
+    Platt on them (``recalibrate``) let a few lucky runs certify bold thresholds: measured under
+    as_of, halted accuracy fell to 83-96 % per agent (reports/<bench>/loao.json, warm_start).
+    Only ``warm``'s labels are read.  The one definition used by ``evaluate``, ``score`` and the Monitor."""
+    cal = fit_recalibration(warm) if recalibrate else IDENTITY
+    how = f"warm start on {len(warm)} runs" + (", Platt refitted" if recalibrate else "")
+    if base is not None:
+        how += f", never bolder than ({base[0]}, {base[1]})"
+    th = select_thresholds({"warm": recalibrated(warm, cal)}, cfg, method=how, floor=base)
+    return cal, th
+
+
+def warm_policy_metrics(rs: RunSet, warm: np.ndarray, cal: Recalibration, th: dict[str, Any],
+                        cfg: EvalConfig) -> dict[str, Any]:
+    """Outcome metrics over every run: the warm runs completed at full cost, the rest halted under (cal, th)."""
+    rest = rs.subset(~warm)
+    t_rest, p_rest = apply_policy(recalibrated(rest, cal), th["success"], th["failure"], cfg.min_halt_step)
+    t_all = np.zeros(len(rs), dtype=np.int64)
+    p_all = np.full(len(rs), -1, dtype=np.int64)
+    t_all[~warm], p_all[~warm] = t_rest, p_rest
+    return outcome_metrics(rs.y, rs.T, t_all, p_all, rs.in_tokens, rs.out_tokens)
+
+
+def warm_start_block(rs: RunSet, cfg: EvalConfig, share: float, base: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Warm start: a random `share` of the agent's runs completes first (labels known); the agent's
+    label-free thresholds ``base`` are checked on them (``fit_warm_start``); the rest is halted.  Savings count every run, the
+    warm-start runs at full cost.  Averaged over `cfg.warm_repeats` seeded draws."""
+    keys = ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
+            "steps_saved_in_run", "resolve_rate_shift_pp",
+            "economic_consistency", "success_recall", "failure_recall", "input_tokens_saved", "output_tokens_saved")
+    draws = []
+    for r in range(cfg.warm_repeats):
+        warm = warm_split(len(rs), share, seed=cfg.seed * 1000 + r)
+        cal, th = fit_warm_start(rs.subset(warm), cfg, base)
+        m = warm_policy_metrics(rs, warm, cal, th, cfg)
+        m["thresholds"] = (th["success"], th["failure"])
+        m["recalibration"] = (cal.a, cal.b)
+        draws.append(m)
+    out: dict[str, Any] = {"share": share, "repeats": cfg.warm_repeats, "warm_runs": int(warm.sum())}
+    for k in keys:
+        vals = [d[k] for d in draws if d.get(k) is not None]
+        out[k] = float(np.mean(vals)) if vals else None
+        if k in ("outcome_accuracy", "steps_saved") and vals:
+            out[k + "_std"] = float(np.std(vals))
+    out["thresholds_per_draw"] = [d["thresholds"] for d in draws]
+    return out
+
+
+@dataclass
+class LoaoResult:
+    holdout: list[str]
+    small: list[str]
+    sets: dict[str, RunSet]  # held-out agent -> its predictions (from a model without it)
+    thresholds: dict[str, dict[str, Any]]
+    oracle_thresholds: dict[str, dict[str, Any]]
+    loso: dict[str, Any]
+    runner: FoldRunner
+
+
+def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, with_loso: bool = True,
+             with_small: bool = True) -> LoaoResult:
+    runner = FoldRunner(ds, cfg, progress)
+    units = ds.holdout_units(cfg.holdout_min_runs)
+    large = [u.agents[0] for u in units if not u.small]
+    small = [a for u in units if u.small for a in u.agents] if with_small else []
+    sets: dict[str, RunSet] = {}
+    thresholds: dict[str, dict[str, Any]] = {}
+    oracle: dict[str, dict[str, Any]] = {}
+    for a in large:
+        ex = frozenset([a])
+        sets[a] = runner.predict(ex, a)
+        inner, method = inner_sets(runner, ex, large)
+        thresholds[a] = select_thresholds(inner, cfg, method=method)
+        oracle[a] = select_thresholds({a: sets[a]}, cfg, method="oracle: held-out labels")
+    if small:
+        ex = frozenset(small)
+        inner, method = inner_sets(runner, ex, large)
+        th = select_thresholds(inner, cfg, method=method)
+        for s in small:
+            sets[s] = runner.predict(ex, s)
+            thresholds[s] = th
+            oracle[s] = select_thresholds({s: sets[s]}, cfg, method="oracle: held-out labels")
+    loso = run_loso(ds, cfg, runner, large) if with_loso else {}
+    return LoaoResult(large, small, sets, thresholds, oracle, loso, runner)
+
+
+def scaffold_groups(ds: Dataset, large: list[str]) -> dict[str, list[str]]:
+    by: dict[str, list[str]] = {}
+    for t in ds.trajs:
+        by.setdefault(str(t.meta.get("scaffold", t.agent)), [])
+        if t.agent not in by[str(t.meta.get("scaffold", t.agent))]:
+            by[str(t.meta.get("scaffold", t.agent))].append(t.agent)
+    # a scaffold with several large agents, and other agents left to train on
+    return {s: ags for s, ags in by.items()
+            if len([a for a in ags if a in large]) >= 2 and len([a for a in large if a not in ags]) >= 1}
+
+
+def run_loso(ds: Dataset, cfg: EvalConfig, runner: FoldRunner, large: list[str]) -> dict[str, Any]:
+    out = {}
+    for scaffold, ags in scaffold_groups(ds, large).items():
+        ex = frozenset(ags)
+        inner, method = inner_sets(runner, ex, large)
+        th = select_thresholds(inner, cfg, method=method)
+        items = []
+        blocks = {}
+        for a in ags:
+            rs = runner.predict(ex, a)
+            blocks[a] = agent_block(rs, th, cfg)
+            if a in large:
+                items.append((rs, th))
+        out[scaffold] = {"held_out_agents": ags, "thresholds": th, "agents": blocks, "pooled": pooled_block(items, cfg)}
+    return out
+
+
+def warm_pooled(agents_out: dict[str, Any], holdout: list[str]) -> dict[str, Any]:
+    """Warm-start metrics pooled over held-out agents: run-weighted accuracies, step-weighted savings."""
+    out: dict[str, Any] = {}
+    shares = next(iter(agents_out.values()), {}).get("warm_start", {}).keys() if agents_out else []
+    for sh in shares:
+        n = np.asarray([agents_out[a]["n_runs"] for a in holdout], dtype=float)
+        blk: dict[str, Any] = {}
+        for k in ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
+                  "steps_saved_in_run", "resolve_rate_shift_pp", "economic_consistency"):
+            v = np.asarray([np.nan if agents_out[a]["warm_start"][sh].get(k) is None else agents_out[a]["warm_start"][sh][k] for a in holdout])
+            w = n
+            if k.startswith("steps_saved"):
+                w = np.asarray([agents_out[a]["total_steps"] for a in holdout], dtype=float)
+            ok = ~np.isnan(v)
+            blk[k] = float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else None
+        out[sh] = blk
+    return out
+
+
+def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = False) -> dict[str, Any]:
+    """The loao.json document; ``light`` skips baselines and warm start (ablation rows need neither)."""
+    agents_out: dict[str, Any] = {}
+    for a, rs in res.sets.items():
+        blk = agent_block(rs, res.thresholds[a], cfg)
+        blk["small_n"] = a in res.small
+        orc = agent_block(rs, res.oracle_thresholds[a], cfg)
+        orc["note"] = "thresholds picked on this agent's own labels: an upper bound, never the headline"
+        blk["oracle"] = orc
+        if not light:
+            base = baseline_blocks(rs)
+            for name, b in base.items():
+                b["model_at_equal_steps_saved"] = model_at_steps_saved(rs, b.get("steps_saved") or 0.0, cfg)
+            blk["baselines"] = base
+            base_th = (res.thresholds[a]["success"], res.thresholds[a]["failure"])
+            blk["warm_start"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th) for sh in cfg.warm_shares}
+        ad = res.runner.adaptation.get((frozenset([a]) if a in res.holdout else frozenset(res.small), a))
+        if ad:
+            blk["adaptation"] = ad
+        fitted = res.runner.fit(frozenset([a]) if a in res.holdout else frozenset(res.small))
+        blk["trained_on"] = {"agents": fitted.train_agents, "runs": fitted.n_train_runs, "prefixes": fitted.n_train_prefixes}
+        agents_out[a] = blk
+    items = [(res.sets[a], res.thresholds[a]) for a in res.holdout]
+    pooled = pooled_block(items, cfg)
+    oracle_pooled = pooled_block([(res.sets[a], res.oracle_thresholds[a]) for a in res.holdout], cfg)
+    # baselines pooled over the held-out agents
+    baselines: dict[str, Any] = {}
+    for name in () if light else ("step_cap_20", "step_cap_30", "step_cap_40", "repeat_action"):
+        ys, Ts, ths, prs, tin, tout = [], [], [], [], [], []
+        for a in res.holdout:
+            rs = res.sets[a]
+            if name == "repeat_action":
+                t, p = repeat_action_policy(rs.actions, 3)
+            else:
+                t, p = step_cap_policy(rs.T, int(name.rsplit("_", 1)[1]))
+            ys.append(rs.y); Ts.append(rs.T); ths.append(t); prs.append(p); tin += rs.in_tokens; tout += rs.out_tokens
+        b = outcome_metrics(np.concatenate(ys), np.concatenate(Ts), np.concatenate(ths), np.concatenate(prs), tin, tout)
+        b["agents"] = {a: agents_out[a]["baselines"][name] for a in res.holdout}
+        baselines[name] = b
+    pred_rates = [agents_out[a]["predicted_resolve_rate"] for a in res.holdout]
+    true_rates = [agents_out[a]["resolve_rate"] for a in res.holdout]
+    mean_ps = [agents_out[a]["mean_p_success"] for a in res.holdout]
+    fits = list(res.runner._fits.values())
+    return {
+        "bench": ds.bench,
+        "version": 1,
+        "config": cfg.to_dict(),
+        "threshold_selection": cfg.threshold_selection,
+        "threshold_selection_detail": (
+            "for each held-out agent A: every other large agent B is predicted by a model fitted without A and B"
+            + (" and every other agent of B's scaffold" if cfg.inner_holdout == "scaffold" else "") + "; "
+            "(tau_s, tau_f) maximize the steps saved over those predictions subject to "
+            + ("outcome accuracy" if cfg.constraint == "accuracy" else "success recall and failure recall (accuracy whatever the resolve rate)")
+            + f" >= {cfg.target_accuracy} on every B. Small runs are held out together and use the same rule."
+        ),
+        "holdout_agents": res.holdout,
+        "small_agents": res.small,
+        "agents": agents_out,
+        "pooled": pooled,
+        "oracle_pooled": {**oracle_pooled, "note": "thresholds picked per agent on its own labels: upper bound only"},
+        "spearman": spearman(pred_rates, true_rates),
+        "spearman_mean_p_success": spearman(mean_ps, true_rates),
+        "mean_abs_resolve_rate_shift_pp": float(np.mean([abs(agents_out[a]["resolve_rate_shift_pp"]) for a in res.holdout])) if res.holdout else None,
+        "baselines": baselines,
+        "leave_one_scaffold_out": res.loso,
+        "models": {"twin": cfg.twin, "fits": len(fits),
+                   "mirror_gap": float(max((np.max(np.abs(b - (1 - a))) for rs in res.sets.values() for a, b in zip(rs.p_s, rs.p_f) if len(a)), default=0.0)),
+                   "top_features": fits[0].model.feature_importance(15) if fits else []},
+        "warm_start_pooled": {} if light else warm_pooled(agents_out, res.holdout),
+    }

@@ -1,0 +1,452 @@
+"""A model directory that is safe to load.
+
+Nothing in it is pickle.  LightGBM boosters are their own text format
+(``model_to_string``), calibration and thresholds are JSON, vocabularies are
+JSON and SVD components ``.npz`` read with ``allow_pickle=False``.  The manifest
+names the format version, the feature list, what the model was trained on, the
+library versions and the SHA-256 of every file plus a content hash over them;
+loading checks all of it before any file is parsed, so a tampered, truncated or
+mismatched directory gets a ``ModelDirError`` naming the file, not a crash deep
+inside LightGBM.  Loading never imports or executes anything from the directory:
+it reads only the files the manifest lists, by plain name, as bytes (JSON, LightGBM
+text, ``.npz`` without pickle); anything else in the directory is never opened.
+
+The hashes detect corruption and careless edits, not an adversary (who can
+recompute them): ``manifest_hash`` covers the manifest itself (feature names,
+thresholds, file list), ``content_hash`` the files it lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import math
+import os
+import platform
+import shutil
+import stat
+from importlib.metadata import version as _dist_version
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+from earlyeval.core import atomic
+from earlyeval.modeling.boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
+from earlyeval.core.errors import ModelDirError, UnknownPluginError
+from earlyeval.features import FAMILIES, Featurizer
+from earlyeval.core.version import __version__  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
+from earlyeval.modeling.lgbm_capi import load_booster
+from earlyeval.modeling.outcome import OutcomePredictor
+
+FORMAT = "earlyeval-model"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class ModelBundle:
+    """Everything the Monitor needs: featurizer, calibrated model, thresholds."""
+
+    featurizer: Featurizer
+    model: Any  # OutcomePredictor when loaded, a fitted model.OutcomeModel when trained
+    thresholds: dict[str, float]
+    training: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. budget estimators' JSON
+    manifest: dict[str, Any] = field(default_factory=dict)
+    extra_errors: dict[str, str] = field(default_factory=dict)  # extras left out at load (fail-open), and why
+
+    @property
+    def feature_names(self) -> list[str]:
+        return self.featurizer.names
+
+
+def _sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def _versions() -> dict[str, str]:
+    """Read from the installed distributions' metadata: recording a version imports nothing."""
+    return {"earlyeval": __version__, "lightgbm": _dist_version("lightgbm"), "scikit-learn": _dist_version("scikit-learn"),
+            "numpy": np.__version__, "python": platform.python_version()}
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    return buf.getvalue()
+
+
+def save_model_dir(bundle: ModelBundle, path: str | Path) -> Path:
+    """Write the directory beside any old one and swap it in whole (``atomic.swap_dir``): a kill at any
+    moment leaves ``path`` the previous complete model or the new one.  Nothing wall-clock is written:
+    two identical trainings give identical files and hashes."""
+    out = Path(path)
+    files: dict[str, bytes] = {}
+    state = bundle.model.get_state()
+    for name, text in state.pop("boosters").items():
+        files[f"booster_{name}.txt"] = text.encode()
+    files["model.json"] = json.dumps(state, indent=1, sort_keys=True).encode()
+    files["thresholds.json"] = json.dumps(bundle.thresholds, indent=1, sort_keys=True).encode()
+    fam_index = []
+    for fam in bundle.featurizer.families:
+        meta, arrays = fam.get_state()
+        files[f"family_{fam.name}.json"] = json.dumps(meta, sort_keys=True).encode()
+        if arrays:
+            files[f"family_{fam.name}.npz"] = _npz_bytes(arrays)
+        fam_index.append({"name": fam.name, "n_features": len(fam.names), "arrays": bool(arrays)})
+    for k, v in bundle.extra.items():
+        files[f"extra_{k}.json"] = json.dumps(v, sort_keys=True).encode()
+    hashes = {n: _sha(b) for n, b in sorted(files.items())}
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "families": fam_index,
+        "feature_names": bundle.featurizer.names,
+        "thresholds": bundle.thresholds,
+        "training": bundle.training,
+        "library_versions": _versions(),
+        "files": hashes,
+        "content_hash": _sha("".join(f"{n}:{h}\n" for n, h in hashes.items()).encode()),
+    }
+    manifest = json.loads(json.dumps(manifest))  # hash exactly what a reader will see (tuples -> lists, ...)
+    manifest["manifest_hash"] = manifest_hash(manifest)
+    tmp = atomic.new_dir_beside(out)
+    try:
+        for n, b in files.items():
+            (tmp / n).write_bytes(b)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+        atomic.swap_dir(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def manifest_hash(manifest: dict[str, Any]) -> str:
+    """SHA-256 of the manifest's canonical JSON without its own ``manifest_hash``."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_hash"}
+    return _sha(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+
+
+# bounds on what loading reads: the manifest is a few KB, a booster or the budget JSON a few MB
+MAX_MANIFEST_BYTES = 8 << 20
+MAX_FILE_BYTES = int(os.environ.get("EARLYEVAL_MAX_MODEL_FILE_BYTES", 512 << 20))
+_HEX64 = frozenset("0123456789abcdef")
+
+
+class _Dir:
+    """A model directory opened once: every file is read relative to the same directory (a concurrent
+    ``swap_dir`` cannot mix two versions), without following symlinks, only if regular, size-bounded."""
+
+    def __init__(self, p: Path):
+        self.p = p
+        if not p.is_dir():
+            raise ModelDirError(str(p), "<dir>", "not a directory (train a model with `earlyeval train --bench B`)")
+        try:
+            self.fd = os.open(p, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError as e:
+            raise ModelDirError(str(p), "<dir>", f"cannot open ({e.strerror})") from e
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def swapped(self) -> bool:
+        """Whether ``p`` now names another directory than the one opened (a concurrent save)."""
+        try:
+            a, b = os.fstat(self.fd), os.stat(self.p)
+            return (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
+        except OSError:
+            return True
+
+    def read(self, name: str, limit: int) -> bytes:
+        f = str(self.p / name)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=self.fd)
+        except FileNotFoundError as e:
+            raise ModelDirError(f, name, "missing") from e
+        except OSError as e:  # ELOOP: a symlink
+            raise ModelDirError(f, name, f"not a regular file ({e.strerror})") from e
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ModelDirError(f, name, "not a regular file")
+            if st.st_size > limit:
+                raise ModelDirError(f, name, f"{st.st_size} bytes, more than the {limit} a model file may have")
+            chunks, n = [], 0
+            while True:
+                b = os.read(fd, min(1 << 20, limit + 1 - n))
+                if not b:
+                    break
+                chunks.append(b)
+                n += len(b)
+                if n > limit:
+                    raise ModelDirError(f, name, f"more than the {limit} bytes a model file may have")
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+
+def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
+    """The manifest's schema, every field a reader relies on; a ModelDirError naming the field."""
+    if not isinstance(m, dict) or m.get("format") != FORMAT:
+        raise ModelDirError(mf, "format", f"expected '{FORMAT}'")
+    if m.get("format_version") != FORMAT_VERSION:
+        raise ModelDirError(mf, "format_version",
+                            f"this earlyeval reads version {FORMAT_VERSION}, the directory is version {m.get('format_version')!r}; retrain or upgrade")
+    for key in ("files", "content_hash", "feature_names", "families", "thresholds", "manifest_hash"):
+        if key not in m:
+            raise ModelDirError(mf, key, "missing from manifest")
+    if not isinstance(m["manifest_hash"], str) or m["manifest_hash"] != manifest_hash(m):
+        raise ModelDirError(mf, "manifest_hash", "does not match the manifest's content: manifest edited")
+    files = m["files"]
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) == 64 and set(v) <= _HEX64
+                                              for k, v in files.items()):
+        raise ModelDirError(mf, "files", "expected an object of file name -> SHA-256 (64 hex digits)")
+    if not isinstance(m["content_hash"], str):
+        raise ModelDirError(mf, "content_hash", "expected a string")
+    if not isinstance(m["feature_names"], list) or not all(isinstance(n, str) for n in m["feature_names"]):
+        raise ModelDirError(mf, "feature_names", "expected a list of strings")
+    fams = m["families"]
+    if not isinstance(fams, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("n_features"), int)
+            and not isinstance(e.get("n_features"), bool) and isinstance(e.get("arrays", False), bool) for e in fams):
+        raise ModelDirError(mf, "families", "expected a list of {name: str, n_features: int, arrays: bool}")
+    _check_thresholds(m["thresholds"], mf, "thresholds")
+    if not isinstance(m.get("training", {}), dict):
+        raise ModelDirError(mf, "training", "expected an object")
+    return m
+
+
+def _check_thresholds(th: Any, f: str, field: str) -> None:
+    if not isinstance(th, dict):
+        raise ModelDirError(f, field, "expected an object with numeric 'success' and 'failure'")
+    for k in ("success", "failure"):
+        v = th.get(k)
+        if not (_is_num(v) and math.isfinite(float(v))):  # > 1 is allowed: "never halt on this outcome"
+            raise ModelDirError(f, f"{field}.{k}", f"{v!r} is not a finite number")
+    mh = th.get("min_halt_step", 1)
+    if not (isinstance(mh, int) and not isinstance(mh, bool) and 1 <= mh <= 1_000_000):
+        raise ModelDirError(f, f"{field}.min_halt_step", f"{mh!r} is not a step number >= 1")
+
+
+def read_manifest(path: str | Path, _d: "_Dir | None" = None) -> dict[str, Any]:
+    p = Path(path)
+    d = _d or _Dir(p)
+    try:
+        mf = str(p / MANIFEST)
+        m = _json(d.read(MANIFEST, MAX_MANIFEST_BYTES), mf)
+        return _check_manifest(m, mf)
+    finally:
+        if _d is None:
+            d.close()
+
+
+def _verified_bytes(p: Path, manifest: dict[str, Any], d: "_Dir") -> dict[str, bytes]:
+    files = manifest["files"]
+    recomputed = _sha("".join(f"{n}:{h}\n" for n, h in sorted(files.items())).encode())
+    if recomputed != manifest["content_hash"]:
+        raise ModelDirError(str(p / MANIFEST), "content_hash", "does not match the file hashes listed: manifest edited")
+    out = {}
+    for name, h in files.items():
+        if "/" in name or "\\" in name or "\0" in name or name.startswith(".") or name == MANIFEST:
+            raise ModelDirError(str(p / MANIFEST), f"files.{name}", "file names must be plain names inside the directory")
+        if not (name.endswith((".json", ".txt", ".npz"))):
+            raise ModelDirError(str(p / MANIFEST), f"files.{name}", "only .json, .txt and .npz files belong in a model directory")
+        b = d.read(name, MAX_FILE_BYTES)
+        if _sha(b) != h:
+            raise ModelDirError(str(p / name), name, "SHA-256 differs from the manifest: truncated or tampered")
+        out[name] = b
+    return out
+
+
+def _json(b: bytes, f: str) -> Any:
+    try:
+        return json.loads(b.decode())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ModelDirError(f, Path(f).name, f"not valid JSON ({e})") from e
+    except RecursionError as e:  # nested deeper than the parser goes
+        raise ModelDirError(f, Path(f).name, "JSON nested too deeply") from e
+
+
+def _booster_text(b: bytes, f: str) -> str:
+    try:
+        return b.decode()
+    except UnicodeDecodeError as e:
+        raise ModelDirError(f, Path(f).name, f"not text ({e})") from e
+
+
+def _checked_booster(text: str, f: str, n_features: int | None) -> str:
+    """The booster text after ``boostercheck.check_model_text``; a ModelDirError naming the file and where."""
+    try:
+        return check_model_text(text, n_features)
+    except BoosterTextError as e:
+        raise ModelDirError(f, Path(f).name, f"not a LightGBM model text this loader accepts: {e}") from e
+
+
+def _parse_booster(text: str, f: str) -> Any:
+    """A LightGBM booster from checked (and probed) text; any LightGBM error is a ModelDirError naming the file."""
+    try:
+        return load_booster(text)
+    except Exception as e:
+        raise ModelDirError(f, Path(f).name, f"LightGBM could not read it ({type(e).__name__}: {e})") from e
+
+
+def _booster_strings(obj: Any, out: list[str], depth: int = 0) -> list[str]:
+    """Every LightGBM model text inside a JSON value (the budget estimators' boosters)."""
+    if depth > 64:
+        return out
+    if isinstance(obj, str):
+        if obj.startswith("tree\n"):
+            out.append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _booster_strings(v, out, depth + 1)
+    elif isinstance(obj, list):
+        for v in obj:
+            _booster_strings(v, out, depth + 1)
+    return out
+
+
+def _lgb_name(n: str) -> str:
+    """The feature name as LightGBM stores it (it replaces spaces and JSON special characters)."""
+    import re
+
+    return re.sub(r"[\s]", "_", n)
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | None = None) -> ModelBundle:
+    """Load and verify a model directory (see the module doc); every failure is a ``ModelDirError``.
+
+    Boosters (the outcome model's and the budget estimators') pass ``boostercheck`` first: the
+    structural check always, the child-process LightGBM probe unless ``probe_boosters=False`` (or
+    ``EARLYEVAL_BOOSTER_PROBE=0``).  A directory swapped in by a concurrent save while it is read is
+    read again (up to three times)."""
+    p = Path(path)
+    do_probe = probe_enabled() if probe_boosters is None else probe_boosters
+    for attempt in range(3):
+        d = _Dir(p)
+        try:
+            return _load(p, d, n_jobs, do_probe)
+        except ModelDirError:
+            if attempt < 2 and d.swapped():
+                continue
+            raise
+        except Exception as e:  # a schema this loader did not foresee: still a refusal, never a raw traceback
+            if attempt < 2 and d.swapped():
+                continue
+            raise ModelDirError(str(p), "<load>", f"cannot load ({type(e).__name__}: {e})") from e
+        finally:
+            d.close()
+    raise AssertionError("unreachable")
+
+
+def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool) -> ModelBundle:
+    manifest = read_manifest(p, d)
+    blobs = _verified_bytes(p, manifest, d)
+    families = []
+    for entry in manifest["families"]:
+        name = entry.get("name")
+        # by registered name only (built-in, entry point, or registered in this process): the directory
+        # never makes the loader import a module it names
+        try:
+            cls = FAMILIES.get(name)
+        except UnknownPluginError as e:
+            raise ModelDirError(str(p / MANIFEST), "families", f"unknown feature family {name!r} (known: {', '.join(e.known)}; "
+                                "a custom family must be installed as an entry point or registered with "
+                                "earlyeval.features.register_family before loading)") from e
+        meta = _json(blobs.get(f"family_{name}.json", b"{}"), str(p / f"family_{name}.json"))
+        arrays: dict[str, np.ndarray] = {}
+        if entry.get("arrays"):
+            key = f"family_{name}.npz"
+            if key not in blobs:
+                raise ModelDirError(str(p / key), key, "missing")
+            try:
+                with np.load(io.BytesIO(blobs[key]), allow_pickle=False) as z:
+                    arrays = {k: z[k] for k in z.files}
+            except Exception as e:  # a corrupt archive must not surface as a zipfile traceback
+                raise ModelDirError(str(p / key), key, f"cannot read arrays ({type(e).__name__}: {e})") from e
+        try:
+            fam = cls.from_state(meta, arrays)
+        except Exception as e:  # a missing key or array: name the family's files, not a KeyError
+            raise ModelDirError(str(p / f"family_{name}.json"), f"family_{name}",
+                                f"cannot rebuild the {name} family ({type(e).__name__}: {e})") from e
+        if len(fam.names) != entry.get("n_features"):
+            raise ModelDirError(str(p / f"family_{name}.json"), f"families.{name}.n_features",
+                                f"the manifest says {entry.get('n_features')}, the stored family makes {len(fam.names)}")
+        families.append(fam)
+    fz = Featurizer(families)
+    if fz.names != manifest["feature_names"]:
+        raise ModelDirError(str(p / MANIFEST), "feature_names", "do not match the feature families stored in the directory")
+    state = _json(blobs["model.json"], str(p / "model.json")) if "model.json" in blobs else None
+    if state is None:
+        raise ModelDirError(str(p / "model.json"), "model.json", "missing")
+    boosters = {}
+    for k in ("success", "failure"):
+        key = f"booster_{k}.txt"
+        if key in blobs:
+            boosters[k] = _checked_booster(_booster_text(blobs[key], str(p / key)), str(p / key), len(fz.names))
+    if "success" not in boosters:
+        raise ModelDirError(str(p / "booster_success.txt"), "booster_success.txt", "missing")
+    if state.get("twin") in ("flipped", "balanced") and "failure" not in boosters:
+        raise ModelDirError(str(p / "booster_failure.txt"), "booster_failure.txt", f"missing (model.json says twin={state.get('twin')!r})")
+    if do_probe:
+        try:
+            probe(list(boosters.values()))
+        except BoosterTextError as e:
+            raise ModelDirError(str(p / "booster_success.txt"), "booster_*.txt", str(e)) from e
+    # optional extras (the budget estimators) fail open, as documented: one whose boosters do not pass the
+    # check or the probe is left out (``ModelBundle.extra_errors`` says why; the Monitor's budget_status too)
+    extra: dict[str, Any] = {}
+    extra_errors: dict[str, str] = {}
+    for n, b in blobs.items():
+        if not n.startswith("extra_"):
+            continue
+        key = n[len("extra_"):-len(".json")]
+        try:
+            v = _json(b, str(p / n))
+            texts = [_checked_booster(t, str(p / n), None) for t in _booster_strings(v, [])]
+            if do_probe:
+                try:
+                    probe(texts)
+                except BoosterTextError as e:
+                    raise ModelDirError(str(p / n), n, str(e)) from e
+            extra[key] = v
+        except ModelDirError as e:
+            extra_errors[key] = str(e)
+            log.warning("earlyeval: model dir %s: %s left out (%s)", p, n, e)
+    if not isinstance(state, dict):
+        raise ModelDirError(str(p / "model.json"), "model.json", "expected an object")
+    state["boosters"] = {}
+    try:
+        model = OutcomePredictor.from_state(state, n_jobs=n_jobs)
+    except Exception as e:
+        raise ModelDirError(str(p / "model.json"), "model.json", f"not a saved OutcomeModel ({type(e).__name__}: {e})") from e
+    for k, text in boosters.items():
+        model.boosters_[k] = _parse_booster(text, str(p / f"booster_{k}.txt"))
+        if k not in model.platt_:
+            raise ModelDirError(str(p / "model.json"), f"platt.{k}", "missing calibration for the booster")
+    if list(model.feature_names_in_) != fz.names:
+        raise ModelDirError(str(p / "model.json"), "feature_names", "differ from the featurizer's")
+    for k, b in model.boosters_.items():
+        nfeat = b.num_feature()
+        if nfeat != len(fz.names):
+            raise ModelDirError(str(p / f"booster_{k}.txt"), "num_feature", f"booster expects {nfeat} features, featurizer makes {len(fz.names)}")
+        if b.feature_name() != [_lgb_name(n) for n in fz.names] and b.feature_name() != [f"Column_{i}" for i in range(nfeat)]:
+            raise ModelDirError(str(p / f"booster_{k}.txt"), "feature_names", "the booster was trained on other features than the featurizer makes")
+    thresholds = _json(blobs["thresholds.json"], str(p / "thresholds.json")) if "thresholds.json" in blobs else None
+    if thresholds is None:
+        raise ModelDirError(str(p / "thresholds.json"), "thresholds.json", "missing")
+    _check_thresholds(thresholds, str(p / "thresholds.json"), "thresholds.json")
+    if thresholds != manifest["thresholds"]:
+        raise ModelDirError(str(p / "thresholds.json"), "thresholds", "differ from the manifest's")
+    return ModelBundle(fz, model, thresholds, manifest.get("training", {}), extra, manifest, extra_errors)

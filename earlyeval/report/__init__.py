@@ -1,0 +1,1 @@
+"""Report writing: tables, prediction dumps, the HTML page."""

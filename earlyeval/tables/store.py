@@ -1,0 +1,199 @@
+"""Columnar storage of trajectories and tasks (parquet via pyarrow).
+
+Stage boundaries are files: ``data/<bench>/trajectories.parquet`` holds one row
+per trajectory with its steps as a nested list, ``data/<bench>/tasks.parquet``
+one row per task.  Nullable columns keep unknown token counts as null.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from earlyeval.core.atomic import atomic_path
+from earlyeval.core.errors import IngestError
+from earlyeval.core.trajectory import MAX_TOKENS_PER_STEP, Task, Trajectory, cost_value, token_count
+from earlyeval.config.workspace import data_dir
+
+log = logging.getLogger(__name__)
+
+ACTION_TYPE = pa.struct([("tool", pa.string()), ("text", pa.string()), ("kind", pa.string())])
+STEP_TYPE = pa.struct(
+    [
+        ("index", pa.int32()),
+        ("action", pa.string()),
+        ("kind", pa.string()),
+        ("thought", pa.string()),
+        ("observation", pa.string()),
+        ("input_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("cached_tokens", pa.int64()),
+        ("cost_usd", pa.float64()),
+        ("error", pa.bool_()),
+        ("actions", pa.list_(ACTION_TYPE)),
+    ]
+)
+TRAJ_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("agent", pa.string()),
+        ("bench", pa.string()),
+        ("task_id", pa.string()),
+        ("outcome", pa.int8()),
+        ("prompt", pa.string()),
+        ("meta", pa.string()),  # JSON
+        ("steps", pa.list_(STEP_TYPE)),
+    ]
+)
+TASK_SCHEMA = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("prompt", pa.string()),
+        ("gold_patch", pa.string()),
+        ("test_patch", pa.string()),
+        ("fail_to_pass", pa.list_(pa.string())),
+        ("pass_to_pass", pa.list_(pa.string())),
+        ("meta", pa.string()),
+    ]
+)
+
+
+def bench_dir(bench: str, base: Path | None = None) -> Path:
+    return base / bench if base is not None else data_dir(bench)
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT8 = (-128, 127)
+
+
+def _text_ok(v: Any) -> bool:
+    """Text the store can hold: UTF-8 encodable (no lone surrogates such as a JSON ``\\udc80`` escape)."""
+    if v.isascii():
+        return True
+    try:
+        v.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def validate_trajectory(t: Trajectory) -> None:
+    """Raise an IngestError naming the source file and field for any value the store cannot hold, or
+    that is impossible: text that is not UTF-8 encodable, integers outside their column, token counts
+    that are not 0..1e9 integers (``trajectory.token_count``), costs that are not finite and >= 0.
+    Called per trajectory at the file boundary (``ingest.ingest_run``: ingest and score alike), so one
+    bad value is that file's error and the rest of the batch goes on."""
+    f = str(t.meta.get("source_file", t.run_id))
+    for name in ("run_id", "agent", "bench", "task_id", "prompt"):
+        v = getattr(t, name)
+        if not isinstance(v, str) or not _text_ok(v):
+            raise IngestError(f, name, "not UTF-8 text (a lone surrogate escape such as \\udc80?)")
+    if t.outcome is not None and not (isinstance(t.outcome, int) and _INT8[0] <= t.outcome <= _INT8[1]):
+        raise IngestError(f, "outcome", f"{t.outcome!r} is not a label")
+    try:
+        meta = json.dumps(t.meta, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise IngestError(f, "meta", f"cannot be stored ({type(e).__name__}: {e})") from e
+    if not _text_ok(meta):
+        raise IngestError(f, "meta", "not UTF-8 text")
+    for i, st in enumerate(t.steps):
+        w = f"steps[{i}]"
+        if not (isinstance(st.index, int) and _INT32[0] <= st.index <= _INT32[1]):
+            raise IngestError(f, f"{w}.index", f"{st.index!r} is not a 32-bit step index")
+        for name in ("action", "kind", "thought", "observation"):
+            v = getattr(st, name)
+            if not isinstance(v, str) or not _text_ok(v):
+                raise IngestError(f, f"{w}.{name}", "not UTF-8 text (a lone surrogate escape such as \\udc80?)")
+        for name in ("input_tokens", "output_tokens", "cached_tokens"):
+            v = getattr(st, name)
+            if v is not None and (type(v) is not int or token_count(v) is None):
+                raise IngestError(f, f"{w}.{name}", f"{v!r} is not a possible token count (an integer 0..{MAX_TOKENS_PER_STEP:.0e})")
+        if st.cost_usd is not None and cost_value(st.cost_usd) is None:
+            raise IngestError(f, f"{w}.cost_usd", f"{st.cost_usd!r} is not a possible cost (finite, >= 0)")
+        if st.error is not None and not isinstance(st.error, bool):
+            raise IngestError(f, f"{w}.error", f"{st.error!r} is not a bool")
+        for k, a in enumerate(st.actions):
+            for name in ("tool", "text", "kind"):
+                v = getattr(a, name)
+                if not isinstance(v, str) or not _text_ok(v):
+                    raise IngestError(f, f"{w}.actions[{k}].{name}", "not UTF-8 text")
+
+
+def validate_task(t: Task, file: str = "<tasks>") -> None:
+    """IngestError for a task value the store cannot hold (text fields, test lists)."""
+    for name in ("task_id", "prompt", "gold_patch", "test_patch"):
+        v = getattr(t, name)
+        if v is not None and (not isinstance(v, str) or not _text_ok(v)):
+            raise IngestError(file, f"{t.task_id!r}.{name}", "not UTF-8 text")
+    for name in ("fail_to_pass", "pass_to_pass"):
+        for x in getattr(t, name) or []:
+            if not isinstance(x, str) or not _text_ok(x):
+                raise IngestError(file, f"{t.task_id!r}.{name}", "not UTF-8 text")
+
+
+def _write_table(table: pa.Table, path: Path) -> Path:
+    """Atomically (temp file, fsync, rename): a reader sees the old complete file or the new one."""
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+    return path
+
+
+def write_trajectories(trajs: Iterable[Trajectory], path: Path) -> Path:
+    rows = []
+    for t in trajs:
+        d = t.to_dict()
+        d["meta"] = json.dumps(d["meta"], sort_keys=True, default=str)
+        rows.append(d)
+    return _write_table(pa.Table.from_pylist(rows, schema=TRAJ_SCHEMA), path)
+
+
+def _read_table(path: Path) -> pa.Table:
+    """The whole file through one open handle: a concurrent atomic replace (rename) can never mix the
+    old file's footer with the new file's pages, as re-opening the path for each part could."""
+    with open(path, "rb") as f:
+        return pq.read_table(f)
+
+
+def read_trajectories(path: Path) -> list[Trajectory]:
+    return [Trajectory.from_dict(r) for r in _read_table(path).to_pylist()]
+
+
+def write_tasks(tasks: Iterable[Task], path: Path) -> Path:
+    rows = []
+    for t in tasks:
+        d = t.to_dict()
+        d["meta"] = json.dumps(d["meta"], sort_keys=True, default=str)
+        rows.append(d)
+    return _write_table(pa.Table.from_pylist(rows, schema=TASK_SCHEMA), path)
+
+
+def read_tasks(path: Path) -> dict[str, Task]:
+    if not path.exists():
+        return {}
+    out = {}
+    for r in _read_table(path).to_pylist():
+        r["meta"] = json.loads(r["meta"] or "{}")
+        t = Task.from_dict(r)
+        out[t.task_id] = t
+    return out
+
+
+def read_ingested_trajectories(bench: str) -> list[Trajectory]:
+    """The benchmark's ingested runs (``earlyeval ingest`` output); a clear error when it has not run."""
+    path = bench_dir(bench) / "trajectories.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `earlyeval ingest --bench {bench}` first")
+    if not (path.parent / "ingest.done").exists():  # pipeline.INGEST_DONE: each file is whole, the set may not be
+        log.warning("%s has no ingest.done: the last `earlyeval ingest --bench %s` did not finish (or predates the "
+                    "marker); its files are each complete but may come from different ingests -- re-run it", path.parent, bench)
+    return read_trajectories(path)
+
+
+def read_ingested_tasks(bench: str) -> dict[str, Task]:
+    """The benchmark's ingested task table ({} when the benchmark has none)."""
+    return read_tasks(bench_dir(bench) / "tasks.parquet")

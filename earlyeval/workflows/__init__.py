@@ -1,0 +1,1 @@
+"""Replay, routing, transfer, sweeps, export and benchmarks built on the layers below."""

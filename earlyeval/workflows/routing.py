@@ -1,0 +1,670 @@
+"""Escalate instead of only stopping: a routing simulator over real runs of two agents.
+
+Every task both agents ran starts on the cheap agent.  After each of its steps a
+policy says continue, stop, or escalate:
+
+- the run completes: charged the cheap run's full real cost, outcome = the cheap run's;
+- stopped after step t: charged the cheap run's cost up to t, counted unresolved;
+- escalated after step t: charged the cheap run's cost up to t plus the strong
+  agent's full real run on that task, outcome = the strong run's real outcome
+  (t = 0: the task starts on the strong agent).
+
+Nothing is re-run: outcomes and costs are the recorded ones (``prices``).
+
+Honesty.  The predictions that route the pair (cheap, strong) come from a model
+fitted without *both* agents (``FoldRunner.predict({cheap, strong}, cheap)``), and
+every run's task prior is recomputed to exclude both agents' public results, so
+neither agent's label reaches the router, not even through public history.  The
+failure threshold is chosen by ``evaluate.select_thresholds`` over an inner
+leave-one-agent-out: each remaining large agent b is predicted by a model fitted
+without {cheap, strong, b}.  Routing never halts a run predicted to succeed (its
+patch is the product), so thresholds are selected with the success side disabled.
+The tier policy's cut is set without labels (it sends to the strong agent the
+same share of tasks the learned escalation policy escalates).  Oracles use both
+agents' labels and are labelled as upper bounds, never as results.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_exclusion, select_thresholds
+from earlyeval.features import Featurizer, build_family
+from earlyeval.features.base import RunContext
+from earlyeval.features.prior import PriorFamily, default_match_patterns
+from earlyeval.modeling.metrics import NEVER, RunSet, apply_policy
+from earlyeval.config.prices import RunCost, price_runs, pricing_summary
+
+log = logging.getLogger(__name__)
+
+COMPLETE, STOP, ESCALATE = 0, 1, 2
+DEFAULT_VALUES_OF_SOLVE: tuple[float, ...] = (1.0, 5.0, 25.0)  # USD per resolved task; a parameter, not a result
+VALUE_SWEEP = tuple(np.round(np.geomspace(0.1, 1000.0, 25), 4).tolist())  # USD per resolved task, for the curve
+SWEEP_TAUS = tuple(np.round(np.arange(0.05, 0.996, 0.025), 3).tolist())
+BUDGET_ORDERS = 100  # random task orders averaged for the resolve rate reachable within the budget
+
+
+# ---------------------------------------------------------------- the pair
+
+@dataclass
+class Pair:
+    """Two agents' real runs on the tasks both ran, aligned by task."""
+
+    cheap: str
+    strong: str
+    task_ids: list[str]
+    y_cheap: np.ndarray  # (N,) 0/1
+    y_strong: np.ndarray
+    cost_cheap: list[RunCost]
+    cost_strong: list[RunCost]
+    p_fail: list[np.ndarray]  # cheap run's P(failure) after steps 1..T-1, from a model without both agents
+    prior: np.ndarray  # task solve rate in public history without both agents (nan where unknown)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.task_ids)
+
+    @property
+    def T_cheap(self) -> np.ndarray:
+        return np.asarray([c.T for c in self.cost_cheap], dtype=np.int64)
+
+    def runset(self) -> RunSet:
+        """The cheap runs as a failure-only RunSet (P(success) never crosses), for ``metrics.apply_policy``."""
+        zeros = [np.zeros_like(p) for p in self.p_fail]
+        return RunSet(agents=[self.cheap] * self.n, run_ids=list(self.task_ids), y=self.y_cheap, T=self.T_cheap,
+                      p_s=zeros, p_f=list(self.p_fail))
+
+
+@dataclass
+class Route:
+    """Per task: what happened (COMPLETE / STOP / ESCALATE) and after how many cheap steps (0: started on strong)."""
+
+    action: np.ndarray
+    t: np.ndarray
+
+
+def charge(pair: Pair, route: Route) -> tuple[np.ndarray, np.ndarray]:
+    """Real cost (USD) and outcome (0/1) of every task under a route."""
+    cost = np.empty(pair.n)
+    res = np.zeros(pair.n, dtype=np.int64)
+    for i in range(pair.n):
+        a, t = int(route.action[i]), int(route.t[i])
+        c = pair.cost_cheap[i]
+        if a == COMPLETE:
+            cost[i], res[i] = c.total, pair.y_cheap[i]
+        elif a == STOP:
+            cost[i], res[i] = c.upto(t), 0
+        elif a == ESCALATE:
+            cost[i], res[i] = c.upto(t) + pair.cost_strong[i].total, pair.y_strong[i]
+        else:
+            raise ValueError(f"unknown action {a}")
+    return cost, res
+
+
+# --------------------------------------------------------------- policies
+
+def always_cheap(pair: Pair) -> Route:
+    return Route(np.full(pair.n, COMPLETE), pair.T_cheap.copy())
+
+
+def always_strong(pair: Pair) -> Route:
+    return Route(np.full(pair.n, ESCALATE), np.zeros(pair.n, dtype=np.int64))
+
+
+def on_predicted_failure(pair: Pair, tau_f: float, action: int, min_t: int = 1) -> Route:
+    """Stop or escalate at the first step where P(failure) >= tau_f (the halting rule of ``metrics``)."""
+    t_halt, _ = apply_policy(pair.runset(), NEVER, tau_f, min_t)
+    halted = t_halt > 0
+    return Route(np.where(halted, action, COMPLETE), np.where(halted, t_halt, pair.T_cheap))
+
+
+def expected_value_escalation(pair: Pair, tau_f: float, value_of_solve: float, strong_cost: float,
+                              min_t: int = 1) -> Route:
+    """At a predicted failure, escalate only if p_fail * q * value_of_solve > strong's expected cost, else stop.
+
+    q = P(strong solves the task), estimated by the task's public solve rate without
+    both agents (1 where the benchmark has no history): escalating a task the strong
+    agent will also fail buys nothing.
+    """
+    base = on_predicted_failure(pair, tau_f, ESCALATE, min_t)
+    q = _filled_prior(pair)
+    act = base.action.copy()
+    for i in np.flatnonzero(base.action == ESCALATE):
+        p = float(pair.p_fail[i][base.t[i] - 1])
+        if p * q[i] * value_of_solve <= strong_cost:
+            act[i] = STOP
+    return Route(act, base.t)
+
+
+def value_triggered_escalation(pair: Pair, value_of_solve: float, strong_cost: float, min_t: int = 1) -> Route:
+    """Escalate at the first step where p_fail * q * value_of_solve > strong's expected cost; never stop.
+
+    No failure threshold: a likely failure on a task the strong agent probably
+    solves is escalated early, a near-certain failure on a hopeless task never is.
+    """
+    q = _filled_prior(pair)
+    act = np.full(pair.n, COMPLETE)
+    t = pair.T_cheap.copy()
+    lo = max(min_t, 1) - 1
+    for i, p in enumerate(pair.p_fail):
+        hit = np.flatnonzero(p[lo:] * q[i] * value_of_solve > strong_cost)
+        if hit.size:
+            act[i], t[i] = ESCALATE, lo + int(hit[0]) + 1
+    return Route(act, t)
+
+
+def tier_by_prior(pair: Pair, share: float) -> Route:
+    """Start the hardest `share` of tasks (lowest public solve rate) on the strong agent, the rest on cheap."""
+    q = _filled_prior(pair)
+    k = int(round(share * pair.n))
+    hard = np.zeros(pair.n, dtype=bool)
+    hard[np.argsort(q, kind="stable")[:k]] = True
+    return Route(np.where(hard, ESCALATE, COMPLETE), np.where(hard, 0, pair.T_cheap))
+
+
+def oracle(pair: Pair, stop_both_fail: bool = False) -> Route:
+    """Upper bound (uses both agents' labels): escalate after the cheap run's first step exactly
+    the tasks cheap fails and strong solves; optionally stop there the tasks both fail."""
+    need = (pair.y_cheap == 0) & (pair.y_strong == 1)
+    act = np.where(need, ESCALATE, COMPLETE)
+    if stop_both_fail:
+        act = np.where((pair.y_cheap == 0) & (pair.y_strong == 0), STOP, act)
+    return Route(act, np.where(act == COMPLETE, pair.T_cheap, np.minimum(1, pair.T_cheap)))
+
+
+def _filled_prior(pair: Pair) -> np.ndarray:
+    q = pair.prior.astype(np.float64).copy()
+    ok = np.isfinite(q)
+    q[~ok] = float(np.mean(q[ok])) if ok.any() else 1.0
+    return q
+
+
+def oracle_frontier(pair: Pair) -> np.ndarray:
+    """(cost, resolve rate) points of the best any policy could do knowing every outcome.
+
+    Each resolvable task is bought at its cheapest real price (cheap run if cheap
+    solves it, strong run if strong does); unresolvable tasks cost nothing; tasks
+    are added cheapest first (optimal when every resolved task counts the same).
+    Every simulated policy lies on or below this curve.
+    """
+    c = np.full(pair.n, np.inf)
+    for i in range(pair.n):
+        if pair.y_cheap[i]:
+            c[i] = min(c[i], pair.cost_cheap[i].total)
+        if pair.y_strong[i]:
+            c[i] = min(c[i], pair.cost_strong[i].total)
+    c = np.sort(c[np.isfinite(c)])
+    return np.column_stack([np.concatenate([[0.0], np.cumsum(c)]), np.arange(len(c) + 1) / max(pair.n, 1)])
+
+
+def frontier_at(frontier: np.ndarray, cost: float) -> float:
+    """Best resolve rate on the oracle frontier at a given spend."""
+    k = np.searchsorted(frontier[:, 0], cost + 1e-9, side="right") - 1
+    return float(frontier[max(k, 0), 1])
+
+
+# ----------------------------------------------------------------- metrics
+
+def policy_metrics(pair: Pair, route: Route, budget_usd: float | None = None, seed: int = 0) -> dict[str, Any]:
+    """Resolve rate, real cost, decision counts, economic consistency and budget status of one route."""
+    cost, res = charge(pair, route)
+    n = pair.n
+    total = float(cost.sum())
+    esc = route.action == ESCALATE
+    need = (pair.y_cheap == 0) & (pair.y_strong == 1)
+    suff = pair.y_cheap == 1
+    acc_need = float(esc[need].mean()) if need.any() else None
+    acc_suff = float((route.action[suff] == COMPLETE).mean()) if suff.any() else None
+    esc_t = route.t[esc & (route.t > 0)]
+    return {
+        "n_tasks": n,
+        "resolved": int(res.sum()),
+        "resolve_rate": float(res.mean()) if n else None,
+        "total_cost_usd": total,
+        "cost_per_task_usd": total / n if n else None,
+        "cost_per_resolved_usd": total / res.sum() if res.sum() else None,
+        "n_escalated": int(esc.sum()),
+        "n_started_on_strong": int((esc & (route.t == 0)).sum()),
+        "n_stopped": int((route.action == STOP).sum()),
+        "n_completed_cheap": int((route.action == COMPLETE).sum()),
+        "mean_escalation_step": float(esc_t.mean()) if esc_t.size else None,
+        "mean_cheap_share_used_before_escalation": float(np.mean(esc_t / pair.T_cheap[esc & (route.t > 0)])) if esc_t.size else None,
+        "economic_consistency": {
+            "needed_escalation_accuracy": acc_need,  # cheap fails & strong solves: was it escalated?
+            "cheap_sufficed_accuracy": acc_suff,  # cheap solves: was the cheap run left to finish?
+            "value": None if acc_need is None or acc_suff is None else min(acc_need, acc_suff),
+            "n_needed_escalation": int(need.sum()),
+            "n_cheap_sufficed": int(suff.sum()),
+        },
+        "budget": budget_status(cost, res, budget_usd, seed),
+    }
+
+
+def budget_status(cost: np.ndarray, res: np.ndarray, budget_usd: float | None, seed: int = 0,
+                  orders: int = BUDGET_ORDERS) -> dict[str, Any]:
+    """Whether a pass fits in budget B, the overspend, and what stopping at B would resolve.
+
+    Stopping at B: tasks are processed in a fixed random order (seeded), and the
+    first task whose cost would take the spend past B is cut there, unresolved, as
+    is every later task.  Also the mean over `orders` random orders.
+    """
+    total = float(cost.sum())
+    if budget_usd is None:
+        return {"budget_usd": None, "over_budget": None, "note": "no budget given (--budget)"}
+    rng = np.random.default_rng(seed)
+    rates, done = [], []
+    for k in range(max(orders, 1)):
+        o = rng.permutation(len(cost))
+        fits = np.cumsum(cost[o]) <= budget_usd + 1e-9
+        rates.append(float(res[o][fits].sum()) / max(len(cost), 1))
+        done.append(int(fits.sum()))
+    over = total > budget_usd + 1e-9
+    return {
+        "budget_usd": float(budget_usd),
+        "over_budget": bool(over),
+        "overspend_usd": max(0.0, total - float(budget_usd)),
+        "spend_if_stopped_at_budget_usd": min(total, float(budget_usd)),
+        "resolve_rate_stopping_at_budget": rates[0],
+        "tasks_completed_within_budget": done[0],
+        "resolve_rate_stopping_at_budget_mean_over_orders": float(np.mean(rates)),
+        "resolve_rate_stopping_at_budget_std_over_orders": float(np.std(rates)),
+        "orders": max(orders, 1),
+        "order_seed": seed,
+    }
+
+
+def add_comparisons(policies: dict[str, dict[str, Any]], frontier: np.ndarray) -> None:
+    """Gap closed between always-cheap and always-strong, per extra dollar, versus the oracle, in place."""
+    lo, hi = policies["always_cheap"], policies["always_strong"]
+    gap = hi["resolve_rate"] - lo["resolve_rate"]
+    orc = policies["oracle"]
+    for name, m in policies.items():
+        extra = m["total_cost_usd"] - lo["total_cost_usd"]
+        closed = (m["resolve_rate"] - lo["resolve_rate"]) / gap if gap > 0 else None
+        m["gap_closed"] = closed
+        m["extra_cost_over_always_cheap_usd"] = extra
+        m["gap_closed_per_100usd"] = 100.0 * closed / extra if closed is not None and extra > 1e-9 else None
+        if closed is not None and closed > 0 and extra <= 1e-9:
+            m["gap_closed_note"] = "closes the gap at no extra cost over always-cheap"
+        m["frontier_resolve_rate_at_same_cost"] = frontier_at(frontier, m["total_cost_usd"])
+        if m["resolve_rate"] > m["frontier_resolve_rate_at_same_cost"] + 1e-9:
+            log.error("policy %s beats the oracle frontier: the simulator is wrong", name)
+    for name, m in policies.items():
+        oc, op = orc.get("gap_closed"), orc.get("gap_closed_per_100usd")
+        m["vs_oracle"] = {
+            "gap_closed_ratio": m["gap_closed"] / oc if m["gap_closed"] is not None and oc else None,
+            "gap_closed_per_usd_ratio": m["gap_closed_per_100usd"] / op
+            if m["gap_closed_per_100usd"] is not None and op else None,
+        }
+
+
+# ------------------------------------------------------------ predictions
+
+def pair_blind(ds: Dataset, agents: Iterable[str]) -> Dataset:
+    """The dataset with every run's task prior recomputed to exclude `agents`' public results too.
+
+    The prior family excludes only a run's own agent; a router for (cheap, strong)
+    must not see either agent's outcome on a task, so the feature is redefined for
+    every run (training and routed alike) to exclude both, and it means the same
+    thing at fit and at routing time.
+    """
+    agents = set(agents)
+    if ds.prior_table is None or "prior" not in ds.blocks:
+        return ds
+    subs: list[str] = []
+    pats: list[str] = []
+    for t, c in zip(ds.trajs, ds.contexts):
+        if t.agent in agents:
+            subs += [s for s in c.exclude_submissions if s not in subs]
+            for p in list(c.prior_match) or default_match_patterns(c.scaffold, c.model):
+                if p not in pats:
+                    pats.append(p)
+    ctxs = [replace(c, exclude_submissions=list(c.exclude_submissions) + subs,
+                    prior_match=(list(c.prior_match) or default_match_patterns(c.scaffold, c.model)) + pats)
+            for c in ds.contexts]
+    fz = Featurizer([build_family("prior", prior_table=ds.prior_table)])
+    X = fz.prefix_matrix(ds.trajs, ctxs)
+    # the undated current-pool block is not blinded: dropped, so that nothing can route on it
+    return replace(ds, contexts=ctxs, blocks={**{k: v for k, v in ds.blocks.items() if k != CURRENT_POOL}, "prior": X})
+
+
+def large_agents(ds: Dataset, cfg: EvalConfig) -> list[str]:
+    """Agents held out on their own (``Dataset.large_agents``, the rule of ``evaluate.run_loao``)."""
+    return ds.large_agents(cfg.holdout_min_runs)
+
+
+def failure_only(rs: RunSet) -> RunSet:
+    """The same predictions with P(success) zeroed: a policy that only ever halts on predicted failure."""
+    return replace(rs, p_s=[np.zeros_like(p) for p in rs.p_s])
+
+
+def routing_predictions(runner: FoldRunner, cheap: str, strong: str) -> tuple[RunSet, dict[str, Any], dict[str, Any]]:
+    """Cheap agent's predictions and the failure threshold, with neither agent's labels.
+
+    Model: fitted without {cheap, strong}.  Threshold: ``select_thresholds`` over
+    inner agents b, each predicted by a model fitted without {cheap, strong, b} (and b's scaffold:
+    ``evaluate.inner_exclusion``).
+    """
+    ex = frozenset({cheap, strong})
+    rs = runner.predict(ex, cheap)
+    inner_agents = [b for b in large_agents(runner.ds, runner.cfg) if b not in ex]
+    mode = runner.cfg.inner_holdout
+    inner = {b: failure_only(runner.predict(inner_exclusion(runner.ds, ex, frozenset([b]), mode), b)) for b in inner_agents}
+    th = select_thresholds(inner, runner.cfg, method="inner-loao without both routed agents, failure side only")
+    fitted = runner.fit(ex)
+    info = {"excluded_agents": sorted(ex), "trained_on": [str(a) for a in fitted.train_agents],
+            "train_runs": fitted.n_train_runs, "train_prefixes": fitted.n_train_prefixes,
+            "inner_agents": inner_agents}
+    return rs, th, info
+
+
+def _task_key(t: Any) -> str:
+    dom = t.meta.get("domain") if isinstance(t.meta, dict) else None
+    return f"{dom}/{t.task_id}" if dom else str(t.task_id)
+
+
+def build_pair(ds: Dataset, costs: Mapping[str, RunCost], cheap: str, strong: str, rs_cheap: RunSet) -> Pair:
+    """Align the two agents' runs on the tasks both ran (first run per task if a task repeats)."""
+    first: dict[str, dict[str, int]] = {cheap: {}, strong: {}}
+    dup = {cheap: 0, strong: 0}
+    for i, t in enumerate(ds.trajs):
+        if t.agent in first:
+            k = _task_key(t)
+            if k in first[t.agent]:
+                dup[t.agent] += 1
+            else:
+                first[t.agent][k] = i
+    shared = [k for k in first[cheap] if k in first[strong]]
+    pred = {rid: (pf, T) for rid, pf, T in zip(rs_cheap.run_ids, rs_cheap.p_f, rs_cheap.T)}
+    fam = PriorFamily(ds.prior_table) if ds.prior_table is not None else None
+    yc, ys, cc, cs, pf, prior = [], [], [], [], [], []
+    for k in shared:
+        tc, ts = ds.trajs[first[cheap][k]], ds.trajs[first[strong][k]]
+        yc.append(int(tc.outcome))
+        ys.append(int(ts.outcome))
+        cc.append(costs[tc.run_id])
+        cs.append(costs[ts.run_id])
+        p, T = pred[tc.run_id]
+        if T != len(tc.steps) or len(p) != max(T - 1, 0):
+            raise ValueError(f"{tc.run_id}: predictions do not cover prefixes 1..T-1")
+        pf.append(np.asarray(p, dtype=np.float64))
+        ctx: RunContext = ds.contexts[first[cheap][k]]
+        prior.append(float(fam.start(ctx)[0]) if fam is not None else float("nan"))
+    return Pair(cheap, strong, shared, np.asarray(yc, dtype=np.int64), np.asarray(ys, dtype=np.int64), cc, cs, pf,
+                np.asarray(prior, dtype=np.float64),
+                {"cheap_only_tasks": len(first[cheap]) - len(shared), "strong_only_tasks": len(first[strong]) - len(shared),
+                 "cheap_repeat_runs": dup[cheap], "strong_repeat_runs": dup[strong]})
+
+
+# ---------------------------------------------------------------- the pass
+
+def simulate_pair(pair: Pair, tau_f: float, *, budget_usd: float | None = None,
+                  values_of_solve: Sequence[float] = DEFAULT_VALUES_OF_SOLVE, min_t: int = 1,
+                  seed: int = 0) -> dict[str, Any]:
+    """Every policy on one pair, with comparisons, sweeps and the oracle frontier."""
+    strong_cost = float(np.mean([c.total for c in pair.cost_strong])) if pair.n else 0.0
+    esc = on_predicted_failure(pair, tau_f, ESCALATE, min_t)
+    share = float((esc.action == ESCALATE).mean()) if pair.n else 0.0
+    routes: dict[str, Route] = {
+        "always_cheap": always_cheap(pair),
+        "always_strong": always_strong(pair),
+        "stop_on_predicted_failure": on_predicted_failure(pair, tau_f, STOP, min_t),
+        "escalate_on_predicted_failure": esc,
+    }
+    for v in values_of_solve:
+        routes[f"failure_escalate_if_value@{v:g}usd"] = expected_value_escalation(pair, tau_f, v, strong_cost, min_t)
+        routes[f"escalate_when_value_positive@{v:g}usd"] = value_triggered_escalation(pair, v, strong_cost, min_t)
+    has_prior = bool(np.isfinite(pair.prior).any())
+    if has_prior:
+        routes["tier_by_prior"] = tier_by_prior(pair, share)
+    routes["oracle"] = oracle(pair)
+    routes["oracle_with_stop"] = oracle(pair, stop_both_fail=True)
+    policies = {k: policy_metrics(pair, r, budget_usd, seed) for k, r in routes.items()}
+    front = oracle_frontier(pair)
+    add_comparisons(policies, front)
+    for k in policies:
+        if k.startswith("oracle"):
+            policies[k]["upper_bound"] = True
+    policies["oracle"]["note"] = ("uses both agents' labels: escalates after the cheap run's first step (t=1, that "
+                                  "step charged) exactly the tasks cheap fails and strong solves; the rest run on cheap")
+    policies["oracle_with_stop"]["note"] = "as oracle, and also stops at t=1 the tasks both agents fail"
+    if has_prior:
+        policies["tier_by_prior"]["cut"] = {"share_on_strong": share, "rule": "same share of tasks as "
+                                            "escalate_on_predicted_failure escalates (label-free); hardest by "
+                                            "public solve rate without both agents start on strong"}
+    for v in values_of_solve:
+        price = {"value_of_solve_usd": v, "strong_expected_cost_usd": strong_cost,
+                 "q": "task's public solve rate without both agents (P(strong solves) proxy; 1 without history)",
+                 "strong_expected_cost": "mean real cost of the strong agent's runs on the pair's tasks (a price, no labels)"}
+        policies[f"failure_escalate_if_value@{v:g}usd"]["rule"] = {
+            **price, "decision": "at the predicted failure (p_fail >= tau_f): escalate if p_fail * q * value_of_solve > "
+                                 "strong_expected_cost, else stop"}
+        policies[f"escalate_when_value_positive@{v:g}usd"]["rule"] = {
+            **price, "decision": "escalate at the first step where p_fail * q * value_of_solve > strong_expected_cost; "
+                                 "no failure threshold, never stops"}
+    sweeps = {
+        "escalate_on_predicted_failure": _sweep(pair, ESCALATE, min_t),
+        "stop_on_predicted_failure": _sweep(pair, STOP, min_t),
+    }
+    sweeps["escalate_when_value_positive"] = [
+        {"value_of_solve_usd": float(v), **_point(pair, value_triggered_escalation(pair, float(v), strong_cost, min_t))}
+        for v in VALUE_SWEEP]
+    if has_prior:
+        sweeps["tier_by_prior"] = [
+            {"share_on_strong": s, **_point(pair, tier_by_prior(pair, s))} for s in np.round(np.linspace(0, 1, 21), 3)]
+    references = {
+        "random_escalation_same_share": random_escalation(pair, share, policies),
+        "escalation_threshold_in_hindsight": hindsight_threshold(pair, sweeps["escalate_on_predicted_failure"], policies),
+    }
+    over = [k for k, m in policies.items() if m["budget"].get("over_budget")]
+    for k in over:
+        b = policies[k]["budget"]
+        log.warning("%s->%s %s: over budget by $%.2f (total $%.2f > B=$%.2f); stopping at B resolves %.1f%%",
+                    pair.cheap, pair.strong, k, b["overspend_usd"], policies[k]["total_cost_usd"], b["budget_usd"],
+                    100 * b["resolve_rate_stopping_at_budget"])
+    need = (pair.y_cheap == 0) & (pair.y_strong == 1)
+    return {
+        "cheap": pair.cheap,
+        "strong": pair.strong,
+        "n_tasks": pair.n,
+        "tasks_not_shared": pair.dropped,
+        "resolve_rate": {"cheap": float(pair.y_cheap.mean()), "strong": float(pair.y_strong.mean()),
+                         "either": float(((pair.y_cheap + pair.y_strong) > 0).mean())},
+        "task_groups": {"cheap_fails_strong_solves": int(need.sum()),
+                        "cheap_solves": int(pair.y_cheap.sum()),
+                        "cheap_solves_strong_fails": int(((pair.y_cheap == 1) & (pair.y_strong == 0)).sum()),
+                        "both_fail": int(((pair.y_cheap == 0) & (pair.y_strong == 0)).sum())},
+        "budget_usd": budget_usd,
+        "over_budget_policies": over,
+        "policies": policies,
+        "references": references,
+        "oracle_frontier": [[float(c), float(r)] for c, r in front],
+        "sweeps": sweeps,
+    }
+
+
+def random_escalation(pair: Pair, share: float, policies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Expected result of escalating a random `share` of tasks after their first step: is the predictor
+    better than chance at choosing what to escalate?  (Exact expectation over draws, no sampling.)"""
+    cheap_full = sum(c.total for c in pair.cost_cheap)
+    esc_all = sum(c.upto(1) for c in pair.cost_cheap) + sum(c.total for c in pair.cost_strong)
+    rr = (1 - share) * float(pair.y_cheap.mean()) + share * float(pair.y_strong.mean()) if pair.n else None
+    cost = (1 - share) * cheap_full + share * esc_all
+    lo, hi = policies["always_cheap"], policies["always_strong"]
+    gap = hi["resolve_rate"] - lo["resolve_rate"]
+    closed = (rr - lo["resolve_rate"]) / gap if gap > 0 and rr is not None else None
+    extra = cost - lo["total_cost_usd"]
+    return {"share": share, "expected_resolve_rate": rr, "expected_total_cost_usd": cost, "expected_gap_closed": closed,
+            "expected_gap_closed_per_100usd": 100 * closed / extra if closed is not None and extra > 1e-9 else None,
+            "note": "same number of escalations as escalate_on_predicted_failure, chosen at random, after step 1"}
+
+
+def hindsight_threshold(pair: Pair, sweep: Sequence[Mapping[str, Any]], policies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The best failure threshold for escalation picked on this pair's own labels: separates 'the score
+    cannot route' from 'the honest threshold is badly placed'.  Uses held-out labels: never a result."""
+    lo, hi = policies["always_cheap"], policies["always_strong"]
+    gap = hi["resolve_rate"] - lo["resolve_rate"]
+    best: dict[str, Any] | None = None
+    for p in sweep:
+        if gap <= 0:
+            break
+        closed = (p["resolve_rate"] - lo["resolve_rate"]) / gap
+        extra = p["total_cost_usd"] - lo["total_cost_usd"]
+        per = 100 * closed / extra if extra > 1e-9 else (np.inf if closed > 0 else None)
+        if closed > 0 and per is not None and (best is None or per > best["gap_closed_per_100usd"]):
+            best = {**p, "gap_closed": closed, "gap_closed_per_100usd": per}
+    if best is not None and not np.isfinite(best["gap_closed_per_100usd"]):
+        best["gap_closed_per_100usd"] = None
+        best["note_cost"] = "closes part of the gap at no extra cost"
+    return {"best_by_gap_closed_per_usd": best, "uses_held_out_labels": True}
+
+
+def _point(pair: Pair, route: Route) -> dict[str, Any]:
+    cost, res = charge(pair, route)
+    return {"total_cost_usd": float(cost.sum()), "resolve_rate": float(res.mean()) if pair.n else None,
+            "n_escalated": int((route.action == ESCALATE).sum()), "n_stopped": int((route.action == STOP).sum())}
+
+
+def _sweep(pair: Pair, action: int, min_t: int) -> list[dict[str, Any]]:
+    """The learned policy at every failure threshold: a curve over held-out predictions, not a selection."""
+    return [{"tau_f": float(t), **_point(pair, on_predicted_failure(pair, t, action, min_t))} for t in (*SWEEP_TAUS, NEVER)]
+
+
+# ----------------------------------------------------------- entry point
+
+def route_bench(bench: str, cheap: str, strong: str, budget_usd: float | None = None,
+                progress: Callable[[str], None] | None = None, *, root: str | Path | None = None,
+                values_of_solve: Sequence[float] = DEFAULT_VALUES_OF_SOLVE, seed: int = 0,
+                ds: Dataset | None = None, cfg: EvalConfig | None = None) -> dict[str, Path]:
+    """Route one (cheap, strong) pair on a benchmark; merge into reports/<bench>/routing.json and draw a PNG."""
+    from earlyeval.evaluation.dataset import load_dataset
+    from earlyeval.app.pipeline import eval_config, write_json
+    from earlyeval.config.workspace import reports_dir
+
+    cfg = cfg or eval_config(bench, seed=seed)
+    ds = ds or load_dataset(bench, cfg.families, root, progress=progress is not None)
+    for a in (cheap, strong):
+        if a not in ds.agents:
+            raise ValueError(f"unknown agent {a!r} on {bench}; agents: {', '.join(ds.agents)}")
+    if cheap == strong:
+        raise ValueError("cheap and strong must be two different agents")
+    if progress:
+        progress(f"routing {cheap} -> {strong}: fits without both agents, thresholds by inner LOAO")
+    blind = pair_blind(ds, {cheap, strong})
+    runner = FoldRunner(blind, cfg, progress)
+    rs, th, info = routing_predictions(runner, cheap, strong)
+    costs = price_runs(ds.trajs, ds.catalog)
+    pair = build_pair(blind, costs, cheap, strong, rs)
+    block = simulate_pair(pair, th["failure"], budget_usd=budget_usd, values_of_solve=values_of_solve,
+                          min_t=cfg.min_halt_step, seed=seed)
+    block["route_model"] = {**info, "prior": "every run's prior_solve_rate excludes both routed agents' public results"}
+    block["thresholds"] = th
+    shared = set(pair.task_ids)
+    pair_trajs = [t for t in ds.trajs if t.agent in (cheap, strong) and _task_key(t) in shared]
+    block["pricing"] = pricing_summary(pair_trajs, costs, ds.catalog)
+    block["notes"] = [
+        "costs are the recorded runs' real costs (per-step sums, or instance totals pro-rata t/T when the format "
+        "only has totals; catalog usd_per_step only where neither exists): see pricing",
+        "stopped tasks count as unresolved; an escalated task is charged the cheap prefix plus the strong agent's "
+        "whole recorded run and gets the strong run's recorded outcome",
+        "halting happens only at t < T (prefixes 1..T-1); runs shorter than 2 steps always complete",
+        "gap_closed = (rr - rr_always_cheap) / (rr_always_strong - rr_always_cheap); per 100 USD of extra cost over always-cheap",
+    ]
+    out = reports_dir(bench)
+    path = out / "routing.json"
+    report = _read_json(path) or {}
+    report.update({"bench": bench, "version": 1})
+    # every run's task prior (features and the prior-gated policies) counts only submissions dated before it
+    block["protocol"] = "as_of"
+    report.setdefault("pairs", {})[f"{cheap}->{strong}"] = block
+    report["pricing"] = pricing_summary(ds.trajs, costs, ds.catalog)
+    write_json(report, path)
+    png = plot_pair(block, out / f"routing_{_safe(cheap)}_{_safe(strong)}.png")
+    if progress:
+        for line in routing_table(block).splitlines():
+            progress(line)
+    return {"routing": path, "plot": png}
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        log.warning("%s is not valid JSON; starting it afresh", path)
+        return None
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def routing_table(block: Mapping[str, Any]) -> str:
+    """One line per policy, for the console and the final report."""
+    head = (f"{block['cheap']} -> {block['strong']}: {block['n_tasks']} shared tasks"
+            + (f", budget ${block['budget_usd']:.0f}" if block.get("budget_usd") else ""))
+    cols = f"{'policy':<34} {'resolve':>7} {'cost$':>8} {'$/res':>6} {'esc':>4} {'stop':>4} {'gap':>6} {'gap/$100':>8} {'vsOrc/$':>7} {'econ':>5} {'budget':>8}"
+    lines = [head, cols]
+    for k, m in block["policies"].items():
+        b = m["budget"]
+        flag = "-" if b.get("over_budget") is None else ("OVER" if b["over_budget"] else "ok")
+        lines.append(
+            f"{k:<34} {_fmt(100 * m['resolve_rate'], '6.1f')}% {_fmt(m['total_cost_usd'], '8.2f')} "
+            f"{_fmt(m['cost_per_resolved_usd'], '6.2f')} {m['n_escalated']:>4} {m['n_stopped']:>4} "
+            f"{_fmt(m['gap_closed'], '6.2f')} {_fmt(m['gap_closed_per_100usd'], '8.3f')} "
+            f"{_fmt(m['vs_oracle']['gap_closed_per_usd_ratio'], '7.2f')} {_fmt(m['economic_consistency']['value'], '5.2f')} {flag:>8}")
+    r = (block.get("references") or {}).get("random_escalation_same_share")
+    if r:
+        lines.append(
+            f"{'(random escalation, same share)':<34} {_fmt(100 * r['expected_resolve_rate'], '6.1f')}% "
+            f"{_fmt(r['expected_total_cost_usd'], '8.2f')} {'':>6} {'':>4} {'':>4} {_fmt(r['expected_gap_closed'], '6.2f')} "
+            f"{_fmt(r['expected_gap_closed_per_100usd'], '8.3f')}")
+    return "\n".join(lines)
+
+
+def plot_pair(block: Mapping[str, Any], path: Path) -> Path:
+    """Resolve rate vs total real cost: every policy, the learned sweeps and the oracle frontier."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 5.5))
+    f = np.asarray(block["oracle_frontier"])
+    ax.step(f[:, 0], 100 * f[:, 1], where="post", color="k", lw=1, label="oracle frontier (all outcomes known)")
+    styles = {"escalate_on_predicted_failure": ("-", "tab:blue"), "stop_on_predicted_failure": ("--", "tab:orange"),
+              "tier_by_prior": (":", "tab:green"), "escalate_when_value_positive": ("-.", "tab:purple")}
+    for name, pts in block["sweeps"].items():
+        ls, col = styles.get(name, ("-", None))
+        ax.plot([p["total_cost_usd"] for p in pts], [100 * p["resolve_rate"] for p in pts], ls, color=col, alpha=0.6,
+                lw=1, label=f"{name.replace('_', ' ')} (sweep)")
+    markers = "osD^v<>ph*X"
+    for i, (name, m) in enumerate(block["policies"].items()):
+        ax.plot([m["total_cost_usd"]], [100 * m["resolve_rate"]], markers[i % len(markers)], ms=8, color=plt.cm.tab20(i % 20),
+                label=f"{name} ({100 * m['resolve_rate']:.1f}%, ${m['total_cost_usd']:.0f})")
+    if block.get("budget_usd"):
+        ax.axvline(block["budget_usd"], color="red", ls="-.", lw=1, label=f"budget ${block['budget_usd']:.0f}")
+    ax.set_xlabel("total real cost of one pass (USD)")
+    ax.set_ylabel("resolve rate (%)")
+    ax.set_title(f"{block['cheap']} -> {block['strong']} ({block['n_tasks']} shared tasks)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

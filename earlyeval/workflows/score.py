@@ -1,0 +1,691 @@
+"""Score a folder of someone else's completed runs with a trained model.
+
+Each run is read with its format's ingestor (``earlyeval.ingest``: the same
+``discover``/``parse_files``/label readers as ``earlyeval ingest``) and replayed
+step by step through a :class:`~earlyeval.monitor.Monitor`, exactly as a live
+loop would feed it.  The replay goes on after a halt (the monitor's halt is
+sticky) so that every prefix t = 1..T-1 has its probabilities, which the
+AUROCs need; the last step is not replayed, since halting after it saves
+nothing (the offline policy never halts at t = T either).
+
+``score.json`` holds, per run, where the monitor halted and what it predicted;
+for labelled runs, per agent, the same metric block as ``loao.json``
+(``evaluate.agent_block`` over ``metrics.evaluate_policy``) under the model's
+own thresholds.  These numbers are the offline evaluation's numbers for the
+same model and runs: the tests replay real runs and compare.
+
+Which runs: if the folder (or file) is a run of a catalog (``earlyeval/catalogs/*.toml``)
+under the data root, that entry says its agent, glob, labels and identity (the
+prior family uses the identity to leave the agent's own public results out);
+otherwise the format's default glob is used and the agent is the folder name.
+Tasks (gold patches, for models with the gold family) come from the model's
+training benchmark as ingested (``data/<bench>/tasks.parquet``) unless given.
+
+A read that yields no run (empty folder, wrong format) raises ``NothingScoredError`` before
+anything is written.  ``training_overlap`` flags runs the model was trained on (agent name,
+scaffold x model, run id); ``savings`` and each run's ``usage`` give tokens and dollars spent and
+saved (``prices.run_cost``; unknown stays None); ``per_run.csv`` has one row per run; ``what_if``
+(optional) is the frontier over a threshold grid, by ``metrics.apply_policy``/``outcome_metrics``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import types
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from earlyeval.core.atomic import write_text as atomic_write_text
+from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, data_root, load_catalog
+from earlyeval.config.workspace import workspace_root
+from earlyeval.core.errors import CatalogError, NothingScoredError
+from earlyeval.features import RunContext
+from earlyeval.features.prior import default_match_patterns
+from earlyeval.core.trajectory import Task, Trajectory
+
+log = logging.getLogger(__name__)
+
+# formats whose files carry their own outcome (reward, pass flag)
+INLINE_LABELS = ("tau2", "toolathlon", "atif", "terminalbench-log")
+
+# where a format's run files are inside a run folder, when no catalog entry says so
+DEFAULT_GLOB: dict[str, str] = {
+    "mini-swe-agent-v1": "**/*.traj.json*",
+    "swe-agent-traj": "**/*.traj*",
+    "coder-traj": "**/*.traj*",
+    "moatless-transitions": "**/trajs/*.json*",
+    "moatless-steps": "**/trajs/*.json*",
+    "openhands-completions": "**/llm_completions/*/*.json*",
+    "openhands-events": "**/*.json*",
+    "tau2": "**/*.json*",
+    "toolathlon": "**/*.json*",
+    "atif": "**/*",
+    "terminalbench-log": "**/sessions/agent.log*",
+}
+
+
+# ------------------------------------------------------------------ runs
+
+def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str | None = None) -> list[RunSpec]:
+    """The catalog entries that describe ``runs_path`` (with ``labels``/``agent`` overrides), else a generic one."""
+    p = Path(runs_path).resolve()
+    specs = _catalog_specs(p, fmt)
+    if not specs:
+        folder, glob = (p.parent, p.name) if p.is_file() else (p, DEFAULT_GLOB.get(fmt, "**/*"))
+        name = agent or (p.name.split(".")[0] if p.is_file() else p.name)
+        specs = [RunSpec(name=name, folder=str(folder), agent=name, scaffold=name, model="", format=fmt, glob=glob,
+                         labels=[LabelSpec("inline", "")] if fmt in INLINE_LABELS else [])]
+    out = []
+    for s in specs:
+        s.folder = str((data_root() / s.folder).resolve()) if not Path(s.folder).is_absolute() else s.folder
+        if labels:
+            lf, _, lg = labels.partition(":")
+            if not lg:
+                raise ValueError(f"--labels must be FORMAT:GLOB (e.g. sb-cli:'*.json'), not {labels!r}")
+            s.labels = [LabelSpec(lf, lg)]
+        if agent:
+            s.agent = agent
+        out.append(s)
+    return out
+
+
+def _catalog_specs(p: Path, fmt: str) -> list[RunSpec]:
+    root = data_root()
+    found = []
+    for toml in sorted(available_benches().values()):
+        try:
+            cat = load_catalog(toml)
+        except CatalogError:
+            continue
+        for s in cat.runs:
+            if s.format != fmt:
+                continue
+            folder = (root / s.folder).resolve()
+            if folder == p or (p.is_file() and folder == p.parent and (p.name == s.glob or p.match(s.glob))):
+                found.append(dataclasses.replace(s, options={**s.options, "bench": cat.bench},
+                                                 glob=p.name if p.is_file() else s.glob))
+    return found
+
+
+def read_runs(specs: list[RunSpec]) -> tuple[list[Trajectory], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Trajectories of every spec via ``ingest.ingest_run``; (trajectories, skipped files, per-spec ingest reports)."""
+    from earlyeval.ingest import ingest_run
+
+    trajs: list[Trajectory] = []
+    skipped: list[dict[str, Any]] = []
+    reports = []
+    for s in specs:
+        ts, rep = ingest_run(s, s.options.get("bench", "score"), Path("/"))
+        trajs += ts
+        skipped += [{**x, "run": s.name} for x in rep.skipped]
+        reports.append(rep.to_dict())
+    return trajs, skipped, reports
+
+
+def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None) -> dict[str, Task]:
+    """Tasks given, else those of the model's training benchmark(s) as ingested."""
+    from earlyeval.tables.store import bench_dir, read_tasks
+
+    if isinstance(tasks, dict):
+        return tasks
+    if tasks is not None:
+        return read_tasks(Path(tasks))
+    out: dict[str, Task] = {}
+    for b in bundle.training.get("benchmarks", []):
+        out.update(read_tasks(bench_dir(str(b)) / "tasks.parquet"))
+    return out
+
+
+# ---------------------------------------------------------------- replay
+
+def run_context(traj: Trajectory, task: Task | None, as_of: str | None = "", same_agent: str | None = None) -> RunContext:
+    """The run's context for scoring.  ``as_of``: "" every public submission (an agent evaluated today),
+    a YYYY-MM-DD date only those dated strictly before it, None the run's own catalog date (as offline);
+    ``same_agent``: one more regex naming public submissions of this same agent (matched, like
+    ``prior_match``, on name, folder, display name and models lower-cased with non-alphanumerics removed)."""
+    ctx = RunContext.of(traj, task, as_of=as_of)
+    if same_agent:
+        pats = list(ctx.prior_match) or default_match_patterns(ctx.scaffold, ctx.model)
+        ctx = dataclasses.replace(ctx, prior_match=pats + [same_agent])
+    return ctx
+
+
+def replay(monitor: Any, traj: Trajectory, task: Task | None, as_of: str | None = "",
+           same_agent: str | None = None) -> dict[str, Any]:
+    """Feed steps 1..T-1 of a finished run to the monitor, as a live loop would; the per-run record."""
+    monitor.start_context(run_context(traj, task, as_of, same_agent), traj.run_id)
+    ps: list[float] = []
+    pf: list[float] = []
+    halt = None
+    errors = []
+    for step in traj.steps[:-1]:
+        d = monitor.observe(step)
+        if d.p_success is None:  # fail-open: no probability for this prefix
+            errors.append(d.reason)
+            ps.append(float("nan"))
+            pf.append(float("nan"))
+            continue
+        ps.append(d.p_success)
+        pf.append(d.p_failure)
+        if d.halt and halt is None:
+            halt = (len(ps), d)
+    rec: dict[str, Any] = {
+        "run_id": traj.run_id, "agent": traj.agent, "task_id": traj.task_id, "n_steps": len(traj.steps),
+        "not_in_label_list": bool(traj.meta.get("not_in_label_list")),
+        "outcome": traj.outcome, "halted": halt is not None,
+        "halt_t": halt[0] if halt else None,  # prefix length (steps seen) at the halt
+        "halt_step_index": halt[1].step_index if halt else None,
+        "predicted": halt[1].outcome if halt else None,
+        "p_success_at_halt": halt[1].p_success if halt else None,
+        "p_failure_at_halt": halt[1].p_failure if halt else None,
+        "reason": halt[1].reason if halt else (f"not halted in {len(ps)} prefixes" if ps else "too short to halt"),
+        "top_features": [list(x) for x in halt[1].top_features] if halt else [],
+        "warnings": list(monitor.warnings),
+        "errors": errors,
+        "p_success": ps,
+        "p_failure": pf,
+    }
+    return rec
+
+
+def runset_of(trajs: list[Trajectory], records: list[dict[str, Any]]) -> Any:
+    """A metrics.RunSet of the labelled runs, built by ``evaluate.runset`` (the offline evaluation's own builder)."""
+    from earlyeval.evaluation.evaluate import runset
+    from earlyeval.tables.prefixes import prefix_table
+
+    lab = [(t, r) for t, r in zip(trajs, records) if _scorable(t, r)]
+    ts = [t for t, _ in lab]
+    prefixes = prefix_table(ts, min_steps=2)
+    shim = types.SimpleNamespace(trajs=ts, prefixes=prefixes)  # all runset reads of a Dataset
+    ps = np.concatenate([np.asarray(r["p_success"], dtype=np.float64) for _, r in lab] or [np.zeros(0)])
+    pf = np.concatenate([np.asarray(r["p_failure"], dtype=np.float64) for _, r in lab] or [np.zeros(0)])
+    if len(ps) != len(prefixes):
+        raise RuntimeError(f"replay gave {len(ps)} prefix predictions for {len(prefixes)} prefixes")
+    return runset(shim, np.arange(len(ts)), np.arange(len(prefixes)), ps, pf)
+
+
+def _scorable(t: Trajectory, rec: dict[str, Any]) -> bool:
+    """Labelled, and every prefix has probabilities (a fail-open step has none)."""
+    return t.outcome is not None and not rec["errors"]
+
+
+THRESHOLD_METHODS = {"model": "the model directory's thresholds.json", "override": "given at run time (--thresholds)",
+                     "warm start": "warm start"}
+
+
+def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None = None, source: str | None = None) -> dict[str, Any]:
+    """Per-agent blocks (as in loao.json) and, for several agents, the pooled block.
+
+    ``warm``: runs of a warm start, completed at full cost (never halted); the policy metrics count them.
+    ``source``: where the thresholds came from (``thresholds.source_of``)."""
+    from earlyeval.evaluation.evaluate import EvalConfig, agent_block, pooled_block
+    from earlyeval.modeling.metrics import apply_policy, outcome_metrics
+
+    cfg = EvalConfig(min_halt_step=int(thresholds.get("min_halt_step", 1)))
+    source = source or ("model" if warm is None else "warm start")
+    th = {"success": float(thresholds["success"]), "failure": float(thresholds["failure"]),
+          "method": THRESHOLD_METHODS.get(source, source)}
+    agents = list(dict.fromkeys(rs.agents))
+    blocks = {a: agent_block(rs.of_agent(a), th, cfg) for a in agents}
+    pooled = pooled_block([(rs.of_agent(a), th) for a in agents], cfg) if len(agents) > 1 else None
+    if warm is not None and warm.any():
+        t_halt, pred = apply_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
+        t_halt[warm], pred[warm] = 0, -1
+        agent = np.asarray(rs.agents)
+        for a in agents:
+            m = agent == a
+            blocks[a].update(outcome_metrics(rs.y[m], rs.T[m], t_halt[m], pred[m],
+                                             [x for x, k in zip(rs.in_tokens, m) if k], [x for x, k in zip(rs.out_tokens, m) if k]))
+            blocks[a]["warm_runs"] = int(warm[m].sum())
+        if pooled is not None:
+            pooled.update(outcome_metrics(rs.y, rs.T, t_halt, pred, rs.in_tokens, rs.out_tokens))
+    return {"agents": blocks, "pooled": pooled}
+
+
+# ------------------------------------------------------------- overlap
+
+def _norm(s: Any) -> str:
+    return "".join(ch for ch in str(s or "").lower() if ch.isalnum())
+
+
+def training_identities(bundle: Any) -> tuple[dict[str, dict[str, list[str]]], str]:
+    """Per training agent, its scaffolds and models: from the manifest (``training.agent_identity``, written
+    by ``earlyeval train``), else from the training benchmark's catalog (models trained before it was recorded)."""
+    tr = bundle.training or {}
+    ident = tr.get("agent_identity")
+    if isinstance(ident, dict) and ident:
+        return ident, "manifest"
+    out: dict[str, dict[str, list[str]]] = {}
+    for b in tr.get("benchmarks", []):
+        try:
+            cat = load_catalog(str(b))
+        except CatalogError:
+            continue
+        for r in cat.runs:
+            if r.agent in (tr.get("agents") or {}):
+                d = out.setdefault(r.agent, {"scaffold": [], "model": []})
+                for k, v in (("scaffold", r.scaffold), ("model", r.model)):
+                    if v and v not in d[k]:
+                        d[k].append(v)
+    return out, ("catalog" if out else "none")
+
+
+def training_overlap(bundle: Any, trajs: list[Trajectory]) -> dict[str, Any]:
+    """Whether the scored runs overlap the model's training data: by agent name, by agent identity
+    (scaffold x model, compared lower-cased without non-alphanumerics) or by run id.  Scores on such
+    runs are in-sample: they overstate what the model does on a new agent."""
+    tr = bundle.training or {}
+    names = set(tr.get("agents") or {})
+    ident, ident_source = training_identities(bundle)
+    pairs = {(_norm(s), _norm(m)): a for a, d in ident.items() for s in d.get("scaffold", []) for m in d.get("model", [])}
+    run_ids = set(tr.get("run_ids") or [])
+    agents: dict[str, Any] = {}
+    for t in trajs:
+        a = agents.setdefault(t.agent, {"runs": 0, "training_agents": set(), "by": set(), "run_ids_in_training": 0})
+        a["runs"] += 1
+        if t.agent in names:
+            a["by"].add("agent name")
+            a["training_agents"].add(t.agent)
+        key = (_norm(t.meta.get("scaffold")), _norm(t.meta.get("model")))
+        if all(key) and key in pairs:
+            a["by"].add("scaffold x model")
+            a["training_agents"].add(pairs[key])
+        if t.run_id in run_ids:
+            a["run_ids_in_training"] += 1
+            a["by"].add("run id")
+    hits = {k: {"runs": v["runs"], "training_agents": sorted(v["training_agents"]), "by": sorted(v["by"]),
+                "run_ids_in_training": v["run_ids_in_training"]} for k, v in agents.items() if v["by"]}
+    out: dict[str, Any] = {"overlap": bool(hits), "agents": hits, "identity_source": ident_source,
+                           "run_ids_recorded": bool(run_ids), "warning": None}
+    if hits:
+        parts = []
+        for k, v in hits.items():
+            same = f" = training agent {', '.join(v['training_agents'])}" if v["training_agents"] else ""
+            ids = f", {v['run_ids_in_training']}/{v['runs']} run ids in training" if v["run_ids_in_training"] else ""
+            parts.append(f"{k}{same} (by {', '.join(v['by'])}{ids})")
+        out["warning"] = ("these runs overlap the model's training data: " + "; ".join(parts)
+                          + ". Their scores are in-sample and overstate accuracy on a new agent "
+                          "(use `earlyeval evaluate` for held-out numbers).")
+    return out
+
+
+# --------------------------------------------------------------- usage
+
+def usage_of(traj: Trajectory, halt_t: int | None) -> dict[str, Any]:
+    """Tokens and dollars the run spent as it was, and what halting after ``halt_t`` steps saves.
+
+    Tokens are known for a dimension only when every step has a count; dollars come from
+    ``prices.run_cost`` (per-step costs, or the instance total pro rata); unknown stays None."""
+    from earlyeval.config.prices import PriceError, run_cost
+
+    T = len(traj.steps)
+    t = T if not halt_t else int(halt_t)
+    out: dict[str, Any] = {}
+    for dim in ("input_tokens", "output_tokens"):
+        vals = [getattr(s, dim) for s in traj.steps]
+        if T and all(v is not None for v in vals):
+            tot, spent = float(sum(vals)), float(sum(vals[:t]))
+            out[dim] = {"total": tot, "spent": spent, "saved": tot - spent}
+        else:
+            out[dim] = None
+    try:
+        c = run_cost(traj)
+        out["cost_usd"] = {"total": c.total, "spent": c.upto(t), "saved": c.total - c.upto(t), "source": c.source}
+    except PriceError:
+        out["cost_usd"] = None
+    return out
+
+
+def savings_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over the runs whose usage is known, and how many runs that is (None when no run has it)."""
+    out: dict[str, Any] = {"runs": len(records)}
+    for dim in ("input_tokens", "output_tokens", "cost_usd"):
+        known = [r["usage"][dim] for r in records if r["usage"].get(dim) is not None]
+        blk: dict[str, Any] = {"runs_known": len(known)}
+        if known:
+            tot, saved = sum(k["total"] for k in known), sum(k["saved"] for k in known)
+            blk.update(total=tot, spent=tot - saved, saved=saved, saved_fraction=saved / tot if tot > 0 else None)
+            if dim == "cost_usd":
+                blk["sources"] = dict(Counter(k["source"] for k in known))
+        else:
+            blk.update(total=None, spent=None, saved=None, saved_fraction=None)
+        out[dim] = blk
+    return out
+
+
+# --------------------------------------------------------------- what-if
+
+WHAT_IF_KEYS = ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
+                "steps_saved_in_run", "resolve_rate_shift_pp", "input_tokens_saved", "output_tokens_saved")
+
+
+def what_if(rs: Any, taus: Any, min_t: int = 1, warm: np.ndarray | None = None,
+            costs: list[Any] | None = None) -> dict[str, Any]:
+    """The labelled runs' metrics at every (tau_s, tau_f) of a grid, pooled: ``metrics.apply_policy`` and
+    ``metrics.outcome_metrics`` (the one halting rule and metric set), plus dollars saved on the runs with a
+    known cost; and the savings/accuracy frontier (``sweep.frontier``: no other point saves more steps at a
+    higher outcome accuracy).  Warm-start runs complete in full at every point."""
+    import pandas as pd
+
+    from earlyeval.modeling.metrics import apply_policy, outcome_metrics
+    from earlyeval.workflows.sweep import frontier
+
+    rows = []
+    taus = [float(x) for x in taus]
+    for ts in taus:
+        for tf in taus:
+            t_halt, pred = apply_policy(rs, ts, tf, min_t)
+            if warm is not None:
+                t_halt[warm], pred[warm] = 0, -1
+            m = outcome_metrics(rs.y, rs.T, t_halt, pred, rs.in_tokens, rs.out_tokens)
+            row: dict[str, Any] = {"tau_s": ts, "tau_f": tf, **{k: m.get(k) for k in WHAT_IF_KEYS}}
+            if costs is not None:
+                known = [(c, int(t)) for c, t in zip(costs, t_halt) if c is not None]
+                row["cost_usd_saved"] = (sum(c.total - c.upto(t) for c, t in known if t > 0) if known else None)
+            rows.append(row)
+    df = pd.DataFrame(rows).assign(mode="what_if", agent="pooled")
+    f = frontier(df.astype({"steps_saved": float, "outcome_accuracy": float}), "what_if")
+    return {"runs": int(len(rs)), "taus": taus, "min_halt_step": int(min_t),
+            "rule": "metrics.apply_policy over the replayed probabilities; steps_saved_task_skip = halts at t <= 1",
+            "grid": rows, "frontier": [rows[i] for i in f.index]}
+
+
+def what_if_table(w: dict[str, Any], current: dict[str, Any] | None = None) -> str:
+    """The frontier of a what-if block as text (the current thresholds' row marked with *)."""
+    hdr = (f"  {'tau_s':>6} {'tau_f':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} {'skip%':>6} "
+           f"{'inrun%':>6} {'shift':>6} {'$saved':>9}")
+    lines = [f"what-if: savings/accuracy frontier over {len(w['taus'])}x{len(w['taus'])} thresholds, "
+             f"{w['runs']} labelled runs (tau 10 = never halt that way)", hdr]
+    rows = list(w["frontier"])
+    cur = None
+    if current is not None:
+        cur = next((r for r in w["grid"] if r["tau_s"] == float(current["success"]) and r["tau_f"] == float(current["failure"])), None)
+        if cur is not None and cur not in rows:
+            rows = sorted(rows + [cur], key=lambda r: (r["steps_saved"] or 0))
+    for r in rows:
+        mark = "*" if r is cur else " "
+        usd = "        -" if r.get("cost_usd_saved") is None else f"{r['cost_usd_saved']:9.2f}"
+        lines.append(f"{mark} {r['tau_s']:6g} {r['tau_f']:6g} {_pct(r['halted_fraction'])} {_pct(r['halted_accuracy'])} "
+                     f"{_pct(r['outcome_accuracy'])} {_pct(r['steps_saved'])} {_pct(r['steps_saved_task_skip'])} "
+                     f"{_pct(r['steps_saved_in_run'])} {r['resolve_rate_shift_pp'] or 0.0:6.1f} {usd}")
+    lines.append("  (* = the thresholds used; skip% = steps saved by halts at t<=1 (task skip), inrun% = by halts at t>=2; "
+                 "$saved = dollars saved on the runs with a known cost)")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------- per-run CSV
+
+CSV_COLUMNS = ("run_id", "agent", "task_id", "steps", "halted_step", "predicted", "recorded_outcome", "true_label",
+               "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent", "input_tokens_saved",
+               "output_tokens_spent", "output_tokens_saved", "cost_usd_spent", "cost_usd_saved", "cost_source")
+
+
+def per_run_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per run: where it halted, what was recorded (the prediction if halted, else the run's own
+    outcome), its true label, and the tokens/dollars spent and saved (empty = unknown)."""
+    lab = {1: "success", 0: "failure", None: ""}
+    rows = []
+    for r in records:
+        u = r.get("usage") or {}
+        recorded = r["predicted"] if r["halted"] else lab[r["outcome"]]
+        row = {"run_id": r["run_id"], "agent": r["agent"], "task_id": r["task_id"], "steps": r["n_steps"],
+               "halted_step": r["halt_t"] if r["halted"] else "", "predicted": r["predicted"] or "",
+               "recorded_outcome": recorded, "true_label": lab[r["outcome"]],
+               "p_success_at_halt": "" if r["p_success_at_halt"] is None else r["p_success_at_halt"],
+               "p_failure_at_halt": "" if r["p_failure_at_halt"] is None else r["p_failure_at_halt"]}
+        for dim in ("input_tokens", "output_tokens", "cost_usd"):
+            d = u.get(dim)
+            row[f"{dim}_spent"] = "" if d is None else d["spent"]
+            row[f"{dim}_saved"] = "" if d is None else d["saved"]
+        row["cost_source"] = (u.get("cost_usd") or {}).get("source", "")
+        rows.append(row)
+    return rows
+
+
+def write_csv(records: list[dict[str, Any]], path: Path) -> Path:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+    w.writeheader()
+    w.writerows(per_run_rows(records))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, buf.getvalue())
+    return path
+
+
+# ------------------------------------------------------------------ main
+
+def _nothing_read(runs_path: Path, fmt: str, specs: list[RunSpec], reports: list[dict[str, Any]],
+                  skipped: list[dict[str, Any]]) -> NothingScoredError:
+    """The one-line error for a read that gave no run (empty folder, wrong format)."""
+    from earlyeval.ingest import FORMATS
+
+    files = sum(int(r.get("files_read") or 0) for r in reports)
+    globs = ", ".join(sorted({s.glob for s in specs}))
+    if skipped:
+        first = skipped[0]
+        why = (f"all {len(skipped)} files matching '{globs}' were skipped (first: {first.get('file')}: "
+               f"{first.get('field')}: {first.get('reason')})")
+    else:
+        why = f"no file matches '{globs}'" if not files else f"{files} files read, no run in them"
+    return NothingScoredError(f"no runs read from {runs_path} as --format {fmt}: {why}; is --format right? "
+                              f"(formats: {', '.join(sorted(FORMATS.known()))}); nothing written")
+
+
+def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str | Path | None = None,
+               labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
+               progress: bool = True, monitor: Any = None, as_of: str | None = "", same_agent: str | None = None,
+               warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
+               csv: str | Path | bool | None = None) -> dict[str, Path]:
+    """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
+
+    ``as_of``/``same_agent``: see ``run_context`` ("run" = each run's own catalog date).  ``warm_start`` K:
+    K labelled runs (a seeded random draw) are completed first and used by ``Monitor.warm_start``; the
+    rest is halted with the recalibrated probabilities and thresholds; the metrics count every run, the
+    warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
+    (``Monitor.load``).  ``what_if_taus``: also the frontier over this grid (True: the model's own
+    selection grid).  ``csv``: the per-run CSV's path (default ``per_run.csv`` beside score.json; False: none).
+
+    Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
+    from tqdm.auto import tqdm
+
+    from earlyeval.ingest import format_module
+    from earlyeval.modeling.metrics import apply_policy
+    from earlyeval.monitor import Monitor
+    from earlyeval.config.prices import PriceError, run_cost
+    from earlyeval.modeling.thresholds import source_of
+
+    format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
+    if not Path(runs_path).exists():
+        raise FileNotFoundError(f"--runs {runs_path}: no such file or folder")
+    if monitor is not None and thresholds is not None:
+        raise ValueError("give thresholds to Monitor.load, or here, not both")
+    specs = run_specs(Path(runs_path), fmt, labels, agent)
+    trajs, skipped, reports = read_runs(specs)
+    if not trajs:  # before the model is loaded: a wrong --format fails fast
+        raise _nothing_read(Path(runs_path), fmt, specs, reports, skipped)
+    mon = monitor or Monitor.load(model_dir, thresholds=thresholds)
+    bundle = mon.bundle
+    overlap = training_overlap(bundle, trajs)
+    if overlap["warning"]:
+        log.warning("%s", overlap["warning"])
+    task_table = load_task_table(bundle, tasks)
+    cutoff = None if as_of == "run" else (as_of or "")
+    warm_ids: set[str] = set()
+    warm_info = None
+    if warm_start:
+        lab = [t for t in trajs if t.outcome is not None]
+        if len(lab) < warm_start:
+            raise ValueError(f"--warm-start {warm_start}: only {len(lab)} labelled runs under {runs_path}")
+        pick = np.random.default_rng(seed).choice(len(lab), size=warm_start, replace=False)
+        warm_runs = [lab[i] for i in sorted(pick)]
+        warm_ids = {t.run_id for t in warm_runs}
+        warm_info = mon.warm_start(warm_runs, task_table, as_of=cutoff, same_agent=same_agent)
+        warm_info["run_ids"] = sorted(warm_ids)
+    records = [replay(mon, t, task_table.get(t.task_id), cutoff, same_agent)
+               for t in tqdm(trajs, desc="score: replay", disable=not progress or len(trajs) < 20, leave=False)]
+    for r in records:
+        if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
+            r.update(warm=True, halted=False, halt_t=None, halt_step_index=None, predicted=None,
+                     p_success_at_halt=None, p_failure_at_halt=None, top_features=[],
+                     reason="warm-start run: completed, its label used to recalibrate")
+    for t, r in zip(trajs, records):
+        r["usage"] = usage_of(t, r["halt_t"] if r["halted"] else None)
+
+    model_th = bundle.manifest.get("thresholds") or bundle.thresholds
+    th_source = source_of(mon.thresholds, model_th, warm=warm_info is not None)
+    report: dict[str, Any] = {
+        "model": str(Path(model_dir).resolve()) if model_dir else None,
+        "model_content_hash": bundle.manifest.get("content_hash"),
+        "runs_path": str(Path(runs_path).resolve()),
+        "format": fmt,
+        "runs": [{"name": s.name, "agent": s.agent, "folder": s.folder, "glob": s.glob,
+                  "labels": [f"{l.format}:{l.path}" if l.path else l.format for l in s.labels],
+                  "from_catalog": s.options.get("bench")} for s in specs],
+        "thresholds": mon.thresholds,
+        "thresholds_source": th_source,  # model (thresholds.json) / override (--thresholds) / warm start
+        "model_thresholds": {k: model_th[k] for k in ("success", "failure", "min_halt_step") if k in model_th},
+        "as_of": "each run's own date" if cutoff is None else (cutoff or "all submissions"),
+        "same_agent": same_agent,
+        "warm_start": warm_info,
+        "predictor": mon.predictor_kind,
+        "n_trajectories": len(trajs),
+        "n_labelled": sum(t.outcome is not None for t in trajs),
+        "n_halted": sum(r["halted"] for r in records),
+        "skipped": skipped,
+        "ingest": reports,
+        "training_overlap": overlap,
+        "warnings": dict(Counter(w for r in records for w in r["warnings"])),
+        # runs whose task is in no label list: scored as failures (the SWE-bench convention), listed here
+        "not_in_label_list": sorted(r["run_id"] for t, r in zip(trajs, records) if r["not_in_label_list"]),
+        "n_runs_with_errors": sum(bool(r["errors"]) for r in records),
+        # every run, labelled or not: what the monitor's halts saved where usage is known
+        "savings": savings_summary(records),
+    }
+    report["n_scored"] = sum(_scorable(t, r) for t, r in zip(trajs, records))
+    if report["n_scored"]:
+        rs = runset_of(trajs, records)
+        warm = np.asarray([rid in warm_ids for rid in rs.run_ids], dtype=bool)
+        blocks = metric_blocks(rs, mon.thresholds, warm if warm_ids else None, source=th_source)
+        report.update(blocks)
+        # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
+        t_halt, pred = apply_policy(rs, mon.tau_s, mon.tau_f, mon.min_halt_step)
+        lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]
+        mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred) if not r.get("warm") and
+                ((r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure")))]
+        report["policy_consistent"] = not mism
+        if mism:
+            log.error("monitor halts differ from metrics.apply_policy on %d runs, e.g. %s", len(mism), mism[:3])
+        if what_if_taus is not None and what_if_taus is not False:
+            from earlyeval.evaluation.evaluate import GRID
+
+            taus = (((bundle.training.get("config") or {}).get("taus") or GRID) if what_if_taus is True else what_if_taus)
+            by_id = {t.run_id: t for t in trajs}
+            costs = []
+            for rid in rs.run_ids:
+                try:
+                    costs.append(run_cost(by_id[rid]))
+                except PriceError:
+                    costs.append(None)
+            report["what_if"] = what_if(rs, taus, mon.min_halt_step, warm if warm_ids else None, costs)
+    elif what_if_taus is not None and what_if_taus is not False:
+        report["what_if"] = None
+        log.warning("what-if: no labelled runs with probabilities at every prefix; no frontier")
+    report["per_run"] = [{**r, "p_success": _nan_none(r["p_success"]), "p_failure": _nan_none(r["p_failure"])} for r in records]
+
+    dest = Path(out) if out else workspace_root() / "reports" / "score" / _name(Path(runs_path))
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / "score.json"
+    paths = {"score": path}
+    if csv is not False:
+        paths["csv"] = write_csv(records, Path(csv) if csv not in (None, True) else dest / "per_run.csv")
+        report["per_run_csv"] = str(paths["csv"])
+    atomic_write_text(path, json.dumps(report, indent=1, default=_jsonable))
+    return paths
+
+
+def score_table(report: dict[str, Any]) -> str:
+    """A short human summary of a score.json."""
+    th = report["thresholds"]
+    src = report.get("thresholds_source")
+    lines = [f"{report['n_trajectories']} runs ({report['n_labelled']} labelled), {report['n_halted']} halted; "
+             f"thresholds success={th['success']} failure={th['failure']}"
+             + (f" ({src})" if src else "") + f"; {len(report['skipped'])} files skipped"]
+    if report.get("agents"):
+        hdr = (f"{'agent':<44} {'runs':>5} {'rate%':>6} {'AUROC':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} "
+               f"{'skip%':>6} {'inrun%':>6} {'shift':>6}")
+        lines += [hdr, "-" * len(hdr)]
+        rows = list(report["agents"].items()) + ([("POOLED", report["pooled"])] if report.get("pooled") else [])
+        from earlyeval.report.reporting import legend
+        for a, b in rows:
+            lines.append(f"{a[:44]:<44} {b.get('n_runs', 0):>5} {_pct(b.get('resolve_rate'))} {_num(b.get('auroc_success'))} "
+                         f"{_pct(b.get('halted_fraction'))} {_pct(b.get('halted_accuracy'))} {_pct(b.get('outcome_accuracy'))} "
+                         f"{_pct(b.get('steps_saved'))} {_pct(b.get('steps_saved_task_skip'))} {_pct(b.get('steps_saved_in_run'))} "
+                         f"{b.get('resolve_rate_shift_pp') or 0.0:6.1f}")
+        lines.append(legend(hdr))
+    else:
+        by = Counter(r["predicted"] or "continue" for r in report["per_run"])
+        lines.append("no labels: predictions " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    sv = report.get("savings")
+    if sv:
+        c = sv["cost_usd"]
+        if c["runs_known"]:
+            lines.append(f"dollars: ${c['saved']:.2f} saved of ${c['total']:.2f} spent as recorded "
+                         f"({c['runs_known']}/{sv['runs']} runs have costs: "
+                         + ", ".join(f"{k} {v}" for k, v in sorted(c['sources'].items())) + ")")
+        else:
+            lines.append(f"dollars: unknown (0/{sv['runs']} runs have costs)")
+        for dim in ("input_tokens", "output_tokens"):
+            d = sv[dim]
+            lines.append(f"{dim.replace('_', ' ')}: " + (f"{d['saved']:.0f} saved of {d['total']:.0f} "
+                                                         f"({d['runs_known']}/{sv['runs']} runs have counts)"
+                                                         if d["runs_known"] else f"unknown (0/{sv['runs']} runs have counts)"))
+    if report.get("what_if"):
+        lines.append(what_if_table(report["what_if"], th))
+    for s in report["skipped"][:5]:
+        lines.append(f"skipped {s.get('file')}: {s.get('field')}: {s.get('reason')}")
+    if len(report["skipped"]) > 5:
+        lines.append(f"... and {len(report['skipped']) - 5} more skipped files (see score.json)")
+    ov = report.get("training_overlap") or {}
+    if ov.get("warning"):  # the full text went to stderr (log) when scored
+        lines.append("warning: in-sample: these runs overlap the model's training data "
+                     f"({', '.join(sorted(ov['agents']))}; see 'training_overlap' in score.json)")
+    for w, n in report.get("warnings", {}).items():
+        lines.append(f"warning ({n} runs): {w}")
+    if report.get("not_in_label_list"):
+        lines.append(f"warning ({len(report['not_in_label_list'])} runs): the task is in no label list, scored as a failure "
+                     f"(e.g. {report['not_in_label_list'][0]}; all in score.json 'not_in_label_list')")
+    return "\n".join(lines)
+
+
+def _nan_none(xs: list[float]) -> list[float | None]:
+    return [None if x != x else x for x in xs]
+
+
+def _pct(x: float | None) -> str:
+    return "     -" if x is None else f"{100 * x:6.1f}"
+
+
+def _num(x: float | None) -> str:
+    return "     -" if x is None else f"{x:6.3f}"
+
+
+def _name(p: Path) -> str:
+    return p.resolve().name.split(".")[0] or "runs"
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.floating):
+        return None if np.isnan(x) else float(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")

@@ -78,6 +78,8 @@ import numpy as np
 from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.features import Featurizer, RunContext
 from earlyeval.modeling.policy import CONTINUE, SUCCESS, step_outcome
+from earlyeval.modeling.thresholds import WarmStartRule, fit_warm_start
+from earlyeval.replay import replay, runset_of
 from earlyeval.modeling.modeldir import ModelBundle, load_model_dir
 from earlyeval.core.trajectory import Action, Step, Task, Trajectory, cost_value, make_step, token_count
 
@@ -174,14 +176,11 @@ class Monitor:
         """Adapt to a new agent from K of its finished, labelled runs (a warm start).
 
         The runs are replayed through the model as it was loaded; the current thresholds are checked on
-        them by the training's own rule (``evaluate.fit_warm_start``: the target recall, Wilson bound)
+        them by the training's own rule (``thresholds.fit_warm_start``: the target recall, Wilson bound)
         and raised until the runs support them, never lowered (``recalibrate=True``: Platt refitted on
         them first).  From then on this monitor and every monitor it spawns halt with the new thresholds.
         Only these runs' labels are read.  ``as_of``/``same_agent`` as in ``score`` (the prior's date
         cutoff and an extra same-agent pattern).  Returns what was fitted."""
-        from earlyeval.evaluation.evaluate import EvalConfig, fit_warm_start
-        from earlyeval.workflows.score import replay, runset_of
-
         runs = list(runs)
         unlabelled = [t.run_id for t in runs if t.outcome is None]
         if unlabelled:
@@ -196,11 +195,8 @@ class Monitor:
         if failed:
             raise ValueError(f"warm start: no probabilities for runs {failed[:3]} (fail-open during replay)")
         rs = runset_of(runs, records)
-        c = dict(self.bundle.training.get("config") or {})
-        cfg = EvalConfig(**{k: (tuple(v) if k == "taus" else v) for k, v in c.items()
-                            if k in ("target_accuracy", "constraint", "confidence", "taus")},
-                         min_halt_step=self.min_halt_step)
-        cal, th = fit_warm_start(rs, cfg, base=(self.tau_s, self.tau_f), recalibrate=recalibrate)
+        rule = WarmStartRule.from_training(dict(self.bundle.training.get("config") or {}), self.min_halt_step)
+        cal, th = fit_warm_start(rs, rule, base=(self.tau_s, self.tau_f), recalibrate=recalibrate)
         self._warm = {"success": float(th["success"]), "failure": float(th["failure"]), "calibration": cal,
                       "runs": [t.run_id for t in runs]}
         self._shared["warm"] = self._warm

@@ -13,7 +13,8 @@ import pytest
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 from earlyeval.evaluation.adapt import warm_split
 from earlyeval.config.catalog import data_root, load_catalog
-from earlyeval.evaluation.evaluate import EvalConfig, fit_warm_start, warm_policy_metrics, warm_start_block
+from earlyeval.evaluation.evaluate import EvalConfig, warm_policy_metrics, warm_start_block
+from earlyeval.modeling.thresholds import fit_warm_start
 from earlyeval.workflows.export import export_runs
 from earlyeval.features import RunContext, build_family
 from earlyeval.features.peer import PeerTable
@@ -191,7 +192,7 @@ def test_warm_runs_are_paid_in_full():
     cal, th = fit_warm_start(rs.subset(warm), cfg)
     m = warm_policy_metrics(rs, warm, cal, th, cfg)
     # the same policy on the rest alone, rescaled: savings over all runs, warm runs adding steps but no savings
-    from earlyeval.evaluation.adapt import recalibrated
+    from earlyeval.modeling.thresholds import recalibrated
 
     rest = evaluate_policy(recalibrated(rs.subset(~warm), cal), th["success"], th["failure"], cfg.min_halt_step)
     assert m["steps_saved"] == pytest.approx(rest["steps_saved"] * rs.T[~warm].sum() / rs.T.sum(), abs=1e-12)

@@ -12,7 +12,7 @@ from earlyeval.core.errors import ModelDirError
 from earlyeval.modeling.metrics import halting
 from earlyeval.modeling.modeldir import load_model_dir
 from earlyeval.monitor import Monitor
-from earlyeval.workflows.score import replay
+from earlyeval.replay import replay
 from earlyeval.modeling.thresholds import ThresholdError, override, parse_thresholds, source_of
 
 

@@ -28,7 +28,8 @@ from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.evaluate import HEADLINE as HEADLINE_KEYS
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, select_thresholds
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao
+from earlyeval.modeling.thresholds import select_thresholds
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.ingest import ingest_catalog
 from earlyeval.modeling.modeldir import ModelBundle, save_model_dir

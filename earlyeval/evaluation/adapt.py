@@ -72,43 +72,6 @@ def adapt_em(rs: RunSet, train_prior: float, t_max: int = 1) -> tuple[RunSet, di
     return out, {"train_prior": train_prior, "estimated_prior": pi, "runs": int(len(scores))}
 
 
-@dataclass
-class Recalibration:
-    """Platt on the model's log-odds, refitted on warm-start runs."""
-
-    a: float
-    b: float
-
-    def __call__(self, p: np.ndarray) -> np.ndarray:
-        z = logit(np.clip(p, EPS, 1 - EPS))
-        return expit(self.a * z + self.b)
-
-
-IDENTITY = Recalibration(1.0, 0.0)  # no recalibration (recalibrated() returns the runs unchanged)
-
-
-def fit_recalibration(rs: RunSet) -> Recalibration:
-    from sklearn.linear_model import LogisticRegression
-
-    y, ps, _, w = rs.prefix_arrays()
-    if len(np.unique(y)) < 2:
-        # all warm-start runs had one outcome: only the level can be learned
-        rate = float(np.clip(y.mean(), 0.02, 0.98)) if len(y) else 0.5
-        base = float(np.average(ps, weights=w)) if len(w) else 0.5
-        return Recalibration(1.0, float(logit(rate) - logit(np.clip(base, EPS, 1 - EPS))))
-    z = logit(np.clip(ps, EPS, 1 - EPS)).reshape(-1, 1)
-    lr = LogisticRegression(C=1.0).fit(z, y, sample_weight=w)
-    return Recalibration(float(lr.coef_[0, 0]), float(lr.intercept_[0]))
-
-
-def recalibrated(rs: RunSet, cal: Recalibration) -> RunSet:
-    if cal == IDENTITY:
-        return rs
-    p_s = [cal(a) for a in rs.p_s]
-    p_f = [1.0 - x for x in p_s]
-    return RunSet(rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions)
-
-
 def warm_split(n: int, share: float, seed: int) -> np.ndarray:
     """Boolean mask of the runs the user completes first (a seeded random share, at least 2)."""
     rng = np.random.default_rng(seed)

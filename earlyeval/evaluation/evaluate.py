@@ -32,6 +32,7 @@ from earlyeval.modeling.metrics import (
     NEVER,
     RunSet,
     auroc,
+    runset_of_runs,
     evaluate_policy,
     grid_metrics,
     outcome_metrics,
@@ -41,13 +42,14 @@ from earlyeval.modeling.metrics import (
     step_cap_policy,
     apply_policy,
 )
-from earlyeval.evaluation.adapt import IDENTITY, Recalibration, adapt_em, fit_recalibration, recalibrated, warm_split
+from earlyeval.evaluation.adapt import adapt_em, warm_split
+from earlyeval.modeling.thresholds import DEFAULT_TAUS, Recalibration, fit_warm_start, recalibrated, select_thresholds
 from earlyeval.modeling.model import DEFAULT_LGBM, OutcomeModel
 from earlyeval.modeling.outcome import split_proba
 
 log = logging.getLogger(__name__)
 
-GRID = tuple(np.round(np.concatenate([np.arange(0.50, 0.90, 0.05), np.arange(0.90, 0.995, 0.01), [0.995, 0.998, NEVER]]), 4).tolist())
+GRID = DEFAULT_TAUS  # the threshold grid (modeling.thresholds: one definition)
 
 
 @dataclass
@@ -295,94 +297,8 @@ def runset(ds: Dataset, runs: np.ndarray, rows: np.ndarray, ps: np.ndarray, pf: 
     by_run: dict[int, list[int]] = {}
     for k, r in enumerate(prow):
         by_run.setdefault(int(r), []).append(k)
-    p_s, p_f, T, y, ids, agents, tin, tout, acts = [], [], [], [], [], [], [], [], []
-    for r in runs:
-        tr = ds.trajs[r]
-        ks = by_run.get(int(r), [])
-        p_s.append(ps[ks].astype(np.float64))
-        p_f.append(pf[ks].astype(np.float64))
-        T.append(len(tr.steps))
-        y.append(int(tr.outcome))
-        ids.append(tr.run_id)
-        agents.append(tr.agent)
-        tin.append(_tokens([s.input_tokens for s in tr.steps]))
-        tout.append(_tokens([s.output_tokens for s in tr.steps]))
-        acts.append([s.action.strip() for s in tr.steps])
-    return RunSet(agents, ids, np.asarray(y), np.asarray(T), p_s, p_f, tin, tout, acts)
-
-
-def _tokens(xs: list[int | None]) -> np.ndarray | None:
-    if not xs or any(x is None for x in xs):
-        return None
-    return np.asarray(xs, dtype=np.float64)
-
-
-# ------------------------------------------------------------ thresholds
-
-def select_thresholds(sets: dict[str, RunSet], cfg: EvalConfig, method: str = "inner-loao",
-                      floor: tuple[float, float] | None = None) -> dict[str, Any]:
-    """Max pooled steps saved s.t. the constraint holds on every agent in `sets`.
-
-    ``cfg.constraint``: "recall" (default) -- the recall of each outcome (success and failure
-    separately) >= target, so the rule does not depend on the agent's resolve rate; "accuracy" --
-    outcome accuracy >= target.  With ``cfg.confidence`` the criterion is the Wilson lower bound
-    at that level, not the point estimate (an agent with no error at all passes).  Ties go to the
-    more conservative (higher) thresholds.  (NEVER, NEVER) -- no
-    halting -- is always feasible.  ``floor`` (tau_s, tau_f): only pairs at or above it are candidates
-    (a warm start may make given thresholds more cautious, never bolder).
-    """
-    taus = np.asarray(cfg.taus, dtype=np.float64)
-    if not any(len(rs) for rs in sets.values()):
-        return {"success": NEVER, "failure": NEVER, "method": method + " (no agent to select on: never halt)",
-                "selected_on": sorted(sets), "target_accuracy": cfg.target_accuracy,
-                "selection_steps_saved": 0.0, "selection_min_accuracy": None}
-    feasible = np.ones((len(taus), len(taus)), dtype=bool)
-    saved_abs = np.zeros((len(taus), len(taus)))
-    total_T = 0.0
-    worst = np.full((len(taus), len(taus)), np.inf)
-    for a, rs in sets.items():
-        if len(rs) == 0:
-            continue
-        g = grid_metrics(rs, taus, taus, cfg.min_halt_step)
-        conf = cfg.confidence
-
-        def bound(p: np.ndarray, n: int) -> np.ndarray:
-            # no error at all always passes: a small agent cannot certify 95 % even with zero errors
-            return p if conf is None else np.where(p >= 1 - 1e-12, 1.0, wilson_lower(p, n, conf))
-
-        if cfg.constraint == "accuracy":
-            crit = bound(g.outcome_accuracy, len(rs))
-        elif cfg.constraint == "recall":
-            sr, fr = bound(g.success_recall, g.n_pos), bound(g.failure_recall, g.n_neg)
-            # an agent with one outcome only puts no constraint on the other side
-            crit = np.minimum(np.nan_to_num(sr, nan=1.0), np.nan_to_num(fr, nan=1.0))
-        else:
-            raise ValueError(f"constraint must be 'accuracy' or 'recall', not {cfg.constraint!r}")
-        feasible &= crit >= cfg.target_accuracy - 1e-12
-        worst = np.minimum(worst, crit)
-        saved_abs += g.steps_saved * rs.T.sum()
-        total_T += rs.T.sum()
-    saved = saved_abs / max(total_T, 1.0)
-    if floor is not None:
-        feasible &= (taus[:, None] >= floor[0] - 1e-12) & (taus[None, :] >= floor[1] - 1e-12)
-        feasible[-1, -1] = True  # never halting stays possible (NEVER is the grid's last value)
-    score = np.where(feasible, saved, -1.0)
-    # conservative tie-break: among maxima, the largest tau_s + tau_f
-    best = score.max()
-    cand = np.argwhere(np.isclose(score, best))
-    i, j = max(cand, key=lambda ij: (taus[ij[0]] + taus[ij[1]], taus[ij[1]]))
-    return {
-        "success": float(taus[i]),
-        "failure": float(taus[j]),
-        "method": method,
-        "selected_on": sorted(sets),
-        "target_accuracy": cfg.target_accuracy,
-        "selection_steps_saved": float(saved[i, j]),
-        "selection_min_accuracy": float(worst[i, j]),
-        "constraint": cfg.constraint,
-        "confidence": cfg.confidence,
-        **({"floor": {"success": float(floor[0]), "failure": float(floor[1])}} if floor is not None else {}),
-    }
+    ks = [by_run.get(int(r), []) for r in runs]
+    return runset_of_runs([ds.trajs[r] for r in runs], [ps[k] for k in ks], [pf[k] for k in ks])
 
 
 # ---------------------------------------------------------------- report
@@ -455,25 +371,6 @@ def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: EvalConfig) -> di
     m = evaluate_policy(rs, NEVER, float(taus[j]), cfg.min_halt_step)
     return {"reached": True, "failure_threshold": float(taus[j]), "steps_saved": m["steps_saved"],
             "outcome_accuracy": m["outcome_accuracy"], "halted_accuracy": m["halted_accuracy"]}
-
-
-def fit_warm_start(warm: RunSet, cfg: EvalConfig, base: tuple[float, float] | None = None,
-                   recalibrate: bool = False) -> tuple[Recalibration, dict[str, Any]]:
-    """Warm start on K finished, labelled runs of the new agent.
-
-    Default (``base`` given, no recalibration): the warm runs check the label-free thresholds
-    ``base``; the usual rule (``select_thresholds``, target recall, Wilson bound) keeps the
-    boldest pair at or above ``base`` that the warm runs support, so K runs can only make the
-    policy more cautious.  Picking thresholds on 15-60 runs alone (``base=None``) or refitting
-    Platt on them (``recalibrate``) let a few lucky runs certify bold thresholds: measured under
-    as_of, halted accuracy fell to 83-96 % per agent (reports/<bench>/loao.json, warm_start).
-    Only ``warm``'s labels are read.  The one definition used by ``evaluate``, ``score`` and the Monitor."""
-    cal = fit_recalibration(warm) if recalibrate else IDENTITY
-    how = f"warm start on {len(warm)} runs" + (", Platt refitted" if recalibrate else "")
-    if base is not None:
-        how += f", never bolder than ({base[0]}, {base[1]})"
-    th = select_thresholds({"warm": recalibrated(warm, cal)}, cfg, method=how, floor=base)
-    return cal, th
 
 
 def warm_policy_metrics(rs: RunSet, warm: np.ndarray, cal: Recalibration, th: dict[str, Any],

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
+from earlyeval.core.trajectory import Trajectory
 from earlyeval.modeling.policy import SUCCESS, first_halt, first_halt_grid
 
 NEVER = 10.0  # a threshold no probability reaches: "never halt this way"
@@ -70,6 +70,24 @@ class RunSet:
 # ------------------------------------------------------------------ policy
 # The halting rule itself is earlyeval.modeling.policy (numpy only, shared with the live Monitor).
 
+def runset_of_runs(trajs: Sequence[Trajectory], p_s: Sequence[np.ndarray], p_f: Sequence[np.ndarray]) -> RunSet:
+    """The RunSet of labelled runs from their per-prefix probabilities (t = 1..T-1): the one builder, used by
+    the offline evaluation (``evaluate.runset``) and by a replay through the Monitor (``replay.runset_of``)."""
+    return RunSet([t.agent for t in trajs], [t.run_id for t in trajs], np.asarray([int(t.outcome) for t in trajs]),
+                  np.asarray([len(t.steps) for t in trajs]), [np.asarray(p, dtype=np.float64) for p in p_s],
+                  [np.asarray(p, dtype=np.float64) for p in p_f],
+                  [_tokens([s.input_tokens for s in t.steps]) for t in trajs],
+                  [_tokens([s.output_tokens for s in t.steps]) for t in trajs],
+                  [[s.action.strip() for s in t.steps] for t in trajs])
+
+
+def _tokens(xs: list[int | None]) -> np.ndarray | None:
+    """A run's per-step token counts, or None when any step's count is unknown (unknown is not 0)."""
+    if not xs or any(x is None for x in xs):
+        return None
+    return np.asarray(xs, dtype=np.float64)
+
+
 def halting(p_s: np.ndarray, p_f: np.ndarray, tau_s: float, tau_f: float, min_t: int = 1) -> tuple[int, int]:
     """(t_halt, predicted) for one run under ``policy``'s rule; t_halt = 0 (and predicted -1) means not halted."""
     t, pred = first_halt([p_s], [p_f], tau_s, tau_f, min_t)
@@ -111,6 +129,10 @@ def _f(x: float | None) -> float | None:
 
 
 def auroc(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> float | None:
+    # scikit-learn is imported here, not at the top: the live path (Monitor.warm_start) imports this
+    # module for the halting metrics and must not load scikit-learn (a third-party import, no cycle)
+    from sklearn.metrics import roc_auc_score
+
     if len(y) == 0 or len(np.unique(y)) < 2:
         return None
     return float(roc_auc_score(y, p, sample_weight=w))

@@ -1,4 +1,9 @@
-"""Halting thresholds chosen at run time instead of the model directory's own.
+"""Halting thresholds: the rule that chooses them (inner agents, warm start) and run-time overrides.
+
+The selection rule lives here, below the evaluation and the live Monitor, so that
+``evaluate`` (LOAO), ``earlyeval train`` and ``Monitor.warm_start`` call the same
+function without the live path importing the offline evaluation stack.
+
 
 A model directory's ``thresholds.json`` is covered by the manifest hash (editing
 it is refused at load); a user who wants another operating point passes an
@@ -11,9 +16,16 @@ used and where it came from (``model`` / ``override``).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol, Sequence
+
+import numpy as np
+from scipy.special import expit, logit
 
 from earlyeval.core.errors import EarlyEvalError
+from earlyeval.modeling.metrics import NEVER, RunSet, grid_metrics, wilson_lower
+
+EPS = 1e-6
 
 SOURCES = ("model", "override", "warm start")
 
@@ -79,3 +91,161 @@ def source_of(used: Mapping[str, Any], model_thresholds: Mapping[str, Any], warm
     same = all(float(used[k]) == float(model_thresholds[k]) for k in ("success", "failure")) and \
         int(used.get("min_halt_step", 1)) == int(model_thresholds.get("min_halt_step", 1))
     return "model" if same else "override"
+
+
+# ------------------------------------------------------------ the selection rule
+
+class ThresholdRule(Protocol):
+    """What ``select_thresholds`` reads of a configuration (``EvalConfig`` and ``WarmStartRule`` have it)."""
+
+    taus: tuple
+    target_accuracy: float
+    constraint: str
+    confidence: float | None
+    min_halt_step: int
+
+
+@dataclass
+class WarmStartRule:
+    """The training's own selection settings, as recorded in a model directory (``Monitor.warm_start``)."""
+
+    taus: tuple
+    target_accuracy: float = 0.95
+    constraint: str = "recall"
+    confidence: float | None = 0.9
+    min_halt_step: int = 1
+
+    @classmethod
+    def from_training(cls, config: Mapping[str, Any], min_halt_step: int) -> "WarmStartRule":
+        keep = {k: (tuple(v) if k == "taus" else v) for k, v in config.items()
+                if k in ("target_accuracy", "constraint", "confidence", "taus")}
+        keep.setdefault("taus", DEFAULT_TAUS)
+        return cls(**keep, min_halt_step=min_halt_step)
+
+
+DEFAULT_TAUS = tuple(np.round(np.concatenate([np.arange(0.50, 0.90, 0.05), np.arange(0.90, 0.995, 0.01),
+                                              [0.995, 0.998, NEVER]]), 4).tolist())
+
+
+def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str = "inner-loao",
+                      floor: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Max pooled steps saved s.t. the constraint holds on every agent in `sets`.
+
+    ``cfg.constraint``: "recall" (default) -- the recall of each outcome (success and failure
+    separately) >= target, so the rule does not depend on the agent's resolve rate; "accuracy" --
+    outcome accuracy >= target.  With ``cfg.confidence`` the criterion is the Wilson lower bound
+    at that level, not the point estimate (an agent with no error at all passes).  Ties go to the
+    more conservative (higher) thresholds.  (NEVER, NEVER) -- no
+    halting -- is always feasible.  ``floor`` (tau_s, tau_f): only pairs at or above it are candidates
+    (a warm start may make given thresholds more cautious, never bolder).
+    """
+    taus = np.asarray(cfg.taus, dtype=np.float64)
+    if not any(len(rs) for rs in sets.values()):
+        return {"success": NEVER, "failure": NEVER, "method": method + " (no agent to select on: never halt)",
+                "selected_on": sorted(sets), "target_accuracy": cfg.target_accuracy,
+                "selection_steps_saved": 0.0, "selection_min_accuracy": None}
+    feasible = np.ones((len(taus), len(taus)), dtype=bool)
+    saved_abs = np.zeros((len(taus), len(taus)))
+    total_T = 0.0
+    worst = np.full((len(taus), len(taus)), np.inf)
+    for a, rs in sets.items():
+        if len(rs) == 0:
+            continue
+        g = grid_metrics(rs, taus, taus, cfg.min_halt_step)
+        conf = cfg.confidence
+
+        def bound(p: np.ndarray, n: int) -> np.ndarray:
+            # no error at all always passes: a small agent cannot certify 95 % even with zero errors
+            return p if conf is None else np.where(p >= 1 - 1e-12, 1.0, wilson_lower(p, n, conf))
+
+        if cfg.constraint == "accuracy":
+            crit = bound(g.outcome_accuracy, len(rs))
+        elif cfg.constraint == "recall":
+            sr, fr = bound(g.success_recall, g.n_pos), bound(g.failure_recall, g.n_neg)
+            # an agent with one outcome only puts no constraint on the other side
+            crit = np.minimum(np.nan_to_num(sr, nan=1.0), np.nan_to_num(fr, nan=1.0))
+        else:
+            raise ValueError(f"constraint must be 'accuracy' or 'recall', not {cfg.constraint!r}")
+        feasible &= crit >= cfg.target_accuracy - 1e-12
+        worst = np.minimum(worst, crit)
+        saved_abs += g.steps_saved * rs.T.sum()
+        total_T += rs.T.sum()
+    saved = saved_abs / max(total_T, 1.0)
+    if floor is not None:
+        feasible &= (taus[:, None] >= floor[0] - 1e-12) & (taus[None, :] >= floor[1] - 1e-12)
+        feasible[-1, -1] = True  # never halting stays possible (NEVER is the grid's last value)
+    score = np.where(feasible, saved, -1.0)
+    # conservative tie-break: among maxima, the largest tau_s + tau_f
+    best = score.max()
+    cand = np.argwhere(np.isclose(score, best))
+    i, j = max(cand, key=lambda ij: (taus[ij[0]] + taus[ij[1]], taus[ij[1]]))
+    return {
+        "success": float(taus[i]),
+        "failure": float(taus[j]),
+        "method": method,
+        "selected_on": sorted(sets),
+        "target_accuracy": cfg.target_accuracy,
+        "selection_steps_saved": float(saved[i, j]),
+        "selection_min_accuracy": float(worst[i, j]),
+        "constraint": cfg.constraint,
+        "confidence": cfg.confidence,
+        **({"floor": {"success": float(floor[0]), "failure": float(floor[1])}} if floor is not None else {}),
+    }
+
+
+@dataclass
+class Recalibration:
+    """Platt on the model's log-odds, refitted on warm-start runs."""
+
+    a: float
+    b: float
+
+    def __call__(self, p: np.ndarray) -> np.ndarray:
+        z = logit(np.clip(p, EPS, 1 - EPS))
+        return expit(self.a * z + self.b)
+
+
+IDENTITY = Recalibration(1.0, 0.0)  # no recalibration (recalibrated() returns the runs unchanged)
+
+
+def fit_recalibration(rs: RunSet) -> Recalibration:
+    from sklearn.linear_model import LogisticRegression
+
+    y, ps, _, w = rs.prefix_arrays()
+    if len(np.unique(y)) < 2:
+        # all warm-start runs had one outcome: only the level can be learned
+        rate = float(np.clip(y.mean(), 0.02, 0.98)) if len(y) else 0.5
+        base = float(np.average(ps, weights=w)) if len(w) else 0.5
+        return Recalibration(1.0, float(logit(rate) - logit(np.clip(base, EPS, 1 - EPS))))
+    z = logit(np.clip(ps, EPS, 1 - EPS)).reshape(-1, 1)
+    lr = LogisticRegression(C=1.0).fit(z, y, sample_weight=w)
+    return Recalibration(float(lr.coef_[0, 0]), float(lr.intercept_[0]))
+
+
+def recalibrated(rs: RunSet, cal: Recalibration) -> RunSet:
+    if cal == IDENTITY:
+        return rs
+    p_s = [cal(a) for a in rs.p_s]
+    p_f = [1.0 - x for x in p_s]
+    return RunSet(rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions)
+
+
+def fit_warm_start(warm: RunSet, cfg: ThresholdRule, base: tuple[float, float] | None = None,
+                   recalibrate: bool = False) -> tuple[Recalibration, dict[str, Any]]:
+    """Warm start on K finished, labelled runs of the new agent.
+
+    Default (``base`` given, no recalibration): the warm runs check the label-free thresholds
+    ``base``; the usual rule (``select_thresholds``, target recall, Wilson bound) keeps the
+    boldest pair at or above ``base`` that the warm runs support, so K runs can only make the
+    policy more cautious.  Picking thresholds on 15-60 runs alone (``base=None``) or refitting
+    Platt on them (``recalibrate``) let a few lucky runs certify bold thresholds: measured under
+    as_of, halted accuracy fell to 83-96 % per agent (reports/<bench>/loao.json, warm_start).
+    Only ``warm``'s labels are read.  The one definition used by ``evaluate``, ``score`` and the Monitor."""
+    cal = fit_recalibration(warm) if recalibrate else IDENTITY
+    how = f"warm start on {len(warm)} runs" + (", Platt refitted" if recalibrate else "")
+    if base is not None:
+        how += f", never bolder than ({base[0]}, {base[1]})"
+    th = select_thresholds({"warm": recalibrated(warm, cal)}, cfg, method=how, floor=base)
+    return cal, th
+
+

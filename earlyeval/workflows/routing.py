@@ -15,7 +15,7 @@ Honesty.  The predictions that route the pair (cheap, strong) come from a model
 fitted without *both* agents (``FoldRunner.predict({cheap, strong}, cheap)``), and
 every run's task prior is recomputed to exclude both agents' public results, so
 neither agent's label reaches the router, not even through public history.  The
-failure threshold is chosen by ``evaluate.select_thresholds`` over an inner
+failure threshold is chosen by ``thresholds.select_thresholds`` over an inner
 leave-one-agent-out: each remaining large agent b is predicted by a model fitted
 without {cheap, strong, b}.  Routing never halts a run predicted to succeed (its
 patch is the product), so thresholds are selected with the success side disabled.
@@ -36,7 +36,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_exclusion, select_thresholds
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_exclusion
+from earlyeval.modeling.thresholds import select_thresholds
 from earlyeval.features import Featurizer, build_family
 from earlyeval.features.base import RunContext
 from earlyeval.features.prior import PriorFamily, default_match_patterns

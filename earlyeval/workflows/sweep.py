@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from earlyeval.core.atomic import atomic_path
-from earlyeval.evaluation.adapt import fit_recalibration, recalibrated, warm_split
+from earlyeval.evaluation.adapt import warm_split
+from earlyeval.modeling.thresholds import fit_recalibration, recalibrated
 from earlyeval.evaluation.evaluate import GRID
 from earlyeval.modeling.metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
 from earlyeval.evaluation.settings import eval_config

@@ -80,17 +80,17 @@ from earlyeval.features import Featurizer, RunContext
 from earlyeval.modeling.policy import CONTINUE, SUCCESS, step_outcome
 from earlyeval.modeling.thresholds import WarmStartRule, fit_warm_start
 from earlyeval.replay import replay, runset_of
+from earlyeval.budget.live import DEFAULT_BUDGET_DIMS, halt_dims, load_live_budget
+from earlyeval.features.context import context_gaps, context_state
+from earlyeval.live_input import BadStep, _index_of, as_step, as_task, clean_step, complete_task, task_table
 from earlyeval.modeling.modeldir import ModelBundle, load_model_dir
-from earlyeval.core.trajectory import Action, Step, Task, Trajectory, cost_value, make_step, token_count
+from earlyeval.core.trajectory import Step, Task, Trajectory
 
 log = logging.getLogger(__name__)
 
 EXPLAIN = ("halt", "always", "never")
 
 
-# the budget dimensions Decision.budget carries unless asked otherwise: steps (every run has them);
-# all four dimensions cost ~120 µs more per step (docs/monitor.md, `earlyeval bench --budget all`)
-DEFAULT_BUDGET_DIMS: tuple[str, ...] = ("steps",)
 
 
 class Monitor:
@@ -135,10 +135,10 @@ class Monitor:
         self._pred = self._shared["raw"]
         self._use_budget = budget if isinstance(budget, bool) else tuple(budget)
         if "budget" not in self._shared:
-            self._shared["budget"] = (_load_budget(bundle, self.feature_names, use_c_api, None if budget is True else self._use_budget)
+            self._shared["budget"] = (load_live_budget(bundle, self.feature_names, use_c_api, None if budget is True else self._use_budget)
                                       if budget is not False else (None, "off (budget=False)"))
         self.budget_model, self.budget_status = self._shared["budget"]
-        self.halt_on_impossible = _halt_dims(halt_on_impossible, self.budget_model)
+        self.halt_on_impossible = halt_dims(halt_on_impossible, self.budget_model)
         self._platt_s = self.model.platt_["success"]
         self._platt_f = self.model.platt_.get("failure")
         self._mirror = "failure" not in self.model.boosters_
@@ -146,7 +146,7 @@ class Monitor:
         if self._warm is not None:
             self.tau_s, self.tau_f = self._warm["success"], self._warm["failure"]
         self._families = set(self.featurizer.family_names)
-        self.tasks = _task_table(tasks)
+        self.tasks = task_table(tasks)
         self._logged: set[str] = set()  # context warnings already logged by this monitor (one line each, not per run)
         self._reset()
 
@@ -425,226 +425,6 @@ class Monitor:
         c = sign * contrib
         order = np.argsort(-c, kind="stable")[:k]
         return [(self.feature_names[i], float(c[i])) for i in order if c[i] > 0 and math.isfinite(c[i])]
-
-
-# ---------------------------------------------------------------- budget
-
-def _load_budget(bundle: ModelBundle, feature_names: list[str], use_c_api: bool, only: tuple[str, ...] | None) -> tuple[Any, str]:
-    """(LiveBudget or None, status).  Fail-open: a budget part that cannot be built is logged and left off."""
-    spec = bundle.extra.get("budget")
-    if spec is None:
-        err = getattr(bundle, "extra_errors", {}).get("budget")
-        if err:
-            return None, f"error: extra_budget.json left out at load ({err})"
-        return None, "absent (the model dir has no extra_budget.json)"
-    have = set(spec.get("dimensions", {})) if isinstance(spec, dict) else set()
-    if only == DEFAULT_BUDGET_DIMS and have and not set(only) <= have:  # the default asks, it does not insist
-        only = tuple(d for d in only if d in have)
-        if not only:
-            return None, f"off (the model's budget dimensions {sorted(have)} include none of the default {list(DEFAULT_BUDGET_DIMS)})"
-    if only is not None and have and set(only) - have:
-        raise ValueError(f"budget dimensions {sorted(set(only) - have)} are not in the model (it has {sorted(have)})")
-    try:
-        from earlyeval.budget.live import LiveBudget
-
-        lb = LiveBudget(spec, feature_names, use_c_api=use_c_api, only=only)
-    except Exception as e:
-        log.exception("earlyeval monitor: the model's budget estimators cannot be used (Decision.budget stays None)")
-        return None, f"error: {type(e).__name__}: {e}"
-    return lb, f"on ({', '.join(lb.dims)}; {lb.predictor_kind})"
-
-
-def _halt_dims(spec: bool | str | Iterable[str], budget: Any) -> frozenset[str]:
-    """The dimensions whose `impossible` flag halts the run."""
-    if spec is False or spec is None:
-        return frozenset()
-    dims = frozenset(budget.dims) if budget is not None else frozenset()
-    want = dims if spec is True else frozenset([spec] if isinstance(spec, str) else spec)
-    if not want:
-        return frozenset()
-    if budget is None:
-        log.warning("earlyeval monitor: halt_on_impossible=%r but the model has no usable budget estimators: never halts on budget", spec)
-        return frozenset()
-    unknown = want - dims
-    if unknown:
-        raise ValueError(f"halt_on_impossible names {sorted(unknown)}; the model's budget dimensions are {sorted(dims)}")
-    return want
-
-
-# ---------------------------------------------------------------- context
-
-# a family's absent inputs count as a state the model was trained on when at least this share (and this
-# many) of its training runs lacked them too (``training.context_absent_runs``, written by train_bench)
-TRAINED_STATE_MIN_SHARE = 0.01
-TRAINED_STATE_MIN_RUNS = 10
-
-
-def context_gaps(featurizer: Featurizer, ctx: RunContext) -> list[tuple[str, str]]:
-    """(family, message) for each family of ``featurizer`` whose inputs ``ctx`` lacks (its features are NaN):
-    each family says so itself (``check_context``), in the featurizer's order."""
-    out = []
-    for f in featurizer.families:
-        try:
-            msg = f.check_context(ctx)
-        except Exception as e:  # a family that cannot tell is a gap (halting off), never a crash at start
-            msg = f"the {f.name} family could not check the context ({type(e).__name__}: {e}): taken as absent"
-        if msg:
-            out.append((f.name, str(msg)))
-    return out
-
-
-def context_state(featurizer: Featurizer, ctx: RunContext, gaps: list[tuple[str, str]],
-                  training: Mapping[str, Any]) -> tuple[str, str]:
-    """(Decision.context, why halting is off or "") for a run's context; see the module doc."""
-    from earlyeval.features.peer import task_of
-
-    needs_task = [f.name for f in featurizer.families if f.needs_task]
-    if needs_task and ctx.task is None and not task_of(ctx):
-        return "none", f"no task given, and the model's {', '.join(needs_task)} features need one"
-    if not gaps:
-        return "full", ""
-    absent = training.get("context_absent_runs") if isinstance(training, Mapping) else None
-    runs = training.get("context_runs") if isinstance(training, Mapping) else None
-    untrained = []
-    for fam, _ in gaps:
-        n = absent.get(fam) if isinstance(absent, Mapping) else None
-        if not (isinstance(n, int) and isinstance(runs, int) and runs > 0
-                and n >= TRAINED_STATE_MIN_RUNS and n >= TRAINED_STATE_MIN_SHARE * runs):
-            untrained.append(fam)
-    if not untrained:
-        return "partial-trained", ""
-    return "partial", f"the {', '.join(untrained)} inputs are missing and the model was not trained on runs without them"
-
-
-def context_absent_counts(featurizer: Featurizer, contexts: Iterable[RunContext]) -> dict[str, int]:
-    """Per family, how many of these (training) contexts lack its inputs: what ``context_state`` reads."""
-    out = {f.name: 0 for f in featurizer.families if f.needs_task}
-    for ctx in contexts:
-        for fam, _ in context_gaps(featurizer, ctx):
-            out[fam] = out.get(fam, 0) + 1
-    return out
-
-
-# ---------------------------------------------------------------- inputs
-
-_TASK_ALIASES = {"instance_id": "task_id", "problem_statement": "prompt", "patch": "gold_patch",
-                 "FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}
-
-
-def as_task(task: Task | Mapping[str, Any] | None, run_id: str | None = None) -> Task | None:
-    """A Task from a Task, a dict of Task fields, or a SWE-bench instance dict."""
-    if task is None or isinstance(task, Task):
-        return task
-    if not isinstance(task, Mapping):
-        raise TypeError(f"task must be a Task, a dict or None, not {type(task).__name__}")
-    d = {_TASK_ALIASES.get(k, k): v for k, v in task.items()}
-    d.setdefault("task_id", run_id or "")
-    return Task.from_dict(d)
-
-
-def complete_task(task: Task | None, table: Mapping[str, Task] | None) -> Task | None:
-    """The task with what it lacks (gold patch, tests, meta such as split) filled in from ``table``, by id."""
-    if task is None or not table or task.task_id not in table:
-        return task
-    ref = table[task.task_id]
-    return Task(task_id=task.task_id, prompt=task.prompt or ref.prompt, gold_patch=task.gold_patch or ref.gold_patch,
-                test_patch=task.test_patch or ref.test_patch, fail_to_pass=task.fail_to_pass or ref.fail_to_pass,
-                pass_to_pass=task.pass_to_pass or ref.pass_to_pass, meta={**ref.meta, **task.meta})
-
-
-def _task_table(tasks: Mapping[str, Task] | str | Path | None) -> dict[str, Task]:
-    if tasks is None:
-        return {}
-    if isinstance(tasks, (str, Path)):
-        from earlyeval.tables.store import read_tasks
-
-        path = Path(tasks)
-        if not path.exists():
-            raise FileNotFoundError(f"task table {path} does not exist (written by `earlyeval ingest --bench B`)")
-        return read_tasks(path)
-    return dict(tasks)
-
-
-def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
-    """A Step from a Step or a dict.  A dict with ``kind`` or ``actions`` is a serialized
-    Step; otherwise ``action`` (run with ``tool``, a shell command by default) is
-    classified by the shared taxonomy, as ``EarlyStopper.after_step`` does."""
-    if isinstance(step, Step):
-        return dataclasses.replace(step)  # cleaning fixes fields on a copy, never on the caller's Step
-    if not isinstance(step, Mapping):
-        raise BadStep(f"step must be a Step or a dict, not {type(step).__name__}")
-    d = dict(step)
-    d.setdefault("index", index)
-    if "kind" in d or d.get("actions"):
-        return Step.from_dict(d)
-    action = d.get("action") or ""
-    for f in ("action", "tool", "thought", "observation", "final_answer"):
-        if d.get(f) is not None and not isinstance(d[f], str):
-            raise BadStep(f"field '{f}' is {type(d[f]).__name__}, not text")
-    acts = [Action(tool=str(d.get("tool", "bash")), text=str(action))] if action else []
-    return make_step(int(d["index"]), acts, thought=d.get("thought") or "", observation=d.get("observation") or "",
-                     input_tokens=d.get("input_tokens"), output_tokens=d.get("output_tokens"),
-                     cached_tokens=d.get("cached_tokens"), cost_usd=d.get("cost_usd"), error=d.get("error"),
-                     final_answer=d.get("final_answer"))
-
-
-class BadStep(ValueError):
-    """A step the monitor cannot read (a field of the wrong type): skipped, the run goes on."""
-
-
-_TEXT_FIELDS = ("action", "kind", "thought", "observation")
-_USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens")
-
-
-def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[str]]:
-    """The step as the featurizer may see it, and what was made unknown on the way.
-
-    Raises ``BadStep`` (naming the field) for a step that is not a Step or a dict, or whose text
-    fields or actions are not text: such a step is skipped whole, before any state sees it.  Usage
-    that is impossible (``token_count`` / ``cost_value``: NaN, negative, absurd, not a number) and an
-    ``error`` that is not a bool become None -- unknown -- and are listed in the returned flags."""
-    try:
-        st = as_step(step, index)
-    except BadStep:
-        raise
-    except Exception as e:
-        raise BadStep(f"{type(e).__name__}: {e}") from e
-    flags: list[str] = []
-    for f in _TEXT_FIELDS:
-        v = getattr(st, f)
-        if v is None:
-            setattr(st, f, "")
-        elif not isinstance(v, str):
-            raise BadStep(f"field '{f}' is {type(v).__name__}, not text")
-    if not isinstance(st.actions, list):
-        raise BadStep(f"field 'actions' is {type(st.actions).__name__}, not a list")
-    for k, a in enumerate(st.actions):
-        if not isinstance(a, Action) or not all(isinstance(getattr(a, n), str) for n in ("tool", "text", "kind")):
-            raise BadStep(f"field 'actions[{k}]' is not an Action of text fields")
-    for f in _USAGE_FIELDS:
-        v = getattr(st, f)
-        if v is not None and (type(v) is not int or token_count(v) is None):
-            c = token_count(v)
-            if c is None:
-                flags.append(f"{f}={v!r} is not a possible token count: taken as unknown (None)")
-            setattr(st, f, c)
-    if st.cost_usd is not None and (type(st.cost_usd) is not float or cost_value(st.cost_usd) is None):
-        c = cost_value(st.cost_usd)
-        if c is None:
-            flags.append(f"cost_usd={st.cost_usd!r} is not a possible cost: taken as unknown (None)")
-        st.cost_usd = c
-    if st.error is not None and not isinstance(st.error, bool):
-        flags.append(f"error={st.error!r} is not a bool: taken as unknown (None)")
-        st.error = None
-    return st, flags
-
-
-def _index_of(step: Any, default: int) -> int:
-    try:
-        i = step.index if isinstance(step, Step) else step.get("index", default)
-        return int(i)
-    except Exception:
-        return default
 
 
 __all__ = ["BadStep", "Monitor", "as_step", "as_task", "clean_step", "complete_task", "context_gaps", "context_state"]

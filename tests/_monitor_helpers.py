@@ -20,7 +20,7 @@ from earlyeval.modeling.metrics import RunSet, evaluate_policy
 from earlyeval.modeling.model import OutcomeModel
 from earlyeval.modeling.outcome import split_proba
 from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
-from earlyeval.monitor import context_absent_counts
+from earlyeval.features.context import context_absent_counts
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.core.trajectory import Action, Task, Trajectory, make_step
 from synth import gold_patch

@@ -13,7 +13,8 @@ import pytest
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 from earlyeval.evaluation.adapt import warm_split
 from earlyeval.config.catalog import data_root, load_catalog
-from earlyeval.evaluation.evaluate import EvalConfig, warm_policy_metrics, warm_start_block
+from earlyeval.evaluation.evaluate import EvalConfig
+from earlyeval.evaluation.warm_start import warm_policy_metrics, warm_start_block
 from earlyeval.modeling.thresholds import fit_warm_start
 from earlyeval.workflows.export import export_runs
 from earlyeval.features import RunContext, build_family

@@ -27,13 +27,13 @@ from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
-from earlyeval.evaluation.evaluate import HEADLINE as HEADLINE_KEYS
+from earlyeval.evaluation.blocks import HEADLINE as HEADLINE_KEYS
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao
 from earlyeval.modeling.thresholds import select_thresholds
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.ingest import ingest_catalog
 from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
-from earlyeval.monitor import context_absent_counts
+from earlyeval.features.context import context_absent_counts
 from earlyeval.tables.prefixes import drop_report
 from earlyeval.core.errors import IngestError
 from earlyeval.tables.store import bench_dir, validate_task, write_tasks, write_trajectories

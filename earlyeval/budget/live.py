@@ -23,6 +23,7 @@ Per dimension the result is ``None`` while the run's usage in it is unknown, nev
 
 from __future__ import annotations
 
+import logging
 import math
 from bisect import bisect_right
 from functools import reduce
@@ -36,6 +37,8 @@ from earlyeval.modeling.fastpredict import StackedPredictor
 from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
 from earlyeval.budget.cqr import pair_for
 from earlyeval.budget.targets import SpendTracker, spend_feature_names, spend_features
+
+log = logging.getLogger("earlyeval.monitor")  # the Monitor's logger: these messages are the Monitor's
 
 
 class _Dim:
@@ -229,3 +232,48 @@ def _interp(x: float, xp: list[float], fp: list[float]) -> float:
 
 
 __all__ = ["LiveBudget"]
+
+
+# the budget dimensions Decision.budget carries unless asked otherwise: steps (every run has them);
+# all four dimensions cost ~120 µs more per step (docs/monitor.md, `earlyeval bench --budget all`)
+DEFAULT_BUDGET_DIMS: tuple[str, ...] = ("steps",)
+
+
+def load_live_budget(bundle: Any, feature_names: list[str], use_c_api: bool, only: tuple[str, ...] | None) -> tuple[Any, str]:
+    """(LiveBudget or None, status).  Fail-open: a budget part that cannot be built is logged and left off."""
+    spec = bundle.extra.get("budget")
+    if spec is None:
+        err = getattr(bundle, "extra_errors", {}).get("budget")
+        if err:
+            return None, f"error: extra_budget.json left out at load ({err})"
+        return None, "absent (the model dir has no extra_budget.json)"
+    have = set(spec.get("dimensions", {})) if isinstance(spec, dict) else set()
+    if only == DEFAULT_BUDGET_DIMS and have and not set(only) <= have:  # the default asks, it does not insist
+        only = tuple(d for d in only if d in have)
+        if not only:
+            return None, f"off (the model's budget dimensions {sorted(have)} include none of the default {list(DEFAULT_BUDGET_DIMS)})"
+    if only is not None and have and set(only) - have:
+        raise ValueError(f"budget dimensions {sorted(set(only) - have)} are not in the model (it has {sorted(have)})")
+    try:
+        lb = LiveBudget(spec, feature_names, use_c_api=use_c_api, only=only)
+    except Exception as e:
+        log.exception("earlyeval monitor: the model's budget estimators cannot be used (Decision.budget stays None)")
+        return None, f"error: {type(e).__name__}: {e}"
+    return lb, f"on ({', '.join(lb.dims)}; {lb.predictor_kind})"
+
+
+def halt_dims(spec: bool | str | Iterable[str], budget: Any) -> frozenset[str]:
+    """The dimensions whose `impossible` flag halts the run."""
+    if spec is False or spec is None:
+        return frozenset()
+    dims = frozenset(budget.dims) if budget is not None else frozenset()
+    want = dims if spec is True else frozenset([spec] if isinstance(spec, str) else spec)
+    if not want:
+        return frozenset()
+    if budget is None:
+        log.warning("earlyeval monitor: halt_on_impossible=%r but the model has no usable budget estimators: never halts on budget", spec)
+        return frozenset()
+    unknown = want - dims
+    if unknown:
+        raise ValueError(f"halt_on_impossible names {sorted(unknown)}; the model's budget dimensions are {sorted(dims)}")
+    return want

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logit
 
 from earlyeval.modeling.metrics import RunSet
 

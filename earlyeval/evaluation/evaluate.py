@@ -28,22 +28,11 @@ import numpy as np
 
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
 from earlyeval.features import Featurizer, bind_values, build_family, fold_free, fold_fitted
-from earlyeval.modeling.metrics import (
-    NEVER,
-    RunSet,
-    auroc,
-    runset_of_runs,
-    evaluate_policy,
-    grid_metrics,
-    outcome_metrics,
-    repeat_action_policy,
-    spearman,
-    wilson_lower,
-    step_cap_policy,
-    apply_policy,
-)
-from earlyeval.evaluation.adapt import adapt_em, warm_split
-from earlyeval.modeling.thresholds import DEFAULT_TAUS, Recalibration, fit_warm_start, recalibrated, select_thresholds
+from earlyeval.modeling.metrics import RunSet, outcome_metrics, repeat_action_policy, runset_of_runs, spearman, step_cap_policy
+from earlyeval.evaluation.adapt import adapt_em
+from earlyeval.evaluation.blocks import agent_block, baseline_blocks, model_at_steps_saved, pooled_block
+from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
+from earlyeval.modeling.thresholds import DEFAULT_TAUS, select_thresholds
 from earlyeval.modeling.model import DEFAULT_LGBM, OutcomeModel
 from earlyeval.modeling.outcome import split_proba
 
@@ -301,114 +290,6 @@ def runset(ds: Dataset, runs: np.ndarray, rows: np.ndarray, ps: np.ndarray, pf: 
     return runset_of_runs([ds.trajs[r] for r in runs], [ps[k] for k in ks], [pf[k] for k in ks])
 
 
-# ---------------------------------------------------------------- report
-
-HEADLINE = ("n_runs", "resolve_rate", "auroc_success", "auroc_failure", "halted_fraction", "halted_accuracy",
-            "outcome_accuracy", "success_recall", "failure_recall", "economic_consistency", "steps_saved",
-            "steps_saved_task_skip", "steps_saved_in_run", "input_tokens_saved", "output_tokens_saved", "resolve_rate_shift_pp", "predicted_resolve_rate",
-            "mean_p_success", "halted_as_success", "halted_as_failure")
-
-
-def agent_block(rs: RunSet, th: dict[str, Any], cfg: EvalConfig) -> dict[str, Any]:
-    m = evaluate_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
-    out = {k: m.get(k) for k in HEADLINE}
-    out["total_steps"] = int(rs.T.sum())
-    out["thresholds"] = {"success": th["success"], "failure": th["failure"]}
-    out["threshold_selection"] = {k: v for k, v in th.items() if k not in ("success", "failure")}
-    return out
-
-
-def pooled_block(items: list[tuple[RunSet, dict[str, Any]]], cfg: EvalConfig) -> dict[str, Any]:
-    """Metrics over all runs of several held-out agents, each under its own fold's thresholds."""
-    if not items:
-        return {}
-    ys, Ts, th, pr, tin, tout, yy, pss, pff, ww = [], [], [], [], [], [], [], [], [], []
-    for rs, t in items:
-        t_halt, pred = apply_policy(rs, t["success"], t["failure"], cfg.min_halt_step)
-        ys.append(rs.y)
-        Ts.append(rs.T)
-        th.append(t_halt)
-        pr.append(pred)
-        tin += rs.in_tokens
-        tout += rs.out_tokens
-        a, b, c, d = rs.prefix_arrays()
-        yy.append(a)
-        pss.append(b)
-        pff.append(c)
-        ww.append(d)
-    m = outcome_metrics(np.concatenate(ys), np.concatenate(Ts), np.concatenate(th), np.concatenate(pr), tin, tout)
-    y, ps, pf, w = map(np.concatenate, (yy, pss, pff, ww))
-    m["auroc_success"] = auroc(y, ps, w)
-    m["auroc_failure"] = auroc(1 - y, pf, w)
-    m["mean_p_success"] = float(np.average(ps, weights=w)) if len(w) else None
-    return {k: m.get(k) for k in HEADLINE}
-
-
-def baseline_blocks(rs: RunSet) -> dict[str, dict[str, Any]]:
-    out = {}
-    for k in (20, 30, 40):
-        t, p = step_cap_policy(rs.T, k)
-        out[f"step_cap_{k}"] = outcome_metrics(rs.y, rs.T, t, p, rs.in_tokens, rs.out_tokens)
-    t, p = repeat_action_policy(rs.actions, 3)
-    out["repeat_action"] = outcome_metrics(rs.y, rs.T, t, p, rs.in_tokens, rs.out_tokens)
-    return out
-
-
-def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: EvalConfig) -> dict[str, Any] | None:
-    """The model as a failure-only policy, tau_f lowered until it saves at least `target_saved`.
-
-    Steps saved depends on predictions only, never on labels, so matching a
-    baseline's savings this way uses no held-out labels.
-    """
-    if target_saved is None or target_saved <= 0:
-        return None
-    taus = np.round(np.arange(0.99, 0.0, -0.01), 2)
-    g = grid_metrics(rs, np.asarray([NEVER]), taus, cfg.min_halt_step)
-    ok = np.flatnonzero(g.steps_saved[0] >= target_saved - 1e-12)
-    if ok.size == 0:
-        return {"reached": False, "max_steps_saved": float(np.nanmax(g.steps_saved[0]))}
-    j = ok[0]
-    m = evaluate_policy(rs, NEVER, float(taus[j]), cfg.min_halt_step)
-    return {"reached": True, "failure_threshold": float(taus[j]), "steps_saved": m["steps_saved"],
-            "outcome_accuracy": m["outcome_accuracy"], "halted_accuracy": m["halted_accuracy"]}
-
-
-def warm_policy_metrics(rs: RunSet, warm: np.ndarray, cal: Recalibration, th: dict[str, Any],
-                        cfg: EvalConfig) -> dict[str, Any]:
-    """Outcome metrics over every run: the warm runs completed at full cost, the rest halted under (cal, th)."""
-    rest = rs.subset(~warm)
-    t_rest, p_rest = apply_policy(recalibrated(rest, cal), th["success"], th["failure"], cfg.min_halt_step)
-    t_all = np.zeros(len(rs), dtype=np.int64)
-    p_all = np.full(len(rs), -1, dtype=np.int64)
-    t_all[~warm], p_all[~warm] = t_rest, p_rest
-    return outcome_metrics(rs.y, rs.T, t_all, p_all, rs.in_tokens, rs.out_tokens)
-
-
-def warm_start_block(rs: RunSet, cfg: EvalConfig, share: float, base: tuple[float, float] | None = None) -> dict[str, Any]:
-    """Warm start: a random `share` of the agent's runs completes first (labels known); the agent's
-    label-free thresholds ``base`` are checked on them (``fit_warm_start``); the rest is halted.  Savings count every run, the
-    warm-start runs at full cost.  Averaged over `cfg.warm_repeats` seeded draws."""
-    keys = ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
-            "steps_saved_in_run", "resolve_rate_shift_pp",
-            "economic_consistency", "success_recall", "failure_recall", "input_tokens_saved", "output_tokens_saved")
-    draws = []
-    for r in range(cfg.warm_repeats):
-        warm = warm_split(len(rs), share, seed=cfg.seed * 1000 + r)
-        cal, th = fit_warm_start(rs.subset(warm), cfg, base)
-        m = warm_policy_metrics(rs, warm, cal, th, cfg)
-        m["thresholds"] = (th["success"], th["failure"])
-        m["recalibration"] = (cal.a, cal.b)
-        draws.append(m)
-    out: dict[str, Any] = {"share": share, "repeats": cfg.warm_repeats, "warm_runs": int(warm.sum())}
-    for k in keys:
-        vals = [d[k] for d in draws if d.get(k) is not None]
-        out[k] = float(np.mean(vals)) if vals else None
-        if k in ("outcome_accuracy", "steps_saved") and vals:
-            out[k + "_std"] = float(np.std(vals))
-    out["thresholds_per_draw"] = [d["thresholds"] for d in draws]
-    return out
-
-
 @dataclass
 class LoaoResult:
     holdout: list[str]
@@ -472,25 +353,6 @@ def run_loso(ds: Dataset, cfg: EvalConfig, runner: FoldRunner, large: list[str])
             if a in large:
                 items.append((rs, th))
         out[scaffold] = {"held_out_agents": ags, "thresholds": th, "agents": blocks, "pooled": pooled_block(items, cfg)}
-    return out
-
-
-def warm_pooled(agents_out: dict[str, Any], holdout: list[str]) -> dict[str, Any]:
-    """Warm-start metrics pooled over held-out agents: run-weighted accuracies, step-weighted savings."""
-    out: dict[str, Any] = {}
-    shares = next(iter(agents_out.values()), {}).get("warm_start", {}).keys() if agents_out else []
-    for sh in shares:
-        n = np.asarray([agents_out[a]["n_runs"] for a in holdout], dtype=float)
-        blk: dict[str, Any] = {}
-        for k in ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
-                  "steps_saved_in_run", "resolve_rate_shift_pp", "economic_consistency"):
-            v = np.asarray([np.nan if agents_out[a]["warm_start"][sh].get(k) is None else agents_out[a]["warm_start"][sh][k] for a in holdout])
-            w = n
-            if k.startswith("steps_saved"):
-                w = np.asarray([agents_out[a]["total_steps"] for a in holdout], dtype=float)
-            ok = ~np.isnan(v)
-            blk[k] = float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else None
-        out[sh] = blk
     return out
 
 

@@ -10,7 +10,7 @@ nothing (the offline policy never halts at t = T either).
 
 ``score.json`` holds, per run, where the monitor halted and what it predicted;
 for labelled runs, per agent, the same metric block as ``loao.json``
-(``evaluate.agent_block`` over ``metrics.evaluate_policy``) under the model's
+(``blocks.agent_block`` over ``metrics.evaluate_policy``) under the model's
 own thresholds.  These numbers are the offline evaluation's numbers for the
 same model and runs: the tests replay real runs and compare.
 
@@ -150,10 +150,11 @@ def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None =
 
     ``warm``: runs of a warm start, completed at full cost (never halted); the policy metrics count them.
     ``source``: where the thresholds came from (``thresholds.source_of``)."""
-    from earlyeval.evaluation.evaluate import EvalConfig, agent_block, pooled_block
+    from earlyeval.evaluation.blocks import agent_block, pooled_block
+    from earlyeval.modeling.thresholds import WarmStartRule
     from earlyeval.modeling.metrics import apply_policy, outcome_metrics
 
-    cfg = EvalConfig(min_halt_step=int(thresholds.get("min_halt_step", 1)))
+    cfg = WarmStartRule(taus=(), min_halt_step=int(thresholds.get("min_halt_step", 1)))  # blocks read min_halt_step only
     source = source or ("model" if warm is None else "warm start")
     th = {"success": float(thresholds["success"]), "failure": float(thresholds["failure"]),
           "method": THRESHOLD_METHODS.get(source, source)}

@@ -24,7 +24,8 @@ from earlyeval.core.atomic import write_text as atomic_write_text
 from earlyeval.config.catalog import load_catalog
 from earlyeval.config.workspace import reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
-from earlyeval.evaluation.evaluate import FoldRunner, agent_block, inner_sets, pooled_block
+from earlyeval.evaluation.blocks import agent_block, pooled_block
+from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
 from earlyeval.modeling.thresholds import select_thresholds
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories

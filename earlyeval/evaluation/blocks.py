@@ -1,0 +1,85 @@
+"""The metric blocks of a report: one held-out agent, several pooled, the simple baselines.
+
+The same blocks fill ``loao.json`` (``evaluate``), ``score.json`` (``score``) and the transfer table, so
+that a number means one thing everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from earlyeval.modeling.metrics import (NEVER, RunSet, apply_policy, auroc, evaluate_policy, grid_metrics,
+                                        outcome_metrics, repeat_action_policy, step_cap_policy)
+from earlyeval.modeling.thresholds import ThresholdRule
+
+
+HEADLINE = ("n_runs", "resolve_rate", "auroc_success", "auroc_failure", "halted_fraction", "halted_accuracy",
+            "outcome_accuracy", "success_recall", "failure_recall", "economic_consistency", "steps_saved",
+            "steps_saved_task_skip", "steps_saved_in_run", "input_tokens_saved", "output_tokens_saved", "resolve_rate_shift_pp", "predicted_resolve_rate",
+            "mean_p_success", "halted_as_success", "halted_as_failure")
+
+
+def agent_block(rs: RunSet, th: dict[str, Any], cfg: ThresholdRule) -> dict[str, Any]:
+    m = evaluate_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
+    out = {k: m.get(k) for k in HEADLINE}
+    out["total_steps"] = int(rs.T.sum())
+    out["thresholds"] = {"success": th["success"], "failure": th["failure"]}
+    out["threshold_selection"] = {k: v for k, v in th.items() if k not in ("success", "failure")}
+    return out
+
+
+def pooled_block(items: list[tuple[RunSet, dict[str, Any]]], cfg: ThresholdRule) -> dict[str, Any]:
+    """Metrics over all runs of several held-out agents, each under its own fold's thresholds."""
+    if not items:
+        return {}
+    ys, Ts, th, pr, tin, tout, yy, pss, pff, ww = [], [], [], [], [], [], [], [], [], []
+    for rs, t in items:
+        t_halt, pred = apply_policy(rs, t["success"], t["failure"], cfg.min_halt_step)
+        ys.append(rs.y)
+        Ts.append(rs.T)
+        th.append(t_halt)
+        pr.append(pred)
+        tin += rs.in_tokens
+        tout += rs.out_tokens
+        a, b, c, d = rs.prefix_arrays()
+        yy.append(a)
+        pss.append(b)
+        pff.append(c)
+        ww.append(d)
+    m = outcome_metrics(np.concatenate(ys), np.concatenate(Ts), np.concatenate(th), np.concatenate(pr), tin, tout)
+    y, ps, pf, w = map(np.concatenate, (yy, pss, pff, ww))
+    m["auroc_success"] = auroc(y, ps, w)
+    m["auroc_failure"] = auroc(1 - y, pf, w)
+    m["mean_p_success"] = float(np.average(ps, weights=w)) if len(w) else None
+    return {k: m.get(k) for k in HEADLINE}
+
+
+def baseline_blocks(rs: RunSet) -> dict[str, dict[str, Any]]:
+    out = {}
+    for k in (20, 30, 40):
+        t, p = step_cap_policy(rs.T, k)
+        out[f"step_cap_{k}"] = outcome_metrics(rs.y, rs.T, t, p, rs.in_tokens, rs.out_tokens)
+    t, p = repeat_action_policy(rs.actions, 3)
+    out["repeat_action"] = outcome_metrics(rs.y, rs.T, t, p, rs.in_tokens, rs.out_tokens)
+    return out
+
+
+def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: ThresholdRule) -> dict[str, Any] | None:
+    """The model as a failure-only policy, tau_f lowered until it saves at least `target_saved`.
+
+    Steps saved depends on predictions only, never on labels, so matching a
+    baseline's savings this way uses no held-out labels.
+    """
+    if target_saved is None or target_saved <= 0:
+        return None
+    taus = np.round(np.arange(0.99, 0.0, -0.01), 2)
+    g = grid_metrics(rs, np.asarray([NEVER]), taus, cfg.min_halt_step)
+    ok = np.flatnonzero(g.steps_saved[0] >= target_saved - 1e-12)
+    if ok.size == 0:
+        return {"reached": False, "max_steps_saved": float(np.nanmax(g.steps_saved[0]))}
+    j = ok[0]
+    m = evaluate_policy(rs, NEVER, float(taus[j]), cfg.min_halt_step)
+    return {"reached": True, "failure_threshold": float(taus[j]), "steps_saved": m["steps_saved"],
+            "outcome_accuracy": m["outcome_accuracy"], "halted_accuracy": m["halted_accuracy"]}

@@ -1,0 +1,131 @@
+"""What a live loop hands the Monitor, made safe: a step or task given as an object or a dict.
+
+``clean_step`` is the Monitor's gate: a step with a field of the wrong type is refused whole
+(``BadStep``), impossible usage becomes None (unknown), before any feature state sees it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Mapping
+
+from earlyeval.core.trajectory import Action, Step, Task, cost_value, make_step, token_count
+from earlyeval.tables.store import read_tasks
+
+_TASK_ALIASES = {"instance_id": "task_id", "problem_statement": "prompt", "patch": "gold_patch",
+                 "FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}
+
+
+def as_task(task: Task | Mapping[str, Any] | None, run_id: str | None = None) -> Task | None:
+    """A Task from a Task, a dict of Task fields, or a SWE-bench instance dict."""
+    if task is None or isinstance(task, Task):
+        return task
+    if not isinstance(task, Mapping):
+        raise TypeError(f"task must be a Task, a dict or None, not {type(task).__name__}")
+    d = {_TASK_ALIASES.get(k, k): v for k, v in task.items()}
+    d.setdefault("task_id", run_id or "")
+    return Task.from_dict(d)
+
+
+def complete_task(task: Task | None, table: Mapping[str, Task] | None) -> Task | None:
+    """The task with what it lacks (gold patch, tests, meta such as split) filled in from ``table``, by id."""
+    if task is None or not table or task.task_id not in table:
+        return task
+    ref = table[task.task_id]
+    return Task(task_id=task.task_id, prompt=task.prompt or ref.prompt, gold_patch=task.gold_patch or ref.gold_patch,
+                test_patch=task.test_patch or ref.test_patch, fail_to_pass=task.fail_to_pass or ref.fail_to_pass,
+                pass_to_pass=task.pass_to_pass or ref.pass_to_pass, meta={**ref.meta, **task.meta})
+
+
+def task_table(tasks: Mapping[str, Task] | str | Path | None) -> dict[str, Task]:
+    if tasks is None:
+        return {}
+    if isinstance(tasks, (str, Path)):
+        path = Path(tasks)
+        if not path.exists():
+            raise FileNotFoundError(f"task table {path} does not exist (written by `earlyeval ingest --bench B`)")
+        return read_tasks(path)
+    return dict(tasks)
+
+
+def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
+    """A Step from a Step or a dict.  A dict with ``kind`` or ``actions`` is a serialized
+    Step; otherwise ``action`` (run with ``tool``, a shell command by default) is
+    classified by the shared taxonomy, as ``EarlyStopper.after_step`` does."""
+    if isinstance(step, Step):
+        return dataclasses.replace(step)  # cleaning fixes fields on a copy, never on the caller's Step
+    if not isinstance(step, Mapping):
+        raise BadStep(f"step must be a Step or a dict, not {type(step).__name__}")
+    d = dict(step)
+    d.setdefault("index", index)
+    if "kind" in d or d.get("actions"):
+        return Step.from_dict(d)
+    action = d.get("action") or ""
+    for f in ("action", "tool", "thought", "observation", "final_answer"):
+        if d.get(f) is not None and not isinstance(d[f], str):
+            raise BadStep(f"field '{f}' is {type(d[f]).__name__}, not text")
+    acts = [Action(tool=str(d.get("tool", "bash")), text=str(action))] if action else []
+    return make_step(int(d["index"]), acts, thought=d.get("thought") or "", observation=d.get("observation") or "",
+                     input_tokens=d.get("input_tokens"), output_tokens=d.get("output_tokens"),
+                     cached_tokens=d.get("cached_tokens"), cost_usd=d.get("cost_usd"), error=d.get("error"),
+                     final_answer=d.get("final_answer"))
+
+
+class BadStep(ValueError):
+    """A step the monitor cannot read (a field of the wrong type): skipped, the run goes on."""
+
+
+_TEXT_FIELDS = ("action", "kind", "thought", "observation")
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens")
+
+
+def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[str]]:
+    """The step as the featurizer may see it, and what was made unknown on the way.
+
+    Raises ``BadStep`` (naming the field) for a step that is not a Step or a dict, or whose text
+    fields or actions are not text: such a step is skipped whole, before any state sees it.  Usage
+    that is impossible (``token_count`` / ``cost_value``: NaN, negative, absurd, not a number) and an
+    ``error`` that is not a bool become None -- unknown -- and are listed in the returned flags."""
+    try:
+        st = as_step(step, index)
+    except BadStep:
+        raise
+    except Exception as e:
+        raise BadStep(f"{type(e).__name__}: {e}") from e
+    flags: list[str] = []
+    for f in _TEXT_FIELDS:
+        v = getattr(st, f)
+        if v is None:
+            setattr(st, f, "")
+        elif not isinstance(v, str):
+            raise BadStep(f"field '{f}' is {type(v).__name__}, not text")
+    if not isinstance(st.actions, list):
+        raise BadStep(f"field 'actions' is {type(st.actions).__name__}, not a list")
+    for k, a in enumerate(st.actions):
+        if not isinstance(a, Action) or not all(isinstance(getattr(a, n), str) for n in ("tool", "text", "kind")):
+            raise BadStep(f"field 'actions[{k}]' is not an Action of text fields")
+    for f in _USAGE_FIELDS:
+        v = getattr(st, f)
+        if v is not None and (type(v) is not int or token_count(v) is None):
+            c = token_count(v)
+            if c is None:
+                flags.append(f"{f}={v!r} is not a possible token count: taken as unknown (None)")
+            setattr(st, f, c)
+    if st.cost_usd is not None and (type(st.cost_usd) is not float or cost_value(st.cost_usd) is None):
+        c = cost_value(st.cost_usd)
+        if c is None:
+            flags.append(f"cost_usd={st.cost_usd!r} is not a possible cost: taken as unknown (None)")
+        st.cost_usd = c
+    if st.error is not None and not isinstance(st.error, bool):
+        flags.append(f"error={st.error!r} is not a bool: taken as unknown (None)")
+        st.error = None
+    return st, flags
+
+
+def _index_of(step: Any, default: int) -> int:
+    try:
+        i = step.index if isinstance(step, Step) else step.get("index", default)
+        return int(i)
+    except Exception:
+        return default

@@ -547,7 +547,8 @@ def route_bench(bench: str, cheap: str, strong: str, budget_usd: float | None = 
                 ds: Dataset | None = None, cfg: EvalConfig | None = None) -> dict[str, Path]:
     """Route one (cheap, strong) pair on a benchmark; merge into reports/<bench>/routing.json and draw a PNG."""
     from earlyeval.evaluation.dataset import load_dataset
-    from earlyeval.app.pipeline import eval_config, write_json
+    from earlyeval.core.atomic import write_json
+    from earlyeval.evaluation.settings import eval_config
     from earlyeval.config.workspace import reports_dir
 
     cfg = cfg or eval_config(bench, seed=seed)

@@ -64,9 +64,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("earlyeval.monitor", "earlyeval.workflows.score"):
         "Monitor.warm_start imports score.replay/runset_of: move replay and runset_of into the evaluation layer "
         "(earlyeval/evaluation/replay.py), or make warm_start a function of workflows/score.py taking a Monitor",
-    ("earlyeval.workflows.score", "earlyeval.report.reporting"):
-        "score.score_table (the printed table) imports reporting.legend: move score_table into the report layer "
-        "(report/score_table.py, called by the CLI), as routing_table should be",
 }
 # frozenset of the modules in a cycle -> the fix
 KNOWN_CYCLES: dict[frozenset[str], str] = {

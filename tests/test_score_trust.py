@@ -24,8 +24,9 @@ from earlyeval.workflows.export import export_runs
 from earlyeval.modeling.metrics import apply_policy, outcome_metrics
 from earlyeval.modeling.modeldir import save_model_dir
 from earlyeval.app.pipeline import training_identity
-from earlyeval.workflows.score import (CSV_COLUMNS, read_runs, run_specs, runset_of, score_runs, score_table,
-                             training_overlap, usage_of)
+from earlyeval.report.score_table import score_table
+from earlyeval.workflows.score import (CSV_COLUMNS, read_runs, run_specs, runset_of, score_runs, training_overlap,
+                                      usage_of)
 from earlyeval.core.trajectory import Trajectory, make_step, Action
 
 SWE_AGENT_RUNS = "swebench/runs/lite__swe-agent__gpt4"  # 275 real SWE-agent runs

@@ -358,7 +358,8 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           verbose: bool = _verbose()) -> None:
     """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
     and a per-run CSV.  Exit 2, writing nothing, when no run was read."""
-    from earlyeval.workflows.score import score_runs, score_table
+    from earlyeval.report.score_table import score_table
+    from earlyeval.workflows.score import score_runs
 
     _setup(verbose, ctx)
     if not runs.exists():

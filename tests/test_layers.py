@@ -49,8 +49,6 @@ LONG_MODULES: dict[str, str] = {  # each is being edited on another branch: list
                          "as_task/as_step/clean_step/BadStep -> core (a Step builder); _load_budget/_halt_dims -> budget/live.py",
     "earlyeval.evaluation.evaluate": "split: select_thresholds -> modeling/thresholds.py; fit_warm_start/warm_* -> "
                                      "evaluation/warm_start.py; scaffold_groups/run_loso -> evaluation/loso.py",
-    "earlyeval.workflows.routing": "split: routing_table/plot_pair -> report/routing.py; route_bench -> app/pipeline.py "
-                                   "(as budget_bench); the policies and simulate_pair stay",
     "earlyeval.report.report_page": "split: the HTML/format helpers (esc, note, legend, pct, table, png, ...) -> "
                                      "report/html.py; the sections stay",
     "earlyeval.workflows.score": "split: score_table/what_if_table -> report/score_table.py; training_identities/"

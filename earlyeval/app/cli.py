@@ -427,7 +427,7 @@ def route(ctx: typer.Context, bench: str = _bench_opt("swebench"),
           budget_usd: Optional[float] = typer.Option(None, "--budget", help="Total budget B for one benchmark pass."),
           verbose: bool = _verbose()) -> None:
     """Simulate stop / escalate policies over real runs of two agents on the same tasks."""
-    from earlyeval.workflows.routing import route_bench
+    from earlyeval.app.pipeline import route_bench
 
     _setup(verbose, ctx)
     paths = route_bench(bench, cheap, strong, budget_usd=budget_usd, progress=_progress)

@@ -49,8 +49,6 @@ LONG_MODULES: dict[str, str] = {  # each is being edited on another branch: list
                          "as_task/as_step/clean_step/BadStep -> core (a Step builder); _load_budget/_halt_dims -> budget/live.py",
     "earlyeval.evaluation.evaluate": "split: select_thresholds -> modeling/thresholds.py; fit_warm_start/warm_* -> "
                                      "evaluation/warm_start.py; scaffold_groups/run_loso -> evaluation/loso.py",
-    "earlyeval.report.report_page": "split: the HTML/format helpers (esc, note, legend, pct, table, png, ...) -> "
-                                     "report/html.py; the sections stay",
     "earlyeval.workflows.score": "split: score_table/what_if_table -> report/score_table.py; training_identities/"
                                  "training_overlap -> modeling/modeldir.py (they read the bundle); read_runs/run_specs stay",
     "earlyeval.app.cli": "525 lines of typer commands; split: the option checkers (_check_bench, _check_format, "

@@ -49,8 +49,6 @@ LONG_MODULES: dict[str, str] = {  # each is being edited on another branch: list
                          "as_task/as_step/clean_step/BadStep -> core (a Step builder); _load_budget/_halt_dims -> budget/live.py",
     "earlyeval.evaluation.evaluate": "split: select_thresholds -> modeling/thresholds.py; fit_warm_start/warm_* -> "
                                      "evaluation/warm_start.py; scaffold_groups/run_loso -> evaluation/loso.py",
-    "earlyeval.workflows.score": "split: score_table/what_if_table -> report/score_table.py; training_identities/"
-                                 "training_overlap -> modeling/modeldir.py (they read the bundle); read_runs/run_specs stay",
 }
 # (importer, imported) -> the fix.  Real code issues the move exposes; each entry is a concrete to-do.
 # Each is in a module another engineer is editing (monitor, routing, score), so it is listed with its fix, not fixed here.

@@ -47,6 +47,8 @@ from earlyeval.core.errors import CatalogError, NothingScoredError
 from earlyeval.features import RunContext
 from earlyeval.features.prior import default_match_patterns
 from earlyeval.core.trajectory import Task, Trajectory
+from earlyeval.modeling.overlap import training_overlap
+from earlyeval.workflows.score_csv import write_csv
 
 log = logging.getLogger(__name__)
 
@@ -247,73 +249,6 @@ def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None =
     return {"agents": blocks, "pooled": pooled}
 
 
-# ------------------------------------------------------------- overlap
-
-def _norm(s: Any) -> str:
-    return "".join(ch for ch in str(s or "").lower() if ch.isalnum())
-
-
-def training_identities(bundle: Any) -> tuple[dict[str, dict[str, list[str]]], str]:
-    """Per training agent, its scaffolds and models: from the manifest (``training.agent_identity``, written
-    by ``earlyeval train``), else from the training benchmark's catalog (models trained before it was recorded)."""
-    tr = bundle.training or {}
-    ident = tr.get("agent_identity")
-    if isinstance(ident, dict) and ident:
-        return ident, "manifest"
-    out: dict[str, dict[str, list[str]]] = {}
-    for b in tr.get("benchmarks", []):
-        try:
-            cat = load_catalog(str(b))
-        except CatalogError:
-            continue
-        for r in cat.runs:
-            if r.agent in (tr.get("agents") or {}):
-                d = out.setdefault(r.agent, {"scaffold": [], "model": []})
-                for k, v in (("scaffold", r.scaffold), ("model", r.model)):
-                    if v and v not in d[k]:
-                        d[k].append(v)
-    return out, ("catalog" if out else "none")
-
-
-def training_overlap(bundle: Any, trajs: list[Trajectory]) -> dict[str, Any]:
-    """Whether the scored runs overlap the model's training data: by agent name, by agent identity
-    (scaffold x model, compared lower-cased without non-alphanumerics) or by run id.  Scores on such
-    runs are in-sample: they overstate what the model does on a new agent."""
-    tr = bundle.training or {}
-    names = set(tr.get("agents") or {})
-    ident, ident_source = training_identities(bundle)
-    pairs = {(_norm(s), _norm(m)): a for a, d in ident.items() for s in d.get("scaffold", []) for m in d.get("model", [])}
-    run_ids = set(tr.get("run_ids") or [])
-    agents: dict[str, Any] = {}
-    for t in trajs:
-        a = agents.setdefault(t.agent, {"runs": 0, "training_agents": set(), "by": set(), "run_ids_in_training": 0})
-        a["runs"] += 1
-        if t.agent in names:
-            a["by"].add("agent name")
-            a["training_agents"].add(t.agent)
-        key = (_norm(t.meta.get("scaffold")), _norm(t.meta.get("model")))
-        if all(key) and key in pairs:
-            a["by"].add("scaffold x model")
-            a["training_agents"].add(pairs[key])
-        if t.run_id in run_ids:
-            a["run_ids_in_training"] += 1
-            a["by"].add("run id")
-    hits = {k: {"runs": v["runs"], "training_agents": sorted(v["training_agents"]), "by": sorted(v["by"]),
-                "run_ids_in_training": v["run_ids_in_training"]} for k, v in agents.items() if v["by"]}
-    out: dict[str, Any] = {"overlap": bool(hits), "agents": hits, "identity_source": ident_source,
-                           "run_ids_recorded": bool(run_ids), "warning": None}
-    if hits:
-        parts = []
-        for k, v in hits.items():
-            same = f" = training agent {', '.join(v['training_agents'])}" if v["training_agents"] else ""
-            ids = f", {v['run_ids_in_training']}/{v['runs']} run ids in training" if v["run_ids_in_training"] else ""
-            parts.append(f"{k}{same} (by {', '.join(v['by'])}{ids})")
-        out["warning"] = ("these runs overlap the model's training data: " + "; ".join(parts)
-                          + ". Their scores are in-sample and overstate accuracy on a new agent "
-                          "(use `earlyeval evaluate` for held-out numbers).")
-    return out
-
-
 # --------------------------------------------------------------- usage
 
 def usage_of(traj: Trajectory, halt_t: int | None) -> dict[str, Any]:
@@ -393,48 +328,6 @@ def what_if(rs: Any, taus: Any, min_t: int = 1, warm: np.ndarray | None = None,
     return {"runs": int(len(rs)), "taus": taus, "min_halt_step": int(min_t),
             "rule": "metrics.apply_policy over the replayed probabilities; steps_saved_task_skip = halts at t <= 1",
             "grid": rows, "frontier": [rows[i] for i in f.index]}
-
-
-# --------------------------------------------------------------- per-run CSV
-
-CSV_COLUMNS = ("run_id", "agent", "task_id", "steps", "halted_step", "predicted", "recorded_outcome", "true_label",
-               "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent", "input_tokens_saved",
-               "output_tokens_spent", "output_tokens_saved", "cost_usd_spent", "cost_usd_saved", "cost_source")
-
-
-def per_run_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per run: where it halted, what was recorded (the prediction if halted, else the run's own
-    outcome), its true label, and the tokens/dollars spent and saved (empty = unknown)."""
-    lab = {1: "success", 0: "failure", None: ""}
-    rows = []
-    for r in records:
-        u = r.get("usage") or {}
-        recorded = r["predicted"] if r["halted"] else lab[r["outcome"]]
-        row = {"run_id": r["run_id"], "agent": r["agent"], "task_id": r["task_id"], "steps": r["n_steps"],
-               "halted_step": r["halt_t"] if r["halted"] else "", "predicted": r["predicted"] or "",
-               "recorded_outcome": recorded, "true_label": lab[r["outcome"]],
-               "p_success_at_halt": "" if r["p_success_at_halt"] is None else r["p_success_at_halt"],
-               "p_failure_at_halt": "" if r["p_failure_at_halt"] is None else r["p_failure_at_halt"]}
-        for dim in ("input_tokens", "output_tokens", "cost_usd"):
-            d = u.get(dim)
-            row[f"{dim}_spent"] = "" if d is None else d["spent"]
-            row[f"{dim}_saved"] = "" if d is None else d["saved"]
-        row["cost_source"] = (u.get("cost_usd") or {}).get("source", "")
-        rows.append(row)
-    return rows
-
-
-def write_csv(records: list[dict[str, Any]], path: Path) -> Path:
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
-    w.writeheader()
-    w.writerows(per_run_rows(records))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, buf.getvalue())
-    return path
 
 
 # ------------------------------------------------------------------ main

@@ -665,7 +665,8 @@ def case_dangling_symlink(env: Env):
 
 def case_not_in_label_list(env: Env):
     from earlyeval.workflows.export import export_runs
-    from earlyeval.workflows.score import score_runs, score_table
+    from earlyeval.report.score_table import score_table
+    from earlyeval.workflows.score import score_runs
 
     mdir, _, _, tasks = env.tiny()
     from _monitor_helpers import make_runs

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from earlyeval import __version__
 from earlyeval.config.catalog import available_benches
-from earlyeval.app.cli import _Bar, app
+from earlyeval.app.cli import app
+from earlyeval.app.options import Bar
 from earlyeval.ingest import FORMATS
 
 COMMAND = typer.main.get_command(app)
@@ -133,7 +134,7 @@ def test_one_progress_bar_with_counts_and_then_an_eta(tmp_path, monkeypatch, cap
 
     monkeypatch.setattr(workspace, "features_dir", lambda bench: tmp_path / bench)
     monkeypatch.setattr("earlyeval.config.workspace.features_dir", lambda bench: tmp_path / bench)
-    bar = _Bar("b", "k", "evaluate", verbose=False)
+    bar = Bar("b", "k", "evaluate", verbose=False)
     assert bar.bar.total is None  # first run of this configuration: counts, no total yet
     for i in range(120):
         bar(f"fit without ['agent-{i}']")
@@ -142,7 +143,7 @@ def test_one_progress_bar_with_counts_and_then_an_eta(tmp_path, monkeypatch, cap
     err = capsys.readouterr().err
     assert "fit without" not in err and "120" in err  # one bar, not 120 lines
     assert json.loads((tmp_path / "b" / "progress_counts.json").read_text()) == {"k": 120}
-    bar2 = _Bar("b", "k", "evaluate", verbose=True)
+    bar2 = Bar("b", "k", "evaluate", verbose=True)
     assert bar2.bar.total == 120  # the next run of the same configuration has a total, hence an ETA
     bar2("fit without ['x']")
     bar2.close(ok=False)  # a failed run does not overwrite the count

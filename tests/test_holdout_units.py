@@ -10,7 +10,7 @@ import pytest
 from earlyeval.budget.calibration import holdout_groups
 from earlyeval.evaluation.dataset import SMALL_GROUP, HoldoutUnit
 from earlyeval.evaluation.evaluate import EvalConfig, run_loao
-from earlyeval.workflows.routing import large_agents
+from earlyeval.workflows.routing_pair import large_agents
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 
 

@@ -44,29 +44,11 @@ LAYERS: list[tuple[str, list[str]]] = [
 ]
 MAX_LINES = 500
 # module -> why it may be longer than MAX_LINES (issue 16: "list any exception and why")
-LONG_MODULES: dict[str, str] = {  # each is being edited on another branch: listed with its split, not split here
-    "earlyeval.workflows.routing": "split: routing_table/plot_pair -> report/routing.py; route_bench -> app/pipeline.py "
-                                   "(as budget_bench); the policies and simulate_pair stay",
-    "earlyeval.report.report_page": "split: the HTML/format helpers (esc, note, legend, pct, table, png, ...) -> "
-                                     "report/html.py; the sections stay",
-    "earlyeval.workflows.score": "split: score_table/what_if_table -> report/score_table.py; training_identities/"
-                                 "training_overlap -> modeling/modeldir.py (they read the bundle); read_runs/run_specs stay",
-    "earlyeval.app.cli": "525 lines of typer commands; split: the option checkers (_check_bench, _check_format, "
-                         "_check_thresholds, _check_what_if, _Bar) -> app/options.py",
-}
-# (importer, imported) -> the fix.  Real code issues the move exposes; each entry is a concrete to-do.
-# Each is in a module another engineer is editing (monitor, routing, score), so it is listed with its fix, not fixed here.
-KNOWN_UPWARD: dict[tuple[str, str], str] = {
-    ("earlyeval.workflows.routing", "earlyeval.app.pipeline"):
-        "routing.route_bench imports pipeline.eval_config/write_json: import them from "
-        "earlyeval.evaluation.settings and earlyeval.core.atomic, where they now live",
-    ("earlyeval.workflows.score", "earlyeval.report.reporting"):
-        "score.score_table (the printed table) imports reporting.legend: move score_table into the report layer "
-        "(report/score_table.py, called by the CLI), as routing_table should be",
-}
-# frozenset of the modules in a cycle -> the fix
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-}
+LONG_MODULES: dict[str, str] = {}  # module -> why it may exceed MAX_LINES (none today)
+# (importer, imported) -> the fix, for an upward import that must wait (none today: a new one fails)
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
+# frozenset of the modules in a cycle -> the fix (none today: a new cycle fails)
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def canonical(module: str, moves: dict[str, str]) -> str:

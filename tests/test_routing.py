@@ -18,10 +18,9 @@ from earlyeval.workflows.routing import (
     charge,
     on_predicted_failure,
     oracle,
-    pair_blind,
-    routing_predictions,
     simulate_pair,
 )
+from earlyeval.workflows.routing_pair import pair_blind, routing_predictions
 from earlyeval.core.trajectory import Step, Task, Trajectory
 
 

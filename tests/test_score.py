@@ -12,7 +12,8 @@ from _monitor_helpers import HEADLINE, make_runs, make_tasks, offline_policy, qu
 from earlyeval.workflows.export import export_runs
 from earlyeval.modeling.metrics import apply_policy
 from earlyeval.modeling.modeldir import save_model_dir
-from earlyeval.workflows.score import read_runs, run_specs, score_runs, score_table
+from earlyeval.report.score_table import score_table
+from earlyeval.workflows.score import read_runs, run_specs, score_runs
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

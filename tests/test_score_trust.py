@@ -24,9 +24,11 @@ from earlyeval.workflows.export import export_runs
 from earlyeval.modeling.metrics import apply_policy, outcome_metrics
 from earlyeval.modeling.modeldir import save_model_dir
 from earlyeval.app.pipeline import training_identity
+from earlyeval.report.score_table import score_table
+from earlyeval.modeling.overlap import training_overlap
 from earlyeval.replay import runset_of
-from earlyeval.workflows.score import (CSV_COLUMNS, read_runs, run_specs, score_runs, score_table,
-                             training_overlap, usage_of)
+from earlyeval.workflows.score import read_runs, run_specs, score_runs, usage_of
+from earlyeval.workflows.score_csv import CSV_COLUMNS
 from earlyeval.core.trajectory import Trajectory, make_step, Action
 
 SWE_AGENT_RUNS = "swebench/runs/lite__swe-agent__gpt4"  # 275 real SWE-agent runs

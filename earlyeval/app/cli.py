@@ -9,13 +9,14 @@ import functools
 import json
 import logging
 import re
-import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
+from earlyeval.app.options import Bar, check_bench, check_format, check_thresholds, check_what_if
 
 # click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode=None,
@@ -32,32 +33,8 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def _check_bench(value: Optional[str]) -> Optional[str]:
-    """A catalog name this workspace knows; else a usage error listing them."""
-    if value is None:
-        return value
-    from earlyeval.config.catalog import available_benches
-
-    known = sorted(available_benches())
-    if value not in known:
-        raise typer.BadParameter(f"unknown benchmark {value!r}; available: {', '.join(known)}")
-    return value
-
-
-def _check_format(value: Optional[str]) -> Optional[str]:
-    """A registered run format (or a dotted path 'pkg.mod:Class'); else a usage error listing them."""
-    if value is None or ":" in value:
-        return value
-    from earlyeval.ingest import FORMATS
-
-    known = sorted(FORMATS.known())
-    if value not in known:
-        raise typer.BadParameter(f"unknown format {value!r}; valid: {', '.join(known)}")
-    return value
-
-
 def _bench_opt(default: Any = ..., help: str = "Benchmark catalog name, e.g. swebench (see earlyeval/catalogs/).") -> Any:
-    return typer.Option(default, "--bench", "-b", help=help, callback=_check_bench)
+    return typer.Option(default, "--bench", "-b", help=help, callback=check_bench)
 
 
 DataRoot = typer.Option(None, "--data-root", help="Folder holding the shared runs (default: $EARLYEVAL_DATA, else ../shared/data).")
@@ -132,52 +109,6 @@ def _user_error(e: Exception, param: str | None = None) -> typer.Exit:
     return typer.Exit(2)
 
 
-class _Bar:
-    """One tqdm progress bar over the model fits ("fit without [...]" messages), with counts and an ETA
-    once the number of fits of the same configuration is known from an earlier run (kept in
-    features/<bench>/progress_counts.json); every message goes to the debug log (shown with -v)."""
-
-    def __init__(self, bench: str, key: str, desc: str, verbose: bool) -> None:
-        from tqdm.auto import tqdm
-
-        from earlyeval.config.workspace import features_dir
-
-        self.path = features_dir(bench) / "progress_counts.json"
-        self.key = key
-        try:
-            self.counts = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            self.counts = {}
-        total = self.counts.get(key) if isinstance(self.counts, dict) else None
-        self.verbose = verbose
-        self.bar = tqdm(total=total if isinstance(total, int) else None, desc=desc, unit="fit", dynamic_ncols=True,
-                        file=sys.stderr, leave=True)
-        self.n = 0
-
-    def __call__(self, msg: str) -> None:
-        log.debug("%s", msg)
-        if self.verbose:
-            self.bar.write(f"  … {msg}", file=sys.stderr)
-        if msg.startswith("fit without"):
-            self.n += 1
-            self.bar.update(1)
-        else:
-            self.bar.set_postfix_str(msg[:40])
-
-    def close(self, ok: bool) -> None:
-        self.bar.close()
-        if ok and self.n:
-            from earlyeval.core.atomic import write_text
-
-            counts = self.counts if isinstance(self.counts, dict) else {}
-            counts[self.key] = self.n
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                write_text(self.path, json.dumps(counts, indent=1, sort_keys=True) + "\n")
-            except OSError:  # a read-only workspace only loses the ETA of the next run
-                pass
-
-
 def _say_outputs(err: bool = False, **paths: Path | str) -> None:
     typer.echo("\nOutputs:", err=err)
     for k, p in paths.items():
@@ -233,7 +164,7 @@ def train(ctx: typer.Context, bench: str = _bench_opt(),
     _setup(verbose, ctx)
     cfg = eval_config(bench, seed=seed)
     t0 = time.monotonic()
-    bar = _Bar(bench, f"train seed={seed} budget={budget}", "train", verbose)
+    bar = Bar(bench, f"train seed={seed} budget={budget}", "train", verbose)
     ok = False
     try:
         paths = train_bench(bench, out, cfg, data_root, progress=bar, budget=budget)
@@ -275,7 +206,7 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
     cfg = eval_config(bench, seed=seed, min_steps=min_steps, target_accuracy=target_accuracy, families=fams)
     abl = default_ablations(bench, cfg) if ablations else []
     key = json.dumps({"ablations": [a for a, _ in abl], "cfg": cfg.to_dict()}, sort_keys=True, default=str)
-    bar = _Bar(bench, "evaluate " + key, "evaluate: model fits", verbose)
+    bar = Bar(bench, "evaluate " + key, "evaluate: model fits", verbose)
     ok = False
     try:
         report, res = evaluate_bench(bench, cfg, data_root, progress=bar, ablations=abl)
@@ -304,34 +235,10 @@ def sweep(ctx: typer.Context, bench: str = _bench_opt(),
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
-def _check_thresholds(value: Optional[str]) -> Optional[str]:
-    if value is None:
-        return value
-    from earlyeval.modeling.thresholds import ThresholdError, parse_thresholds
-
-    try:
-        parse_thresholds(value)
-    except ThresholdError as e:
-        raise typer.BadParameter(str(e))
-    return value
-
-
-def _check_what_if(value: Optional[str]) -> Optional[str]:
-    if value is None or value == "model":
-        return value
-    try:
-        taus = [float(x) for x in value.split(",") if x.strip()]
-    except ValueError:
-        raise typer.BadParameter(f"expected 'model' or a comma list of thresholds (e.g. 0.8,0.9,0.95,10), not {value!r}")
-    if not taus or any(not (0.5 < t <= 1.0 or t == 10.0) for t in taus):
-        raise typer.BadParameter(f"thresholds must be in (0.5, 1] (or 10 = never), got {value!r}")
-    return value
-
-
 @_command()
 def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", help="A model directory written by `earlyeval train`."),
           runs: Path = typer.Option(..., "--runs", help="A folder (or file) of completed runs."),
-          fmt: str = typer.Option(..., "--format", "-f", callback=_check_format,
+          fmt: str = typer.Option(..., "--format", "-f", callback=check_format,
                                   help="Native format of the runs (see `earlyeval formats`)."),
           out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/score/<runs name>)."),
           labels: Optional[str] = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs (e.g. sb-cli:'*.json')."),
@@ -343,13 +250,13 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                                                    help="Regex naming public submissions of this same agent, left out of the prior "
                                                         "(matched on name/display name/models lower-cased, non-alphanumerics removed)."),
           warm_start: int = typer.Option(0, "--warm-start", help="K labelled runs completed first to recalibrate and pick thresholds."),
-          thresholds: Optional[str] = typer.Option(None, "--thresholds", callback=_check_thresholds,
+          thresholds: Optional[str] = typer.Option(None, "--thresholds", callback=check_thresholds,
                                                    help="Halt with TS,TF (P(success) >= TS or P(failure) >= TF, each in (0.5, 1]) "
                                                         "instead of the model's own thresholds; recorded in score.json."),
           what_if: bool = typer.Option(False, "--what-if",
                                        help="Also print (and write into score.json) the savings/accuracy frontier of these runs "
                                             "over a grid of thresholds (default grid: the model's own selection grid)."),
-          what_if_grid: Optional[str] = typer.Option(None, "--what-if-grid", callback=_check_what_if,
+          what_if_grid: Optional[str] = typer.Option(None, "--what-if-grid", callback=check_what_if,
                                                      help="The --what-if grid: a comma list used for both TS and TF "
                                                           "(10 = never halt that way); implies --what-if."),
           csv_path: Optional[Path] = typer.Option(None, "--csv", help="Per-run CSV path (default per_run.csv beside score.json)."),
@@ -358,7 +265,8 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           verbose: bool = _verbose()) -> None:
     """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
     and a per-run CSV.  Exit 2, writing nothing, when no run was read."""
-    from earlyeval.workflows.score import score_runs, score_table
+    from earlyeval.report.score_table import score_table
+    from earlyeval.workflows.score import score_runs
 
     _setup(verbose, ctx)
     if not runs.exists():
@@ -426,7 +334,7 @@ def route(ctx: typer.Context, bench: str = _bench_opt("swebench"),
           budget_usd: Optional[float] = typer.Option(None, "--budget", help="Total budget B for one benchmark pass."),
           verbose: bool = _verbose()) -> None:
     """Simulate stop / escalate policies over real runs of two agents on the same tasks."""
-    from earlyeval.workflows.routing import route_bench
+    from earlyeval.app.pipeline import route_bench
 
     _setup(verbose, ctx)
     paths = route_bench(bench, cheap, strong, budget_usd=budget_usd, progress=_progress)
@@ -456,8 +364,8 @@ def export(ctx: typer.Context, bench: str = _bench_opt(help="An ingested benchma
 
 
 @_command()
-def transfer(ctx: typer.Context, train: str = typer.Option(..., "--train", help="Source benchmark (trained on).", callback=_check_bench),
-             test: str = typer.Option(..., "--test", help="Target benchmark (evaluated on).", callback=_check_bench),
+def transfer(ctx: typer.Context, train: str = typer.Option(..., "--train", help="Source benchmark (trained on).", callback=check_bench),
+             test: str = typer.Option(..., "--test", help="Target benchmark (evaluated on).", callback=check_bench),
              families: str = typer.Option("behaviour", "--families", help="Comma-separated families present on both sides."),
              seed: int = typer.Option(0, "--seed", help=SEED_HELP),
              as_json: bool = typer.Option(False, "--json", help=JSON_HELP),

@@ -1,4 +1,4 @@
-"""The stages behind the CLI verbs: ingest, train, evaluate, budget.
+"""The stages behind the CLI verbs: ingest, train, evaluate, budget, route.
 
 Each stage reads the previous stage's files and writes its own, so any stage
 can be re-run alone.  Paths: ``data/<bench>/`` (normalized runs),
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -39,6 +40,10 @@ from earlyeval.core.errors import IngestError
 from earlyeval.tables.store import bench_dir, validate_task, write_tasks, write_trajectories
 from earlyeval.tables.tasks import load_tasks
 from earlyeval.core.trajectory import Trajectory
+from earlyeval.config.prices import price_runs, pricing_summary
+from earlyeval.report.routing import plot_pair, routing_table
+from earlyeval.workflows.routing import DEFAULT_VALUES_OF_SOLVE, simulate_pair
+from earlyeval.workflows.routing_pair import build_pair, pair_blind, routing_predictions, task_key
 
 log = logging.getLogger(__name__)
 
@@ -287,3 +292,69 @@ def ablation_row(name: str, over: dict[str, Any], rep: dict[str, Any]) -> dict[s
         "mean_auroc": float(np.mean([b["auroc_success"] for a, b in rep["agents"].items() if a in rep["holdout_agents"]])),
         "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp"),
     }
+
+
+# ------------------------------------------------------------------- route
+
+def route_bench(bench: str, cheap: str, strong: str, budget_usd: float | None = None,
+                progress: Callable[[str], None] | None = None, *, root: str | Path | None = None,
+                values_of_solve: Sequence[float] = DEFAULT_VALUES_OF_SOLVE, seed: int = 0,
+                ds: Dataset | None = None, cfg: EvalConfig | None = None) -> dict[str, Path]:
+    """Route one (cheap, strong) pair on a benchmark; merge into reports/<bench>/routing.json and draw a PNG."""
+    cfg = cfg or eval_config(bench, seed=seed)
+    ds = ds or load_dataset(bench, cfg.families, root, progress=progress is not None)
+    for a in (cheap, strong):
+        if a not in ds.agents:
+            raise ValueError(f"unknown agent {a!r} on {bench}; agents: {', '.join(ds.agents)}")
+    if cheap == strong:
+        raise ValueError("cheap and strong must be two different agents")
+    if progress:
+        progress(f"routing {cheap} -> {strong}: fits without both agents, thresholds by inner LOAO")
+    blind = pair_blind(ds, {cheap, strong})
+    runner = FoldRunner(blind, cfg, progress)
+    rs, th, info = routing_predictions(runner, cheap, strong)
+    costs = price_runs(ds.trajs, ds.catalog)
+    pair = build_pair(blind, costs, cheap, strong, rs)
+    block = simulate_pair(pair, th["failure"], budget_usd=budget_usd, values_of_solve=values_of_solve,
+                          min_t=cfg.min_halt_step, seed=seed)
+    block["route_model"] = {**info, "prior": "every run's prior_solve_rate excludes both routed agents' public results"}
+    block["thresholds"] = th
+    shared = set(pair.task_ids)
+    pair_trajs = [t for t in ds.trajs if t.agent in (cheap, strong) and task_key(t) in shared]
+    block["pricing"] = pricing_summary(pair_trajs, costs, ds.catalog)
+    block["notes"] = [
+        "costs are the recorded runs' real costs (per-step sums, or instance totals pro-rata t/T when the format "
+        "only has totals; catalog usd_per_step only where neither exists): see pricing",
+        "stopped tasks count as unresolved; an escalated task is charged the cheap prefix plus the strong agent's "
+        "whole recorded run and gets the strong run's recorded outcome",
+        "halting happens only at t < T (prefixes 1..T-1); runs shorter than 2 steps always complete",
+        "gap_closed = (rr - rr_always_cheap) / (rr_always_strong - rr_always_cheap); per 100 USD of extra cost over always-cheap",
+    ]
+    out = reports_dir(bench)
+    path = out / "routing.json"
+    report = _read_json(path) or {}
+    report.update({"bench": bench, "version": 1})
+    # every run's task prior (features and the prior-gated policies) counts only submissions dated before it
+    block["protocol"] = "as_of"
+    report.setdefault("pairs", {})[f"{cheap}->{strong}"] = block
+    report["pricing"] = pricing_summary(ds.trajs, costs, ds.catalog)
+    write_json(report, path)
+    png = plot_pair(block, out / f"routing_{_safe(cheap)}_{_safe(strong)}.png")
+    if progress:
+        for line in routing_table(block).splitlines():
+            progress(line)
+    return {"routing": path, "plot": png}
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        log.warning("%s is not valid JSON; starting it afresh", path)
+        return None
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)

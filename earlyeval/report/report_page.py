@@ -11,10 +11,6 @@ a crash.
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-import json
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -25,6 +21,9 @@ import pandas as pd
 from earlyeval.core import atomic
 from earlyeval.modeling.metrics import TASK_SKIP_T, halting
 from earlyeval.config.workspace import features_dir, reports_dir
+from earlyeval.report.html import CSS, agent_cell, esc, fnum, legend, note, num, pct, png, signed, table, usd
+from earlyeval.report.html import pyplot as _plt
+from earlyeval.report.page_inputs import Inputs
 
 SECTIONS = {  # id -> heading; the test checks every heading is on the page
     "results": "Results by protocol",
@@ -35,147 +34,6 @@ SECTIONS = {  # id -> heading; the test checks every heading is on the page
     "budget": "Budget coverage per agent",
     "latency": "Monitor latency",
 }
-
-MAKES = {"loao.json": "make evaluate", "loao_predictions.parquet": "make evaluate", "sweep.csv": "make sweep",
-         "budget.json": "make budget", "routing.json": "make route",
-         "latency.json": "make bench"}
-
-CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d2433;
-line-height:1.4;padding:0 16px}
-h1{font-size:26px;margin-bottom:4px}h2{font-size:20px;border-bottom:2px solid #d0d7e2;padding-bottom:4px;margin-top:36px}
-h3{font-size:15px;margin:18px 0 6px}
-table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #d0d7e2;padding:3px 7px;text-align:right}td{white-space:nowrap}.off{color:#c62828;font-weight:600}
-th{background:#eef2f7}td.name,th.name{text-align:left}tr.pooled td{font-weight:600;background:#f6f8fb}
-tr.small td{background:#fff8e6}.badge{display:inline-block;font-size:11px;padding:0 5px;border-radius:3px;
-background:#f0b429;color:#222;margin-left:4px}.note{background:#f3f4f6;border-left:4px solid #9aa5b1;padding:6px 10px;
-font-size:13px}.missing{background:#fdecec;border-left-color:#d64545}dl.legend{font-size:12px;color:#3e4c59;
-display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0 12px}dl.legend dt{font-weight:600}
-dl.legend dd{margin:0}img{max-width:100%;border:1px solid #e4e7eb}code{background:#eef2f7;padding:0 3px}
-nav a{margin-right:12px;font-size:13px}
-"""
-
-
-# ------------------------------------------------------------------ inputs
-
-class Inputs:
-    """The reports of one benchmark, each read once; a file that is absent or unreadable is recorded, not raised."""
-
-    def __init__(self, bench: str, rdir: Path, fdir: Path) -> None:
-        self.bench, self.rdir, self.fdir = bench, rdir, fdir
-        self.problems: dict[str, str] = {}
-        self.loao = self._json("loao.json")
-        self.budget = self._json("budget.json")
-        self.routing = self._json("routing.json")
-        self.latency = self._json("latency.json")
-        self.sweep = self._frame(rdir / "sweep.csv", pd.read_csv)
-        self.preds = self._frame(fdir / "loao_predictions.parquet", pd.read_parquet)
-
-    def _json(self, name: str) -> dict[str, Any] | None:
-        p = self.rdir / name
-        if not p.exists():
-            self.problems[name] = f"not run: {MAKES[name]} BENCH={self.bench} writes {p}"
-            return None
-        try:
-            obj = json.loads(p.read_text())
-        except (OSError, ValueError) as e:
-            self.problems[name] = f"{p}: unreadable ({type(e).__name__}: {e})"
-            return None
-        if not isinstance(obj, dict):
-            self.problems[name] = f"{p}: not a JSON object"
-            return None
-        return obj
-
-    def _frame(self, p: Path, reader: Callable[[Path], pd.DataFrame]) -> pd.DataFrame | None:
-        if not p.exists():
-            self.problems[p.name] = f"not run: {MAKES[p.name]} BENCH={self.bench} writes {p}"
-            return None
-        try:
-            return reader(p)
-        except Exception as e:  # noqa: BLE001 - any reader error is a note on the page, not a crash
-            self.problems[p.name] = f"{p}: unreadable ({type(e).__name__}: {e})"
-            return None
-
-    def missing(self, name: str) -> str:
-        return note(self.problems.get(name, f"{name}: absent"), missing=True)
-
-
-# ------------------------------------------------------------------ html helpers
-
-def esc(x: Any) -> str:
-    return html.escape(str(x))
-
-
-def note(text: str, missing: bool = False) -> str:
-    return f'<p class="note{" missing" if missing else ""}">{esc(text)}</p>'
-
-
-def legend(items: dict[str, str]) -> str:
-    return '<dl class="legend">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items.items()) + "</dl>"
-
-
-def num(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
-
-
-def pct(x: Any, digits: int = 1) -> str:
-    v = num(x)
-    return "–" if v is None else f"{100 * v:.{digits}f} %"
-
-
-def fnum(x: Any, digits: int = 3) -> str:
-    v = num(x)
-    return "–" if v is None else f"{v:.{digits}f}"
-
-
-def signed(x: Any, digits: int = 1) -> str:
-    v = num(x)
-    return "–" if v is None else f"{v:+.{digits}f}"
-
-
-def usd(x: Any) -> str:
-    v = num(x)
-    return "unknown" if v is None else f"${v:,.2f}"
-
-
-def table(header: list[str], rows: list[tuple[str, list[str]]]) -> str:
-    """rows: (css class, cells); the first cell is a name (left-aligned)."""
-    h = "".join(f'<th class="name">{esc(c)}</th>' if i == 0 else f"<th>{esc(c)}</th>" for i, c in enumerate(header))
-    body = []
-    for cls, cells in rows:
-        tds = "".join(f'<td class="name">{c}</td>' if i == 0 else f"<td>{c}</td>" for i, c in enumerate(cells))
-        body.append(f'<tr class="{cls}">{tds}</tr>' if cls else f"<tr>{tds}</tr>")
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def agent_cell(name: str, small: bool, n: Any = None) -> str:
-    badge = f'<span class="badge">small{f" n={int(n)}" if num(n) is not None else ""}</span>' if small else ""
-    return esc(name) + badge
-
-
-def png(fig: Any) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
-    return f'<img alt="plot" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode("ascii")}">'
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.grid": True, "grid.alpha": 0.3})
-    return plt
 
 
 def small_agents(inp: Inputs) -> set[str]:

@@ -68,7 +68,7 @@ def _fmt(x: Any, pct: bool = False) -> str:
     return f"{100 * x:6.1f}" if pct else f"{x:6.3f}"
 
 
-# what every column of the printed tables (loao_table, score.score_table) means: one place
+# what every column of the printed tables (loao_table, score_table.score_table) means: one place
 COLUMNS: dict[str, str] = {
     "runs": "labelled runs scored",
     "rate": "true resolve rate %",

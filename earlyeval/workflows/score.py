@@ -45,6 +45,8 @@ from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError, NothingScoredError
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.replay import _scorable, replay, run_context, runset_of
+from earlyeval.modeling.overlap import training_overlap
+from earlyeval.workflows.score_csv import write_csv
 
 log = logging.getLogger(__name__)
 
@@ -175,73 +177,6 @@ def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None =
     return {"agents": blocks, "pooled": pooled}
 
 
-# ------------------------------------------------------------- overlap
-
-def _norm(s: Any) -> str:
-    return "".join(ch for ch in str(s or "").lower() if ch.isalnum())
-
-
-def training_identities(bundle: Any) -> tuple[dict[str, dict[str, list[str]]], str]:
-    """Per training agent, its scaffolds and models: from the manifest (``training.agent_identity``, written
-    by ``earlyeval train``), else from the training benchmark's catalog (models trained before it was recorded)."""
-    tr = bundle.training or {}
-    ident = tr.get("agent_identity")
-    if isinstance(ident, dict) and ident:
-        return ident, "manifest"
-    out: dict[str, dict[str, list[str]]] = {}
-    for b in tr.get("benchmarks", []):
-        try:
-            cat = load_catalog(str(b))
-        except CatalogError:
-            continue
-        for r in cat.runs:
-            if r.agent in (tr.get("agents") or {}):
-                d = out.setdefault(r.agent, {"scaffold": [], "model": []})
-                for k, v in (("scaffold", r.scaffold), ("model", r.model)):
-                    if v and v not in d[k]:
-                        d[k].append(v)
-    return out, ("catalog" if out else "none")
-
-
-def training_overlap(bundle: Any, trajs: list[Trajectory]) -> dict[str, Any]:
-    """Whether the scored runs overlap the model's training data: by agent name, by agent identity
-    (scaffold x model, compared lower-cased without non-alphanumerics) or by run id.  Scores on such
-    runs are in-sample: they overstate what the model does on a new agent."""
-    tr = bundle.training or {}
-    names = set(tr.get("agents") or {})
-    ident, ident_source = training_identities(bundle)
-    pairs = {(_norm(s), _norm(m)): a for a, d in ident.items() for s in d.get("scaffold", []) for m in d.get("model", [])}
-    run_ids = set(tr.get("run_ids") or [])
-    agents: dict[str, Any] = {}
-    for t in trajs:
-        a = agents.setdefault(t.agent, {"runs": 0, "training_agents": set(), "by": set(), "run_ids_in_training": 0})
-        a["runs"] += 1
-        if t.agent in names:
-            a["by"].add("agent name")
-            a["training_agents"].add(t.agent)
-        key = (_norm(t.meta.get("scaffold")), _norm(t.meta.get("model")))
-        if all(key) and key in pairs:
-            a["by"].add("scaffold x model")
-            a["training_agents"].add(pairs[key])
-        if t.run_id in run_ids:
-            a["run_ids_in_training"] += 1
-            a["by"].add("run id")
-    hits = {k: {"runs": v["runs"], "training_agents": sorted(v["training_agents"]), "by": sorted(v["by"]),
-                "run_ids_in_training": v["run_ids_in_training"]} for k, v in agents.items() if v["by"]}
-    out: dict[str, Any] = {"overlap": bool(hits), "agents": hits, "identity_source": ident_source,
-                           "run_ids_recorded": bool(run_ids), "warning": None}
-    if hits:
-        parts = []
-        for k, v in hits.items():
-            same = f" = training agent {', '.join(v['training_agents'])}" if v["training_agents"] else ""
-            ids = f", {v['run_ids_in_training']}/{v['runs']} run ids in training" if v["run_ids_in_training"] else ""
-            parts.append(f"{k}{same} (by {', '.join(v['by'])}{ids})")
-        out["warning"] = ("these runs overlap the model's training data: " + "; ".join(parts)
-                          + ". Their scores are in-sample and overstate accuracy on a new agent "
-                          "(use `earlyeval evaluate` for held-out numbers).")
-    return out
-
-
 # --------------------------------------------------------------- usage
 
 def usage_of(traj: Trajectory, halt_t: int | None) -> dict[str, Any]:
@@ -321,71 +256,6 @@ def what_if(rs: Any, taus: Any, min_t: int = 1, warm: np.ndarray | None = None,
     return {"runs": int(len(rs)), "taus": taus, "min_halt_step": int(min_t),
             "rule": "metrics.apply_policy over the replayed probabilities; steps_saved_task_skip = halts at t <= 1",
             "grid": rows, "frontier": [rows[i] for i in f.index]}
-
-
-def what_if_table(w: dict[str, Any], current: dict[str, Any] | None = None) -> str:
-    """The frontier of a what-if block as text (the current thresholds' row marked with *)."""
-    hdr = (f"  {'tau_s':>6} {'tau_f':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} {'skip%':>6} "
-           f"{'inrun%':>6} {'shift':>6} {'$saved':>9}")
-    lines = [f"what-if: savings/accuracy frontier over {len(w['taus'])}x{len(w['taus'])} thresholds, "
-             f"{w['runs']} labelled runs (tau 10 = never halt that way)", hdr]
-    rows = list(w["frontier"])
-    cur = None
-    if current is not None:
-        cur = next((r for r in w["grid"] if r["tau_s"] == float(current["success"]) and r["tau_f"] == float(current["failure"])), None)
-        if cur is not None and cur not in rows:
-            rows = sorted(rows + [cur], key=lambda r: (r["steps_saved"] or 0))
-    for r in rows:
-        mark = "*" if r is cur else " "
-        usd = "        -" if r.get("cost_usd_saved") is None else f"{r['cost_usd_saved']:9.2f}"
-        lines.append(f"{mark} {r['tau_s']:6g} {r['tau_f']:6g} {_pct(r['halted_fraction'])} {_pct(r['halted_accuracy'])} "
-                     f"{_pct(r['outcome_accuracy'])} {_pct(r['steps_saved'])} {_pct(r['steps_saved_task_skip'])} "
-                     f"{_pct(r['steps_saved_in_run'])} {r['resolve_rate_shift_pp'] or 0.0:6.1f} {usd}")
-    lines.append("  (* = the thresholds used; skip% = steps saved by halts at t<=1 (task skip), inrun% = by halts at t>=2; "
-                 "$saved = dollars saved on the runs with a known cost)")
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------- per-run CSV
-
-CSV_COLUMNS = ("run_id", "agent", "task_id", "steps", "halted_step", "predicted", "recorded_outcome", "true_label",
-               "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent", "input_tokens_saved",
-               "output_tokens_spent", "output_tokens_saved", "cost_usd_spent", "cost_usd_saved", "cost_source")
-
-
-def per_run_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per run: where it halted, what was recorded (the prediction if halted, else the run's own
-    outcome), its true label, and the tokens/dollars spent and saved (empty = unknown)."""
-    lab = {1: "success", 0: "failure", None: ""}
-    rows = []
-    for r in records:
-        u = r.get("usage") or {}
-        recorded = r["predicted"] if r["halted"] else lab[r["outcome"]]
-        row = {"run_id": r["run_id"], "agent": r["agent"], "task_id": r["task_id"], "steps": r["n_steps"],
-               "halted_step": r["halt_t"] if r["halted"] else "", "predicted": r["predicted"] or "",
-               "recorded_outcome": recorded, "true_label": lab[r["outcome"]],
-               "p_success_at_halt": "" if r["p_success_at_halt"] is None else r["p_success_at_halt"],
-               "p_failure_at_halt": "" if r["p_failure_at_halt"] is None else r["p_failure_at_halt"]}
-        for dim in ("input_tokens", "output_tokens", "cost_usd"):
-            d = u.get(dim)
-            row[f"{dim}_spent"] = "" if d is None else d["spent"]
-            row[f"{dim}_saved"] = "" if d is None else d["saved"]
-        row["cost_source"] = (u.get("cost_usd") or {}).get("source", "")
-        rows.append(row)
-    return rows
-
-
-def write_csv(records: list[dict[str, Any]], path: Path) -> Path:
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
-    w.writeheader()
-    w.writerows(per_run_rows(records))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, buf.getvalue())
-    return path
 
 
 # ------------------------------------------------------------------ main
@@ -539,70 +409,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     return paths
 
 
-def score_table(report: dict[str, Any]) -> str:
-    """A short human summary of a score.json."""
-    th = report["thresholds"]
-    src = report.get("thresholds_source")
-    lines = [f"{report['n_trajectories']} runs ({report['n_labelled']} labelled), {report['n_halted']} halted; "
-             f"thresholds success={th['success']} failure={th['failure']}"
-             + (f" ({src})" if src else "") + f"; {len(report['skipped'])} files skipped"]
-    if report.get("agents"):
-        hdr = (f"{'agent':<44} {'runs':>5} {'rate%':>6} {'AUROC':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} "
-               f"{'skip%':>6} {'inrun%':>6} {'shift':>6}")
-        lines += [hdr, "-" * len(hdr)]
-        rows = list(report["agents"].items()) + ([("POOLED", report["pooled"])] if report.get("pooled") else [])
-        from earlyeval.report.reporting import legend
-        for a, b in rows:
-            lines.append(f"{a[:44]:<44} {b.get('n_runs', 0):>5} {_pct(b.get('resolve_rate'))} {_num(b.get('auroc_success'))} "
-                         f"{_pct(b.get('halted_fraction'))} {_pct(b.get('halted_accuracy'))} {_pct(b.get('outcome_accuracy'))} "
-                         f"{_pct(b.get('steps_saved'))} {_pct(b.get('steps_saved_task_skip'))} {_pct(b.get('steps_saved_in_run'))} "
-                         f"{b.get('resolve_rate_shift_pp') or 0.0:6.1f}")
-        lines.append(legend(hdr))
-    else:
-        by = Counter(r["predicted"] or "continue" for r in report["per_run"])
-        lines.append("no labels: predictions " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
-    sv = report.get("savings")
-    if sv:
-        c = sv["cost_usd"]
-        if c["runs_known"]:
-            lines.append(f"dollars: ${c['saved']:.2f} saved of ${c['total']:.2f} spent as recorded "
-                         f"({c['runs_known']}/{sv['runs']} runs have costs: "
-                         + ", ".join(f"{k} {v}" for k, v in sorted(c['sources'].items())) + ")")
-        else:
-            lines.append(f"dollars: unknown (0/{sv['runs']} runs have costs)")
-        for dim in ("input_tokens", "output_tokens"):
-            d = sv[dim]
-            lines.append(f"{dim.replace('_', ' ')}: " + (f"{d['saved']:.0f} saved of {d['total']:.0f} "
-                                                         f"({d['runs_known']}/{sv['runs']} runs have counts)"
-                                                         if d["runs_known"] else f"unknown (0/{sv['runs']} runs have counts)"))
-    if report.get("what_if"):
-        lines.append(what_if_table(report["what_if"], th))
-    for s in report["skipped"][:5]:
-        lines.append(f"skipped {s.get('file')}: {s.get('field')}: {s.get('reason')}")
-    if len(report["skipped"]) > 5:
-        lines.append(f"... and {len(report['skipped']) - 5} more skipped files (see score.json)")
-    ov = report.get("training_overlap") or {}
-    if ov.get("warning"):  # the full text went to stderr (log) when scored
-        lines.append("warning: in-sample: these runs overlap the model's training data "
-                     f"({', '.join(sorted(ov['agents']))}; see 'training_overlap' in score.json)")
-    for w, n in report.get("warnings", {}).items():
-        lines.append(f"warning ({n} runs): {w}")
-    if report.get("not_in_label_list"):
-        lines.append(f"warning ({len(report['not_in_label_list'])} runs): the task is in no label list, scored as a failure "
-                     f"(e.g. {report['not_in_label_list'][0]}; all in score.json 'not_in_label_list')")
-    return "\n".join(lines)
-
-
 def _nan_none(xs: list[float]) -> list[float | None]:
     return [None if x != x else x for x in xs]
-
-
-def _pct(x: float | None) -> str:
-    return "     -" if x is None else f"{100 * x:6.1f}"
-
-
-def _num(x: float | None) -> str:
-    return "     -" if x is None else f"{x:6.3f}"
 
 
 def _name(p: Path) -> str:

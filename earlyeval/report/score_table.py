@@ -1,0 +1,92 @@
+"""The printed summary of a score.json (``earlyeval score``): a report-layer table, so scoring never imports reporting."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from earlyeval.report.reporting import legend
+
+
+def score_table(report: dict[str, Any]) -> str:
+    """A short human summary of a score.json."""
+    th = report["thresholds"]
+    src = report.get("thresholds_source")
+    lines = [f"{report['n_trajectories']} runs ({report['n_labelled']} labelled), {report['n_halted']} halted; "
+             f"thresholds success={th['success']} failure={th['failure']}"
+             + (f" ({src})" if src else "") + f"; {len(report['skipped'])} files skipped"]
+    if report.get("agents"):
+        hdr = (f"{'agent':<44} {'runs':>5} {'rate%':>6} {'AUROC':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} "
+               f"{'skip%':>6} {'inrun%':>6} {'shift':>6}")
+        lines += [hdr, "-" * len(hdr)]
+        rows = list(report["agents"].items()) + ([("POOLED", report["pooled"])] if report.get("pooled") else [])
+        for a, b in rows:
+            lines.append(f"{a[:44]:<44} {b.get('n_runs', 0):>5} {_pct(b.get('resolve_rate'))} {_num(b.get('auroc_success'))} "
+                         f"{_pct(b.get('halted_fraction'))} {_pct(b.get('halted_accuracy'))} {_pct(b.get('outcome_accuracy'))} "
+                         f"{_pct(b.get('steps_saved'))} {_pct(b.get('steps_saved_task_skip'))} {_pct(b.get('steps_saved_in_run'))} "
+                         f"{b.get('resolve_rate_shift_pp') or 0.0:6.1f}")
+        lines.append(legend(hdr))
+    else:
+        by = Counter(r["predicted"] or "continue" for r in report["per_run"])
+        lines.append("no labels: predictions " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    sv = report.get("savings")
+    if sv:
+        c = sv["cost_usd"]
+        if c["runs_known"]:
+            lines.append(f"dollars: ${c['saved']:.2f} saved of ${c['total']:.2f} spent as recorded "
+                         f"({c['runs_known']}/{sv['runs']} runs have costs: "
+                         + ", ".join(f"{k} {v}" for k, v in sorted(c['sources'].items())) + ")")
+        else:
+            lines.append(f"dollars: unknown (0/{sv['runs']} runs have costs)")
+        for dim in ("input_tokens", "output_tokens"):
+            d = sv[dim]
+            lines.append(f"{dim.replace('_', ' ')}: " + (f"{d['saved']:.0f} saved of {d['total']:.0f} "
+                                                         f"({d['runs_known']}/{sv['runs']} runs have counts)"
+                                                         if d["runs_known"] else f"unknown (0/{sv['runs']} runs have counts)"))
+    if report.get("what_if"):
+        lines.append(what_if_table(report["what_if"], th))
+    for s in report["skipped"][:5]:
+        lines.append(f"skipped {s.get('file')}: {s.get('field')}: {s.get('reason')}")
+    if len(report["skipped"]) > 5:
+        lines.append(f"... and {len(report['skipped']) - 5} more skipped files (see score.json)")
+    ov = report.get("training_overlap") or {}
+    if ov.get("warning"):  # the full text went to stderr (log) when scored
+        lines.append("warning: in-sample: these runs overlap the model's training data "
+                     f"({', '.join(sorted(ov['agents']))}; see 'training_overlap' in score.json)")
+    for w, n in report.get("warnings", {}).items():
+        lines.append(f"warning ({n} runs): {w}")
+    if report.get("not_in_label_list"):
+        lines.append(f"warning ({len(report['not_in_label_list'])} runs): the task is in no label list, scored as a failure "
+                     f"(e.g. {report['not_in_label_list'][0]}; all in score.json 'not_in_label_list')")
+    return "\n".join(lines)
+
+
+def what_if_table(w: dict[str, Any], current: dict[str, Any] | None = None) -> str:
+    """The frontier of a what-if block as text (the current thresholds' row marked with *)."""
+    hdr = (f"  {'tau_s':>6} {'tau_f':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} {'skip%':>6} "
+           f"{'inrun%':>6} {'shift':>6} {'$saved':>9}")
+    lines = [f"what-if: savings/accuracy frontier over {len(w['taus'])}x{len(w['taus'])} thresholds, "
+             f"{w['runs']} labelled runs (tau 10 = never halt that way)", hdr]
+    rows = list(w["frontier"])
+    cur = None
+    if current is not None:
+        cur = next((r for r in w["grid"] if r["tau_s"] == float(current["success"]) and r["tau_f"] == float(current["failure"])), None)
+        if cur is not None and cur not in rows:
+            rows = sorted(rows + [cur], key=lambda r: (r["steps_saved"] or 0))
+    for r in rows:
+        mark = "*" if r is cur else " "
+        usd = "        -" if r.get("cost_usd_saved") is None else f"{r['cost_usd_saved']:9.2f}"
+        lines.append(f"{mark} {r['tau_s']:6g} {r['tau_f']:6g} {_pct(r['halted_fraction'])} {_pct(r['halted_accuracy'])} "
+                     f"{_pct(r['outcome_accuracy'])} {_pct(r['steps_saved'])} {_pct(r['steps_saved_task_skip'])} "
+                     f"{_pct(r['steps_saved_in_run'])} {r['resolve_rate_shift_pp'] or 0.0:6.1f} {usd}")
+    lines.append("  (* = the thresholds used; skip% = steps saved by halts at t<=1 (task skip), inrun% = by halts at t>=2; "
+                 "$saved = dollars saved on the runs with a known cost)")
+    return "\n".join(lines)
+
+
+def _pct(x: float | None) -> str:
+    return "     -" if x is None else f"{100 * x:6.1f}"
+
+
+def _num(x: float | None) -> str:
+    return "     -" if x is None else f"{x:6.3f}"

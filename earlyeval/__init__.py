@@ -12,7 +12,8 @@ __all__ = ["Action", "Monitor", "Step", "Task", "Trajectory", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    # Monitor pulls in LightGBM and scikit-learn: import it only when asked for
+    # PEP 562: `import earlyeval` (and so every `import earlyeval.<module>`) stays free of the live stack;
+    # the Monitor and what it loads are imported only when asked for
     if name == "Monitor":
         from earlyeval.monitor import Monitor
 

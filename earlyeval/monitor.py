@@ -85,6 +85,8 @@ from earlyeval.features.context import context_gaps, context_state
 from earlyeval.live_input import BadStep, _index_of, as_step, as_task, clean_step, complete_task, task_table
 from earlyeval.modeling.modeldir import ModelBundle, load_model_dir
 from earlyeval.core.trajectory import Step, Task, Trajectory
+from earlyeval.modeling.fastpredict import SingleRowPredictor
+from earlyeval.modeling.thresholds import override
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +112,6 @@ class Monitor:
         every dimension the model has (True), or none (False); ``halt_on_impossible``: also
         halt (predicting failure) when a dimension's P(feasible) falls below its stored early-stop
         threshold -- True for every dimension, or the names of the dimensions (off by default)."""
-        from earlyeval.modeling.fastpredict import SingleRowPredictor
-
         if explain not in EXPLAIN:
             raise ValueError(f"explain must be one of {EXPLAIN}, not {explain!r}")
         self.bundle = bundle
@@ -160,8 +160,6 @@ class Monitor:
         The directory is not changed; spawned monitors keep the override."""
         bundle = load_model_dir(model_dir, n_jobs=1)
         if thresholds is not None:
-            from earlyeval.modeling.thresholds import override
-
             bundle = dataclasses.replace(bundle, thresholds=override(bundle.thresholds, thresholds))
         return cls(bundle, **kwargs)
 
@@ -410,7 +408,6 @@ class Monitor:
         (``pred_contrib``) to the model's log-odds, signed so that positive means "toward
         ``outcome``".  Costs about a millisecond, so by default only when halting."""
         k = self.top_k if k is None else k
-        from earlyeval.modeling.fastpredict import SingleRowPredictor
 
         name = "failure" if outcome == "failure" and not self._mirror else "success"
         cp = self._shared["contrib"]

@@ -321,3 +321,23 @@ def test_the_live_import_check_can_fail(tmp_path):
     assert _offline_imports(mod, tmp_path) == ["earlyeval.evaluation.evaluate"]
     mod.write_text("from .evaluation import adapt\n")
     assert _offline_imports(mod, tmp_path) == ["earlyeval.evaluation"]
+
+
+def test_no_function_level_imports_of_the_package_outside_the_app_layer():
+    """Imports of earlyeval modules sit at module level (where the layer contract sees them and a cycle fails
+    at import), except in the app layer, whose verbs import their stack on demand so that `earlyeval --help`
+    stays fast, and the facade's PEP 562 ``__getattr__`` (``from earlyeval import Monitor``)."""
+    allowed = {"earlyeval/__init__.py"}
+    found = []
+    for p in sorted((REPO / "earlyeval").rglob("*.py")):
+        rel = str(p.relative_to(REPO))
+        if rel in allowed or rel.startswith("earlyeval/app/"):
+            continue
+        for fn in ast.walk(ast.parse(p.read_text())):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for n in ast.walk(fn):
+                    if isinstance(n, ast.ImportFrom) and ((n.module or "").startswith("earlyeval") or n.level):
+                        found.append(f"{rel}:{n.lineno} from {n.module}")
+                    elif isinstance(n, ast.Import) and any(a.name.startswith("earlyeval") for a in n.names):
+                        found.append(f"{rel}:{n.lineno} import {n.names[0].name}")
+    assert not found, found

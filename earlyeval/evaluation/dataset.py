@@ -29,6 +29,7 @@ from earlyeval.features import Featurizer, PriorTable, RunContext, build_family,
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 from earlyeval.core.trajectory import Task, Trajectory
+from earlyeval.features.text import TokenCache
 
 log = logging.getLogger(__name__)
 CURRENT_POOL = "prior@current_pool"  # the prior block without a date cutoff
@@ -49,8 +50,6 @@ class Dataset:
 
     def token_cache(self, obs_chars: int = 1500):
         """One tokenization of every step, shared by all folds (see features.text.TokenCache)."""
-        from earlyeval.features.text import TokenCache
-
         if self._token_cache is None or self._token_cache.obs_chars != obs_chars:
             self._token_cache = TokenCache(obs_chars)
         return self._token_cache

@@ -52,6 +52,7 @@ from typing import Any, Mapping
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Action, Step, Task
 from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor, build_step
+from earlyeval.integrations.config import monitor_from_config, split_config
 
 log = logging.getLogger("earlyeval.integrations.openhands")
 
@@ -125,8 +126,6 @@ class EarlyStopCallback:
     def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopCallback":
         """From an ``earlyeval`` config block (``integrations/config.py`` keys plus ``run_id``, ``task``
         -- a task id, or a mapping of Task / SWE-bench fields -- and ``end_as``)."""
-        from earlyeval.integrations.config import monitor_from_config, split_config
-
         mon, opts = split_config(cfg, ("run_id", "task", "end_as"), "earlyeval")
         task = opts.get("task")
         return cls(monitor_from_config(mon), run_id=opts.get("run_id"), end_as=opts.get("end_as", "terminal"),

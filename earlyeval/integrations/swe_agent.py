@@ -46,6 +46,7 @@ from typing import Any, Mapping
 from earlyeval.ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
 from earlyeval.core.trajectory import Action, Step, Task
 from earlyeval.integrations.base import EarlyStopper, StepMonitor, build_step
+from earlyeval.integrations.config import monitor_from_config, split_config
 
 log = logging.getLogger("earlyeval.integrations.swe_agent")
 
@@ -89,8 +90,6 @@ class EarlyStopHook:
     def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopHook":
         """From an ``earlyeval`` config block: ``integrations/config.py``'s keys (``model``, ``thresholds``,
         ``tasks``, ...) plus ``autosubmit`` and ``run_id``; e.g. read from a YAML file next to the run's."""
-        from earlyeval.integrations.config import monitor_from_config, split_config
-
         mon, opts = split_config(cfg, ("autosubmit", "run_id"), "earlyeval")
         return cls(monitor_from_config(mon), autosubmit=bool(opts.get("autosubmit", True)), run_id=opts.get("run_id"))
 

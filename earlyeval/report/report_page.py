@@ -24,6 +24,7 @@ from earlyeval.config.workspace import features_dir, reports_dir
 from earlyeval.report.html import CSS, agent_cell, esc, fnum, legend, note, num, pct, png, signed, table, usd
 from earlyeval.report.html import pyplot as _plt
 from earlyeval.report.page_inputs import Inputs
+from earlyeval.workflows.benchmark import latency_summary
 
 SECTIONS = {  # id -> heading; the test checks every heading is on the page
     "results": "Results by protocol",
@@ -440,7 +441,6 @@ def section_budget(inp: Inputs) -> str:
 def section_latency(inp: Inputs) -> str:
     if inp.latency is None:
         return inp.missing("latency.json")
-    from earlyeval.workflows.benchmark import latency_summary
 
     try:
         return f"<pre>{esc(latency_summary(inp.latency))}</pre>"

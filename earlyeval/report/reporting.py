@@ -10,6 +10,8 @@ import pandas as pd
 
 from earlyeval.core.atomic import atomic_path
 from earlyeval.evaluation.evaluate import EvalConfig
+from earlyeval.config.catalog import load_catalog
+from earlyeval.features import KNOWN_DIRECTIONS
 
 
 GOLD_DEEP = ("gold_symbols_*", "gold_idents_*", "gold_removed_*", "gold_added_*", "edits_in_gold_hunks", "f2p_*",
@@ -24,8 +26,6 @@ EVIDENCE = ("edits_off_gold_only", "since_last_gold_edit_rel", "f2p_passed_after
 
 def default_ablations(bench: str, cfg: EvalConfig) -> list[tuple[str, dict[str, Any]]]:
     """Each feature family on and off, then each transfer lever of the issue on and off."""
-    from earlyeval.config.catalog import load_catalog
-    from earlyeval.features import KNOWN_DIRECTIONS
 
     available = load_catalog(bench).families
     out: list[tuple[str, dict[str, Any]]] = []

@@ -35,6 +35,10 @@ import numpy as np
 from earlyeval.core.atomic import write_text as atomic_write_text
 from earlyeval.core.trajectory import Action, Step, Task, Trajectory, make_step
 from earlyeval.config.workspace import models_dir, reports_dir
+from earlyeval.config.catalog import load_catalog
+from earlyeval.features import RunContext
+from earlyeval.monitor import Monitor
+from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +125,6 @@ LONG_BUCKETS = ((1, 10), (91, 100), (9_991, 10_000))
 
 def time_run(monitor: Any, traj: Trajectory, task: Task | None) -> list[tuple[int, float, float, float, float, bool, float]]:
     """(t, wall, cpu, featurize, predict, halted_here, budget) for every step of one replayed run."""
-    from earlyeval.features import RunContext
-
     monitor.start_context(RunContext.of(traj, task), traj.run_id)
     out = []
     pc, tc = time.perf_counter, time.thread_time
@@ -160,8 +162,6 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
            trajs: list[Trajectory] | None, tasks: dict[str, Task] | None, out: Any, formats: dict[str, str] | None,
            seed: int, pinned: dict[str, Any], budget: bool | tuple[str, ...] | list[str] = ("steps",),
            long_steps: int = 0) -> dict[str, Path]:
-    from earlyeval.monitor import Monitor
-    from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 
     mdir = Path(model_dir) if model_dir else models_dir(bench)
     monitor = Monitor.load(mdir, budget=budget)
@@ -291,8 +291,6 @@ def latency_summary(rep: dict[str, Any]) -> str:
 
 def _formats_of(bench: str) -> dict[str, str]:
     """Catalog run name -> native format."""
-    from earlyeval.config.catalog import load_catalog
-
     try:
         return {r.name: r.format for r in load_catalog(bench).runs}
     except Exception:  # an ad-hoc benchmark without catalog: formats unknown

@@ -47,6 +47,19 @@ from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.replay import _scorable, replay, run_context, runset_of
 from earlyeval.modeling.overlap import training_overlap
 from earlyeval.workflows.score_csv import write_csv
+from earlyeval.config.prices import PriceError, run_cost
+from earlyeval.evaluation.blocks import agent_block, pooled_block
+from earlyeval.evaluation.evaluate import GRID
+from earlyeval.ingest import FORMATS
+from earlyeval.ingest import format_module
+from earlyeval.ingest import ingest_run
+from earlyeval.modeling.metrics import apply_policy
+from earlyeval.modeling.metrics import apply_policy, outcome_metrics
+from earlyeval.modeling.thresholds import WarmStartRule
+from earlyeval.modeling.thresholds import source_of
+from earlyeval.monitor import Monitor
+from earlyeval.tables.store import bench_dir, read_tasks
+from earlyeval.workflows.sweep import frontier
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +127,6 @@ def _catalog_specs(p: Path, fmt: str) -> list[RunSpec]:
 
 def read_runs(specs: list[RunSpec]) -> tuple[list[Trajectory], list[dict[str, Any]], list[dict[str, Any]]]:
     """Trajectories of every spec via ``ingest.ingest_run``; (trajectories, skipped files, per-spec ingest reports)."""
-    from earlyeval.ingest import ingest_run
-
     trajs: list[Trajectory] = []
     skipped: list[dict[str, Any]] = []
     reports = []
@@ -129,8 +140,6 @@ def read_runs(specs: list[RunSpec]) -> tuple[list[Trajectory], list[dict[str, An
 
 def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None) -> dict[str, Task]:
     """Tasks given, else those of the model's training benchmark(s) as ingested."""
-    from earlyeval.tables.store import bench_dir, read_tasks
-
     if isinstance(tasks, dict):
         return tasks
     if tasks is not None:
@@ -152,9 +161,6 @@ def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None =
 
     ``warm``: runs of a warm start, completed at full cost (never halted); the policy metrics count them.
     ``source``: where the thresholds came from (``thresholds.source_of``)."""
-    from earlyeval.evaluation.blocks import agent_block, pooled_block
-    from earlyeval.modeling.thresholds import WarmStartRule
-    from earlyeval.modeling.metrics import apply_policy, outcome_metrics
 
     cfg = WarmStartRule(taus=(), min_halt_step=int(thresholds.get("min_halt_step", 1)))  # blocks read min_halt_step only
     source = source or ("model" if warm is None else "warm start")
@@ -184,8 +190,6 @@ def usage_of(traj: Trajectory, halt_t: int | None) -> dict[str, Any]:
 
     Tokens are known for a dimension only when every step has a count; dollars come from
     ``prices.run_cost`` (per-step costs, or the instance total pro rata); unknown stays None."""
-    from earlyeval.config.prices import PriceError, run_cost
-
     T = len(traj.steps)
     t = T if not halt_t else int(halt_t)
     out: dict[str, Any] = {}
@@ -235,8 +239,6 @@ def what_if(rs: Any, taus: Any, min_t: int = 1, warm: np.ndarray | None = None,
     higher outcome accuracy).  Warm-start runs complete in full at every point."""
     import pandas as pd
 
-    from earlyeval.modeling.metrics import apply_policy, outcome_metrics
-    from earlyeval.workflows.sweep import frontier
 
     rows = []
     taus = [float(x) for x in taus]
@@ -263,8 +265,6 @@ def what_if(rs: Any, taus: Any, min_t: int = 1, warm: np.ndarray | None = None,
 def _nothing_read(runs_path: Path, fmt: str, specs: list[RunSpec], reports: list[dict[str, Any]],
                   skipped: list[dict[str, Any]]) -> NothingScoredError:
     """The one-line error for a read that gave no run (empty folder, wrong format)."""
-    from earlyeval.ingest import FORMATS
-
     files = sum(int(r.get("files_read") or 0) for r in reports)
     globs = ", ".join(sorted({s.glob for s in specs}))
     if skipped:
@@ -294,11 +294,6 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
     from tqdm.auto import tqdm
 
-    from earlyeval.ingest import format_module
-    from earlyeval.modeling.metrics import apply_policy
-    from earlyeval.monitor import Monitor
-    from earlyeval.config.prices import PriceError, run_cost
-    from earlyeval.modeling.thresholds import source_of
 
     format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
     if not Path(runs_path).exists():
@@ -382,8 +377,6 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         if mism:
             log.error("monitor halts differ from metrics.apply_policy on %d runs, e.g. %s", len(mism), mism[:3])
         if what_if_taus is not None and what_if_taus is not False:
-            from earlyeval.evaluation.evaluate import GRID
-
             taus = (((bundle.training.get("config") or {}).get("taus") or GRID) if what_if_taus is True else what_if_taus)
             by_id = {t.run_id: t for t in trajs}
             costs = []

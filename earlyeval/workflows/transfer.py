@@ -29,6 +29,8 @@ from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
 from earlyeval.modeling.thresholds import select_thresholds
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
+from earlyeval.core.atomic import write_json
+from earlyeval.evaluation.settings import eval_config
 
 KEYS = ("n_runs", "resolve_rate", "auroc_success", "halted_fraction", "halted_accuracy", "outcome_accuracy",
         "steps_saved", "resolve_rate_shift_pp", "economic_consistency")
@@ -57,8 +59,6 @@ def combined_dataset(benches: list[str], families: list[str], progress: bool = F
 
 def transfer(source: str, target: str, families: list[str] | None = None, seed: int = 0,
              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from earlyeval.evaluation.settings import eval_config
-
     families = families or ["behaviour"]
     scat, tcat = load_catalog(source), load_catalog(target)
     missing = [f for f in families if f not in scat.families or f not in tcat.families]
@@ -118,8 +118,6 @@ def transfer_table(results: list[dict[str, Any]]) -> str:
 
 def transfer_bench(source: str, target: str, families: list[str] | None = None, seed: int = 0,
                    progress: Callable[[str], None] | None = None) -> dict[str, Path]:
-    from earlyeval.core.atomic import write_json
-
     res = transfer(source, target, families, seed, progress)
     out = reports_dir("transfer")
     out.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import copy
 import gzip
 import json
@@ -16,7 +17,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.ingest import atif as atif_ingest
 from earlyeval.ingest import ingest_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "atif"
+FIXTURES = _paths.FIXTURES / "atif"
 SPEC = RunSpec(
     name="fx-atif",
     folder="atif/job",

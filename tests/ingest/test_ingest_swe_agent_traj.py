@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import gzip
 import shutil
 from pathlib import Path
@@ -13,7 +14,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.ingest import ingest_run
 from earlyeval.ingest.swe_agent import parse
 
-FIXTURES = Path(__file__).parent / "fixtures" / "swe-agent-traj"
+FIXTURES = _paths.FIXTURES / "swe-agent-traj"
 SPEC = RunSpec(
     name="fx-swe-agent",
     folder="runs/fx-swe-agent",

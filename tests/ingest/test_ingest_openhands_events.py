@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import gzip
 import shutil
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.ingest import discover, ingest_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "openhands-events"
+FIXTURES = _paths.FIXTURES / "openhands-events"
 SPEC = RunSpec(
     name="fx-openhands-events",
     folder="runs/fx-openhands-events",

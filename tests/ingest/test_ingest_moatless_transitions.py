@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import gzip
 import shutil
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.ingest import ingest_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "moatless-transitions"
+FIXTURES = _paths.FIXTURES / "moatless-transitions"
 SPEC = RunSpec(
     name="fx-moatless",
     folder="runs/fx-moatless",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import gzip
 import shutil
 from pathlib import Path
@@ -10,7 +11,7 @@ from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.ingest import discover, ingest_run
 from earlyeval.core.trajectory import classify_action
 
-FIXTURES = Path(__file__).parent / "fixtures" / "openhands-completions"
+FIXTURES = _paths.FIXTURES / "openhands-completions"
 SPEC = RunSpec(
     name="fx-openhands",
     folder="runs/fx-openhands",

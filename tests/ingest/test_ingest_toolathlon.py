@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import json
 import shutil
 from dataclasses import replace
@@ -13,7 +14,7 @@ from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.ingest import ingest_run, toolathlon
 
-FIXTURES = Path(__file__).parent / "fixtures" / "toolathlon"
+FIXTURES = _paths.FIXTURES / "toolathlon"
 SPEC = RunSpec(
     name="fx-toolathlon",
     folder="toolathlon/trajs",

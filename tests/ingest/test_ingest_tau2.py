@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import gzip
 import shutil
 from dataclasses import replace
@@ -14,7 +15,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.ingest import ingest_run, tau2
 from earlyeval.core.trajectory import Trajectory, classify_action
 
-FIXTURES = Path(__file__).parent / "fixtures" / "tau2"
+FIXTURES = _paths.FIXTURES / "tau2"
 SPEC = RunSpec(
     name="fx-tau2",
     folder="tau2",

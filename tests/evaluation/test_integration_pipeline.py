@@ -9,6 +9,7 @@ from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.evaluation.evaluate import EvalConfig, loao_report, run_loao
 from earlyeval.ingest import ingest_catalog
 from earlyeval.tables.tasks import load_tasks
+from _loao_expect import assert_agent_block_values
 from synth import SMALL_LGBM
 
 pytestmark = pytest.mark.integration
@@ -43,6 +44,8 @@ def test_loao_report_on_real_sample(sample):
                     "economic_consistency", "steps_saved", "resolve_rate_shift_pp", "thresholds", "oracle", "baselines"):
             assert key in b, (a, key)
         assert a not in b["threshold_selection"]["selected_on"]
+        # and the values: each equals the plain re-computation from the fold's predictions (tests/_loao_expect.py)
+        assert_agent_block_values(b, res.sets[a], res.thresholds[a], res.oracle_thresholds[a], cfg.min_halt_step)
     # the gemini run has per-step usage, the SWE-agent run does not: tokens saved is a number, resp. null
     assert rep["agents"]["mini-swe-agent-1.15__gemini-3-pro"]["input_tokens_saved"] is not None
     assert rep["agents"]["swe-agent-0.x__gpt-4"]["input_tokens_saved"] is None

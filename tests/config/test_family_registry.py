@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import math
 import tomllib
 from pathlib import Path
@@ -24,7 +25,7 @@ from earlyeval.config.plugins import load_object
 import _custom_family
 
 CUSTOM = "_custom_family:ActionLengthFamily"
-PYPROJECT = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+PYPROJECT = tomllib.loads((_paths.REPO / "pyproject.toml").read_text())
 
 
 @pytest.fixture

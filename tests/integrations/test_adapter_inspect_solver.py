@@ -12,6 +12,7 @@ model's own.
 
 from __future__ import annotations
 
+import _paths
 import json
 import os
 import subprocess
@@ -42,7 +43,7 @@ from inspect_ai.util import registry_info  # noqa: E402
 # package's objects), "early_stop" when it is only on sys.path (e.g. a venv without it)
 NAME = registry_info(_early_stop).name
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = _paths.REPO
 M = "mockllm/model"
 ALWAYS_FAIL = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
 NEVER = {"success": 2.0, "failure": 2.0, "min_halt_step": 1}

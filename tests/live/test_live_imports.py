@@ -5,6 +5,7 @@ Each check runs in a fresh interpreter, since this test process has long importe
 
 from __future__ import annotations
 
+import _paths
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 from _monitor_helpers import save_tiny
 
 HEAVY = ("pandas", "sklearn", "lightgbm")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = _paths.REPO
 
 
 def _run(code: str) -> dict:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
-import shutil
+import _paths
 from pathlib import Path
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
-from earlyeval.ingest import discover, ingest_run
+from earlyeval.ingest import discover
 
-FIXTURES = Path(__file__).parent / "fixtures" / "openhands-events"
+FIXTURES = _paths.FIXTURES / "openhands-events"
 SPEC = RunSpec(
     name="fx-openhands-events",
     folder="runs/fx-openhands-events",
@@ -22,26 +21,19 @@ SPEC = RunSpec(
 )
 
 
-def make_run(tmp_path: Path, gz: tuple[str, ...] = ("logs/issue_2/django__django-2.json", "logs/issue_1/0a1b2c3d4e5f60718293a4b5c6d7e8f9/metadata.json")) -> Path:
-    run = tmp_path / SPEC.folder
-    shutil.copytree(FIXTURES, run)
-    for name in gz:
-        p = run / name
-        with gzip.open(p.with_name(p.name + ".gz"), "wb") as out:
-            out.write(p.read_bytes())
-        p.unlink()
-    return run
+GZ = ("logs/issue_2/django__django-2.json", "logs/issue_1/0a1b2c3d4e5f60718293a4b5c6d7e8f9/metadata.json")  # gzipped in the workspace, as in the shared data
 
 
-def test_discover_returns_only_event_files(tmp_path):
-    run = make_run(tmp_path)
+def test_discover_returns_only_event_files(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    run = ws.run
     names = [p.name for p in discover(run, SPEC)]
     assert names == ["astropy__astropy-1.json", "django__django-2.json.gz", "bad__truncated-3.json", "bad__wrongtype-4.json", "bad__empty-5.json"]
 
 
-def test_agent_actions_with_their_observations(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_agent_actions_with_their_observations(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     a = {t.task_id: t for t in trajs}["astropy__astropy-1"]
     assert len(a.steps) == 7
     assert [s.kind for s in a.steps] == ["search", "view", "other", "other", "edit", "test", "submit"]
@@ -72,9 +64,9 @@ def test_agent_actions_with_their_observations(tmp_path):
     assert a.outcome == 1
 
 
-def test_gzipped_stream_without_model_responses_and_unlisted_label(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_gzipped_stream_without_model_responses_and_unlisted_label(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     d = {t.task_id: t for t in trajs}["django__django-2"]
     assert [s.kind for s in d.steps] == ["search", "other"]
     assert d.steps[0].error is True and "Stop button" in d.steps[0].observation
@@ -84,9 +76,9 @@ def test_gzipped_stream_without_model_responses_and_unlisted_label(tmp_path):
     assert rep.not_in_label_list == 1 and rep.not_in_label_list_ids == ["django__django-2"]
 
 
-def test_malformed_files_are_reported_and_the_rest_ingests(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     assert sorted(t.task_id for t in trajs) == ["astropy__astropy-1", "django__django-2"]
     skipped = {Path(s["file"]).name: s for s in rep.skipped}
     assert set(skipped) == {"bad__truncated-3.json", "bad__wrongtype-4.json", "bad__empty-5.json"}

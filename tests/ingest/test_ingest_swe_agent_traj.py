@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import gzip
-import shutil
+import _paths
 from pathlib import Path
 
 import pytest
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import IngestError
-from earlyeval.ingest import ingest_run
 from earlyeval.ingest.swe_agent import parse
 
-FIXTURES = Path(__file__).parent / "fixtures" / "swe-agent-traj"
+FIXTURES = _paths.FIXTURES / "swe-agent-traj"
 SPEC = RunSpec(
     name="fx-swe-agent",
     folder="runs/fx-swe-agent",
@@ -26,26 +24,16 @@ SPEC = RunSpec(
 )
 
 
-def make_run(tmp_path: Path, gz: tuple[str, ...] = ("django__django-2.traj",), drop: tuple[str, ...] = ()) -> Path:
-    run = tmp_path / SPEC.folder
-    shutil.copytree(FIXTURES, run)
-    for name in gz:  # the same content, gzipped as in the shared data
-        p = run / name
-        with gzip.open(p.with_name(p.name + ".gz"), "wb") as out:
-            out.write(p.read_bytes())
-        p.unlink()
-    for name in drop:
-        (run / name).unlink()
-    return run
+GZ = ("django__django-2.traj",)  # gzipped in the workspace, as in the shared data
 
 
 def by_task(trajs):
     return {t.task_id: t for t in trajs}
 
 
-def test_normal_trajectory_and_labels(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_normal_trajectory_and_labels(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     t = by_task(trajs)
     assert set(t) == {"astropy__astropy-1", "django__django-2"}
     a = t["astropy__astropy-1"]
@@ -69,9 +57,9 @@ def test_normal_trajectory_and_labels(tmp_path):
     assert rep.not_in_label_list == 0
 
 
-def test_malformed_files_are_reported_and_the_rest_ingests(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     assert len(trajs) == 2
     skipped = {Path(s["file"]).name: s for s in rep.skipped}
     assert set(skipped) == {"bad__truncated-3.traj", "bad__wrongtype-4.traj", "bad__empty-5.traj", "bad__stepfield-6.traj"}
@@ -85,16 +73,17 @@ def test_malformed_files_are_reported_and_the_rest_ingests(tmp_path):
     assert rep.files_read == 6
 
 
-def test_missing_label_file_leaves_trajectories_unlabelled(tmp_path):
-    make_run(tmp_path, drop=("final_report.json",))
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_missing_label_file_leaves_trajectories_unlabelled(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ, drop=("final_report.json",))
+    trajs, rep = ws.ingest()
     assert len(trajs) == 2 and all(t.outcome is None for t in trajs)
     assert rep.unlabelled == 2
     assert any(s["field"] == "labels.path" and "final_report" in s["file"] for s in rep.skipped)
 
 
-def test_truncated_gzip_names_the_file(tmp_path):
-    run = make_run(tmp_path)
+def test_truncated_gzip_names_the_file(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    run = ws.run
     gz = run / "django__django-2.traj.gz"
     gz.write_bytes(gz.read_bytes()[:40])
     with pytest.raises(IngestError) as e:

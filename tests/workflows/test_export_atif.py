@@ -7,8 +7,11 @@ fixture test exist (``pytest.importorskip``: they are written concurrently).
 
 from __future__ import annotations
 
+import _paths
+import importlib.util
 import json
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,8 +24,7 @@ from earlyeval.workflows.export import export_runs, to_atif, trial_name, write_a
 from earlyeval.ingest import ingest_run
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 
-HERE = Path(__file__).parent
-FX = HERE / "fixtures"
+FX = _paths.FIXTURES
 ATIF_SPEC = RunSpec(name="reingest", folder="exported", agent="re", scaffold="re", model="re", format="atif",
                     labels=[LabelSpec(format="inline", path="")])
 
@@ -49,6 +51,20 @@ OTHERS = {
 }
 
 
+def _fixture_test(name: str):
+    """The ingest test module ``tests/ingest/<name>.py`` (its FIXTURES and SPEC), by path: whichever file is run."""
+    if name in sys.modules:
+        return sys.modules[name]
+    path = _paths.TESTS / "ingest" / f"{name}.py"
+    if not path.exists():
+        pytest.skip(f"{path} does not exist")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def ingest_fixture(fmt: str, tmp_path: Path) -> list[Trajectory]:
     if fmt in OWN:
         src, spec = OWN[fmt]
@@ -57,7 +73,7 @@ def ingest_fixture(fmt: str, tmp_path: Path) -> list[Trajectory]:
         return trajs
     mod, test_mod = OTHERS[fmt]
     pytest.importorskip(mod)
-    tm = pytest.importorskip(test_mod)
+    tm = _fixture_test(test_mod)
     fixtures, spec = getattr(tm, "FIXTURES", None), getattr(tm, "SPEC", None)
     if fixtures is None or spec is None or not Path(fixtures).exists():
         pytest.skip(f"{test_mod} has no FIXTURES/SPEC to reuse")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
-import shutil
+import _paths
 from pathlib import Path
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
-from earlyeval.ingest import ingest_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "moatless-steps"
+FIXTURES = _paths.FIXTURES / "moatless-steps"
 SPEC = RunSpec(
     name="fx-moatless-steps",
     folder="runs/fx-moatless-steps",
@@ -22,20 +20,12 @@ SPEC = RunSpec(
 )
 
 
-def make_run(tmp_path: Path, gz: tuple[str, ...] = ("trajs/django__django-2.json", "result.json")) -> Path:
-    run = tmp_path / SPEC.folder
-    shutil.copytree(FIXTURES, run)
-    for name in gz:
-        p = run / name
-        with gzip.open(p.with_name(p.name + ".gz"), "wb") as out:
-            out.write(p.read_bytes())
-        p.unlink()
-    return run
+GZ = ("trajs/django__django-2.json", "result.json")  # gzipped in the workspace, as in the shared data
 
 
-def test_one_step_per_completion_with_all_its_actions(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_one_step_per_completion_with_all_its_actions(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     a = {t.task_id: t for t in trajs}["astropy__astropy-1"]
     assert len(a.steps) == 6
     assert [[x.tool for x in s.actions] for s in a.steps] == [
@@ -54,9 +44,9 @@ def test_one_step_per_completion_with_all_its_actions(tmp_path):
     assert a.outcome == 0  # listed, not resolved
 
 
-def test_step_error_and_unlisted_label(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_step_error_and_unlisted_label(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     d = {t.task_id: t for t in trajs}["django__django-2"]
     assert len(d.steps) == 2
     last = d.steps[1]
@@ -67,9 +57,9 @@ def test_step_error_and_unlisted_label(tmp_path):
     assert rep.not_in_label_list == 1 and rep.not_in_label_list_ids == ["django__django-2"]
 
 
-def test_malformed_files_are_reported_and_the_rest_ingests(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     assert sorted(t.task_id for t in trajs) == ["astropy__astropy-1", "django__django-2"]
     skipped = {Path(s["file"]).name: s for s in rep.skipped}
     assert set(skipped) == {"bad__truncated-3.json", "bad__wrongtype-4.json", "bad__empty-5.json", "bad__noname-6.json"}

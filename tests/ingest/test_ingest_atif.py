@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import _paths
 import copy
 import gzip
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,9 +14,8 @@ import pytest
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.ingest import atif as atif_ingest
-from earlyeval.ingest import ingest_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "atif"
+FIXTURES = _paths.FIXTURES / "atif"
 SPEC = RunSpec(
     name="fx-atif",
     folder="atif/job",
@@ -35,9 +34,8 @@ def trial(name: str, spec: RunSpec = SPEC):
 
 
 @pytest.fixture
-def job(tmp_path: Path) -> Path:
-    shutil.copytree(FIXTURES, tmp_path / "atif")
-    return tmp_path / "atif" / "job"
+def job(ingest_workspace) -> Path:
+    return ingest_workspace(JOB, SPEC, "harbor").run
 
 
 def test_discover_returns_trial_folders():
@@ -114,9 +112,8 @@ def test_graded_reward_uses_the_threshold_rule():
     assert trial("graded__p6q7r8", spec).outcome == 1
 
 
-def test_invalid_document_names_the_field_and_the_batch_goes_on(tmp_path):
-    shutil.copytree(FIXTURES, tmp_path / "atif")
-    trajs, rep = ingest_run(SPEC, "harbor", tmp_path)
+def test_invalid_document_names_the_field_and_the_batch_goes_on(ingest_workspace):
+    trajs, rep = ingest_workspace(JOB, SPEC, "harbor").ingest()
     assert rep.files_read == 6 and rep.trajectories == len(trajs) == 5
     assert (rep.resolved, rep.unresolved, rep.unlabelled) == (2, 2, 1)
     (skip,) = rep.skipped

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
-import shutil
+import _paths
 from pathlib import Path
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
-from earlyeval.ingest import ingest_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "moatless-transitions"
+FIXTURES = _paths.FIXTURES / "moatless-transitions"
 SPEC = RunSpec(
     name="fx-moatless",
     folder="runs/fx-moatless",
@@ -22,20 +20,12 @@ SPEC = RunSpec(
 )
 
 
-def make_run(tmp_path: Path, gz: tuple[str, ...] = ("trajs/django__django-2.json",)) -> Path:
-    run = tmp_path / SPEC.folder
-    shutil.copytree(FIXTURES, run)
-    for name in gz:
-        p = run / name
-        with gzip.open(p.with_name(p.name + ".gz"), "wb") as out:
-            out.write(p.read_bytes())
-        p.unlink()
-    return run
+GZ = ("trajs/django__django-2.json",)  # gzipped in the workspace, as in the shared data
 
 
-def test_one_step_per_llm_call(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_one_step_per_llm_call(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     a = {t.task_id: t for t in trajs}["astropy__astropy-1"]
     # 2 SearchCode calls (one refused) + Identify + Decide + Plan + Edit + Plan; Finished holds none
     assert [s.actions[0].tool for s in a.steps] == [
@@ -57,9 +47,9 @@ def test_one_step_per_llm_call(tmp_path):
     assert a.outcome == 1
 
 
-def test_rejected_edit_and_rejected_run_gzipped_unlisted(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_rejected_edit_and_rejected_run_gzipped_unlisted(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     d = {t.task_id: t for t in trajs}["django__django-2"]
     assert [s.actions[0].tool for s in d.steps] == ["search_code", "request_for_change", "reject_change", "reject"]
     assert [s.kind for s in d.steps] == ["search", "edit", "other", "submit"]
@@ -69,9 +59,9 @@ def test_rejected_edit_and_rejected_run_gzipped_unlisted(tmp_path):
     assert rep.not_in_label_list == 1 and rep.not_in_label_list_ids == ["django__django-2"]
 
 
-def test_malformed_files_are_reported_and_the_rest_ingests(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     assert sorted(t.task_id for t in trajs) == ["astropy__astropy-1", "django__django-2"]
     skipped = {Path(s["file"]).name: s for s in rep.skipped}
     assert set(skipped) == {"bad__truncated-3.json", "bad__wrongtype-4.json", "bad__empty-5.json", "bad__actiontype-6.json"}

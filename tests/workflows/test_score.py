@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from earlyeval.modeling.modeldir import save_model_dir
 from earlyeval.report.score_table import score_table
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = _paths.FIXTURES
 
 
 @pytest.fixture(scope="module")

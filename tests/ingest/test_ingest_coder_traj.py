@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
-import shutil
+import _paths
 from pathlib import Path
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
-from earlyeval.ingest import ingest_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "coder-traj"
+FIXTURES = _paths.FIXTURES / "coder-traj"
 SPEC = RunSpec(
     name="fx-coder",
     folder="runs/fx-coder",
@@ -22,20 +20,12 @@ SPEC = RunSpec(
 )
 
 
-def make_run(tmp_path: Path, gz: tuple[str, ...] = ("trajs/django__django-2.traj", "results.json")) -> Path:
-    run = tmp_path / SPEC.folder
-    shutil.copytree(FIXTURES, run)
-    for name in gz:
-        p = run / name
-        with gzip.open(p.with_name(p.name + ".gz"), "wb") as out:
-            out.write(p.read_bytes())
-        p.unlink()
-    return run
+GZ = ("trajs/django__django-2.traj", "results.json")  # gzipped in the workspace, as in the shared data
 
 
-def test_sub_agent_steps_in_order_with_roles(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_sub_agent_steps_in_order_with_roles(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     t = {x.task_id: x for x in trajs}
     a = t["astropy__astropy-1"]
     # every assistant turn of every sub-agent, demonstrations excluded
@@ -56,9 +46,9 @@ def test_sub_agent_steps_in_order_with_roles(tmp_path):
     assert a.outcome == 1
 
 
-def test_run_ending_inside_a_sub_agent_and_unlisted_label(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_run_ending_inside_a_sub_agent_and_unlisted_label(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     d = {x.task_id: x for x in trajs}["django__django-2"]
     assert [s.kind for s in d.steps] == ["other", "search", "submit"]
     assert d.steps[0].observation == "" and "diff --git" in d.steps[2].observation
@@ -68,9 +58,9 @@ def test_run_ending_inside_a_sub_agent_and_unlisted_label(tmp_path):
     assert rep.resolved == 1 and rep.trajectories == 2
 
 
-def test_malformed_files_are_reported_and_the_rest_ingests(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     assert len(trajs) == 2
     skipped = {Path(s["file"]).name: s for s in rep.skipped}
     assert set(skipped) == {"bad__truncated-3.traj", "bad__wrongtype-4.traj", "bad__empty-5.traj", "bad__misaligned-6.traj"}
@@ -82,9 +72,10 @@ def test_malformed_files_are_reported_and_the_rest_ingests(tmp_path):
     assert "1 assistant turns but trajectory has 2" in skipped["bad__misaligned-6.traj"]["reason"]
 
 
-def test_other_json_errors_in_the_label_file_are_not_swallowed(tmp_path):
-    run = make_run(tmp_path, gz=())
+def test_other_json_errors_in_the_label_file_are_not_swallowed(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=())
+    run = ws.run
     (run / "results.json").write_text('{"resolved": ["astropy__astropy-1",], "applied": [}')
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+    trajs, rep = ws.ingest()
     assert all(t.outcome is None for t in trajs)
     assert any(s["field"] == "<json>" and "results.json" in s["file"] for s in rep.skipped)

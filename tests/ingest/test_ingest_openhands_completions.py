@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import gzip
-import shutil
+import _paths
 from pathlib import Path
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
-from earlyeval.ingest import discover, ingest_run
+from earlyeval.ingest import discover
 from earlyeval.core.trajectory import classify_action
 
-FIXTURES = Path(__file__).parent / "fixtures" / "openhands-completions"
+FIXTURES = _paths.FIXTURES / "openhands-completions"
 SPEC = RunSpec(
     name="fx-openhands",
     folder="runs/fx-openhands",
@@ -23,27 +22,20 @@ SPEC = RunSpec(
 )
 
 
-def make_run(tmp_path: Path, gz: tuple[str, ...] = ("llm_completions/django__django-2/fake-model-1700000200.0.json",)) -> Path:
-    run = tmp_path / SPEC.folder
-    shutil.copytree(FIXTURES, run)
-    for name in gz:
-        p = run / name
-        with gzip.open(p.with_name(p.name + ".gz"), "wb") as out:
-            out.write(p.read_bytes())
-        p.unlink()
-    return run
+GZ = ("llm_completions/django__django-2/fake-model-1700000200.0.json",)  # gzipped in the workspace, as in the shared data
 
 
-def test_discover_keeps_the_last_call_per_instance(tmp_path):
-    run = make_run(tmp_path)
+def test_discover_keeps_the_last_call_per_instance(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    run = ws.run
     paths = discover(run, SPEC)
     assert [p.parent.name for p in paths] == ["astropy__astropy-1", "bad__empty-5", "bad__truncated-3", "bad__wrongtype-4", "django__django-2"]
     assert paths[0].name == "fake-model-1700000100.5.json"  # not the earlier 1700000050.0 call
 
 
-def test_assistant_turns_with_their_tool_results(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_assistant_turns_with_their_tool_results(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     a = {t.task_id: t for t in trajs}["astropy__astropy-1"]
     # 5 assistant messages in `messages` + the final response's message
     assert len(a.steps) == 6
@@ -74,9 +66,9 @@ def test_assistant_turns_with_their_tool_results(tmp_path):
     assert a.outcome == 1
 
 
-def test_gzipped_file_unanswered_last_call_and_unlisted_label(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_gzipped_file_unanswered_last_call_and_unlisted_label(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     d = {t.task_id: t for t in trajs}["django__django-2"]
     assert [s.kind for s in d.steps] == ["search", "edit"]
     assert d.steps[1].observation == "" and d.steps[1].error is None
@@ -85,9 +77,9 @@ def test_gzipped_file_unanswered_last_call_and_unlisted_label(tmp_path):
     assert rep.not_in_label_list == 1 and rep.not_in_label_list_ids == ["django__django-2"]
 
 
-def test_malformed_files_are_reported_and_the_rest_ingests(tmp_path):
-    make_run(tmp_path)
-    trajs, rep = ingest_run(SPEC, "swebench", tmp_path)
+def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
+    trajs, rep = ws.ingest()
     assert sorted(t.task_id for t in trajs) == ["astropy__astropy-1", "django__django-2"]
     skipped = {Path(s["file"]).parent.name: s for s in rep.skipped}
     assert set(skipped) == {"bad__truncated-3", "bad__wrongtype-4", "bad__empty-5"}

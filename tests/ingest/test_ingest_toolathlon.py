@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import _paths
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,9 +11,9 @@ import pytest
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import IngestError
-from earlyeval.ingest import ingest_run, toolathlon
+from earlyeval.ingest import toolathlon
 
-FIXTURES = Path(__file__).parent / "fixtures" / "toolathlon"
+FIXTURES = _paths.FIXTURES / "toolathlon"
 SPEC = RunSpec(
     name="fx-toolathlon",
     folder="toolathlon/trajs",
@@ -102,9 +102,9 @@ def test_messages_of_the_wrong_type(tmp_path):
     assert e.value.field == "messages" and "expected list" in e.value.reason
 
 
-def test_ingest_run_counts_and_skips(tmp_path):
-    shutil.copytree(FIXTURES, tmp_path / "toolathlon")
-    trajs, rep = ingest_run(SPEC, "toolathlon", tmp_path)
+def test_ingest_run_counts_and_skips(ingest_workspace):
+    ws = ingest_workspace(FIXTURES / "trajs", SPEC, "toolathlon")
+    trajs, rep = ws.ingest()
     assert sorted(t.task_id for t in trajs) == ["chart-export", "sales-report", "turn-limit"]
     assert (rep.resolved, rep.unresolved, rep.unlabelled) == (1, 1, 1)
     assert sorted(Path(s["file"]).name for s in rep.skipped) == [

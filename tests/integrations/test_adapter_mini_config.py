@@ -10,6 +10,7 @@ framework records the halt (exit status, submission).
 
 from __future__ import annotations
 
+import _paths
 import json
 import os
 import subprocess
@@ -25,7 +26,7 @@ from _monitor_helpers import make_runs, make_tasks, train_bundle  # noqa: E402
 from earlyeval.modeling.modeldir import save_model_dir  # noqa: E402
 from synth import gold_patch  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = _paths.REPO
 ENV = {**os.environ, "MSWEA_SILENT_STARTUP": "1", "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors",
        "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'tests'}"}
 ALWAYS_FAIL = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}

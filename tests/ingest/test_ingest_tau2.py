@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _paths
 import gzip
 import shutil
 from dataclasses import replace
@@ -11,10 +12,10 @@ import pytest
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import IngestError
-from earlyeval.ingest import ingest_run, tau2
+from earlyeval.ingest import tau2
 from earlyeval.core.trajectory import Trajectory, classify_action
 
-FIXTURES = Path(__file__).parent / "fixtures" / "tau2"
+FIXTURES = _paths.FIXTURES / "tau2"
 SPEC = RunSpec(
     name="fx-tau2",
     folder="tau2",
@@ -138,14 +139,14 @@ def test_solo_mode_prompt_is_the_ticket():
     assert t.steps[0].observation == '{"light": "red", "uptime": 0}'
 
 
-def test_ingest_run_reports_every_skip_and_keeps_the_batch(tmp_path):
-    shutil.copytree(FIXTURES, tmp_path / "tau2")
-    trajs, rep = ingest_run(SPEC, "tau2", tmp_path)
+def test_ingest_run_reports_every_skip_and_keeps_the_batch(ingest_workspace):
+    ws = ingest_workspace(FIXTURES, SPEC, "tau2")
+    trajs, rep = ws.ingest()
     assert rep.trajectories == len(trajs) == 7
     assert (rep.resolved, rep.unresolved, rep.unlabelled) == (4, 3, 0)
     assert len({t.run_id for t in trajs}) == 7
     # inside ingest_run the file part is the path inside the run folder
-    assert sorted({t.run_id.split("/")[1] for t in trajs}) == sorted({Path(t.meta["source_file"]).relative_to(tmp_path / "tau2").parts[0] for t in trajs})
+    assert sorted({t.run_id.split("/")[1] for t in trajs}) == sorted({Path(t.meta["source_file"]).relative_to(ws.run).parts[0] for t in trajs})
     skipped = {(Path(s["file"]).name, s["field"]) for s in rep.skipped}
     assert ("truncated.json", "<json>") in skipped
     assert ("shop_2025.json", "simulations[3].reward_info") in skipped

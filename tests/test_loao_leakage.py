@@ -123,3 +123,21 @@ def test_inner_models_leave_out_the_inner_agents_whole_scaffold(data):
             else:  # agent-d has a scaffold of its own: both modes train on b and c
                 assert {"agent-b", "agent-c"} <= set(fitted.train_agents)
         assert ("scaffold" in method) is (mode == "scaffold")
+
+
+def test_scaffold_exclusion_falls_back_to_the_agent_when_it_would_leave_nothing_to_train_on(data):
+    """Toolathlon's two agents share one scaffold: leaving the scaffold out would train on no run at all, so the
+    inner model leaves out the inner agent only (and the held-out agent)."""
+    from earlyeval.evaluation.evaluate import inner_exclusion
+
+    trajs, tasks = copy.deepcopy(data[0]), data[1]
+    for t in trajs:
+        t.meta["scaffold"] = "one-scaffold"
+    ds = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
+    held, inner = frozenset(["agent-a"]), frozenset(["agent-b"])
+    assert inner_exclusion(ds, held, inner, "scaffold") == held | inner
+    assert inner_exclusion(ds, held, inner, "agent") == held | inner
+    for t in trajs:  # with a second scaffold left to train on, the scaffold rule applies again
+        t.meta["scaffold"] = "other" if t.agent == "agent-d" else "one-scaffold"
+    ds2 = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
+    assert inner_exclusion(ds2, held, inner, "scaffold") == frozenset(["agent-a", "agent-b", "agent-c"])

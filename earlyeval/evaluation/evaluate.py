@@ -71,7 +71,7 @@ class EvalConfig:
     inner_folds: int = 6  # inner leave-one-agent-out up to this many agents, else this many agent groups
     # what the model predicting an inner agent leaves out besides it: "agent" (only it) or "scaffold"
     # (every agent of its scaffold: an inner agent as new as a new scaffold is; see inner_exclusion)
-    inner_holdout: str = "scaffold"
+    inner_holdout: str = "agent"
     warm_shares: tuple = (0.05, 0.1, 0.2)
     warm_repeats: int = 5
     n_jobs: int = 2
@@ -246,14 +246,16 @@ def inner_exclusion(ds: Dataset, held_out: frozenset, inner: frozenset, mode: st
     ``mode`` "agent": the inner agents alone.  "scaffold": every agent sharing a scaffold with
     one of them too, so that an inner agent is as new to its model as a new scaffold is to the
     shipped one (with "agent", Moatless 0617 would be judged by a model trained on its twin 0609,
-    and thresholds chosen on such easy inner predictions are too aggressive for a new agent)."""
+    and thresholds chosen on such easy inner predictions are too aggressive for a new agent).
+    When the scaffold leaves no agent to train on (every agent shares it), "agent" applies."""
+    if mode not in ("agent", "scaffold"):
+        raise ValueError(f"inner_holdout must be 'agent' or 'scaffold', not {mode!r}")
     if mode == "agent":
         return held_out | inner
-    if mode != "scaffold":
-        raise ValueError(f"inner_holdout must be 'agent' or 'scaffold', not {mode!r}")
     sc = scaffold_of(ds)
     mates = {a for a in sc if sc[a] in {sc[b] for b in inner}}
-    return held_out | inner | frozenset(mates)
+    wide = held_out | inner | frozenset(mates)
+    return wide if set(sc) - wide else held_out | inner
 
 
 def inner_sets(runner: FoldRunner, held_out: frozenset, large: list[str]) -> tuple[dict[str, RunSet], str]:

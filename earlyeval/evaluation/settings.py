@@ -20,7 +20,7 @@ def eval_config(bench: str, **overrides: Any) -> EvalConfig:
         target_accuracy=float(s.get("target_accuracy", 0.95)),
         twin=str(s.get("twin", "mirror")),
         constraint=str(s.get("constraint", "recall")),
-        inner_holdout=str(s.get("inner_holdout", "scaffold")),
+        inner_holdout=str(s.get("inner_holdout", "agent")),
         confidence=None if str(s.get("confidence", 0.9)).lower() == "none" else float(s.get("confidence", 0.9)),
     )
     if "monotone" in s:

@@ -249,7 +249,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           same_agent: Optional[str] = typer.Option(None, "--same-agent",
                                                    help="Regex naming public submissions of this same agent, left out of the prior "
                                                         "(matched on name/display name/models lower-cased, non-alphanumerics removed)."),
-          warm_start: int = typer.Option(0, "--warm-start", help="K labelled runs completed first to recalibrate and pick thresholds."),
+          warm_start: int = typer.Option(0, "--warm-start", help="K labelled runs completed first; they check the thresholds and may only raise them."),
           thresholds: Optional[str] = typer.Option(None, "--thresholds", callback=check_thresholds,
                                                    help="Halt with TS,TF (P(success) >= TS or P(failure) >= TF, each in (0.5, 1]) "
                                                         "instead of the model's own thresholds; recorded in score.json."),

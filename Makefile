@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 EARLYEVAL := $(BIN)/earlyeval
 STAMP := $(VENV)/.installed
 # exact versions and hashes of every dependency, Python 3.11 and 3.12 (make lock rewrites it)
-LOCK := requirements.txt
+LOCK := requirements.lock
 CATALOG := earlyeval/catalogs/$(BENCH).toml
 
 .PHONY: install lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench score transfer clean help

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The package as a user gets it, not as this checkout runs it: a clean venv (dependencies exactly from
-# requirements.txt), `pip install <repo>` (a normal, non-editable install), then from a temporary
+# requirements.lock), `pip install <repo>` (a normal, non-editable install), then from a temporary
 # directory: ingest, train, and Monitor.load + a few live steps. Run by .ci/run; by hand:
 #   EARLYEVAL_DATA=../shared/data bash tools/smoke_installed.sh
 set -euo pipefail
@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "smoke: clean venv in $tmp/venv, workspace $tmp/ws, data $data"
 "$py" -m venv "$tmp/venv"
 pip="$tmp/venv/bin/pip"
-"$pip" install -q --require-hashes --no-deps -r "$repo/requirements.txt"
+"$pip" install -q --require-hashes --no-deps -r "$repo/requirements.lock"
 "$pip" install -q "$repo"
 "$pip" check
 mkdir "$tmp/ws"

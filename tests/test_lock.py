@@ -1,0 +1,45 @@
+"""The lock file: every dependency a fresh machine installs is pinned to one version with its hashes."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+from _paths import REPO
+
+LOCK = REPO / "requirements.lock"
+
+
+def _entries() -> dict[str, list[str]]:
+    """name -> the lines of its entry (requirement line and continuation lines)."""
+    out: dict[str, list[str]] = {}
+    cur = None
+    for line in LOCK.read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line.startswith(" "):
+            cur = re.split(r"[=<>!~ ;\\[]", line, maxsplit=1)[0].lower().replace("_", "-")
+            out.setdefault(cur, []).append(line)
+        elif cur:
+            out[cur].append(line)
+    return out
+
+
+def test_every_locked_requirement_is_exact_and_hashed():
+    entries = _entries()
+    assert len(entries) > 50
+    for name, lines in entries.items():
+        reqs = [ln for ln in lines if not ln.startswith(" ")]
+        assert all(re.match(rf"^[A-Za-z0-9_.-]+(\[[^\]]*\])?==[^ ;]+", r) for r in reqs), (name, reqs)
+        assert any("--hash=sha256:" in ln for ln in lines), name
+
+
+def test_the_lock_covers_every_declared_dependency_and_make_installs_it_hash_checked():
+    proj = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = list(proj["dependencies"]) + [d for ds in proj.get("optional-dependencies", {}).values() for d in ds]
+    names = {re.split(r"[=<>!~ ;\[]", d, maxsplit=1)[0].lower().replace("_", "-") for d in declared}
+    names.discard("earlyeval")
+    missing = names - set(_entries())
+    assert not missing, missing
+    make = (REPO / "Makefile").read_text()
+    assert "LOCK := requirements.lock" in make and "--require-hashes --no-deps -r $(LOCK)" in make

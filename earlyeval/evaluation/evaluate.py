@@ -331,11 +331,10 @@ def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | Non
 
 
 def scaffold_groups(ds: Dataset, large: list[str]) -> dict[str, list[str]]:
+    """Agents by scaffold (``scaffold_of``, the one definition the inner exclusion uses too), in run order."""
     by: dict[str, list[str]] = {}
-    for t in ds.trajs:
-        by.setdefault(str(t.meta.get("scaffold", t.agent)), [])
-        if t.agent not in by[str(t.meta.get("scaffold", t.agent))]:
-            by[str(t.meta.get("scaffold", t.agent))].append(t.agent)
+    for agent, scaffold in scaffold_of(ds).items():
+        by.setdefault(scaffold, []).append(agent)
     # a scaffold with several large agents, and other agents left to train on
     return {s: ags for s, ags in by.items()
             if len([a for a in ags if a in large]) >= 2 and len([a for a in large if a not in ags]) >= 1}

@@ -31,7 +31,6 @@ saved (``prices.run_cost``; unknown stays None); ``per_run.csv`` has one row per
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections import Counter
 from pathlib import Path
@@ -39,17 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.core.atomic import write_text as atomic_write_text
+from earlyeval.core.atomic import write_json
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, data_root, load_catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError, NothingScoredError
 from earlyeval.core.trajectory import Task, Trajectory
+from earlyeval.live_input import task_table
 from earlyeval.replay import _scorable, replay, run_context, runset_of
 from earlyeval.modeling.overlap import training_overlap
 from earlyeval.workflows.score_csv import write_csv
 from earlyeval.config.prices import PriceError, run_cost
 from earlyeval.evaluation.blocks import agent_block, pooled_block
-from earlyeval.evaluation.evaluate import GRID
+from earlyeval.modeling.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
 from earlyeval.ingest import FORMATS
 from earlyeval.ingest import format_module
 from earlyeval.ingest import ingest_run
@@ -139,11 +139,10 @@ def read_runs(specs: list[RunSpec]) -> tuple[list[Trajectory], list[dict[str, An
 
 
 def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None) -> dict[str, Task]:
-    """Tasks given, else those of the model's training benchmark(s) as ingested."""
-    if isinstance(tasks, dict):
-        return tasks
+    """Tasks given (a table or a parquet path: ``live_input.task_table``), else those of the model's training
+    benchmark(s) as ingested."""
     if tasks is not None:
-        return read_tasks(Path(tasks))
+        return task_table(tasks)
     out: dict[str, Task] = {}
     for b in bundle.training.get("benchmarks", []):
         out.update(read_tasks(bench_dir(str(b)) / "tasks.parquet"))
@@ -309,7 +308,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     overlap = training_overlap(bundle, trajs)
     if overlap["warning"]:
         log.warning("%s", overlap["warning"])
-    task_table = load_task_table(bundle, tasks)
+    tasks_by_id = load_task_table(bundle, tasks)
     cutoff = None if as_of == "run" else (as_of or "")
     warm_ids: set[str] = set()
     warm_info = None
@@ -320,9 +319,9 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         pick = np.random.default_rng(seed).choice(len(lab), size=warm_start, replace=False)
         warm_runs = [lab[i] for i in sorted(pick)]
         warm_ids = {t.run_id for t in warm_runs}
-        warm_info = mon.warm_start(warm_runs, task_table, as_of=cutoff, same_agent=same_agent)
+        warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent)
         warm_info["run_ids"] = sorted(warm_ids)
-    records = [replay(mon, t, task_table.get(t.task_id), cutoff, same_agent)
+    records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
                for t in tqdm(trajs, desc="score: replay", disable=not progress or len(trajs) < 20, leave=False)]
     for r in records:
         if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
@@ -398,7 +397,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     if csv is not False:
         paths["csv"] = write_csv(records, Path(csv) if csv not in (None, True) else dest / "per_run.csv")
         report["per_run_csv"] = str(paths["csv"])
-    atomic_write_text(path, json.dumps(report, indent=1, default=_jsonable))
+    write_json(report, path)
     return paths
 
 
@@ -408,13 +407,3 @@ def _nan_none(xs: list[float]) -> list[float | None]:
 
 def _name(p: Path) -> str:
     return p.resolve().name.split(".")[0] or "runs"
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, np.floating):
-        return None if np.isnan(x) else float(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    raise TypeError(f"not JSON serializable: {type(x).__name__}")

@@ -26,7 +26,7 @@ import pandas as pd
 from earlyeval.core.atomic import atomic_path
 from earlyeval.evaluation.adapt import warm_split
 from earlyeval.modeling.thresholds import fit_recalibration, recalibrated
-from earlyeval.evaluation.evaluate import GRID
+from earlyeval.modeling.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
 from earlyeval.modeling.metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import features_dir, reports_dir

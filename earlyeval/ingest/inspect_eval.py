@@ -2,7 +2,7 @@
 
 Read through inspect's public log API (``inspect_ai.log``: the header, the sample summaries, then each
 sample on its own, so one malformed sample is a skip naming it and the others still ingest).  inspect
-is an optional extra (``pip install 'earlyeval[inspect]'``): without it the format is still listed,
+is an optional extra (``pip install -e ".[inspect]"`` in a checkout): without it the format is still listed,
 and each file is skipped with a reason that says so.  No second, hand-written reader of the zip
 layout: inspect migrates its own older log versions.
 
@@ -157,7 +157,7 @@ def _date(sample: Any, header: Any) -> str | None:
 def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]:
     f = str(path)
     if read_eval_log is None:
-        raise IngestError(f, "<file>", "reading inspect logs needs inspect_ai: pip install 'earlyeval[inspect]'")
+        raise IngestError(f, "<file>", "reading inspect logs needs inspect_ai (the extra: pip install -e \".[inspect]\" in an earlyeval checkout)")
     try:
         header = read_eval_log(f, header_only=True)
     except Exception as e:

@@ -117,14 +117,6 @@ def test_malformed_logs_are_skips_naming_file_and_field_and_the_batch_goes_on(lo
     assert len(rep.skipped) == 5
 
 
-def test_earlyeval_formats_lists_the_reader():
-    r = CliRunner().invoke(app, ["formats", "--json"])
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.output)
-    assert d["inspect-eval"].startswith("inspect_ai evaluation logs")
-    assert d["openhands-conversation"].startswith("OpenHands Software Agent SDK (V1) conversations")
-
-
 def test_earlyeval_score_on_a_folder_of_eval_logs(logs, tmp_path):
     model = tiny_model(tmp_path / "model", NEVER)
     out = tmp_path / "out"

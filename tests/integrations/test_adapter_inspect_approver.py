@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,8 +29,9 @@ from inspect_ai.tool import tool  # noqa: E402
 from inspect_ai.util import registry_info, sandbox  # noqa: E402
 
 import _paths  # noqa: E402
+from _integration_fakes import Recording  # noqa: E402
 from _inspect_helpers import (ALWAYS_FAIL, ALWAYS_SUCCEED, FAILING, NEVER, call, calls, dist_info, offline_token_count,  # noqa: E402
-                              react_task, run_eval, say, submit, tiny_model)
+                              react_task, run_eval, say, shell, submit, tiny_model)
 from _inspect_helpers import policy as _policy  # noqa: E402
 from earlyeval.core.trajectory import Task as EETask  # noqa: E402
 from earlyeval.ingest import FORMATS  # noqa: E402
@@ -206,28 +208,6 @@ def test_otherwise_escalate_hands_each_call_to_the_next_approver(tmp_path, model
 # ---------------------------------------------------------------------------- live = offline
 
 
-class Recording:
-    """The real Monitor behind the approver; records the steps, feature rows and probabilities it saw."""
-
-    def __init__(self, mon: Monitor):
-        self.mon, self.steps, self.rows, self.p = mon, [], [], []
-
-    @property
-    def thresholds(self):
-        return self.mon.thresholds
-
-    def start(self, task=None, run_id=None):
-        self.task = task
-        self.mon.start(task=task, run_id=run_id)
-
-    def observe(self, step):
-        d = self.mon.observe(step)
-        self.steps.append(step.to_dict())
-        self.rows.append(self.mon.last_features.copy())
-        self.p.append((d.p_success, d.p_failure))
-        return d
-
-
 # a history with every kind of turn: a text-only turn (react answers it with its continue prompt), parallel
 # calls, a tool error, and the final submit
 RICH = [call("ls"), say("Let me think about where x is set."), call("cat mod.py"), calls("ls", "pytest"),
@@ -249,7 +229,7 @@ def test_live_steps_features_and_probabilities_equal_the_readers_on_the_log(tmp_
     fmt = FORMATS.resolve("inspect-eval")
     spec = RunSpec(name="run", folder=str(tmp_path / "logs"), agent="a", scaffold="a", model="", format="inspect-eval",
                    glob="*.eval", labels=[LabelSpec("inline", "")])
-    [traj] = list(fmt.parse(__import__("pathlib").Path(log.location), spec, "inspect"))
+    [traj] = list(fmt.parse(Path(log.location), spec, "inspect"))
     assert traj.task_id == "demo-1" and traj.meta["model"] == "mockllm/model"
     n = len(rec.steps)
     assert n == (5 if model == "never" else 2) and len(traj.steps) >= n + 1
@@ -324,3 +304,50 @@ def demo():
     return Task(dataset=[Sample(input="Make x 42.", target="42", id="demo-1")], solver=react(tools=[shell()]), scorer=match(),
                 model=get_model("mockllm/model", custom_outputs=outs))
 '''
+
+
+# ---------------------------------------------------------------------------- the real trained model (integration)
+
+SWE_TURNS = [call("ls"), call("grep -rn 'def separability_matrix' astropy/"), call("cat astropy/modeling/separable.py"),
+             call("sed -i 's/cright\\[-right.shape\\[0\\]:, -right.shape\\[1\\]:\\] = 1/cright[-right.shape[0]:, -right.shape[1]:] = right/' "
+                  "astropy/modeling/separable.py"),
+             call("python -m pytest astropy/modeling/tests/test_separable.py -q"), call("git diff"), submit("done")]
+
+
+@pytest.mark.integration
+def test_real_model_live_approver_and_offline_score_agree_on_an_inspect_run(tmp_path):
+    """``models/swebench`` (``earlyeval train --bench swebench``) with its task table: a SWE-bench task's sample run by
+    a task's own react() agent under the approver (halt_on both, so any prediction may end it); the log read back
+    and scored by ``earlyeval score``'s replay halts at the step the approver did, with the same probabilities."""
+    import json as _json
+
+    from earlyeval.tables.store import read_tasks
+    from earlyeval.workflows.score import score_runs
+
+    model, tasks = _paths.REPO / "models" / "swebench", _paths.REPO / "data" / "swebench" / "tasks.parquet"
+    if not (model / "manifest.json").exists() or not tasks.exists():
+        pytest.skip("no trained models/swebench and data/swebench/tasks.parquet: earlyeval ingest/train --bench swebench")
+    table = read_tasks(tasks)
+    tid = "astropy__astropy-12907" if "astropy__astropy-12907" in table else sorted(table)[0]
+    recs: list[Recording] = []
+
+    def factory():
+        recs.append(Recording(Monitor.load(model, tasks=str(tasks))))
+        return recs[-1]
+
+    task = Task(dataset=[Sample(input=table[tid].prompt, target="42", id=tid)], solver=react(tools=[shell()]), scorer=match())
+    appr = early_stop(model=factory, halt_on="both", success_needs="nothing")
+    _, sample = run_eval(task, SWE_TURNS, tmp_path / "logs", approval=[ApprovalPolicy(appr, "*")])
+    [rec] = recs
+    live = sample.store["earlyeval"]
+    assert len(rec.steps) >= 1 and all(0.0 < p < 1.0 for p, _ in rec.p)
+    rep = _json.loads(score_runs(model, tmp_path / "logs", "inspect-eval", out=tmp_path / "score", tasks=tasks,
+                                 progress=False)["score"].read_text())
+    [run] = rep["per_run"]
+    assert run["task_id"] == tid
+    np.testing.assert_allclose(run["p_success"][:len(rec.p)], [p for p, _ in rec.p], rtol=0, atol=1e-12)
+    if live["halted"]:
+        assert run["halted"] and run["halt_step_index"] == live["halt"]["step_index"]
+        assert run["predicted"] == live["halt"]["outcome"]
+    else:
+        assert not run["halted"] or run["halt_step_index"] >= len(rec.steps)

@@ -19,8 +19,11 @@ From Python (tested with inspect-ai 0.3.285)::
 ``react()`` calls ``on_continue(state)`` after every model turn and its tool
 calls (not after the turn that calls ``submit()``, which ends the loop
 first).  The callback converts the assistant messages it has not seen yet,
-with their tool results, into Steps (``base.build_step``, the one live Step
-builder) and feeds them to the sample's monitor.  When the monitor halts it
+with their tool results, into Steps (``step_from_turn``: the ``inspect-eval``
+reader's ``inspect_steps`` on that turn) and feeds them to the sample's monitor.
+(A user message react adds after a turn without tool call is not yet in the
+state when the callback scores that turn; the approver,
+``inspect_approver.py``, scores turns once complete, as the reader does.)  When the monitor halts it
 raises inspect's own ``LimitExceededError`` (type ``"custom"``), as the
 framework's message/token/cost limits do: the sample ends, is scored as
 usual, and the log records ``sample.limit`` (``type='custom'``, ``limit`` = steps

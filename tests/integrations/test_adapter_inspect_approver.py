@@ -21,7 +21,7 @@ pytest.importorskip("inspect_ai")
 from inspect_ai import Task  # noqa: E402
 from inspect_ai.approval import ApprovalPolicy, auto_approver  # noqa: E402
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool  # noqa: E402
-from inspect_ai.scorer import match  # noqa: E402
+from inspect_ai.scorer import Score, accuracy, match, scorer  # noqa: E402
 from inspect_ai.dataset import Sample  # noqa: E402
 from inspect_ai.agent import react  # noqa: E402
 from inspect_ai.solver import Generate, TaskState, solver  # noqa: E402
@@ -150,18 +150,28 @@ def sh():
     return execute
 
 
+@scorer(metrics=[accuracy()])
+def patch_scorer():
+    """As a SWE-bench scorer does: grade the sandbox's diff, not the agent's answer."""
+    async def score(state: TaskState, target) -> Score:
+        r = await sandbox().exec(["git", "diff"])
+        return Score(value="C" if "+x = 42" in r.stdout else "I", answer=r.stdout)
+    return score
+
+
 def test_success_halt_waits_for_a_candidate_patch_in_the_sandbox(tmp_path, models):
     """A real sandbox (inspect's ``local``) with git: the predicted success after step 1 is held until the
-    agent's edit makes ``git status`` non-empty, then the sample ends and the scorer sees the patch."""
+    agent's edit makes ``git status`` non-empty, then the sample ends and the task's scorer grades that patch."""
     outs = [call(c, tool="sh") for c in ("ls", "cat mod.py", "echo 'x = 42' > mod.py", "git diff")] + [submit()]
     task = Task(dataset=[Sample(input="Make x 42.", target="42", id="demo-1")], setup=git_repo(),
-                solver=react(tools=[sh()]), scorer=match(), sandbox="local")
+                solver=react(tools=[sh()]), scorer=patch_scorer(), sandbox="local")
     pol = policy(tmp_path / "policy.yaml", models["succeed"], halt_on="both")
     _, sample = run_eval(task, outs, tmp_path / "logs", approval=str(pol))
     ee = sample.store["earlyeval"]
     assert sample.limit.type == "operator" and ee["exit_status"] == "PredictedSuccess"
     assert ee["halt"]["step_index"] == 2  # predicted after step 1, held; released once step 2's edit left a diff
     assert _tool_calls(sample) == ["ls", "cat mod.py", "echo 'x = 42' > mod.py", "git diff"] and len(_ran(sample)) == 3
+    assert sample.scores["patch_scorer"].value == "C" and "+x = 42" in sample.scores["patch_scorer"].answer  # the patch counted
 
 
 def test_bad_approver_keys_are_errors_naming_the_key(tmp_path, models):

@@ -91,9 +91,9 @@ def test_truncated_gzip_names_the_file(ingest_workspace):
     assert e.value.file == str(gz) and e.value.field == "<file>"
 
 
-# --------------------------------------------------------------------------- SWE-agent 1.x (tests/fixtures/swe-agent-traj/v1)
+# --------------------------------------------------------------------------- SWE-agent 1.x (tests/fixtures/swe-agent-traj-v1)
 
-V1 = FIXTURES / "v1"
+V1 = _paths.FIXTURES / "swe-agent-traj-v1"  # a folder of its own: `score` reads a folder recursively
 SPEC_V1 = RunSpec(
     name="fx-swe-agent-v1",
     folder="runs/fx-swe-agent-v1",

@@ -45,6 +45,23 @@ def test_test_summaries():
     assert parse_test_summary("nothing to see") is None
 
 
+def test_moatless_test_summary_on_a_fixture_observation():
+    """Moatless 0.0.4 ends an edit's observation with its own count of the tests it ran (fixture: the format as
+    the shared run has it); that line wins over runner output quoted above it, and errors count as failures."""
+    import json
+
+    import _paths
+
+    doc = json.loads((_paths.FIXTURES / "moatless-nodes" / "astropy__astropy-1" / "trajectory.json").read_text())
+    obs = {n["node_id"]: (n.get("observation") or {}).get("message") for n in doc["nodes"]}
+    assert parse_test_summary(obs[5]) == (parse_test_summary("10 passed. 1 failed. 1 errors."))
+    assert (parse_test_summary(obs[5]).passed, parse_test_summary(obs[5]).failed) == (10, 2)
+    assert parse_test_summary(obs[6]).ok
+    assert parse_test_summary("=== 3 passed in 0.1s ===\n\n0 passed. 0 failed. 2 errors.").failed == 2
+    assert parse_test_summary("Running 3 tests in the following files:\n * a.py\n\nNo tests were run") is None
+    assert parse_test_summary("see 3 passed. 1 failed. 0 errors. inline") is None  # only a line of its own
+
+
 def test_paths():
     assert paths_in("/workspace/django__django__3.0/django/utils/x.py and ./pkg/b.py, /testbed/c.py") == ["django/utils/x.py", "pkg/b.py", "c.py"]
     assert path_matches("utils/x.py", "django/utils/x.py")

@@ -78,8 +78,22 @@ def test_behaviour_milestones_and_tests():
     assert v[3]["last_test_passed"] == 1 and v[3]["test_after_edit_passed"] == 1 and v[3]["ever_passed_after_edit"] == 1
     assert v[3]["share_test"] == pytest.approx(0.5)
     assert v[3]["repeat_action_run"] == 1
-    assert math.isnan(v[3]["log_input_tokens_cum"])  # no token counts known: NaN, never 0
     assert v[3]["share_error_steps"] == pytest.approx(1 / 3)  # error flag known on 3 steps
+
+
+def test_behaviour_reads_no_usage():
+    """Whether a step carries its tokens and cost (per step, as a total, or not at all) is the adapter's and
+    the format's business: the outcome features must be the same in every case."""
+    import dataclasses
+
+    fam = build_family("behaviour")
+    plain = steps()
+    metered = [dataclasses.replace(s, input_tokens=1000 * (i + 1), output_tokens=50, cost_usd=0.01)
+               for i, s in enumerate(plain)]
+    assert not any("token" in n or "cost" in n for n in fam.names)
+    for a, b in zip(values(fam, RunContext(), plain), values(fam, RunContext(), metered)):
+        assert list(a) == list(b)  # the same names
+        assert all((x == y) or (math.isnan(x) and math.isnan(y)) for x, y in zip(a.values(), b.values()))
 
 
 def test_gold_convergence():

@@ -37,9 +37,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from earlyeval.core.decision import Decision
 from earlyeval.core.render import content_text, tool_call_text
@@ -106,7 +108,7 @@ class StepMonitor(Protocol):
 
     def start(self, task: Task | dict | None = None, run_id: str | None = None) -> None: ...
 
-    def observe(self, step: Step) -> Decision: ...
+    def observe(self, step: Step) -> Decision: ...  # earlyeval.Monitor also takes ``candidate=`` (a callable)
 
 
 def exit_status_for(decision: Decision) -> str:
@@ -161,6 +163,11 @@ class EarlyStopper:
     Decision, is logged and turned into a "continue" Decision, so the agent never
     crashes because of the monitor.  After the first Decision with ``halt=True``,
     ``halted`` holds a :class:`HaltedRun`.
+
+    ``observe(step, candidate=f)``: ``f()`` returns the agent's candidate patch so far.  A predicted
+    success halts only when it is non-empty (a live loop never throws work away); ``submission`` then
+    holds that patch, which the adapter submits through its framework's own path.  A monitor whose
+    ``observe`` takes no ``candidate`` is gated here the same way.
     """
 
     def __init__(self, monitor: StepMonitor, *, logger: logging.Logger | None = None):
@@ -170,6 +177,8 @@ class EarlyStopper:
         self.halted: HaltedRun | None = None
         self.errors: list[str] = []
         self.n_steps = 0
+        self.submission: str | None = None  # the candidate patch a success halt was granted on
+        self._takes_candidate = _takes_candidate(monitor)
 
     # ------------------------------------------------------------------ run
     def start(self, task: Task | dict | None = None, run_id: str | None = None) -> None:
@@ -178,6 +187,7 @@ class EarlyStopper:
         self.halted = None
         self.errors = []
         self.n_steps = 0
+        self.submission = None
         try:
             self.monitor.start(task=task, run_id=run_id)
         except Exception as e:  # the monitor must never take the agent down
@@ -192,11 +202,25 @@ class EarlyStopper:
         return self.decisions[-1] if self.decisions else None
 
     # ---------------------------------------------------------------- steps
-    def observe(self, step: Step) -> Decision:
-        """Score one finished step; never raises."""
+    def observe(self, step: Step, candidate: Callable[[], str | None] | None = None) -> Decision:
+        """Score one finished step; never raises.  ``candidate``: see the class doc."""
         self.n_steps += 1
+        seen: dict[str, Any] = {}
+
+        def read() -> str:
+            if "patch" not in seen:
+                try:
+                    seen["patch"] = str(candidate() or "") if candidate is not None else ""
+                except Exception as e:  # fail open: no readable patch, no success halt
+                    self.note_error(f"reading the candidate patch failed at step {step.index}: {e!r}")
+                    seen["patch"] = ""
+            return seen["patch"]
+
         try:
-            d = self.monitor.observe(step)
+            if candidate is not None and self._takes_candidate and self.halted is None:
+                d = self.monitor.observe(step, candidate=read)  # type: ignore[call-arg]
+            else:
+                d = self.monitor.observe(step)
             if not isinstance(d, Decision):
                 raise TypeError(f"monitor.observe returned {type(d).__name__}, not Decision")
         except Exception as e:
@@ -205,9 +229,15 @@ class EarlyStopper:
             d = Decision.proceed(f"fail-open: {msg}", step_index=step.index)
         if d.step_index < 0:
             d.step_index = step.index
+        if d.halt and self.halted is None and d.outcome == "success" and candidate is not None and not read().strip():
+            # a monitor that took no candidate: the same gate here (it may stay halted inside; the run goes on)
+            d = dataclasses.replace(d, halt=False, outcome=None, reason=f"continue (success predicted, not halted: no "
+                                    f"candidate patch yet (a success halt waits for one)): {d.reason}")
         self.decisions.append(d)
         if d.halt and self.halted is None:
             self.halted = HaltedRun.from_decision(d, self.n_steps)
+            if d.outcome == "success" and candidate is not None:
+                self.submission = read()
             self.log.info("%s", self.halted.message())
         return d
 
@@ -256,6 +286,7 @@ class EarlyStopper:
         """JSON-ready record for a trajectory file: the halt (if any), last decision, per-step probabilities."""
         last = self.last
         return {
+            "halt_on": getattr(self.monitor, "halt_on", None),
             "exit_status": self.halted.exit_status if self.halted else None,
             "halted": self.halted is not None,
             "halt": self.halted.to_dict() if self.halted else None,
@@ -266,6 +297,9 @@ class EarlyStopper:
                 for d in self.decisions
             ],
             "errors": list(self.errors),
+            # the candidate patch a success halt was granted on (submitted through the framework), in size only
+            "submission": ({"chars": len(self.submission), "files": self.submission.count("diff --git ")}
+                           if self.submission else None),
         }
 
     def note_error(self, msg: str) -> None:
@@ -281,6 +315,15 @@ def _actions(action: str, tool: str, actions: Iterable[Action | tuple[str, str]]
     elif action:
         out.append(Action(tool=tool or "", text=action))
     return out
+
+
+def _takes_candidate(monitor: Any) -> bool:
+    """Whether ``monitor.observe`` accepts ``candidate=`` (earlyeval.Monitor does; a minimal StepMonitor may not)."""
+    try:
+        params = inspect.signature(monitor.observe).parameters
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return "candidate" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _decision_dict(d: Decision) -> dict[str, Any]:

@@ -51,6 +51,11 @@ log = logging.getLogger("earlyeval.integrations")
 
 PREDICTED_FAILURE = "PredictedFailure"
 PREDICTED_SUCCESS = "PredictedSuccess"
+# the candidate patch of a live run: the working tree against HEAD, untracked files included (what mini's and
+# SWE-agent's own `git add -A && git diff --cached` submissions hold), staged into a temporary index so that
+# the agent's own index is left as it was (the run may go on after the check)
+WORKING_DIFF_COMMAND = ('d="$(mktemp -d)" && export GIT_INDEX_FILE="$d/index" && git read-tree HEAD && git add -A '
+                        '&& git diff --cached HEAD; r=$?; rm -rf "$d"; exit $r')
 
 
 # tool names of a framework that the shared taxonomy does not know, mapped to ones it does (for the kind only;
@@ -341,6 +346,7 @@ __all__ = [
     "KIND_ALIAS",
     "PREDICTED_FAILURE",
     "PREDICTED_SUCCESS",
+    "WORKING_DIFF_COMMAND",
     "build_step",
     "EarlyStopper",
     "HaltedRun",

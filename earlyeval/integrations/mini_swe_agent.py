@@ -75,7 +75,8 @@ from minisweagent.agents.default import DefaultAgent
 from earlyeval.ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Step, Task
-from earlyeval.integrations.base import PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor, build_step
+from earlyeval.integrations.base import (PREDICTED_FAILURE, PREDICTED_SUCCESS, WORKING_DIFF_COMMAND, EarlyStopper, HaltedRun,
+                                         StepMonitor, build_step)
 from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config, submit_required
 
 try:  # mini-swe-agent 2.x
@@ -202,10 +203,7 @@ def _rejected_step(msg: dict, index: int) -> Step:
 
 
 ADAPTER_KEYS = ("task", "run_id", "submit_diff", "diff_command")
-# the working tree against HEAD, untracked files included (what mini's own `git add -A && git diff --cached`
-# submits), staged into a temporary index so that the agent's own index is left as it was
-DEFAULT_DIFF_COMMAND = ('d="$(mktemp -d)" && export GIT_INDEX_FILE="$d/index" && git read-tree HEAD && git add -A '
-                        '&& git diff --cached HEAD; r=$?; rm -rf "$d"; exit $r')
+DEFAULT_DIFF_COMMAND = WORKING_DIFF_COMMAND  # tracked and untracked files against HEAD, the agent's index untouched
 # InteractiveAgent's own config keys: an agent config that has them asks for the interactive variant
 INTERACTIVE_KEYS = ("mode", "whitelist_actions", "confirm_exit")
 # mini's entry points that build an InteractiveAgent by default (get_agent(..., default_type="interactive"))

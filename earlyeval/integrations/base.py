@@ -260,13 +260,15 @@ class EarlyStopper:
         cost_usd: float | None = None,
         error: bool | None = None,
         final_answer: str | None = None,
+        candidate: Callable[[], str | None] | None = None,
     ) -> Decision:
         """Build the Step of one finished turn (shared taxonomy) and score it.
 
         Give either one ``action`` run with ``tool`` (a shell command by default)
         or several ``actions`` as ``Action``s or ``(tool, text)`` pairs.  A turn
         with no action (a final answer, or a reply the scaffold rejected) is
-        ``action=""``; pass ``error=True`` for a rejected one.
+        ``action=""``; pass ``error=True`` for a rejected one.  ``candidate``: returns the run's patch so far
+        (a predicted success halts only when it is non-empty; see the class doc).
         """
         try:
             acts = _actions(action, tool, actions)
@@ -284,7 +286,7 @@ class EarlyStopper:
             msg = f"could not build step {self.next_index}: {e!r}"
             self.note_error(msg)
             return Decision.proceed(f"fail-open: {msg}", step_index=self.next_index)
-        return self.observe(step)
+        return self.observe(step, candidate)
 
     # -------------------------------------------------------------- records
     def summary(self) -> dict[str, Any]:

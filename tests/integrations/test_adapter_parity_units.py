@@ -18,7 +18,7 @@ import pytest
 
 import _usage_parity as up
 from _monitor_helpers import make_runs, make_tasks, train_bundle
-from _openhands_events import StandinEvents, all_turns_call_tools, conversation, events_of, response_id
+from _openhands_events import SdkEvents, StandinEvents, all_turns_call_tools, conversation, events_of, response_id
 from _usage_parity import RecordingMonitor
 import earlyeval.ingest as ingest_mod
 from earlyeval.config.catalog import LabelSpec, RunSpec
@@ -89,11 +89,15 @@ def test_mini_swe_agent_fixture(mon, tmp_path):
         _agree(up.mini_cases(mon, native, path, t, None, tmp_path / str(i), fmt, spec, "swebench"), t.run_id)
 
 
-def test_openhands_fixture(mon, tmp_path):
+@pytest.mark.parametrize("kind", ["standin", "sdk"])
+def test_openhands_fixture(mon, tmp_path, kind):
+    """On the stand-ins (Python 3.11) and on the real openhands.sdk event classes (the Python 3.12 stage)."""
+    if kind == "sdk":
+        pytest.importorskip("openhands.sdk", reason="openhands-sdk needs Python >= 3.12 (make test-openhands)")
     spec = _spec("openhands", "openhands-completions", "llm_completions/*/*.json*")
     # a turn without a tool call ends an SDK run (an agent MessageEvent): only runs whose every turn calls a tool
     fmt, runs = _runs(FX / "openhands-completions", spec, keep=all_turns_call_tools)
-    make = StandinEvents()
+    make = SdkEvents() if kind == "sdk" else StandinEvents()
     from earlyeval.integrations.openhands import EarlyStopCallback
 
     for i, (native, path, t) in enumerate(runs):

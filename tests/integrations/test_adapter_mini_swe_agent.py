@@ -267,3 +267,23 @@ def test_halt_exception_is_the_packages_own_flow_exception():
     else:
         from minisweagent.agents.default import TerminatingException as Base
     assert issubclass(PredictedFailure, Base)
+
+
+@pytest.mark.skipif(not MINI_SWE_AGENT_V2, reason="the interactive variant is 2.x only")
+def test_interactive_keys_give_mini_s_interactive_agent_with_the_monitor(tmp_path, capsys):
+    """An agent config with InteractiveAgent's own keys (here yolo mode) builds EarlyStopInteractiveAgent: mini's
+    InteractiveAgent (its step display on mini's console) that still halts; without them, the plain agent."""
+    from minisweagent.agents.interactive import InteractiveAgent
+
+    from earlyeval.integrations.mini_swe_agent import interactive_class
+
+    _setup_repo(tmp_path)
+    plain = _agent(tmp_path, [], ScriptedMonitor())
+    assert type(plain) is EarlyStopAgent and not isinstance(plain, InteractiveAgent)
+    mon = ScriptedMonitor(halt_at=1)
+    agent = _agent(tmp_path, [_out(t, c) for t, c in FAILING], mon, mode="yolo", confirm_exit=False)
+    assert type(agent) is interactive_class() and isinstance(agent, InteractiveAgent) and isinstance(agent, EarlyStopAgent)
+    assert type(agent).__name__ == "EarlyStopInteractiveAgent"
+    exit_status, saved, _ = _run(agent)
+    assert exit_status == "PredictedFailure" and len(mon.steps) == 2
+    assert saved["info"]["config"]["agent_type"] == "earlyeval.integrations.mini_swe_agent.EarlyStopInteractiveAgent"

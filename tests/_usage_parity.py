@@ -249,42 +249,32 @@ def mini_cases(mon: Monitor, native: dict, path: Path, traj: Trajectory, task: T
 # ---------------------------------------------------------------------------------------------- OpenHands
 
 class StatsConversation:
-    """What the callback reads of a conversation: ``conversation_stats.get_combined_metrics()`` (accumulated token
-    usage and cost, as the SDK's ``Metrics``) and a ``state`` to record into; ``advance`` adds one call's usage."""
-
-    class _Usage:
-        def __init__(self):
-            self.prompt_tokens = self.completion_tokens = self.cache_read_tokens = 0
-
-    class _Metrics:
-        def __init__(self):
-            self.accumulated_token_usage = StatsConversation._Usage()
-            self.accumulated_cost = 0.0
+    """What the callback reads of a conversation: ``conversation_stats.usage_to_metrics`` (per LLM, the SDK's
+    per-call ``token_usages`` records by ``response_id``, ``response_latencies`` and ``costs``, in the JSON form the
+    conversation persists) and a ``state`` to record into; ``record`` adds one call's usage."""
 
     class _State:
         def __init__(self):
             self.agent_state: dict = {}
 
     def __init__(self):
-        self.metrics = self._Metrics()
+        self.usage_to_metrics: dict[str, dict] = {"agent": {"token_usages": [], "response_latencies": [], "costs": []}}
         self.conversation_stats = self
         self.state = self._State()
         self.id = "conversation"
 
-    def get_combined_metrics(self):
-        return self.metrics
-
-    def advance(self, prompt: int, completion: int, cost: float) -> None:
-        u = self.metrics.accumulated_token_usage
-        u.prompt_tokens += prompt
-        u.completion_tokens += completion
-        self.metrics.accumulated_cost += cost
+    def record(self, response_id: str, prompt: int, completion: int, cost: float) -> None:
+        m = self.usage_to_metrics["agent"]
+        m["token_usages"].append({"response_id": response_id, "prompt_tokens": prompt, "completion_tokens": completion,
+                                  "cache_read_tokens": 0})
+        m["response_latencies"].append({"response_id": response_id, "latency": 1.0})
+        m["costs"].append({"cost": cost})
 
 
 def openhands_live(mon_factory: Callable[[], RecordingMonitor], events: list, run_id: str, usage: str,
                    per_call: list[tuple[int, int, float]], response_of: Callable[[Any], str | None]) -> RecordingMonitor:
-    """The SDK events of a run through ``EarlyStopCallback``; the conversation's stats grow per LLM response
-    (``per_step``), once by the totals at the last response (``totals``), or there are none (``none``)."""
+    """The SDK events of a run through ``EarlyStopCallback``; the conversation's stats record each LLM response's
+    usage (``per_step``), one record of the totals for the last response only (``totals``), or nothing (``none``)."""
     from earlyeval.integrations.openhands import EarlyStopCallback
 
     rec = mon_factory()
@@ -300,9 +290,9 @@ def openhands_live(mon_factory: Callable[[], RecordingMonitor], events: list, ru
             seen.append(rid)
             k = len(seen) - 1
             if usage == "per_step" and k < n:
-                conv.advance(*per_call[k])
+                conv.record(rid, *per_call[k])
             elif usage == "totals" and k == n - 1:
-                conv.advance(sum(p[0] for p in per_call), sum(p[1] for p in per_call), sum(p[2] for p in per_call))
+                conv.record(rid, sum(p[0] for p in per_call), sum(p[1] for p in per_call), sum(p[2] for p in per_call))
         cb(ev)
     assert cb.stopper.errors == [], cb.stopper.errors
     return rec

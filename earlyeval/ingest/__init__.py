@@ -51,6 +51,8 @@ FORMAT_MODULES: dict[str, str] = {
     "toolathlon": "earlyeval.ingest.toolathlon",
     "atif": "earlyeval.ingest.atif",
     "terminalbench-log": "earlyeval.ingest.terminalbench",
+    "inspect-eval": "earlyeval.ingest.inspect_eval",
+    "openhands-conversation": "earlyeval.ingest.openhands_conversation",
 }
 
 

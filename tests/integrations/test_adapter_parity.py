@@ -50,6 +50,7 @@ pytestmark = pytest.mark.integration
 N_RUNS = 3  # real runs per adapter for the step/feature parity (bounded: seconds)
 N_USAGE = 20  # real runs per adapter for the usage parity
 SWE_AGENT = "lite__swe-agent__gpt4"
+SWE_AGENT_1X = "verified__swe-agent-v1.1.0__gpt-5-mini__mas-evaluation"
 MINI = "verified__mini-swe-agent-v1.15.0__gemini-3-pro-preview-20251118"
 OPENHANDS = "verified__openhands-codeact-v0.15__claude-3.5-sonnet-20241022"
 TAU2_SOLO = "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_no-user_gpt-4.1_1trials"
@@ -144,6 +145,34 @@ def test_swe_agent_hook_builds_the_ingestor_steps_on_a_real_traj(swebench):
 def test_swe_agent_decisions_whatever_the_usage(swebench, tmp_path):
     pytest.importorskip("sweagent", reason="SWE-agent 1.1.0: make install-sweagent")
     _usage_parity(swebench, SWE_AGENT, up.swe_agent_cases, tmp_path, "SWE-agent 1.1.0 hook")
+
+
+def test_swe_agent_hook_builds_the_ingestor_steps_on_a_real_1x_tool_call_traj(swebench):
+    """SWE-agent 1.1 with function calling: the hook gets one StepOutput per executed turn (the turns SWE-agent
+    refused and re-asked are trajectory entries with an empty action, never handed to the hooks), with the
+    turn's tool calls from ``history``; the last turn (submit or forced exit) is done and not scored."""
+    pytest.importorskip("sweagent", reason="SWE-agent 1.1.0: make install-sweagent")
+    from sweagent.types import StepOutput  # SWE-agent's own
+
+    from earlyeval.integrations.swe_agent import EarlyStopHook
+
+    n_checked = 0
+    for native, _, t, rec in _swebench_runs(swebench, SWE_AGENT_1X):
+        entries = native["trajectory"]
+        executed = [e for k, e in enumerate(entries) if e["action"] or k == len(entries) - 1]
+        turns = [m for m in native["history"] if m["role"] == "assistant"]
+        assert len(executed) == len(turns) == len(t.steps)
+        hook = EarlyStopHook(rec, autosubmit=False)
+        hook.on_init(agent=type("Agent", (), {"_problem_statement": None})())
+        hook.on_run_start()
+        for k, (e, m) in enumerate(zip(executed, turns)):
+            so = StepOutput(thought=e.get("thought") or "", action=e["action"], observation=e.get("observation") or "",
+                            tool_calls=m.get("tool_calls"), done=k == len(turns) - 1)
+            hook.on_step_done(step=so, info={})
+        assert hook.stopper.errors == []
+        _compare(rec, t.steps[:-1], t)
+        n_checked += len(t.steps) - 1
+    assert n_checked >= 10
 
 
 # ---------------------------------------------------------------------------

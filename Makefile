@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 CATALOG := earlyeval/catalogs/$(BENCH).toml
 
-.PHONY: install lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench score transfer clean help
+.PHONY: install install-sweagent lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench score transfer clean help
 
 help:
 	@echo "make train BENCH=swebench   # install, ingest, train -> models/$(BENCH)/"
@@ -26,11 +26,36 @@ $(STAMP): pyproject.toml $(LOCK)
 
 install: $(STAMP)
 
-# one universal lock for Python >= 3.11 (3.11 and 3.12 resolved together), from pyproject.toml's ranges
+# SWE-agent 1.1.0 is on no package index (PyPI's `sweagent` is a 2024 placeholder): its source is vendored beside
+# the data, in ../shared/vendor.  Its dependencies are in the lock (`make lock` resolves them together with the
+# rest); the package itself is checked against its sha256, unpacked to .vendor/ and installed there editable,
+# without dependencies, so that it finds its config/ and tools/ folders as in a checkout (docs/integrations.md).
+SHARED ?= ../shared
+SWEAGENT_TARBALL ?= $(SHARED)/vendor/SWE-agent-1.1.0-src.tar.gz
+SWEAGENT_SHA256 := a452fae0d86fde4308722aa1bd2379506bd308f8358592c8a97cc8a7a6fc5f16
+SWEAGENT_SRC := .vendor/SWE-agent-1.1.0
+SWEAGENT_STAMP := $(VENV)/.sweagent-installed
+# the test stages install it when the tarball is there (CI: always); without it the SWE-agent tests skip, saying so
+SWEAGENT_DEP := $(if $(wildcard $(SWEAGENT_TARBALL)),$(SWEAGENT_STAMP),)
+
+$(SWEAGENT_STAMP): $(STAMP) $(SWEAGENT_TARBALL)
+	echo "$(SWEAGENT_SHA256)  $(SWEAGENT_TARBALL)" | sha256sum -c --quiet -
+	rm -rf $(SWEAGENT_SRC) && mkdir -p .vendor && tar -xzf $(SWEAGENT_TARBALL) -C .vendor
+	mkdir -p $(SWEAGENT_SRC)/trajectories
+	$(BIN)/pip install -q --no-deps -e $(SWEAGENT_SRC)
+	$(BIN)/pip check
+	touch $@
+
+install-sweagent: $(SWEAGENT_STAMP)
+
+# one universal lock for Python >= 3.11 (3.11 and 3.12 resolved together), from pyproject.toml's ranges and the
+# vendored SWE-agent's own requirements (the package itself is not emitted: it installs from the tarball)
 UV_VENV ?= .venv-uv
 lock:
 	[ -x $(UV_VENV)/bin/uv ] || { $(PY) -m venv $(UV_VENV) && $(UV_VENV)/bin/pip install -q uv==0.13.9; }
-	$(UV_VENV)/bin/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
+	[ -f $(SWEAGENT_TARBALL) ] || { echo "make lock: $(SWEAGENT_TARBALL) missing (SWE-agent's requirements are locked from it)"; exit 1; }
+	echo "sweagent @ file:$(abspath $(SWEAGENT_TARBALL))" | $(UV_VENV)/bin/uv pip compile pyproject.toml - --universal \
+	  --python-version 3.11 --generate-hashes --no-emit-package sweagent \
 	  --extra test --extra mini-swe-agent --extra inspect --extra openhands -o $(LOCK)
 
 data/$(BENCH)/ingest.done: $(STAMP) $(CATALOG)
@@ -72,10 +97,10 @@ test: $(STAMP)
 	done; \
 	printf "==> make test summary:$$status\n"; exit $$fail
 
-test-unit: $(STAMP)
+test-unit: $(STAMP) $(SWEAGENT_DEP)
 	$(BIN)/python -m pytest -q -m "not integration"
 
-test-integration: $(STAMP)
+test-integration: $(STAMP) $(SWEAGENT_DEP)
 	$(BIN)/python -m pytest -q -m integration
 
 # a python3.12 that runs (a pyenv shim without that version active does not), else pyenv's own 3.12 build

@@ -48,6 +48,12 @@ What it guarantees:
   unless ``halt_on_impossible`` is set.  The budget part fails open on its own: an
   error there leaves ``budget=None`` for the rest of the run (logged) and never
   touches the outcome decision.
+* **Which outcomes halt** (``halt_on``): "both" (default: the model's rule, as
+  offline and in ``earlyeval score``), "failure" (only the doomed runs stop: what
+  the live adapters default to) or "success"; a side that is off never halts
+  (``policy.halting_pair``).  In a live loop, ``observe(step, candidate=...)``
+  makes a predicted success wait for the agent's candidate patch: with none yet,
+  the run goes on and the reason says why.
 * **Halting is sticky.**  After the first halt, later steps (if the loop goes on
   anyway) still get fresh probabilities, but ``halt``/``outcome`` stay those of
   the first halt, as in the offline policy.
@@ -71,13 +77,13 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
 from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.features import Featurizer, RunContext
-from earlyeval.modeling.policy import CONTINUE, SUCCESS, step_outcome
+from earlyeval.modeling.policy import CONTINUE, NEVER, SUCCESS, check_halt_on, halting_pair, halts_on_failure, step_outcome
 from earlyeval.modeling.thresholds import WarmStartRule, fit_warm_start
 from earlyeval.replay import replay, runset_of
 from earlyeval.budget.live import DEFAULT_BUDGET_DIMS, halt_dims, load_live_budget
@@ -101,7 +107,7 @@ class Monitor:
     def __init__(self, bundle: ModelBundle, *, explain: str = "halt", top_k: int = 5, strict: bool = False,
                  use_c_api: bool = True, tasks: Mapping[str, Task] | str | Path | None = None,
                  budget: bool | Iterable[str] = DEFAULT_BUDGET_DIMS, halt_on_impossible: bool | str | Iterable[str] = False,
-                 _shared: dict[str, Any] | None = None):
+                 halt_on: str = "both", _shared: dict[str, Any] | None = None):
         """``explain``: when to compute top features ("halt", "always", "never"); ``strict``: raise at
         start() when the task lacks what the model's families need, instead of warning; ``tasks``: a
         task table (dict, or a tasks.parquet written by ``earlyeval ingest``) that completes a started
@@ -111,9 +117,11 @@ class Monitor:
         costs ~30 µs a step; default steps only, which keeps observe() within its latency target),
         every dimension the model has (True), or none (False); ``halt_on_impossible``: also
         halt (predicting failure) when a dimension's P(feasible) falls below its stored early-stop
-        threshold -- True for every dimension, or the names of the dimensions (off by default)."""
+        threshold -- True for every dimension, or the names of the dimensions (off by default).
+        ``halt_on``: which predicted outcomes may halt ("failure", "success", "both"; see the module doc)."""
         if explain not in EXPLAIN:
             raise ValueError(f"explain must be one of {EXPLAIN}, not {explain!r}")
+        self.halt_on = check_halt_on(halt_on, "halt_on")
         self.bundle = bundle
         self.featurizer: Featurizer = bundle.featurizer
         self.model = bundle.model
@@ -167,7 +175,7 @@ class Monitor:
         """A new monitor on the same loaded model (and predictors), for another concurrent run."""
         return Monitor(self.bundle, explain=self.explain, top_k=self.top_k, strict=self.strict,
                        use_c_api=self._use_c_api, tasks=self.tasks, budget=self._use_budget,
-                       halt_on_impossible=sorted(self.halt_on_impossible), _shared=self._shared)
+                       halt_on_impossible=sorted(self.halt_on_impossible), halt_on=self.halt_on, _shared=self._shared)
 
     def warm_start(self, runs: Iterable[Trajectory], tasks: Mapping[str, Task] | None = None,
                    as_of: str | None = "", same_agent: str | None = None, recalibrate: bool = False) -> dict[str, Any]:
@@ -205,6 +213,11 @@ class Monitor:
     @property
     def thresholds(self) -> dict[str, float]:
         return {"success": self.tau_s, "failure": self.tau_f, "min_halt_step": self.min_halt_step}
+
+    @property
+    def halting_thresholds(self) -> tuple[float, float]:
+        """The (tau_s, tau_f) the rule applies under ``halt_on`` (an off side is ``policy.NEVER``)."""
+        return halting_pair(self.tau_s, self.tau_f, self.halt_on)
 
     @property
     def predictor_kind(self) -> str:
@@ -286,8 +299,16 @@ class Monitor:
         log.warning("earlyeval monitor disabled for run %s (continuing the run): %s", self.run_id or "?", why, exc_info=True)
 
     # ---------------------------------------------------------------- step
-    def observe(self, step: Step | Mapping[str, Any]) -> Decision:
-        """Fold one finished step in and decide; never raises (fail-open)."""
+    def observe(self, step: Step | Mapping[str, Any], *, candidate: Callable[[], str | None] | None = None) -> Decision:
+        """Fold one finished step in and decide; never raises (fail-open).
+
+        ``candidate`` (a live loop's): returns the agent's candidate answer so far (its patch); called only
+        when a success halt is due, which then happens only if it is non-empty."""
+        d = self._observe(step, candidate)
+        d.halt_on = self.halt_on
+        return d
+
+    def _observe(self, step: Step | Mapping[str, Any], candidate: Callable[[], str | None] | None) -> Decision:
         index = _index_of(step, self._t)
         if self._disabled is not None:
             return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index,
@@ -325,7 +346,7 @@ class Monitor:
                 return Decision.proceed(f"fail-open: {msg}", step_index=index, context=self.context, flags=flags + [msg])
             budget = self._budget_step(st, x, ps, index)
             self.last_budget_time = time.perf_counter() - t2
-            d = self._decide(x, ps, pf, index, budget)
+            d = self._decide(x, ps, pf, index, budget, candidate)
             d.flags = flags
             return d
         except Exception as e:
@@ -361,7 +382,8 @@ class Monitor:
         mf = float(self._pred["failure"](x))
         return ps, float(self._platt_f(mf)) if math.isfinite(mf) else math.nan
 
-    def _decide(self, x: np.ndarray, ps: float, pf: float, index: int, budget: dict[str, Any] | None = None) -> Decision:
+    def _decide(self, x: np.ndarray, ps: float, pf: float, index: int, budget: dict[str, Any] | None = None,
+                candidate: Callable[[], str | None] | None = None) -> Decision:
         t = self._t
         th = self.thresholds
         ctx = self.context
@@ -369,14 +391,16 @@ class Monitor:
             h = self._halt
             return Decision(True, h.outcome, ps, pf, f"already halted at step {h.step_index} ({h.outcome}); "
                             f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], budget, ctx)
-        cmp_s = ">=" if ps >= self.tau_s else "<"
-        cmp_f = ">=" if pf >= self.tau_f else "<"
-        probs = f"p_success={ps:.3f} {cmp_s} {self.tau_s:g}, p_failure={pf:.3f} {cmp_f} {self.tau_f:g}"
+        ts, tf = self.halting_thresholds
+        probs = f"{_side('success', ps, ts, self.halt_on)}, {_side('failure', pf, tf, self.halt_on)}"
         if ctx not in HALTING_CONTEXTS:  # missing information never halts a run
             top = self.top_features(x, "success") if self.explain == "always" else []
             return Decision(False, None, ps, pf, f"continue (never halts: {self._halt_off}): {probs}{self._degraded}",
                             index, th, top, budget, ctx)
-        code = step_outcome(ps, pf, self.tau_s, self.tau_f, t, self.min_halt_step)  # the one rule, at prefix t
+        code = step_outcome(ps, pf, ts, tf, t, self.min_halt_step)  # the one rule, at prefix t
+        held = _no_candidate(candidate) if code == SUCCESS and candidate is not None else ""
+        if held:  # a live loop without a patch yet: the success side waits, the failure side still applies
+            code = step_outcome(ps, pf, NEVER, tf, t, self.min_halt_step)
         if code != CONTINUE:
             outcome = "success" if code == SUCCESS else "failure"
             top = self.top_features(x, outcome) if self.explain != "never" else []
@@ -385,7 +409,8 @@ class Monitor:
                          index, th, top, budget, ctx)
             self._halt = d
             return d
-        hits = [k for k in self.halt_on_impossible if budget and budget.get(k) and budget[k]["impossible"]]
+        hits = [k for k in self.halt_on_impossible if budget and budget.get(k) and budget[k]["impossible"]
+                and halts_on_failure(self.halt_on)]
         if hits:
             top = self.top_features(x, "failure") if self.explain != "never" else []
             why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
@@ -395,7 +420,9 @@ class Monitor:
                          f"{probs}{why}{self._degraded}", index, th, top, budget, ctx)
             self._halt = d
             return d
-        if t < self.min_halt_step:
+        if held:
+            note = f"continue (success predicted, not halted: {held}): {probs}"
+        elif t < self.min_halt_step:
             note = f"continue: {probs} (halting starts at step {self.min_halt_step})"
         else:
             note = f"continue: {probs}"
@@ -422,6 +449,22 @@ class Monitor:
         c = sign * contrib
         order = np.argsort(-c, kind="stable")[:k]
         return [(self.feature_names[i], float(c[i])) for i in order if c[i] > 0 and math.isfinite(c[i])]
+
+
+def _side(name: str, p: float, tau: float, halt_on: str) -> str:
+    """One side of a reason: "p_success=0.912 >= 0.9", or "(success halts off)" when ``halt_on`` turns it off."""
+    if halt_on not in (name, "both"):
+        return f"p_{name}={p:.3f} ({name} halts off: halt_on={halt_on})"
+    return f"p_{name}={p:.3f} {'>=' if p >= tau else '<'} {tau:g}"
+
+
+def _no_candidate(candidate: Callable[[], str | None]) -> str:
+    """Why a due success halt waits ("" when the loop has a non-empty candidate patch); never raises."""
+    try:
+        c = candidate()
+    except Exception as e:  # fail open: no readable patch, no success halt
+        return f"the candidate patch could not be read ({type(e).__name__}: {e})"
+    return "" if isinstance(c, str) and c.strip() else "no candidate patch yet (a success halt waits for one)"
 
 
 __all__ = ["BadStep", "Monitor", "as_step", "as_task", "clean_step", "complete_task", "context_gaps", "context_state"]

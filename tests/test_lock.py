@@ -43,3 +43,29 @@ def test_the_lock_covers_every_declared_dependency_and_make_installs_it_hash_che
     assert not missing, missing
     make = (REPO / "Makefile").read_text()
     assert "LOCK := requirements.lock" in make and "--require-hashes --no-deps -r $(LOCK)" in make
+
+
+def test_the_lock_covers_the_vendored_swe_agent_and_make_installs_it_checked():
+    """SWE-agent 1.1.0 is on no package index: `make install-sweagent` installs the vendored tarball (sha256-checked,
+    without dependencies), so every requirement it declares must be in the lock (`make lock` resolves them)."""
+    import hashlib
+    import io
+    import tarfile
+
+    make = (REPO / "Makefile").read_text()
+    tarball = REPO.parent / "shared" / "vendor" / "SWE-agent-1.1.0-src.tar.gz"
+    assert "SWEAGENT_TARBALL ?= $(SHARED)/vendor/SWE-agent-1.1.0-src.tar.gz" in make
+    assert "sha256sum -c" in make and "pip install -q --no-deps -e $(SWEAGENT_SRC)" in make
+    assert "--no-emit-package sweagent" in make
+    if not tarball.exists():
+        import pytest
+
+        pytest.skip(f"the vendored SWE-agent is not beside the repository ({tarball.parent})")
+    sha = re.search(r"SWEAGENT_SHA256 := ([0-9a-f]{64})", make).group(1)
+    assert hashlib.sha256(tarball.read_bytes()).hexdigest() == sha
+    with tarfile.open(tarball) as tf:
+        member = next(m for m in tf.getmembers() if m.name.endswith("/pyproject.toml") and m.name.count("/") == 1)
+        proj = tomllib.load(io.BytesIO(tf.extractfile(member).read()))["project"]
+    names = {re.split(r"[=<>!~ ;\[]", d, maxsplit=1)[0].lower().replace("_", "-").replace(".", "-") for d in proj["dependencies"]}
+    locked = {n.replace(".", "-") for n in _entries()}
+    assert not names - locked, names - locked

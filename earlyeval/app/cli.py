@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import typer
 
-from earlyeval.app.options import Bar, check_bench, check_format, check_thresholds, check_what_if
+from earlyeval.app.options import Bar, check_bench, check_format, check_halt_on_option, check_thresholds, check_what_if
 
 # click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode=None,
@@ -260,6 +260,9 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                                                      help="The --what-if grid: a comma list used for both TS and TF "
                                                           "(10 = never halt that way); implies --what-if."),
           csv_path: Optional[Path] = typer.Option(None, "--csv", help="Per-run CSV path (default per_run.csv beside score.json)."),
+          halt_on: str = typer.Option("both", "--halt-on", callback=check_halt_on_option,
+                                      help="Which predicted outcomes halt: both (a benchmark pass), failure (what a live "
+                                           "adapter, which defaults to it, saves) or success; recorded in score.json."),
           seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw."),
           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
           verbose: bool = _verbose()) -> None:
@@ -280,7 +283,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                  else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
     paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
-                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path)
+                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path, halt_on=halt_on)
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:
         _print_json(rep)

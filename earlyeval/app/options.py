@@ -48,6 +48,15 @@ def check_thresholds(value: Optional[str]) -> Optional[str]:
     return value
 
 
+def check_halt_on_option(value: str) -> str:
+    from earlyeval.modeling.policy import check_halt_on
+
+    try:
+        return check_halt_on(value, "--halt-on")
+    except ValueError as e:
+        raise typer.BadParameter(str(e))
+
+
 def check_what_if(value: Optional[str]) -> Optional[str]:
     if value is None or value == "model":
         return value

@@ -26,6 +26,8 @@ class Decision:
     # not trained without: never halts); "none" (no task although the model needs one: never halts)
     context: str = "full"
     flags: list[str] = field(default_factory=list)  # what went wrong at this step and was failed open on
+    # which predicted outcomes may halt this run ("failure", "success" or "both"; modeling.policy.HALT_ON)
+    halt_on: str = "both"
 
     @property
     def may_halt(self) -> bool:

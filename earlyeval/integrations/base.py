@@ -37,9 +37,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from earlyeval.core.decision import Decision
 from earlyeval.core.render import content_text
@@ -49,6 +51,11 @@ log = logging.getLogger("earlyeval.integrations")
 
 PREDICTED_FAILURE = "PredictedFailure"
 PREDICTED_SUCCESS = "PredictedSuccess"
+# the candidate patch of a live run: the working tree against HEAD, untracked files included (what mini's and
+# SWE-agent's own `git add -A && git diff --cached` submissions hold), staged into a temporary index so that
+# the agent's own index is left as it was (the run may go on after the check)
+WORKING_DIFF_COMMAND = ('d="$(mktemp -d)" && export GIT_INDEX_FILE="$d/index" && git read-tree HEAD && git add -A '
+                        '&& git diff --cached HEAD; r=$?; rm -rf "$d"; exit $r')
 
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
@@ -101,7 +108,7 @@ class StepMonitor(Protocol):
 
     def start(self, task: Task | dict | None = None, run_id: str | None = None) -> None: ...
 
-    def observe(self, step: Step) -> Decision: ...
+    def observe(self, step: Step) -> Decision: ...  # earlyeval.Monitor also takes ``candidate=`` (a callable)
 
 
 def exit_status_for(decision: Decision) -> str:
@@ -156,6 +163,11 @@ class EarlyStopper:
     Decision, is logged and turned into a "continue" Decision, so the agent never
     crashes because of the monitor.  After the first Decision with ``halt=True``,
     ``halted`` holds a :class:`HaltedRun`.
+
+    ``observe(step, candidate=f)``: ``f()`` returns the agent's candidate patch so far.  A predicted
+    success halts only when it is non-empty (a live loop never throws work away); ``submission`` then
+    holds that patch, which the adapter submits through its framework's own path.  A monitor whose
+    ``observe`` takes no ``candidate`` is gated here the same way.
     """
 
     def __init__(self, monitor: StepMonitor, *, logger: logging.Logger | None = None):
@@ -165,6 +177,8 @@ class EarlyStopper:
         self.halted: HaltedRun | None = None
         self.errors: list[str] = []
         self.n_steps = 0
+        self.submission: str | None = None  # the candidate patch a success halt was granted on
+        self._takes_candidate = _takes_candidate(monitor)
 
     # ------------------------------------------------------------------ run
     def start(self, task: Task | dict | None = None, run_id: str | None = None) -> None:
@@ -173,6 +187,7 @@ class EarlyStopper:
         self.halted = None
         self.errors = []
         self.n_steps = 0
+        self.submission = None
         try:
             self.monitor.start(task=task, run_id=run_id)
         except Exception as e:  # the monitor must never take the agent down
@@ -187,11 +202,25 @@ class EarlyStopper:
         return self.decisions[-1] if self.decisions else None
 
     # ---------------------------------------------------------------- steps
-    def observe(self, step: Step) -> Decision:
-        """Score one finished step; never raises."""
+    def observe(self, step: Step, candidate: Callable[[], str | None] | None = None) -> Decision:
+        """Score one finished step; never raises.  ``candidate``: see the class doc."""
         self.n_steps += 1
+        seen: dict[str, Any] = {}
+
+        def read() -> str:
+            if "patch" not in seen:
+                try:
+                    seen["patch"] = str(candidate() or "") if candidate is not None else ""
+                except Exception as e:  # fail open: no readable patch, no success halt
+                    self.note_error(f"reading the candidate patch failed at step {step.index}: {e!r}")
+                    seen["patch"] = ""
+            return seen["patch"]
+
         try:
-            d = self.monitor.observe(step)
+            if candidate is not None and self._takes_candidate and self.halted is None:
+                d = self.monitor.observe(step, candidate=read)  # type: ignore[call-arg]
+            else:
+                d = self.monitor.observe(step)
             if not isinstance(d, Decision):
                 raise TypeError(f"monitor.observe returned {type(d).__name__}, not Decision")
         except Exception as e:
@@ -200,9 +229,15 @@ class EarlyStopper:
             d = Decision.proceed(f"fail-open: {msg}", step_index=step.index)
         if d.step_index < 0:
             d.step_index = step.index
+        if d.halt and self.halted is None and d.outcome == "success" and candidate is not None and not read().strip():
+            # a monitor that took no candidate: the same gate here (it may stay halted inside; the run goes on)
+            d = dataclasses.replace(d, halt=False, outcome=None, reason=f"continue (success predicted, not halted: no "
+                                    f"candidate patch yet (a success halt waits for one)): {d.reason}")
         self.decisions.append(d)
         if d.halt and self.halted is None:
             self.halted = HaltedRun.from_decision(d, self.n_steps)
+            if d.outcome == "success" and candidate is not None:
+                self.submission = read()
             self.log.info("%s", self.halted.message())
         return d
 
@@ -220,13 +255,15 @@ class EarlyStopper:
         cost_usd: float | None = None,
         error: bool | None = None,
         final_answer: str | None = None,
+        candidate: Callable[[], str | None] | None = None,
     ) -> Decision:
         """Build the Step of one finished turn (shared taxonomy) and score it.
 
         Give either one ``action`` run with ``tool`` (a shell command by default)
         or several ``actions`` as ``Action``s or ``(tool, text)`` pairs.  A turn
         with no action (a final answer, or a reply the scaffold rejected) is
-        ``action=""``; pass ``error=True`` for a rejected one.
+        ``action=""``; pass ``error=True`` for a rejected one.  ``candidate``: returns the run's patch so far
+        (a predicted success halts only when it is non-empty; see the class doc).
         """
         try:
             acts = _actions(action, tool, actions)
@@ -244,13 +281,14 @@ class EarlyStopper:
             msg = f"could not build step {self.next_index}: {e!r}"
             self.note_error(msg)
             return Decision.proceed(f"fail-open: {msg}", step_index=self.next_index)
-        return self.observe(step)
+        return self.observe(step, candidate)
 
     # -------------------------------------------------------------- records
     def summary(self) -> dict[str, Any]:
         """JSON-ready record for a trajectory file: the halt (if any), last decision, per-step probabilities."""
         last = self.last
         return {
+            "halt_on": getattr(self.monitor, "halt_on", None),
             "exit_status": self.halted.exit_status if self.halted else None,
             "halted": self.halted is not None,
             "halt": self.halted.to_dict() if self.halted else None,
@@ -261,6 +299,9 @@ class EarlyStopper:
                 for d in self.decisions
             ],
             "errors": list(self.errors),
+            # the candidate patch a success halt was granted on (submitted through the framework), in size only
+            "submission": ({"chars": len(self.submission), "files": self.submission.count("diff --git ")}
+                           if self.submission else None),
         }
 
     def note_error(self, msg: str) -> None:
@@ -278,6 +319,15 @@ def _actions(action: str, tool: str, actions: Iterable[Action | tuple[str, str]]
     return out
 
 
+def _takes_candidate(monitor: Any) -> bool:
+    """Whether ``monitor.observe`` accepts ``candidate=`` (earlyeval.Monitor does; a minimal StepMonitor may not)."""
+    try:
+        params = inspect.signature(monitor.observe).parameters
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return "candidate" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 def _decision_dict(d: Decision) -> dict[str, Any]:
     try:
         return d.to_dict()
@@ -293,6 +343,7 @@ __all__ = [
     "KIND_ALIAS",
     "PREDICTED_FAILURE",
     "PREDICTED_SUCCESS",
+    "WORKING_DIFF_COMMAND",
     "build_step",
     "EarlyStopper",
     "HaltedRun",

@@ -9,6 +9,9 @@ OpenHands callback's and the SWE-agent hook's ``from_config``) reads the same ke
                model's own thresholds (needs ``Monitor.load(..., thresholds=...)``)
 ``tasks``      a ``tasks.parquet`` from ``earlyeval ingest``: completes a task known only by id
                (gold patch, tests), so the gold and prior families have their inputs
+``halt_on``     which predicted outcomes may halt: ``failure`` (every live adapter's default: only the
+               doomed runs stop), ``success`` or ``both`` (the benchmark runners' default); in a live
+               loop a success halt waits for the agent's candidate patch and submits it
 ``strict``, ``explain``, ``budget``, ``halt_on_impossible``: passed to ``Monitor`` as they are
 
 A model directory is loaded once per process (and per set of options); each run gets its own
@@ -23,9 +26,11 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
+from earlyeval.modeling.policy import check_halt_on, halts_on_success
 from earlyeval.monitor import Monitor
 
-MONITOR_KEYS = ("model", "thresholds", "tasks", "strict", "explain", "budget", "halt_on_impossible")
+MONITOR_KEYS = ("model", "thresholds", "tasks", "halt_on", "strict", "explain", "budget", "halt_on_impossible")
+LIVE_HALT_ON = "failure"  # what a live adapter halts on unless told otherwise: never throw away a run that may still succeed
 
 _CACHE: dict[tuple, Monitor] = {}
 _LOCK = threading.Lock()
@@ -51,13 +56,35 @@ def split_config(cfg: Mapping[str, Any] | None, adapter_keys: tuple[str, ...], w
     return mon, rest
 
 
-def monitor_from_config(cfg: Mapping[str, Any], where: str = "earlyeval") -> Monitor:
-    """A fresh Monitor for one run, from the monitor keys of an ``earlyeval`` block (see the module doc)."""
+def halt_on_of(cfg: Mapping[str, Any], where: str = "earlyeval", default: str = LIVE_HALT_ON) -> str:
+    """The block's ``halt_on`` (``default`` when absent), checked: a ConfigError names the key and the values."""
+    try:
+        return check_halt_on(default if cfg.get("halt_on") is None else cfg["halt_on"], f"{where}.halt_on")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def submit_required(cfg: Mapping[str, Any], key: str, where: str, default: str = LIVE_HALT_ON) -> bool:
+    """Whether a success halt is possible (then the adapter's submission switch ``key`` must stay on): True/False;
+    a ConfigError when the block turns ``key`` off while success halts are on."""
+    halt_on = halt_on_of(cfg, where, default)
+    on = halts_on_success(halt_on)
+    if on and cfg.get(key) is False:
+        raise ConfigError(f"{where}.{key}: cannot be false while success halts are on (halt_on: {halt_on}): "
+                          "a success halt submits the agent's patch")
+    return on
+
+
+def monitor_from_config(cfg: Mapping[str, Any], where: str = "earlyeval", default_halt_on: str = LIVE_HALT_ON) -> Monitor:
+    """A fresh Monitor for one run, from the monitor keys of an ``earlyeval`` block (see the module doc);
+    ``halt_on`` defaults to ``default_halt_on`` (``failure``, the live adapters' default)."""
     cfg = dict(cfg)
+    halt_on = halt_on_of(cfg, where, default_halt_on)
+    cfg.pop("halt_on", None)
     model = cfg.pop("model", None)
     if not model:
         raise ConfigError(f"{where}.model: missing (the model directory written by `earlyeval train`)")
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"halt_on": halt_on}
     if cfg.get("thresholds") is not None:
         kwargs["thresholds"] = _thresholds(cfg.pop("thresholds"), f"{where}.thresholds")
         if not _accepts("thresholds"):
@@ -103,4 +130,5 @@ def _thresholds(v: Any, where: str) -> dict[str, Any]:
     return dict(v)
 
 
-__all__ = ["ConfigError", "MONITOR_KEYS", "clear_cache", "monitor_from_config", "split_config"]
+__all__ = ["ConfigError", "LIVE_HALT_ON", "MONITOR_KEYS", "clear_cache", "halt_on_of", "monitor_from_config", "split_config",
+           "submit_required"]

@@ -34,6 +34,12 @@ history, thresholds) is written after every step to the sample store
 (``store().get("earlyeval")``, public ``inspect_ai.util.store``) and, under the
 registered solver, which has the ``TaskState``, to the sample's metadata.
 
+Which outcomes halt is the monitor's ``halt_on`` (the registered solver's ``-S halt_on``, default
+``failure``).  When success halts are on, a predicted success halts only when the sample's sandbox
+has a non-empty working diff (``base.WORKING_DIFF_COMMAND`` through ``sandbox().exec``, read before
+each turn is scored): the sample is then scored on what the sandbox holds.  Without a sandbox or a
+diff the sample goes on and the decision says why.
+
 One monitor per sample: samples run concurrently, and a monitor holds the
 state of one run, so pass a zero-argument factory.  A single monitor instance
 is accepted for sequential runs (``max_samples=1``).  Runs are told apart by the
@@ -54,11 +60,12 @@ from typing import Any, Awaitable, Callable, Mapping
 
 from inspect_ai.agent import AgentState
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
-from inspect_ai.util import LimitExceededError, store
+from inspect_ai.util import LimitExceededError, sandbox, store
 
 from earlyeval.core.trajectory import Step, Task
 from earlyeval.ingest.inspect_eval import inspect_steps
-from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor
+from earlyeval.integrations.base import WORKING_DIFF_COMMAND, EarlyStopper, HaltedRun, StepMonitor
+from earlyeval.modeling.policy import halts_on_success
 
 log = logging.getLogger("earlyeval.integrations.inspect_ai")
 
@@ -163,8 +170,10 @@ class EarlyStopOnContinue:
         halted: HaltedRun | None = None
         try:
             run = self._run_for(state)
-            for step in self._new_steps(run, state):
-                run.stopper.observe(step)
+            steps = self._new_steps(run, state)
+            patch = await _sandbox_diff() if steps and halts_on_success(getattr(run.stopper.monitor, "halt_on", "both")) else ""
+            for step in steps:
+                run.stopper.observe(step, candidate=lambda: patch)
                 if run.stopper.halted is not None:
                     halted = run.stopper.halted
                     break
@@ -228,6 +237,16 @@ def earlyeval_on_continue(
 ) -> EarlyStopOnContinue:
     """An ``on_continue`` for ``react()`` that ends the sample when the monitor halts (see module doc)."""
     return EarlyStopOnContinue(monitor, then=then, submit=submit, metadata_key=metadata_key, halt_as_limit=halt_as_limit)
+
+
+async def _sandbox_diff() -> str:
+    """The sample sandbox's working diff (a success halt's candidate); "" without a sandbox or on failure."""
+    try:
+        r = await sandbox().exec(["bash", "-c", WORKING_DIFF_COMMAND])
+    except Exception as e:
+        log.info("earlyeval: no sandbox diff for a success halt (%s); the sample goes on", e)
+        return ""
+    return r.stdout if r.success else ""
 
 
 def _sample_store() -> Any:

@@ -64,11 +64,11 @@ from earlyeval.ingest.inspect_eval import inspect_steps, usage_by_message
 from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor
 from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
 from earlyeval.integrations.inspect_ai import _sample_store, task_of
+from earlyeval.modeling.policy import HALT_ON  # the one definition of the operating modes
 
 log = logging.getLogger("earlyeval.integrations.inspect_approver")
 
 WHERE = "earlyeval/early_stop (approver)"
-HALT_ON = ("failure", "success", "both")
 SUCCESS_NEEDS = ("diff", "nothing")
 OTHERWISE = ("approve", "escalate")
 ADAPTER_KEYS = ("halt_on", "success_needs", "otherwise", "metadata_key")

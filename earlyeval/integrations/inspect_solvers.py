@@ -11,7 +11,8 @@ namespace is looked up, so with earlyeval installed no Python is needed::
 The solver is ``react()`` with :class:`~earlyeval.integrations.inspect_ai.EarlyStopOnContinue`
 as its ``on_continue``.  Arguments (``-S key=value``): ``model`` (model directory, required),
 ``thresholds`` (JSON file or mapping, overrides the model's), ``tasks`` (a ``tasks.parquet``),
-``strict``; ``tools`` -- the task's own tools (``use_tools`` in its setup) plus these built-in
+``strict``, ``halt_on`` (``failure`` by default; ``both``/``success``: a predicted success halts once the
+sandbox has a working diff); ``tools`` -- the task's own tools (``use_tools`` in its setup) plus these built-in
 inspect tools by name (``bash``, ``python``, ``text_editor``, ``bash_session``, ``think``;
 default ``bash,text_editor`` when the task has none); ``submit`` (react's submit tool, default
 true); ``halt_as_limit`` (default true: a halt is recorded as ``sample.limit`` type ``custom``).
@@ -39,10 +40,11 @@ DEFAULT_TOOLS = ("bash", "text_editor")
 
 @solver
 def early_stop(model: str, thresholds: Any = None, tasks: str | None = None, strict: bool = False,
-               tools: str | list[str] | None = None, submit: bool = True, halt_as_limit: bool = True) -> Solver:
+               tools: str | list[str] | None = None, submit: bool = True, halt_as_limit: bool = True,
+               halt_on: str = "failure") -> Solver:
     """react() that earlyeval's monitor stops when it predicts the outcome (module doc)."""
-    mon_cfg, _ = split_config({"model": model, "thresholds": thresholds, "tasks": tasks, "strict": strict or None},
-                              (), "earlyeval/early_stop")
+    mon_cfg, _ = split_config({"model": model, "thresholds": thresholds, "tasks": tasks, "strict": strict or None,
+                               "halt_on": halt_on}, (), "earlyeval/early_stop")
     monitor_from_config(mon_cfg, "earlyeval/early_stop")  # load (and check) the model once, before any sample
     named = _tool_names(tools)
 

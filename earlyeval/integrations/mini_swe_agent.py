@@ -44,9 +44,21 @@ How the run ends, per version:
   "<message with probabilities>")``.  1.x agents do not save themselves: pass
   ``extra_info=agent.earlyeval_info()`` to ``minisweagent.run.utils.save.save_traj``.
 
-A halt with ``PredictedSuccess`` stops before the agent submits: the submission
-is empty unless ``earlyeval.submit_diff: true``, which runs ``diff_command``
-(default ``git diff``) in the agent's environment and submits its output (2.x).
+Which outcomes halt (``earlyeval.halt_on``): ``failure`` by default (only the
+doomed runs stop), ``success`` or ``both``.  A predicted success halts only once
+the working tree has a non-empty diff (``diff_command``; default: tracked and
+untracked files against HEAD, through a temporary git index, so the agent's own
+index is never touched), and that diff is the run's ``submission``, which
+``mini-extra swebench`` writes to ``preds.json``.  Without one the run goes on and
+the decision says why.  ``submit_diff`` is on whenever success halts are
+(``submit_diff: false`` with them on is a config error).
+
+Under mini's interactive CLI (``mini``, which builds its agent with
+``get_agent(..., default_type="interactive")``), or with ``InteractiveAgent``'s own
+keys in the config (``mode``, ``whitelist_actions``, ``confirm_exit``),
+``EarlyStopAgent(...)`` builds an :class:`EarlyStopInteractiveAgent`: mini's
+``InteractiveAgent`` (confirm, yolo and human modes, the step display) with the
+monitor, printing the halt (2.x; ``interactive_class``).
 
 No Python: see :class:`EarlyStopAgent` for the YAML, and ``earlyeval-mini
 swebench`` (:mod:`earlyeval.integrations.mini_cli`) for a SWE-bench batch.
@@ -54,18 +66,18 @@ swebench`` (:mod:`earlyeval.integrations.mini_cli`) for a SWE-bench batch.
 
 from __future__ import annotations
 
+import inspect
 import logging
-import threading
-from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from minisweagent.agents.default import DefaultAgent
 
 from earlyeval.ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Step, Task
-from earlyeval.integrations.base import PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor, build_step
-from earlyeval.integrations.config import monitor_from_config, split_config
+from earlyeval.integrations.base import (PREDICTED_FAILURE, PREDICTED_SUCCESS, WORKING_DIFF_COMMAND, EarlyStopper, HaltedRun,
+                                         StepMonitor, build_step)
+from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config, submit_required
 
 try:  # mini-swe-agent 2.x
     from minisweagent.exceptions import InterruptAgentFlow as _FlowBase
@@ -191,7 +203,12 @@ def _rejected_step(msg: dict, index: int) -> Step:
 
 
 ADAPTER_KEYS = ("task", "run_id", "submit_diff", "diff_command")
-DEFAULT_DIFF_COMMAND = "git diff"
+DEFAULT_DIFF_COMMAND = WORKING_DIFF_COMMAND  # tracked and untracked files against HEAD, the agent's index untouched
+# InteractiveAgent's own config keys: an agent config that has them asks for the interactive variant
+INTERACTIVE_KEYS = ("mode", "whitelist_actions", "confirm_exit")
+# mini's entry points that build an InteractiveAgent by default (get_agent(..., default_type="interactive"))
+INTERACTIVE_RUNNERS = ("minisweagent.run.mini", "minisweagent.run.benchmarks.swebench_single")
+HELD = "continue (success predicted, not halted"  # how a Decision starts when a success halt waits for a patch
 
 
 class EarlyStopAgent(DefaultAgent):
@@ -206,15 +223,21 @@ class EarlyStopAgent(DefaultAgent):
             thresholds: {success: 0.9, failure: 0.99}   # optional override
             tasks: data/swebench/tasks.parquet          # optional: completes a task known by id
             task: django__django-11099      # task id (or a mapping of Task / SWE-bench fields)
-            submit_diff: true               # on PredictedSuccess, submit the working `git diff`
+            halt_on: failure                # default; `both`: a predicted success halts too, once there is a diff
 
     mini-swe-agent's ``get_agent`` pops ``agent_class`` and passes every other ``agent`` key as a
     keyword argument, so ``earlyeval`` arrives here (the other keys go to ``DefaultAgent``).  From
-    Python, ``monitor=`` (any :class:`~earlyeval.integrations.base.StepMonitor`) may be given instead.
-    The task the monitor is started with: ``earlyeval.task``, else ``task_id``, else the
-    ``instance_id`` a benchmark runner set (``earlyeval-mini swebench`` passes the whole SWE-bench
-    instance: id, problem statement, gold patch, tests), with the run's task text as prompt.
+    Python, ``monitor=`` (any :class:`~earlyeval.integrations.base.StepMonitor`) may be given instead;
+    it halts on what it was built with (``Monitor(..., halt_on=...)``).  The task the monitor is started
+    with: ``earlyeval.task`` (``earlyeval-mini swebench`` sets it to the whole SWE-bench instance: id,
+    problem statement, gold patch, tests), else ``task_id``, else the runner's ``instance_id``, with the
+    run's task text as prompt.  Under ``mini`` it is an :class:`EarlyStopInteractiveAgent`.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        if cls is EarlyStopAgent and wants_interactive(kwargs):
+            return super().__new__(interactive_class())
+        return super().__new__(cls)
 
     def __init__(self, model: Any, env: Any, *, monitor: StepMonitor | None = None,
                  earlyeval: Mapping[str, Any] | None = None, run_id: str | None = None,
@@ -223,17 +246,21 @@ class EarlyStopAgent(DefaultAgent):
         opts: dict[str, Any] = {}
         if monitor is None:
             mon_cfg, opts = split_config(earlyeval, ADAPTER_KEYS, "agent.earlyeval")
+            halt_on = halt_on_of(mon_cfg, "agent.earlyeval")
             monitor = monitor_from_config(mon_cfg, "agent.earlyeval")
-            self.earlyeval_config: dict[str, Any] = {**mon_cfg, **opts}
+            self.earlyeval_config: dict[str, Any] = {**mon_cfg, **opts, "halt_on": halt_on}
         else:
             if earlyeval is not None:
                 _, opts = split_config({"model": "<given monitor>", **earlyeval}, ADAPTER_KEYS, "agent.earlyeval")
+            halt_on = str(getattr(monitor, "halt_on", "both"))  # a monitor without the setting decides by itself
             self.earlyeval_config = dict(opts)
         self.stopper = EarlyStopper(monitor, logger=log)
         self.run_id = run_id or opts.get("run_id")
         self.task_spec = opts.get("task")
         self.task_id = task_id or (self.task_spec if isinstance(self.task_spec, str) else None)
-        self.submit_diff = bool(opts.get("submit_diff", False))
+        self.halt_on = halt_on
+        # on whenever a success halt is possible (it waits for the patch and submits it); a ConfigError if turned off then
+        self.submit_diff = submit_required({**opts, "halt_on": halt_on}, "submit_diff", "agent.earlyeval")
         self.diff_command = str(opts.get("diff_command") or DEFAULT_DIFF_COMMAND)
         self._scored_upto: int | None = None
 
@@ -247,10 +274,7 @@ class EarlyStopAgent(DefaultAgent):
         return self.task_id or getattr(self, "instance_id", "") or self.run_id or ""
 
     def monitor_task(self, task_text: str) -> Task | dict:
-        """The task the monitor starts with: a benchmark instance, the configured task, or id + prompt."""
-        inst = current_instance()
-        if isinstance(inst, Mapping) and (not self._task_id() or inst.get("instance_id") == self._task_id()):
-            return dict(inst)
+        """The task the monitor starts with: the configured task (a mapping: a benchmark instance), or id + prompt."""
         if isinstance(self.task_spec, Mapping):
             spec = dict(self.task_spec)
             if not (spec.get("prompt") or spec.get("problem_statement")):
@@ -277,20 +301,29 @@ class EarlyStopAgent(DefaultAgent):
             self.stopper.note_error(f"could not convert messages {self._scored_upto - len(new)}..: {e!r}")
             return
         for step in steps:
-            self.stopper.observe(step)
+            d = self.stopper.observe(step, candidate=self.working_diff if self.submit_diff else None)
             if self.stopper.halted is not None:
+                self.on_halt(self.stopper.halted)
                 raise self._halt_exception()
+            if d.reason.startswith(HELD):
+                self.on_held(d.reason)
+
+    def on_halt(self, halted: HaltedRun) -> None:
+        """Called once, when the monitor ends the run (the interactive variant prints it)."""
+
+    def on_held(self, reason: str) -> None:
+        """Called when a predicted success waits for a patch (the interactive variant prints it, once)."""
 
     def _halt_exception(self) -> PredictedOutcome:
         halted = self.stopper.halted
         assert halted is not None
         submission = ""
         if self.submit_diff and halted.exit_status == PREDICTED_SUCCESS:
-            submission = self.working_diff()
+            submission = self.stopper.submission if self.stopper.submission is not None else self.working_diff()
         return exception_for(halted, submission)
 
     def working_diff(self) -> str:
-        """The working tree's diff (``diff_command``, default ``git diff``) as the submission; "" on failure."""
+        """The working tree's diff against HEAD, untracked files included (``diff_command``); "" on failure."""
         try:
             out = self.env.execute({"command": self.diff_command}) if MINI_SWE_AGENT_V2 else self.env.execute(self.diff_command)
         except Exception as e:
@@ -305,7 +338,8 @@ class EarlyStopAgent(DefaultAgent):
     def earlyeval_info(self) -> dict[str, Any]:
         """``{"earlyeval": summary}``: for 1.x ``save_traj(extra_info=...)``; 2.x saves it itself."""
         summary = self.stopper.summary()
-        summary["config"] = {k: (str(v) if k == "model" else v) for k, v in self.earlyeval_config.items()}
+        summary["config"] = {k: (str(v) if k == "model" else _task_id_of(v) if k == "task" else v)
+                             for k, v in self.earlyeval_config.items()}
         th = getattr(self.stopper.monitor, "thresholds", None)
         if isinstance(th, Mapping):
             summary["thresholds"] = dict(th)
@@ -315,34 +349,89 @@ class EarlyStopAgent(DefaultAgent):
         return super().serialize({"info": self.earlyeval_info()}, *extra_dicts)  # type: ignore[misc]
 
 
-# the benchmark instance a runner is processing in this thread (earlyeval-mini swebench sets it)
-_CURRENT = threading.local()
+_INTERACTIVE: list[type] = []
 
 
-def current_instance() -> Mapping[str, Any] | None:
-    return getattr(_CURRENT, "instance", None)
+def interactive_class() -> type:
+    """``EarlyStopInteractiveAgent``: mini's ``InteractiveAgent`` (confirm / yolo / human modes, the step display)
+    with the monitor.  Built on first use, because importing mini's interactive module opens its prompt
+    session (a batch run never needs it); ``earlyeval.integrations.mini_swe_agent.EarlyStopInteractiveAgent``
+    names it (module ``__getattr__``), as a config's ``agent_class`` may."""
+    if not _INTERACTIVE:
+        from minisweagent.agents.interactive import InteractiveAgent, console  # the console mini's step display uses
+
+        class EarlyStopInteractiveAgent(EarlyStopAgent, InteractiveAgent):
+            """``EarlyStopAgent`` + mini's ``InteractiveAgent``; ``EarlyStopAgent`` builds it by itself under ``mini``.
+
+            Turns are scored where ``EarlyStopAgent`` scores them, before the next model call.  In human mode the
+            commands are the user's, not a model turn, and are not scored.  The halt is printed on mini's
+            console, then the run ends with its exit message (which the step display prints too)."""
+
+            def query(self) -> dict:
+                if self.config.mode != "human":
+                    self.score_new_messages()
+                return InteractiveAgent.query(self)
+
+            def on_halt(self, halted: HaltedRun) -> None:
+                sub = self.stopper.submission
+                extra = f" The working diff ({len(sub)} characters) is the submission." if sub else ""
+                console.print(f"\nearlyeval stops the run: {halted.message()}{extra}", style="bold red",
+                              highlight=False, markup=False)
+
+            def on_held(self, reason: str) -> None:
+                if not getattr(self, "_held_shown", False):
+                    self._held_shown = True
+                    console.print(f"\nearlyeval: {reason}", style="bold yellow", highlight=False, markup=False)
+
+        EarlyStopInteractiveAgent.__module__, EarlyStopInteractiveAgent.__qualname__ = __name__, "EarlyStopInteractiveAgent"
+        _INTERACTIVE.append(EarlyStopInteractiveAgent)
+    return _INTERACTIVE[0]
 
 
-@contextmanager
-def processing(instance: Mapping[str, Any] | None) -> Iterator[None]:
-    """Within this block (one thread), EarlyStopAgent starts its monitor with ``instance``."""
-    before = current_instance()
-    _CURRENT.instance = instance
+def __getattr__(name: str) -> Any:
+    if name == "EarlyStopInteractiveAgent":
+        return interactive_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def wants_interactive(agent_config: Mapping[str, Any]) -> bool:
+    """Whether ``EarlyStopAgent(**agent_config)`` is to be the interactive variant (mini 2.x): the config has
+    ``InteractiveAgent``'s own keys, or one of mini's interactive entry points (``mini``, ``mini-extra
+    swebench-single``: they build an ``InteractiveAgent`` unless told otherwise) is building the agent."""
+    if not MINI_SWE_AGENT_V2:
+        return False
+    if any(k in agent_config for k in INTERACTIVE_KEYS):
+        return True
+    frame = inspect.currentframe()
     try:
-        yield
+        while frame is not None:
+            spec = frame.f_globals.get("__spec__")
+            name = getattr(spec, "name", None) or frame.f_globals.get("__name__")
+            if frame.f_code.co_name == "main" and name in INTERACTIVE_RUNNERS:
+                return True
+            frame = frame.f_back
     finally:
-        _CURRENT.instance = before
+        del frame
+    return False
+
+
+def _task_id_of(task: Any) -> Any:
+    """A task spec as the saved config shows it: its id, not the whole instance (problem statement, gold patch)."""
+    if isinstance(task, Mapping):
+        return task.get("instance_id") or task.get("task_id") or "<task mapping>"
+    return task
 
 
 __all__ = [
     "ADAPTER_KEYS",
+    "DEFAULT_DIFF_COMMAND",
     "EarlyStopAgent",
-    "current_instance",
-    "processing",
+    "interactive_class",
     "MINI_SWE_AGENT_V2",
     "PredictedFailure",
     "PredictedOutcome",
     "PredictedSuccess",
     "exception_for",
     "steps_from_new_messages",
+    "wants_interactive",
 ]

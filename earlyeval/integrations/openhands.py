@@ -27,6 +27,12 @@ the run.  The grouping and the Step are ``earlyeval.ingest.openhands_conversatio
 the ``openhands-conversation`` reader's own, so a persisted conversation read
 back offline gives the steps this callback scored.
 
+Which outcomes halt: ``halt_on`` (``failure`` by default: only the doomed runs stop).  A predicted
+success halts only when the conversation's workspace has a non-empty diff (``workspace.execute_command``
+of ``base.WORKING_DIFF_COMMAND``: tracked and untracked files against HEAD, the index untouched): what
+the workspace holds is the run's result, as when the agent finishes.  Without one the run goes on and
+the decision says why.
+
 Stopping (``end_as="terminal"``, default): the conversation's status is set, under
 the state lock, to the terminal status the SDK's own run-enders use -- ``STUCK`` for
 a predicted failure, as the SDK's stuck detector does
@@ -58,8 +64,8 @@ from typing import Any, Mapping
 from earlyeval.core.trajectory import Action, Step, Task, call_action
 from earlyeval.ingest.openhands_conversation import (OBSERVATION_EVENTS, StepFolder, call_of, event_kinds, observation_of,
                                                      response_usage)
-from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor
-from earlyeval.integrations.config import monitor_from_config, split_config
+from earlyeval.integrations.base import PREDICTED_SUCCESS, WORKING_DIFF_COMMAND, EarlyStopper, StepMonitor
+from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config
 
 log = logging.getLogger("earlyeval.integrations.openhands")
 
@@ -92,9 +98,10 @@ class EarlyStopCallback:
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopCallback":
-        """From an ``earlyeval`` config block (``integrations/config.py`` keys plus ``run_id``, ``task``
-        -- a task id, or a mapping of Task / SWE-bench fields -- and ``end_as``)."""
+        """From an ``earlyeval`` config block (``integrations/config.py`` keys, ``halt_on`` default ``failure``,
+        plus ``run_id``, ``task`` -- a task id, or a mapping of Task / SWE-bench fields -- and ``end_as``)."""
         mon, opts = split_config(cfg, ("run_id", "task", "end_as"), "earlyeval")
+        mon["halt_on"] = halt_on_of(mon, "earlyeval")
         task = opts.get("task")
         return cls(monitor_from_config(mon), run_id=opts.get("run_id"), end_as=opts.get("end_as", "terminal"),
                    task_id=task if isinstance(task, str) else None, task=task if isinstance(task, Mapping) else None)
@@ -123,10 +130,21 @@ class EarlyStopCallback:
 
     def _score(self, step: Step) -> None:
         already = self.stopper.halted is not None
-        self.stopper.observe(step)
+        self.stopper.observe(step, candidate=self.workspace_diff)
         self._record()
         if self.stopper.halted is not None and not already:
             self._end()
+
+    def workspace_diff(self) -> str:
+        """The conversation workspace's diff against HEAD, untracked files included (a success halt's candidate)."""
+        conv = self.conversation
+        ws = getattr(conv, "workspace", None) or getattr(getattr(conv, "state", None), "workspace", None)
+        if ws is None:
+            raise RuntimeError("no conversation workspace to read the diff from (call attach(conversation))")
+        r = ws.execute_command(WORKING_DIFF_COMMAND, cwd=str(ws.working_dir))
+        if getattr(r, "exit_code", 1) != 0:
+            raise RuntimeError(f"the workspace diff failed (exit {getattr(r, 'exit_code', None)}): {getattr(r, 'stderr', '')!s:.300}")
+        return str(getattr(r, "stdout", "") or "")
 
     # ---------------------------------------------------------------- helpers
     def _ensure_started(self) -> None:

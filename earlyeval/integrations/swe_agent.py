@@ -1,41 +1,46 @@
-"""SWE-agent (1.x): an agent hook that ends a decided run through the agent's own exit path.
+"""SWE-agent (1.x; tested: 1.1.0): an agent hook that ends a decided run through the agent's own exit path.
 
-Usage (SWE-agent adds agent hooks from Python: ``agent.add_hook``; its YAML configs have no
-hook key, so the earlyeval block is read with ``from_config``, e.g. from its own YAML file)::
+No Python (SWE-agent's YAML has no hook key, so earlyeval adds a console script around its own CLI)::
+
+    earlyeval-sweagent run --earlyeval ee.yaml --config config/default.yaml --agent.model.name ... \
+        --problem_statement.path issue.md --env.repo.path repo/
+
+(``earlyeval.integrations.sweagent_cli``: ``sweagent run``'s own options and config loading; ``ee.yaml`` holds the
+``earlyeval`` block.)  From Python (``agent.add_hook``, SWE-agent's public hook API)::
 
     from sweagent.agent.agents import DefaultAgent
     from earlyeval.integrations.swe_agent import EarlyStopHook
 
     agent = DefaultAgent.from_config(agent_config)
-    agent.add_hook(EarlyStopHook.from_config({"model": "models/swebench", "autosubmit": True}))
+    agent.add_hook(EarlyStopHook.from_config({"model": "models/swebench"}))
     result = agent.run(env=env, problem_statement=ps, output_dir=out)
-    result.info["exit_status"]   # e.g. "submitted (PredictedFailure)" or "PredictedSuccess"
-    result.info["earlyeval"]     # halt record, probabilities, per-step history (also in the .traj file)
+    result.info["exit_status"]   # e.g. "submitted (PredictedFailure)"
+    json.loads(agent.traj_path.read_text())["info"]["earlyeval"]   # the summary, in the .traj file
 
-Written against the published interface of SWE-agent 1.x
-(``sweagent/agent/hooks/abstract.py``, ``sweagent/agent/agents.py``,
-``sweagent/types.py``), which could not be installed here (SWE-agent is not
-on PyPI: ``sweagent`` there is an unrelated 0.0.1 snapshot from 2024 that does
-not install, ``swe-agent`` does not exist); see docs/integrations.md.  The
-module imports nothing from ``sweagent``: it implements every
-``AbstractAgentHook`` method (unknown future ``on_*`` hooks are no-ops).
+Where the summary lands.  The hook writes ``info["earlyeval"]`` into the agent's own ``info`` dict after
+every step (``on_step_done(step=..., info=...)`` hands over that very dict), and ``DefaultAgent.run()``
+saves it into the ``.traj`` file after every step: ``info.earlyeval`` of the ``.traj`` is where SWE-agent
+users read it.  The ``AgentRunResult`` that ``run()`` returns does not carry it: ``AgentInfo`` is a
+validated TypedDict and pydantic drops keys it does not declare; ``exit_status`` and ``submission``, which
+it declares, do carry the halt.
 
-How it works.  ``DefaultAgent.step()`` runs the model and the action, appends
-the step to history and trajectory, updates ``self.info`` and then calls
-``on_step_done(step=step_output, info=self.info)`` with the very
-``StepOutput`` it returns; ``run()`` loops ``while not step_output.done`` and
-saves the trajectory after every step.  The hook turns the ``StepOutput``
-into a Step (tool calls, or the command line; ``base.build_step``;
-per-step token/cost deltas from ``info["model_stats"]``), asks the monitor,
-writes ``info["earlyeval"]``, and on a halt sets ``step.done = True`` with
-``exit_status`` ``PredictedFailure``/``PredictedSuccess`` -- the same exit
-path SWE-agent's own forced exits (``exit_cost``, ``exit_context``, ...)
-take.  With ``autosubmit=True`` (default, as SWE-agent does for its forced
-exits) it first calls ``agent.attempt_autosubmission_after_error(step)``, so
-the patch in the environment is still submitted and the status reads
-``submitted (PredictedFailure)``.  Steps that are already ``done`` (the agent
-submitted or exited) are not scored.  Under ``RetryAgent`` the hook is added
-to every attempt's agent (``on_init``) and each attempt is a new monitor run.
+How it works.  ``DefaultAgent.step()`` runs the model and the action, appends the step to history and
+trajectory, updates ``self.info`` and then calls ``on_step_done`` with the very ``StepOutput`` it
+returns; ``run()`` loops ``while not step_output.done``.  The hook turns the ``StepOutput`` into a Step
+(tool calls, or the command line; ``base.build_step``; per-step token/cost deltas from
+``info["model_stats"]``), asks the monitor, and on a halt sets ``step.done = True`` with ``exit_status``
+``PredictedFailure``/``PredictedSuccess`` -- the exit path SWE-agent's own forced exits (``exit_cost``,
+``exit_context``, ...) take.  Which outcomes halt: ``halt_on`` (``failure`` by default).  A predicted
+success halts only when the agent's own autosubmission (``agent.attempt_autosubmission_after_error``:
+``git add -A && git diff --cached`` in the repository, then ``handle_submission``) yields a non-empty
+patch; that patch is the run's submission (``info["submission"]``, status ``submitted
+(PredictedSuccess)``).  Without one the run goes on (the autosubmission of an empty diff stages nothing)
+and the decision says why.  A predicted failure is autosubmitted too with ``autosubmit=True`` (default, as
+SWE-agent does for its forced exits): status ``submitted (PredictedFailure)``.  Steps that are already
+``done`` (the agent submitted or exited) are not scored.  Under ``RetryAgent`` the hook is added to every
+attempt's agent (``on_init``) and each attempt is a new monitor run.  The module imports nothing from
+``sweagent``: it implements every ``AbstractAgentHook`` method (unknown future ``on_*`` hooks are
+no-ops), and reads the problem statement from the agent's ``_problem_statement``.
 """
 
 from __future__ import annotations
@@ -45,8 +50,8 @@ from typing import Any, Mapping
 
 from earlyeval.ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
 from earlyeval.core.trajectory import Action, Step, Task
-from earlyeval.integrations.base import EarlyStopper, StepMonitor, build_step
-from earlyeval.integrations.config import monitor_from_config, split_config
+from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor, build_step
+from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config
 
 log = logging.getLogger("earlyeval.integrations.swe_agent")
 
@@ -73,8 +78,14 @@ def actions_of(step: Any) -> list[Action]:
     return build_step(0, calls_of(step)).actions
 
 
+ADAPTER_KEYS = ("autosubmit", "run_id")
+
+
 class EarlyStopHook:
-    """SWE-agent agent hook (``AbstractAgentHook`` interface) that halts decided runs."""
+    """SWE-agent agent hook (``AbstractAgentHook`` interface) that halts decided runs.
+
+    ``autosubmit``: a predicted failure also submits the repository's diff (SWE-agent's forced-exit
+    convention); a predicted success always does (it halts only when there is one)."""
 
     def __init__(self, monitor: StepMonitor, *, autosubmit: bool = True, run_id: str | None = None,
                  info_key: str = "earlyeval"):
@@ -85,13 +96,15 @@ class EarlyStopHook:
         self.agent: Any = None
         self._needs_start = True
         self._last_stats: dict[str, float] | None = None
+        self._candidate: Any = None  # the autosubmitted StepOutput a success halt was granted on
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopHook":
+    def from_config(cls, cfg: Mapping[str, Any], where: str = "earlyeval") -> "EarlyStopHook":
         """From an ``earlyeval`` config block: ``integrations/config.py``'s keys (``model``, ``thresholds``,
-        ``tasks``, ...) plus ``autosubmit`` and ``run_id``; e.g. read from a YAML file next to the run's."""
-        mon, opts = split_config(cfg, ("autosubmit", "run_id"), "earlyeval")
-        return cls(monitor_from_config(mon), autosubmit=bool(opts.get("autosubmit", True)), run_id=opts.get("run_id"))
+        ``tasks``, ``halt_on`` (default ``failure``), ...) plus ``autosubmit`` and ``run_id``."""
+        mon, opts = split_config(cfg, ADAPTER_KEYS, where)
+        mon["halt_on"] = halt_on_of(mon, where)
+        return cls(monitor_from_config(mon, where), autosubmit=bool(opts.get("autosubmit", True)), run_id=opts.get("run_id"))
 
     @property
     def halted(self):
@@ -119,7 +132,9 @@ class EarlyStopHook:
 
     def on_action_executed(self, *, step: Any) -> None: ...
 
-    def on_run_done(self, *, trajectory: Any, info: Any) -> None: ...
+    def on_run_done(self, *, trajectory: Any, info: Any) -> None:
+        if not self._needs_start:
+            self._record(info)
 
     def on_setup_attempt(self) -> None: ...
 
@@ -164,22 +179,34 @@ class EarlyStopHook:
             error=None,  # SWE-agent reports no per-step error or exit code
             usage=usage,
         )
-        self.stopper.observe(s)
+        self._candidate = None
+        self.stopper.observe(s, candidate=lambda: self._autosubmission(step))
         halted = self.stopper.halted
         if halted is not None and halted.step_index == s.index:
             self._exit(step, info, halted.exit_status)
         self._record(info)
 
+    def _autosubmission(self, step: Any) -> str:
+        """The agent's own autosubmission of this step as a predicted success (kept for the halt); its patch."""
+        if self.agent is None or not hasattr(self.agent, "attempt_autosubmission_after_error"):
+            raise RuntimeError("no SWE-agent agent to submit through (on_init was not called)")
+        probe = step.model_copy(deep=True) if hasattr(step, "model_copy") else step
+        probe.exit_status = PREDICTED_SUCCESS
+        self._candidate = self.agent.attempt_autosubmission_after_error(probe)
+        return str(getattr(self._candidate, "submission", None) or "")
+
     def _exit(self, step: Any, info: Any, exit_status: str) -> None:
         step.exit_status = exit_status
-        if self.autosubmit and self.agent is not None and hasattr(self.agent, "attempt_autosubmission_after_error"):
+        sub = self._candidate if exit_status == PREDICTED_SUCCESS else None
+        if sub is None and self.autosubmit and self.agent is not None and hasattr(self.agent, "attempt_autosubmission_after_error"):
             try:
                 sub = self.agent.attempt_autosubmission_after_error(step)
-                step.submission = sub.submission
-                step.observation = sub.observation
-                step.exit_status = sub.exit_status
             except Exception as e:
                 self.stopper.note_error(f"autosubmission failed: {e!r}")
+        if sub is not None:
+            step.submission = sub.submission
+            step.observation = sub.observation
+            step.exit_status = sub.exit_status
         step.done = True  # DefaultAgent.run(): `while not step_output.done`
         info["exit_status"] = step.exit_status
         info["submission"] = getattr(step, "submission", None)
@@ -206,4 +233,4 @@ class EarlyStopHook:
         }
 
 
-__all__ = ["EarlyStopHook", "SWE_AGENT_COMMANDS", "actions_of", "calls_of"]
+__all__ = ["ADAPTER_KEYS", "EarlyStopHook", "SWE_AGENT_COMMANDS", "actions_of", "calls_of"]

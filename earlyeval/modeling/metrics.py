@@ -19,9 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.modeling.policy import SUCCESS, first_halt, first_halt_grid
-
-NEVER = 10.0  # a threshold no probability reaches: "never halt this way"
+from earlyeval.modeling.policy import NEVER, SUCCESS, first_halt, first_halt_grid  # NEVER: defined with the rule
 TASK_SKIP_T = 1  # a halt after at most this many steps is a task skip, not a prediction from the trajectory
 
 

@@ -21,15 +21,26 @@ Forms of the rule:
   crossed first holds, unless both first cross there: then ``step_outcome``
   itself decides.  ``first_halt`` is the grid of one pair.  tests/modeling/test_policy.py
   checks every form against a plain per-step loop.
+
+Which outcomes may halt at all (``HALT_ON``, ``halting_pair``): ``"both"`` (a benchmark pass,
+where recording the predicted outcome is the point), ``"failure"`` (a live loop that only stops
+the doomed runs and never throws away a run that may yet produce its patch) or ``"success"``.
+A side that is off gets the threshold ``NEVER``, which no probability reaches; every caller
+(the Monitor, ``score``, the sweeps) turns (tau_s, tau_f, halt_on) into the pair it applies here.
 """
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Literal, Sequence, Union, get_args
 
 import numpy as np
 
 CONTINUE, FAILURE, SUCCESS = -1, 0, 1  # step_outcome's codes; FAILURE/SUCCESS are also the recorded outcome
+
+NEVER = 10.0  # a threshold no probability reaches: "never halt this way" (the grids' last value)
+
+HaltOn = Literal["failure", "success", "both"]
+HALT_ON: tuple[str, ...] = get_args(HaltOn)  # ("failure", "success", "both")
 
 Runs = Union[np.ndarray, Sequence[np.ndarray]]  # (R, L) padded with NaN, or R 1-D arrays (prefix t at index t-1)
 
@@ -46,6 +57,33 @@ def step_outcome(p_s, p_f, tau_s, tau_f, t, min_t: int = 1):
     halt = (s_hit | f_hit) & (t >= max(int(min_t), 1))
     code = halt * (success + 1) - 1  # CONTINUE (-1) unless halting, then SUCCESS (1) or FAILURE (0)
     return code.astype(np.int8) if isinstance(code, np.ndarray) else int(code)
+
+
+def check_halt_on(value: object, where: str = "halt_on") -> str:
+    """``value`` as a ``HALT_ON`` name; a ValueError naming ``where`` and the allowed values otherwise."""
+    if not isinstance(value, str) or value not in HALT_ON:
+        raise ValueError(f"{where}: {value!r} is not one of {', '.join(HALT_ON)} "
+                         "(which predicted outcomes may halt a run)")
+    return value
+
+
+def halts_on_success(halt_on: str) -> bool:
+    """Whether a predicted success may halt a run under ``halt_on``."""
+    return check_halt_on(halt_on) in ("success", "both")
+
+
+def halts_on_failure(halt_on: str) -> bool:
+    """Whether a predicted failure may halt a run under ``halt_on``."""
+    return check_halt_on(halt_on) in ("failure", "both")
+
+
+def halting_pair(tau_s: float, tau_f: float, halt_on: str = "both") -> tuple[float, float]:
+    """The (tau_s, tau_f) the rule applies under ``halt_on``: a side that is off gets ``NEVER``.
+
+    The one definition of the operating modes: the Monitor, ``score`` and the offline evaluation
+    all halt with ``step_outcome``/``first_halt`` on this pair."""
+    return (float(tau_s) if halts_on_success(halt_on) else NEVER,
+            float(tau_f) if halts_on_failure(halt_on) else NEVER)
 
 
 def pad(runs: Runs, T: np.ndarray | None = None) -> np.ndarray:

@@ -282,7 +282,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
                labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
                progress: bool = True, monitor: Any = None, as_of: str | None = "", same_agent: str | None = None,
                warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
-               csv: str | Path | bool | None = None) -> dict[str, Path]:
+               csv: str | Path | bool | None = None, halt_on: str = "both") -> dict[str, Path]:
     """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
 
     ``as_of``/``same_agent``: see ``run_context`` ("run" = each run's own catalog date).  ``warm_start`` K:
@@ -291,6 +291,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
     (``Monitor.load``).  ``what_if_taus``: also the frontier over this grid (True: the model's own
     selection grid).  ``csv``: the per-run CSV's path (default ``per_run.csv`` beside score.json; False: none).
+    ``halt_on``: which predicted outcomes halt ("both", the default of a benchmark pass; "failure": what a live
+    adapter saves; "success"), as ``Monitor(halt_on=...)``; recorded in score.json.
 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
     from tqdm.auto import tqdm
@@ -305,7 +307,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     trajs, skipped, reports = read_runs(specs)
     if not trajs:  # before the model is loaded: a wrong --format fails fast
         raise _nothing_read(Path(runs_path), fmt, specs, reports, skipped)
-    mon = monitor or Monitor.load(model_dir, thresholds=thresholds)
+    mon = monitor or Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on)
     bundle = mon.bundle
     overlap = training_overlap(bundle, trajs)
     if overlap["warning"]:
@@ -344,6 +346,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
                   "labels": [f"{l.format}:{l.path}" if l.path else l.format for l in s.labels],
                   "from_catalog": s.options.get("bench")} for s in specs],
         "thresholds": mon.thresholds,
+        "halt_on": mon.halt_on,  # which predicted outcomes halted (policy.halting_pair: an off side never halts)
         "thresholds_source": th_source,  # model (thresholds.json) / override (--thresholds) / warm start
         "model_thresholds": {k: model_th[k] for k in ("success", "failure", "min_halt_step") if k in model_th},
         "as_of": "each run's own date" if cutoff is None else (cutoff or "all submissions"),
@@ -367,10 +370,11 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     if report["n_scored"]:
         rs = runset_of(trajs, records)
         warm = np.asarray([rid in warm_ids for rid in rs.run_ids], dtype=bool)
-        blocks = metric_blocks(rs, mon.thresholds, warm if warm_ids else None, source=th_source)
+        ts, tf = mon.halting_thresholds  # the pair the rule applies under halt_on
+        blocks = metric_blocks(rs, {**mon.thresholds, "success": ts, "failure": tf}, warm if warm_ids else None, source=th_source)
         report.update(blocks)
         # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
-        t_halt, pred = apply_policy(rs, mon.tau_s, mon.tau_f, mon.min_halt_step)
+        t_halt, pred = apply_policy(rs, ts, tf, mon.min_halt_step)
         lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]
         mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred) if not r.get("warm") and
                 ((r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure")))]

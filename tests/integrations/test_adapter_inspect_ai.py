@@ -146,3 +146,33 @@ async def test_no_submit_react_default_is_kept():
     st = AgentState(messages=[ChatMessageAssistant(content="the answer is 42")])
     st.output = ModelOutput.from_content(M, "the answer is 42")
     assert await cb(st) is False  # no tool call and no submit tool: react(submit=False) would end here
+
+
+def test_success_halt_waits_for_the_sandbox_diff(tmp_path):
+    """With success halts on, a predicted success ends the sample only once the sample's sandbox (inspect's
+    ``local`` sandbox here) has a working diff: held after the first turn (an empty repository), halted after the
+    turn that writes mod.py; the sample is then scored on what the sandbox holds."""
+    from inspect_ai.tool import bash
+
+    monitors: list[ScriptedMonitor] = []
+
+    def factory():
+        monitors.append(ScriptedMonitor(halt_at=0, outcome="success"))
+        return monitors[-1]
+
+    def call(cmd):
+        return ModelOutput.for_tool_call(M, "bash", {"command": cmd}, content=f"I will run {cmd}")
+
+    outputs = [call("git init -q && git -c user.email=t@t -c user.name=t commit -q --allow-empty -m init"),
+               call("echo 'x = 42' > mod.py"), call("cat mod.py"), ModelOutput.for_tool_call(M, "submit", {"answer": "42"})]
+    task = Task(dataset=[Sample(input="Write mod.py.", target="42", id="s1")],
+                solver=react(tools=[bash()], on_continue=earlyeval_on_continue(factory)), scorer=match(), sandbox="local")
+    [log] = eval(task, model=get_model(M, custom_outputs=outputs), log_dir=str(tmp_path), display="none", log_format="json")
+    assert log.status == "success", log.error
+    [sample] = log.samples
+    ee = sample.store["earlyeval"]
+    assert ee["exit_status"] == "PredictedSuccess" and [h["halt"] for h in ee["history"]] == [False, True]
+    assert sample.limit is not None and sample.limit.type == "custom" and "PredictedSuccess" in sample.limit.reason
+    assert ee["submission"] == {"chars": ee["submission"]["chars"], "files": 1}
+    calls = [tc.arguments["command"] for m in sample.messages if isinstance(m, ChatMessageAssistant) for tc in (m.tool_calls or [])]
+    assert calls[-1] == "echo 'x = 42' > mod.py"  # `cat` and submit were never requested

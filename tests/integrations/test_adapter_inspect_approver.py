@@ -106,7 +106,9 @@ def test_halt_on_failure_ignores_a_predicted_success(tmp_path, models):
     _, sample = run_eval(react_task(), FAILING, tmp_path / "logs", approval=str(pol))
     assert sample.limit is None and sample.scores["match"].value == "C"
     ee = sample.store["earlyeval"]
-    assert ee["halted"] is False and ee["dropped_halts"] == 2  # the success halts of steps 1 and 2, not acted on
+    # the Monitor itself halts on failure only (Monitor(halt_on=...)): no success halt to drop, its reason says why
+    assert ee["halted"] is False and ee["dropped_halts"] == 0
+    assert "success halts off: halt_on=failure" in ee["last_decision"]["reason"]
 
 
 def test_success_halt_without_a_candidate_never_ends_the_sample(tmp_path, models):

@@ -80,11 +80,15 @@ def _split(cfg: Path) -> list[Path]:
     return [base, extra]
 
 
-def _mini(cfg: Path | list[Path], out: Path, cwd: Path, task: str = "make a equal 2") -> subprocess.CompletedProcess:
+def _mini(cfg: Path | list[Path], out: Path, cwd: Path, task: str = "make a equal 2", *, yolo: bool = True,
+          stdin: str = "") -> subprocess.CompletedProcess:
+    """The real `mini` CLI (its typer app, as the console script runs it); without ``yolo`` mini confirms each
+    command on stdin (``stdin``: the scripted answers, one per line)."""
     code = "import sys; from minisweagent.run.mini import app; sys.exit(app())"
     specs = [a for p in (cfg if isinstance(cfg, list) else [cfg]) for a in ("-c", str(p))]
-    return subprocess.run([sys.executable, "-c", code, *specs, "-t", task, "-y", "--exit-immediately", "-o", str(out)],
-                          cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300)
+    flags = ["-y"] if yolo else []
+    return subprocess.run([sys.executable, "-c", code, *specs, "-t", task, *flags, "--exit-immediately", "-o", str(out)],
+                          cwd=cwd, env=ENV, input=stdin, capture_output=True, text=True, timeout=300)
 
 
 def test_mini_yaml_agent_class_and_earlyeval_block_halt_a_run(tmp_path):
@@ -97,7 +101,11 @@ def test_mini_yaml_agent_class_and_earlyeval_block_halt_a_run(tmp_path):
     saved = json.loads(out.read_text())
     info = saved["info"]
     assert info["exit_status"] == "PredictedFailure" and info["submission"] == ""
-    assert info["config"]["agent_type"] == "earlyeval.integrations.mini_swe_agent.EarlyStopAgent"
+    # under `mini`, EarlyStopAgent is the interactive variant (mini's InteractiveAgent, here in yolo mode)
+    assert info["config"]["agent_type"] == "earlyeval.integrations.mini_swe_agent.EarlyStopInteractiveAgent"
+    assert info["config"]["agent"]["mode"] == "yolo"
+    assert "earlyeval stops the run: earlyeval halted the run after step 1: PredictedFailure" in r.stdout
+    assert "mini-swe-agent (step 2" in r.stdout  # mini's own step display
     ee = info["earlyeval"]
     assert ee["halted"] is True and ee["halt"]["step_index"] == 1  # min_halt_step 2: the 2nd step is the first eligible
     assert ee["thresholds"] == ALWAYS_FAIL and ee["config"]["model"] == str(model) and ee["config"]["task"] == "demo__demo-1"
@@ -105,6 +113,29 @@ def test_mini_yaml_agent_class_and_earlyeval_block_halt_a_run(tmp_path):
     assert len(ps) == 2 and all(0.0 < p < 1.0 for p in ps)  # the model's probabilities, not the thresholds
     assert saved["messages"][-1]["role"] == "exit" and saved["messages"][-1]["extra"]["exit_status"] == "PredictedFailure"
     assert (repo / "mod.py").read_text() == "a = 1\n"  # halted before the edit ran
+
+
+def test_mini_confirm_mode_still_asks_before_each_command_and_the_monitor_still_halts(tmp_path):
+    """No -y: mini's confirm mode.  Scripted stdin confirms the first command and rejects the second; the
+    confirmations happen (mini's prompts are printed, the rejected command never runs), and the monitor
+    (failure threshold 0, halting from the 2nd step) ends the run after the rejected turn."""
+    model = _model(tmp_path / "m", ALWAYS_FAIL)
+    repo = _repo(tmp_path / "repo")
+    cfg = _config(tmp_path, {"model": str(model)}, cwd=str(repo))
+    out = tmp_path / "run.traj.json"
+    r = _mini(cfg, out, repo, yolo=False, stdin="\nnot this one\n")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stdout.count("Execute 1 action(s)?") == 2  # mini asked before each of the two commands
+    saved = json.loads(out.read_text())
+    info = saved["info"]
+    assert info["config"]["agent"]["mode"] == "confirm"
+    assert info["config"]["agent_type"] == "earlyeval.integrations.mini_swe_agent.EarlyStopInteractiveAgent"
+    texts = [m["content"] if isinstance(m["content"], str) else json.dumps(m["content"]) for m in saved["messages"]]
+    assert any("mod.py" in t and "<returncode>0</returncode>" in t for t in texts)  # `ls` was confirmed and ran
+    assert any("rejected your commands with the following message: not this one" in t for t in texts)
+    assert info["exit_status"] == "PredictedFailure" and info["earlyeval"]["halt"]["step_index"] == 1
+    assert "earlyeval stops the run" in r.stdout
+    assert (repo / "mod.py").read_text() == "a = 1\n"
 
 
 def test_mini_yaml_never_halting_model_lets_the_agent_submit(tmp_path):
@@ -139,12 +170,15 @@ def _dataset(path: Path, ids: list[int]) -> Path:
     return path
 
 
-def test_earlyeval_mini_swebench_batch_submits_the_diff_and_passes_the_instance(tmp_path):
+def test_earlyeval_mini_swebench_batch_waits_for_the_diff_submits_it_and_passes_the_instance(tmp_path):
+    """halt_on defaults to both in the batch runner.  Success is predicted from step 1 (min_halt_step 2) on, but
+    no diff exists until step 2 edits mod.py and adds new.py: held at step 1, halted after step 2, and the
+    diff (the untracked new file included) is the instance's preds.json patch."""
     model = _model(tmp_path / "m", ALWAYS_SUCCEED, families=("behaviour", "gold"))
     repo = _repo(tmp_path / "repo")
-    # the edit runs at step 0, so the working tree has a diff when the run halts after step 1
-    steps = [("fix", "sed -i 's/1/2/' mod.py"), ("read", "cat mod.py"), ("more", "ls"), ("submit", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
-    cfg = _config(tmp_path, {"model": str(model), "submit_diff": True}, cwd=str(repo))
+    steps = [("look", "ls"), ("read", "cat mod.py"), ("fix", "sed -i 's/1/2/' mod.py && echo 'b = 3' > new.py"),
+             ("more", "ls"), ("submit", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
+    cfg = _config(tmp_path, {"model": str(model)}, cwd=str(repo))
     c = yaml.safe_load(cfg.read_text())
     c["model"]["outputs"] = [_out(t, cmd) for t, cmd in steps]
     cfg.write_text(yaml.safe_dump(c))
@@ -156,9 +190,14 @@ def test_earlyeval_mini_swebench_batch_submits_the_diff_and_passes_the_instance(
     preds = json.loads((out / "preds.json").read_text())
     patch = preds["repo__repo-1"]["model_patch"]
     assert patch.startswith("diff --git a/mod.py b/mod.py") and "+a = 2" in patch
+    assert "diff --git a/new.py b/new.py" in patch and "+b = 3" in patch
     traj = json.loads((out / "repo__repo-1" / "repo__repo-1.traj.json").read_text())
     info = traj["info"]
     assert info["exit_status"] == "PredictedSuccess" and info["submission"] == patch
+    ee = info["earlyeval"]
+    assert ee["halt_on"] == "both" and ee["halt"]["step_index"] == 2
+    assert [h["halt"] for h in ee["history"]] == [False, False, True]  # step 1: success predicted, no diff yet
+    assert ee["config"]["task"] == "repo__repo-1"  # the instance reached the monitor; the config shows its id
     assert info["config"]["agent_type"] == "earlyeval.integrations.mini_cli.EarlyStopProgressAgent"
     # the instance (with its gold patch) reached the monitor: the gold family has its input
     assert info["earlyeval"]["last_decision"]["context"] == "full"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -127,14 +128,62 @@ def test_failing_run_is_halted_and_saved_with_probabilities(tmp_path):
         assert "p_failure=0.400" in saved["info"]["submission"]
 
 
-def test_predicted_success_exit_status(tmp_path):
+def _git_repo(tmp_path):
+    import subprocess
+
     _setup_repo(tmp_path)
+    (tmp_path / ".gitignore").write_text("run.traj.json\n")  # the trajectory file _agent saves here is no patch
+    subprocess.run("git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init", shell=True,
+                   cwd=tmp_path, check=True)
+
+
+def _git(tmp_path, *args):
+    import subprocess
+
+    return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.skipif(not MINI_SWE_AGENT_V2, reason="2.x: the submission is the exit message's")
+def test_predicted_success_waits_for_a_patch_then_submits_it(tmp_path):
+    """Success is predicted from step 1 on; no diff exists before step 2 edits a file and creates a new one:
+    the run goes on (the decision says why), then halts with the diff, untracked file included, as submission."""
+    _git_repo(tmp_path)
+    outputs = [_out("look", "ls"), _out("read", "cat mod.py"),
+               _out("fix", "echo 'a = 2' > mod.py && printf 'b = 3\\n' > new.py"), _out("check", "python repro.py"),
+               _out("done", SUBMIT)]
     mon = ScriptedMonitor(halt_at=1, outcome="success")
-    agent = _agent(tmp_path, [_out(t, c) for t, c in FAILING], mon)
-    exit_status, saved, _ = _run(agent)
+    agent = _agent(tmp_path, outputs, mon)
+    assert agent.submit_diff is True  # on whenever success halts are (ScriptedMonitor decides both ways)
+    exit_status, saved, result = _run(agent)
     assert exit_status == "PredictedSuccess"
-    assert saved["info"]["earlyeval"]["halt"]["p_success"] == pytest.approx(0.8)
-    assert len(mon.steps) == 2
+    assert len(mon.steps) == 3 and agent.model.current_index == 2  # held after step 1, halted after step 2
+    held = saved["info"]["earlyeval"]["history"][1]
+    assert held["halt"] is False
+    assert "not halted: no candidate patch yet" in agent.stopper.decisions[1].reason
+    sub = result["submission"]
+    assert "diff --git a/mod.py b/mod.py" in sub and "+a = 2" in sub
+    assert "diff --git a/new.py b/new.py" in sub and "+b = 3" in sub  # untracked files are in the patch
+    assert saved["info"]["submission"] == sub
+    assert saved["info"]["earlyeval"]["submission"] == {"chars": len(sub), "files": 2}
+    # the agent's own index is untouched: new.py still untracked, mod.py modified but not staged
+    assert sorted(_git(tmp_path, "status", "--porcelain").splitlines()) == [" M mod.py", "?? new.py"]
+
+
+def test_predicted_success_without_any_patch_never_halts(tmp_path):
+    _git_repo(tmp_path)
+    mon = ScriptedMonitor(halt_at=0, outcome="success")
+    outputs = [_out("look", "ls"), _out("read", "cat mod.py"), _out("done", SUBMIT)]
+    exit_status, saved, _ = _run(_agent(tmp_path, outputs, mon))
+    assert exit_status == "Submitted"  # the agent's own end: nothing was thrown away
+    ee = saved["info"]["earlyeval"]
+    assert ee["halted"] is False and ee["submission"] is None and [h["halt"] for h in ee["history"]] == [False, False]
+
+
+def test_success_halts_need_submit_diff():
+    from earlyeval.integrations.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"agent.earlyeval.submit_diff: cannot be false while success halts are on"):
+        _agent(Path("."), [], ScriptedMonitor(), earlyeval={"submit_diff": False})
 
 
 def test_successful_run_is_not_halted_and_submits(tmp_path):
@@ -218,3 +267,23 @@ def test_halt_exception_is_the_packages_own_flow_exception():
     else:
         from minisweagent.agents.default import TerminatingException as Base
     assert issubclass(PredictedFailure, Base)
+
+
+@pytest.mark.skipif(not MINI_SWE_AGENT_V2, reason="the interactive variant is 2.x only")
+def test_interactive_keys_give_mini_s_interactive_agent_with_the_monitor(tmp_path, capsys):
+    """An agent config with InteractiveAgent's own keys (here yolo mode) builds EarlyStopInteractiveAgent: mini's
+    InteractiveAgent (its step display on mini's console) that still halts; without them, the plain agent."""
+    from minisweagent.agents.interactive import InteractiveAgent
+
+    from earlyeval.integrations.mini_swe_agent import interactive_class
+
+    _setup_repo(tmp_path)
+    plain = _agent(tmp_path, [], ScriptedMonitor())
+    assert type(plain) is EarlyStopAgent and not isinstance(plain, InteractiveAgent)
+    mon = ScriptedMonitor(halt_at=1)
+    agent = _agent(tmp_path, [_out(t, c) for t, c in FAILING], mon, mode="yolo", confirm_exit=False)
+    assert type(agent) is interactive_class() and isinstance(agent, InteractiveAgent) and isinstance(agent, EarlyStopAgent)
+    assert type(agent).__name__ == "EarlyStopInteractiveAgent"
+    exit_status, saved, _ = _run(agent)
+    assert exit_status == "PredictedFailure" and len(mon.steps) == 2
+    assert saved["info"]["config"]["agent_type"] == "earlyeval.integrations.mini_swe_agent.EarlyStopInteractiveAgent"

@@ -144,15 +144,37 @@ def test_real_conversation_ends_stuck_on_predicted_failure(tmp_path):
     assert [h["p_failure"] for h in ee["history"]] == pytest.approx([0.2, 0.3])
 
 
-def test_real_conversation_ends_finished_on_predicted_success(tmp_path):
+def test_real_conversation_ends_finished_on_predicted_success_once_the_workspace_has_a_diff(tmp_path):
+    """Success is predicted from the 2nd step on; the workspace (a git repository) has no diff until the 3rd step
+    writes mod.py: the run goes on, then ends FINISHED with the edit in the workspace, the finish never requested."""
     (tmp_path / "repro.py").write_text("print('ok')\n")
+    subprocess.run("git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init", shell=True,
+                   cwd=tmp_path, check=True)
     mon = ScriptedMonitor(halt_at=1, outcome="success")
     sdk, llm, conv, halt = _conversation(tmp_path, FAILING, mon)
     conv.send_message("Fix the bug in mod.py")
     conv.run()
     assert conv.state.execution_status == sdk.ConversationExecutionStatus.FINISHED
-    assert halt.halted.exit_status == "PredictedSuccess" and llm.call_count == 2
-    assert conv.state.agent_state["earlyeval"]["exit_status"] == "PredictedSuccess"
+    assert halt.halted.exit_status == "PredictedSuccess" and llm.call_count == 3
+    ee = conv.state.agent_state["earlyeval"]
+    assert ee["exit_status"] == "PredictedSuccess" and [h["halt"] for h in ee["history"]] == [False, False, True]
+    assert "no candidate patch yet" in halt.stopper.decisions[1].reason
+    assert (tmp_path / "mod.py").read_text() == "fixed\n" and ee["submission"]["files"] == 1
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True).stdout == "?? mod.py\n"
+
+
+def test_real_conversation_predicted_success_without_a_diff_never_halts(tmp_path):
+    (tmp_path / "repro.py").write_text("print('ok')\n")
+    subprocess.run("git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init", shell=True,
+                   cwd=tmp_path, check=True)
+    replies = [("terminal", {"command": "ls"}, "look"), ("terminal", {"command": "python repro.py"}, "run"),
+               ("finish", {"message": "nothing to do"}, "finish")]
+    mon = ScriptedMonitor(halt_at=0, outcome="success")
+    sdk, llm, conv, halt = _conversation(tmp_path, replies, mon)
+    conv.send_message("Check repro.py")
+    conv.run()
+    assert conv.state.execution_status == sdk.ConversationExecutionStatus.FINISHED  # the agent's own finish
+    assert halt.halted is None and llm.call_count == 3
 
 
 def test_real_conversation_end_as_pause_is_resumable_paused(tmp_path):

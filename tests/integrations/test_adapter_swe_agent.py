@@ -1,127 +1,169 @@
-"""SWE-agent hook, against a faithful stand-in of SWE-agent 1.x's loop (tests/_sweagent_standin.py).
-
-SWE-agent cannot be installed here (not on PyPI; see docs/integrations.md), so
-these tests drive the hook through a copy of the published control flow that
-matters to it: hook call order, the StepOutput object identity between
-``on_step_done`` and ``run()``'s ``while not step_output.done``, ``info``
-saved after every step, and the autosubmission path.
+"""SWE-agent 1.1.0, the real one: the hook inside ``DefaultAgent``'s own loop, offline (tests/_sweagent_loop.py:
+SWE-agent's ``PredeterminedTestModel``, SWE-ReX's dummy deployment with a runtime that runs the commands in a
+temporary git repository), and ``earlyeval-sweagent run`` (SWE-agent's own CLI and runner, its replay model,
+the dummy deployment).  Skipped, saying so, where SWE-agent is not installed (``make install-sweagent``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 
 import pytest
 
-from _integration_fakes import ScriptedMonitor
-from _sweagent_standin import DefaultAgent, Env, ProblemStatement, ScriptedModel, StepOutput
-from earlyeval.integrations.swe_agent import EarlyStopHook, actions_of
+sweagent = pytest.importorskip("sweagent", reason="SWE-agent 1.1.0 is installed by `make install-sweagent` "
+                                                  "(from ../shared/vendor); not installed here")
 
+import _paths  # noqa: E402
+from _integration_fakes import ScriptedMonitor  # noqa: E402
+from _monitor_helpers import make_runs, make_tasks, train_bundle  # noqa: E402
+from _sweagent_loop import SUBMIT, agent_and_env, git_repo, problem, tool_call  # noqa: E402
+from earlyeval.integrations.config import ConfigError  # noqa: E402
+from earlyeval.integrations.swe_agent import EarlyStopHook, actions_of  # noqa: E402
+from earlyeval.modeling.modeldir import save_model_dir  # noqa: E402
 
-def _tc(i, name, args, thought):
-    return {"message": thought, "tool_calls": [{"id": f"call_{i}", "type": "function",
-                                                 "function": {"name": name, "arguments": json.dumps(args)}}]}
+from sweagent.types import StepOutput  # noqa: E402
 
-
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "mod.py").write_text("a = 1\n")
-    (root / "repro.py").write_text("import mod\nassert mod.a == 2, 'still broken'\n")
-    subprocess.run("git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init", shell=True, cwd=root, check=True)
-    return root
-
-
+FILES = {"mod.py": "a = 1\n", "repro.py": "import mod\nassert mod.a == 2, 'still broken'\n"}
 OUTPUTS = [
-    _tc(0, "str_replace_editor", {"command": "view", "path": "/repo/mod.py"}, "look"),
-    _tc(1, "bash", {"command": "python repro.py"}, "reproduce"),
-    _tc(2, "bash", {"command": "sed -i 's/1/3/' mod.py"}, "wrong fix"),
-    _tc(3, "bash", {"command": "python repro.py"}, "check"),
-    _tc(4, "submit", {}, "submit"),
+    tool_call(0, "cat mod.py", "look"),
+    tool_call(1, "python repro.py", "reproduce"),
+    tool_call(2, "sed -i 's/1/3/' mod.py", "wrong fix"),
+    tool_call(3, "python repro.py", "check"),
+    tool_call(4, SUBMIT, "submit"),
 ]
 
 
-def _run(repo, tmp_path, outputs, hook):
-    agent = DefaultAgent(ScriptedModel(outputs))
+def _run(tmp_path, outputs, hook, usage="per_step"):
+    repo = git_repo(tmp_path / "repo", FILES)
+    agent, env = agent_and_env(repo, tmp_path / "sandbox", outputs, usage=usage)
     agent.add_hook(hook)
-    result = agent.run(Env(repo), ProblemStatement("demo__demo-1", "make a equal 2"), tmp_path / "out")
+    result = agent.run(env=env, problem_statement=problem("demo__demo-1", "make a equal 2"), output_dir=tmp_path / "out")
     saved = json.loads((tmp_path / "out" / "demo__demo-1.traj").read_text())
-    return agent, result, saved
+    return agent, result, saved, repo
 
 
-def test_halt_ends_run_through_done_with_autosubmission(repo, tmp_path):
+def test_failure_halt_ends_the_real_loop_through_its_autosubmission(tmp_path):
     mon = ScriptedMonitor(halt_at=2)
-    agent, result, saved = _run(repo, tmp_path, OUTPUTS, EarlyStopHook(mon))
-
-    assert agent.model.n_queries == 3  # the loop stopped after the 3rd step
+    agent, result, saved, _ = _run(tmp_path, OUTPUTS, EarlyStopHook(mon))
+    assert sweagent.__version__ == "1.1.0"
+    assert agent.model._idx == 2  # three model calls: the loop stopped after the 3rd step
     assert [s.kind for s in mon.steps] == ["view", "test", "edit"]
-    assert mon.steps[0].action == "str_replace_editor view /repo/mod.py"
     assert "still broken" in mon.steps[1].observation
-    assert (mon.steps[1].input_tokens, mon.steps[1].output_tokens) == (200, 10)  # deltas of cumulative model_stats
-    assert mon.starts == [(mon.starts[0][0], "demo__demo-1")] and mon.starts[0][0].prompt == "make a equal 2"
+    assert [(s.input_tokens, s.output_tokens) for s in mon.steps] == [(200, 10)] * 3  # deltas of model_stats
+    assert mon.starts[0][1] == "demo__demo-1" and mon.starts[0][0].prompt == "make a equal 2"
     info = saved["info"]
-    assert info["exit_status"] == "submitted (PredictedFailure)"  # SWE-agent's own forced-exit convention
-    assert "-a = 1" in info["submission"] and "+a = 3" in info["submission"]
-    ee = info["earlyeval"]
-    assert ee["halted"] is True and ee["halt"]["p_failure"] == pytest.approx(0.4) and ee["halt"]["step_index"] == 2
+    assert info["exit_status"] == "submitted (PredictedFailure)"  # SWE-agent's forced-exit convention
+    assert "-a = 1" in info["submission"] and "+a = 3" in info["submission"]  # the repository's real diff
+    ee = info["earlyeval"]  # in the .traj file, where SWE-agent users read a run
+    assert ee["halted"] is True and ee["halt"]["step_index"] == 2 and ee["halt_on"] is None  # (the fake has no setting)
     assert [h["p_failure"] for h in ee["history"]] == pytest.approx([0.2, 0.3, 0.4])
-    assert result["info"]["exit_status"] == info["exit_status"]
+    # the returned AgentRunResult: AgentInfo (a validated TypedDict) keeps its declared keys and drops ours
+    assert result.info["exit_status"] == info["exit_status"] and result.info["submission"] == info["submission"]
+    assert "earlyeval" not in result.info
 
 
-def test_halt_without_autosubmission(repo, tmp_path):
+def test_failure_halt_without_autosubmission(tmp_path):
+    agent, _, saved, _ = _run(tmp_path, OUTPUTS, EarlyStopHook(ScriptedMonitor(halt_at=0), autosubmit=False))
+    assert agent.model._idx == 0
+    assert saved["info"]["exit_status"] == "PredictedFailure" and saved["info"]["submission"] is None
+
+
+def test_success_waits_for_a_patch_then_submits_it_through_swe_agent(tmp_path):
+    """Success is predicted from the first step on; the repository has no diff before the 3rd step edits
+    mod.py and creates new.py: the run goes on (the decisions say why), then ends ``submitted
+    (PredictedSuccess)`` with SWE-agent's own submission of that diff (the new file included)."""
+    outputs = [tool_call(0, "cat mod.py", "look"), tool_call(1, "python repro.py", "reproduce"),
+               tool_call(2, "sed -i 's/1/2/' mod.py && echo 'b = 3' > new.py", "fix"),
+               tool_call(3, "python repro.py", "check"), tool_call(4, SUBMIT, "submit")]
     mon = ScriptedMonitor(halt_at=0, outcome="success")
-    agent, result, saved = _run(repo, tmp_path, OUTPUTS, EarlyStopHook(mon, autosubmit=False))
-    assert agent.model.n_queries == 1
-    assert saved["info"]["exit_status"] == "PredictedSuccess"
-    assert saved["info"]["submission"] is None
-    assert saved["info"]["earlyeval"]["halt"]["p_success"] == pytest.approx(0.7)
+    hook = EarlyStopHook(mon)
+    agent, result, saved, _ = _run(tmp_path, outputs, hook)
+    assert agent.model._idx == 2
+    info = saved["info"]
+    assert info["exit_status"] == "submitted (PredictedSuccess)"
+    assert "+a = 2" in info["submission"] and "diff --git a/new.py b/new.py" in info["submission"]
+    assert result.info["submission"] == info["submission"]
+    ee = info["earlyeval"]
+    assert [h["halt"] for h in ee["history"]] == [False, False, True]
+    assert all("no candidate patch yet" in d.reason for d in hook.stopper.decisions[:2])
+    assert ee["submission"]["files"] == 2
 
 
-def test_not_halted_run_submits_normally(repo, tmp_path):
-    outputs = [
-        _tc(0, "bash", {"command": "sed -i 's/1/2/' mod.py"}, "fix"),
-        _tc(1, "bash", {"command": "python repro.py"}, "check"),
-        _tc(2, "submit", {}, "submit"),
-    ]
+def test_success_never_halts_a_run_without_a_patch(tmp_path):
+    outputs = [tool_call(0, "cat mod.py", "look"), tool_call(1, "python repro.py", "reproduce"),
+               tool_call(2, SUBMIT, "submit")]
+    agent, _, saved, _ = _run(tmp_path, outputs, EarlyStopHook(ScriptedMonitor(halt_at=0, outcome="success")))
+    assert agent.model._idx == 2  # every reply was used: the agent's own submit ended the run
+    assert saved["info"]["exit_status"] == "submitted" and saved["info"]["earlyeval"]["halted"] is False
+
+
+def test_not_halted_run_submits_normally(tmp_path):
+    outputs = [tool_call(0, "sed -i 's/1/2/' mod.py", "fix"), tool_call(1, "python repro.py", "check"), tool_call(2, SUBMIT, "submit")]
     mon = ScriptedMonitor(halt_at=None)
-    agent, result, saved = _run(repo, tmp_path, outputs, EarlyStopHook(mon))
-    assert agent.model.n_queries == 3
+    agent, _, saved, _ = _run(tmp_path, outputs, EarlyStopHook(mon))
     assert [s.kind for s in mon.steps] == ["edit", "test"]  # the submitting step is done: not scored
     info = saved["info"]
     assert info["exit_status"] == "submitted" and "+a = 2" in info["submission"]
     assert info["earlyeval"]["halted"] is False and len(info["earlyeval"]["history"]) == 2
 
 
-def test_hook_steps_are_the_ingestor_steps_of_the_saved_traj(repo, tmp_path):
-    """Live == training on SWE-agent 1.x function calling: the .traj the run saved, read by the swe-agent-traj
-    ingestor, has the Steps the hook built (text, kinds, thought, observation); the submitting turn, never
-    scored live, is the ingestor's last step.  Usage differs by design: the hook has per-step deltas of
-    info.model_stats, the .traj only the instance totals (per-step None)."""
+def test_hook_steps_are_the_ingestor_steps_of_the_saved_traj(tmp_path):
+    """Live == training on SWE-agent 1.x function calling: the .traj the real loop saved, read by the
+    swe-agent-traj ingestor, has the Steps the hook built (text, kinds, thought, observation); the submitting
+    turn, never scored live, is the ingestor's last step.  Usage differs by design (and the outcome model reads
+    none): the hook has per-step deltas of info.model_stats, the .traj only the instance totals (per-step None)."""
     from earlyeval.config.catalog import RunSpec
     from earlyeval.ingest.swe_agent import parse
 
     mon = ScriptedMonitor(halt_at=None)
-    _run(repo, tmp_path, OUTPUTS, EarlyStopHook(mon))
-    spec = RunSpec(name="standin", folder=str(tmp_path / "out"), agent="a", scaffold="swe-agent", model="m", format="swe-agent-traj")
+    _run(tmp_path, OUTPUTS, EarlyStopHook(mon))
+    spec = RunSpec(name="real", folder=str(tmp_path / "out"), agent="a", scaffold="swe-agent", model="m", format="swe-agent-traj")
     [t] = list(parse(tmp_path / "out" / "demo__demo-1.traj", spec, "swebench"))
     fields = ("index", "action", "kind", "thought", "observation", "error", "actions")
     live = [{k: s.to_dict()[k] for k in fields} for s in mon.steps]
     assert live == [{k: s.to_dict()[k] for k in fields} for s in t.steps[:-1]]
-    assert len(live) == 4 and t.steps[-1].kind == "submit" and t.meta["requeried_turns"] == 0
+    assert len(live) == 4 and "<<SWE_AGENT_SUBMISSION>>" in t.steps[-1].action and t.meta["requeried_turns"] == 0
     assert all(s.input_tokens is None for s in t.steps) and all(s.input_tokens is not None for s in mon.steps)
 
 
-def test_crashing_monitor_never_stops_the_agent(repo, tmp_path):
-    outputs = [_tc(0, "bash", {"command": "ls"}, "look"), _tc(1, "submit", {}, "submit")]
-    mon = ScriptedMonitor(raise_in_observe=True)
-    agent, result, saved = _run(repo, tmp_path, outputs, EarlyStopHook(mon))
+def test_crashing_monitor_never_stops_the_agent(tmp_path):
+    outputs = [tool_call(0, "ls", "look"), tool_call(1, SUBMIT, "submit")]
+    _, _, saved, _ = _run(tmp_path, outputs, EarlyStopHook(ScriptedMonitor(raise_in_observe=True)))
     assert saved["info"]["exit_status"] == "submitted"
     assert "scripted monitor failure" in saved["info"]["earlyeval"]["errors"][0]
 
 
-def test_actions_of_thought_action_format_and_unknown_hooks():
+def _model_dir(tmp_path, th):
+    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
+    return save_model_dir(bundle, tmp_path / "m")
+
+
+def test_from_config_halts_on_failure_only_by_default(tmp_path):
+    """A trained model dir, thresholds at the rule's ends: always-failure halts at the first eligible step;
+    always-success never halts under the default ``halt_on: failure``."""
+    fail = _model_dir(tmp_path / "f", {"success": 2.0, "failure": 0.0, "min_halt_step": 2})
+    agent, _, saved, _ = _run(tmp_path / "a", OUTPUTS, EarlyStopHook.from_config({"model": str(fail), "autosubmit": False}))
+    assert agent.model._idx == 1
+    ee = saved["info"]["earlyeval"]
+    assert saved["info"]["exit_status"] == "PredictedFailure" and ee["halt"]["step_index"] == 1 and ee["halt_on"] == "failure"
+    assert all(0.0 < h["p_success"] < 1.0 for h in ee["history"])
+    succ = _model_dir(tmp_path / "s", {"success": 0.0, "failure": 2.0, "min_halt_step": 2})
+    _, _, saved, _ = _run(tmp_path / "b", OUTPUTS, EarlyStopHook.from_config({"model": str(succ)}))
+    assert saved["info"]["exit_status"] == "submitted" and saved["info"]["earlyeval"]["halted"] is False
+    assert "success halts off" in saved["info"]["earlyeval"]["last_decision"]["reason"]
+
+
+def test_from_config_errors_name_the_key():
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['autosubmitt'\]"):
+        EarlyStopHook.from_config({"model": "m", "autosubmitt": True})
+    with pytest.raises(ConfigError, match=r"earlyeval.halt_on: 'sometimes' is not one of failure, success, both"):
+        EarlyStopHook.from_config({"model": "m", "halt_on": "sometimes"})
+
+
+def test_actions_of_swe_agent_step_outputs_and_unknown_hooks():
     a = actions_of(StepOutput(action="find_file mod.py"))
     assert (a[0].tool, a[0].text) == ("find_file", "mod.py")
     b = actions_of(StepOutput(action="pytest -x tests"))
@@ -133,25 +175,57 @@ def test_actions_of_thought_action_format_and_unknown_hooks():
         hook.not_a_hook
 
 
-def test_from_config_with_a_trained_model_halts_through_done(repo, tmp_path):
-    """No monitor object: the hook loads a model dir (trained here; failure threshold 0 = halt at the first
-    eligible step) from an earlyeval block; the run ends through SWE-agent's forced-exit path."""
-    from _monitor_helpers import make_runs, make_tasks, train_bundle
-    from earlyeval.modeling.modeldir import save_model_dir
+# ---------------------------------------------------------------- earlyeval-sweagent run (the console script)
 
-    th = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
-    save_model_dir(bundle, tmp_path / "m")
-    hook = EarlyStopHook.from_config({"model": str(tmp_path / "m"), "autosubmit": False})
-    agent, result, saved = _run(repo, tmp_path, OUTPUTS, hook)
-    assert agent.model.n_queries == 2
-    info = saved["info"]
-    assert info["exit_status"] == "PredictedFailure" and info["earlyeval"]["halt"]["step_index"] == 1
-    assert all(0.0 < h["p_success"] < 1.0 for h in info["earlyeval"]["history"])
+EARLYEVAL_SWEAGENT = [sys.executable, "-c", "import sys; from earlyeval.integrations.sweagent_cli import main; main()"]
+ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(_paths.REPO)}
 
 
-def test_from_config_unknown_key_is_a_named_error():
-    from earlyeval.integrations.config import ConfigError
+def _cli_files(tmp_path):
+    actions = ["DISCUSSION\nlook\n\n```\nls\n```", "DISCUSSION\nread\n\n```\ncat mod.py\n```",
+               "DISCUSSION\ntest\n\n```\npython repro.py\n```", "DISCUSSION\ndone\n\n```\nsubmit\n```"]
+    (tmp_path / "replay.jsonl").write_text(json.dumps({"demo__demo-1": actions}) + "\n")
+    cfg = {"agent": {"model": {"name": "replay", "replay_path": str(tmp_path / "replay.jsonl")},
+                     "tools": {"parse_function": {"type": "thought_action"}, "bundles": []}},
+           "env": {"deployment": {"type": "dummy"}, "repo": None},
+           "problem_statement": {"type": "text", "text": "make a equal 2", "id": "demo__demo-1"},
+           "output_dir": str(tmp_path / "out")}
+    import yaml
 
-    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['autosubmitt'\]"):
-        EarlyStopHook.from_config({"model": "m", "autosubmitt": True})
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(cfg))
+    return tmp_path / "run.yaml"
+
+
+def test_earlyeval_sweagent_run_switches_the_hook_on_from_a_config_file(tmp_path):
+    model = _model_dir(tmp_path, {"success": 2.0, "failure": 0.0, "min_halt_step": 2})
+    (tmp_path / "ee.yaml").write_text(f"earlyeval:\n  model: {model}\n  autosubmit: false\n")
+    r = subprocess.run([*EARLYEVAL_SWEAGENT, "run", "--earlyeval", str(tmp_path / "ee.yaml"), "--config", str(_cli_files(tmp_path))],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    traj = json.loads((tmp_path / "out" / "demo__demo-1" / "demo__demo-1.traj").read_text())
+    assert traj["info"]["exit_status"] == "PredictedFailure"
+    assert traj["info"]["earlyeval"]["halt"]["step_index"] == 1 and traj["info"]["earlyeval"]["halt_on"] == "failure"
+    assert len(traj["trajectory"]) == 2  # halted after the 2nd step: the replay's 3rd and 4th actions never ran
+    pred = json.loads((tmp_path / "out" / "demo__demo-1" / "demo__demo-1.pred").read_text())  # SWE-agent's runner wrote it
+    assert pred["instance_id"] == "demo__demo-1" and pred["model_patch"] is None  # a predicted failure, not autosubmitted
+
+
+def test_earlyeval_sweagent_bad_block_exits_2_before_any_environment(tmp_path):
+    (tmp_path / "ee.yaml").write_text("earlyeval:\n  model: nope\n  halt_on: sometimes\n")
+    r = subprocess.run([*EARLYEVAL_SWEAGENT, "run", "--earlyeval", str(tmp_path / "ee.yaml"), "--config", str(_cli_files(tmp_path))],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and "earlyeval.halt_on: 'sometimes' is not one of failure, success, both" in r.stderr
+    assert not (tmp_path / "out").exists()
+    r = subprocess.run([*EARLYEVAL_SWEAGENT, "nope"], env=ENV, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and "unknown command 'nope' (available: run)" in r.stderr
+
+
+def test_declared_console_script_is_the_runner():
+    import importlib
+    import tomllib
+
+    target = tomllib.loads((_paths.REPO / "pyproject.toml").read_text())["project"]["scripts"]["earlyeval-sweagent"]
+    mod, fn = target.split(":")
+    from earlyeval.integrations.sweagent_cli import main
+
+    assert getattr(importlib.import_module(mod), fn) is main

@@ -291,3 +291,66 @@ def test_task_table_completes_a_task_known_only_by_id(trained):
     bare.observe(step)
     assert not np.isnan(mon.last_features[mon.feature_names.index("gold_n_files")])
     assert np.isnan(bare.last_features[bare.feature_names.index("gold_n_files")])
+
+
+@pytest.mark.parametrize("halt_on", ["failure", "success", "both"])
+def test_halt_on_halts_where_the_rule_does_on_the_halting_pair(trained, halt_on):
+    """Monitor(halt_on=...) halts exactly where the rule halts on policy.halting_pair (an off side never halts),
+    spawned monitors keep the setting, and every Decision reports it."""
+    from earlyeval.modeling.policy import halting_pair
+
+    mon = Monitor.load(trained["dir"], halt_on=halt_on).spawn()
+    assert mon.halt_on == halt_on
+    ts, tf = halting_pair(mon.tau_s, mon.tau_f, halt_on)
+    kinds = set()
+    for traj, ctx in zip(trained["trajs"], trained["ctxs"]):
+        _, ps, pf, ds = _stream(mon, traj, ctx, len(traj.steps) - 1)
+        t_halt, pred = halting(ps, pf, ts, tf, mon.min_halt_step)
+        first = next((k for k, d in enumerate(ds) if d.halt), None)
+        assert (first + 1 if first is not None else 0) == t_halt, traj.run_id
+        if first is not None:
+            kinds.add(ds[first].outcome)
+        assert all(d.halt_on == halt_on for d in ds)
+    assert kinds == ({"success", "failure"} if halt_on == "both" else {halt_on})
+
+
+def test_a_due_success_halt_waits_for_a_candidate_patch(trained):
+    """observe(step, candidate=f): a predicted success halts only when f() is non-empty; without one the run goes on
+    (not sticky) and the reason says why; f is called only when a success halt is due."""
+    mon = Monitor.load(trained["dir"], halt_on="both")
+    for traj, ctx in zip(trained["trajs"], trained["ctxs"]):
+        _, ps, pf, ds = _stream(mon, traj, ctx, len(traj.steps) - 1)
+        first = next((k for k, d in enumerate(ds) if d.halt), None)
+        if first is not None and ds[first].outcome == "success":
+            break
+    else:
+        pytest.fail("no success halt in the synthetic runs")
+    calls = []
+
+    def candidate():
+        calls.append(len(calls))
+        return "" if len(calls) < 2 else "diff --git a/x b/x\n+fix\n"
+
+    mon.start_context(ctx, traj.run_id)
+    out = [mon.observe(s, candidate=candidate) for s in traj.steps[: len(traj.steps) - 1]]
+    held = out[first]
+    assert not held.halt and held.reason.startswith("continue (success predicted, not halted: no candidate patch yet")
+    assert len(calls) >= 1 and calls[0] == 0  # consulted first at the step the success halt was due
+    later = next((k for k, d in enumerate(out) if d.halt), None)
+    n_held = sum(d.reason.startswith("continue (success predicted, not halted") for d in out)
+    assert n_held >= 1 and all(not d.halt for d in out[: later if later is not None else len(out)])
+    granted = later is not None and out[later].outcome == "success"
+    assert len(calls) == n_held + granted  # called once per due success halt, and only then
+    if granted:  # the second call had a patch: the halt came then
+        assert calls[-1] == 1 and later > first
+    crashed = Monitor.load(trained["dir"], halt_on="both")
+    crashed.start_context(ctx, traj.run_id)
+    res = [crashed.observe(s, candidate=lambda: 1 / 0) for s in traj.steps[: first + 1]]
+    assert not res[first].halt and "the candidate patch could not be read (ZeroDivisionError" in res[first].reason
+
+
+def test_halt_on_is_checked():
+    from earlyeval.modeling.policy import check_halt_on
+
+    with pytest.raises(ValueError, match=r"halt_on: 'never' is not one of failure, success, both"):
+        check_halt_on("never")

@@ -179,3 +179,17 @@ def test_first_halt_below_equals_budget_halt_index(seed):
             for k, tau in enumerate(taus):  # and both equal the loop "first t >= lo + 1 with p < tau"
                 want = next((i + 1 for i in range(lo, len(p)) if p[i] < tau), 0)
                 assert h[r, k] == want
+
+
+def test_halting_pair_turns_a_side_off_with_never():
+    from earlyeval.modeling.policy import HALT_ON, check_halt_on, halting_pair
+
+    assert HALT_ON == ("failure", "success", "both")
+    assert halting_pair(0.9, 0.98, "both") == (0.9, 0.98)
+    assert halting_pair(0.9, 0.98, "failure") == (NEVER, 0.98)
+    assert halting_pair(0.9, 0.98, "success") == (0.9, NEVER)
+    with pytest.raises(ValueError, match=r"agent.earlyeval.halt_on: 'Failure' is not one of failure, success, both"):
+        check_halt_on("Failure", "agent.earlyeval.halt_on")
+    # an off side never halts, whatever its probability
+    assert step_outcome(1.0, 0.0, *halting_pair(0.9, 0.98, "failure"), 5) == CONTINUE
+    assert step_outcome(0.0, 1.0, *halting_pair(0.9, 0.98, "success"), 5) == CONTINUE

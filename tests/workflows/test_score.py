@@ -97,3 +97,32 @@ def test_unknown_format_is_refused(setup):
 
     with pytest.raises(IngestError, match="unknown format"):
         score_runs(setup["model"], setup["runs"], "no-such-format", out=setup["base"] / "x", progress=False)
+
+
+def test_halt_on_failure_scores_what_a_live_adapter_saves(setup):
+    """--halt-on failure: the predicted-failure halts of the default (both) and none of its success halts;
+    score.json records the mode and its metrics are the policy's under policy.halting_pair."""
+    both = json.loads(score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / "both", tasks=setup["tasks"],
+                                 progress=False)["score"].read_text())
+    fail = json.loads(score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / "fail", tasks=setup["tasks"],
+                                 progress=False, halt_on="failure")["score"].read_text())
+    assert both["halt_on"] == "both" and fail["halt_on"] == "failure" and fail["policy_consistent"] is True
+    pb = {r["run_id"]: r for r in both["per_run"]}
+    pf = {r["run_id"]: r for r in fail["per_run"]}
+    assert any(r["predicted"] == "success" for r in pb.values())  # the fixture has success halts to drop
+    assert all(r["predicted"] in (None, "failure") for r in pf.values())
+    for rid, r in pf.items():
+        if pb[rid]["predicted"] == "failure":
+            assert (r["halt_t"], r["predicted"]) == (pb[rid]["halt_t"], "failure")
+    (a, blk), = fail["agents"].items()
+    assert blk["halted_as_success"] == 0 and blk["halted_as_failure"] >= both["agents"][a]["halted_as_failure"]
+
+
+def test_cli_halt_on_is_checked(setup):
+    from typer.testing import CliRunner
+
+    from earlyeval.app.cli import app
+
+    r = CliRunner().invoke(app, ["score", "--model", str(setup["model"]), "--runs", str(setup["runs"]), "--format", "atif",
+                                 "--halt-on", "sometimes"])
+    assert r.exit_code == 2 and "--halt-on: 'sometimes' is not one of failure, success, both" in r.output

@@ -422,7 +422,8 @@ def formats(as_json: bool = typer.Option(False, "--json", help="Print {name: des
 
 @app.command()
 def report(bench: str = typer.Option(..., "--bench", "-b", help="Benchmark whose reports/<bench>/ to summarize."),
-           out: Optional[Path] = typer.Option(None, "--out", help="Output file (default reports/<bench>/report.html).")) -> None:
+           out: Optional[str] = typer.Option(None, "--out", help="Output file, or a directory (existing, or ending in /) "
+                                                                 "that gets report.html (default reports/<bench>/report.html).")) -> None:
     """One self-contained HTML page (tables, plots, legends) from the reports a benchmark already has."""
     from earlyeval.report.report_page import write_report
     from earlyeval.config.workspace import reports_dir

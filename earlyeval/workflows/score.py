@@ -317,6 +317,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     if monitor is not None and thresholds is not None:
         raise ValueError("give thresholds to Monitor.load, or here, not both")
     root = _data_root(data_root)
+    if data_root is not None and not root.is_dir():
+        raise FileNotFoundError(f"--data-root {data_root}: no such folder")
     detected = fmt == "auto"
     if detected:
         fmt = detect_format(Path(runs_path), _catalog_specs(Path(runs_path).resolve(), "auto", root), DEFAULT_GLOB,

@@ -254,6 +254,11 @@ def test_unknown_label_format_exits_2_naming_the_known_ones(env, monkeypatch):
     assert LABEL_FORMATS == ", ".join(READERS)  # the --help list is the readers' table
 
 
+def test_a_missing_data_root_exits_2(env, monkeypatch, tmp_path):
+    r = _cli(env, monkeypatch, "--runs", str(env["new"]), "-f", "atif", "--data-root", str(tmp_path / "nope"))
+    _one_line_exit_2(r, "--data-root", "no such folder")
+
+
 def test_data_root_finds_the_catalog_labels(env, tmp_path, monkeypatch):
     """A catalog run under another data root: without --data-root its labels vanish (and score says why),
     with it they are read."""

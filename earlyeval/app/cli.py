@@ -274,7 +274,9 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
           verbose: bool = _verbose()) -> None:
     """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
-    and a per-run CSV.  Exit 2, writing nothing, when no run was read."""
+    and a per-run CSV.  Exit 2, writing nothing, when no run was read or the scoring would mislead (another
+    scoring in the output folder, a model of another benchmark, a format or label format it cannot tell);
+    warn when the runs overlap the training data (by content) or carry no date."""
     from earlyeval.report.score_table import score_table
     from earlyeval.workflows.score import score_runs
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -47,6 +48,11 @@ def test_train_and_evaluate_announce_their_totals(tmp_path):
                      inner_folds=6, inner_holdout="scaffold", warm_repeats=1)
     msgs = _fits(lambda p: train_bench("synth", tmp_path / "m", cfg, progress=p, budget=False, ds=ds))
     assert msgs[0] == f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}"
+    # the manifest records every training run's fingerprint, and two trainings on the same data write the same one
+    m1 = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    assert len(m1["training"]["content"]["runs"]) == len(ds.trajs)
+    train_bench("synth", tmp_path / "m2", cfg, budget=False, ds=ds)
+    assert json.loads((tmp_path / "m2" / "manifest.json").read_text()) == m1
     assert sum(m.startswith("fit without") for m in msgs) == planned_fits(ds, cfg, train=True) == 3  # 2 inner + the full fit
     # evaluate's total adds up the LOAO of every protocol and ablation it runs (behaviour only: none besides as_of)
     assert evaluate_fits(ds, cfg) == planned_fits(ds, cfg)

@@ -103,6 +103,17 @@ def test_fingerprint_is_the_content_not_the_name_nor_the_storage(env):
     assert content_record(list(reversed(env["train"])), {}) == rec  # deterministic: sorted, order-free
 
 
+def test_the_content_record_leaves_content_hash_alone(env, tmp_path):
+    """The fingerprints live in the manifest's training section: the files, hence content_hash, are the
+    same with and without them; manifest_hash covers them; the same data gives the same manifest."""
+    with_c = json.loads((env["model"] / "manifest.json").read_text())
+    bare = dataclasses.replace(env["bundle"], training={k: v for k, v in env["bundle"].training.items() if k != "content"})
+    without = json.loads((save_model_dir(bare, tmp_path / "bare") / "manifest.json").read_text())
+    assert with_c["content_hash"] == without["content_hash"] and with_c["manifest_hash"] != without["manifest_hash"]
+    again = json.loads((save_model_dir(env["bundle"], tmp_path / "again") / "manifest.json").read_text())
+    assert again == with_c
+
+
 def test_a_copied_training_folder_is_flagged_gzipped_or_not(env, tmp_path):
     copy = tmp_path / "renamed-folder"
     shutil.copytree(env["base"] / "train-copy", copy)

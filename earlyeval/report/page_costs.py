@@ -107,7 +107,8 @@ def section_budget(inp: Inputs) -> str:
         if excl:
             out.append(note("not in this dimension (usage unknown, never counted as 0): "
                             + ", ".join(f"{a} ({n} runs)" for a, n in excl.items())))
-        stops.append(("", [esc(d)] + _early_stop_cells(blk)))
+        if _early_stop(blk):
+            stops.append(("", [esc(d)] + _early_stop_cells(blk)))
     if stops:
         out.append("<h3>Early stop on \"impossible\" (pooled large agents)</h3>")
         out.append(table(["dimension", "runs", "budget saved on failed runs", "steps saved on failed runs", "success rate cost",
@@ -126,10 +127,15 @@ def section_budget(inp: Inputs) -> str:
     return "".join(out)
 
 
+def _early_stop(blk: dict[str, Any]) -> dict[str, Any]:
+    return (((blk.get("pooled") or {}).get("early_stop") or {}).get("model") or {})
+
+
 def _early_stop_cells(blk: dict[str, Any]) -> list[str]:
-    es = (((blk.get("pooled") or {}).get("early_stop") or {}).get("model") or {})
+    es = _early_stop(blk)
+    cost = num(es.get("success_rate_cost_pp"))
     return [str(es.get("n_runs", "–")), pct(es.get("saved_on_failed")), pct(es.get("steps_saved_on_failed")),
-            f"{fnum(es.get('success_rate_cost_pp'), 2)} pp", pct(es.get("false_abort_rate"))]
+            "–" if cost is None else f"{cost:.2f} pp", pct(es.get("false_abort_rate"))]
 
 
 def _us(x: Any) -> str:

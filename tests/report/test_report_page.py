@@ -85,7 +85,9 @@ def _workspace(ws: Path, with_budget: bool = True, latency: bool = False) -> dic
     if with_budget:
         cov = {"model": {"0.8": 0.71, "0.9": 0.86}, "linear": {"0.8": 0.8, "0.9": 0.9}}
         dim = {"budget_B": 29.0, "agents": {a: {"n_runs": b["n_runs"], "coverage": cov, "small_n": b["small_n"]} for a, b in agents.items()},
-               "pooled": {"n_runs": 80, "coverage": cov}, "online": {"agents": {}, "pooled": {"coverage": {"0.8": 0.8}}},
+               "pooled": {"n_runs": 80, "coverage": cov,
+                          "early_stop": {"model": {"n_runs": 80, "saved_on_failed": 0.42, "steps_saved_on_failed": 0.3,
+                                                   "success_rate_cost_pp": 1.5, "false_abort_rate": 0.02}}}, "online": {"agents": {}, "pooled": {"coverage": {"0.8": 0.8}}},
                "runs_excluded_unknown": {}}
         (rdir / "budget.json").write_text(json.dumps({"protocol": "as_of", "dimensions": {"steps": dim}}))
         pricing = {a: {"source": "per-step", "total_usd": 100.0} for a in agents}
@@ -261,7 +263,7 @@ def test_latency_and_budget_are_tables_with_their_pngs(ws):
     bud = page[page.index('<section id="budget">'):page.index('<section id="latency">')]
     assert bud.count("data:image/png;base64,") == 2 and "remaining-budget intervals" in bud
     assert lat.count("data:image/png;base64,") == 1
-    assert "Early stop on" in bud
+    assert "Early stop on" in bud and "<td>42.0 %</td><td>30.0 %</td><td>1.50 pp</td><td>2.0 %</td>" in bud
 
 
 def test_missing_pngs_are_named_with_their_command(ws):

@@ -147,7 +147,10 @@ def training_overlap(bundle: Any, trajs: list[Trajectory], fmt: str | None = Non
             runs = f", {v['runs_in_training']}/{v['runs']} runs are training runs (same task and steps)" if v["runs_in_training"] else ""
             ids = f", {v['run_ids_in_training']}/{v['runs']} run ids in training" if v["run_ids_in_training"] else ""
             parts.append(f"{k}{same} (by {', '.join(v['by'])}{runs}{ids})")
-        out["warning"] = ("these runs overlap the model's training data: " + "; ".join(parts)
-                          + ". Their scores are in-sample and overstate accuracy on a new agent "
-                          "(use `earlyeval evaluate` for held-out numbers).")
+        same_runs = sum(max(v["runs_in_training"], v["run_ids_in_training"]) for v in hits.values())
+        why = (f"{same_runs} of them are training runs themselves: their scores are in-sample" if same_runs else
+               "no run is itself a training run, but the model was trained on the same agent: its scores are a known "
+               "agent's")
+        out["warning"] = ("these runs overlap the model's training data: " + "; ".join(parts) + f". {why} and overstate "
+                          "accuracy on a new agent (use `earlyeval evaluate` for held-out numbers).")
     return out

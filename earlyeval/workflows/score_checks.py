@@ -251,9 +251,10 @@ def date_runs(trajs: list[Trajectory], as_of: str | None, families: list[str], f
         detail["warning"] = (
             f"{n['none']} of {len(trajs)} runs carry no date (the {fmt} files record none, and no catalog entry "
             f"dates them): their task prior ({', '.join(history)}) counts every public submission up to today. "
-            "If the runs are older than that pool, later public results on their tasks leak into the prior: "
-            "halted accuracy looks better and the recorded resolve rate shifts. Give --as-of YYYY-MM-DD, the "
-            "day the runs were made (or --as-of all to accept today's pool).")
+            "If the runs are older than that pool, results published after them enter their prior (a stronger "
+            "later pool makes old tasks look easy: wrong success halts), so halted accuracy and the recorded "
+            "resolve rate can be far off what the model does on them. Give --as-of YYYY-MM-DD, the day the runs "
+            "were made (or --as-of all to accept today's pool).")
         log.warning("%s", detail["warning"])
     return None, detail
 

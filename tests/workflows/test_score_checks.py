@@ -203,7 +203,7 @@ def test_undated_runs_warn_and_name_the_shift_risk(env, caplog):
     rep = _score(env, env["new"], "undated")
     w = rep["as_of_detail"]["warning"]
     assert rep["as_of_detail"]["runs_dated_by"]["none"] == 36
-    assert "36 of 36 runs carry no date" in w and "--as-of YYYY-MM-DD" in w and "shifts" in w
+    assert "36 of 36 runs carry no date" in w and "--as-of YYYY-MM-DD" in w and "recorded resolve rate can be far off" in w
     assert any("carry no date" in r.getMessage() for r in caplog.records)
     assert "warning: undated runs: 36 of 36 runs carry no date" in score_table(rep)
     # an explicit cutoff, or an explicit today's pool, is the user's choice: no warning

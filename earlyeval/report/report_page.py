@@ -26,7 +26,7 @@ from earlyeval.report.html import pyplot as _plt
 from earlyeval.report.page_costs import section_budget, section_dollars, section_latency
 from earlyeval.report.page_inputs import Inputs, small_agents
 from earlyeval.report.provenance import provenance
-from earlyeval.report.targets import CALIBRATION_GAP, TARGETS, calibration_gap, misses
+from earlyeval.report.targets import CALIBRATION_GAP, TARGETS, calibration_gap, exact, misses
 
 SECTIONS = {  # id -> heading; the test checks every heading is on the page
     "results": "Results by protocol",
@@ -72,7 +72,7 @@ def _result_row(name: str, b: dict[str, Any], cls: str, small: bool = False) -> 
     miss = misses(b)
 
     def cell(key: str, text: str) -> Any:
-        return missed(text, miss[key]) if key in miss else text
+        return missed(text, f"{miss[key]} (here {exact(b, key)})") if key in miss else text
 
     return (cls, [agent_cell(name, small, b.get("n_runs")) if cls != "pooled" else esc(name), str(b.get("n_runs", "–")),
                   pct(b.get("resolve_rate")), cell("auroc_success", fnum(b.get("auroc_success"))), pct(b.get("halted_fraction")),
@@ -88,7 +88,8 @@ def target_summary(agents: dict[str, Any], large: list[str]) -> str:
     for a in large:
         b = agents.get(a)
         if isinstance(b, dict) and misses(b):
-            lines.append(f"<li><b>{esc(a)}</b>: misses {esc('; '.join(misses(b).values()))}</li>")
+            what = "; ".join(f"{text} ({exact(b, key)})" for key, text in misses(b).items())
+            lines.append(f"<li><b>{esc(a)}</b>: misses {esc(what)}</li>")
     met = len([a for a in large if isinstance(agents.get(a), dict)]) - len(lines)
     head = (f"Targets (per large held-out agent, as_of: {esc('; '.join(t.text for t in TARGETS))}): "
             f"{met} of {met + len(lines)} agents meet all")

@@ -65,6 +65,20 @@ def misses(block: dict[str, Any]) -> dict[str, str]:
     return {t.key: t.text for t in TARGETS if t.met(block) is False}
 
 
+def exact(block: dict[str, Any], key: str) -> str:
+    """The metric behind a target, unrounded enough to see why it misses (a shift of -1.04 pp shows as -1.0)."""
+    v = _num(block.get(key))
+    if v is None:
+        return "unknown"
+    if key == "resolve_rate_shift_pp":
+        return f"{v:+.2f} pp"
+    if key == "auroc_success":
+        return f"{v:.4f}"
+    if key == "steps_saved_in_run":
+        return f"{100 * v:.2f} % in-run of {100 * (_num(block.get('steps_saved')) or 0):.2f} % saved"
+    return f"{100 * v:.2f} %"
+
+
 def calibration_gap(mean_p: float | None, observed: float | None) -> float | None:
     """mean P(success) - observed success rate (negative: the model under-predicts success)."""
     return None if mean_p is None or observed is None else float(mean_p) - float(observed)

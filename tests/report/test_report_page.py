@@ -277,11 +277,11 @@ def test_target_misses_are_marked_and_summarised(ws):
     page = write_report("demo").read_text()
     res = page[page.index('<section id="results">'):page.index('<section id="frontier">')]
     # beta misses halted accuracy in each of the 3 protocol tables, the small agent too, and the pooled row (90 %)
-    marked = re.findall(r'<td class="miss" title="misses the target: halted accuracy ≥ 95 %">90.0 % ✗</td>', res)
+    marked = re.findall(r'<td class="miss" title="misses the target: halted accuracy ≥ 95 % \(here 90.00 %\)">90.0 % ✗</td>', res)
     assert len(marked) == 3 * 3
     assert '<td class="miss"' not in re.search(rf"<tr><td class=\"name\">{LARGE[0]}</td>.*?</tr>", res).group(0)
     summary = re.search(r'<div class="targets">(.*?)</div>', res).group(1)
-    assert "1 of 2 agents meet all" in summary and f"<b>{LARGE[1]}</b>: misses halted accuracy ≥ 95 %" in summary
+    assert "1 of 2 agents meet all" in summary and f"<b>{LARGE[1]}</b>: misses halted accuracy ≥ 95 % (90.00 %)" in summary
     assert LARGE[0] not in summary
 
 

@@ -11,10 +11,11 @@ CATALOG := earlyeval/catalogs/$(BENCH).toml
 
 .PHONY: install install-sweagent lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench score transfer clean help
 
-help:
-	@echo "make train BENCH=swebench   # install, ingest, train -> models/$(BENCH)/"
-	@echo "make test                   # unit tests + bounded integration tests on ../shared/data"
-	@echo "make ingest|evaluate|sweep|budget|bench BENCH=..."
+# every target with a `## ...` comment on its rule line is listed, in file order (tests/test_docs.py checks that
+# each .PHONY target is)
+help:  ## this list
+	@echo "make TARGET [BENCH=$(BENCH)]   (BENCH: a catalog, earlyeval/catalogs/<bench>.toml)"
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  make %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # the venv gets exactly the lock (hash-checked, no resolution), then the package itself without dependencies
 $(STAMP): pyproject.toml $(LOCK)
@@ -24,7 +25,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/pip check
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP)  ## .venv from requirements.lock (hash-checked), the package editable
 
 # SWE-agent 1.1.0 is on no package index (PyPI's `sweagent` is a 2024 placeholder): its source is vendored beside
 # the data, in ../shared/vendor.  Its dependencies are in the lock (`make lock` resolves them together with the
@@ -46,12 +47,12 @@ $(SWEAGENT_STAMP): $(STAMP) $(SWEAGENT_TARBALL)
 	$(BIN)/pip check
 	touch $@
 
-install-sweagent: $(SWEAGENT_STAMP)
+install-sweagent: $(SWEAGENT_STAMP)  ## SWE-agent 1.1.0 from the vendored tarball, editable in .vendor/
 
 # one universal lock for Python >= 3.11 (3.11 and 3.12 resolved together), from pyproject.toml's ranges and the
 # vendored SWE-agent's own requirements (the package itself is not emitted: it installs from the tarball)
 UV_VENV ?= .venv-uv
-lock:
+lock:  ## rewrite requirements.lock from pyproject.toml (uv, Python 3.11 and 3.12, hashes)
 	[ -x $(UV_VENV)/bin/uv ] || { $(PY) -m venv $(UV_VENV) && $(UV_VENV)/bin/pip install -q uv==0.13.9; }
 	[ -f $(SWEAGENT_TARBALL) ] || { echo "make lock: $(SWEAGENT_TARBALL) missing (SWE-agent's requirements are locked from it)"; exit 1; }
 	echo "sweagent @ file:$(abspath $(SWEAGENT_TARBALL))" | $(UV_VENV)/bin/uv pip compile pyproject.toml - --universal \
@@ -61,34 +62,34 @@ lock:
 data/$(BENCH)/ingest.done: $(STAMP) $(CATALOG)
 	$(EARLYEVAL) ingest --bench $(BENCH)
 
-ingest: $(STAMP)
+ingest: $(STAMP)  ## read the catalog's runs -> data/$(BENCH)/, reports/$(BENCH)/ingest.json
 	$(EARLYEVAL) ingest --bench $(BENCH)
 
-train: data/$(BENCH)/ingest.done
+train: data/$(BENCH)/ingest.done  ## install, ingest (if needed), train -> models/$(BENCH)/
 	$(EARLYEVAL) train --bench $(BENCH)
 
-evaluate: data/$(BENCH)/ingest.done
+evaluate: data/$(BENCH)/ingest.done  ## leave-one-agent-out -> reports/$(BENCH)/loao.json
 	$(EARLYEVAL) evaluate --bench $(BENCH)
 
-sweep: data/$(BENCH)/ingest.done
+sweep: data/$(BENCH)/ingest.done  ## threshold frontier -> reports/$(BENCH)/sweep.csv
 	$(EARLYEVAL) sweep --bench $(BENCH)
 
-budget: data/$(BENCH)/ingest.done
+budget: data/$(BENCH)/ingest.done  ## remaining-budget intervals -> reports/$(BENCH)/budget.json
 	$(EARLYEVAL) budget --bench $(BENCH)
 
-bench: data/$(BENCH)/ingest.done
+bench: data/$(BENCH)/ingest.done  ## Monitor latency -> reports/$(BENCH)/latency.json
 	$(EARLYEVAL) bench --bench $(BENCH)
 
 # one self-contained HTML page from whichever reports/$(BENCH)/ reports exist (run evaluate/sweep/budget/route/bench first)
 .PHONY: report
-report: $(STAMP)
+report: $(STAMP)  ## one HTML page from the reports -> reports/$(BENCH)/report.html
 	$(EARLYEVAL) report --bench $(BENCH)
 
 # the README's test command (CI runs exactly this): unit tests, the integration tests on a bounded
 # sample of ../shared/data, then the unit tests again in a Python 3.12 venv from the same lock, where the
 # OpenHands SDK adapter tests run for real (openhands-sdk needs Python >= 3.12). Every stage runs even when an earlier one fails; a summary names each, and the
 # target fails if any stage did.
-test: $(STAMP)
+test: $(STAMP)  ## unit, integration and OpenHands stages, each reported (what CI runs)
 	@status=""; fail=0; \
 	for stage in test-unit test-integration test-openhands; do \
 	  echo "==> $$stage"; \
@@ -97,17 +98,17 @@ test: $(STAMP)
 	done; \
 	printf "==> make test summary:$$status\n"; exit $$fail
 
-test-unit: $(STAMP) $(SWEAGENT_DEP)
+test-unit: $(STAMP) $(SWEAGENT_DEP)  ## unit tests (no data)
 	$(BIN)/python -m pytest -q -m "not integration"
 
-test-integration: $(STAMP) $(SWEAGENT_DEP)
+test-integration: $(STAMP) $(SWEAGENT_DEP)  ## integration tests on a bounded sample of ../shared/data
 	$(BIN)/python -m pytest -q -m integration
 
 # a python3.12 that runs (a pyenv shim without that version active does not), else pyenv's own 3.12 build
 PY312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
 	  "$$p" -c "import sys" >/dev/null 2>&1 && { echo "$$p"; break; }; done)
 OH_VENV := .venv-openhands
-test-openhands:
+test-openhands:  ## unit tests in a Python 3.12 venv, with the OpenHands SDK
 	@set -e; if [ -z "$(PY312)" ]; then echo "test-openhands: no python3.12 here: Python 3.12 and the OpenHands SDK adapter not tested"; else \
 	  if [ ! -f $(OH_VENV)/.installed ] || [ $(LOCK) -nt $(OH_VENV)/.installed ]; then rm -rf $(OH_VENV); $(PY312) -m venv $(OH_VENV); \
 	    $(OH_VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK); \
@@ -117,7 +118,7 @@ test-openhands:
 # the unit and integration tests against the oldest versions pyproject.toml declares (checked by hand, not in CI:
 # see docs/install.md); FLOORS_VENV is rebuilt each time
 FLOORS_VENV ?= .venv-floors
-test-floors:
+test-floors:  ## unit + integration tests at the oldest declared versions
 	rm -rf $(FLOORS_VENV); $(PY) -m venv $(FLOORS_VENV)
 	$(FLOORS_VENV)/bin/pip install -q -r requirements-floors.txt
 	$(FLOORS_VENV)/bin/pip install -q --no-deps -e .
@@ -125,7 +126,7 @@ test-floors:
 	$(FLOORS_VENV)/bin/python -m pytest -q -m "not integration"
 	$(FLOORS_VENV)/bin/python -m pytest -q -m integration
 
-clean:
+clean:  ## remove data/, features/, models/, reports/ outputs
 	rm -rf data/*/ features/*/ models/*/ reports/*/
 
 # routing simulator (earlyeval route): escalate instead of only stopping, on pairs of SWE-bench Lite
@@ -134,13 +135,21 @@ clean:
 ROUTE_PAIRS ?= swe-agent-0.x__gpt-4:moatless-0623__claude-3.5-sonnet moatless-0609__gpt-4o:coder__gpt-4 \
 	swe-agent-0.x__gpt-4:coder__gpt-4 moatless-0617__gpt-4o:moatless-0623__claude-3.5-sonnet
 ROUTE_BUDGET ?= 100
-route: data/$(BENCH)/ingest.done
+route: data/$(BENCH)/ingest.done  ## routing simulator over ROUTE_PAIRS -> reports/$(BENCH)/routing.json
 	@for p in $(ROUTE_PAIRS); do \
 		$(EARLYEVAL) route --bench $(BENCH) --cheap $${p%%:*} --strong $${p##*:} --budget $(ROUTE_BUDGET) || exit 1; \
 	done
 
+# score someone else's runs with the trained model: make score RUNS=path/to/runs [FORMAT=auto] [AS_OF=YYYY-MM-DD]
+RUNS ?=
+FORMAT ?= auto
+AS_OF ?=
+score: $(STAMP)  ## score RUNS=<folder> with models/$(BENCH) -> reports/score/<folder name>/
+	@[ -n "$(RUNS)" ] || { echo "make score: give RUNS=<a folder of runs> (FORMAT=auto, AS_OF=YYYY-MM-DD optional)"; exit 2; }
+	$(EARLYEVAL) score --model models/$(BENCH) --runs "$(RUNS)" --format $(FORMAT) $(if $(AS_OF),--as-of $(AS_OF))
+
 # cross-benchmark transfer table (reports/transfer/transfer.md); needs the benchmarks ingested
-transfer: $(STAMP)
+transfer: $(STAMP)  ## cross-benchmark transfer table -> reports/transfer/
 	$(EARLYEVAL) ingest --bench swebench
 	$(EARLYEVAL) ingest --bench tau2
 	$(EARLYEVAL) ingest --bench toolathlon

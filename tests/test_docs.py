@@ -167,6 +167,30 @@ def test_path_check_catches_the_old_wrong_paths():
     assert path_problem("models/swebench") is None and path_problem("data/swebench/tasks.parquet") is None
 
 
+# absolute paths of one machine (a checkout, a home, a pyenv, a pytest temp folder): a reader has none of them
+MACHINE_PATH_RE = re.compile(r"(?<![\w.])(/work/|/root/|/home/|/Users/|/tmp/tmp|/tmp/pytest-|/private/var/|[A-Z]:\\Users\\)")
+
+
+def machine_paths(text: str) -> list[tuple[int, str]]:
+    return [(text.count("\n", 0, m.start()) + 1, text[m.start():m.start() + 40].split()[0])
+            for m in MACHINE_PATH_RE.finditer(text)]
+
+
+def test_docs_name_no_machine_paths():
+    """README.md and docs/*.md, prose and code alike: no path that exists on one machine only."""
+    hits = [f"{f.relative_to(REPO)}:{ln}: {s}" for f in [*DOC_FILES, REPO / "tests" / "README.md"]
+            for ln, s in machine_paths(f.read_text())]
+    assert not hits, "\n".join(hits)
+
+
+def test_machine_path_check_catches_them():
+    for bad in ("PYTHONPATH=/work/main", "/root/.pyenv/versions/3.12.1/bin/python", "see /home/me/x", "/tmp/tmpab12/x"):
+        assert machine_paths(bad), bad
+    for ok in ("../shared/data", "reports/swebench/loao.json", "python3.12 -m venv .venv-oh", "https://example.org/work/x",
+               "/tmp/venv is not flagged by design: any machine has /tmp"):
+        assert not machine_paths(ok), ok
+
+
 def test_no_snippet_installs_earlyeval_from_a_package_index():
     """earlyeval is not published: `pip install earlyeval[...]` finds no distribution; install from the repository."""
     bad = re.compile(r"pip install\s+(?:-U\s+)?[\"']?earlyeval(?:\[|[\"'\s]|$)")

@@ -41,7 +41,7 @@ def _require_data():
         pytest.skip(f"real data absent: {data_root()}")
 
 
-def _small_model(trajs, tasks, prior, families, th):
+def _small_model(trajs, tasks, prior, families, th, bench="swebench"):
     fams = [build_family(f, prior_table=prior) for f in families]
     ctxs = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     fz = Featurizer(fams).fit(trajs, ctxs)
@@ -49,7 +49,7 @@ def _small_model(trajs, tasks, prior, families, th):
     pf = prefix_table(trajs, min_steps=2)
     model = OutcomeModel(lgbm_params=dict(LIGHT), n_jobs=1)
     model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=fz.names)
-    return ModelBundle(fz, model, th, training={"benchmarks": ["swebench"], "context_runs": len(trajs),
+    return ModelBundle(fz, model, th, training={"benchmarks": [bench], "context_runs": len(trajs),
                                                 "context_absent_runs": context_absent_counts(fz, ctxs)})
 
 
@@ -102,13 +102,13 @@ def test_ingesting_and_scoring_the_whole_tau2_folder_keeps_every_simulation(tmp_
     assert len(trajs) == TAU2_SIMULATIONS and len({t.run_id for t in trajs}) == TAU2_SIMULATIONS
     assert not [s for r in reports for s in r.skipped if s["field"] == "run_id"]
     # a small behaviour-only model: only the count of scored runs matters here
-    bundle = _small_model(trajs[::10], {}, None, ["behaviour"], {"success": 0.99, "failure": 0.99, "min_halt_step": 1})
+    bundle = _small_model(trajs[::10], {}, None, ["behaviour"], {"success": 0.99, "failure": 0.99, "min_halt_step": 1}, bench="tau2")
     mdir = save_model_dir(bundle, tmp_path / "m")
     folder = data_root() / "tau2"
     rep = json.loads(score_runs(mdir, folder, "tau2", out=tmp_path / "a", progress=False)["score"].read_text())
     assert rep["n_trajectories"] == TAU2_SIMULATIONS and len(rep["runs"]) == len(cat.runs)
     # the same folder read as an unknown one (no catalog entry): the file + record run ids keep every simulation
-    monkeypatch.setattr(score_mod, "_catalog_specs", lambda p, fmt: [])
+    monkeypatch.setattr(score_mod, "_catalog_specs", lambda *a, **k: [])
     rep2 = json.loads(score_runs(mdir, folder, "tau2", out=tmp_path / "b", progress=False)["score"].read_text())
     assert rep2["n_trajectories"] == TAU2_SIMULATIONS and len(rep2["runs"]) == 1
     assert not [s for s in rep2["skipped"] if s["field"] == "run_id"]

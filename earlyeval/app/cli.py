@@ -39,6 +39,7 @@ def _bench_opt(default: Any = ..., help: str = "Benchmark catalog name, e.g. swe
 
 DataRoot = typer.Option(None, "--data-root", help="Folder holding the shared runs (default: $EARLYEVAL_DATA, else ../shared/data).")
 VERBOSE_HELP = "Log progress detail and library warnings (INFO level) to stderr."
+LABEL_FORMATS = "sb-cli, instance-reports, harness-lists, resolved-list, openhands-md, csv-summary, resolved-submissions"  # ingest.labels.READERS (checked by a test)
 JSON_HELP = "Print the report as JSON on stdout (and nothing else there) instead of the table."
 SEED_HELP = "Random seed (LightGBM, subsampling, warm-start draws): same seed, same results."
 
@@ -238,14 +239,23 @@ def sweep(ctx: typer.Context, bench: str = _bench_opt(),
 @_command()
 def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", help="A model directory written by `earlyeval train`."),
           runs: Path = typer.Option(..., "--runs", help="A folder (or file) of completed runs."),
-          fmt: str = typer.Option(..., "--format", "-f", callback=check_format,
-                                  help="Native format of the runs (see `earlyeval formats`)."),
-          out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/score/<runs name>)."),
-          labels: Optional[str] = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs (e.g. sb-cli:'*.json')."),
+          fmt: str = typer.Option("auto", "--format", "-f", callback=check_format,
+                                  help="Native format of the runs (see `earlyeval formats`); auto: read from the files "
+                                       "(refused, naming the candidates, when none or several formats read them)."),
+          out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/score/<runs folder name>); "
+                                                                "one holding a scoring of other runs is refused without --force."),
+          force: bool = typer.Option(False, "--force", help="Replace a score.json of other runs in the output folder."),
+          data_root: Optional[Path] = DataRoot,
+          cross_bench: bool = typer.Option(False, "--cross-bench",
+                                           help="Score runs of another benchmark than the model's (refused otherwise: "
+                                                "the numbers would be a transfer experiment)."),
+          labels: Optional[str] = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs "
+                                                                      "(e.g. sb-cli:'*.json'; formats: " + LABEL_FORMATS + ")."),
           agent: Optional[str] = typer.Option(None, "--agent", help="Agent name to report the runs under (default: the folder name)."),
           as_of: Optional[str] = typer.Option(None, "--as-of",
                                               help="Task prior from public submissions dated strictly before YYYY-MM-DD "
-                                                   "('run': each run's own catalog date; default: all submissions)."),
+                                                   "('all': every submission, today's pool; default: each run's own date, "
+                                                   "its catalog's or its files', with a warning for runs that have none)."),
           same_agent: Optional[str] = typer.Option(None, "--same-agent",
                                                    help="Regex naming public submissions of this same agent, left out of the prior "
                                                         "(matched on name/display name/models lower-cased, non-alphanumerics removed)."),
@@ -267,7 +277,9 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
           verbose: bool = _verbose()) -> None:
     """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
-    and a per-run CSV.  Exit 2, writing nothing, when no run was read."""
+    and a per-run CSV.  Exit 2, writing nothing, when no run was read or the scoring would mislead (another
+    scoring in the output folder, a model of another benchmark, a format or label format it cannot tell);
+    warn when the runs overlap the training data (by content) or carry no date."""
     from earlyeval.report.score_table import score_table
     from earlyeval.workflows.score import score_runs
 
@@ -277,13 +289,14 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
     if not model.is_dir():
         raise typer.BadParameter(f"{model}: not a model directory (train one with `earlyeval train --bench B`)",
                                  param_hint="'--model'")
-    if as_of and as_of != "run" and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
-        raise typer.BadParameter(f"{as_of!r} is not YYYY-MM-DD or 'run'", param_hint="'--as-of'")
+    if as_of and as_of not in ("run", "all") and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
+        raise typer.BadParameter(f"{as_of!r} is not YYYY-MM-DD, 'run' or 'all'", param_hint="'--as-of'")
     grid: Any = ([float(x) for x in what_if_grid.split(",") if x.strip()] if what_if_grid and what_if_grid != "model"
                  else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
-    paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
-                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path, halt_on=halt_on)
+    paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of, same_agent=same_agent,
+                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path,
+                       data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on)
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:
         _print_json(rep)
@@ -414,7 +427,8 @@ def formats(as_json: bool = typer.Option(False, "--json", help="Print {name: des
 
 @app.command()
 def report(bench: str = typer.Option(..., "--bench", "-b", help="Benchmark whose reports/<bench>/ to summarize."),
-           out: Optional[Path] = typer.Option(None, "--out", help="Output file (default reports/<bench>/report.html).")) -> None:
+           out: Optional[str] = typer.Option(None, "--out", help="Output file, or a directory (existing, or ending in /) "
+                                                                 "that gets report.html (default reports/<bench>/report.html).")) -> None:
     """One self-contained HTML page (tables, plots, legends) from the reports a benchmark already has."""
     from earlyeval.report.report_page import write_report
     from earlyeval.config.workspace import reports_dir

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-from typing import Optional
+from typing import Optional, TextIO
 
 import typer
 
@@ -25,14 +24,14 @@ def check_bench(value: Optional[str]) -> Optional[str]:
 
 
 def check_format(value: Optional[str]) -> Optional[str]:
-    """A registered run format (or a dotted path 'pkg.mod:Class'); else a usage error listing them."""
-    if value is None or ":" in value:
+    """A registered run format, 'auto' (read from the files) or a dotted path 'pkg.mod:Class'; else a usage error listing them."""
+    if value is None or value == "auto" or ":" in value:
         return value
     from earlyeval.ingest import FORMATS
 
     known = sorted(FORMATS.known())
     if value not in known:
-        raise typer.BadParameter(f"unknown format {value!r}; valid: {', '.join(known)}")
+        raise typer.BadParameter(f"unknown format {value!r}; valid: auto, {', '.join(known)}")
     return value
 
 
@@ -70,32 +69,32 @@ def check_what_if(value: Optional[str]) -> Optional[str]:
 
 
 class Bar:
-    """One tqdm progress bar over the model fits ("fit without [...]" messages), with counts and an ETA
-    once the number of fits of the same configuration is known from an earlier run (kept in
-    features/<bench>/progress_counts.json); every message goes to the debug log (shown with -v)."""
+    """One tqdm progress bar over the model fits ("fit without [...]" messages), with its total (hence an
+    ETA) from the stage's plan (the ``evaluate.FITS_PLANNED`` message: ``evaluate.planned_fits``, counted
+    before the first fit); drawn on a terminal only (quiet when stderr is a file or a pipe); every message
+    goes to the debug log (shown with -v)."""
 
-    def __init__(self, bench: str, key: str, desc: str, verbose: bool) -> None:
+    def __init__(self, bench: str, key: str, desc: str, verbose: bool, file: TextIO | None = None) -> None:
         from tqdm.auto import tqdm
 
-        from earlyeval.config.workspace import features_dir
-
-        self.path = features_dir(bench) / "progress_counts.json"
-        self.key = key
-        try:
-            self.counts = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            self.counts = {}
-        total = self.counts.get(key) if isinstance(self.counts, dict) else None
+        self.key = key  # the stage and its configuration (kept for the log)
         self.verbose = verbose
-        self.bar = tqdm(total=total if isinstance(total, int) else None, desc=desc, unit="fit", dynamic_ncols=True,
-                        file=sys.stderr, leave=True)
+        self.file = file or sys.stderr
+        self.total: int | None = None
         self.n = 0
+        self.bar = tqdm(total=None, desc=desc, unit="fit", dynamic_ncols=True, file=self.file, leave=True, disable=None)
 
     def __call__(self, msg: str) -> None:
+        from earlyeval.evaluation.evaluate import FITS_PLANNED
+
         log.debug("%s", msg)
         if self.verbose:
-            self.bar.write(f"  … {msg}", file=sys.stderr)
-        if msg.startswith("fit without"):
+            self.bar.write(f"  … {msg}", file=self.file)
+        if msg.startswith(FITS_PLANNED):
+            self.total = int(msg[len(FITS_PLANNED):])
+            self.bar.total = self.total
+            self.bar.refresh()
+        elif msg.startswith("fit without"):
             self.n += 1
             self.bar.update(1)
         else:
@@ -103,13 +102,5 @@ class Bar:
 
     def close(self, ok: bool) -> None:
         self.bar.close()
-        if ok and self.n:
-            from earlyeval.core.atomic import write_text
-
-            counts = self.counts if isinstance(self.counts, dict) else {}
-            counts[self.key] = self.n
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                write_text(self.path, json.dumps(counts, indent=1, sort_keys=True) + "\n")
-            except OSError:  # a read-only workspace only loses the ETA of the next run
-                pass
+        if ok and self.total is not None and self.n != self.total:  # the plan and the fits are one rule: say if not
+            log.debug("%s: planned %d fits, made %d", self.key, self.total, self.n)

@@ -29,11 +29,12 @@ from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.blocks import HEADLINE as HEADLINE_KEYS
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao
+from earlyeval.evaluation.evaluate import FITS_PLANNED, EvalConfig, FoldRunner, inner_sets, loao_report, planned_fits, run_loao
 from earlyeval.modeling.thresholds import select_thresholds
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.ingest import ingest_catalog
 from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
+from earlyeval.modeling.overlap import content_record
 from earlyeval.features.context import context_absent_counts
 from earlyeval.tables.prefixes import drop_report
 from earlyeval.core.errors import IngestError
@@ -109,6 +110,8 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     (``extra_budget.json``: ``budget.shipped.fit_shipped``, every labelled agent a calibration agent)."""
     cfg = cfg or eval_config(bench)
     ds = ds or load_dataset(bench, cfg.families, root)
+    if progress:
+        progress(f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}")
     runner = FoldRunner(ds, cfg, progress)
     large = ds.large_agents(cfg.holdout_min_runs)
     held, method = inner_sets(runner, frozenset(), large)
@@ -141,6 +144,9 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
             # who and what was trained on, for `earlyeval score`'s overlap warning (sorted: deterministic)
             "agent_identity": training_identity(ds.trajs),
             "run_ids": sorted(t.run_id for t in ds.trajs),
+            # what was trained on by content (fingerprints of task + steps; native formats and model names):
+            # `earlyeval score` recognises a copied or renamed training run by it (modeling.overlap)
+            "content": content_record(ds.trajs, {r.name: r.format for r in ds.catalog.runs}),
             "runs": int(sum(counts.values())),
             "runs_used": full.n_train_runs,
             "prefixes": full.n_train_prefixes,
@@ -209,6 +215,8 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
     cfg = cfg or eval_config(bench)
     needed = sorted(set(cfg.families) | {f for _, o in (ablations or []) for f in o.get("families", [])})
     ds = ds or load_dataset(bench, needed, root)
+    if progress:
+        progress(f"{FITS_PLANNED}{evaluate_fits(ds, cfg, ablations)}")
     t0 = time.time()
     res = run_loao(ds, cfg, progress)
     report = loao_report(ds, cfg, res)
@@ -254,17 +262,15 @@ def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress
     the same model family and threshold rule on the task-level features alone (as_of); its halts can only
     be task skips, since its features do not change along a run."""
     prot: dict[str, Any] = {"doc": PROTOCOLS_DOC, "as_of": protocol_block(report)}
-    if set(HISTORY) & set(cfg.families):
-        c = EvalConfig(**{**cfg.__dict__, "prior_pool": "current"})
-        prot["current_pool"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
-        rest = [f for f in cfg.families if f not in HISTORY]
-        if rest:
-            c = EvalConfig(**{**cfg.__dict__, "families": rest})
-            prot["no_prior"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+    extra = protocol_configs(cfg)
+    for name in ("current_pool", "no_prior"):
+        if name in extra:
+            c = extra[name]
+            prot[name] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
     report["protocols"] = prot
-    task_fams = [f for f in cfg.families if f in ("prior", "gold", "peer_prior")]
-    if task_fams:
-        c = EvalConfig(**{**cfg.__dict__, "families": task_fams, "keep_features": TASK_LEVEL})
+    if "prior_only" in extra:
+        c = extra["prior_only"]
+        task_fams = list(c.families)
         base = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
         gain = {a: {k: _diff(report["agents"][a].get(k), b.get(k)) for k in GAIN_KEYS}
                 for a, b in base["agents"].items() if a in report["agents"]}
@@ -274,6 +280,28 @@ def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress
             "model_gain": {"pooled": {k: _diff(report["pooled"].get(k), base["pooled"].get(k)) for k in GAIN_KEYS},
                            "agents": gain},
         }
+
+
+def protocol_configs(cfg: EvalConfig) -> dict[str, EvalConfig]:
+    """The configurations ``add_protocols`` evaluates beside as_of: current_pool and no_prior (where a history
+    family is used) and the prior-only baseline (where a task-level family is)."""
+    out: dict[str, EvalConfig] = {}
+    if set(HISTORY) & set(cfg.families):
+        out["current_pool"] = EvalConfig(**{**cfg.__dict__, "prior_pool": "current"})
+        rest = [f for f in cfg.families if f not in HISTORY]
+        if rest:
+            out["no_prior"] = EvalConfig(**{**cfg.__dict__, "families": rest})
+    task_fams = [f for f in cfg.families if f in ("prior", "gold", "peer_prior")]
+    if task_fams:
+        out["prior_only"] = EvalConfig(**{**cfg.__dict__, "families": task_fams, "keep_features": TASK_LEVEL})
+    return out
+
+
+def evaluate_fits(ds: Dataset, cfg: EvalConfig, ablations: list[tuple[str, dict[str, Any]]] | None = None) -> int:
+    """How many models ``evaluate_bench`` fits (``planned_fits`` of each LOAO it runs): the bar's total."""
+    n = planned_fits(ds, cfg) + sum(planned_fits(ds, c, with_loso=False) for c in protocol_configs(cfg).values())
+    return n + sum(planned_fits(ds, EvalConfig(**{**cfg.__dict__, **over}), with_loso=False, with_small=False)
+                   for _, over in ablations or [])
 
 
 def _diff(a: Any, b: Any) -> float | None:

@@ -49,3 +49,8 @@ class UnknownPluginError(EarlyEvalError, ValueError):
 
 class NothingScoredError(EarlyEvalError, ValueError):
     """`earlyeval score` read no run at all (empty folder, wrong --format): nothing is written."""
+
+
+class ScoreRefusedError(EarlyEvalError, ValueError):
+    """`earlyeval score` would mislead and stops before writing: an output folder holding another scoring,
+    a model of another benchmark, a format it cannot tell.  The message names the way past it."""

@@ -258,28 +258,60 @@ def inner_exclusion(ds: Dataset, held_out: frozenset, inner: frozenset, mode: st
     return wide if set(sc) - wide else held_out | inner
 
 
+def inner_plan(ds: Dataset, cfg: EvalConfig, held_out: frozenset, large: list[str]) -> tuple[list[tuple[frozenset, list[str]]], str]:
+    """The inner fits ``inner_sets`` makes: (agents left out of the model, the inner agents it predicts), and
+    the method's name; no pair means the training agents' validation split (one fit, without ``held_out``)."""
+    remaining = [b for b in large if b not in held_out]
+    k = cfg.inner_folds
+    mode = cfg.inner_holdout
+    suffix = "" if mode == "agent" else " (each inner agent's whole scaffold left out)"
+    if 2 <= len(remaining) <= k:
+        return [(inner_exclusion(ds, held_out, frozenset([b]), mode), [b]) for b in remaining], "inner-loao" + suffix
+    if len(remaining) > k:
+        # many agents (tau2): leave-one-GROUP-of-agents-out, k groups dealt round-robin by size
+        order = sorted(remaining, key=lambda b: (-ds.n_runs(b), b))
+        groups = [frozenset(order[i::k]) for i in range(k)]
+        return ([(inner_exclusion(ds, held_out, g, mode), sorted(g)) for g in groups],
+                f"inner leave-{k}-groups-of-agents-out" + suffix)
+    return [], "training agents' task-grouped validation split"
+
+
 def inner_sets(runner: FoldRunner, held_out: frozenset, large: list[str]) -> tuple[dict[str, RunSet], str]:
     """Predictions of every other large agent from models that see neither it nor the held-out set
     (nor, with ``inner_holdout = "scaffold"``, any agent of its scaffold)."""
-    remaining = [b for b in large if b not in held_out]
-    k = runner.cfg.inner_folds
-    mode = runner.cfg.inner_holdout
-    suffix = "" if mode == "agent" else " (each inner agent's whole scaffold left out)"
-    ds = runner.ds
-    if 2 <= len(remaining) <= k:
-        return ({b: runner.predict(inner_exclusion(ds, held_out, frozenset([b]), mode), b) for b in remaining},
-                "inner-loao" + suffix)
-    if len(remaining) > k:
-        # many agents (tau2): leave-one-GROUP-of-agents-out, k groups dealt round-robin by size
-        order = sorted(remaining, key=lambda b: (-runner.ds.n_runs(b), b))
-        groups = [frozenset(order[i::k]) for i in range(k)]
-        out = {}
-        for g in groups:
-            ex = inner_exclusion(ds, held_out, g, mode)
-            for b in sorted(g):
-                out[b] = runner.predict(ex, b)
-        return out, f"inner leave-{k}-groups-of-agents-out" + suffix
-    return runner.validation_sets(held_out), "training agents' task-grouped validation split"
+    plan, method = inner_plan(runner.ds, runner.cfg, held_out, large)
+    if not plan:
+        return runner.validation_sets(held_out), method
+    return {b: runner.predict(ex, b) for ex, agents in plan for b in agents}, method
+
+
+FITS_PLANNED = "fits planned: "  # the progress message that gives a bar its total (app.options.Bar)
+
+
+def planned_fits(ds: Dataset, cfg: EvalConfig, with_loso: bool = True, with_small: bool = True,
+                 train: bool = False) -> int:
+    """How many models ``run_loao`` (or, with ``train``, ``train_bench``) fits: the distinct sets of agents left
+    out, from the same plans the fits follow; the progress bars' totals (a test checks it against the fits)."""
+    keys: set[frozenset] = set()
+
+    def add(held: frozenset) -> None:
+        plan, _ = inner_plan(ds, cfg, held, large)
+        keys.update([ex for ex, _ in plan] or [held])
+        keys.add(held)
+
+    units = ds.holdout_units(cfg.holdout_min_runs)
+    large = [u.agents[0] for u in units if not u.small]
+    if train:
+        add(frozenset())
+        return len(keys)
+    for a in large:
+        add(frozenset([a]))
+    small = [a for u in units if u.small for a in u.agents] if with_small else []
+    if small:
+        add(frozenset(small))
+    for ags in (scaffold_groups(ds, large).values() if with_loso else []):
+        add(frozenset(ags))
+    return len(keys)
 
 
 def runset(ds: Dataset, runs: np.ndarray, rows: np.ndarray, ps: np.ndarray, pf: np.ndarray) -> RunSet:

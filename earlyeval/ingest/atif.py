@@ -104,7 +104,7 @@ from earlyeval.ingest.chat import (
     reward_outcome,
     success_min_reward,
 )
-from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.common import first_day, run_trajectory
 
 FORMAT = "atif"
 MAX_MINOR = 8  # the installed atif package implements ATIF-v1.8
@@ -470,6 +470,8 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         atif_agent=main.agent.name,
         atif_agent_version=main.agent.version,
         atif_model=main.agent.model_name,
+        native_model=main.agent.model_name,
+        run_date=first_day(st.timestamp for d in docs for st in d.steps),
         session_id=main.session_id,
         segments=[str(p) for p, _ in segments],
         reward=reward,

@@ -47,6 +47,7 @@ from earlyeval.ingest.common import run_trajectory
 from earlyeval.ingest.swe_agent import (
     ACI_COMMANDS,
     first_user_message,
+    history_agents,
     instance_stats,
     parse_entries,
     task_id_from_name,
@@ -116,3 +117,9 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         role_sequence=seq,
         **instance_stats(info),
     )
+
+
+def looks_native(path: Path) -> bool:
+    """For ``--format auto`` (a SWE-agent file parses as CodeR too): several sub-agents speak in the history
+    (every one of the 261 real CodeR runs has 2 to 5, starting with the Manager)."""
+    return len(history_agents(load_json(path))) >= 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +40,53 @@ def file_key(spec: RunSpec, path: str | Path) -> str:
     except ValueError:  # parsed outside ingest_run (a direct parse call): the file name
         rel = p.name
     return spec.name if rel == spec.glob else f"{spec.name}/{rel}"
+
+
+# the years a run's own timestamp may plausibly name: anything else is a unit error or a placeholder, not a date
+_YEARS = range(2000, 2101)
+
+
+def day_of(value: Any) -> str | None:
+    """The UTC day (YYYY-MM-DD) of a timestamp as a native file records it: unix seconds (int, float or
+    digits), or an ISO 8601 string (a naive one read as UTC; a leading ``YYYYMMDD`` as in an evaluation's
+    name); None when it is none of these or implausible (not in 2000-2100).  ``earlyeval score`` dates a run
+    by it (``meta["run_date"]``) so that its task prior counts only submissions made before it."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str) and re.fullmatch(r"\d{9,11}(\.\d+)?", value.strip()):
+        value = float(value)
+    if isinstance(value, dt.datetime):
+        d = (value.astimezone(dt.timezone.utc) if value.tzinfo else value).date()
+    elif isinstance(value, dt.date):
+        d = value
+    elif isinstance(value, (int, float)):
+        try:
+            d = dt.datetime.fromtimestamp(float(value), tz=dt.timezone.utc).date()
+        except (OverflowError, OSError, ValueError):
+            return None
+    elif isinstance(value, str):
+        m = re.match(r"\s*(\d{4})-?(\d{2})-?(\d{2})(?=$|[T _:\-.\s])", value)
+        if not m:
+            return None
+        try:
+            d = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            return None
+    else:
+        return None
+    return d.isoformat() if d.year in _YEARS else None
+
+
+def first_day(values: Any) -> str | None:
+    """The earliest ``day_of`` among ``values`` (None when none is a timestamp)."""
+    days = [x for x in (day_of(v) for v in values) if x]
+    return min(days) if days else None
+
+
+def dig(d: Any, *keys: str) -> Any:
+    """``d[k1][k2]...`` through dicts; None where a level is missing or not a dict."""
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d

@@ -22,7 +22,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require, strip_gz
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
-from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.common import dig, first_day, run_trajectory
 
 FORMAT = "mini-swe-agent-v1"
 
@@ -125,7 +125,11 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     yield run_trajectory(
         spec, bench, f, task_id, steps,
         prompt=prompt,
+        # who and when, as the file records them (``earlyeval score``: training overlap, the prior's date)
+        native_model=dig(info, "config", "model", "model_name"),
+        run_date=first_day(dig(m, "extra", "response", "created") for m in messages if isinstance(m, dict)),
         exit_status=info.get("exit_status"),
         instance_cost=stats.get("instance_cost"),
         api_calls=stats.get("api_calls"),
     )
+

@@ -50,7 +50,7 @@ from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require, strip_gz
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
-from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.common import day_of, run_trajectory
 
 FORMAT = "moatless-transitions"
 FORMATS = ("moatless-transitions", "moatless-steps")
@@ -226,4 +226,25 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         status=info.get("status"),
         error=err.strip().splitlines()[-1][:300] if isinstance(err, str) and err.strip() else None,
         evaluation_name=info.get("evaluation_name"),
+        native_model=_state_model(d.get("transitions")),
+        run_date=run_day(info),
     )
+
+
+_TRACE_TS = re.compile(r"_(\d{8})-\d{6}$")
+
+
+def run_day(info: dict[str, Any]) -> str | None:
+    """The run's day: the timestamp ending ``info.trace_id`` (``..._20240609-123702``), else the date an
+    ``evaluation_name`` starts with (``20240616_moatless_...``, SWE-bench's naming); None without either."""
+    m = _TRACE_TS.search(str(info.get("trace_id") or ""))
+    return day_of(m.group(1)) if m else day_of(info.get("evaluation_name"))
+
+
+def _state_model(transitions: Any) -> str | None:
+    """The model the first transition's state names (``transitions[].state.model``), if any."""
+    for tr in transitions if isinstance(transitions, list) else []:
+        m = tr.get("state", {}).get("model") if isinstance(tr, dict) and isinstance(tr.get("state"), dict) else None
+        if isinstance(m, str) and m:
+            return m
+    return None

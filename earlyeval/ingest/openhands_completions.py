@@ -47,7 +47,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require
 from earlyeval.core.render import EDITOR_TOOLS, content_text, tool_call_text
 from earlyeval.core.trajectory import Action, Trajectory, make_step
-from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.common import day_of, run_trajectory
 
 FORMAT = "openhands-completions"
 log = logging.getLogger(__name__)
@@ -179,6 +179,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         spec, bench, f, task_id, steps,
         prompt=prompt,
         llm_model=resp.get("model") if isinstance(resp, dict) else None,
+        run_date=day_of(d.get("timestamp")),  # the call's own time (unix seconds): the run's day
         last_call_cost=d.get("cost") if isinstance(d.get("cost"), (int, float)) else None,
         last_call_usage=_usage(resp) if isinstance(resp, dict) else None,
         auto_continue_prompts=nudges,

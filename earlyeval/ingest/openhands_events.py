@@ -49,7 +49,7 @@ from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, strip_gz
 from earlyeval.core.trajectory import Action, Trajectory, make_step
-from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.common import first_day, run_trajectory
 from earlyeval.ingest.openhands_completions import render_tool_call
 
 FORMAT = "openhands-events"
@@ -218,6 +218,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         spec, bench, f, task_id, steps,
         prompt=prompt,
         llm_models=llm_models,
+        run_date=first_day(e.get("timestamp") for e in events if isinstance(e, dict)),
         instance_cost=cost,
         user_messages=user_messages,
         condensations=condensations,

@@ -46,6 +46,7 @@ without function calling is read as 0.x, with the 1.x tool bundles' commands
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -55,7 +56,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require, strip_gz
 from earlyeval.core.render import content_text, tool_call_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
-from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.common import dig, run_trajectory
 
 FORMAT = "swe-agent-traj"
 
@@ -217,5 +218,30 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     yield run_trajectory(
         spec, bench, f, task_id, steps,
         prompt=first_user_message(history),
+        native_model=replay_model(d.get("replay_config")),
         **instance_stats(info),
     )
+
+
+def replay_model(replay_config: Any) -> str | None:
+    """The model a SWE-agent 1.x run used, as its ``replay_config`` (a JSON string) names it; 0.x files have
+    none (and no timestamp either: a 0.x run's date is not in its file)."""
+    if isinstance(replay_config, str):
+        try:
+            replay_config = json.loads(replay_config)
+        except ValueError:
+            return None
+    name = dig(replay_config, "agent", "model", "name")
+    return name if isinstance(name, str) and name else None
+
+
+def history_agents(d: Any) -> set[str]:
+    """The ``agent`` tags of a ``.traj`` file's history: one ("primary", "main") in SWE-agent, the sub-agents
+    (Manager, Programmer, ...) in CodeR, which is otherwise the same layout."""
+    hist = d.get("history") if isinstance(d, dict) else None
+    return {str(m["agent"]) for m in hist if isinstance(m, dict) and m.get("agent")} if isinstance(hist, list) else set()
+
+
+def looks_native(path: Path) -> bool:
+    """For ``--format auto`` (a CodeR file parses as SWE-agent too): a single agent speaks in the history."""
+    return len(history_agents(load_json(path))) <= 1

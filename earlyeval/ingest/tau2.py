@@ -60,7 +60,7 @@ from earlyeval.ingest.chat import (
     reward_outcome,
     success_min_reward,
 )
-from earlyeval.ingest.common import file_key, run_trajectory
+from earlyeval.ingest.common import day_of, file_key, run_trajectory
 
 FORMAT = "tau2"
 
@@ -216,6 +216,8 @@ def _simulation(
         reward=float(ri["reward"]),
         success_min_reward=threshold,
         termination_reason=s.get("termination_reason"),
+        run_date=day_of(s.get("start_time")) or day_of(s.get("timestamp")),
+        native_model=ctx.get("agent_llm"),
         agent_cost_total=float(s["agent_cost"]) if ctx["cost_source"] == "per-message-cost" and is_number(s.get("agent_cost")) else None,
         **ctx,
     )

@@ -1,16 +1,69 @@
-"""Whether scored runs overlap a model's training data (read from the bundle's manifest): their scores are in-sample."""
+"""Whether scored runs overlap a model's training data (read from the bundle's manifest): their scores are in-sample.
+
+Names are weak evidence (a copied folder has another name), so ``earlyeval train`` also records the training
+runs' *content* (``training.content``, see ``content_record``): per run a fingerprint of its task and of its
+steps as ingested, which is the same for the same run read from a gzipped or a plain file, from any folder,
+under any agent name; and per training agent the native format and the model names its files record
+(``meta["native_model"]`` and the like), so that another run of the same scaffold x model is recognised from
+its own files too.  The fingerprints live in the manifest (its identity section), not in the hashed files:
+adding them left every file, hence ``content_hash``, unchanged (``manifest_hash`` covers them).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+import json
+from typing import Any, Iterable
 
 from earlyeval.config.catalog import load_catalog
 from earlyeval.core.errors import CatalogError
 from earlyeval.core.trajectory import Trajectory
 
+FINGERPRINT = "v1: sha256 of the JSON [task_id, [[action, thought, observation] of every step]], first 32 hex digits"
+# the meta keys in which a reader records the model its files name (mini, SWE-agent 1.x, Moatless, tau2,
+# ATIF: native_model; OpenHands completions: llm_model; OpenHands events: llm_models)
+NATIVE_MODEL_KEYS = ("native_model", "llm_model", "llm_models", "atif_model")
+
 
 def _norm(s: Any) -> str:
     return "".join(ch for ch in str(s or "").lower() if ch.isalnum())
+
+
+def fingerprint(t: Trajectory) -> str:
+    """The run's content: its task and the text of its steps as ingested (not its file, folder, agent or run
+    id, nor usage numbers), so a copy of a training run matches whatever it is called and however stored."""
+    body = json.dumps([t.task_id, [[s.action, s.thought, s.observation] for s in t.steps]], separators=(",", ":"))
+    return hashlib.sha256(body.encode("ascii")).hexdigest()[:32]
+
+
+def native_models(t: Trajectory) -> list[str]:
+    """The model names the run's own files record, normalized (provider prefix dropped, lower-cased,
+    alphanumerics only): ``google/gemini-3-pro-preview`` -> ``gemini3propreview``."""
+    out: list[str] = []
+    for k in NATIVE_MODEL_KEYS:
+        v = t.meta.get(k)
+        for name in (v if isinstance(v, list) else [v]):
+            n = _norm(str(name).rsplit("/", 1)[-1]) if isinstance(name, str) and name else ""
+            if n and n not in out:
+                out.append(n)
+    return out
+
+
+def content_record(trajs: Iterable[Trajectory], formats: dict[str, str]) -> dict[str, Any]:
+    """What ``earlyeval train`` writes as ``training.content``: each run's fingerprint -> its agent, and per
+    agent its formats and native model names; sorted, so that the same data gives the same manifest.
+    ``formats``: catalog run name (``meta["run"]``) -> its format."""
+    runs: dict[str, str] = {}
+    native: dict[str, dict[str, set[str]]] = {}
+    for t in trajs:
+        runs[fingerprint(t)] = t.agent
+        d = native.setdefault(t.agent, {"formats": set(), "models": set()})
+        fmt = formats.get(str(t.meta.get("run", "")))
+        if fmt:
+            d["formats"].add(fmt)
+        d["models"].update(native_models(t))
+    return {"fingerprint": FINGERPRINT, "runs": dict(sorted(runs.items())),
+            "native": {a: {k: sorted(v) for k, v in d.items()} for a, d in sorted(native.items())}}
 
 
 def training_identities(bundle: Any) -> tuple[dict[str, dict[str, list[str]]], str]:
@@ -35,18 +88,33 @@ def training_identities(bundle: Any) -> tuple[dict[str, dict[str, list[str]]], s
     return out, ("catalog" if out else "none")
 
 
-def training_overlap(bundle: Any, trajs: list[Trajectory]) -> dict[str, Any]:
-    """Whether the scored runs overlap the model's training data: by agent name, by agent identity
-    (scaffold x model, compared lower-cased without non-alphanumerics) or by run id.  Scores on such
+def _content(tr: dict[str, Any]) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
+    """The manifest's fingerprints (fingerprint -> agent) and native (format, model) pairs -> agent."""
+    c = tr.get("content") if isinstance(tr.get("content"), dict) else {}
+    if c.get("fingerprint") != FINGERPRINT:  # another definition (or none): nothing to compare with
+        return {}, {}
+    runs = c.get("runs") if isinstance(c.get("runs"), dict) else {}
+    pairs = {(f, m): a for a, d in (c.get("native") or {}).items() if isinstance(d, dict)
+             for f in d.get("formats") or [] for m in d.get("models") or []}
+    return {str(k): str(v) for k, v in runs.items()}, pairs
+
+
+def training_overlap(bundle: Any, trajs: list[Trajectory], fmt: str | None = None) -> dict[str, Any]:
+    """Whether the scored runs overlap the model's training data: by content (a run's fingerprint is a
+    training run's: the same run, whatever its folder or name), by the scaffold x model its files record
+    (``fmt`` and the native model names, against the training agents'), by agent identity (catalog scaffold
+    x model, compared lower-cased without non-alphanumerics), by agent name or by run id.  Scores on such
     runs are in-sample: they overstate what the model does on a new agent."""
     tr = bundle.training or {}
     names = set(tr.get("agents") or {})
     ident, ident_source = training_identities(bundle)
     pairs = {(_norm(s), _norm(m)): a for a, d in ident.items() for s in d.get("scaffold", []) for m in d.get("model", [])}
     run_ids = set(tr.get("run_ids") or [])
+    fps, native = _content(tr)
     agents: dict[str, Any] = {}
     for t in trajs:
-        a = agents.setdefault(t.agent, {"runs": 0, "training_agents": set(), "by": set(), "run_ids_in_training": 0})
+        a = agents.setdefault(t.agent, {"runs": 0, "training_agents": set(), "by": set(), "run_ids_in_training": 0,
+                                        "runs_in_training": 0})
         a["runs"] += 1
         if t.agent in names:
             a["by"].add("agent name")
@@ -55,20 +123,34 @@ def training_overlap(bundle: Any, trajs: list[Trajectory]) -> dict[str, Any]:
         if all(key) and key in pairs:
             a["by"].add("scaffold x model")
             a["training_agents"].add(pairs[key])
+        for m in native_models(t) if fmt else []:
+            if (fmt, m) in native:
+                a["by"].add("scaffold x model in the files")
+                a["training_agents"].add(native[(fmt, m)])
         if t.run_id in run_ids:
             a["run_ids_in_training"] += 1
             a["by"].add("run id")
+        hit = fps.get(fingerprint(t)) if fps else None
+        if hit is not None:
+            a["runs_in_training"] += 1
+            a["by"].add("content")
+            a["training_agents"].add(hit)
     hits = {k: {"runs": v["runs"], "training_agents": sorted(v["training_agents"]), "by": sorted(v["by"]),
-                "run_ids_in_training": v["run_ids_in_training"]} for k, v in agents.items() if v["by"]}
+                "run_ids_in_training": v["run_ids_in_training"], "runs_in_training": v["runs_in_training"]}
+            for k, v in agents.items() if v["by"]}
     out: dict[str, Any] = {"overlap": bool(hits), "agents": hits, "identity_source": ident_source,
-                           "run_ids_recorded": bool(run_ids), "warning": None}
+                           "run_ids_recorded": bool(run_ids), "content_checked": bool(fps), "warning": None}
     if hits:
         parts = []
         for k, v in hits.items():
             same = f" = training agent {', '.join(v['training_agents'])}" if v["training_agents"] else ""
+            runs = f", {v['runs_in_training']}/{v['runs']} runs are training runs (same task and steps)" if v["runs_in_training"] else ""
             ids = f", {v['run_ids_in_training']}/{v['runs']} run ids in training" if v["run_ids_in_training"] else ""
-            parts.append(f"{k}{same} (by {', '.join(v['by'])}{ids})")
-        out["warning"] = ("these runs overlap the model's training data: " + "; ".join(parts)
-                          + ". Their scores are in-sample and overstate accuracy on a new agent "
-                          "(use `earlyeval evaluate` for held-out numbers).")
+            parts.append(f"{k}{same} (by {', '.join(v['by'])}{runs}{ids})")
+        same_runs = sum(max(v["runs_in_training"], v["run_ids_in_training"]) for v in hits.values())
+        why = (f"{same_runs} of them are training runs themselves: their scores are in-sample" if same_runs else
+               "no run is itself a training run, but the model was trained on the same agent: its scores are a known "
+               "agent's")
+        out["warning"] = ("these runs overlap the model's training data: " + "; ".join(parts) + f". {why} and overstate "
+                          "accuracy on a new agent (use `earlyeval evaluate` for held-out numbers).")
     return out

@@ -21,6 +21,11 @@ font-size:13px}.missing{background:#fdecec;border-left-color:#d64545}dl.legend{f
 display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0 12px}dl.legend dt{font-weight:600}
 dl.legend dd{margin:0}img{max-width:100%;border:1px solid #e4e7eb}code{background:#eef2f7;padding:0 3px}
 nav a{margin-right:12px;font-size:13px}
+div.scroll{max-width:100%;overflow-x:auto}td.miss{background:#fde2e1;color:#a40e26;font-weight:600}
+.provenance{font-size:12px;color:#3e4c59;background:#f6f8fb;border:1px solid #d0d7e2;padding:6px 10px;margin:8px 0}
+.provenance b{color:#1d2433}.targets{border-left:4px solid #d64545;background:#fff5f5;padding:6px 10px;font-size:13px}
+.targets.ok{border-left-color:#2da44e;background:#f0fff4}.gap{color:#a40e26;font-weight:600}
+figure{margin:10px 0}figcaption{font-size:12px;color:#3e4c59}pre{max-width:100%;overflow-x:auto;white-space:pre-wrap}
 """
 
 
@@ -66,14 +71,27 @@ def usd(x: Any) -> str:
     return "unknown" if v is None else f"${v:,.2f}"
 
 
-def table(header: list[str], rows: list[tuple[str, list[str]]]) -> str:
-    """rows: (css class, cells); the first cell is a name (left-aligned)."""
+def missed(cell: str, why: str) -> tuple[str, str, str]:
+    """A cell that misses its target: marked (class ``miss``), the target as its tooltip and in its text."""
+    return (f"{cell} ✗", "miss", f"misses the target: {why}")
+
+
+def _td(i: int, c: Any) -> str:
+    if isinstance(c, tuple):
+        text, cls, title = (tuple(c) + ("", ""))[:3]
+        return f'<td class="{esc(cls)}" title="{esc(title)}">{text}</td>'
+    return f'<td class="name">{c}</td>' if i == 0 else f"<td>{c}</td>"
+
+
+def table(header: list[str], rows: list[tuple[str, list[Any]]]) -> str:
+    """rows: (css class, cells); the first cell is a name (left-aligned); a cell is HTML, or (HTML, class, title)."""
     h = "".join(f'<th class="name">{esc(c)}</th>' if i == 0 else f"<th>{esc(c)}</th>" for i, c in enumerate(header))
     body = []
     for cls, cells in rows:
-        tds = "".join(f'<td class="name">{c}</td>' if i == 0 else f"<td>{c}</td>" for i, c in enumerate(cells))
+        tds = "".join(_td(i, c) for i, c in enumerate(cells))
         body.append(f'<tr class="{cls}">{tds}</tr>' if cls else f"<tr>{tds}</tr>")
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    # in a scrolling box: a wide table scrolls inside the page instead of widening it
+    return f'<div class="scroll"><table><thead><tr>{h}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
 def agent_cell(name: str, small: bool, n: Any = None) -> str:
@@ -87,7 +105,12 @@ def png(fig: Any) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
-    return f'<img alt="plot" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode("ascii")}">'
+    return png_bytes(buf.getvalue())
+
+
+def png_bytes(b: bytes, alt: str = "plot") -> str:
+    """A PNG embedded as a data URI (the page fetches nothing)."""
+    return f'<img alt="{esc(alt)}" src="data:image/png;base64,{base64.b64encode(b).decode("ascii")}">'
 
 
 def pyplot():

@@ -8,11 +8,13 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from earlyeval.report.html import note
+from earlyeval.report.html import esc, note, png_bytes
 
 MAKES = {"loao.json": "make evaluate", "loao_predictions.parquet": "make evaluate", "sweep.csv": "make sweep",
-         "budget.json": "make budget", "routing.json": "make route",
-         "latency.json": "make bench"}
+         "budget.json": "make budget", "routing.json": "make route", "ingest.json": "make ingest",
+         "latency.json": "make bench", "latency.png": "make bench", "budget_intervals.png": "make budget",
+         "budget_late_recognition.png": "make budget"}
+MAX_PNG_BYTES = 8 << 20  # a stage's plot is ~100 KB; anything far larger is not one
 
 
 class Inputs:
@@ -25,6 +27,7 @@ class Inputs:
         self.budget = self._json("budget.json")
         self.routing = self._json("routing.json")
         self.latency = self._json("latency.json")
+        self.ingest = self._json("ingest.json")
         self.sweep = self._frame(rdir / "sweep.csv", pd.read_csv)
         self.preds = self._frame(fdir / "loao_predictions.parquet", pd.read_parquet)
 
@@ -53,5 +56,27 @@ class Inputs:
             self.problems[p.name] = f"{p}: unreadable ({type(e).__name__}: {e})"
             return None
 
+    def png(self, name: str, title: str) -> str:
+        """A stage's own PNG from the reports folder, embedded; a note naming its command when absent."""
+        p = self.rdir / name
+        try:
+            b = p.read_bytes() if p.stat().st_size <= MAX_PNG_BYTES else b""
+        except FileNotFoundError:
+            return note(f"{name}: not made yet ({MAKES.get(name, 'its stage')} BENCH={self.bench} writes {p})", missing=True)
+        except OSError as e:
+            return note(f"{p}: unreadable ({type(e).__name__}: {e})", missing=True)
+        if not b.startswith(b"\x89PNG"):
+            return note(f"{p}: not a PNG (or larger than {MAX_PNG_BYTES >> 20} MB)", missing=True)
+        return f"<figure>{png_bytes(b, title)}<figcaption>{esc(title)}</figcaption></figure>"
+
     def missing(self, name: str) -> str:
         return note(self.problems.get(name, f"{name}: absent"), missing=True)
+
+
+def small_agents(inp: Inputs) -> set[str]:
+    """The agents loao.json flags small (held out together, not pooled)."""
+    s = set((inp.loao or {}).get("small_agents") or [])
+    for a, b in ((inp.loao or {}).get("agents") or {}).items():
+        if isinstance(b, dict) and b.get("small_n"):
+            s.add(a)
+    return s

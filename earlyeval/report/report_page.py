@@ -21,10 +21,12 @@ import pandas as pd
 from earlyeval.core import atomic
 from earlyeval.modeling.metrics import TASK_SKIP_T, halting
 from earlyeval.config.workspace import features_dir, reports_dir
-from earlyeval.report.html import CSS, agent_cell, esc, fnum, legend, note, num, pct, png, signed, table, usd
+from earlyeval.report.html import CSS, agent_cell, esc, fnum, legend, missed, note, num, pct, png, signed, table
 from earlyeval.report.html import pyplot as _plt
-from earlyeval.report.page_inputs import Inputs
-from earlyeval.workflows.benchmark import latency_summary
+from earlyeval.report.page_costs import section_budget, section_dollars, section_latency
+from earlyeval.report.page_inputs import Inputs, small_agents
+from earlyeval.report.provenance import provenance
+from earlyeval.report.targets import CALIBRATION_GAP, TARGETS, calibration_gap, exact, misses
 
 SECTIONS = {  # id -> heading; the test checks every heading is on the page
     "results": "Results by protocol",
@@ -35,14 +37,6 @@ SECTIONS = {  # id -> heading; the test checks every heading is on the page
     "budget": "Budget coverage per agent",
     "latency": "Monitor latency",
 }
-
-
-def small_agents(inp: Inputs) -> set[str]:
-    s = set((inp.loao or {}).get("small_agents") or [])
-    for a, b in ((inp.loao or {}).get("agents") or {}).items():
-        if isinstance(b, dict) and b.get("small_n"):
-            s.add(a)
-    return s
 
 
 # ------------------------------------------------------------------ sections
@@ -73,12 +67,35 @@ def _th(th: dict[str, Any] | None) -> str:
     return f"{'–' if s is None or s >= 5 else f'{s:.3g}'} / {'–' if f is None or f >= 5 else f'{f:.3g}'}"
 
 
-def _result_row(name: str, b: dict[str, Any], cls: str, small: bool = False) -> tuple[str, list[str]]:
+def _result_row(name: str, b: dict[str, Any], cls: str, small: bool = False) -> tuple[str, list[Any]]:
+    """One row of a results table; a cell whose metric misses its target (``report.targets``) is marked."""
+    miss = misses(b)
+
+    def cell(key: str, text: str) -> Any:
+        return missed(text, f"{miss[key]} (here {exact(b, key)})") if key in miss else text
+
     return (cls, [agent_cell(name, small, b.get("n_runs")) if cls != "pooled" else esc(name), str(b.get("n_runs", "–")),
-                  pct(b.get("resolve_rate")), fnum(b.get("auroc_success")), pct(b.get("halted_fraction")),
-                  pct(b.get("halted_accuracy")), pct(b.get("outcome_accuracy")), pct(b.get("steps_saved")),
-                  pct(b.get("steps_saved_task_skip")), pct(b.get("steps_saved_in_run")),
-                  signed(b.get("resolve_rate_shift_pp")), _th(b.get("thresholds"))])
+                  pct(b.get("resolve_rate")), cell("auroc_success", fnum(b.get("auroc_success"))), pct(b.get("halted_fraction")),
+                  cell("halted_accuracy", pct(b.get("halted_accuracy"))), pct(b.get("outcome_accuracy")),
+                  cell("steps_saved", pct(b.get("steps_saved"))), pct(b.get("steps_saved_task_skip")),
+                  cell("steps_saved_in_run", pct(b.get("steps_saved_in_run"))),
+                  cell("resolve_rate_shift_pp", signed(b.get("resolve_rate_shift_pp"))), _th(b.get("thresholds"))])
+
+
+def target_summary(agents: dict[str, Any], large: list[str]) -> str:
+    """The headline's target misses, per large held-out agent, in words (the cells are marked in the table)."""
+    lines = []
+    for a in large:
+        b = agents.get(a)
+        if isinstance(b, dict) and misses(b):
+            what = "; ".join(f"{text} ({exact(b, key)})" for key, text in misses(b).items())
+            lines.append(f"<li><b>{esc(a)}</b>: misses {esc(what)}</li>")
+    met = len([a for a in large if isinstance(agents.get(a), dict)]) - len(lines)
+    head = (f"Targets (per large held-out agent, as_of: {esc('; '.join(t.text for t in TARGETS))}): "
+            f"{met} of {met + len(lines)} agents meet all")
+    if not lines:
+        return f'<div class="targets ok">{head}.</div>'
+    return f'<div class="targets">{head}; missed cells are marked ✗ in red.<ul>{"".join(lines)}</ul></div>'
 
 
 def section_results(inp: Inputs) -> str:
@@ -109,6 +126,9 @@ def section_results(inp: Inputs) -> str:
         out.append(f"<h3>{esc(p)}{' (headline)' if p == 'as_of' else ''}</h3>")
         if doc.get(p):
             out.append(f'<p class="note">{esc(doc[p])}</p>')
+        if p == "as_of":
+            large = [a for a in (rep.get("holdout_agents") or blk.get("holdout_agents") or agents) if a not in small]
+            out.append(target_summary(agents, large))
         out.append(table(header, rows))
         if mshift is not None:
             out.append(f"<p>mean |shift| over the large agents: {mshift:.2f} pp</p>")
@@ -213,7 +233,8 @@ def section_calibration(inp: Inputs) -> str:
         cols = 3
         rows_ = max(1, math.ceil(n / cols))
         fig, axes = plt.subplots(rows_, cols, figsize=(11, 3.3 * rows_), squeeze=False)
-        trows = []
+        trows: list[tuple[str, list[Any]]] = []
+        notes: list[tuple[str, float, float]] = []
         for k, a in enumerate(agents):
             g = df[df["agent"] == a]
             nrun = g.groupby("run_id")["t"].transform("size").to_numpy(np.float64)
@@ -235,14 +256,18 @@ def section_calibration(inp: Inputs) -> str:
             if k // cols == rows_ - 1:
                 ax.set_xlabel("predicted P(success)")
             brier = float(np.average((p - y) ** 2, weights=w))
-            trows.append(("small" if a in small else "", [agent_cell(a, a in small, runs), str(runs),
-                                                          fnum(np.average(p, weights=w)), fnum(np.average(y, weights=w)),
-                                                          fnum(brier)]))
+            mp, obs = float(np.average(p, weights=w)), float(np.average(y, weights=w))
+            gap = calibration_gap(mp, obs)
+            notes.append((a, mp, obs))
+            trows.append(("small" if a in small else "", [agent_cell(a, a in small, runs), str(runs), fnum(mp), fnum(obs),
+                                                          _gap_cell(gap), fnum(brier)]))
         for k in range(n, rows_ * cols):
             axes[k // cols][k % cols].axis("off")
         fig.tight_layout()
-        return (png(fig) + table(["agent", "runs", "mean P(success)", "observed success", "Brier"], trows)
-                + legend({"curve": "prefixes binned by predicted P(success) (10 bins); x = mean prediction, y = share of "
+        return (png(fig) + table(["agent", "runs", "mean P(success)", "observed success", "gap", "Brier"], trows)
+                + calibration_notes(notes, small)
+                + legend({"gap": f"mean P(success) − observed success; beyond ±{CALIBRATION_GAP:.2f} it is marked "
+                                 "(report.targets.CALIBRATION_GAP) and explained above","curve": "prefixes binned by predicted P(success) (10 bins); x = mean prediction, y = share of "
                                    "those prefixes whose run succeeded; dot size = weight; the grey diagonal is perfect calibration",
                           "weights": "every prefix weighted 1/(T-1), so each run counts once",
                           "Brier": "weighted mean of (P(success) - outcome)², lower is better",
@@ -262,8 +287,37 @@ def section_calibration(inp: Inputs) -> str:
     ax.set_ylabel("true resolve rate")
     ax.set_title("per-agent calibration-in-the-large (loao.json)")
     out.append(png(fig))
+    out.append(calibration_notes(pts, small))
     out.append(note("coarse: one point per agent (mean prediction vs resolve rate); per-prefix reliability curves need the predictions file"))
     return "".join(out)
+
+
+def _gap_cell(gap: float | None) -> Any:
+    if gap is None:
+        return "–"
+    text = f"{gap:+.2f}"
+    return missed(text, f"|gap| > {CALIBRATION_GAP:.2f}") if abs(gap) > CALIBRATION_GAP else text
+
+
+def calibration_notes(pts: list[tuple[str, float | None, float | None]], small: set[str]) -> str:
+    """One sentence per held-out agent: its mean P(success) against its observed success, and what a large gap means."""
+    items = []
+    for a, mp, obs in pts:
+        gap = calibration_gap(mp, obs)
+        if gap is None:
+            continue
+        tag = " (small: few runs)" if a in small else ""
+        if abs(gap) <= CALIBRATION_GAP:
+            items.append(f"<li>{esc(a)}{tag}: mean P(success) {mp:.2f} vs {obs:.2f} observed: calibrated in the large "
+                         f"(gap {gap:+.2f}, within ±{CALIBRATION_GAP:.2f}).</li>")
+            continue
+        way = ("under-predicts success: its P(failure) runs high, so halts that record a failure are the ones at risk, and "
+               "success halts come late" if gap < 0 else
+               "over-predicts success: halts that record a success are the ones at risk, and failure halts come late")
+        items.append(f'<li><span class="gap">{esc(a)}{tag}: mean P(success) {mp:.2f} vs {obs:.2f} observed (gap {gap:+.2f})</span>: '
+                     f"the model {way}; the thresholds were chosen without this agent's labels, so nothing corrected it "
+                     "(a warm start on a few labelled runs would check them).</li>")
+    return f'<ul class="calnotes">{"".join(items)}</ul>' if items else ""
 
 
 def halt_steps(df: pd.DataFrame, min_t: int) -> pd.DataFrame:
@@ -337,117 +391,6 @@ def section_halts(inp: Inputs) -> str:
                       "colour": "predicted outcome recorded at the halt"}))
 
 
-def section_dollars(inp: Inputs) -> str:
-    out = []
-    pricing = (inp.routing or {}).get("pricing") or {}
-    agents = (inp.loao or {}).get("agents") or {}
-    small = small_agents(inp)
-    if pricing and agents:
-        rows, tot_all, tot_saved = [], 0.0, 0.0
-        for a, b in agents.items():
-            pr = pricing.get(a) or {}
-            total, saved = num(pr.get("total_usd")), num(b.get("steps_saved"))
-            est = None if total is None or saved is None else total * saved
-            if est is not None and a not in small:
-                tot_all += total
-                tot_saved += est
-            rows.append(("small" if a in small else "", [agent_cell(a, a in small, b.get("n_runs")), esc(pr.get("source", "unknown")),
-                                                         usd(total), pct(saved), usd(est)]))
-        rows.append(("pooled", ["large agents", "", usd(tot_all), pct(tot_saved / tot_all) if tot_all else "–", usd(tot_saved)]))
-        out.append("<h3>Halting policy (as_of, honest thresholds), priced</h3>")
-        out.append(table(["agent", "price source", "spend of all runs", "steps saved", "≈ dollars saved"], rows))
-        out.append(legend({"spend of all runs": "routing.json pricing: what the agent's runs cost in total",
-                           "price source": "per-step: the runs' own per-step cost; instance-total-pro-rata: the run's instance_cost "
-                                           "charged t/T for t of T steps; catalog-usd-per-step: a catalog price per step",
-                           "≈ dollars saved": "spend × steps saved: an estimate that charges every step the agent's mean price per "
-                                              "step; exact only for a constant catalog price per step; where runs differ in price "
-                                              "per step (per-step costs, pro-rata instance totals) the true figure differs"}))
-    else:
-        out.append(note("dollars of the halting policy: unknown (needs routing.json's pricing and loao.json)", missing=True))
-        if inp.routing is None:
-            out.append(inp.missing("routing.json"))
-    pairs = (inp.routing or {}).get("pairs") or {}
-    if pairs:
-        rows = []
-        for name, p in pairs.items():
-            pol = p.get("policies") or {}
-            base, stop = pol.get("always_cheap") or {}, pol.get("stop_on_predicted_failure") or {}
-            bc, sc = num(base.get("total_cost_usd")), num(stop.get("total_cost_usd"))
-            rows.append(("", [esc(name), str(p.get("n_tasks", "–")), usd(bc), usd(sc), usd(None if bc is None or sc is None else bc - sc),
-                              pct(base.get("resolve_rate")), pct(stop.get("resolve_rate")), str(stop.get("n_stopped", "–"))]))
-        out.append(f"<h3>Routing simulation ({esc(next(iter(pairs.values())).get('protocol', '?'))}): stop the cheap agent on predicted failure</h3>")
-        out.append(table(["cheap->strong pair", "tasks", "always cheap", "stop on predicted failure", "saved", "resolve (always cheap)",
-                          "resolve (stop)", "runs stopped"], rows))
-        out.append(legend({"always cheap / stop": "total dollars of one pass over the shared tasks, real per-run prices (routing.json)",
-                           "saved": "always cheap minus stop-on-predicted-failure"}))
-    bud = ((inp.budget or {}).get("dimensions") or {}).get("cost_usd")
-    if isinstance(bud, dict):
-        es = (((bud.get("pooled") or {}).get("early_stop") or {}).get("model") or {})
-        out.append(f"<p>Budget early stop on \"impossible\" (cost_usd, B = {usd(bud.get('budget_B'))} per run, pooled): "
-                   f"{pct(es.get('saved_on_failed'))} of the dollars of failed runs saved, at {fnum(es.get('success_rate_cost_pp'), 2)} pp "
-                   f"of success rate ({es.get('n_runs', '?')} runs whose cost is known).</p>")
-    elif inp.budget is None:
-        out.append(inp.missing("budget.json"))
-    return "".join(out)
-
-
-def section_budget(inp: Inputs) -> str:
-    if inp.budget is None:
-        return inp.missing("budget.json")
-    dims = inp.budget.get("dimensions") or {}
-    small = small_agents(inp)
-    out = [note(f"protocol: {inp.budget.get('protocol', '?')}. " + str((inp.budget.get("method") or {}).get("metrics", "")))]
-    for d, blk in dims.items():
-        if not isinstance(blk, dict):
-            continue
-        agents = blk.get("agents") or {}
-        online = (blk.get("online") or {}).get("agents") or {}
-        levels = sorted({lv for b in agents.values() if isinstance(b, dict) for lv in ((b.get("coverage") or {}).get("model") or {})})
-        rows = []
-
-        def row(name: str, b: dict[str, Any], on: dict[str, Any], cls: str, sm: bool) -> tuple[str, list[str]]:
-            cov = b.get("coverage") or {}
-            cells = [agent_cell(name, sm, b.get("n_runs")) if cls != "pooled" else esc(name), str(b.get("n_runs", "–"))]
-            for lv in levels:
-                for v in ((cov.get("model") or {}).get(lv), (cov.get("linear") or {}).get(lv), (on.get("coverage") or {}).get(lv)):
-                    off = num(v) is not None and abs(num(v) - float(lv)) > 0.05
-                    cells.append(f'<span class="off">{pct(v)}</span>' if off else pct(v))
-            return cls, cells
-
-        for a in sorted(agents, key=lambda a: (a in small, a)):
-            b = agents[a]
-            if isinstance(b, dict):
-                sm = a in small or bool(b.get("small_n"))
-                rows.append(row(a, b, online.get(a) or {}, "small" if sm else "", sm))
-        if isinstance(blk.get("pooled"), dict):
-            rows.append(row("pooled (large agents)", blk["pooled"], (blk.get("online") or {}).get("pooled") or {}, "pooled", False))
-        header = ["agent", "runs"] + [f"{h} {float(lv):.0%}" for lv in levels for h in ("model", "linear", "online")]
-        excl = blk.get("runs_excluded_unknown") or {}
-        out.append(f"<h3>{esc(d)} (B = {fnum(blk.get('budget_B'), 2 if d == 'cost_usd' else 0)})</h3>")
-        out.append(table(header, rows))
-        if excl:
-            out.append(note("not in this dimension (usage unknown, never counted as 0): "
-                            + ", ".join(f"{a} ({n} runs)" for a, n in excl.items())))
-    out.append(legend({"model p%": "share of prefixes (each run weighted 1/(T-1)) whose remaining usage lies in the model's "
-                                   "conformalized p% interval; nominal = p%",
-                       "linear p%": "the same for the linear baseline (spend per step so far × median remaining length)",
-                       "online p%": "intervals re-conformalized on the new agent's own finished runs (no outcome labels); "
-                                    "uses the new agent's data, so not the label-free headline",
-                       "red": "more than 5 percentage points from nominal",
-                       "B": "the budget: 75 % quantile of run totals of every labelled run whose usage is known"}))
-    return "".join(out)
-
-
-def section_latency(inp: Inputs) -> str:
-    if inp.latency is None:
-        return inp.missing("latency.json")
-
-    try:
-        return f"<pre>{esc(latency_summary(inp.latency))}</pre>"
-    except (KeyError, TypeError, ValueError) as e:
-        return note(f"latency.json: unexpected content ({type(e).__name__}: {e})", missing=True)
-
-
 BUILDERS: dict[str, Callable[[Inputs], str]] = {
     "results": section_results, "frontier": section_frontier, "calibration": section_calibration,
     "halts": section_halts, "dollars": section_dollars, "budget": section_budget, "latency": section_latency,
@@ -466,7 +409,9 @@ def render(inp: Inputs) -> str:
     found = [n for n in ("loao.json", "sweep.csv", "budget.json", "routing.json", "latency.json", "loao_predictions.parquet")
              if n not in inp.problems]
     rep = inp.loao or {}
+    prov = " · ".join(f"<b>{esc(k)}</b> {esc(v)}" for k, v in provenance(inp.bench, inp.loao, inp.ingest).items())
     head = (f"<h1>earlyeval report: {esc(inp.bench)}</h1>"
+            f'<p class="provenance">{prov}</p>'
             f"<p>Leave-one-agent-out: every number about an agent comes from models that never saw that agent's runs. "
             f"Held-out agents: {len(rep.get('holdout_agents') or [])} large, {len(rep.get('small_agents') or [])} small. "
             f"Read from: {esc(', '.join(found) or 'nothing')}.</p><nav>{nav}</nav>")
@@ -474,11 +419,14 @@ def render(inp: Inputs) -> str:
             f"<style>{CSS}</style></head><body>{head}{''.join(parts)}</body></html>\n")
 
 
-def write_report(bench: str, out: Path | None = None) -> Path:
-    """Write reports/<bench>/report.html (atomically) from whatever reports the benchmark has."""
+def write_report(bench: str, out: Path | str | None = None) -> Path:
+    """Write reports/<bench>/report.html (atomically) from whatever reports the benchmark has.  ``out``: a file,
+    or a directory (an existing one, or a path ending in a separator) that gets ``report.html``."""
     rdir, fdir = reports_dir(bench), features_dir(bench)
     inp = Inputs(bench, rdir, fdir)
-    dest = out or rdir / "report.html"
+    dest = Path(out) if out else rdir / "report.html"
+    if out and (dest.is_dir() or str(out).endswith(("/", "\\"))):
+        dest = dest / "report.html"
     dest.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(dest, render(inp))
     return dest

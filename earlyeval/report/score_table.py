@@ -15,6 +15,9 @@ def score_table(report: dict[str, Any]) -> str:
     lines = [f"{report['n_trajectories']} runs ({report['n_labelled']} labelled), {report['n_halted']} halted; "
              f"thresholds success={th['success']} failure={th['failure']}"
              + (f" ({src})" if src else "") + f"; {len(report['skipped'])} files skipped"]
+    if report.get("format_detected"):
+        lines.append(f"format: {report['format']} (--format auto)")
+    lines.append(f"task prior as of: {as_of_line(report)}")
     if report.get("agents"):
         hdr = (f"{'agent':<44} {'runs':>5} {'rate%':>6} {'AUROC':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} "
                f"{'skip%':>6} {'inrun%':>6} {'shift':>6}")
@@ -49,16 +52,39 @@ def score_table(report: dict[str, Any]) -> str:
         lines.append(f"skipped {s.get('file')}: {s.get('field')}: {s.get('reason')}")
     if len(report["skipped"]) > 5:
         lines.append(f"... and {len(report['skipped']) - 5} more skipped files (see score.json)")
+    for key in ("catalog_hint",):
+        if report.get(key):
+            lines.append(f"warning: {report[key]}")
+    if (report.get("bench_check") or {}).get("warning"):
+        lines.append(f"warning: cross-bench: {report['bench_check']['warning']}")
+    if (report.get("as_of_detail") or {}).get("warning"):
+        lines.append(f"warning: undated runs: {report['as_of_detail']['warning']}")
     ov = report.get("training_overlap") or {}
     if ov.get("warning"):  # the full text went to stderr (log) when scored
+        who = [a + (f": {v['runs_in_training']}/{v['runs']} runs are training runs" if v.get("runs_in_training") else
+                    f": same {' / '.join(v['by'])} as {', '.join(v['training_agents'])}" if v.get("training_agents") else "")
+               for a, v in sorted(ov["agents"].items())]
         lines.append("warning: in-sample: these runs overlap the model's training data "
-                     f"({', '.join(sorted(ov['agents']))}; see 'training_overlap' in score.json)")
+                     f"({'; '.join(who)}; see 'training_overlap' in score.json)")
     for w, n in report.get("warnings", {}).items():
         lines.append(f"warning ({n} runs): {w}")
     if report.get("not_in_label_list"):
         lines.append(f"warning ({len(report['not_in_label_list'])} runs): the task is in no label list, scored as a failure "
                      f"(e.g. {report['not_in_label_list'][0]}; all in score.json 'not_in_label_list')")
     return "\n".join(lines)
+
+
+def as_of_line(report: dict[str, Any]) -> str:
+    """Which public submissions the runs' task prior counted: a date, today's pool, or each run's own date (and how
+    many runs had one)."""
+    d = report.get("as_of_detail") or {}
+    n = d.get("runs_dated_by")
+    if not n:
+        return str(report.get("as_of"))
+    span = d.get("dates") or {}
+    when = f", {span['first']} .. {span['last']}" if span else ""
+    return (f"each run's own date ({n.get('catalog', 0)} runs dated by their catalog entry, {n.get('files', 0)} by their "
+            f"files{when}; {n.get('none', 0)} undated: all submissions)")
 
 
 def what_if_table(w: dict[str, Any], current: dict[str, Any] | None = None) -> str:

@@ -22,8 +22,10 @@ Tasks (gold patches, for models with the gold family) come from the model's
 training benchmark as ingested (``data/<bench>/tasks.parquet``) unless given.
 
 A read that yields no run (empty folder, wrong format) raises ``NothingScoredError`` before
-anything is written.  ``training_overlap`` flags runs the model was trained on (agent name,
-scaffold x model, run id); ``savings`` and each run's ``usage`` give tokens and dollars spent and
+anything is written; ``score_checks`` holds the other refusals and warnings (another scoring in the
+output folder, a model of another benchmark, an unknown label format, ``--format auto``, runs without a
+date).  ``training_overlap`` flags runs the model was trained on (by content: the same task and steps,
+whatever the folder; by the scaffold x model the files record; agent name, run id); ``savings`` and each run's ``usage`` give tokens and dollars spent and
 saved (``prices.run_cost``; unknown stays None); ``per_run.csv`` has one row per run; ``what_if``
 (optional) is the frontier over a threshold grid, by ``metrics.apply_policy``/``outcome_metrics``.
 """
@@ -39,7 +41,10 @@ from typing import Any
 import numpy as np
 
 from earlyeval.core.atomic import write_json
-from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, data_root, load_catalog
+from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
+from earlyeval.config.catalog import data_root as _data_root
+from earlyeval.workflows.score_checks import (bench_check, catalog_hint, check_destination, date_runs, detect_format,
+                                              label_spec, output_dir)
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError, NothingScoredError
 from earlyeval.core.trajectory import Task, Trajectory
@@ -50,10 +55,7 @@ from earlyeval.workflows.score_csv import write_csv
 from earlyeval.config.prices import PriceError, run_cost
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.modeling.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
-from earlyeval.ingest import FORMATS
-from earlyeval.ingest import format_module
-from earlyeval.ingest import ingest_run
-from earlyeval.modeling.metrics import apply_policy
+from earlyeval.ingest import FORMATS, discover, format_module, ingest_run
 from earlyeval.modeling.metrics import apply_policy, outcome_metrics
 from earlyeval.modeling.thresholds import WarmStartRule
 from earlyeval.modeling.thresholds import source_of
@@ -84,10 +86,14 @@ DEFAULT_GLOB: dict[str, str] = {
 
 # ------------------------------------------------------------------ runs
 
-def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str | None = None) -> list[RunSpec]:
-    """The catalog entries that describe ``runs_path`` (with ``labels``/``agent`` overrides), else a generic one."""
+def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str | None = None,
+              root: Path | None = None) -> list[RunSpec]:
+    """The catalog entries that describe ``runs_path`` (with ``labels``/``agent`` overrides), else a generic one.
+    ``root``: the data root catalog folders are relative to (default ``data_root()``)."""
     p = Path(runs_path).resolve()
-    specs = _catalog_specs(p, fmt)
+    root = _data_root(root)
+    lspec = label_spec(labels) if labels else None  # an unknown label format: a ValueError, before any read
+    specs = _catalog_specs(p, fmt, root)
     if not specs:
         mod = format_module(fmt)  # a format module may declare its own DEFAULT_GLOB / INLINE_LABELS
         folder, glob = (p.parent, p.name) if p.is_file() else (p, DEFAULT_GLOB.get(fmt) or getattr(mod, "DEFAULT_GLOB", "**/*"))
@@ -97,20 +103,18 @@ def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str |
                          labels=[LabelSpec("inline", "")] if inline else [])]
     out = []
     for s in specs:
-        s.folder = str((data_root() / s.folder).resolve()) if not Path(s.folder).is_absolute() else s.folder
-        if labels:
-            lf, _, lg = labels.partition(":")
-            if not lg:
-                raise ValueError(f"--labels must be FORMAT:GLOB (e.g. sb-cli:'*.json'), not {labels!r}")
-            s.labels = [LabelSpec(lf, lg)]
+        s.folder = str((root / s.folder).resolve()) if not Path(s.folder).is_absolute() else s.folder
+        if lspec:
+            s.labels = [lspec]
         if agent:
             s.agent = agent
         out.append(s)
     return out
 
 
-def _catalog_specs(p: Path, fmt: str) -> list[RunSpec]:
-    root = data_root()
+def _catalog_specs(p: Path, fmt: str, root: Path | None = None) -> list[RunSpec]:
+    """Catalog runs whose folder (or file) is ``p`` under ``root``, in format ``fmt`` ("auto": any)."""
+    root = _data_root(root)
     found = []
     for toml in sorted(available_benches().values()):
         try:
@@ -118,7 +122,7 @@ def _catalog_specs(p: Path, fmt: str) -> list[RunSpec]:
         except CatalogError:
             continue
         for s in cat.runs:
-            if s.format != fmt:
+            if s.format != fmt and fmt != "auto":
                 continue
             folder = (root / s.folder).resolve()
             if folder == p or (p.is_file() and folder == p.parent and (p.name == s.glob or p.match(s.glob))):
@@ -127,14 +131,20 @@ def _catalog_specs(p: Path, fmt: str) -> list[RunSpec]:
     return found
 
 
-def read_runs(specs: list[RunSpec]) -> tuple[list[Trajectory], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Trajectories of every spec via ``ingest.ingest_run``; (trajectories, skipped files, per-spec ingest reports)."""
+def read_runs(specs: list[RunSpec], progress: bool = False) -> tuple[list[Trajectory], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Trajectories of every spec via ``ingest.ingest_run``; (trajectories, skipped files, per-spec ingest reports).
+    ``progress``: a bar per spec with its number of files (hence an ETA), on a terminal only."""
+    from tqdm.auto import tqdm
+
     trajs: list[Trajectory] = []
     skipped: list[dict[str, Any]] = []
     reports = []
     for s in specs:
-        ts, rep = ingest_run(s, s.options.get("bench", "score"), Path("/"))
-        trajs += ts
+        total = len(discover(Path(s.folder), s)) if progress and Path(s.folder).exists() else None
+        with tqdm(total=total, desc=f"score: read {s.name[:40]}", unit="file", disable=None if progress else True,
+                  leave=False) as bar:
+            ts, rep = ingest_run(s, s.options.get("bench", "score"), Path("/"), progress=bar)
+            trajs += ts
         skipped += [{**x, "run": s.name} for x in rep.skipped]
         reports.append(rep.to_dict())
     return trajs, skipped, reports
@@ -280,12 +290,18 @@ def _nothing_read(runs_path: Path, fmt: str, specs: list[RunSpec], reports: list
 
 def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str | Path | None = None,
                labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
-               progress: bool = True, monitor: Any = None, as_of: str | None = "", same_agent: str | None = None,
+               progress: bool = True, monitor: Any = None, as_of: str | None = None, same_agent: str | None = None,
                warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
-               csv: str | Path | bool | None = None, halt_on: str = "both") -> dict[str, Path]:
+               csv: str | Path | bool | None = None, data_root: str | Path | None = None, force: bool = False,
+               cross_bench: bool = False, halt_on: str = "both") -> dict[str, Path]:
     """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
 
-    ``as_of``/``same_agent``: see ``run_context`` ("run" = each run's own catalog date).  ``warm_start`` K:
+    ``fmt`` "auto": the format read from the files (``score_checks.detect_format``).  ``as_of``: None (or
+    "run") each run's own date, its catalog's or its files' (``score_checks.date_runs``: undated runs get
+    today's pool and a warning); "" or "all" every submission; a YYYY-MM-DD cutoff.  ``same_agent``: see
+    ``run_context``.  ``data_root``: where catalog run folders are (default ``config.workspace.data_root``).
+    ``force``: replace a score.json of other runs in the output folder; ``cross_bench``: score runs of
+    another benchmark than the model's (refused otherwise).  ``warm_start`` K:
     K labelled runs (a seeded random draw) are completed first and used by ``Monitor.warm_start``; the
     rest is halted with the recalibrated probabilities and thresholds; the metrics count every run, the
     warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
@@ -298,22 +314,37 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     from tqdm.auto import tqdm
 
 
-    format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
+    if fmt != "auto":
+        format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
     if not Path(runs_path).exists():
         raise FileNotFoundError(f"--runs {runs_path}: no such file or folder")
     if monitor is not None and thresholds is not None:
         raise ValueError("give thresholds to Monitor.load, or here, not both")
-    specs = run_specs(Path(runs_path), fmt, labels, agent)
-    trajs, skipped, reports = read_runs(specs)
+    root = _data_root(data_root)
+    if data_root is not None and not root.is_dir():
+        raise FileNotFoundError(f"--data-root {data_root}: no such folder")
+    detected = fmt == "auto"
+    if detected:
+        fmt = detect_format(Path(runs_path), _catalog_specs(Path(runs_path).resolve(), "auto", root), DEFAULT_GLOB,
+                            progress=progress)
+        log.info("--format auto: %s", fmt)
+    dest = output_dir(Path(runs_path), Path(out) if out else None, workspace_root() / "reports" / "score")
+    check_destination(dest, Path(runs_path), fmt, force)  # another scoring there: refused before the read
+    specs = run_specs(Path(runs_path), fmt, labels, agent, root=root)
+    hint = None if any(s.options.get("bench") for s in specs) else catalog_hint(Path(runs_path), fmt, root)
+    if hint:
+        log.warning("%s", hint)
+    trajs, skipped, reports = read_runs(specs, progress=progress)
     if not trajs:  # before the model is loaded: a wrong --format fails fast
         raise _nothing_read(Path(runs_path), fmt, specs, reports, skipped)
     mon = monitor or Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on)
     bundle = mon.bundle
-    overlap = training_overlap(bundle, trajs)
+    overlap = training_overlap(bundle, trajs, fmt)
     if overlap["warning"]:
         log.warning("%s", overlap["warning"])
     tasks_by_id = load_task_table(bundle, tasks)
-    cutoff = None if as_of == "run" else (as_of or "")
+    benches = bench_check(bundle, specs, trajs, fmt, tasks_by_id, cross_bench)
+    cutoff, dates = date_runs(trajs, as_of, [f.name for f in bundle.featurizer.families], fmt)
     warm_ids: set[str] = set()
     warm_info = None
     if warm_start:
@@ -326,7 +357,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent)
         warm_info["run_ids"] = sorted(warm_ids)
     records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
-               for t in tqdm(trajs, desc="score: replay", disable=not progress or len(trajs) < 20, leave=False)]
+               for t in tqdm(trajs, desc="score: replay", unit="run", leave=False,
+                             disable=True if not progress or len(trajs) < 20 else None)]  # None: on a terminal only
     for r in records:
         if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
             r.update(warm=True, halted=False, halt_t=None, halt_step_index=None, predicted=None,
@@ -342,6 +374,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         "model_content_hash": bundle.manifest.get("content_hash"),
         "runs_path": str(Path(runs_path).resolve()),
         "format": fmt,
+        "format_detected": detected,
         "runs": [{"name": s.name, "agent": s.agent, "folder": s.folder, "glob": s.glob,
                   "labels": [f"{l.format}:{l.path}" if l.path else l.format for l in s.labels],
                   "from_catalog": s.options.get("bench")} for s in specs],
@@ -350,6 +383,9 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         "thresholds_source": th_source,  # model (thresholds.json) / override (--thresholds) / warm start
         "model_thresholds": {k: model_th[k] for k in ("success", "failure", "min_halt_step") if k in model_th},
         "as_of": "each run's own date" if cutoff is None else (cutoff or "all submissions"),
+        "as_of_detail": dates,  # how many runs were dated by their catalog entry, by their files, not at all
+        "bench_check": benches,
+        "catalog_hint": hint,
         "same_agent": same_agent,
         "warm_start": warm_info,
         "predictor": mon.predictor_kind,
@@ -396,7 +432,6 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         log.warning("what-if: no labelled runs with probabilities at every prefix; no frontier")
     report["per_run"] = [{**r, "p_success": _nan_none(r["p_success"]), "p_failure": _nan_none(r["p_failure"])} for r in records]
 
-    dest = Path(out) if out else workspace_root() / "reports" / "score" / _name(Path(runs_path))
     dest.mkdir(parents=True, exist_ok=True)
     path = dest / "score.json"
     paths = {"score": path}
@@ -410,6 +445,3 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
 def _nan_none(xs: list[float]) -> list[float | None]:
     return [None if x != x else x for x in xs]
 
-
-def _name(p: Path) -> str:
-    return p.resolve().name.split(".")[0] or "runs"

@@ -3,6 +3,7 @@ as one line with exit 2 listing the valid choices, library warnings into the log
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import warnings
@@ -129,26 +130,35 @@ def test_library_warnings_go_to_the_log(monkeypatch, caplog):
     assert warnings.showwarning is shown  # restored when the command ends
 
 
-def test_one_progress_bar_with_counts_and_then_an_eta(tmp_path, monkeypatch, capsys):
-    from earlyeval.config import workspace
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
-    monkeypatch.setattr(workspace, "features_dir", lambda bench: tmp_path / bench)
-    monkeypatch.setattr("earlyeval.config.workspace.features_dir", lambda bench: tmp_path / bench)
-    bar = Bar("b", "k", "evaluate", verbose=False)
-    assert bar.bar.total is None  # first run of this configuration: counts, no total yet
+
+def test_one_progress_bar_with_its_planned_total_quiet_off_a_terminal(capsys):
+    from earlyeval.evaluation.evaluate import FITS_PLANNED
+
+    term = _Terminal()
+    bar = Bar("b", "k", "evaluate", verbose=False, file=term)
+    assert bar.bar.total is None  # no plan yet
+    bar(f"{FITS_PLANNED}120")
+    assert bar.bar.total == 120  # the plan's total: an ETA from the first fit on
     for i in range(120):
         bar(f"fit without ['agent-{i}']")
     bar("sweep warm_start_10")
     bar.close(ok=True)
-    err = capsys.readouterr().err
-    assert "fit without" not in err and "120" in err  # one bar, not 120 lines
-    assert json.loads((tmp_path / "b" / "progress_counts.json").read_text()) == {"k": 120}
-    bar2 = Bar("b", "k", "evaluate", verbose=True)
-    assert bar2.bar.total == 120  # the next run of the same configuration has a total, hence an ETA
-    bar2("fit without ['x']")
-    bar2.close(ok=False)  # a failed run does not overwrite the count
-    assert "fit without ['x']" in capsys.readouterr().err  # the detail, at verbose level
-    assert json.loads((tmp_path / "b" / "progress_counts.json").read_text()) == {"k": 120}
+    drawn = term.getvalue()
+    assert "fit without" not in drawn and "120/120" in drawn  # one bar with its total, not 120 lines
+    # stderr is not a terminal here (captured): the bar keeps count but draws nothing
+    quiet = Bar("b", "k", "evaluate", verbose=False)
+    quiet(f"{FITS_PLANNED}3")
+    quiet("fit without ['x']")
+    quiet.close(ok=False)
+    assert (quiet.total, quiet.n) == (3, 1) and "fit" not in capsys.readouterr().err
+    loud = Bar("b", "k", "evaluate", verbose=True, file=term)
+    loud("fit without ['x']")
+    loud.close(ok=False)
+    assert "fit without ['x']" in term.getvalue()  # the detail, at verbose level
 
 
 class _Stop(Exception):
@@ -161,7 +171,11 @@ def test_evaluate_uses_the_bar(monkeypatch, tmp_path):
 
     monkeypatch.setattr(workspace, "features_dir", lambda bench: tmp_path / bench)
 
+    seen = []
+
     def fake(bench, cfg, root, progress=None, ablations=None):
+        seen.append(progress)
+        progress("fits planned: 50")
         for i in range(50):
             progress(f"fit without ['a{i}']")
         raise _Stop("the rest of evaluate is not under test")
@@ -169,7 +183,9 @@ def test_evaluate_uses_the_bar(monkeypatch, tmp_path):
     monkeypatch.setattr(pipeline, "evaluate_bench", fake)
     r = invoke("evaluate", "--bench", "swebench", "--no-ablations")
     assert isinstance(r.exception, _Stop) and "fit without" not in r.output
-    assert "50fit" in r.stderr.replace(" ", "")
+    (bar,) = seen
+    assert isinstance(bar, Bar) and (bar.total, bar.n) == (50, 50)
+    assert "fit" not in r.stderr  # the runner's stderr is no terminal: no bar drawn
 
 
 def test_user_errors_inside_a_verb_are_one_line(tmp_path):

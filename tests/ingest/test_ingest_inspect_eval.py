@@ -127,3 +127,11 @@ def test_earlyeval_score_on_a_folder_of_eval_logs(logs, tmp_path):
     assert rep["n_trajectories"] == 2 and rep["n_labelled"] == 2
     assert sorted(r["task_id"] for r in rep["per_run"]) == ["demo-1", "demo-2"]
     assert all(r["p_success"] for r in rep["per_run"])
+
+
+def test_format_auto_reads_a_folder_of_eval_logs_as_inspect_eval(logs):
+    """`score --format auto` on inspect_ai's own logs (no static fixture: the logs are written here)."""
+    from earlyeval.workflows.score import DEFAULT_GLOB
+    from earlyeval.workflows.score_checks import detect_format
+
+    assert detect_format(logs["dir"], [], DEFAULT_GLOB) == "inspect-eval"

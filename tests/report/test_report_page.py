@@ -29,19 +29,38 @@ LARGE = ["agent-alpha__model-x", "agent-beta__model-y"]
 SMALL = ["tiny-agent__model-z"]
 
 
-def _block(n: int, small: bool, saved: float) -> dict:
-    return {"n_runs": n, "resolve_rate": 0.4, "auroc_success": 0.9, "halted_fraction": 0.5, "halted_accuracy": 0.9,
+def _block(n: int, small: bool, saved: float, acc: float = 0.9) -> dict:
+    return {"n_runs": n, "resolve_rate": 0.4, "auroc_success": 0.9, "halted_fraction": 0.5, "halted_accuracy": acc,
             "outcome_accuracy": 0.95, "steps_saved": saved, "steps_saved_task_skip": saved / 2, "steps_saved_in_run": saved / 2,
             "resolve_rate_shift_pp": -0.5, "mean_p_success": 0.41, "thresholds": {"success": 0.9, "failure": 0.95},
             "small_n": small}
 
 
-def _workspace(ws: Path, with_budget: bool = True) -> dict[str, list[int]]:
+def _png(path: Path, colour: tuple[int, int, int]) -> None:
+    from PIL import Image
+
+    Image.new("RGB", (320, 120), colour).save(path)
+
+
+LATENCY = {"predictor": "fast", "budget": "on", "n_features": 101, "target": {"median_us": 200, "p99_us": 1000},
+           "setup": {"load_average_before": 1.5},
+           "sample": {"runs": 30, "steps": 900, "formats": ["mini-swe-agent-v1", "swe-agent-traj"]},
+           "per_step": {"wall": {"n": 900, "median_us": 180.0, "p90_us": 400.0, "p99_us": 1500.0, "max_us": 9000.0},
+                        "cpu": {"n": 900, "median_us": 150.0, "p90_us": 300.0, "p99_us": 800.0, "max_us": 2000.0},
+                        "featurize": {"n": 900, "median_us": 90.0}, "predict": {"n": 900, "median_us": 60.0},
+                        "budget": {"n": 900, "median_us": 20.0}, "other": {"n": 900, "median_us": 10.0}},
+           "by_step_bucket": {"1-10": {"wall": {"n": 300, "median_us": 170.0, "p99_us": 900.0}, "synthetic_share": 0.0}},
+           "by_format": {"swe-agent-traj": {"runs": 15, "wall": {"n": 450, "median_us": 190.0, "p99_us": 1100.0}}}}
+
+
+def _workspace(ws: Path, with_budget: bool = True, latency: bool = False) -> dict[str, list[int]]:
     """Writes the reports; returns per agent the halt step planted in each run (0 = never halted)."""
     rdir, fdir = ws / "reports" / "demo", ws / "features" / "demo"
     rdir.mkdir(parents=True)
     fdir.mkdir(parents=True)
-    agents = {a: _block(40, False, 0.3) for a in LARGE} | {a: _block(6, True, 0.6) for a in SMALL}
+    # alpha meets every target; beta misses halted accuracy (90 % < 95 %); the small agent misses it too
+    agents = ({LARGE[0]: _block(40, False, 0.3, acc=0.97), LARGE[1]: _block(40, False, 0.3)}
+              | {a: _block(6, True, 0.6) for a in SMALL})
     prot = {"agents": agents, "pooled": _block(80, False, 0.3), "holdout_agents": LARGE, "mean_abs_resolve_rate_shift_pp": 0.5}
     loao = {"bench": "demo", "threshold_selection": "inner-loao", "holdout_agents": LARGE, "small_agents": SMALL,
             "agents": agents, "pooled": prot["pooled"], "config": {"min_halt_step": 1},
@@ -66,7 +85,9 @@ def _workspace(ws: Path, with_budget: bool = True) -> dict[str, list[int]]:
     if with_budget:
         cov = {"model": {"0.8": 0.71, "0.9": 0.86}, "linear": {"0.8": 0.8, "0.9": 0.9}}
         dim = {"budget_B": 29.0, "agents": {a: {"n_runs": b["n_runs"], "coverage": cov, "small_n": b["small_n"]} for a, b in agents.items()},
-               "pooled": {"n_runs": 80, "coverage": cov}, "online": {"agents": {}, "pooled": {"coverage": {"0.8": 0.8}}},
+               "pooled": {"n_runs": 80, "coverage": cov,
+                          "early_stop": {"model": {"n_runs": 80, "saved_on_failed": 0.42, "steps_saved_on_failed": 0.3,
+                                                   "success_rate_cost_pp": 1.5, "false_abort_rate": 0.02}}}, "online": {"agents": {}, "pooled": {"coverage": {"0.8": 0.8}}},
                "runs_excluded_unknown": {}}
         (rdir / "budget.json").write_text(json.dumps({"protocol": "as_of", "dimensions": {"steps": dim}}))
         pricing = {a: {"source": "per-step", "total_usd": 100.0} for a in agents}
@@ -74,7 +95,14 @@ def _workspace(ws: Path, with_budget: bool = True) -> dict[str, list[int]]:
                 "policies": {"always_cheap": {"total_cost_usd": 50.0, "resolve_rate": 0.3},
                              "stop_on_predicted_failure": {"total_cost_usd": 35.5, "resolve_rate": 0.29, "n_stopped": 9}}}
         (rdir / "routing.json").write_text(json.dumps({"pricing": pricing, "pairs": {f"{LARGE[0]}->{LARGE[1]}": pair}}))
-    (rdir / "latency.json").write_text("{ not json")  # unreadable: a note, never a crash
+    (rdir / "ingest.json").write_text(json.dumps({"data_root": "/data/root/of/the/runs"}))
+    if latency:
+        (rdir / "latency.json").write_text(json.dumps(LATENCY))
+        _png(rdir / "latency.png", (200, 30, 30))
+        _png(rdir / "budget_intervals.png", (30, 200, 30))
+        _png(rdir / "budget_late_recognition.png", (30, 30, 200))
+    else:
+        (rdir / "latency.json").write_text("{ not json")  # unreadable: a note, never a crash
     return planted
 
 
@@ -203,3 +231,115 @@ def test_a_bench_with_only_a_broken_loao_json_still_gets_a_page(ws):
         assert f">{title}</h2>" in page
     assert "loao.json: not a JSON object" in page
     assert "not run: make budget" in page and "not run: make evaluate" in page
+
+
+# ------------------------------------------------------------ issue 22: provenance, tables, targets, calibration, --out
+
+def test_provenance_line_names_version_commit_model_data_and_protocol(ws):
+    from earlyeval import __version__
+
+    _workspace(ws)
+    mdir = ws / "models" / "demo"
+    mdir.mkdir(parents=True)
+    (mdir / "manifest.json").write_text(json.dumps({"content_hash": "ab" * 32}))
+    page = write_report("demo").read_text()
+    prov = re.search(r'<p class="provenance">(.*?)</p>', page).group(1)
+    assert f"<b>earlyeval</b> {__version__}" in prov and "<b>page made</b> 20" in prov
+    assert re.search(r"<b>git commit</b> ([0-9a-f]{12}(\+dirty)?|not a git checkout)", prov)
+    assert "<b>model content hash</b> " + "ab" * 8 in prov
+    assert "<b>data root</b> /data/root/of/the/runs (as ingested)" in prov
+    assert "<b>protocol</b> leave-one-agent-out; headline as_of (also current_pool, no_prior)" in prov
+    (mdir / "manifest.json").unlink()
+    assert "no model (earlyeval train --bench demo" in write_report("demo").read_text()
+
+
+def test_latency_and_budget_are_tables_with_their_pngs(ws):
+    _workspace(ws, latency=True)
+    page = write_report("demo").read_text()
+    assert "<pre>" not in page
+    lat = page[page.index('<section id="latency">'):]
+    assert "<table>" in lat and "observe() wall" in lat and "By step (wall)" in lat and "By format (wall)" in lat
+    assert '<span class="off">1,500 µs</span>' in lat and '<span class="off">180 µs</span>' not in lat  # p99 over 1000 µs
+    bud = page[page.index('<section id="budget">'):page.index('<section id="latency">')]
+    assert bud.count("data:image/png;base64,") == 2 and "remaining-budget intervals" in bud
+    assert lat.count("data:image/png;base64,") == 1
+    assert "Early stop on" in bud and "<td>42.0 %</td><td>30.0 %</td><td>1.50 pp</td><td>2.0 %</td>" in bud
+
+
+def test_missing_pngs_are_named_with_their_command(ws):
+    _workspace(ws)
+    page = write_report("demo").read_text()
+    assert "budget_intervals.png: not made yet (make budget" in page
+
+
+def test_target_misses_are_marked_and_summarised(ws):
+    _workspace(ws)
+    page = write_report("demo").read_text()
+    res = page[page.index('<section id="results">'):page.index('<section id="frontier">')]
+    # beta misses halted accuracy in each of the 3 protocol tables, the small agent too, and the pooled row (90 %)
+    marked = re.findall(r'<td class="miss" title="misses the target: halted accuracy ≥ 95 % \(here 90.00 %\)">90.0 % ✗</td>', res)
+    assert len(marked) == 3 * 3
+    assert '<td class="miss"' not in re.search(rf"<tr><td class=\"name\">{LARGE[0]}</td>.*?</tr>", res).group(0)
+    summary = re.search(r'<div class="targets">(.*?)</div>', res).group(1)
+    assert "1 of 2 agents meet all" in summary and f"<b>{LARGE[1]}</b>: misses halted accuracy ≥ 95 % (90.00 %)" in summary
+    assert LARGE[0] not in summary
+
+
+def test_targets_live_in_one_place():
+    from earlyeval.report import targets
+
+    assert [t.text for t in targets.TARGETS] == ["AUROC ≥ 0.90", "halted accuracy ≥ 95 %", "≥ 20 % of steps saved",
+                                                 "at least half of the steps saved in-run", "|shift| ≤ 1 pp"]
+    ok = {"auroc_success": 0.9, "halted_accuracy": 0.95, "steps_saved": 0.2, "steps_saved_in_run": 0.1, "resolve_rate_shift_pp": -1.0}
+    assert targets.misses(ok) == {}
+    bad = {"auroc_success": 0.89, "halted_accuracy": 0.949, "steps_saved": 0.3, "steps_saved_in_run": 0.1, "resolve_rate_shift_pp": 1.2}
+    assert set(targets.misses(bad)) == {"auroc_success", "halted_accuracy", "steps_saved_in_run", "resolve_rate_shift_pp"}
+    assert targets.misses({"auroc_success": None}) == {}  # unknown is not a miss
+    src = (Path(targets.__file__).parent / "report_page.py").read_text() + (Path(targets.__file__).parent / "page_costs.py").read_text()
+    assert "0.95" not in src and "0.90" not in src and "> 0.05" not in src  # no second copy of a target
+
+
+def test_calibration_note_per_agent_flags_large_gaps(ws):
+    _workspace(ws)
+    inp = Inputs("demo", ws / "reports" / "demo", ws / "features" / "demo")
+    df = inp.preds
+    page = write_report("demo").read_text()
+    cal = page[page.index('<section id="calibration">'):page.index('<section id="halts">')]
+    notes = re.search(r'<ul class="calnotes">(.*?)</ul>', cal).group(1)
+    for a in LARGE + SMALL:
+        g = df[df["agent"] == a]
+        w = 1.0 / g.groupby("run_id")["t"].transform("size").to_numpy(float)
+        mp, obs = np.average(g["p_success"], weights=w), np.average(g["y"], weights=w)
+        line = re.search(rf"<li>(<span class=\"gap\">)?{re.escape(a)}.*?</li>", notes).group(0)
+        assert f"mean P(success) {mp:.2f} vs {obs:.2f} observed" in line, line
+        assert ('class="gap"' in line) == (abs(mp - obs) > 0.10), line
+
+
+def test_out_accepts_a_directory(ws, tmp_path):
+    _workspace(ws)
+    for out in (str(tmp_path / "new-dir") + "/", str(tmp_path)):
+        r = CliRunner().invoke(app, ["--workspace", str(ws), "report", "--bench", "demo", "--out", out])
+        assert r.exit_code == 0 and r.exception is None, r.output
+        assert (Path(out) / "report.html").stat().st_size > 10_000
+    r = CliRunner().invoke(app, ["--workspace", str(ws), "report", "--bench", "demo", "--out", str(tmp_path / "page.html")])
+    assert r.exit_code == 0 and (tmp_path / "page.html").is_file()
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium absent (apt-get install chromium to render the page)")
+def test_nothing_is_wider_than_the_page_in_chromium(ws, tmp_path):
+    """Chromium lays the page out at 1000 px: the document does not scroll sideways (wide tables scroll in their box)."""
+    _workspace(ws, latency=True)
+    page = write_report("demo").read_text()
+    probe = ("<script>window.addEventListener('load',()=>{const d=document.documentElement;"
+             "document.body.setAttribute('data-overflow',String(d.scrollWidth-d.clientWidth));});</script></body>")
+    test_page = tmp_path / "probe.html"
+    test_page.write_text(page.replace("</body>", probe))
+    profile = tmp_path / "dom-profile"
+    dom = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                          f"--user-data-dir={profile}", "--window-size=1000,2000", "--dump-dom", test_page.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    m = re.search(r'data-overflow="(-?\d+)"', dom)
+    assert m, dom[-500:]
+    assert int(m.group(1)) <= 0
+    assert '<p class="provenance">' in dom and 'class="miss"' in dom

@@ -63,9 +63,10 @@ def _cli(args, monkeypatch=None, setup=None):
 
 # ------------------------------------------------------------ nothing scored
 
-def _previous_report(out: Path) -> bytes:
+def _previous_report(out: Path, runs: Path, fmt: str) -> bytes:
+    """An earlier scoring of the same runs (one of other runs is refused before the read: test_score_checks)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "score.json").write_text('{"previous": true}')
+    (out / "score.json").write_text(json.dumps({"previous": True, "runs_path": str(runs.resolve()), "format": fmt}))
     return (out / "score.json").read_bytes()
 
 
@@ -73,7 +74,7 @@ def test_empty_folder_is_an_error_and_overwrites_nothing(setup, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     out = tmp_path / "out"
-    before = _previous_report(out)
+    before = _previous_report(out, empty, "atif")
     with pytest.raises(NothingScoredError, match="no runs read .* no file matches"):
         score_runs(setup["model"], empty, "atif", out=out, progress=False)
     assert (out / "score.json").read_bytes() == before and not (out / "per_run.csv").exists()
@@ -88,7 +89,7 @@ def test_wrong_format_on_a_real_folder_is_an_error(setup, tmp_path):
     if not folder.exists():
         pytest.skip(f"real data absent: {folder}")
     out = tmp_path / "out"
-    before = _previous_report(out)
+    before = _previous_report(out, folder, "tau2")
     r = _cli(["score", "-m", str(setup["model"]), "--runs", str(folder), "--format", "tau2", "--out", str(out)])
     assert r.exit_code == 2, r.output
     assert r.stderr.count("\n") == 1 and "as --format tau2" in r.stderr and "swe-agent-traj" in r.stderr  # names the valid ones
@@ -121,7 +122,7 @@ def test_overlap_by_name_identity_and_run_id(setup):
     assert ov2["agents"]["new-name"]["by"] == ["scaffold x model"] and "new-name = training agent agent-a" in ov2["warning"]
     other = [dataclasses.replace(t, agent="other", run_id="o/" + t.run_id, meta={**t.meta, "scaffold": "other"}) for t in runs]
     assert training_overlap(bundle, other) == {"overlap": False, "agents": {}, "identity_source": "manifest",
-                                               "run_ids_recorded": True, "warning": None}
+                                               "run_ids_recorded": True, "content_checked": False, "warning": None}
 
 
 def test_training_identity_is_sorted_and_deterministic():

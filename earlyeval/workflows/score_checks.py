@@ -1,0 +1,281 @@
+"""What ``earlyeval score`` checks so that its numbers cannot mislead in good faith.
+
+Each check is one function, called by ``score.score_runs`` before anything is written:
+
+* ``label_spec``: a ``--labels FORMAT:GLOB`` names a known label format (else a ValueError listing them);
+* ``detect_format``: ``--format auto``, the native format read from the files themselves;
+* ``output_dir`` / ``check_destination``: the default folder is the runs' full folder name, and a folder
+  that holds a scoring of *other* runs is not overwritten without ``force``;
+* ``bench_check``: a model of one benchmark does not silently score another benchmark's runs;
+* ``date_runs``: without ``--as-of``, each run's prior is as of its own date (catalog, else its files'),
+  and runs without one are counted and named in a warning (today's pool on old runs shifts the results);
+* ``catalog_hint``: a folder named like a catalog run but outside the data root (its labels unused).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
+from earlyeval.core.errors import CatalogError, IngestError, ScoreRefusedError
+from earlyeval.core.trajectory import Trajectory
+from earlyeval.ingest import FORMATS, discover, format_module, parse_files
+from earlyeval.ingest.labels import READERS as LABEL_READERS
+
+log = logging.getLogger("earlyeval.workflows.score")
+
+# the model families that read other agents' dated results: only they make a run's date matter
+HISTORY_FAMILIES = ("prior", "peer_prior")
+
+
+# ------------------------------------------------------------------ labels
+
+def label_spec(labels: str) -> LabelSpec:
+    """``FORMAT:GLOB`` as a LabelSpec; a ValueError naming the known formats for anything else."""
+    lf, _, lg = labels.partition(":")
+    known = sorted(LABEL_READERS)
+    if lf not in LABEL_READERS:
+        raise ValueError(f"--labels {labels!r}: unknown label format {lf!r} (known: {', '.join(known)}; "
+                         "given as FORMAT:GLOB, e.g. sb-cli:'*.json')")
+    if not lg:
+        raise ValueError(f"--labels must be FORMAT:GLOB (e.g. sb-cli:'*.json'), not {labels!r}")
+    return LabelSpec(lf, lg)
+
+
+# ------------------------------------------------------------------ format
+
+def _generic_spec(folder: Path, fmt: str, glob: str) -> RunSpec:
+    return RunSpec(name=folder.name, folder=str(folder), agent=folder.name, scaffold=folder.name, model="",
+                   format=fmt, glob=glob, labels=[])
+
+
+def _sample(fmt: str, p: Path, default_glob: dict[str, str], sample: int) -> tuple[RunSpec, list[Path]]:
+    """The format's generic spec for ``p`` and up to ``sample`` of the files it would read, spread over the folder."""
+    folder, glob = (p.parent, p.name) if p.is_file() else (p, default_glob.get(fmt, "**/*"))
+    spec = _generic_spec(folder, fmt, glob)
+    try:
+        files = discover(folder, spec)
+    except Exception:  # noqa: BLE001 - a format that cannot even list this folder does not read it
+        return spec, []
+    step = max(len(files) / sample, 1.0)
+    return spec, [files[int(i * step)] for i in range(min(sample, len(files)))]
+
+
+def _reads(spec: RunSpec, picked: list[Path]) -> tuple[list[Path], int]:
+    """(the sampled files the format reads into at least one run, how many it refuses)."""
+    ok: list[Path] = []
+    bad = 0
+    logging.disable(logging.ERROR)  # a wrong format's parse errors are expected here: not the user's problem
+    try:
+        for f in picked:
+            # read: at least one run out of the file (a file of many records may hold a few broken ones)
+            if any(not isinstance(x, IngestError) for x in parse_files([f], spec, "score")):
+                ok.append(f)
+            else:
+                bad += 1
+    finally:
+        logging.disable(logging.NOTSET)
+    return ok, bad
+
+
+def _claims(fmt: str, picked: list[Path]) -> bool:
+    """Whether the format's own ``looks_native(path)`` (optional: formats whose files others parse too, like
+    CodeR's and SWE-agent's ``.traj``) says yes for most of the files it read."""
+    check = getattr(format_module(fmt), "looks_native", None)
+    if not callable(check) or not picked:
+        return False
+    yes = 0
+    for f in picked:
+        try:
+            yes += bool(check(f))
+        except Exception:  # noqa: BLE001 - unreadable here is simply not a claim
+            pass
+    return 2 * yes > len(picked)
+
+
+def detect_format(runs_path: Path, catalog_specs: list[RunSpec], default_glob: dict[str, str], sample: int = 5,
+                  progress: bool = False) -> str:
+    """The one native format the files are in: a catalog entry's when the folder is a catalog run, else the
+    one registered format that reads a sample of the files (at least as many as it refuses; failing that, the
+    one format that reads any: a folder of runs that mostly never started), else among several the one whose
+    ``looks_native`` claims them; a ScoreRefusedError naming the candidates when none or several remain."""
+    fmts = sorted({s.format for s in catalog_specs})
+    if len(fmts) == 1:
+        return fmts[0]
+    p = Path(runs_path).resolve()
+    reads: dict[str, list[Path]] = {}
+    partial: dict[str, list[Path]] = {}
+    said: list[str] = []
+    for fmt in tqdm(sorted(FORMATS.known()), desc="score: --format auto", unit="format", leave=False,
+                    disable=None if progress else True):
+        try:
+            format_module(fmt)
+        except IngestError:  # a broken optional plugin: not a candidate
+            continue
+        spec, picked = _sample(fmt, p, default_glob, sample)
+        ok, bad = _reads(spec, picked) if picked else ([], 0)
+        if ok and len(ok) >= bad:
+            reads[fmt] = ok
+        elif ok:
+            partial[fmt] = ok
+            said.append(f"{fmt} read {len(ok)} of {len(ok) + bad} sampled files")
+    if not reads and len(partial) == 1:  # one format reads some files (the rest, e.g., runs that never started)
+        return next(iter(partial))
+    reads = reads or partial
+    if len(reads) == 1:
+        return next(iter(reads))
+    claimed = [f for f, picked in reads.items() if _claims(f, picked)]
+    if len(claimed) == 1:
+        return claimed[0]
+    known = ", ".join(sorted(FORMATS.known()))
+    if not reads:
+        why = f" ({'; '.join(said)})" if said else ""
+        raise ScoreRefusedError(f"--format auto: no known format reads most of the files under {p}{why} (tried: {known}); "
+                                "give --format FMT (`earlyeval formats` lists them)")
+    raise ScoreRefusedError(f"--format auto: the files under {p} read as several formats: {', '.join(sorted(reads))}; "
+                            "give --format with the right one")
+
+
+# ------------------------------------------------------------------ output
+
+def output_dir(runs_path: Path, out: Path | None, root: Path) -> Path:
+    """``out``, else ``<root>/<the runs' full folder (or file) name>``: ``sweagent-v1.2__gpt4`` and
+    ``sweagent-v1.3__gpt4o`` get two folders (the name is never cut at its first dot)."""
+    return Path(out) if out else root / (Path(runs_path).resolve().name or "runs")
+
+
+def check_destination(dest: Path, runs_path: Path, fmt: str, force: bool) -> None:
+    """Refuse (ScoreRefusedError) to replace a score.json in ``dest`` that scored other runs (another
+    ``runs_path`` or format), or that is not a scoring at all, unless ``force``; re-scoring the same runs
+    replaces it."""
+    prev_path = Path(dest) / "score.json"
+    if force or not prev_path.exists():
+        return
+    try:
+        prev = json.loads(prev_path.read_text())
+    except (OSError, ValueError):
+        prev = None
+    mine = str(Path(runs_path).resolve())
+    if isinstance(prev, dict) and prev.get("runs_path") == mine and prev.get("format") == fmt:
+        return
+    what = (f"a scoring of {prev.get('runs_path')} ({prev.get('format')})" if isinstance(prev, dict) and prev.get("runs_path")
+            else "a file that is not a scoring")
+    raise ScoreRefusedError(f"{prev_path} holds {what}, not of {mine} ({fmt}); nothing written: give another --out, "
+                            "or --force to replace it")
+
+
+# ------------------------------------------------------------------ bench
+
+def format_benches() -> dict[str, set[str]]:
+    """Per native format, the benchmarks whose catalogs have runs in it."""
+    out: dict[str, set[str]] = {}
+    for name, toml in sorted(available_benches().items()):
+        try:
+            cat = load_catalog(toml)
+        except CatalogError:
+            continue
+        for r in cat.runs:
+            out.setdefault(r.format, set()).add(cat.bench)
+    return out
+
+
+def bench_check(bundle: Any, specs: list[RunSpec], trajs: list[Trajectory], fmt: str, tasks: dict[str, Any],
+                cross_bench: bool = False) -> dict[str, Any]:
+    """Which benchmark the runs are of, against the model's: a catalog entry says it, else the benchmarks
+    whose catalogs use the format, else whether the runs' tasks are the model's benchmark's tasks.  A
+    mismatch is a ScoreRefusedError unless ``cross_bench`` (then recorded, and warned about): a model of
+    another benchmark gives numbers that look like scores and are a transfer experiment."""
+    model_benches = sorted(str(b) for b in (bundle.training or {}).get("benchmarks") or [])
+    out: dict[str, Any] = {"model": model_benches, "runs": None, "evidence": None, "match": None, "cross_bench": cross_bench}
+    known = set(available_benches())
+    if not model_benches or not set(model_benches) & known:
+        out["evidence"] = "the model's benchmark is not a known catalog: not checked"
+        return out
+    cat = sorted({str(s.options.get("bench")) for s in specs if s.options.get("bench")})
+    by_fmt = format_benches().get(fmt, set())
+    ids = {t.task_id for t in trajs}
+    if cat:
+        out.update(runs=cat, evidence="the runs are a catalog's runs")
+    elif by_fmt:
+        out.update(runs=sorted(by_fmt), evidence=f"format {fmt} is used by the catalogs of {', '.join(sorted(by_fmt))}")
+    elif tasks and ids:
+        found = len(ids & set(tasks))
+        out.update(runs=model_benches if found else ["another benchmark"],
+                   evidence=f"{found} of the runs' {len(ids)} task ids are tasks of {', '.join(model_benches)}")
+    else:
+        out["evidence"] = "neither a catalog, the format nor the tasks tell the runs' benchmark: not checked"
+        return out
+    out["match"] = bool(set(out["runs"]) & set(model_benches))
+    if not out["match"]:
+        msg = (f"the model was trained on {', '.join(model_benches)}, the runs are of {', '.join(out['runs'])} "
+               f"({out['evidence']}): its numbers on them would be a transfer experiment, not a score")
+        if not cross_bench:
+            raise ScoreRefusedError(msg + "; nothing written: use a model of the runs' benchmark, or --cross-bench "
+                                          "to score them anyway (`earlyeval transfer` measures transfer properly)")
+        out["warning"] = msg
+        log.warning("%s (--cross-bench)", msg)
+    return out
+
+
+# ------------------------------------------------------------------ dates
+
+def date_runs(trajs: list[Trajectory], as_of: str | None, families: list[str], fmt: str) -> tuple[str | None, dict[str, Any]]:
+    """The cutoff ``replay`` takes (None: each run's own date) and what score.json says about dates.
+
+    ``as_of``: None or "run" each run's own date (catalog ``date``, else the day its files record,
+    ``meta["run_date"]``, which is then copied to ``meta["date"]``); "" or "all" every submission; else a
+    YYYY-MM-DD cutoff.  Runs with no date at all get today's pool; with a model that reads public
+    history, that is a warning naming the risk."""
+    history = [f for f in families if f in HISTORY_FAMILIES]
+    if as_of not in (None, "run"):
+        cut = "" if as_of in ("", "all") else as_of
+        return cut, {"mode": "all submissions" if not cut else "given", "cutoff": cut or None, "warning": None}
+    n = {"catalog": 0, "files": 0, "none": 0}
+    for t in trajs:
+        if t.meta.get("date"):
+            n["catalog"] += 1
+        elif t.meta.get("run_date"):
+            t.meta["date"] = t.meta["run_date"]
+            n["files"] += 1
+        else:
+            n["none"] += 1
+    days = sorted(str(t.meta["date"]) for t in trajs if t.meta.get("date"))
+    detail: dict[str, Any] = {"mode": "each run's own date", "runs_dated_by": n,
+                              "dates": {"first": days[0], "last": days[-1]} if days else None, "warning": None}
+    if n["none"] and history:
+        detail["warning"] = (
+            f"{n['none']} of {len(trajs)} runs carry no date (the {fmt} files record none, and no catalog entry "
+            f"dates them): their task prior ({', '.join(history)}) counts every public submission up to today. "
+            "If the runs are older than that pool, results published after them enter their prior (a stronger "
+            "later pool makes old tasks look easy: wrong success halts), so halted accuracy and the recorded "
+            "resolve rate can be far off what the model does on them. Give --as-of YYYY-MM-DD, the day the runs "
+            "were made (or --as-of all to accept today's pool).")
+        log.warning("%s", detail["warning"])
+    return None, detail
+
+
+# ------------------------------------------------------------------ catalog hint
+
+def catalog_hint(runs_path: Path, fmt: str, root: Path) -> str | None:
+    """A warning when the folder has a catalog run's folder name but is not under the data root ``root``:
+    the catalog's labels, agent name and date are then not used."""
+    p = Path(runs_path).resolve()
+    for name, toml in sorted(available_benches().items()):
+        try:
+            cat = load_catalog(toml)
+        except CatalogError:
+            continue
+        for s in cat.runs:
+            parts = Path(s.folder).parts
+            if not parts or parts[-1] != p.name or (root / s.folder).resolve() == p or fmt not in ("auto", s.format):
+                continue
+            where = (f"give --data-root {Path(*p.parts[:-len(parts)])}" if p.parts[-len(parts):] == parts
+                     else f"with --data-root R the folder must be R/{s.folder}")
+            return (f"{p} has the folder name of the catalog run {s.name} ({cat.bench}) but is not under the data root "
+                    f"{root}: the catalog's labels, agent name and date are not used ({where}, or give --labels)")
+    return None

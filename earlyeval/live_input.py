@@ -38,6 +38,61 @@ def complete_task(task: Task | None, table: Mapping[str, Task] | None) -> Task |
                 pass_to_pass=task.pass_to_pass or ref.pass_to_pass, meta={**ref.meta, **task.meta})
 
 
+_TASK_TEXT = ("prompt", "gold_patch", "test_patch")
+_TASK_LISTS = ("fail_to_pass", "pass_to_pass")
+
+
+def clean_task(task: Task | None) -> tuple[Task | None, dict[str, str]]:
+    """The task with every text field text, and a note per field that was not: bytes are decoded as UTF-8
+    (said), undecodable bytes and any other type are refused (the field becomes absent, said), so that
+    nothing but a real patch text is ever taken as the run's reference.  A non-text task id is a ``TypeError``."""
+    if task is None:
+        return None, {}
+    if not isinstance(task.task_id, str):
+        if isinstance(task.task_id, int) and not isinstance(task.task_id, bool):
+            task = dataclasses.replace(task, task_id=str(task.task_id))
+        else:
+            raise TypeError(f"task_id is {type(task.task_id).__name__}, not text")
+    notes: dict[str, str] = {}
+    changes: dict[str, Any] = {}
+    for f in _TASK_TEXT:
+        v = getattr(task, f)
+        if v is None or isinstance(v, str):
+            continue
+        absent = "" if f == "prompt" else None
+        if isinstance(v, (bytes, bytearray)):
+            try:
+                changes[f] = bytes(v).decode("utf-8")
+                notes[f] = "decoded from UTF-8 bytes"
+            except UnicodeDecodeError:
+                changes[f] = absent
+                notes[f] = "bytes that are not UTF-8: refused, taken as absent"
+        else:
+            changes[f] = absent
+            notes[f] = f"{type(v).__name__}, not text: refused, taken as absent"
+    for f in _TASK_LISTS:
+        v = getattr(task, f)
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            changes[f] = None
+            notes[f] = f"{type(v).__name__}, not a list of test names: refused, taken as absent"
+    if not isinstance(task.meta, dict):
+        changes["meta"] = {}
+        notes["meta"] = f"{type(task.meta).__name__}, not a mapping: refused"
+    return (dataclasses.replace(task, **changes) if changes else task), notes
+
+
+def task_sources(given: Task | None, completed: Task | None, notes: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where each reference field of the run's task came from: "start(task)" (what the loop gave), "task table"
+    (filled in by id from ``Monitor(tasks=...)``) or "absent"; with the cleaning note when there was one."""
+    out = {}
+    for f in ("gold_patch", "test_patch", "fail_to_pass"):
+        src = "start(task)" if given is not None and getattr(given, f) else (
+            "task table" if completed is not None and getattr(completed, f) else "absent")
+        note = (notes or {}).get(f)
+        out[f] = f"{src} ({note})" if note else src
+    return out
+
+
 def task_table(tasks: Mapping[str, Task] | str | Path | None) -> dict[str, Task]:
     if tasks is None:
         return {}

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import re
 import time
 import warnings
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Optional
 
 import typer
 
-from earlyeval.app.options import Bar, check_bench, check_format, check_thresholds, check_what_if
+from earlyeval.app.options import Bar, check_as_of, check_bench, check_format, check_thresholds, check_what_if
 
 # click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode=None,
@@ -98,6 +97,12 @@ def _command() -> Any:
                 if kwargs.get("verbose"):
                     log.info("traceback of the error below", exc_info=True)
                 raise _user_error(e) from None
+            except BrokenPipeError:
+                raise
+            except OSError as e:  # a fault of the machine outside the atomic writers (reading, a library's own write)
+                if kwargs.get("verbose"):
+                    log.info("traceback of the error below", exc_info=True)
+                raise _user_error(e if not e.filename else OSError(f"{e.strerror or e}: {e.filename}")) from None
         return app.command()(run)
     return deco
 
@@ -243,7 +248,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/score/<runs name>)."),
           labels: Optional[str] = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs (e.g. sb-cli:'*.json')."),
           agent: Optional[str] = typer.Option(None, "--agent", help="Agent name to report the runs under (default: the folder name)."),
-          as_of: Optional[str] = typer.Option(None, "--as-of",
+          as_of: Optional[str] = typer.Option(None, "--as-of", callback=check_as_of,
                                               help="Task prior from public submissions dated strictly before YYYY-MM-DD "
                                                    "('run': each run's own catalog date; default: all submissions)."),
           same_agent: Optional[str] = typer.Option(None, "--same-agent",
@@ -261,6 +266,10 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                                                           "(10 = never halt that way); implies --what-if."),
           csv_path: Optional[Path] = typer.Option(None, "--csv", help="Per-run CSV path (default per_run.csv beside score.json)."),
           seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw."),
+          require_signature: bool = typer.Option(
+              False, "--require-signature",
+              help="Refuse a model directory not signed with the key in $EARLYEVAL_MODEL_KEY (or the file "
+                   "$EARLYEVAL_MODEL_KEY_FILE): an edited, re-hashed directory is refused (docs/monitor.md)."),
           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
           verbose: bool = _verbose()) -> None:
     """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
@@ -274,13 +283,12 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
     if not model.is_dir():
         raise typer.BadParameter(f"{model}: not a model directory (train one with `earlyeval train --bench B`)",
                                  param_hint="'--model'")
-    if as_of and as_of != "run" and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
-        raise typer.BadParameter(f"{as_of!r} is not YYYY-MM-DD or 'run'", param_hint="'--as-of'")
     grid: Any = ([float(x) for x in what_if_grid.split(",") if x.strip()] if what_if_grid and what_if_grid != "model"
                  else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
     paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
-                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path)
+                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path,
+                       require_signature=require_signature)
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:
         _print_json(rep)

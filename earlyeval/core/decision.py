@@ -26,6 +26,9 @@ class Decision:
     # not trained without: never halts); "none" (no task although the model needs one: never halts)
     context: str = "full"
     flags: list[str] = field(default_factory=list)  # what went wrong at this step and was failed open on
+    # where the run's reference information came from, per field ("gold_patch": "start(task)" / "task table" /
+    # "run context" / "absent", with a note when a value was decoded or refused): the provenance of ``context``
+    context_source: dict[str, str] = field(default_factory=dict)
 
     @property
     def may_halt(self) -> bool:

@@ -49,3 +49,25 @@ class UnknownPluginError(EarlyEvalError, ValueError):
 
 class NothingScoredError(EarlyEvalError, ValueError):
     """`earlyeval score` read no run at all (empty folder, wrong --format): nothing is written."""
+
+
+class SettingError(EarlyEvalError, ValueError):
+    """A setting outside its type or range (an environment variable, an option), named where it was read."""
+
+    def __init__(self, source: str, key: str, reason: str):
+        self.source, self.key, self.reason = source, key, reason
+        super().__init__(f"{source}: '{key}': {reason}")
+
+
+class WriteError(EarlyEvalError, OSError):
+    """The machine refused a write (disk full, read-only, file-size limit, a folder in the way): the message
+    says which and names the file; the write was atomic, so nothing was replaced."""
+
+    def __init__(self, path: str, what: str, err: int | None = None):
+        self.path, self.what = str(path), what
+        OSError.__init__(self, err or 0, what)
+        self.errno = err
+        self.args = (f"{what} while writing {self.path}; nothing was replaced",)
+
+    def __str__(self) -> str:
+        return f"{self.what} while writing {self.path}; nothing was replaced"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
+from earlyeval.core.env import env_int
 from earlyeval.core.errors import IngestError
 
 
@@ -19,10 +19,8 @@ DEFAULT_MAX_INPUT_BYTES = 256 << 20
 
 
 def max_input_bytes() -> int:
-    try:
-        return int(os.environ.get("EARLYEVAL_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES))
-    except ValueError:
-        return DEFAULT_MAX_INPUT_BYTES
+    """EARLYEVAL_MAX_INPUT_BYTES (a positive integer), else the default; a malformed value is a ``SettingError``."""
+    return env_int("EARLYEVAL_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES, lo=1)
 
 
 def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from earlyeval.core.env import env_flag
+
 C_API_DTYPE_FLOAT32 = 0
 C_API_DTYPE_FLOAT64 = 1
 C_API_PREDICT_NORMAL = 0
@@ -66,7 +68,7 @@ def library() -> ctypes.CDLL:
     global _lib
     with _lock:
         if _lib is None:
-            if os.environ.get("EARLYEVAL_LGBM_CAPI", "1") == "0":
+            if not env_flag("EARLYEVAL_LGBM_CAPI", True):
                 raise LibraryUnavailable("disabled by EARLYEVAL_LGBM_CAPI=0")
             path = library_path()
             try:

@@ -31,27 +31,30 @@ saved (``prices.run_cost``; unknown stays None); ``per_run.csv`` has one row per
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from earlyeval.core.atomic import write_json
+from earlyeval.core.atomic import folder_lock, json_bytes, write_files
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, data_root, load_catalog
+from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.config.workspace import workspace_root
-from earlyeval.core.errors import CatalogError, NothingScoredError
+from earlyeval.core.errors import CatalogError, NothingScoredError, WriteError
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live_input import task_table
 from earlyeval.replay import _scorable, replay, run_context, runset_of
 from earlyeval.modeling.overlap import training_overlap
-from earlyeval.workflows.score_csv import write_csv
+from earlyeval.workflows.score_csv import csv_text
 from earlyeval.config.prices import PriceError, run_cost
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.modeling.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
 from earlyeval.ingest import FORMATS
-from earlyeval.ingest import format_module
+from earlyeval.ingest import format_facts, format_module
 from earlyeval.ingest import ingest_run
 from earlyeval.modeling.metrics import apply_policy
 from earlyeval.modeling.metrics import apply_policy, outcome_metrics
@@ -63,25 +66,6 @@ from earlyeval.workflows.sweep import frontier
 
 log = logging.getLogger(__name__)
 
-# formats whose files carry their own outcome (reward, pass flag)
-INLINE_LABELS = ("tau2", "toolathlon", "atif", "terminalbench-log")
-
-# where a format's run files are inside a run folder, when no catalog entry says so
-DEFAULT_GLOB: dict[str, str] = {
-    "mini-swe-agent-v1": "**/*.traj.json*",
-    "swe-agent-traj": "**/*.traj*",
-    "coder-traj": "**/*.traj*",
-    "moatless-transitions": "**/trajs/*.json*",
-    "moatless-steps": "**/trajs/*.json*",
-    "openhands-completions": "**/llm_completions/*/*.json*",
-    "openhands-events": "**/*.json*",
-    "tau2": "**/*.json*",
-    "toolathlon": "**/*.json*",
-    "atif": "**/*",
-    "terminalbench-log": "**/sessions/agent.log*",
-}
-
-
 # ------------------------------------------------------------------ runs
 
 def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str | None = None) -> list[RunSpec]:
@@ -89,10 +73,11 @@ def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str |
     p = Path(runs_path).resolve()
     specs = _catalog_specs(p, fmt)
     if not specs:
-        folder, glob = (p.parent, p.name) if p.is_file() else (p, DEFAULT_GLOB.get(fmt, "**/*"))
+        default_glob, inline = format_facts(fmt)  # what the format declares about its files (ingest.format_facts)
+        folder, glob = (p.parent, p.name) if p.is_file() else (p, default_glob)
         name = agent or (p.name.split(".")[0] if p.is_file() else p.name)
         specs = [RunSpec(name=name, folder=str(folder), agent=name, scaffold=name, model="", format=fmt, glob=glob,
-                         labels=[LabelSpec("inline", "")] if fmt in INLINE_LABELS else [])]
+                         labels=[LabelSpec("inline", "")] if inline else [])]
     out = []
     for s in specs:
         s.folder = str((data_root() / s.folder).resolve()) if not Path(s.folder).is_absolute() else s.folder
@@ -113,7 +98,8 @@ def _catalog_specs(p: Path, fmt: str) -> list[RunSpec]:
     for toml in sorted(available_benches().values()):
         try:
             cat = load_catalog(toml)
-        except CatalogError:
+        except CatalogError as e:  # a bad catalog never stops scoring runs it does not describe: said, skipped
+            log.warning("earlyeval score: catalog skipped (it cannot describe these runs): %s", e)
             continue
         for s in cat.runs:
             if s.format != fmt:
@@ -280,7 +266,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
                labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
                progress: bool = True, monitor: Any = None, as_of: str | None = "", same_agent: str | None = None,
                warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
-               csv: str | Path | bool | None = None) -> dict[str, Path]:
+               csv: str | Path | bool | None = None, require_signature: bool = False) -> dict[str, Path]:
     """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
 
     ``as_of``/``same_agent``: see ``run_context`` ("run" = each run's own catalog date).  ``warm_start`` K:
@@ -289,21 +275,22 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
     (``Monitor.load``).  ``what_if_taus``: also the frontier over this grid (True: the model's own
     selection grid).  ``csv``: the per-run CSV's path (default ``per_run.csv`` beside score.json; False: none).
+    ``require_signature``: refuse a model dir not signed with the user's key (``Monitor.load``).
 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
     from tqdm.auto import tqdm
 
 
     format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
-    if not Path(runs_path).exists():
-        raise FileNotFoundError(f"--runs {runs_path}: no such file or folder")
+    check_runs_path(Path(runs_path))
+    as_of = check_as_of(as_of)
     if monitor is not None and thresholds is not None:
         raise ValueError("give thresholds to Monitor.load, or here, not both")
     specs = run_specs(Path(runs_path), fmt, labels, agent)
     trajs, skipped, reports = read_runs(specs)
     if not trajs:  # before the model is loaded: a wrong --format fails fast
         raise _nothing_read(Path(runs_path), fmt, specs, reports, skipped)
-    mon = monitor or Monitor.load(model_dir, thresholds=thresholds)
+    mon = monitor or Monitor.load(model_dir, thresholds=thresholds, require_signature=require_signature)
     bundle = mon.bundle
     overlap = training_overlap(bundle, trajs)
     if overlap["warning"]:
@@ -391,14 +378,45 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     report["per_run"] = [{**r, "p_success": _nan_none(r["p_success"]), "p_failure": _nan_none(r["p_failure"])} for r in records]
 
     dest = Path(out) if out else workspace_root() / "reports" / "score" / _name(Path(runs_path))
-    dest.mkdir(parents=True, exist_ok=True)
-    path = dest / "score.json"
-    paths = {"score": path}
+    return write_outputs(dest, report, records, csv)
+
+
+def write_outputs(dest: Path, report: dict[str, Any], records: list[dict[str, Any]],
+                  csv: str | Path | bool | None = None) -> dict[str, Path]:
+    """score.json and per_run.csv of one run, written as a set: under the folder's lock (``atomic.folder_lock``:
+    one writer at a time) both are staged and fsynced before either replaces its old copy, so two concurrent
+    scores on one ``--out`` never leave a mixed pair, and a full disk replaces nothing (``WriteError``)."""
+    if dest.exists() and not dest.is_dir():
+        raise WriteError(str(dest / "score.json"), f"--out {dest} is an existing file, not a folder", errno.ENOTDIR)
+    paths = {"score": dest / "score.json"}
     if csv is not False:
-        paths["csv"] = write_csv(records, Path(csv) if csv not in (None, True) else dest / "per_run.csv")
+        paths["csv"] = Path(csv) if csv not in (None, True) else dest / "per_run.csv"
         report["per_run_csv"] = str(paths["csv"])
-    write_json(report, path)
+    files = {paths["score"]: json_bytes(report)}
+    if "csv" in paths:
+        files[paths["csv"]] = csv_text(records).encode("utf-8")
+    with folder_lock(dest):
+        write_files(files)
     return paths
+
+
+def check_runs_path(p: Path) -> None:
+    """--runs must be a folder or a regular file (a FIFO or a device would block or never end)."""
+    if not os.path.lexists(p) or not p.exists():
+        raise FileNotFoundError(f"--runs {p}: no such file or folder")
+    if not (p.is_dir() or p.is_file()):
+        raise ValueError(f"--runs {p}: not a folder or a regular file (a FIFO, a device or a socket is never read)")
+
+
+def check_as_of(as_of: str | None) -> str | None:
+    """``as_of`` as ``run_context`` takes it: "" (every submission), "run" (each run's own date) or a real
+    YYYY-MM-DD date; None is "".  Anything else is refused here, before a run is read."""
+    if as_of is None or as_of in ("", "run"):
+        return as_of or ""
+    try:
+        return parse_date(as_of, "as_of")
+    except Invalid as e:
+        raise ValueError(f"--as-of: {e.reason}; expected YYYY-MM-DD or 'run'") from None
 
 
 def _nan_none(xs: list[float]) -> list[float | None]:

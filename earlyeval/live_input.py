@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,7 +26,10 @@ def as_task(task: Task | Mapping[str, Any] | None, run_id: str | None = None) ->
         raise TypeError(f"task must be a Task, a dict or None, not {type(task).__name__}")
     d = {_TASK_ALIASES.get(k, k): v for k, v in task.items()}
     d.setdefault("task_id", run_id or "")
-    return Task.from_dict(d)
+    # the values as given: ``clean_task`` checks each field's type and says what it refused or decoded
+    return Task(task_id=d["task_id"], prompt=d.get("prompt") or "", gold_patch=d.get("gold_patch"),
+                test_patch=d.get("test_patch"), fail_to_pass=d.get("fail_to_pass"), pass_to_pass=d.get("pass_to_pass"),
+                meta=d.get("meta") if d.get("meta") is not None else {})
 
 
 def complete_task(task: Task | None, table: Mapping[str, Task] | None) -> Task | None:
@@ -72,6 +76,11 @@ def clean_task(task: Task | None) -> tuple[Task | None, dict[str, str]]:
             notes[f] = f"{type(v).__name__}, not text: refused, taken as absent"
     for f in _TASK_LISTS:
         v = getattr(task, f)
+        if isinstance(v, str):  # SWE-bench's FAIL_TO_PASS is a JSON text of a list
+            try:
+                v = changes[f] = json.loads(v)
+            except ValueError:
+                pass
         if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
             changes[f] = None
             notes[f] = f"{type(v).__name__}, not a list of test names: refused, taken as absent"
@@ -114,8 +123,14 @@ def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
         raise BadStep(f"step must be a Step or a dict, not {type(step).__name__}")
     d = dict(step)
     d.setdefault("index", index)
+    if d.get("actions") is not None and not isinstance(d["actions"], list):
+        raise BadStep(f"field 'actions' is {type(d['actions']).__name__}, not a list")
     if "kind" in d or d.get("actions"):
-        return Step.from_dict(d)
+        st = Step.from_dict(d)
+        for f in ("action", "kind", "thought", "observation", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "error"):
+            if d.get(f) is not None:  # as given: clean_step checks (and flags) what from_dict would coerce quietly
+                setattr(st, f, d[f])
+        return st
     action = d.get("action") or ""
     for f in ("action", "tool", "thought", "observation", "final_answer"):
         if d.get(f) is not None and not isinstance(d[f], str):
@@ -135,6 +150,10 @@ _TEXT_FIELDS = ("action", "kind", "thought", "observation")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens")
 
 
+_STEP_KEYS = frozenset({"index", "action", "tool", "thought", "observation", "input_tokens", "output_tokens", "cached_tokens",
+                        "cost_usd", "error", "final_answer", "kind", "actions"})
+
+
 def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[str]]:
     """The step as the featurizer may see it, and what was made unknown on the way.
 
@@ -149,6 +168,10 @@ def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[s
     except Exception as e:
         raise BadStep(f"{type(e).__name__}: {e}") from e
     flags: list[str] = []
+    if isinstance(step, Mapping):
+        unknown = sorted(str(k) for k in step if k not in _STEP_KEYS)
+        if unknown:  # a typo ("observaton") would otherwise drop a field without a word
+            flags.append(f"unknown step field(s) {unknown[:5]} ignored (known: {', '.join(sorted(_STEP_KEYS))})")
     for f in _TEXT_FIELDS:
         v = getattr(st, f)
         if v is None:

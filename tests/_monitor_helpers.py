@@ -209,3 +209,24 @@ def quantile_thresholds(bundle: ModelBundle, trajs: list[Trajectory], tasks: dic
         if all(check(rs, th) for check in need):
             return th
     raise ValueError("the fixture's probabilities support no threshold pair in (0.5, 1] with the properties asked for")
+
+
+def constant_model(path: Path, p_success: float, thresholds: dict[str, Any], families: tuple[str, ...] = ("behaviour",)) -> Path:
+    """A valid model directory whose calibrated P(success) is ``p_success`` at every step (Platt with a = 0):
+    with thresholds in (0.5, 1] such a model halts at ``min_halt_step`` (or never) by construction, which is
+    what the adapter tests need -- thresholds of 0.0, which once did that, are refused by the loader."""
+    import math
+
+    from earlyeval.modeling.outcome import Platt
+
+    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=families, thresholds=dict(thresholds))
+    bundle.model.platt_["success"] = Platt(0.0, math.log(1.0 / p_success - 1.0))
+    save_model_dir(bundle, path)
+    return path
+
+
+# thresholds that, on ``constant_model(p_success=0.2)`` / ``(0.8)``, halt every run at step 2 predicting failure /
+# success, and that never halt
+ALWAYS_FAIL = {"success": 2.0, "failure": 0.6, "min_halt_step": 2}
+ALWAYS_SUCCEED = {"success": 0.6, "failure": 2.0, "min_halt_step": 2}
+NEVER_HALT = {"success": 2.0, "failure": 2.0, "min_halt_step": 1}

@@ -621,9 +621,10 @@ def _signed_case(edit: str):
         th["success"] = 0.51 if edit == "thresholds" else th["success"]
         (d / "thresholds.json").write_text(json.dumps(th, indent=1, sort_keys=True))
         if edit == "leaf":
-            text = (d / "booster_success.txt").read_text()
+            text = (d / "booster_success.txt").read_text()  # the first leaf value, still a number
             i = text.index("leaf_value=") + len("leaf_value=")
-            (d / "booster_success.txt").write_text(text[:i] + "9" + text[i:])
+            j = min(k for k in (text.find(" ", i), text.find("\n", i)) if k > 0)
+            (d / "booster_success.txt").write_text(text[:i] + "0.75" + text[j:])
         m = json.loads((d / "manifest.json").read_text())
         m["thresholds"] = th
         (d / "manifest.json").write_text(json.dumps(m))

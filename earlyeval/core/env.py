@@ -7,6 +7,7 @@ every file: each variable is read where it is used, and a bad value is a ``Setti
 from __future__ import annotations
 
 import os
+import re
 
 from earlyeval.core.errors import SettingError
 
@@ -16,14 +17,14 @@ def _describe(lo: int, hi: int | None) -> str:
 
 
 def env_int(name: str, default: int, lo: int = 1, hi: int | None = None) -> int:
-    """An integer environment variable (``_`` separators allowed); unset or empty gives ``default``."""
+    """An integer environment variable (decimal digits); unset or empty gives ``default``."""
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
-    try:
-        v = int(raw.strip().replace("_", ""), 10)
-    except ValueError:
-        raise SettingError("environment", name, f"{raw!r} is not an integer (expected {_describe(lo, hi)})") from None
+    text = raw.strip()
+    if not re.fullmatch(r"\+?[0-9]{1,30}", text):
+        raise SettingError("environment", name, f"{raw!r} is not an integer (expected {_describe(lo, hi)})")
+    v = int(text, 10)
     if v < lo or (hi is not None and v > hi):
         raise SettingError("environment", name, f"{v} is out of range (expected {_describe(lo, hi)})")
     return v

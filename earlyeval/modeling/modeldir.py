@@ -42,7 +42,8 @@ from earlyeval.core.env import env_int
 from earlyeval.modeling import signature
 from earlyeval.modeling.boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
 from earlyeval.core.errors import ModelDirError, SettingError, UnknownPluginError
-from earlyeval.features import FAMILIES, Featurizer
+from earlyeval.core.trajectory import Action, Task, make_step
+from earlyeval.features import FAMILIES, Featurizer, RunContext, bind_values
 from earlyeval.core.version import __version__  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
 from earlyeval.modeling.lgbm_capi import load_booster
 from earlyeval.modeling.outcome import OutcomePredictor
@@ -149,7 +150,7 @@ MAX_FILE_BYTES = 512 << 20  # default of EARLYEVAL_MAX_MODEL_FILE_BYTES, read (a
 
 
 def max_file_bytes() -> int:
-    return env_int("EARLYEVAL_MAX_MODEL_FILE_BYTES", MAX_FILE_BYTES, lo=1)
+    return env_int("EARLYEVAL_MAX_MODEL_FILE_BYTES", MAX_FILE_BYTES, lo=1, hi=1 << 50)
 
 
 class _Dir:
@@ -305,6 +306,23 @@ def _booster_strings(obj: Any, out: list[str], depth: int = 0) -> list[str]:
     return out
 
 
+def _run_once(fz: Featurizer, p: Path) -> None:
+    """Each stored family follows one tiny run (start, one step, values): a state that loads but cannot run
+    (a corrupt public-history table) is refused here, named, not at a live run's start (where it would only
+    fail open)."""
+    task = Task(task_id="earlyeval-load-check", prompt="load check")
+    ctx = RunContext(task=task, agent="a", scaffold="s", model="m", task_id=task.task_id, prompt=task.prompt)
+    step = make_step(0, [Action("bash", "ls")], observation="ok")
+    for fam in fz.families:
+        try:
+            st = fam.start(ctx)
+            fam.update(st, step)
+            bind_values(fam.name, fam.names, fam.values(st))
+        except Exception as e:
+            raise ModelDirError(str(p / f"family_{fam.name}.json"), f"family_{fam.name}",
+                                f"the stored family cannot follow a run ({type(e).__name__}: {e})") from e
+
+
 def _lgb_name(n: str) -> str:
     """The feature name as LightGBM stores it (it replaces spaces and JSON special characters)."""
     import re
@@ -396,6 +414,7 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool, signing_key: bytes | No
                                 f"the manifest says {entry.get('n_features')}, the stored family makes {len(fam.names)}")
         families.append(fam)
     fz = Featurizer(families)
+    _run_once(fz, p)
     if fz.names != manifest["feature_names"]:
         raise ModelDirError(str(p / MANIFEST), "feature_names", "do not match the feature families stored in the directory")
     state = _json(blobs["model.json"], str(p / "model.json")) if "model.json" in blobs else None

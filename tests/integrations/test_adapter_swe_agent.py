@@ -115,14 +115,11 @@ def test_actions_of_thought_action_format_and_unknown_hooks():
 
 
 def test_from_config_with_a_trained_model_halts_through_done(repo, tmp_path):
-    """No monitor object: the hook loads a model dir (trained here; failure threshold 0 = halt at the first
-    eligible step) from an earlyeval block; the run ends through SWE-agent's forced-exit path."""
-    from _monitor_helpers import make_runs, make_tasks, train_bundle
-    from earlyeval.modeling.modeldir import save_model_dir
+    """No monitor object: the hook loads a model dir (a constant P(failure) of 0.8 over a failure
+    threshold of 0.6 = halt at the first eligible step) from an earlyeval block; the run ends through SWE-agent's forced-exit path."""
+    from _monitor_helpers import ALWAYS_FAIL, constant_model
 
-    th = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
-    save_model_dir(bundle, tmp_path / "m")
+    constant_model(tmp_path / "m", 0.2, ALWAYS_FAIL)  # P(failure) 0.8 >= 0.6 at every step: halts at step 2
     hook = EarlyStopHook.from_config({"model": str(tmp_path / "m"), "autosubmit": False})
     agent, result, saved = _run(repo, tmp_path, OUTPUTS, hook)
     assert agent.model.n_queries == 2

@@ -417,7 +417,7 @@ def formats(as_json: bool = typer.Option(False, "--json", help="Print {name: des
         typer.echo(f"{f:<{w}}  {desc}")
 
 
-@app.command()
+@_command()
 def report(bench: str = typer.Option(..., "--bench", "-b", help="Benchmark whose reports/<bench>/ to summarize."),
            out: Optional[Path] = typer.Option(None, "--out", help="Output file (default reports/<bench>/report.html).")) -> None:
     """One self-contained HTML page (tables, plots, legends) from the reports a benchmark already has."""

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json
 from earlyeval.core.trajectory import Step
 from earlyeval.features.base import FOLD_FREE, FamilyBase, FamilyResources, RunContext
@@ -56,6 +57,11 @@ class PriorTable:
     @classmethod
     def load(cls, path: str | Path) -> "PriorTable":
         d = load_json(path)
+        if not (isinstance(d, dict) and isinstance(d.get("submissions"), list) and isinstance(d.get("resolved_by"), dict)
+                and all(isinstance(s, dict) and isinstance(s.get("name"), str) for s in d["submissions"])
+                and all(isinstance(v, list) for v in d["resolved_by"].values())):
+            raise IngestError(str(path), "submissions/resolved_by",
+                              "expected {submissions: [{name, split, date, ...}], resolved_by: {task: [names]}}")
         subs = {}
         for s in d["submissions"]:
             text = " ".join([s.get("name", ""), s.get("folder", ""), s.get("display_name", "") or ""] + list(s.get("models") or []))

@@ -177,6 +177,9 @@ def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str =
         saved_abs += g.steps_saved * rs.T.sum()
         total_T += rs.T.sum()
     saved = saved_abs / max(total_T, 1.0)
+    # a threshold must be in (0.5, 1] (or NEVER), as a model directory is checked on load: at 0.5 a probability
+    # of exactly one half would halt on both sides
+    feasible &= (taus[:, None] > 0.5) & (taus[None, :] > 0.5)
     if floor is not None:
         feasible &= (taus[:, None] >= floor[0] - 1e-12) & (taus[None, :] >= floor[1] - 1e-12)
         feasible[-1, -1] = True  # never halting stays possible (NEVER is the grid's last value)

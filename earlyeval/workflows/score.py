@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from earlyeval.core.atomic import folder_lock, json_bytes, write_files
+from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, data_root, load_catalog
 from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.config.workspace import workspace_root
@@ -284,6 +285,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
     check_runs_path(Path(runs_path))
     as_of = check_as_of(as_of)
+    if isinstance(warm_start, bool) or not isinstance(warm_start, int) or warm_start < 0:
+        raise ValueError(f"--warm-start {warm_start!r}: a number of runs >= 0")
     if monitor is not None and thresholds is not None:
         raise ValueError("give thresholds to Monitor.load, or here, not both")
     specs = run_specs(Path(runs_path), fmt, labels, agent)
@@ -357,6 +360,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
         t_halt, pred = apply_policy(rs, mon.tau_s, mon.tau_f, mon.min_halt_step)
         lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]
+        # a run whose context lets no halt ("partial", "none": missing information never halts) must not halt at all
+        t_halt = np.asarray([int(th) if r.get("context", "full") in HALTING_CONTEXTS else 0 for r, th in zip(lab, t_halt)])
         mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred) if not r.get("warm") and
                 ((r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure")))]
         report["policy_consistent"] = not mism

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,7 +26,10 @@ def as_task(task: Task | Mapping[str, Any] | None, run_id: str | None = None) ->
         raise TypeError(f"task must be a Task, a dict or None, not {type(task).__name__}")
     d = {_TASK_ALIASES.get(k, k): v for k, v in task.items()}
     d.setdefault("task_id", run_id or "")
-    return Task.from_dict(d)
+    # the values as given: ``clean_task`` checks each field's type and says what it refused or decoded
+    return Task(task_id=d["task_id"], prompt=d.get("prompt") or "", gold_patch=d.get("gold_patch"),
+                test_patch=d.get("test_patch"), fail_to_pass=d.get("fail_to_pass"), pass_to_pass=d.get("pass_to_pass"),
+                meta=d.get("meta") if d.get("meta") is not None else {})
 
 
 def complete_task(task: Task | None, table: Mapping[str, Task] | None) -> Task | None:
@@ -36,6 +40,66 @@ def complete_task(task: Task | None, table: Mapping[str, Task] | None) -> Task |
     return Task(task_id=task.task_id, prompt=task.prompt or ref.prompt, gold_patch=task.gold_patch or ref.gold_patch,
                 test_patch=task.test_patch or ref.test_patch, fail_to_pass=task.fail_to_pass or ref.fail_to_pass,
                 pass_to_pass=task.pass_to_pass or ref.pass_to_pass, meta={**ref.meta, **task.meta})
+
+
+_TASK_TEXT = ("prompt", "gold_patch", "test_patch")
+_TASK_LISTS = ("fail_to_pass", "pass_to_pass")
+
+
+def clean_task(task: Task | None) -> tuple[Task | None, dict[str, str]]:
+    """The task with every text field text, and a note per field that was not: bytes are decoded as UTF-8
+    (said), undecodable bytes and any other type are refused (the field becomes absent, said), so that
+    nothing but a real patch text is ever taken as the run's reference.  A non-text task id is a ``TypeError``."""
+    if task is None:
+        return None, {}
+    if not isinstance(task.task_id, str):
+        if isinstance(task.task_id, int) and not isinstance(task.task_id, bool):
+            task = dataclasses.replace(task, task_id=str(task.task_id))
+        else:
+            raise TypeError(f"task_id is {type(task.task_id).__name__}, not text")
+    notes: dict[str, str] = {}
+    changes: dict[str, Any] = {}
+    for f in _TASK_TEXT:
+        v = getattr(task, f)
+        if v is None or isinstance(v, str):
+            continue
+        absent = "" if f == "prompt" else None
+        if isinstance(v, (bytes, bytearray)):
+            try:
+                changes[f] = bytes(v).decode("utf-8")
+                notes[f] = "decoded from UTF-8 bytes"
+            except UnicodeDecodeError:
+                changes[f] = absent
+                notes[f] = "bytes that are not UTF-8: refused, taken as absent"
+        else:
+            changes[f] = absent
+            notes[f] = f"{type(v).__name__}, not text: refused, taken as absent"
+    for f in _TASK_LISTS:
+        v = getattr(task, f)
+        if isinstance(v, str):  # SWE-bench's FAIL_TO_PASS is a JSON text of a list
+            try:
+                v = changes[f] = json.loads(v)
+            except ValueError:
+                pass
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            changes[f] = None
+            notes[f] = f"{type(v).__name__}, not a list of test names: refused, taken as absent"
+    if not isinstance(task.meta, dict):
+        changes["meta"] = {}
+        notes["meta"] = f"{type(task.meta).__name__}, not a mapping: refused"
+    return (dataclasses.replace(task, **changes) if changes else task), notes
+
+
+def task_sources(given: Task | None, completed: Task | None, notes: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where each reference field of the run's task came from: "start(task)" (what the loop gave), "task table"
+    (filled in by id from ``Monitor(tasks=...)``) or "absent"; with the cleaning note when there was one."""
+    out = {}
+    for f in ("gold_patch", "test_patch", "fail_to_pass"):
+        src = "start(task)" if given is not None and getattr(given, f) else (
+            "task table" if completed is not None and getattr(completed, f) else "absent")
+        note = (notes or {}).get(f)
+        out[f] = f"{src} ({note})" if note else src
+    return out
 
 
 def task_table(tasks: Mapping[str, Task] | str | Path | None) -> dict[str, Task]:
@@ -59,8 +123,14 @@ def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
         raise BadStep(f"step must be a Step or a dict, not {type(step).__name__}")
     d = dict(step)
     d.setdefault("index", index)
+    if d.get("actions") is not None and not isinstance(d["actions"], list):
+        raise BadStep(f"field 'actions' is {type(d['actions']).__name__}, not a list")
     if "kind" in d or d.get("actions"):
-        return Step.from_dict(d)
+        st = Step.from_dict(d)
+        for f in ("action", "kind", "thought", "observation", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "error"):
+            if d.get(f) is not None:  # as given: clean_step checks (and flags) what from_dict would coerce quietly
+                setattr(st, f, d[f])
+        return st
     action = d.get("action") or ""
     for f in ("action", "tool", "thought", "observation", "final_answer"):
         if d.get(f) is not None and not isinstance(d[f], str):
@@ -80,6 +150,10 @@ _TEXT_FIELDS = ("action", "kind", "thought", "observation")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens")
 
 
+_STEP_KEYS = frozenset({"index", "action", "tool", "thought", "observation", "input_tokens", "output_tokens", "cached_tokens",
+                        "cost_usd", "error", "final_answer", "kind", "actions"})
+
+
 def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[str]]:
     """The step as the featurizer may see it, and what was made unknown on the way.
 
@@ -94,6 +168,10 @@ def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[s
     except Exception as e:
         raise BadStep(f"{type(e).__name__}: {e}") from e
     flags: list[str] = []
+    if isinstance(step, Mapping):
+        unknown = sorted(str(k) for k in step if k not in _STEP_KEYS)
+        if unknown:  # a typo ("observaton") would otherwise drop a field without a word
+            flags.append(f"unknown step field(s) {unknown[:5]} ignored (known: {', '.join(sorted(_STEP_KEYS))})")
     for f in _TEXT_FIELDS:
         v = getattr(st, f)
         if v is None:

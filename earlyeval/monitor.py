@@ -83,12 +83,15 @@ import numpy as np
 
 from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.features import Featurizer, RunContext
-from earlyeval.modeling.policy import CONTINUE, NEVER, SUCCESS, check_halt_on, halting_pair, halts_on_failure, step_outcome
+from earlyeval.modeling.policy import (CONTINUE, NEVER, SUCCESS, candidate_missing, check_halt_on, halting_pair,
+                                      halts_on_failure, side_reason, step_outcome)
 from earlyeval.modeling.thresholds import WarmStartRule, fit_warm_start
 from earlyeval.replay import replay, runset_of
 from earlyeval.budget.live import DEFAULT_BUDGET_DIMS, halt_dims, load_live_budget
 from earlyeval.features.context import context_gaps, context_state
-from earlyeval.live_input import BadStep, _index_of, as_step, as_task, clean_step, complete_task, task_table
+from earlyeval.config.schema import parse_date
+from earlyeval.live_input import (BadStep, _index_of, as_step, as_task, clean_step, clean_task, complete_task, task_sources,
+                                  task_table)
 from earlyeval.modeling.modeldir import ModelBundle, load_model_dir
 from earlyeval.core.trajectory import Step, Task, Trajectory
 from earlyeval.modeling.fastpredict import SingleRowPredictor
@@ -160,13 +163,16 @@ class Monitor:
 
     # ------------------------------------------------------------ building
     @classmethod
-    def load(cls, model_dir: str | Any, *, thresholds: Any = None, **kwargs: Any) -> "Monitor":
+    def load(cls, model_dir: str | Any, *, thresholds: Any = None, require_signature: bool = False,
+             key: bytes | str | None = None, **kwargs: Any) -> "Monitor":
         """Load a model directory (verified: see ``modeldir``) and build a monitor on it.
 
         ``thresholds``: halt with this (tau_s, tau_f) pair (or mapping, or "TS,TF") instead of the model's
         own, each finite and in (0.5, 1] (``earlyeval.modeling.thresholds.override``; a ``ThresholdError`` otherwise).
-        The directory is not changed; spawned monitors keep the override."""
-        bundle = load_model_dir(model_dir, n_jobs=1)
+        The directory is not changed; spawned monitors keep the override.  ``require_signature``: refuse a
+        directory that is not signed with ``key`` (else ``$EARLYEVAL_MODEL_KEY`` / ``$EARLYEVAL_MODEL_KEY_FILE``),
+        so an edit that re-computed the hashes is refused (``modeling.signature``; docs/monitor.md)."""
+        bundle = load_model_dir(model_dir, n_jobs=1, require_signature=require_signature, key=key)
         if thresholds is not None:
             bundle = dataclasses.replace(bundle, thresholds=override(bundle.thresholds, thresholds))
         return cls(bundle, **kwargs)
@@ -191,6 +197,11 @@ class Monitor:
         unlabelled = [t.run_id for t in runs if t.outcome is None]
         if unlabelled:
             raise ValueError(f"warm start needs finished, labelled runs; no outcome for {unlabelled[:3]}")
+        bad = [(t.run_id, t.outcome) for t in runs if not _is_label(t.outcome)]
+        if bad:  # an outcome of 7 (or 0.5, "1") is not a label: refused, never read as "success"
+            raise ValueError(f"warm start needs outcomes 0/1 (or booleans); run {bad[0][0]!r} has {bad[0][1]!r}"
+                             + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+        runs = [t if type(t.outcome) is int else dataclasses.replace(t, outcome=int(t.outcome)) for t in runs]
         if len(runs) < 2:
             raise ValueError(f"warm start needs at least 2 labelled runs, got {len(runs)}")
         base = Monitor(self.bundle, explain="never", use_c_api=self._use_c_api, tasks=self.tasks, budget=False,
@@ -241,6 +252,11 @@ class Monitor:
         self.last_budget_time = 0.0  # seconds spent on Decision.budget for the newest step
         self._spend = self.budget_model.tracker() if self.budget_model is not None else None
         self._budget_off: str | None = None  # why the budget part is off for this run (an error), else None
+        self.context_source: dict[str, str] = {}  # where the task's reference fields came from (Decision.context_source)
+        # notes on this run's inputs made by start() (a gold patch given as bytes ...): kept across the reset
+        # start_context does, then part of ``warnings``
+        self._start_notes: list[str] = getattr(self, "_pending_notes", [])
+        self._pending_notes: list[str] = []
 
     # ----------------------------------------------------------------- run
     def start(self, task: Task | Mapping[str, Any] | None = None, run_id: str | None = None, *, agent: str = "",
@@ -254,7 +270,12 @@ class Monitor:
         self._reset()
         self.run_id = run_id
         try:
-            t = complete_task(as_task(task, run_id), self.tasks)
+            given, notes = clean_task(as_task(task, run_id))
+            if notes and self.strict:
+                raise ValueError("; ".join(f"task.{k}: {v}" for k, v in notes.items()))
+            t = complete_task(given, self.tasks)
+            if as_of:
+                parse_date(as_of, "as_of")  # a real date, or the prior would compare it as a string
             ctx = RunContext(task=t, agent=agent, scaffold=scaffold, model=model, split=split,
                              prompt=prompt if prompt is not None else (t.prompt if t else ""),
                              exclude_submissions=list(exclude_submissions or []), prior_match=list(prior_match or []),
@@ -264,13 +285,19 @@ class Monitor:
                 raise
             self._disable(f"start failed: {type(e).__name__}: {e}")
             return None
-        return self.start_context(ctx, run_id)
+        for k, v in notes.items():
+            self._note(f"task.{k}: {v}")
+        return self.start_context(ctx, run_id, _sources=task_sources(given, t, notes))
 
-    def start_context(self, ctx: RunContext, run_id: str | None = None) -> RunContext | None:
+    def start_context(self, ctx: RunContext, run_id: str | None = None, *,
+                      _sources: dict[str, str] | None = None) -> RunContext | None:
         """Begin a run from a ready RunContext (replay uses ``RunContext.of(traj, task)``, as offline)."""
         self._reset()
         self.run_id = run_id
         self.ctx = ctx
+        self.context_source = _sources if _sources is not None else task_sources(None, ctx.task)
+        if _sources is None:  # the caller built the context: its task is what this run was given
+            self.context_source = {k: v.replace("task table", "run context") for k, v in self.context_source.items()}
         gaps = context_gaps(self.featurizer, ctx)
         problems = [m for _, m in gaps]
         if problems and self.strict:
@@ -280,7 +307,7 @@ class Monitor:
             if p not in self._logged:
                 self._logged.add(p)
                 log.warning("earlyeval monitor (run %s; said once): %s", run_id or "?", p)
-        self.warnings = problems
+        self.warnings = self._start_notes + problems
         self._degraded = f" [degraded: {'; '.join(problems)}]" if problems else ""
         try:
             self._states = self.featurizer.start(ctx)
@@ -294,6 +321,13 @@ class Monitor:
         """What the model's families need but this run's context lacks (the features become NaN)."""
         return [m for _, m in context_gaps(self.featurizer, ctx)]
 
+    def _note(self, msg: str) -> None:
+        """A warning about this run's inputs, logged once per monitor (kept for the next start_context)."""
+        self._pending_notes.append(msg)
+        if msg not in self._logged:
+            self._logged.add(msg)
+            log.warning("earlyeval monitor (run %s): %s", self.run_id or "?", msg)
+
     def _disable(self, why: str) -> None:
         self._disabled = why
         log.warning("earlyeval monitor disabled for run %s (continuing the run): %s", self.run_id or "?", why, exc_info=True)
@@ -306,6 +340,7 @@ class Monitor:
         when a success halt is due, which then happens only if it is non-empty."""
         d = self._observe(step, candidate)
         d.halt_on = self.halt_on
+        d.context_source = self.context_source
         return d
 
     def _observe(self, step: Step | Mapping[str, Any], candidate: Callable[[], str | None] | None) -> Decision:
@@ -392,13 +427,13 @@ class Monitor:
             return Decision(True, h.outcome, ps, pf, f"already halted at step {h.step_index} ({h.outcome}); "
                             f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], budget, ctx)
         ts, tf = self.halting_thresholds
-        probs = f"{_side('success', ps, ts, self.halt_on)}, {_side('failure', pf, tf, self.halt_on)}"
+        probs = f"{side_reason('success', ps, ts, self.halt_on)}, {side_reason('failure', pf, tf, self.halt_on)}"
         if ctx not in HALTING_CONTEXTS:  # missing information never halts a run
             top = self.top_features(x, "success") if self.explain == "always" else []
             return Decision(False, None, ps, pf, f"continue (never halts: {self._halt_off}): {probs}{self._degraded}",
                             index, th, top, budget, ctx)
         code = step_outcome(ps, pf, ts, tf, t, self.min_halt_step)  # the one rule, at prefix t
-        held = _no_candidate(candidate) if code == SUCCESS and candidate is not None else ""
+        held = candidate_missing(candidate) if code == SUCCESS and candidate is not None else ""
         if held:  # a live loop without a patch yet: the success side waits, the failure side still applies
             code = step_outcome(ps, pf, NEVER, tf, t, self.min_halt_step)
         if code != CONTINUE:
@@ -451,20 +486,9 @@ class Monitor:
         return [(self.feature_names[i], float(c[i])) for i in order if c[i] > 0 and math.isfinite(c[i])]
 
 
-def _side(name: str, p: float, tau: float, halt_on: str) -> str:
-    """One side of a reason: "p_success=0.912 >= 0.9", or "(success halts off)" when ``halt_on`` turns it off."""
-    if halt_on not in (name, "both"):
-        return f"p_{name}={p:.3f} ({name} halts off: halt_on={halt_on})"
-    return f"p_{name}={p:.3f} {'>=' if p >= tau else '<'} {tau:g}"
-
-
-def _no_candidate(candidate: Callable[[], str | None]) -> str:
-    """Why a due success halt waits ("" when the loop has a non-empty candidate patch); never raises."""
-    try:
-        c = candidate()
-    except Exception as e:  # fail open: no readable patch, no success halt
-        return f"the candidate patch could not be read ({type(e).__name__}: {e})"
-    return "" if isinstance(c, str) and c.strip() else "no candidate patch yet (a success halt waits for one)"
+def _is_label(y: Any) -> bool:
+    """A finished run's outcome: 0 or 1 (an int, a bool, a numpy integer), nothing else."""
+    return isinstance(y, (bool, int, np.integer, np.bool_)) and int(y) in (0, 1)
 
 
 __all__ = ["BadStep", "Monitor", "as_step", "as_task", "clean_step", "complete_task", "context_gaps", "context_state"]

@@ -59,6 +59,8 @@ def replay(monitor: Any, traj: Trajectory, task: Task | None, as_of: str | None 
         "reason": halt[1].reason if halt else (f"not halted in {len(ps)} prefixes" if ps else "too short to halt"),
         "top_features": [list(x) for x in halt[1].top_features] if halt else [],
         "warnings": list(monitor.warnings),
+        "context": getattr(monitor, "context", None),  # Decision.context, and where the task's fields came from
+        "context_source": dict(getattr(monitor, "context_source", {}) or {}),
         "errors": errors,
         "p_success": ps,
         "p_failure": pf,

@@ -18,14 +18,12 @@ from inspect_ai.model import ChatMessageAssistant, ModelOutput, get_model
 from inspect_ai.scorer import match
 from inspect_ai.tool import ToolCall, ToolError, tool
 
-from _monitor_helpers import make_runs, make_tasks, train_bundle
-from earlyeval.modeling.modeldir import save_model_dir
+from _monitor_helpers import ALWAYS_FAIL, ALWAYS_SUCCEED, constant_model
+from _monitor_helpers import NEVER_HALT as NEVER
 
 M = "mockllm/model"
-# model-dir thresholds at the halting rule's ends: which samples halt is known in advance
-ALWAYS_FAIL = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
-ALWAYS_SUCCEED = {"success": 0.0, "failure": 2.0, "min_halt_step": 2}
-NEVER = {"success": 2.0, "failure": 2.0, "min_halt_step": 1}
+# ALWAYS_FAIL / ALWAYS_SUCCEED / NEVER (tests/_monitor_helpers.py): on tiny_model's constant probability, which
+# samples halt, and at which step, is known in advance
 
 SHELL = {"ls": "mod.py\ntests/", "cat mod.py": "x = 41", "pytest": "1 failed, 2 passed", "echo x=42 > mod.py": ""}
 
@@ -77,10 +75,9 @@ FAILING = [call("ls"), call("cat mod.py"), call("pytest"), submit()]
 
 
 def tiny_model(path: Path, thresholds: dict[str, Any]) -> Path:
-    """A behaviour-only model dir trained on synthetic runs, with these thresholds."""
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(thresholds))
-    save_model_dir(bundle, path)
-    return path
+    """A behaviour-only model dir (``constant_model``) with these thresholds: P(success) 0.8 under ALWAYS_SUCCEED,
+    else 0.2, at every step."""
+    return constant_model(path, 0.8 if thresholds == ALWAYS_SUCCEED else 0.2, thresholds)
 
 
 def react_task(sample_id: str = "demo-1", target: str = "42", **task_kw: Any) -> Task:

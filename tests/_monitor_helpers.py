@@ -16,7 +16,7 @@ import numpy as np
 
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
-from earlyeval.modeling.metrics import RunSet, evaluate_policy
+from earlyeval.modeling.metrics import RunSet, apply_policy, evaluate_policy
 from earlyeval.modeling.model import OutcomeModel
 from earlyeval.modeling.outcome import split_proba
 from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
@@ -98,7 +98,13 @@ def prior_table(tasks: dict[str, Task]) -> PriorTable:
     return PriorTable(subs, resolved)
 
 
-def train_bundle(trajs: list[Trajectory], tasks: dict[str, Task], families: tuple[str, ...] = ("behaviour", "text", "gold", "prior"),
+# the default families draw no BLAS: their features, hence the boosters, are bit-identical under every OpenBLAS
+# kernel (Haswell, Zen, Sandybridge, Nehalem, Prescott measured) and numpy's baseline SIMD; the text family's
+# TF-IDF + SVD goes through BLAS and moves the fitted model from kernel to kernel (tests/README.md)
+BLAS_FREE = ("behaviour", "gold", "prior")
+
+
+def train_bundle(trajs: list[Trajectory], tasks: dict[str, Task], families: tuple[str, ...] = BLAS_FREE,
                  thresholds: dict[str, Any] | None = None, twin: str = "mirror", text_dims: int = 6,
                  text_cache: Any = None) -> tuple[ModelBundle, np.ndarray, list[RunContext]]:
     """Fit a tiny featurizer + OutcomeModel on ``trajs``; returns (bundle, batch matrix of all prefixes, contexts)."""
@@ -148,21 +154,79 @@ def offline_policy(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str
     return rs, evaluate_policy(rs, th["success"], th["failure"], th["min_halt_step"])
 
 
-def quantile_thresholds(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str, Task], min_halt_step: int,
-                        q: float = 0.75) -> dict[str, Any]:
-    """Thresholds derived from the fixture's own probabilities, never hand-picked.
+# the least distance between a derived threshold and any run's probability: float noise between BLAS kernels
+# and library versions is ~1e-15 here (Platt's L-BFGS moves by one ulp), so a run cannot cross a cut-off by noise
+MARGIN = 1e-6
 
-    Per run, the highest P(success) and P(failure) over the prefixes a halt may use (t >= min_halt_step);
-    each cut-off sits halfway between two neighbouring distinct values near the q-quantile of those
-    maxima.  So a fraction of the runs crosses each side, by a margin of half a gap between runs:
-    far above float noise (BLAS kernels, library versions), unlike a fixed 0.6."""
+
+def both_sides(rs: RunSet, th: dict[str, Any]) -> bool:
+    """Some runs halt as successes, some as failures, and some do not halt."""
+    m = evaluate_policy(rs, th["success"], th["failure"], th["min_halt_step"])
+    return m["halted_as_success"] > 0 and m["halted_as_failure"] > 0 and m["halted_fraction"] < 1
+
+
+def some_halt(rs: RunSet, th: dict[str, Any]) -> bool:
+    """Some runs halt and some do not."""
+    return 0 < evaluate_policy(rs, th["success"], th["failure"], th["min_halt_step"])["halted_fraction"] < 1
+
+
+def differs_from(other: dict[str, Any]) -> Any:
+    """Some run halts at another step under ``th`` than under ``other``."""
+    def check(rs: RunSet, th: dict[str, Any]) -> bool:
+        a, _ = apply_policy(rs, th["success"], th["failure"], th["min_halt_step"])
+        b, _ = apply_policy(rs, other["success"], other["failure"], other.get("min_halt_step", th["min_halt_step"]))
+        return bool((a != b).any())
+    return check
+
+
+def quantile_thresholds(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str, Task], min_halt_step: int,
+                        q: float = 0.75, need: tuple[Any, ...] = (some_halt,)) -> dict[str, Any]:
+    """Thresholds derived from the fixture's own probabilities, never hand-picked, and valid by construction.
+
+    Per run, the highest P(success) and P(failure) over the prefixes a halt may use (t >= min_halt_step); among
+    the distinct maxima above 0.5 + MARGIN, each cut-off sits halfway between two neighbours at least MARGIN
+    apart, near the q-quantile.  So each cut-off is in (0.5, 1], a fraction of the runs crosses it and the rest
+    stays below, every run at least MARGIN/2 away.  ``need``: properties the pair must give on these runs
+    (``some_halt``, ``both_sides``, ``differs_from(th)``); q is tried first, then other quantiles in a fixed
+    order, and a fixture that supports none raises ValueError (the test cannot be made, it is never passed by
+    luck).  What a test asserts about halting thus holds whatever the fitted numbers are on a given machine."""
     rs, _ = offline_policy(bundle, trajs, tasks, {"success": 2.0, "failure": 2.0, "min_halt_step": min_halt_step})
 
-    def cut(per_run: list[np.ndarray]) -> float:
+    def cut(per_run: list[np.ndarray], qq: float) -> float | None:
         top = np.unique([float(np.max(p[min_halt_step - 1:])) for p in per_run if len(p) >= min_halt_step])
-        if len(top) < 2:
-            raise ValueError("the fixture's probabilities take fewer than two distinct values")
-        i = min(max(int(q * (len(top) - 1)), 0), len(top) - 2)
+        top = top[top > 0.5 + MARGIN]
+        gaps = [i for i in range(len(top) - 1) if top[i + 1] - top[i] >= MARGIN]
+        if not gaps:
+            return None
+        i = min(gaps, key=lambda j: (abs(j - qq * (len(top) - 1)), j))
         return float((top[i] + top[i + 1]) / 2)
 
-    return {"success": cut(rs.p_s), "failure": cut(rs.p_f), "min_halt_step": min_halt_step}
+    for qq in dict.fromkeys((q, 0.75, 0.6, 0.5, 0.4, 0.25, 0.9, 0.1)):
+        ts, tf = cut(rs.p_s, qq), cut(rs.p_f, qq)
+        if ts is None or tf is None:
+            continue
+        th = {"success": ts, "failure": tf, "min_halt_step": min_halt_step}
+        if all(check(rs, th) for check in need):
+            return th
+    raise ValueError("the fixture's probabilities support no threshold pair in (0.5, 1] with the properties asked for")
+
+
+def constant_model(path: Path, p_success: float, thresholds: dict[str, Any], families: tuple[str, ...] = ("behaviour",)) -> Path:
+    """A valid model directory whose calibrated P(success) is ``p_success`` at every step (Platt with a = 0):
+    with thresholds in (0.5, 1] such a model halts at ``min_halt_step`` (or never) by construction, which is
+    what the adapter tests need -- thresholds of 0.0, which once did that, are refused by the loader."""
+    import math
+
+    from earlyeval.modeling.outcome import Platt
+
+    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=families, thresholds=dict(thresholds))
+    bundle.model.platt_["success"] = Platt(0.0, math.log(1.0 / p_success - 1.0))
+    save_model_dir(bundle, path)
+    return path
+
+
+# thresholds that, on ``constant_model(p_success=0.2)`` / ``(0.8)``, halt every run at step 2 predicting failure /
+# success, and that never halt
+ALWAYS_FAIL = {"success": 2.0, "failure": 0.6, "min_halt_step": 2}
+ALWAYS_SUCCEED = {"success": 0.6, "failure": 2.0, "min_halt_step": 2}
+NEVER_HALT = {"success": 2.0, "failure": 2.0, "min_halt_step": 1}

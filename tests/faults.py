@@ -1,6 +1,6 @@
 """Fault-injection cases for issue 15's findings, shared by tests/test_faults.py and tools/fault_summary.py.
 
-Each case injects one fault and checks what earlyeval did.  It returns ("correct", detail) when the
+Each case injects one fault and checks what earlyeval did.  It returns ("ok", detail) when the
 outcome is the right one (e.g. no halt, the run still monitored, the value unknown), ("named", detail)
 when the input was refused with an error naming the file/field, or ("silent", detail) when something
 was dropped or decided wrongly without a word.  A case that raises, or whose child process dies, is a
@@ -128,21 +128,21 @@ def case_no_start(env: Env):
 
     h, ds = _stopper_halts(env, start, trajs[:30])
     ok = h == 0 and all(d.context == "none" for d in ds if d.p_success is not None)
-    return ("correct" if ok else "silent", f"{h} of 30 runs halted without start()")
+    return ("ok" if ok else "silent", f"{h} of 30 runs halted without start()")
 
 
 def case_task_none(env: Env):
     assert _halts_with_full_context(env) > 0
     _, _, trajs, _ = env.tiny()
     h, ds = _stopper_halts(env, lambda st, t: st.start(task=None, run_id=t.run_id), trajs[:30])
-    return ("correct" if h == 0 and ds[0].context == "none" else "silent", f"{h} of 30 runs halted with task=None")
+    return ("ok" if h == 0 and ds[0].context == "none" else "silent", f"{h} of 30 runs halted with task=None")
 
 
 def case_unknown_task(env: Env):
     _, _, trajs, _ = env.tiny()
     h, ds = _stopper_halts(env, lambda st, t: st.start(task={"task_id": "nobody__knows-1", "prompt": "fix"}, run_id=t.run_id),
                            trajs[:30])
-    return ("correct" if h == 0 and ds[0].context == "partial" else "silent",
+    return ("ok" if h == 0 and ds[0].context == "partial" else "silent",
             f"{h} of 30 runs halted with an unknown task id (context {ds[0].context})")
 
 
@@ -158,7 +158,7 @@ def case_garbage_runs(env: Env):
             junk = "".join(chr(int(c)) for c in rng.integers(32, 0x2FF, int(rng.integers(0, 300))))
             d = st.after_step(action=junk, observation=junk[::-1], error=bool(rng.random() < 0.5))
             halts += d.halt
-    return ("correct" if halts == 0 else "silent", f"{halts} halts on 7 garbage runs without a task")
+    return ("ok" if halts == 0 else "silent", f"{halts} halts on 7 garbage runs without a task")
 
 
 def _predictor_case(value: float):
@@ -171,7 +171,7 @@ def _predictor_case(value: float):
         d = mon.observe(t.steps[0])
         d2 = mon.observe(t.steps[1])
         ok = not d.halt and d.p_success is None and d.flags and "non-finite" in d.flags[-1] and not d2.halt
-        return ("correct" if ok else "silent", f"predictor {value}: halt={d.halt}, flags={d.flags}")
+        return ("ok" if ok else "silent", f"predictor {value}: halt={d.halt}, flags={d.flags}")
     return case
 
 
@@ -186,7 +186,7 @@ def _bad_step_case(make: Callable[[Any], Any], what: str):
         later = [mon.observe(s) for s in t.steps[2:5]]
         ok = (not d.halt and d.p_success is None and "skipped" in d.reason and d.flags
               and all(x.p_success is not None for x in later))
-        return ("correct" if ok else "silent", f"{what}: skipped={('skipped' in d.reason)}, later monitored={all(x.p_success is not None for x in later)}")
+        return ("ok" if ok else "silent", f"{what}: skipped={('skipped' in d.reason)}, later monitored={all(x.p_success is not None for x in later)}")
     return case
 
 
@@ -202,7 +202,7 @@ def _bad_usage_case(field_name: str, value: Any):
         d = mon.observe(bad)
         # the usage is dropped as unknown and said so; the outcome features never read usage
         ok = d.p_success is not None and bool(d.flags) and "unknown" in d.flags[0]
-        return ("correct" if ok else "silent", f"{field_name}={value!r}: flags={d.flags}")
+        return ("ok" if ok else "silent", f"{field_name}={value!r}: flags={d.flags}")
     return case
 
 
@@ -217,7 +217,7 @@ def _bad_dict_field(key: str, value: Any, expect: str):
             ok = d.p_success is None and "skipped" in d.reason and d2.p_success is not None
         else:
             ok = d.p_success is not None and d.flags and d2.p_success is not None
-        return ("correct" if ok else "silent", f"dict step {key}={value!r}: {d.reason[:80]}")
+        return ("ok" if ok else "silent", f"dict step {key}={value!r}: {d.reason[:80]}")
     return case
 
 
@@ -241,7 +241,7 @@ def case_tau2_folder(env: Env):
     expect = 3 * len(one) + 2 * len(nested)
     dups = [s for s in skipped if s["field"] == "run_id"]
     ok = len(trajs) == expect and not dups and len({t.run_id for t in trajs}) == len(trajs)
-    return ("correct" if ok else "silent", f"{len(trajs)} of {expect} simulations kept, {len(dups)} 'duplicates'")
+    return ("ok" if ok else "silent", f"{len(trajs)} of {expect} simulations kept, {len(dups)} 'duplicates'")
 
 
 # ------------------------------------------------------------------ 3. per-file validation
@@ -367,7 +367,7 @@ def case_kill_parquet_write(env: Env):
         except Exception:
             torn += 1
     left = [q.name for q in path.parent.iterdir() if q.name != path.name]
-    return ("correct" if torn == 0 else "silent", f"4 kills mid-write: {torn} unreadable/torn; temp files left: {len(left)}")
+    return ("ok" if torn == 0 else "silent", f"4 kills mid-write: {torn} unreadable/torn; temp files left: {len(left)}")
 
 
 def case_concurrent_parquet(env: Env):
@@ -393,7 +393,7 @@ def case_concurrent_parquet(env: Env):
     finally:
         for w in ws:
             _kill(w)
-    return ("correct" if torn == 0 and reads > 0 else "silent", f"{reads} reads during two concurrent writers: {torn} torn {errs[:2]}")
+    return ("ok" if torn == 0 and reads > 0 else "silent", f"{reads} reads during two concurrent writers: {torn} torn {errs[:2]}")
 
 
 def case_kill_model_save(env: Env):
@@ -414,7 +414,7 @@ def case_kill_model_save(env: Env):
             load_model_dir(target, probe_boosters=False)
         except Exception:
             bad += 1
-    return ("correct" if bad == 0 else "silent", f"4 kills mid-save: {bad} unloadable model dirs")
+    return ("ok" if bad == 0 else "silent", f"4 kills mid-save: {bad} unloadable model dirs")
 
 
 def case_racing_saves(env: Env):
@@ -438,7 +438,7 @@ def case_racing_saves(env: Env):
     finally:
         for w in ws:
             _kill(w)
-    return ("correct" if bad == 0 and loads > 0 else "silent", f"{loads} loads during two racing saves: {bad} failed")
+    return ("ok" if bad == 0 and loads > 0 else "silent", f"{loads} loads during two racing saves: {bad} failed")
 
 
 # ------------------------------------------------------------------ 5. loader
@@ -495,7 +495,7 @@ def _line_case(k: int):
     def case(env: Env):
         variants = _booster_line_variants(env)
         if k >= len(variants):
-            return ("correct", "no such line")
+            return ("ok", "no such line")
         if "line_results" not in env._cache:
             env._cache["line_results"] = _load_in_child([d for _, d in variants], probe=False)
         res = env._cache["line_results"]
@@ -506,7 +506,7 @@ def _line_case(k: int):
         if kind == "named":
             return ("named", f"line {line!r} deleted: ModelDirError {detail}")
         if kind == "loaded":  # an optional line (split_gain, tree_sizes, ...): LightGBM reads it fine
-            return ("correct", f"line {line!r} deleted: still a valid model, loaded")
+            return ("ok", f"line {line!r} deleted: still a valid model, loaded")
         return ("silent", f"line {line!r} deleted: raw {detail}")
     return case
 
@@ -822,7 +822,7 @@ def case_o1_features_equal(env: Env):
                      if g is not None and (g.added_idents or sg.edit_idents_all) else float("nan"))
             bad += vb[j].tobytes() != np.float64(ref_b).tobytes()
             bad += g is not None and vg[k].tobytes() != np.float64(ref_g).tobytes()
-    return ("correct" if bad == 0 else "silent", f"{bad} feature values differ from the O(n) formulas")
+    return ("ok" if bad == 0 else "silent", f"{bad} feature values differ from the O(n) formulas")
 
 
 def case_hash_determinism(env: Env):
@@ -836,7 +836,7 @@ def case_hash_determinism(env: Env):
         d = save_model_dir(b, env.base / f"det{k}")
         m = json.loads((d / "manifest.json").read_text())
         hs.append((m["content_hash"], m["manifest_hash"]))
-    return ("correct" if hs[0] == hs[1] else "silent", f"two identical trainings: {hs[0][0][:12]} / {hs[1][0][:12]}")
+    return ("ok" if hs[0] == hs[1] else "silent", f"two identical trainings: {hs[0][0][:12]} / {hs[1][0][:12]}")
 
 
 # ------------------------------------------------------------------ the registry
@@ -917,13 +917,29 @@ CASES: list[tuple[str, str, Callable[[Env], tuple[str, str]]]] = [
 ]
 
 
+# the class of each finding's cases in the table by class (tools/fault_summary.py)
+CLASS_OF_FINDING = {"1 monitor": "monitor inputs", "2 tau2 ids": "run files", "3 validation": "run files",
+                    "4 atomic": "machine faults", "5 loader": "model dirs"}
+CLASS_OF_CASE = {"--bench ../.. (bench)": "verbs and options", "--bench ../.. (ingest)": "verbs and options",
+                 "--bench ../.. (export)": "verbs and options", "score --runs <missing>": "verbs and options",
+                 "O(1) counters equal the O(n) formulas": "determinism",
+                 "two identical trainings, one content hash": "determinism"}
+
+
+def class_of(finding: str, name: str) -> str:
+    return CLASS_OF_CASE.get(name) or CLASS_OF_FINDING.get(finding) or "run files"
+
+
+KINDS = ("ok", "named", "silent", "absent")
+
+
 def run_case(env: Env, fn: Callable[[Env], tuple[str, str]]) -> tuple[str, str]:
-    """("correct" | "named" | "silent" | "crash", detail)."""
+    """("ok" | "named" | "silent" | "crash" | "absent", detail); "absent": the machine cannot stage the fault."""
     try:
         kind, detail = fn(env)
     except Exception as e:  # noqa: BLE001 - a crash is what this counts
         return "crash", f"{type(e).__name__}: {str(e)[:200]}"
-    assert kind in ("correct", "named", "silent"), kind
+    assert kind in KINDS, kind
     return kind, detail
 
 

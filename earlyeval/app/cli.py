@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import re
 import time
 import warnings
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Optional
 
 import typer
 
-from earlyeval.app.options import Bar, check_bench, check_format, check_halt_on_option, check_thresholds, check_what_if
+from earlyeval.app.options import Bar, check_as_of, check_bench, check_format, check_halt_on_option, check_thresholds, check_what_if
 
 # click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode=None,
@@ -99,6 +98,12 @@ def _command() -> Any:
                 if kwargs.get("verbose"):
                     log.info("traceback of the error below", exc_info=True)
                 raise _user_error(e) from None
+            except BrokenPipeError:
+                raise
+            except OSError as e:  # a fault of the machine outside the atomic writers (reading, a library's own write)
+                if kwargs.get("verbose"):
+                    log.info("traceback of the error below", exc_info=True)
+                raise _user_error(e if not e.filename else OSError(f"{e.strerror or e}: {e.filename}")) from None
         return app.command()(run)
     return deco
 
@@ -252,7 +257,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           labels: Optional[str] = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs "
                                                                       "(e.g. sb-cli:'*.json'; formats: " + LABEL_FORMATS + ")."),
           agent: Optional[str] = typer.Option(None, "--agent", help="Agent name to report the runs under (default: the folder name)."),
-          as_of: Optional[str] = typer.Option(None, "--as-of",
+          as_of: Optional[str] = typer.Option(None, "--as-of", callback=check_as_of,
                                               help="Task prior from public submissions dated strictly before YYYY-MM-DD "
                                                    "('all': every submission, today's pool; default: each run's own date, "
                                                    "its catalog's or its files', with a warning for runs that have none)."),
@@ -274,6 +279,10 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                                       help="Which predicted outcomes halt: both (a benchmark pass), failure (what a live "
                                            "adapter, which defaults to it, saves) or success; recorded in score.json."),
           seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw."),
+          require_signature: bool = typer.Option(
+              False, "--require-signature",
+              help="Refuse a model directory not signed with the key in $EARLYEVAL_MODEL_KEY (or the file "
+                   "$EARLYEVAL_MODEL_KEY_FILE): an edited, re-hashed directory is refused (docs/monitor.md)."),
           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
           verbose: bool = _verbose()) -> None:
     """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
@@ -289,14 +298,13 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
     if not model.is_dir():
         raise typer.BadParameter(f"{model}: not a model directory (train one with `earlyeval train --bench B`)",
                                  param_hint="'--model'")
-    if as_of and as_of not in ("run", "all") and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
-        raise typer.BadParameter(f"{as_of!r} is not YYYY-MM-DD, 'run' or 'all'", param_hint="'--as-of'")
     grid: Any = ([float(x) for x in what_if_grid.split(",") if x.strip()] if what_if_grid and what_if_grid != "model"
                  else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
     paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of, same_agent=same_agent,
                        warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path,
-                       data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on)
+                       data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on,
+                       require_signature=require_signature)
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:
         _print_json(rep)
@@ -425,7 +433,7 @@ def formats(as_json: bool = typer.Option(False, "--json", help="Print {name: des
         typer.echo(f"{f:<{w}}  {desc}")
 
 
-@app.command()
+@_command()
 def report(bench: str = typer.Option(..., "--bench", "-b", help="Benchmark whose reports/<bench>/ to summarize."),
            out: Optional[str] = typer.Option(None, "--out", help="Output file, or a directory (existing, or ending in /) "
                                                                  "that gets report.html (default reports/<bench>/report.html).")) -> None:

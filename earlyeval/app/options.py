@@ -35,6 +35,18 @@ def check_format(value: Optional[str]) -> Optional[str]:
     return value
 
 
+def check_as_of(value: Optional[str]) -> Optional[str]:
+    """--as-of: a real calendar date YYYY-MM-DD (2024-13-45 is refused), 'run' or 'all'."""
+    if value is None or value in ("run", "all"):
+        return value
+    from earlyeval.config.schema import Invalid, parse_date
+
+    try:
+        return parse_date(value, "--as-of")
+    except Invalid as e:
+        raise typer.BadParameter(f"{e.reason}; expected YYYY-MM-DD, 'run' or 'all'")
+
+
 def check_thresholds(value: Optional[str]) -> Optional[str]:
     if value is None:
         return value

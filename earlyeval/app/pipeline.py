@@ -29,8 +29,10 @@ from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.blocks import HEADLINE as HEADLINE_KEYS
-from earlyeval.evaluation.evaluate import FITS_PLANNED, EvalConfig, FoldRunner, inner_sets, loao_report, planned_fits, run_loao
-from earlyeval.modeling.thresholds import select_thresholds
+from earlyeval.evaluation.evaluate import (FITS_PLANNED, EvalConfig, FoldRunner, inner_sets, loao_report, planned_fits, run_loao,
+                                           runset)
+from earlyeval.modeling.thresholds import select_thresholds, step1_halts
+from earlyeval.modeling.outcome import split_proba
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.ingest import ingest_catalog
 from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
@@ -117,6 +119,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     held, method = inner_sets(runner, frozenset(), large)
     th = select_thresholds(held, cfg, method=method + " over the training agents")
     full = runner.fit(frozenset())
+    step1 = check_step1(runner, full, th, cfg.min_halt_step)  # refuses thresholds that halt most runs at once
     # the order FoldRunner builds its matrix in: fold-free blocks, then the fold-fitted families (text,
     # peer_prior) fitted on every labelled agent, in cfg order
     families = [build_family(name, prior_table=ds.prior_table) for name in fold_free(cfg.families)]
@@ -152,6 +155,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
             "prefixes": full.n_train_prefixes,
             "min_steps": cfg.min_steps,
             "threshold_selection": th,
+            "step1_halts": step1,
             "config": cfg.to_dict(),
             "budget": budget_summary,
             # per family, how many training runs lacked its inputs: the Monitor halts on such a state only
@@ -163,6 +167,17 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     )
     path = save_model_dir(bundle, out or models_dir(bench))
     return {"model": path}
+
+
+def check_step1(runner: FoldRunner, full: Any, th: dict[str, Any], min_halt_step: int) -> dict[str, Any]:
+    """The shipped model's thresholds on its own training runs (in-sample): how many halt at step 1;
+    ``thresholds.step1_halts`` refuses more than ``MAX_STEP1_HALT_SHARE`` of them, with the numbers."""
+    runs = np.arange(len(runner.ds.trajs))
+    rows = runner.rows_of(runs, 2)
+    X, _ = runner.features(full, runs, rows)
+    ps, pf = split_proba(full.model.predict_proba(X))
+    return step1_halts(runset(runner.ds, runs, rows, ps, pf),
+                       {"success": th["success"], "failure": th["failure"], "min_halt_step": min_halt_step})
 
 
 def training_identity(trajs: list[Trajectory]) -> dict[str, dict[str, list[str]]]:

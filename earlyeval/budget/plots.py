@@ -15,6 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from earlyeval.core.atomic import savefig
 from earlyeval.budget.evaluation import BudgetRun
 from earlyeval.budget.report import make_view
 from earlyeval.budget.targets import run_slices
@@ -40,7 +41,7 @@ def _agent_title(agent: str) -> str:
 def plot_intervals(run: BudgetRun, path: Path, dims: list[str] | None = None) -> Path:
     """budget_intervals.png (``intervals_figure``)."""
     with mpl.rc_context(FONT):
-        intervals_figure(run, dims).savefig(path, dpi=DPI)
+        savefig(intervals_figure(run, dims), path, dpi=DPI)
     return path
 
 
@@ -120,7 +121,7 @@ def _bin_tick(label: str) -> str:
 def plot_late_recognition(rep: dict[str, Any], path: Path) -> Path:
     """budget_late_recognition.png (``late_recognition_figure``)."""
     with mpl.rc_context(FONT):
-        late_recognition_figure(rep).savefig(path, dpi=DPI)
+        savefig(late_recognition_figure(rep), path, dpi=DPI)
     return path
 
 

@@ -11,18 +11,17 @@ public outcome history are.  Nothing about a benchmark is hard-coded elsewhere.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from earlyeval.config import schema
 from earlyeval.core.errors import CatalogError
 from earlyeval.config.workspace import data_root, is_bench_name, workspace_root
 
 __all__ = ["Catalog", "LabelSpec", "RunSpec", "available_benches", "catalog_path", "data_root", "load_catalog"]
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass
@@ -103,64 +102,66 @@ def catalog_path(bench: str) -> Path:
     return found
 
 
+def _toml(p: Path) -> dict[str, Any]:
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise CatalogError(str(p), "<file>", f"not UTF-8 text ({e})") from e
+    except OSError as e:
+        raise CatalogError(str(p), "<file>", f"cannot read ({e.strerror or e})") from e
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogError(str(p), "<toml>", str(e)) from e
+    except RecursionError as e:  # tomllib recurses once per nesting level
+        raise CatalogError(str(p), "<toml>", "nested too deeply") from e
+
+
 def load_catalog(bench_or_path: str | Path) -> Catalog:
+    """Read and validate a catalog (``config.schema.CATALOG``): every key is checked for its type and range, and
+    the first bad one is a ``CatalogError`` naming the file and the key (``runs[3].small``)."""
     p = Path(bench_or_path)
     if not p.suffix:
         p = catalog_path(str(bench_or_path))
-    if not p.exists():
+    if not p.is_file():
         raise CatalogError(str(p), "<file>", "no such catalog file")
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise CatalogError(str(p), "<toml>", str(e)) from e
-    bench = raw.get("bench")
-    if not isinstance(bench, str):
-        raise CatalogError(str(p), "bench", "missing or not a string")
+    err = lambda key, why: CatalogError(str(p), key, why)  # noqa: E731
+    raw = schema.check(schema.CATALOG, _toml(p), err)
     defaults = raw.get("defaults", {})
     runs = []
-    for i, r in enumerate(raw.get("runs", [])):
-        r = {**defaults, **r}
-        for key in ("folder", "agent", "format"):
-            if key not in r:
-                raise CatalogError(str(p), f"runs[{i}].{key}", "missing")
+    for i, r0 in enumerate(raw.get("runs", [])):
+        r = schema.check(schema.RUN, {**defaults, **r0}, err, key=f"runs[{i}]")
         labels = r.get("labels", [])
         if isinstance(labels, dict):
             labels = [labels]
-        lspecs = []
-        for j, l in enumerate(labels):
-            if "format" not in l:
-                raise CatalogError(str(p), f"runs[{i}].labels[{j}].format", "missing")
-            lspecs.append(LabelSpec(format=l["format"], path=l.get("path", ""), options={k: v for k, v in l.items() if k not in ("format", "path")}))
-        known = {"name", "folder", "agent", "scaffold", "model", "format", "split", "glob", "labels", "public_submissions", "small",
-                 "price", "date"}
-        date = r.get("date", "")
-        if hasattr(date, "isoformat"):  # TOML's bare 2024-06-17 is a date
-            date = date.isoformat()
-        if date and not _DATE.fullmatch(str(date)):
-            raise CatalogError(str(p), f"runs[{i}].date", f"{date!r} is not a YYYY-MM-DD date")
+        lspecs = [LabelSpec(format=l["format"], path=l.get("path", ""), options={k: v for k, v in l.items() if k not in ("format", "path")})
+                  for l in labels]
+        options = {k: v for k, v in r.items() if k in schema.RUN_OPTIONS and k != "options"}
+        options.update(r.get("options", {}))
         runs.append(
             RunSpec(
                 name=r.get("name") or Path(r["folder"]).name,
                 folder=r["folder"],
                 agent=r["agent"],
-                scaffold=r.get("scaffold", r["agent"]),
+                scaffold=r.get("scaffold") or r["agent"],
                 model=r.get("model", ""),
                 format=r["format"],
                 split=r.get("split", ""),
                 glob=r.get("glob", "**/*"),
                 labels=lspecs,
                 public_submissions=list(r.get("public_submissions", [])),
-                small=bool(r.get("small", False)),
+                small=r.get("small", False),
                 price=dict(r.get("price", {})),
-                options={k: v for k, v in r.items() if k not in known},
-                date=str(date),
+                options=options,
+                date=r.get("date", ""),
             )
         )
     names = [r.name for r in runs]
-    if len(set(names)) != len(names):
-        raise CatalogError(str(p), "runs[].name", "run names must be unique")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise CatalogError(str(p), f"runs[{names.index(dup[0])}].name", f"run names must be unique ({dup[0]!r} is used twice)")
     return Catalog(
-        bench=bench,
+        bench=raw["bench"],
         path=p,
         runs=runs,
         tasks=list(raw.get("tasks", [])),

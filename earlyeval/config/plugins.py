@@ -10,12 +10,17 @@ own ``name``).  A name none of them knows raises ``UnknownPluginError`` listing
 the known ones: nothing named in a config is ever dropped.
 
 ``get`` never imports a dotted path: the model-directory loader uses it, so a
-directory can only name classes this process already knows (see modeldir).
+directory can only name classes this process already knows (see modeldir).  A
+registry built with ``import_dotted=False`` (formats: every ``earlyeval score``
+reads every workspace catalog) resolves a dotted path only to an object already
+registered under that path (a built-in, an entry point, a ``register`` call):
+``format = "subprocess:Popen"`` imports and calls nothing, it is an unknown format.
 """
 
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 from typing import Any, Callable
 
 from earlyeval.core.errors import UnknownPluginError
@@ -44,8 +49,11 @@ class Registry:
     """name -> object, filled from a built-in table of dotted paths, entry points and ``register``."""
 
     def __init__(self, kind: str, group: str, builtins: dict[str, str],
-                 check: Callable[[str, Any], Any] | None = None, key: Callable[[str, Any], str] | None = None):
+                 check: Callable[[str, Any], Any] | None = None, key: Callable[[str, Any], str] | None = None,
+                 import_dotted: bool = True):
         self.kind = kind
+        self.import_dotted = import_dotted
+        self._origin: dict[str, str] = {}  # name -> "module:qualname" of what ``register`` was given
         self._key = key or _name_attr
         self.group = group
         self.builtins = dict(builtins)
@@ -76,6 +84,7 @@ class Registry:
 
     def register(self, name: str, obj: Any) -> Any:
         """Register ``obj`` under ``name``; re-registering the same object is a no-op, another one an error."""
+        origin = dotted_path_of(obj)
         obj = self._check(name, obj)
         have = self._objects.get(name)
         if have is None and name in self._paths:
@@ -83,6 +92,7 @@ class Registry:
         if have is not None and have is not obj:
             raise UnknownPluginError(self.kind, name, self.known(), f"the name is taken by {have!r}; {obj!r} cannot have it too", group=self.group)
         self._objects[name] = obj
+        self._origin.setdefault(name, origin)
         return obj
 
     def unregister(self, name: str) -> None:
@@ -110,15 +120,36 @@ class Registry:
         """``get`` for a name; for a dotted path, import it and register the object under ``key(obj)``."""
         if not is_dotted_path(name):
             return self.get(name)
+        if not self.import_dotted:
+            return self._registered_path(name)
         try:
             obj = load_object(name)
         except ImportError as e:
             raise UnknownPluginError(self.kind, name, self.known(), str(e), group=self.group) from e
         return self.register(self.key(name, obj), obj)
 
+    def _registered_path(self, path: str) -> Any:
+        """The registered object a dotted path names (declared path, or the origin of a ``register`` call);
+        nothing is imported for a path no registration names."""
+        self._read_entry_points()
+        for n, declared in {**self._paths, **self._origin}.items():
+            if declared == path or n == path:
+                return self.get(n)
+        raise UnknownPluginError(self.kind, path, self.known(),
+                                 f"a dotted path must name a registered {self.kind} (an entry point, or registered in this "
+                                 f"process); '{path}' is not one, and nothing was imported", group=self.group)
+
     def key(self, name: str, obj: Any) -> str:
         """The name a dotted-path object is registered under (families: their ``name``)."""
         return self._key(name, obj)
+
+
+def dotted_path_of(obj: Any) -> str:
+    """``module:qualname`` of a class or function, the module's name for a module ("" when it has neither)."""
+    if isinstance(obj, ModuleType):
+        return obj.__name__
+    mod, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{mod}:{qual}" if isinstance(mod, str) and isinstance(qual, str) else ""
 
 
 def _name_attr(path: str, obj: Any) -> str:

@@ -15,10 +15,14 @@ import ctypes.util
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterator
+
+from earlyeval.core.errors import WriteError
 
 
 def _fsync_dir(d: Path) -> None:
@@ -72,32 +76,196 @@ def _clean_stale(parent: Path, stem: str) -> None:
                     q.unlink()
 
 
+# what the machine said, in words (``WriteError``): the faults a full disk, a read-only mount, a file-size
+# limit or a folder in the way produce
+_FAULTS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
+           errno.EFBIG: "file too large (the file-size limit of this process)", errno.EISDIR: "a folder is in the way",
+           errno.ENOTDIR: "a file is in the way of a folder", errno.EEXIST: "a file is in the way of a folder",
+           errno.EACCES: "permission denied", errno.EPERM: "operation not permitted", errno.EIO: "I/O error",
+           errno.EMFILE: "too many open files", errno.ENAMETOOLONG: "file name too long"}
+
+
+def write_error(e: OSError, target: str | Path) -> WriteError:
+    """The one-line ``WriteError`` for an OSError met while writing ``target`` (pyarrow's carry the errno in
+    their text only)."""
+    code = e.errno
+    if code is None:
+        m = re.search(r"errno[ =]?(\d+)", str(e), re.I)
+        code = int(m.group(1)) if m else None
+    what = _FAULTS.get(code) if code is not None else None
+    return WriteError(str(target), what or (e.strerror or str(e) or type(e).__name__), code)
+
+
+@contextlib.contextmanager
+def machine_faults(target: str | Path) -> Iterator[None]:
+    """An OSError of the machine while writing ``target`` becomes ``WriteError``: "disk full while writing X;
+    nothing was replaced" (every write here is atomic, so that is true).  A missing file stays itself."""
+    try:
+        yield
+    except (WriteError, FileNotFoundError):
+        raise
+    except OSError as e:
+        raise write_error(e, target) from e
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _stage(target: Path, data: bytes | None = None) -> Path:
+    """A temp file beside ``target`` (the permissions a plain open() would give), holding ``data`` fsynced."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale(target.parent, target.name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # not mkstemp's 0600
+        if data is not None:
+            _write_fd(fd, data)
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    return Path(tmp)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temp path beside ``path`` to write to; on success it is fsynced and renamed onto ``path``,
     on any error (or kill) the target is untouched and the temp file is removed (when still possible;
-    one left by a killed writer is removed by the next write of the same target)."""
+    one left by a killed writer is removed by the next write of the same target).  A fault of the
+    machine is a ``WriteError`` naming ``path``."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _clean_stale(target.parent, target.name)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
-    os.fchmod(fd, 0o666 & ~_umask())  # the permissions a plain open() would give, not mkstemp's 0600
-    os.close(fd)
-    tmp_p = Path(tmp)
+    tmp_p: Path | None = None
     try:
-        yield tmp_p
-        fsync_file(tmp_p)
-        os.replace(tmp_p, target)
-        _fsync_dir(target.parent)
+        with machine_faults(target):
+            tmp_p = _stage(target)
+            yield tmp_p
+            fsync_file(tmp_p)
+            os.replace(tmp_p, target)
+            _fsync_dir(target.parent)
     finally:
-        if tmp_p.exists():
+        if tmp_p is not None and tmp_p.exists():
             tmp_p.unlink()
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-    return Path(path)
+    target = Path(path)
+    with machine_faults(target):
+        tmp = _stage(target, data)
+        try:
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        _fsync_dir(target.parent)
+    return target
+
+
+def write_files(files: dict[Path, bytes]) -> list[Path]:
+    """Several files written as one set: every one is staged beside its target and fsynced first; then they
+    are renamed in, each old copy kept as a hard link until all are in, so a rename that fails half-way puts
+    the old ones back.  A fault (a full disk, a folder in the way) replaces none of them (``WriteError``).
+    Use it under ``folder_lock`` so that two writers of one folder never interleave their renames."""
+    targets = [Path(t) for t in files]
+    for t in targets:
+        if t.is_dir() and not t.is_symlink():  # checked before any rename: the set goes in whole or not at all
+            raise WriteError(str(t), "a folder is in the way", errno.EISDIR)
+    staged: list[tuple[Path, Path]] = []
+    done: list[tuple[Path, Path | None]] = []  # (target, its old copy) renamed in so far
+    try:
+        for target, data in zip(targets, files.values()):
+            with machine_faults(target):
+                staged.append((_stage(target, data), target))
+        for tmp, target in staged:
+            with machine_faults(target):
+                old = _keep_old(target)
+                try:
+                    os.replace(tmp, target)
+                except BaseException:
+                    if old is not None:
+                        old.unlink()
+                    raise
+                done.append((target, old))
+        for d in {t.parent for t in targets}:
+            _fsync_dir(d)
+    except BaseException:
+        for target, old in reversed(done):  # put the previous set back
+            with contextlib.suppress(OSError):
+                if old is not None:
+                    os.replace(old, target)
+                else:
+                    target.unlink()
+        raise
+    finally:
+        for tmp, _ in staged:
+            if tmp.exists():
+                tmp.unlink()
+        for _, old in done:
+            if old is not None and old.exists():
+                with contextlib.suppress(OSError):
+                    old.unlink()
+    return targets
+
+
+def _keep_old(target: Path) -> Path | None:
+    """A hard link to ``target``'s current file (no data copied), to put it back if the set fails; None
+    when there is none (or the file system has no hard links: then a half-failed set cannot be undone)."""
+    if not target.is_file():
+        return None
+    old = target.parent / f".{target.name}.{os.getpid()}.old"
+    with contextlib.suppress(FileNotFoundError):
+        old.unlink()
+    try:
+        os.link(target, old)
+    except OSError:
+        return None
+    return old
+
+
+LOCK_FILE = ".earlyeval.lock"
+
+
+@contextlib.contextmanager
+def folder_lock(folder: str | Path, timeout: float = 300.0) -> Iterator[None]:
+    """One writer at a time per output folder: an advisory ``flock`` on ``<folder>/.earlyeval.lock`` (other
+    earlyeval processes wait for it, up to ``timeout`` seconds, then a ``WriteError`` names the holder).
+    Without fcntl (not POSIX) there is no lock and the writes stay atomic one by one."""
+    d = Path(folder)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    lock = d / LOCK_FILE
+    with machine_faults(d):  # no lock file can be made: nothing in the folder can be written either
+        d.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    try:
+                        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                    except OSError:
+                        holder = "?"
+                    raise WriteError(str(d), f"another earlyeval process (pid {holder}) holds {LOCK_FILE} "
+                                             f"after {timeout:g} s", errno.EAGAIN) from None
+                time.sleep(0.02)
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
 
 
 def write_text(path: str | Path, text: str) -> Path:
@@ -165,10 +333,23 @@ def swap_dir(new: Path, target: str | Path) -> Path:
     return target
 
 
+def json_bytes(obj: Any) -> bytes:
+    """A report's JSON text (numpy scalars and arrays and sets as plain JSON, NaN as null), as bytes."""
+    return json.dumps(obj, indent=1, default=_jsonable).encode("utf-8")
+
+
 def write_json(obj: Any, path: str | Path) -> Path:
     """A report as JSON, atomically (temp file, fsync, rename): a killed writer leaves the previous report whole.
     numpy scalars and arrays and sets are written as plain JSON (NaN as null)."""
-    return write_text(path, json.dumps(obj, indent=1, default=_jsonable))
+    return write_bytes(path, json_bytes(obj))
+
+
+def savefig(fig: Any, path: str | Path, **kw: Any) -> Path:
+    """A matplotlib figure written atomically (the format from ``path``'s suffix): a full disk leaves the old PNG."""
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format=target.suffix.lstrip(".") or "png", **kw)
+    return target
 
 
 def _jsonable(x: Any) -> Any:

@@ -28,6 +28,9 @@ class Decision:
     flags: list[str] = field(default_factory=list)  # what went wrong at this step and was failed open on
     # which predicted outcomes may halt this run ("failure", "success" or "both"; modeling.policy.HALT_ON)
     halt_on: str = "both"
+    # where the run's reference information came from, per field ("gold_patch": "start(task)" / "task table" /
+    # "run context" / "absent", with a note when a value was decoded or refused): the provenance of ``context``
+    context_source: dict[str, str] = field(default_factory=dict)
 
     @property
     def may_halt(self) -> bool:

@@ -54,3 +54,23 @@ class NothingScoredError(EarlyEvalError, ValueError):
 class ScoreRefusedError(EarlyEvalError, ValueError):
     """`earlyeval score` would mislead and stops before writing: an output folder holding another scoring,
     a model of another benchmark, a format it cannot tell.  The message names the way past it."""
+class SettingError(EarlyEvalError, ValueError):
+    """A setting outside its type or range (an environment variable, an option), named where it was read."""
+
+    def __init__(self, source: str, key: str, reason: str):
+        self.source, self.key, self.reason = source, key, reason
+        super().__init__(f"{source}: '{key}': {reason}")
+
+
+class WriteError(EarlyEvalError, OSError):
+    """The machine refused a write (disk full, read-only, file-size limit, a folder in the way): the message
+    says which and names the file; the write was atomic, so nothing was replaced."""
+
+    def __init__(self, path: str, what: str, err: int | None = None):
+        self.path, self.what = str(path), what
+        OSError.__init__(self, err or 0, what)
+        self.errno = err
+        self.args = (f"{what} while writing {self.path}; nothing was replaced",)
+
+    def __str__(self) -> str:
+        return f"{self.what} while writing {self.path}; nothing was replaced"

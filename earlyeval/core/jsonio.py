@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
+from earlyeval.core.env import env_int
 from earlyeval.core.errors import IngestError
 
 
@@ -19,10 +19,8 @@ DEFAULT_MAX_INPUT_BYTES = 256 << 20
 
 
 def max_input_bytes() -> int:
-    try:
-        return int(os.environ.get("EARLYEVAL_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES))
-    except ValueError:
-        return DEFAULT_MAX_INPUT_BYTES
+    """EARLYEVAL_MAX_INPUT_BYTES (a positive integer), else the default; a malformed value is a ``SettingError``."""
+    return env_int("EARLYEVAL_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES, lo=1, hi=1 << 50)
 
 
 def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
@@ -31,8 +29,15 @@ def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
     limit = max_input_bytes() if max_bytes is None else int(max_bytes)
     try:
         opener = gzip.open if p.suffix == ".gz" else open
-        with opener(p, "rb") as f:
-            data = f.read(limit + 1)
+        with opener(p, "rb") as f:  # in chunks: a read(limit + 1) would allocate the whole limit up front
+            chunks, n = [], 0
+            while n <= limit:
+                b = f.read(min(1 << 20, limit + 1 - n))
+                if not b:
+                    break
+                chunks.append(b)
+                n += len(b)
+            data = b"".join(chunks)
     except (OSError, EOFError) as e:  # truncated gzip, unreadable file
         raise IngestError(str(p), "<file>", f"cannot read: {e}") from e
     if len(data) > limit:

@@ -14,6 +14,7 @@ alike.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import ClassVar
@@ -87,6 +88,12 @@ class GoldPatch:
         return cls(files, hunks, added, removed, idents, symbols, test_files, f2p, n_h, n_a, n_r)
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed(gold: str, test_patch: str | None, fail_to_pass: tuple[str, ...] | None) -> GoldPatch:
+    """A parsed patch, keyed by the texts themselves (read-only: no run state writes into it)."""
+    return GoldPatch.parse(gold, test_patch, list(fail_to_pass) if fail_to_pass is not None else None)
+
+
 def _patchset(text: str) -> list:
     if not text or not text.strip():
         return []
@@ -158,25 +165,29 @@ class GoldFamily(StatelessFamily):
         "edits_off_gold_only", "since_last_gold_edit_rel", "f2p_passed_after_last_edit", "f2p_failed_after_last_edit",
     ]
 
-    def __init__(self) -> None:
-        self._cache: dict[str, GoldPatch | None] = {}
-
     @property
     def names(self) -> list[str]:
         return list(self._names)
 
     def check_context(self, ctx: RunContext) -> str | None:
-        if ctx.task is None or not ctx.task.gold_patch:
+        gp = ctx.task.gold_patch if ctx.task is not None else None
+        if gp is not None and not isinstance(gp, str):
+            return (f"the task's gold patch is {type(gp).__name__}, not text: refused, so the gold family's "
+                    f"{len(self.names)} features are NaN (decode it before start(), e.g. bytes.decode('utf-8'))")
+        if not gp:
             return f"the model uses the gold family but the task has no gold patch: its {len(self.names)} features are NaN"
         return None
 
     def _gold_of(self, ctx: RunContext) -> GoldPatch | None:
+        """The run's own reference patch, parsed: from this run's context every time, never from an earlier
+        run of the same task id (two runs of one id may have different patches).  Parsing is cached by
+        content (``_parsed``), which gives the same answer for the same patch and cannot give another's."""
         task = ctx.task
-        if task is None or not task.gold_patch:
+        if task is None or not isinstance(task.gold_patch, str) or not task.gold_patch:
             return None
-        if task.task_id not in self._cache:
-            self._cache[task.task_id] = GoldPatch.parse(task.gold_patch, task.test_patch, task.fail_to_pass)
-        return self._cache[task.task_id]
+        test = task.test_patch if isinstance(task.test_patch, str) else None
+        f2p = tuple(x for x in task.fail_to_pass if isinstance(x, str)) if isinstance(task.fail_to_pass, list) else None
+        return _parsed(task.gold_patch, test, f2p)
 
     def start(self, ctx: RunContext) -> GoldState:
         return GoldState(self._gold_of(ctx))

@@ -34,6 +34,8 @@ without a date is never visible to a dated run); an empty ``as_of`` sees all.
 
 from __future__ import annotations
 
+import math
+
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -155,4 +157,7 @@ class PeerPriorFamily(FamilyBase):
         counts = {str(tid): {str(a): [int(c[0]), int(c[1])] for a, c in by.items()} for tid, by in meta["counts"].items()}
         base = meta.get("base_rate")
         dates = {str(a): str(d or "") for a, d in (meta.get("dates") or {}).items()}
-        return cls(PeerTable(counts, NAN if base is None else float(base), dates), float(meta["strength"]), with_counts)
+        strength = float(meta["strength"])
+        if not (math.isfinite(strength) and strength > 0):
+            raise ValueError(f"strength: {meta['strength']!r} is not a positive number")
+        return cls(PeerTable(counts, NAN if base is None else float(base), dates), strength, with_counts)

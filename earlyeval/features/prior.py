@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json
 from earlyeval.core.trajectory import Step
 from earlyeval.features.base import FOLD_FREE, FamilyBase, FamilyResources, RunContext
@@ -56,6 +57,11 @@ class PriorTable:
     @classmethod
     def load(cls, path: str | Path) -> "PriorTable":
         d = load_json(path)
+        if not (isinstance(d, dict) and isinstance(d.get("submissions"), list) and isinstance(d.get("resolved_by"), dict)
+                and all(isinstance(s, dict) and isinstance(s.get("name"), str) for s in d["submissions"])
+                and all(isinstance(v, list) for v in d["resolved_by"].values())):
+            raise IngestError(str(path), "submissions/resolved_by",
+                              "expected {submissions: [{name, split, date, ...}], resolved_by: {task: [names]}}")
         subs = {}
         for s in d["submissions"]:
             text = " ".join([s.get("name", ""), s.get("folder", ""), s.get("display_name", "") or ""] + list(s.get("models") or []))
@@ -67,7 +73,20 @@ class PriorTable:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "PriorTable":
-        return cls(dict(d["submissions"]), {k: list(v) for k, v in d["resolved_by"].items()})
+        """The table as ``to_json`` wrote it, checked: a ValueError names the first entry that is not what
+        ``pool``/``excluded``/``solve_rate`` read (a model dir's prior family is refused with it)."""
+        if not isinstance(d, dict) or not isinstance(d.get("submissions"), dict) or not isinstance(d.get("resolved_by"), dict):
+            raise ValueError("table: expected {submissions: {name: {...}}, resolved_by: {task: [names]}}")
+        for n, sub in d["submissions"].items():
+            if not (isinstance(sub, dict) and all(isinstance(sub.get(k, ""), str) for k in ("split", "text", "date"))):
+                raise ValueError(f"table.submissions[{n!r}]: expected {{split, text, date}} strings")
+            if sub.get("date") and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", sub["date"]):
+                raise ValueError(f"table.submissions[{n!r}].date: {sub['date']!r} is not YYYY-MM-DD")
+        for k, v in d["resolved_by"].items():
+            if not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                raise ValueError(f"table.resolved_by[{k!r}]: expected a list of submission names")
+        return cls({n: {"split": s.get("split", ""), "text": s.get("text", ""), "date": s.get("date", "")}
+                    for n, s in d["submissions"].items()}, {k: list(v) for k, v in d["resolved_by"].items()})
 
     def excluded(self, names: list[str], patterns: list[str]) -> set[str]:
         out = {n for n in names if n in self.submissions}

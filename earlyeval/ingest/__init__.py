@@ -23,13 +23,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
 
 from earlyeval.config.catalog import Catalog, RunSpec, data_root
-from earlyeval.core.errors import IngestError, UnknownPluginError
+from earlyeval.core.errors import IngestError, SettingError, UnknownPluginError
 from earlyeval.config.plugins import Registry
 from earlyeval.tables.store import validate_trajectory
 from earlyeval.core.trajectory import Trajectory
@@ -75,7 +76,8 @@ def _check_format(name: str, obj: Any) -> Any:
 
 
 # a dotted-path format is registered under its own path (one module may serve several formats: moatless)
-FORMATS = Registry("format", "earlyeval.formats", FORMAT_MODULES, check=_check_format, key=lambda path, obj: path)
+FORMATS = Registry("format", "earlyeval.formats", FORMAT_MODULES, check=_check_format, key=lambda path, obj: path,
+                   import_dotted=False)
 
 
 def register_format(name: str, fmt: Any) -> Any:
@@ -113,6 +115,18 @@ class RunReport:
         return dict(self.__dict__)
 
 
+def format_facts(fmt: str) -> tuple[str, bool]:
+    """(default glob, inline labels) that a format declares (``DEFAULT_GLOB``, ``INLINE_LABELS``), for a run
+    folder no catalog entry describes; a format that declares neither: every file, labels from label files."""
+    mod = format_module(fmt)
+    glob, inline = getattr(mod, "DEFAULT_GLOB", "**/*"), getattr(mod, "INLINE_LABELS", False)
+    if not isinstance(glob, str) or not glob or glob.startswith("/") or ".." in Path(glob).parts:
+        raise IngestError(f"<format {fmt}>", "DEFAULT_GLOB", f"{glob!r} is not a relative glob")
+    if not isinstance(inline, bool):
+        raise IngestError(f"<format {fmt}>", "INLINE_LABELS", f"{inline!r} is not true or false")
+    return glob, inline
+
+
 def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     """Files (or trial folders) of the run, in a stable order."""
     mod = format_module(spec.format)
@@ -121,17 +135,66 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     return sorted(p for p in run_dir.glob(spec.glob) if p.is_file())
 
 
-def dangling_links(run_dir: Path, spec: RunSpec) -> list[Path]:
-    """Symlinks under the run folder, matching the run's glob (or its exact file), whose target is missing."""
-    out = set()
-    exact = run_dir / spec.glob
-    if exact.is_symlink() and not exact.exists():
-        out.add(exact)
+_KINDS = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+          (stat.S_ISSOCK, "socket"))
+
+
+def _unreadable(p: Path) -> str | None:
+    """Why ``p`` is not a file the batch reads (checked with lstat/stat only: a FIFO is never opened), or None."""
     try:
-        out |= {p for p in run_dir.glob(spec.glob) if p.is_symlink() and not p.exists()}
+        lst = os.lstat(p)
+    except OSError:
+        return None
+    mode = lst.st_mode
+    via = ""
+    if stat.S_ISLNK(mode):
+        try:
+            target = os.readlink(p)
+        except OSError:
+            target = "?"
+        try:
+            mode = os.stat(p).st_mode
+        except OSError as e:
+            return f"dangling symlink (to {target}; {e.strerror})"
+        via = f"symlink to {target}, "
+    for test, kind in _KINDS:
+        if test(mode):
+            return f"{via}a {kind}, not a regular file"
+    return None
+
+
+def unread_entries(run_dir: Path, spec: RunSpec) -> list[dict[str, str]]:
+    """A skip entry for every entry the run's glob (or its exact file) matches that is neither a folder nor a
+    regular file: dangling symlinks, FIFOs, devices, sockets, symlinks to those (``discover`` keeps files only)."""
+    cands: set[Path] = set()
+    exact = run_dir / spec.glob
+    if os.path.lexists(exact):
+        cands.add(exact)
+    try:
+        cands |= set(run_dir.glob(spec.glob))
     except (OSError, ValueError):
         pass
-    return sorted(out)
+    out = []
+    for p in sorted(cands):
+        why = _unreadable(p)
+        if why:
+            out.append({"file": str(p), "field": "<file>", "reason": f"{why}: not read"})
+    return out
+
+
+def one_file_per_run(paths: list[Path]) -> tuple[list[Path], list[dict[str, str]]]:
+    """A run stored twice, plain and gzipped (``x.traj`` and ``x.traj.gz``), is read once: the plain copy is
+    kept and the other named in the skips (its records would otherwise be a second run of the same task)."""
+    plain = {str(p) for p in paths if p.name and not p.name.endswith(".gz")}
+    keep, skipped = [], []
+    for p in paths:
+        twin = str(p)[:-3] if p.name.endswith(".gz") else ""
+        if twin and twin in plain:
+            skipped.append({"file": str(p), "field": "<file>",
+                            "reason": f"the same run as {twin} (a plain and a gzipped copy): read once, from the plain file"})
+        else:
+            keep.append(p)
+    return keep, skipped
 
 
 def parse_files(paths: Iterable[Path], spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]:
@@ -142,6 +205,8 @@ def parse_files(paths: Iterable[Path], spec: RunSpec, bench: str) -> Iterator[Tr
                 yield item
         except IngestError as e:
             yield e
+        except SettingError:  # a malformed setting (EARLYEVAL_MAX_INPUT_BYTES=abc) is the batch's error, not a file's
+            raise
         except Exception as e:  # a bug or an unforeseen layout: name the file, go on
             log.exception("unexpected error reading %s", p)
             yield IngestError(str(p), "<parse>", f"{type(e).__name__}: {e}")
@@ -155,9 +220,8 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
     if not run_dir.exists():
         rep.skipped.append({"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"})
         return [], rep
-    paths = discover(run_dir, spec)
-    for d in dangling_links(run_dir, spec):  # discover keeps files only: a broken link is a skip, named
-        rep.skipped.append({"file": str(d), "field": "<file>", "reason": f"dangling symlink (to {os.readlink(d)}): not read"})
+    paths, twins = one_file_per_run(discover(run_dir, spec))
+    rep.skipped += unread_entries(run_dir, spec) + twins  # discover keeps files only: what it leaves is named
     if max_files is not None and len(paths) > max_files:
         step = len(paths) / max_files
         paths = [paths[int(i * step)] for i in range(max_files)]

@@ -106,6 +106,11 @@ from earlyeval.ingest.chat import (
 )
 from earlyeval.ingest.common import first_day, run_trajectory
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/*"
+INLINE_LABELS = True
+
 FORMAT = "atif"
 MAX_MINOR = 8  # the installed atif package implements ATIF-v1.8
 TRAJECTORY_NAMES = ("trajectory.json", "trajectory.json.gz")

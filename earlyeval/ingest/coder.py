@@ -53,6 +53,11 @@ from earlyeval.ingest.swe_agent import (
     task_id_from_name,
 )
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/*.traj*"
+INLINE_LABELS = False
+
 FORMAT = "coder-traj"
 
 CODER_COMMANDS: frozenset[str] = ACI_COMMANDS | {

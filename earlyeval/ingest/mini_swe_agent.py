@@ -24,6 +24,11 @@ from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import dig, first_day, run_trajectory
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/*.traj.json*"
+INLINE_LABELS = False
+
 FORMAT = "mini-swe-agent-v1"
 
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)

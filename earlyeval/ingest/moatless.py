@@ -52,6 +52,11 @@ from earlyeval.core.jsonio import load_json, require, strip_gz
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import day_of, run_trajectory
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/trajs/*.json*"
+INLINE_LABELS = False
+
 FORMAT = "moatless-transitions"
 FORMATS = ("moatless-transitions", "moatless-steps")
 

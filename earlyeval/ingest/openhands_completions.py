@@ -49,6 +49,11 @@ from earlyeval.core.render import EDITOR_TOOLS, content_text, tool_call_text
 from earlyeval.core.trajectory import Action, Trajectory, make_step
 from earlyeval.ingest.common import day_of, run_trajectory
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/llm_completions/*/*.json*"
+INLINE_LABELS = False
+
 FORMAT = "openhands-completions"
 log = logging.getLogger(__name__)
 

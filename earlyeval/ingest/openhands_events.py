@@ -52,6 +52,11 @@ from earlyeval.core.trajectory import Action, Trajectory, make_step
 from earlyeval.ingest.common import first_day, run_trajectory
 from earlyeval.ingest.openhands_completions import render_tool_call
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/*.json*"
+INLINE_LABELS = False
+
 FORMAT = "openhands-events"
 
 _BOOKKEEPING = {"system", "recall", "change_agent_state", "condensation", "condensation_request"}

@@ -58,6 +58,11 @@ from earlyeval.core.render import content_text, tool_call_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import dig, run_trajectory
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/*.traj*"
+INLINE_LABELS = False
+
 FORMAT = "swe-agent-traj"
 
 # SWE-agent 0.x default interface (config/commands/*.sh) and its forced exits

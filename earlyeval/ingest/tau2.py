@@ -62,6 +62,11 @@ from earlyeval.ingest.chat import (
 )
 from earlyeval.ingest.common import day_of, file_key, run_trajectory
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/*.json*"
+INLINE_LABELS = True
+
 FORMAT = "tau2"
 
 

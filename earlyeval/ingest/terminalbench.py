@@ -52,6 +52,11 @@ from earlyeval.core.jsonio import load_json, read_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import run_trajectory
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/sessions/agent.log*"
+INLINE_LABELS = True
+
 FORMAT = "terminalbench-log"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>78]")

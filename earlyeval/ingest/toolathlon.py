@@ -42,6 +42,11 @@ from earlyeval.core.render import content_text, tool_call_text
 from earlyeval.ingest.chat import PendingTurn, chat_steps
 from earlyeval.ingest.common import run_trajectory
 
+# this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
+# files are, and whether they carry their own outcome (a reward, a pass flag)
+DEFAULT_GLOB = "**/*.json*"
+INLINE_LABELS = True
+
 FORMAT = "toolathlon"
 
 _RETURN_CODE = re.compile(r"===\s*EXECUTION INFO\s*===.*?Return code:\s*(-?\d+)", re.S)

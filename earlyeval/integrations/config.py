@@ -13,6 +13,10 @@ OpenHands callback's and the SWE-agent hook's ``from_config``) reads the same ke
                doomed runs stop), ``success`` or ``both`` (the benchmark runners' default); in a live
                loop a success halt waits for the agent's candidate patch and submits it
 ``strict``, ``explain``, ``budget``, ``halt_on_impossible``: passed to ``Monitor`` as they are
+``require_signature`` refuse a model directory not signed with ``$EARLYEVAL_MODEL_KEY`` (docs/monitor.md)
+
+Every value is checked against ``config.schema.ADAPTER`` (the one schema of catalogs, adapter blocks and
+manifests): a wrong type or range is a ``ConfigError`` naming the key, before any model is loaded.
 
 A model directory is loaded once per process (and per set of options); each run gets its own
 ``Monitor.spawn()`` on it, so a batch of concurrent runs shares one loaded model.
@@ -26,17 +30,19 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
+from earlyeval.config import schema
+from earlyeval.core.errors import EarlyEvalError
 from earlyeval.modeling.policy import check_halt_on, halts_on_success
 from earlyeval.monitor import Monitor
 
-MONITOR_KEYS = ("model", "thresholds", "tasks", "halt_on", "strict", "explain", "budget", "halt_on_impossible")
+MONITOR_KEYS = ("model", "thresholds", "tasks", "halt_on", "strict", "explain", "budget", "halt_on_impossible", "require_signature")
 LIVE_HALT_ON = "failure"  # what a live adapter halts on unless told otherwise: never throw away a run that may still succeed
 
 _CACHE: dict[tuple, Monitor] = {}
 _LOCK = threading.Lock()
 
 
-class ConfigError(ValueError):
+class ConfigError(EarlyEvalError, ValueError):
     """A bad ``earlyeval`` config block: names the key."""
 
 
@@ -50,6 +56,7 @@ def split_config(cfg: Mapping[str, Any] | None, adapter_keys: tuple[str, ...], w
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(MONITOR_KEYS + adapter_keys)}")
     mon = {k: cfg[k] for k in MONITOR_KEYS if k in cfg and cfg[k] is not None}
+    schema.check(schema.ADAPTER, mon, lambda key, why: ConfigError(f"{where}.{key}: {why}"))
     rest = {k: cfg[k] for k in adapter_keys if k in cfg}
     if "model" not in mon:
         raise ConfigError(f"{where}.model: missing (the model directory written by `earlyeval train`)")
@@ -90,7 +97,9 @@ def monitor_from_config(cfg: Mapping[str, Any], where: str = "earlyeval", defaul
         if not _accepts("thresholds"):
             raise ConfigError(f"{where}.thresholds: this earlyeval's Monitor.load takes no thresholds override; "
                               "remove the key (the model's own thresholds apply) or upgrade")
-    for k in ("tasks", "strict", "explain", "budget", "halt_on_impossible"):
+    schema.check(schema.ADAPTER, {k: v for k, v in cfg.items() if k in MONITOR_KEYS and v is not None},
+                 lambda key, why: ConfigError(f"{where}.{key}: {why}"))
+    for k in ("tasks", "strict", "explain", "budget", "halt_on_impossible", "require_signature"):
         if k in cfg and cfg[k] is not None:
             v = cfg.pop(k)
             kwargs[k] = str(Path(v).expanduser()) if k == "tasks" else v

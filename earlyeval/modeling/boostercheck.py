@@ -28,6 +28,7 @@ import subprocess
 import sys
 from typing import Any, Iterable
 
+from earlyeval.core.env import env_flag
 from earlyeval.modeling import lgbm_capi
 
 PROBE_TIMEOUT_S = 120.0
@@ -261,4 +262,4 @@ def safe_boosters(texts: list[str], n_features: list[int | None] | None = None, 
 
 def probe_enabled() -> bool:
     """The child-process probe runs unless ``EARLYEVAL_BOOSTER_PROBE=0`` (the structural check always runs)."""
-    return os.environ.get("EARLYEVAL_BOOSTER_PROBE", "1") != "0"
+    return env_flag("EARLYEVAL_BOOSTER_PROBE", True)

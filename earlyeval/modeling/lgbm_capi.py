@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from earlyeval.core.env import env_flag
+
 C_API_DTYPE_FLOAT32 = 0
 C_API_DTYPE_FLOAT64 = 1
 C_API_PREDICT_NORMAL = 0
@@ -64,10 +66,10 @@ def library_path() -> Path:
 def library() -> ctypes.CDLL:
     """lib_lightgbm, loaded once (the same handle the lightgbm package gets if it is imported too)."""
     global _lib
+    if not env_flag("EARLYEVAL_LGBM_CAPI", True):  # read at every call: a malformed value is refused by name
+        raise LibraryUnavailable("disabled by EARLYEVAL_LGBM_CAPI=0")
     with _lock:
         if _lib is None:
-            if os.environ.get("EARLYEVAL_LGBM_CAPI", "1") == "0":
-                raise LibraryUnavailable("disabled by EARLYEVAL_LGBM_CAPI=0")
             path = library_path()
             try:
                 lib = ctypes.cdll.LoadLibrary(str(path))

@@ -216,6 +216,9 @@ def wilson_lower(p: np.ndarray, n: int, confidence: float) -> np.ndarray:
 
     if n <= 0:
         return np.full_like(np.asarray(p, dtype=float), np.nan)
+    if isinstance(confidence, bool) or not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
+        # 1.0 is an infinite z, which makes every bound NaN (and a NaN bound must never pass a constraint)
+        raise ValueError(f"the Wilson bound's confidence must be in (0, 1), not {confidence!r}")
     z = float(norm.ppf(confidence))
     p = np.asarray(p, dtype=float)
     centre = p + z * z / (2 * n)

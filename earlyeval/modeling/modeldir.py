@@ -36,10 +36,14 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
+from earlyeval.config import schema
 from earlyeval.core import atomic
+from earlyeval.core.env import env_int
+from earlyeval.modeling import signature
 from earlyeval.modeling.boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
-from earlyeval.core.errors import ModelDirError, UnknownPluginError
-from earlyeval.features import FAMILIES, Featurizer
+from earlyeval.core.errors import ModelDirError, SettingError, UnknownPluginError
+from earlyeval.core.trajectory import Action, Task, make_step
+from earlyeval.features import FAMILIES, Featurizer, RunContext, bind_values
 from earlyeval.core.version import __version__  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
 from earlyeval.modeling.lgbm_capi import load_booster
 from earlyeval.modeling.outcome import OutcomePredictor
@@ -82,11 +86,13 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
-def save_model_dir(bundle: ModelBundle, path: str | Path) -> Path:
+def save_model_dir(bundle: ModelBundle, path: str | Path, *, key: bytes | str | None = None) -> Path:
     """Write the directory beside any old one and swap it in whole (``atomic.swap_dir``): a kill at any
     moment leaves ``path`` the previous complete model or the new one.  Nothing wall-clock is written:
-    two identical trainings give identical files and hashes."""
+    two identical trainings give identical files and hashes.  With a signing key (``key``, else
+    ``EARLYEVAL_MODEL_KEY`` / ``EARLYEVAL_MODEL_KEY_FILE``) ``signature.json`` is written too (``signature``)."""
     out = Path(path)
+    signing_key = signature.model_key(key)
     files: dict[str, bytes] = {}
     state = bundle.model.get_state()
     for name, text in state.pop("boosters").items():
@@ -116,12 +122,16 @@ def save_model_dir(bundle: ModelBundle, path: str | Path) -> Path:
     }
     manifest = json.loads(json.dumps(manifest))  # hash exactly what a reader will see (tuples -> lists, ...)
     manifest["manifest_hash"] = manifest_hash(manifest)
-    tmp = atomic.new_dir_beside(out)
+    with atomic.machine_faults(out):
+        tmp = atomic.new_dir_beside(out)
     try:
-        for n, b in files.items():
-            (tmp / n).write_bytes(b)
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
-        atomic.swap_dir(tmp, out)
+        with atomic.machine_faults(out):
+            for n, b in files.items():
+                (tmp / n).write_bytes(b)
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+            if signing_key is not None:
+                (tmp / signature.SIGNATURE).write_bytes(signature.sign(manifest["manifest_hash"], signing_key))
+            atomic.swap_dir(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -136,8 +146,11 @@ def manifest_hash(manifest: dict[str, Any]) -> str:
 
 # bounds on what loading reads: the manifest is a few KB, a booster or the budget JSON a few MB
 MAX_MANIFEST_BYTES = 8 << 20
-MAX_FILE_BYTES = int(os.environ.get("EARLYEVAL_MAX_MODEL_FILE_BYTES", 512 << 20))
-_HEX64 = frozenset("0123456789abcdef")
+MAX_FILE_BYTES = 512 << 20  # default of EARLYEVAL_MAX_MODEL_FILE_BYTES, read (and range-checked) at each load
+
+
+def max_file_bytes() -> int:
+    return env_int("EARLYEVAL_MAX_MODEL_FILE_BYTES", MAX_FILE_BYTES, lo=1, hi=1 << 50)
 
 
 class _Dir:
@@ -193,7 +206,9 @@ class _Dir:
 
 
 def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
-    """The manifest's schema, every field a reader relies on; a ModelDirError naming the field."""
+    """The manifest's schema (``config.schema.MANIFEST``), every field a reader relies on; a ModelDirError naming
+    the field.  The format and its version come first (another version may have another schema), then the
+    manifest's own hash (an edit is named as one), then every type and range."""
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise ModelDirError(mf, "format", f"expected '{FORMAT}'")
     if m.get("format_version") != FORMAT_VERSION:
@@ -204,35 +219,12 @@ def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
             raise ModelDirError(mf, key, "missing from manifest")
     if not isinstance(m["manifest_hash"], str) or m["manifest_hash"] != manifest_hash(m):
         raise ModelDirError(mf, "manifest_hash", "does not match the manifest's content: manifest edited")
-    files = m["files"]
-    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) == 64 and set(v) <= _HEX64
-                                              for k, v in files.items()):
-        raise ModelDirError(mf, "files", "expected an object of file name -> SHA-256 (64 hex digits)")
-    if not isinstance(m["content_hash"], str):
-        raise ModelDirError(mf, "content_hash", "expected a string")
-    if not isinstance(m["feature_names"], list) or not all(isinstance(n, str) for n in m["feature_names"]):
-        raise ModelDirError(mf, "feature_names", "expected a list of strings")
-    fams = m["families"]
-    if not isinstance(fams, list) or not all(
-            isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("n_features"), int)
-            and not isinstance(e.get("n_features"), bool) and isinstance(e.get("arrays", False), bool) for e in fams):
-        raise ModelDirError(mf, "families", "expected a list of {name: str, n_features: int, arrays: bool}")
-    _check_thresholds(m["thresholds"], mf, "thresholds")
-    if not isinstance(m.get("training", {}), dict):
-        raise ModelDirError(mf, "training", "expected an object")
-    return m
+    return schema.check(schema.MANIFEST, m, lambda key, why: ModelDirError(mf, key, why))
 
 
 def _check_thresholds(th: Any, f: str, field: str) -> None:
-    if not isinstance(th, dict):
-        raise ModelDirError(f, field, "expected an object with numeric 'success' and 'failure'")
-    for k in ("success", "failure"):
-        v = th.get(k)
-        if not (_is_num(v) and math.isfinite(float(v))):  # > 1 is allowed: "never halt on this outcome"
-            raise ModelDirError(f, f"{field}.{k}", f"{v!r} is not a finite number")
-    mh = th.get("min_halt_step", 1)
-    if not (isinstance(mh, int) and not isinstance(mh, bool) and 1 <= mh <= 1_000_000):
-        raise ModelDirError(f, f"{field}.min_halt_step", f"{mh!r} is not a step number >= 1")
+    """(0.5, 1] each (a p >= tau below 0.5 would halt on both sides), or above 1 for "never halt this way"."""
+    schema.check(schema.MODEL_THRESHOLDS, th, lambda key, why: ModelDirError(f, key, why), key=field)
 
 
 def read_manifest(path: str | Path, _d: "_Dir | None" = None) -> dict[str, Any]:
@@ -249,6 +241,7 @@ def read_manifest(path: str | Path, _d: "_Dir | None" = None) -> dict[str, Any]:
 
 def _verified_bytes(p: Path, manifest: dict[str, Any], d: "_Dir") -> dict[str, bytes]:
     files = manifest["files"]
+    limit = max_file_bytes()
     recomputed = _sha("".join(f"{n}:{h}\n" for n, h in sorted(files.items())).encode())
     if recomputed != manifest["content_hash"]:
         raise ModelDirError(str(p / MANIFEST), "content_hash", "does not match the file hashes listed: manifest edited")
@@ -258,7 +251,7 @@ def _verified_bytes(p: Path, manifest: dict[str, Any], d: "_Dir") -> dict[str, b
             raise ModelDirError(str(p / MANIFEST), f"files.{name}", "file names must be plain names inside the directory")
         if not (name.endswith((".json", ".txt", ".npz"))):
             raise ModelDirError(str(p / MANIFEST), f"files.{name}", "only .json, .txt and .npz files belong in a model directory")
-        b = d.read(name, MAX_FILE_BYTES)
+        b = d.read(name, limit)
         if _sha(b) != h:
             raise ModelDirError(str(p / name), name, "SHA-256 differs from the manifest: truncated or tampered")
         out[name] = b
@@ -313,6 +306,23 @@ def _booster_strings(obj: Any, out: list[str], depth: int = 0) -> list[str]:
     return out
 
 
+def _run_once(fz: Featurizer, p: Path) -> None:
+    """Each stored family follows one tiny run (start, one step, values): a state that loads but cannot run
+    (a corrupt public-history table) is refused here, named, not at a live run's start (where it would only
+    fail open)."""
+    task = Task(task_id="earlyeval-load-check", prompt="load check")
+    ctx = RunContext(task=task, agent="a", scaffold="s", model="m", task_id=task.task_id, prompt=task.prompt)
+    step = make_step(0, [Action("bash", "ls")], observation="ok")
+    for fam in fz.families:
+        try:
+            st = fam.start(ctx)
+            fam.update(st, step)
+            bind_values(fam.name, fam.names, fam.values(st))
+        except Exception as e:
+            raise ModelDirError(str(p / f"family_{fam.name}.json"), f"family_{fam.name}",
+                                f"the stored family cannot follow a run ({type(e).__name__}: {e})") from e
+
+
 def _lgb_name(n: str) -> str:
     """The feature name as LightGBM stores it (it replaces spaces and JSON special characters)."""
     import re
@@ -324,8 +334,13 @@ def _is_num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | None = None) -> ModelBundle:
+def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | None = None,
+                   require_signature: bool = False, key: bytes | str | None = None) -> ModelBundle:
     """Load and verify a model directory (see the module doc); every failure is a ``ModelDirError``.
+
+    ``require_signature``: also refuse a directory whose ``signature.json`` is missing or was not made with
+    ``key`` (else ``EARLYEVAL_MODEL_KEY`` / ``EARLYEVAL_MODEL_KEY_FILE``; ``signature``): an edit that
+    re-computed every hash is refused.  Off by default: the hashes alone are checked.
 
     Boosters (the outcome model's and the budget estimators') pass ``boostercheck`` first: the
     structural check always, the child-process LightGBM probe unless ``probe_boosters=False`` (or
@@ -333,13 +348,19 @@ def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | 
     read again (up to three times)."""
     p = Path(path)
     do_probe = probe_enabled() if probe_boosters is None else probe_boosters
+    signing_key = signature.model_key(key) if require_signature else None
+    if require_signature and signing_key is None:
+        raise SettingError("environment", "EARLYEVAL_MODEL_KEY",
+                           "require_signature needs the signing key (EARLYEVAL_MODEL_KEY, EARLYEVAL_MODEL_KEY_FILE or key=)")
     for attempt in range(3):
         d = _Dir(p)
         try:
-            return _load(p, d, n_jobs, do_probe)
+            return _load(p, d, n_jobs, do_probe, signing_key)
         except ModelDirError:
             if attempt < 2 and d.swapped():
                 continue
+            raise
+        except SettingError:  # a malformed environment variable: named as such, not as the directory's fault
             raise
         except Exception as e:  # a schema this loader did not foresee: still a refusal, never a raw traceback
             if attempt < 2 and d.swapped():
@@ -350,9 +371,17 @@ def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | 
     raise AssertionError("unreachable")
 
 
-def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool) -> ModelBundle:
+def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool, signing_key: bytes | None = None) -> ModelBundle:
     manifest = read_manifest(p, d)
     blobs = _verified_bytes(p, manifest, d)
+    if signing_key is not None:  # the hashes are verified: the signature of manifest_hash now vouches for every byte
+        try:
+            doc = d.read(signature.SIGNATURE, 1 << 16)
+        except ModelDirError as e:
+            if e.reason != "missing":
+                raise
+            doc = None
+        signature.verify(doc, manifest["manifest_hash"], signing_key, str(p))
     families = []
     for entry in manifest["families"]:
         name = entry.get("name")
@@ -385,6 +414,7 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool) -> ModelBundle:
                                 f"the manifest says {entry.get('n_features')}, the stored family makes {len(fam.names)}")
         families.append(fam)
     fz = Featurizer(families)
+    _run_once(fz, p)
     if fz.names != manifest["feature_names"]:
         raise ModelDirError(str(p / MANIFEST), "feature_names", "do not match the feature families stored in the directory")
     state = _json(blobs["model.json"], str(p / "model.json")) if "model.json" in blobs else None

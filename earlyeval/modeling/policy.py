@@ -31,7 +31,7 @@ A side that is off gets the threshold ``NEVER``, which no probability reaches; e
 
 from __future__ import annotations
 
-from typing import Literal, Sequence, Union, get_args
+from typing import Callable, Literal, Sequence, Union, get_args
 
 import numpy as np
 
@@ -167,3 +167,19 @@ def first_halt_below(p: Runs, taus, min_t: int = 1, T: np.ndarray | None = None)
     taus = np.atleast_1d(np.asarray(taus, dtype=np.float64))
     t, _ = first_halt_grid(np.full_like(q, np.nan), -q, [np.inf], -np.nextafter(taus, -np.inf), min_t)
     return t[:, 0, :]
+
+
+def side_reason(name: str, p: float, tau: float, halt_on: str) -> str:
+    """One side of a reason: "p_success=0.912 >= 0.9", or "(success halts off)" when ``halt_on`` turns it off."""
+    if halt_on not in (name, "both"):
+        return f"p_{name}={p:.3f} ({name} halts off: halt_on={halt_on})"
+    return f"p_{name}={p:.3f} {'>=' if p >= tau else '<'} {tau:g}"
+
+
+def candidate_missing(candidate: Callable[[], str | None]) -> str:
+    """Why a due success halt waits ("" when the loop has a non-empty candidate patch); never raises."""
+    try:
+        c = candidate()
+    except Exception as e:  # fail open: no readable patch, no success halt
+        return f"the candidate patch could not be read ({type(e).__name__}: {e})"
+    return "" if isinstance(c, str) and c.strip() else "no candidate patch yet (a success halt waits for one)"

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import expit, logit
 
 from earlyeval.core.errors import EarlyEvalError
-from earlyeval.modeling.metrics import NEVER, RunSet, grid_metrics, wilson_lower
+from earlyeval.modeling.metrics import NEVER, RunSet, apply_policy, grid_metrics, wilson_lower
 
 EPS = 1e-6
 
@@ -140,6 +140,7 @@ def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str =
     (a warm start may make given thresholds more cautious, never bolder).
     """
     taus = np.asarray(cfg.taus, dtype=np.float64)
+    _check_rule(cfg)
     if not any(len(rs) for rs in sets.values()):
         return {"success": NEVER, "failure": NEVER, "method": method + " (no agent to select on: never halt)",
                 "selected_on": sorted(sets), "target_accuracy": cfg.target_accuracy,
@@ -160,10 +161,15 @@ def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str =
 
         if cfg.constraint == "accuracy":
             crit = bound(g.outcome_accuracy, len(rs))
+            _refuse_nan(crit, a, "the outcome accuracy bound", cfg)
         elif cfg.constraint == "recall":
             sr, fr = bound(g.success_recall, g.n_pos), bound(g.failure_recall, g.n_neg)
-            # an agent with one outcome only puts no constraint on the other side
-            crit = np.minimum(np.nan_to_num(sr, nan=1.0), np.nan_to_num(fr, nan=1.0))
+            # an agent with one outcome only puts no constraint on the other side (its recall is 0/0); any
+            # other NaN is a bound that could not be computed, and it never passes (_refuse_nan)
+            for side, v, n in (("success", sr, g.n_pos), ("failure", fr, g.n_neg)):
+                if n > 0:
+                    _refuse_nan(v, a, f"the {side} recall bound", cfg)
+            crit = np.minimum(sr if g.n_pos > 0 else 1.0, fr if g.n_neg > 0 else 1.0)
         else:
             raise ValueError(f"constraint must be 'accuracy' or 'recall', not {cfg.constraint!r}")
         feasible &= crit >= cfg.target_accuracy - 1e-12
@@ -171,6 +177,9 @@ def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str =
         saved_abs += g.steps_saved * rs.T.sum()
         total_T += rs.T.sum()
     saved = saved_abs / max(total_T, 1.0)
+    # a threshold must be in (0.5, 1] (or NEVER), as a model directory is checked on load: at 0.5 a probability
+    # of exactly one half would halt on both sides
+    feasible &= (taus[:, None] > 0.5) & (taus[None, :] > 0.5)
     if floor is not None:
         feasible &= (taus[:, None] >= floor[0] - 1e-12) & (taus[None, :] >= floor[1] - 1e-12)
         feasible[-1, -1] = True  # never halting stays possible (NEVER is the grid's last value)
@@ -191,6 +200,27 @@ def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str =
         "confidence": cfg.confidence,
         **({"floor": {"success": float(floor[0]), "failure": float(floor[1])}} if floor is not None else {}),
     }
+
+
+def _check_rule(cfg: ThresholdRule) -> None:
+    """The rule's settings, in range before anything is selected with them (a confidence of 1.0 is an infinite
+    z and a NaN bound; a target outside (0.5, 1] certifies nothing)."""
+    c = cfg.confidence
+    if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.0 < c < 1.0):
+        raise ThresholdError(f"threshold selection: confidence={c!r} must be in (0, 1) (or None for the point estimate); "
+                             "at 1.0 the Wilson bound is NaN and no threshold can be certified")
+    t = cfg.target_accuracy
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.5 < t <= 1.0:
+        raise ThresholdError(f"threshold selection: target_accuracy={t!r} must be in (0.5, 1]")
+
+
+def _refuse_nan(v: np.ndarray, agent: str, what: str, cfg: ThresholdRule) -> None:
+    """A bound or metric that came out NaN never selects a threshold: the selection refuses, saying where."""
+    bad = ~np.isfinite(np.asarray(v, dtype=float))
+    if bad.any():
+        raise ThresholdError(f"threshold selection refused: {what} of agent {agent!r} is NaN at {int(bad.sum())} of "
+                             f"{bad.size} threshold pairs (confidence={cfg.confidence!r}, constraint={cfg.constraint!r}); "
+                             "a NaN never certifies a threshold")
 
 
 @dataclass
@@ -249,3 +279,34 @@ def fit_warm_start(warm: RunSet, cfg: ThresholdRule, base: tuple[float, float] |
     return cal, th
 
 
+
+
+# ------------------------------------------------------------ the trained model's own runs
+
+# A shipped model may halt at most this share of its own training runs at step 1 (from the task alone, before
+# the agent has done anything).  The real SWE-bench model halts 498 of its 2,007 training runs (24.8 %) there,
+# in-sample (`earlyeval train --bench swebench`; 52 % of one agent's runs, which is why the share is pooled).
+# Thresholds that halt every run at once (confidence = 1.0 made the Wilson bound NaN, read as 1.0: 0.5 / 0.5,
+# 275 of 275 runs of one agent halted at step 1) are caught with a wide margin, while a rich task prior may
+# still skip a quarter of the tasks.
+MAX_STEP1_HALT_SHARE = 0.5
+
+
+def step1_halts(rs: RunSet, th: Mapping[str, Any], max_share: float = MAX_STEP1_HALT_SHARE) -> dict[str, Any]:
+    """How many of these (training) runs the thresholds halt at step 1, pooled and per agent; a
+    ``ThresholdError`` with the numbers when the pooled share is above ``max_share``."""
+    t_halt, _ = apply_policy(rs, float(th["success"]), float(th["failure"]), int(th.get("min_halt_step", 1)))
+    at1 = t_halt == 1
+    agents = np.asarray(rs.agents)
+    per = {a: [int(at1[agents == a].sum()), int((agents == a).sum())] for a in sorted(set(rs.agents))}
+    n, N = int(at1.sum()), len(rs)
+    out = {"halted_at_step_1": n, "runs": N, "share": n / N if N else 0.0, "max_share": max_share,
+           "per_agent": {a: {"halted_at_step_1": k, "runs": m} for a, (k, m) in per.items()}}
+    if N and n / N > max_share:
+        worst = max(per.items(), key=lambda kv: kv[1][0] / max(kv[1][1], 1))
+        raise ThresholdError(
+            f"refused: thresholds success={float(th['success']):g}, failure={float(th['failure']):g} halt {n} of {N} "
+            f"training runs ({100 * n / N:.1f} %) at step 1, more than the {100 * max_share:.0f} % a model may "
+            f"(worst agent {worst[0]}: {worst[1][0]} of {worst[1][1]}); the selection's settings "
+            f"(confidence, target_accuracy) or its data are wrong, nothing was written")
+    return out

@@ -7,6 +7,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from earlyeval.core.atomic import savefig
+
 
 def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
@@ -64,6 +66,6 @@ def plot_pair(block: Mapping[str, Any], path: Path) -> Path:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    savefig(fig, path, dpi=120)
     plt.close(fig)
     return path

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from earlyeval.core.atomic import savefig
 from earlyeval.core.atomic import write_text as atomic_write_text
 from earlyeval.core.trajectory import Action, Step, Task, Trajectory, make_step
 from earlyeval.config.workspace import models_dir, reports_dir
@@ -331,6 +332,6 @@ def _plot(rows: list[tuple], path: Path, bench: str) -> Path:
     ax.set_title(f"{bench}: Monitor.observe latency on one core (beyond step ~100: synthetic run of real steps)")
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    savefig(fig, path, dpi=120)
     plt.close(fig)
     return path

@@ -40,6 +40,7 @@ from typing import Any, Iterable
 
 import atif
 
+from earlyeval.core import atomic
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.ingest import atif as atif_ingest
 from earlyeval.core.render import SHELL_TOOLS, tool_call_text
@@ -205,10 +206,10 @@ def write_atif(traj: Trajectory, out_dir: str | Path) -> Path:
     """Write one run as a Harbor trial folder; returns the folder."""
     name = trial_name(traj)
     trial = Path(out_dir) / name
-    (trial / "agent").mkdir(parents=True, exist_ok=True)
     doc = to_atif(traj)
-    (trial / "agent" / "trajectory.json").write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
-    (trial / "result.json").write_text(json.dumps(result_json(traj, name), ensure_ascii=False, indent=2), encoding="utf-8")
+    # atomic per file, and a full disk is a WriteError naming the file (core.atomic)
+    atomic.write_text(trial / "agent" / "trajectory.json", json.dumps(doc, ensure_ascii=False, indent=2))
+    atomic.write_text(trial / "result.json", json.dumps(result_json(traj, name), ensure_ascii=False, indent=2))
     return trial
 
 

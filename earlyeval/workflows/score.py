@@ -33,29 +33,33 @@ saved (``prices.run_cost``; unknown stays None); ``per_run.csv`` has one row per
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from earlyeval.core.atomic import write_json
+from earlyeval.core.atomic import folder_lock, json_bytes, write_files
+from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.catalog import data_root as _data_root
+from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.workflows.score_checks import (bench_check, catalog_hint, check_destination, date_runs, detect_format,
                                               label_spec, output_dir)
 from earlyeval.config.workspace import workspace_root
-from earlyeval.core.errors import CatalogError, NothingScoredError
+from earlyeval.core.errors import CatalogError, NothingScoredError, WriteError
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live_input import task_table
 from earlyeval.replay import _scorable, replay, run_context, runset_of
 from earlyeval.modeling.overlap import training_overlap
-from earlyeval.workflows.score_csv import write_csv
+from earlyeval.workflows.score_csv import csv_text
 from earlyeval.config.prices import PriceError, run_cost
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.modeling.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
-from earlyeval.ingest import FORMATS, discover, format_module, ingest_run
+from earlyeval.ingest import FORMATS, discover, format_facts, format_module, ingest_run
 from earlyeval.modeling.metrics import apply_policy, outcome_metrics
 from earlyeval.modeling.thresholds import WarmStartRule
 from earlyeval.modeling.thresholds import source_of
@@ -64,25 +68,6 @@ from earlyeval.tables.store import bench_dir, read_tasks
 from earlyeval.workflows.sweep import frontier
 
 log = logging.getLogger(__name__)
-
-# formats whose files carry their own outcome (reward, pass flag)
-INLINE_LABELS = ("tau2", "toolathlon", "atif", "terminalbench-log")
-
-# where a format's run files are inside a run folder, when no catalog entry says so
-DEFAULT_GLOB: dict[str, str] = {
-    "mini-swe-agent-v1": "**/*.traj.json*",
-    "swe-agent-traj": "**/*.traj*",
-    "coder-traj": "**/*.traj*",
-    "moatless-transitions": "**/trajs/*.json*",
-    "moatless-steps": "**/trajs/*.json*",
-    "openhands-completions": "**/llm_completions/*/*.json*",
-    "openhands-events": "**/*.json*",
-    "tau2": "**/*.json*",
-    "toolathlon": "**/*.json*",
-    "atif": "**/*",
-    "terminalbench-log": "**/sessions/agent.log*",
-}
-
 
 # ------------------------------------------------------------------ runs
 
@@ -95,10 +80,9 @@ def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str |
     lspec = label_spec(labels) if labels else None  # an unknown label format: a ValueError, before any read
     specs = _catalog_specs(p, fmt, root)
     if not specs:
-        mod = format_module(fmt)  # a format module may declare its own DEFAULT_GLOB / INLINE_LABELS
-        folder, glob = (p.parent, p.name) if p.is_file() else (p, DEFAULT_GLOB.get(fmt) or getattr(mod, "DEFAULT_GLOB", "**/*"))
+        default_glob, inline = format_facts(fmt)  # what the format declares about its files (ingest.format_facts)
+        folder, glob = (p.parent, p.name) if p.is_file() else (p, default_glob)
         name = agent or (p.name.split(".")[0] if p.is_file() else p.name)
-        inline = fmt in INLINE_LABELS or bool(getattr(mod, "INLINE_LABELS", False))
         specs = [RunSpec(name=name, folder=str(folder), agent=name, scaffold=name, model="", format=fmt, glob=glob,
                          labels=[LabelSpec("inline", "")] if inline else [])]
     out = []
@@ -119,7 +103,8 @@ def _catalog_specs(p: Path, fmt: str, root: Path | None = None) -> list[RunSpec]
     for toml in sorted(available_benches().values()):
         try:
             cat = load_catalog(toml)
-        except CatalogError:
+        except CatalogError as e:  # a bad catalog never stops scoring runs it does not describe: said, skipped
+            log.warning("earlyeval score: catalog skipped (it cannot describe these runs): %s", e)
             continue
         for s in cat.runs:
             if s.format != fmt and fmt != "auto":
@@ -293,7 +278,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
                progress: bool = True, monitor: Any = None, as_of: str | None = None, same_agent: str | None = None,
                warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
                csv: str | Path | bool | None = None, data_root: str | Path | None = None, force: bool = False,
-               cross_bench: bool = False, halt_on: str = "both") -> dict[str, Path]:
+               cross_bench: bool = False, halt_on: str = "both", require_signature: bool = False) -> dict[str, Path]:
     """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
 
     ``fmt`` "auto": the format read from the files (``score_checks.detect_format``).  ``as_of``: None (or
@@ -309,6 +294,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     selection grid).  ``csv``: the per-run CSV's path (default ``per_run.csv`` beside score.json; False: none).
     ``halt_on``: which predicted outcomes halt ("both", the default of a benchmark pass; "failure": what a live
     adapter saves; "success"), as ``Monitor(halt_on=...)``; recorded in score.json.
+    ``require_signature``: refuse a model dir not signed with the user's key (``Monitor.load``).
 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
     from tqdm.auto import tqdm
@@ -316,8 +302,10 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
 
     if fmt != "auto":
         format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
-    if not Path(runs_path).exists():
-        raise FileNotFoundError(f"--runs {runs_path}: no such file or folder")
+    check_runs_path(Path(runs_path))
+    as_of = check_as_of(as_of)
+    if isinstance(warm_start, bool) or not isinstance(warm_start, int) or warm_start < 0:
+        raise ValueError(f"--warm-start {warm_start!r}: a number of runs >= 0")
     if monitor is not None and thresholds is not None:
         raise ValueError("give thresholds to Monitor.load, or here, not both")
     root = _data_root(data_root)
@@ -325,7 +313,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         raise FileNotFoundError(f"--data-root {data_root}: no such folder")
     detected = fmt == "auto"
     if detected:
-        fmt = detect_format(Path(runs_path), _catalog_specs(Path(runs_path).resolve(), "auto", root), DEFAULT_GLOB,
+        fmt = detect_format(Path(runs_path), _catalog_specs(Path(runs_path).resolve(), "auto", root),
                             progress=progress)
         log.info("--format auto: %s", fmt)
     dest = output_dir(Path(runs_path), Path(out) if out else None, workspace_root() / "reports" / "score")
@@ -337,7 +325,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     trajs, skipped, reports = read_runs(specs, progress=progress)
     if not trajs:  # before the model is loaded: a wrong --format fails fast
         raise _nothing_read(Path(runs_path), fmt, specs, reports, skipped)
-    mon = monitor or Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on)
+    mon = monitor or Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on, require_signature=require_signature)
     bundle = mon.bundle
     overlap = training_overlap(bundle, trajs, fmt)
     if overlap["warning"]:
@@ -412,6 +400,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
         t_halt, pred = apply_policy(rs, ts, tf, mon.min_halt_step)
         lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]
+        # a run whose context lets no halt ("partial", "none": missing information never halts) must not halt at all
+        t_halt = np.asarray([int(th) if r.get("context", "full") in HALTING_CONTEXTS else 0 for r, th in zip(lab, t_halt)])
         mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred) if not r.get("warm") and
                 ((r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure")))]
         report["policy_consistent"] = not mism
@@ -432,14 +422,45 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         log.warning("what-if: no labelled runs with probabilities at every prefix; no frontier")
     report["per_run"] = [{**r, "p_success": _nan_none(r["p_success"]), "p_failure": _nan_none(r["p_failure"])} for r in records]
 
-    dest.mkdir(parents=True, exist_ok=True)
-    path = dest / "score.json"
-    paths = {"score": path}
+    return write_outputs(dest, report, records, csv)
+
+
+def write_outputs(dest: Path, report: dict[str, Any], records: list[dict[str, Any]],
+                  csv: str | Path | bool | None = None) -> dict[str, Path]:
+    """score.json and per_run.csv of one run, written as a set: under the folder's lock (``atomic.folder_lock``:
+    one writer at a time) both are staged and fsynced before either replaces its old copy, so two concurrent
+    scores on one ``--out`` never leave a mixed pair, and a full disk replaces nothing (``WriteError``)."""
+    if dest.exists() and not dest.is_dir():
+        raise WriteError(str(dest / "score.json"), f"--out {dest} is an existing file, not a folder", errno.ENOTDIR)
+    paths = {"score": dest / "score.json"}
     if csv is not False:
-        paths["csv"] = write_csv(records, Path(csv) if csv not in (None, True) else dest / "per_run.csv")
+        paths["csv"] = Path(csv) if csv not in (None, True) else dest / "per_run.csv"
         report["per_run_csv"] = str(paths["csv"])
-    write_json(report, path)
+    files = {paths["score"]: json_bytes(report)}
+    if "csv" in paths:
+        files[paths["csv"]] = csv_text(records).encode("utf-8")
+    with folder_lock(dest):
+        write_files(files)
     return paths
+
+
+def check_runs_path(p: Path) -> None:
+    """--runs must be a folder or a regular file (a FIFO or a device would block or never end)."""
+    if not os.path.lexists(p) or not p.exists():
+        raise FileNotFoundError(f"--runs {p}: no such file or folder")
+    if not (p.is_dir() or p.is_file()):
+        raise ValueError(f"--runs {p}: not a folder or a regular file (a FIFO, a device or a socket is never read)")
+
+
+def check_as_of(as_of: str | None) -> str | None:
+    """``as_of`` as ``score_checks.date_runs`` takes it: None or "run" (each run's own date), "" or "all" (every
+    submission) or a real YYYY-MM-DD date.  Anything else is refused here, before a run is read."""
+    if as_of is None or as_of in ("", "run", "all"):
+        return as_of
+    try:
+        return parse_date(as_of, "as_of")
+    except Invalid as e:
+        raise ValueError(f"--as-of: {e.reason}; expected YYYY-MM-DD, 'run' or 'all'") from None
 
 
 def _nan_none(xs: list[float]) -> list[float | None]:

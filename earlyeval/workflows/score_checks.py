@@ -14,6 +14,7 @@ Each check is one function, called by ``score.score_runs`` before anything is wr
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from pathlib import Path
@@ -22,9 +23,9 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
-from earlyeval.core.errors import CatalogError, IngestError, ScoreRefusedError
+from earlyeval.core.errors import CatalogError, IngestError, ScoreRefusedError, WriteError
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.ingest import FORMATS, discover, format_module, parse_files
+from earlyeval.ingest import FORMATS, discover, format_facts, format_module, parse_files
 from earlyeval.ingest.labels import READERS as LABEL_READERS
 
 log = logging.getLogger("earlyeval.workflows.score")
@@ -54,9 +55,9 @@ def _generic_spec(folder: Path, fmt: str, glob: str) -> RunSpec:
                    format=fmt, glob=glob, labels=[])
 
 
-def _sample(fmt: str, p: Path, default_glob: dict[str, str], sample: int) -> tuple[RunSpec, list[Path]]:
+def _sample(fmt: str, p: Path, sample: int) -> tuple[RunSpec, list[Path]]:
     """The format's generic spec for ``p`` and up to ``sample`` of the files it would read, spread over the folder."""
-    folder, glob = (p.parent, p.name) if p.is_file() else (p, default_glob.get(fmt, "**/*"))
+    folder, glob = (p.parent, p.name) if p.is_file() else (p, format_facts(fmt)[0])
     spec = _generic_spec(folder, fmt, glob)
     try:
         files = discover(folder, spec)
@@ -98,8 +99,7 @@ def _claims(fmt: str, picked: list[Path]) -> bool:
     return 2 * yes > len(picked)
 
 
-def detect_format(runs_path: Path, catalog_specs: list[RunSpec], default_glob: dict[str, str], sample: int = 5,
-                  progress: bool = False) -> str:
+def detect_format(runs_path: Path, catalog_specs: list[RunSpec], sample: int = 5, progress: bool = False) -> str:
     """The one native format the files are in: a catalog entry's when the folder is a catalog run, else the
     one registered format that reads a sample of the files (at least as many as it refuses; failing that, the
     one format that reads any: a folder of runs that mostly never started), else among several the one whose
@@ -117,7 +117,7 @@ def detect_format(runs_path: Path, catalog_specs: list[RunSpec], default_glob: d
             format_module(fmt)
         except IngestError:  # a broken optional plugin: not a candidate
             continue
-        spec, picked = _sample(fmt, p, default_glob, sample)
+        spec, picked = _sample(fmt, p, sample)
         ok, bad = _reads(spec, picked) if picked else ([], 0)
         if ok and len(ok) >= bad:
             reads[fmt] = ok
@@ -154,6 +154,8 @@ def check_destination(dest: Path, runs_path: Path, fmt: str, force: bool) -> Non
     ``runs_path`` or format), or that is not a scoring at all, unless ``force``; re-scoring the same runs
     replaces it."""
     prev_path = Path(dest) / "score.json"
+    if prev_path.is_dir():  # not even --force removes a folder
+        raise WriteError(str(prev_path), "a folder is in the way", errno.EISDIR)
     if force or not prev_path.exists():
         return
     try:

@@ -35,7 +35,8 @@ def per_run_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_csv(records: list[dict[str, Any]], path: Path) -> Path:
+def csv_text(records: list[dict[str, Any]]) -> str:
+    """The CSV's text (``score.write_outputs`` writes it together with score.json)."""
     import csv
     import io
 
@@ -43,6 +44,9 @@ def write_csv(records: list[dict[str, Any]], path: Path) -> Path:
     w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
     w.writeheader()
     w.writerows(per_run_rows(records))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def write_csv(records: list[dict[str, Any]], path: Path) -> Path:
+    atomic_write_text(path, csv_text(records))
     return path

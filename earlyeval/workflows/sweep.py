@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from earlyeval.core.atomic import savefig
 from earlyeval.core.atomic import atomic_path
 from earlyeval.evaluation.adapt import warm_split
 from earlyeval.modeling.thresholds import fit_recalibration, recalibrated
@@ -162,7 +163,7 @@ def plot_frontiers(df: pd.DataFrame, loao: dict[str, Any] | None, path: Path) ->
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    savefig(fig, path, dpi=120)
     plt.close(fig)
     return path
 

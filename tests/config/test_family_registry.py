@@ -147,14 +147,26 @@ def test_builtins_are_declared_as_entry_points_too():
         assert load_object(path) is family_class(name)
 
 
-def test_formats_by_name_and_dotted_path(tmp_path):
+def test_formats_by_name_and_dotted_path(tmp_path, monkeypatch):
     with pytest.raises(IngestError) as e:
         format_module("openhands-event")
     assert e.value.field == "format" and "openhands-events" in e.value.reason
     assert format_module("tau2").__name__ == "earlyeval.ingest.tau2"
+    # a dotted path that no registration names is refused before anything is imported or called
+    (tmp_path / "fz_marker_mod.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'w').write('x')\nclass F:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for path in ("fz_marker_mod:F", "subprocess:Popen", "os:system"):
+        with pytest.raises(IngestError, match="registered format"):
+            format_module(path)
+    assert not (tmp_path / "imported").exists()
+    # registered (here in-process; an installed plug-in declares an entry point), its dotted path names it
     (tmp_path / "t1.txt").write_text("edit\tsed -i s/a/b/ x.py\nsubmit\tsubmit\n")
-    spec = RunSpec(name="r", folder=str(tmp_path), agent="a", scaffold="s", model="m", format="_custom_family:LineFormat")
-    [traj] = list(parse_files([tmp_path / "t1.txt"], spec, "synth"))
-    assert [s.action for s in traj.steps] == ["sed -i s/a/b/ x.py", "submit"] and traj.task_id == "t1"
-    assert "_custom_family:LineFormat" in FORMATS.known()
-    FORMATS.unregister("_custom_family:LineFormat")
+    FORMATS.register("line-format", _custom_family.LineFormat)
+    try:
+        for name in ("line-format", "_custom_family:LineFormat"):
+            spec = RunSpec(name="r", folder=str(tmp_path), agent="a", scaffold="s", model="m", format=name)
+            [traj] = list(parse_files([tmp_path / "t1.txt"], spec, "synth"))
+            assert [s.action for s in traj.steps] == ["sed -i s/a/b/ x.py", "submit"] and traj.task_id == "t1"
+        assert "line-format" in FORMATS.known()
+    finally:
+        FORMATS.unregister("line-format")

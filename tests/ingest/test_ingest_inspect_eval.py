@@ -131,7 +131,6 @@ def test_earlyeval_score_on_a_folder_of_eval_logs(logs, tmp_path):
 
 def test_format_auto_reads_a_folder_of_eval_logs_as_inspect_eval(logs):
     """`score --format auto` on inspect_ai's own logs (no static fixture: the logs are written here)."""
-    from earlyeval.workflows.score import DEFAULT_GLOB
     from earlyeval.workflows.score_checks import detect_format
 
-    assert detect_format(logs["dir"], [], DEFAULT_GLOB) == "inspect-eval"
+    assert detect_format(logs["dir"], []) == "inspect-eval"

@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from _monitor_helpers import make_runs, make_tasks, train_bundle
+from _monitor_helpers import ALWAYS_FAIL, constant_model
 from earlyeval.app.cli import app
 from earlyeval.config.catalog import RunSpec
 from earlyeval.ingest import ingest_run, openhands_conversation as oc
-from earlyeval.modeling.modeldir import save_model_dir
 
 FIX = _paths.FIXTURES / "openhands-conversation"
 TASK = "django__django-11099"
@@ -118,9 +117,7 @@ def test_earlyeval_score_on_a_folder_of_conversations(tmp_path):
     root, conv = _copy(tmp_path, "convs")
     shutil.copytree(conv.parent, root / "django__django-11133")
     (root / "final_report.json").write_text(json.dumps({"resolved": [TASK]}))
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",),
-                                thresholds={"success": 2.0, "failure": 0.0, "min_halt_step": 2})
-    model = save_model_dir(bundle, tmp_path / "model")
+    model = constant_model(tmp_path / "model", 0.2, ALWAYS_FAIL)  # halts every run at step 2 predicting failure
     out = tmp_path / "out"
     r = CliRunner().invoke(app, ["score", "--model", str(model), "--runs", str(root), "--format", "openhands-conversation",
                                  "--labels", "resolved-list:final_report.json", "--out", str(out), "--json"])

@@ -58,3 +58,14 @@ def test_thresholds_override(model_dir, tmp_path):
                 monitor_from_config({"model": str(model_dir), "thresholds": given})
     with pytest.raises(ConfigError, match=r"thresholds: unknown key\(s\) \['sucess'\]"):
         monitor_from_config({"model": str(model_dir), "thresholds": {"sucess": 0.9}})
+
+
+def test_config_schema_halt_on_is_the_policy_halt_on():
+    """The adapter block's schema (config layer, below modeling) spells HALT_ON out: the two stay equal, and a
+    bad value is a ConfigError naming the key."""
+    from earlyeval.config import schema
+    from earlyeval.modeling.policy import HALT_ON
+
+    assert tuple(schema.ADAPTER.fields["halt_on"].choices) == tuple(HALT_ON)
+    with pytest.raises(ConfigError, match="halt_on"):
+        split_config({"model": "m", "halt_on": "sometimes"}, (), "earlyeval")

@@ -31,7 +31,7 @@ from inspect_ai.solver import SolverSpec, use_tools  # noqa: E402
 from inspect_ai.tool import tool  # noqa: E402
 
 from _inspect_helpers import dist_info  # noqa: E402
-from _monitor_helpers import make_runs, make_tasks, train_bundle  # noqa: E402
+from _monitor_helpers import ALWAYS_FAIL, NEVER_HALT, constant_model, make_runs, make_tasks, train_bundle  # noqa: E402
 from earlyeval.modeling.modeldir import save_model_dir  # noqa: E402
 
 # in process, register the solver by importing the extension module (this test venv's earlyeval
@@ -45,8 +45,7 @@ NAME = registry_info(_early_stop).name
 
 REPO = _paths.REPO
 M = "mockllm/model"
-ALWAYS_FAIL = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
-NEVER = {"success": 2.0, "failure": 2.0, "min_halt_step": 1}
+NEVER = NEVER_HALT
 
 
 @pytest.fixture(autouse=True)
@@ -61,9 +60,7 @@ def _offline_token_count(monkeypatch):
 
 
 def _model(path: Path, th: dict) -> Path:
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
-    save_model_dir(bundle, path)
-    return path
+    return constant_model(path, 0.2, th)  # P(success) 0.2 at every step: ALWAYS_FAIL halts at step 2, NEVER never
 
 
 @tool

@@ -22,22 +22,18 @@ import pytest
 pytest.importorskip("minisweagent")
 yaml = pytest.importorskip("yaml")
 
-from _monitor_helpers import make_runs, make_tasks, train_bundle  # noqa: E402
-from earlyeval.modeling.modeldir import save_model_dir  # noqa: E402
+from _monitor_helpers import ALWAYS_FAIL, ALWAYS_SUCCEED, NEVER_HALT, constant_model  # noqa: E402
 from synth import gold_patch  # noqa: E402
 
 REPO = _paths.REPO
 ENV = {**os.environ, "MSWEA_SILENT_STARTUP": "1", "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors",
        "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'tests'}"}
-ALWAYS_FAIL = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
-ALWAYS_SUCCEED = {"success": 0.0, "failure": 2.0, "min_halt_step": 2}
-NEVER = {"success": 2.0, "failure": 2.0, "min_halt_step": 1}
+NEVER = NEVER_HALT
 
 
 def _model(path: Path, th: dict, families=("behaviour",)) -> Path:
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=families, thresholds=dict(th))
-    save_model_dir(bundle, path)
-    return path
+    """A constant-probability model: P(success) 0.8 for ALWAYS_SUCCEED, else 0.2 (halts by construction)."""
+    return constant_model(path, 0.8 if th == ALWAYS_SUCCEED else 0.2, th, families)
 
 
 def _out(thought: str, cmd: str) -> dict:

@@ -188,14 +188,11 @@ def test_real_conversation_end_as_pause_is_resumable_paused(tmp_path):
 
 
 def test_real_conversation_from_config_with_a_trained_model(tmp_path):
-    """No monitor object: ``EarlyStopCallback.from_config`` loads a model dir (trained here, threshold 0 on
-    failure = halt at the first eligible step) and the run ends STUCK with the model's own probabilities."""
-    from _monitor_helpers import make_runs, make_tasks, train_bundle
-    from earlyeval.modeling.modeldir import save_model_dir
+    """No monitor object: ``EarlyStopCallback.from_config`` loads a model dir (a constant P(failure) of
+    0.8 over a failure threshold of 0.6 = halt at the first eligible step) and the run ends STUCK with the model's own probabilities."""
+    from _monitor_helpers import ALWAYS_FAIL, constant_model
 
-    th = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
-    save_model_dir(bundle, tmp_path / "m")
+    constant_model(tmp_path / "m", 0.2, ALWAYS_FAIL)  # P(failure) 0.8 >= 0.6 at every step: halts at step 2
     (tmp_path / "repro.py").write_text("import sys\nsys.exit(1)\n")
     halt = EarlyStopCallback.from_config({"model": str(tmp_path / "m"), "task": "demo__demo-1"})
     sdk, llm, conv, halt = _conversation(tmp_path, FAILING, None, halt)
@@ -254,10 +251,13 @@ def test_persisted_conversation_read_back_gives_the_live_steps_features_and_prob
     from earlyeval.monitor import Monitor
     from earlyeval.replay import run_context
 
-    th = {"never": {"success": 2.0, "failure": 2.0, "min_halt_step": 1},
-          "fail": {"success": 2.0, "failure": 0.0, "min_halt_step": 2}}[thresholds]
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
-    model = save_model_dir(bundle, tmp_path / "m")
+    from _monitor_helpers import ALWAYS_FAIL, NEVER_HALT, constant_model
+
+    if thresholds == "never":  # a trained model: its probabilities vary along the run
+        bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(NEVER_HALT))
+        model = save_model_dir(bundle, tmp_path / "m")
+    else:  # constant P(success) 0.2: halts at step 2 predicting failure
+        model = constant_model(tmp_path / "m", 0.2, ALWAYS_FAIL)
     (tmp_path / "repro.py").write_text("import sys\nprint('x is 41')\nsys.exit(1)\n")
     rec = Recording(Monitor.load(model))
     sdk, llm, conv, halt = _conversation(tmp_path, RICH, rec, persist=tmp_path / "convs", metered=True)

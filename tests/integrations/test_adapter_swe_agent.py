@@ -18,11 +18,10 @@ sweagent = pytest.importorskip("sweagent", reason="SWE-agent 1.1.0 is installed 
 
 import _paths  # noqa: E402
 from _integration_fakes import ScriptedMonitor  # noqa: E402
-from _monitor_helpers import make_runs, make_tasks, train_bundle  # noqa: E402
+from _monitor_helpers import ALWAYS_FAIL, ALWAYS_SUCCEED  # noqa: E402
 from _sweagent_loop import SUBMIT, agent_and_env, git_repo, problem, tool_call  # noqa: E402
 from earlyeval.integrations.config import ConfigError  # noqa: E402
 from earlyeval.integrations.swe_agent import EarlyStopHook, actions_of  # noqa: E402
-from earlyeval.modeling.modeldir import save_model_dir  # noqa: E402
 
 from sweagent.types import StepOutput  # noqa: E402
 
@@ -137,20 +136,22 @@ def test_crashing_monitor_never_stops_the_agent(tmp_path):
 
 
 def _model_dir(tmp_path, th):
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
-    return save_model_dir(bundle, tmp_path / "m")
+    """A model dir of constant P(success) (0.8 when ``th`` halts on success, else 0.2): halts at step 2 or never."""
+    from _monitor_helpers import constant_model
+
+    return constant_model(tmp_path / "m", 0.8 if th == ALWAYS_SUCCEED else 0.2, th)
 
 
 def test_from_config_halts_on_failure_only_by_default(tmp_path):
-    """A trained model dir, thresholds at the rule's ends: always-failure halts at the first eligible step;
+    """A model dir of constant probability: always-failure halts at the first eligible step;
     always-success never halts under the default ``halt_on: failure``."""
-    fail = _model_dir(tmp_path / "f", {"success": 2.0, "failure": 0.0, "min_halt_step": 2})
+    fail = _model_dir(tmp_path / "f", ALWAYS_FAIL)
     agent, _, saved, _ = _run(tmp_path / "a", OUTPUTS, EarlyStopHook.from_config({"model": str(fail), "autosubmit": False}))
     assert agent.model._idx == 1
     ee = saved["info"]["earlyeval"]
     assert saved["info"]["exit_status"] == "PredictedFailure" and ee["halt"]["step_index"] == 1 and ee["halt_on"] == "failure"
     assert all(0.0 < h["p_success"] < 1.0 for h in ee["history"])
-    succ = _model_dir(tmp_path / "s", {"success": 0.0, "failure": 2.0, "min_halt_step": 2})
+    succ = _model_dir(tmp_path / "s", ALWAYS_SUCCEED)
     _, _, saved, _ = _run(tmp_path / "b", OUTPUTS, EarlyStopHook.from_config({"model": str(succ)}))
     assert saved["info"]["exit_status"] == "submitted" and saved["info"]["earlyeval"]["halted"] is False
     assert "success halts off" in saved["info"]["earlyeval"]["last_decision"]["reason"]
@@ -159,7 +160,7 @@ def test_from_config_halts_on_failure_only_by_default(tmp_path):
 def test_from_config_errors_name_the_key():
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['autosubmitt'\]"):
         EarlyStopHook.from_config({"model": "m", "autosubmitt": True})
-    with pytest.raises(ConfigError, match=r"earlyeval.halt_on: 'sometimes' is not one of failure, success, both"):
+    with pytest.raises(ConfigError, match=r"earlyeval.halt_on: 'sometimes' is not one of 'failure', 'success', 'both'"):
         EarlyStopHook.from_config({"model": "m", "halt_on": "sometimes"})
 
 
@@ -197,7 +198,7 @@ def _cli_files(tmp_path):
 
 
 def test_earlyeval_sweagent_run_switches_the_hook_on_from_a_config_file(tmp_path):
-    model = _model_dir(tmp_path, {"success": 2.0, "failure": 0.0, "min_halt_step": 2})
+    model = _model_dir(tmp_path, ALWAYS_FAIL)
     (tmp_path / "ee.yaml").write_text(f"earlyeval:\n  model: {model}\n  autosubmit: false\n")
     r = subprocess.run([*EARLYEVAL_SWEAGENT, "run", "--earlyeval", str(tmp_path / "ee.yaml"), "--config", str(_cli_files(tmp_path))],
                        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
@@ -214,7 +215,7 @@ def test_earlyeval_sweagent_bad_block_exits_2_before_any_environment(tmp_path):
     (tmp_path / "ee.yaml").write_text("earlyeval:\n  model: nope\n  halt_on: sometimes\n")
     r = subprocess.run([*EARLYEVAL_SWEAGENT, "run", "--earlyeval", str(tmp_path / "ee.yaml"), "--config", str(_cli_files(tmp_path))],
                        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 2 and "earlyeval.halt_on: 'sometimes' is not one of failure, success, both" in r.stderr
+    assert r.returncode == 2 and "earlyeval.halt_on: 'sometimes' is not one of 'failure', 'success', 'both'" in r.stderr
     assert not (tmp_path / "out").exists()
     r = subprocess.run([*EARLYEVAL_SWEAGENT, "nope"], env=ENV, capture_output=True, text=True, timeout=600)
     assert r.returncode == 2 and "unknown command 'nope' (available: run)" in r.stderr

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
+from _monitor_helpers import both_sides, make_runs, make_tasks, quantile_thresholds, train_bundle
 from earlyeval.core.decision import Decision
 from earlyeval.integrations.base import EarlyStopper, StepMonitor
 from earlyeval.modeling.metrics import halting
@@ -24,8 +24,8 @@ def trained(tmp_path_factory):
     """A tiny 4-family model (text included) trained on synthetic runs, saved and reloaded."""
     tasks = make_tasks(12)
     trajs = make_runs(80, seed=0)
-    bundle, X, ctxs = train_bundle(trajs, tasks)
-    bundle.thresholds = quantile_thresholds(bundle, trajs, tasks, min_halt_step=3)  # both sides halt on some runs
+    bundle, X, ctxs = train_bundle(trajs, tasks, families=("behaviour", "text", "gold", "prior"))  # text: through BLAS
+    bundle.thresholds = quantile_thresholds(bundle, trajs, tasks, min_halt_step=3, need=(both_sides,))  # by construction
     d = save_model_dir(bundle, tmp_path_factory.mktemp("model") / "m")
     return {"dir": d, "bundle": bundle, "trajs": trajs, "tasks": tasks, "ctxs": ctxs}
 

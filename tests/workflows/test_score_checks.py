@@ -29,7 +29,7 @@ from earlyeval.modeling.modeldir import save_model_dir
 from earlyeval.modeling.overlap import content_record, fingerprint, native_models, training_overlap
 from earlyeval.report.score_table import score_table
 from earlyeval.workflows.export import export_runs
-from earlyeval.workflows.score import DEFAULT_GLOB, read_runs, run_specs, score_runs
+from earlyeval.workflows.score import read_runs, run_specs, score_runs
 from earlyeval.workflows.score_checks import check_destination, date_runs, detect_format, label_spec, output_dir
 
 FIXTURES = _paths.FIXTURES
@@ -320,7 +320,7 @@ def test_a_model_of_another_benchmark_is_refused(env, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("folder,fmt", sorted(FIXTURE_FORMATS.items()))
 def test_format_auto_reads_each_fixture_as_its_format(folder, fmt):
-    assert detect_format(FIXTURES / folder, [], DEFAULT_GLOB) == fmt
+    assert detect_format(FIXTURES / folder, []) == fmt
 
 
 def test_every_format_has_a_fixture_for_auto():
@@ -334,7 +334,7 @@ def test_format_auto_ambiguous_or_unknown_exits_2(env, tmp_path, monkeypatch):
     for name in ("b.json", "c.json"):  # as many tau2 files as the sampled files of the other format
         shutil.copy(FIXTURES / "tau2" / "shop_2025.json", mixed / name)
     with pytest.raises(ScoreRefusedError, match="several formats: mini-swe-agent-v1, tau2"):
-        detect_format(mixed, [], DEFAULT_GLOB)
+        detect_format(mixed, [])
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "readme.txt").write_text("not a run")

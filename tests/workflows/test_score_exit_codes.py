@@ -64,7 +64,7 @@ CASES = [
     ("empty folder", ["-m", "{model}", "--runs", "{base}/empty", "-f", "atif"], 2, "no file matches"),
     ("unknown --labels format", ["-m", "{model}", "--runs", "{base}/runs", "--labels", "sbcli:*.json"], 2, "unknown label format"),
     ("--labels without a glob", ["-m", "{model}", "--runs", "{base}/runs", "--labels", "sb-cli"], 2, "FORMAT:GLOB"),
-    ("--as-of not a date", ["-m", "{model}", "--runs", "{base}/runs", "--as-of", "last week"], 2, "is not YYYY-MM-DD"),
+    ("--as-of not a date", ["-m", "{model}", "--runs", "{base}/runs", "--as-of", "last week"], 2, "is not a YYYY-MM-DD date"),
     ("--thresholds out of range", ["-m", "{model}", "--runs", "{base}/runs", "--thresholds", "0.4,0.9"], 2, "Invalid value"),
     ("--what-if-grid out of range", ["-m", "{model}", "--runs", "{base}/runs", "--what-if-grid", "0.2"], 2, "Invalid value"),
     ("--warm-start K > labelled runs", ["-m", "{model}", "--runs", "{base}/runs", "--warm-start", "99"], 2, "only 24 labelled"),

@@ -26,7 +26,7 @@ from earlyeval.ingest import ingest_run
 from earlyeval.modeling.modeldir import save_model_dir
 from earlyeval.modeling.overlap import content_record, fingerprint
 from earlyeval.tables.store import read_trajectories, write_trajectories
-from earlyeval.workflows.score import DEFAULT_GLOB, score_runs
+from earlyeval.workflows.score import score_runs
 from earlyeval.workflows.score_checks import detect_format
 
 pytestmark = pytest.mark.integration
@@ -123,4 +123,4 @@ def test_format_auto_on_every_catalog_format_outside_the_data_root(name, tmp_pat
     src = data_root() / spec.folder
     link = tmp_path / f"copy-of-{Path(spec.folder).name}"
     link.symlink_to(src, target_is_directory=True)  # another path: no catalog entry describes it
-    assert detect_format(link, [], DEFAULT_GLOB) == spec.format
+    assert detect_format(link, []) == spec.format

@@ -1,0 +1,75 @@
+"""A keyed signature of a model directory (HMAC-SHA256 with a user key), for ``require_signature``.
+
+The manifest's hashes detect corruption and careless edits; anyone can recompute them.  A signature
+made with a key the user keeps (``EARLYEVAL_MODEL_KEY``, or a file named by ``EARLYEVAL_MODEL_KEY_FILE``)
+covers ``manifest_hash``, which covers the manifest (thresholds, feature names, the file list and every
+file's SHA-256): an edited and re-hashed directory no longer matches it.  ``signature.json`` sits beside
+the manifest, outside its file list (it signs the list).  What it does and does not defend against:
+docs/monitor.md, "Signed model directories".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from earlyeval.core.errors import ModelDirError, SettingError
+
+SIGNATURE = "signature.json"
+FORMAT = "earlyeval-signature"
+_DOMAIN = b"earlyeval model directory, manifest_hash, v1\n"  # what is signed, so the MAC means nothing elsewhere
+MIN_KEY_BYTES = 16
+
+
+def model_key(key: bytes | str | None = None) -> bytes | None:
+    """The signing key: ``key`` if given, else ``$EARLYEVAL_MODEL_KEY``, else the bytes of the file
+    ``$EARLYEVAL_MODEL_KEY_FILE`` (one trailing newline dropped); None when there is none.  A key shorter
+    than 16 bytes is refused (a guessable key defends nothing)."""
+    source = "key"
+    if key is None:
+        env, path = os.environ.get("EARLYEVAL_MODEL_KEY"), os.environ.get("EARLYEVAL_MODEL_KEY_FILE")
+        if env:
+            key, source = env, "EARLYEVAL_MODEL_KEY"
+        elif path:
+            source = "EARLYEVAL_MODEL_KEY_FILE"
+            try:
+                key = Path(path).expanduser().read_bytes()
+            except OSError as e:
+                raise SettingError("environment", source, f"cannot read the key file {path!r} ({e.strerror or e})") from e
+            key = key[:-1] if key.endswith(b"\n") else key
+        else:
+            return None
+    k = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+    if len(k) < MIN_KEY_BYTES:
+        raise SettingError("environment" if source != "key" else "Monitor.load", source,
+                           f"the signing key has {len(k)} bytes, fewer than {MIN_KEY_BYTES}")
+    return k
+
+
+def sign(manifest_hash: str, key: bytes) -> bytes:
+    """The ``signature.json`` bytes for a manifest hash."""
+    mac = hmac.new(key, _DOMAIN + manifest_hash.encode("ascii"), hashlib.sha256).hexdigest()
+    doc = {"format": FORMAT, "version": 1, "algorithm": "HMAC-SHA256", "signs": "manifest_hash", "signature": mac}
+    return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
+
+
+def verify(doc_bytes: bytes | None, manifest_hash: str, key: bytes, path: str) -> None:
+    """Refuse (``ModelDirError`` naming signature.json) unless ``doc_bytes`` signs ``manifest_hash`` with ``key``."""
+    f = str(Path(path) / SIGNATURE)
+    if doc_bytes is None:
+        raise ModelDirError(f, SIGNATURE, "missing: the directory is not signed (train it with EARLYEVAL_MODEL_KEY set)")
+    try:
+        doc: Any = json.loads(doc_bytes.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise ModelDirError(f, SIGNATURE, f"not valid JSON ({type(e).__name__})") from e
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("algorithm") != "HMAC-SHA256" \
+            or not isinstance(doc.get("signature"), str):
+        raise ModelDirError(f, SIGNATURE, f"not an {FORMAT} file (format, algorithm HMAC-SHA256, signature)")
+    expect = hmac.new(key, _DOMAIN + manifest_hash.encode("ascii"), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expect, doc["signature"]):
+        raise ModelDirError(f, SIGNATURE, "does not match this key: the directory was edited after it was signed, "
+                                          "or signed with another key")

@@ -48,6 +48,14 @@ def check_thresholds(value: Optional[str]) -> Optional[str]:
     return value
 
 
+def check_warm_rule(value: str) -> str:
+    from earlyeval.modeling.thresholds import WARM_RULES
+
+    if value not in WARM_RULES:
+        raise typer.BadParameter(f"{value!r}: one of {', '.join(WARM_RULES)}")
+    return value
+
+
 def check_what_if(value: Optional[str]) -> Optional[str]:
     if value is None or value == "model":
         return value

@@ -174,9 +174,10 @@ def fit_calibrated(su: Setup, tg: DimTargets, rows_tr: np.ndarray, row_fold: np.
     row_group = su.row_group
     gsize = {g: len(np.unique(prow[rows_tr][row_group[rows_tr] == g])) for g in np.unique(row_group[rows_tr])}
     sw = su.run_w[rows_tr] / (np.asarray([gsize[g] for g in row_group[rows_tr]]) if bcfg.score_weighting == "agent" else 1.0)
-    ccq = CrossConformalQuantiles(bcfg.alphas, bcfg.levels, bcfg.lgbm_params, bcfg.seed, bcfg.n_jobs, n_folds)
+    ccq = CrossConformalQuantiles(bcfg.alphas, bcfg.levels, bcfg.lgbm_params, bcfg.seed, bcfg.n_jobs, n_folds,
+                                  calibration=bcfg.calibration, agent_quantile=bcfg.agent_quantile)
     ccq.fit(X_tr, z_tr, sample_weight=su.fit_w[rows_tr], groups=su.row_agent[rows_tr], fold=row_fold[rows_tr],
-            score_weight=sw, units=prow[rows_tr], feature_names=names)
+            score_weight=sw, units=prow[rows_tr], calibration_units=row_group[rows_tr], feature_names=names)
     # inner predictions of the calibration agents (fold models, corrections without their fold)
     fold_tr = row_fold[rows_tr]
     q_in = np.full((len(rows_tr), len(bcfg.alphas)), np.nan)

@@ -29,7 +29,7 @@ from earlyeval.budget.calibration import (
 from earlyeval.budget.config import SMALL, BudgetConfig
 from earlyeval.budget.cqr import corrected_quantiles, to_z, within
 from earlyeval.budget.online import online_quantiles, run_order
-from earlyeval.budget.quantiles import BudgetEstimator, conformal_quantile
+from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee, conformal_quantile
 from earlyeval.budget.stopping import make_stopset, select_cap
 from earlyeval.budget.targets import DimTargets
 
@@ -253,6 +253,10 @@ def _audit(su: Setup, fo: _Fold, d: str, fit: CalFit, Q_lin: list[float], sel: d
         "p_success_fitted_without": {"held_out": sorted(fo.group.agents), "inner": fo.ps_exclusions},
         "unit": fit.unit,
         "corrections_z": {str(k): v for k, v in ccq.corrections_.items()},
+        "unit_corrections_z": {str(k): v for k, v in ccq.unit_corrections_.items()},
+        "calibration": ccq.calibration,
+        "coverage_guarantee": {str(lv): agent_guarantee(len(v), ccq.agent_quantile) for lv, v in ccq.unit_corrections_.items()}
+                              if ccq.calibration == "agent" else None,
         "corrections_z_linear": {str(lv): q for lv, q in zip(bcfg.levels, Q_lin)},
         "n_calibration_runs": int(len(np.unique(su.prow[fit.rows][~np.isnan(ccq.oof_[:, 0])]))),
         "n_training_runs": int(len(fit.runs)),

@@ -15,7 +15,7 @@ from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import fold_free
 from earlyeval.budget.calibration import agent_folds, fit_calibrated, inner_p_success, select_on_calibration, setup
 from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, BudgetConfig
-from earlyeval.budget.quantiles import BudgetEstimator
+from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee
 from earlyeval.budget.targets import budget_features, dim_targets, free_opening_agents, spend_feature_names
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,8 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
     It is what ``run_budget`` builds for a held-out agent, with no agent held out: every
     labelled agent group (the small ones as one group) is a calibration group, dealt into
     the same agent folds (``agent_folds``); per dimension that ``run_budget`` evaluates,
-    the fold models, the CQR corrections from all out-of-fold scores, the unit, B
+    the fold models, the CQR corrections from all out-of-fold scores (the same rule,
+    ``BudgetConfig.calibration``: agent groups as the exchangeable units), the unit, B
     (``choose_budget``, the same B as in the report) and tau, selected by ``select_tau`` on
     the inner predictions of the large calibration agents (fold models, corrections without
     their fold, P(success) from the outcome model fitted without their fold: the fold-free
@@ -71,6 +72,10 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
             "quantile_models_fitted_on": [m.fit_agents_ for m in ccq.models_],
             "conformity_scores_from": ccq.calibration_agents_,
             "corrections_z": {str(k): v for k, v in ccq.corrections_.items()},
+            "calibration": ccq.calibration,
+            "unit_corrections_z": {str(k): v for k, v in ccq.unit_corrections_.items()},
+            "coverage_guarantee": ({str(lv): agent_guarantee(len(v), ccq.agent_quantile) for lv, v in ccq.unit_corrections_.items()}
+                                   if ccq.calibration == "agent" else None),
             "n_calibration_runs": int(len(np.unique(su.prow[fit.rows][~np.isnan(ccq.oof_[:, 0])]))),
         }
 

@@ -280,13 +280,13 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
                labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
                progress: bool = True, monitor: Any = None, as_of: str | None = "", same_agent: str | None = None,
                warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
-               csv: str | Path | bool | None = None) -> dict[str, Path]:
+               csv: str | Path | bool | None = None, warm_rule: str = "certify") -> dict[str, Path]:
     """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
 
     ``as_of``/``same_agent``: see ``run_context`` ("run" = each run's own catalog date).  ``warm_start`` K:
-    K labelled runs (a seeded random draw) are completed first and used by ``Monitor.warm_start``; the
-    rest is halted with the recalibrated probabilities and thresholds; the metrics count every run, the
-    warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
+    K labelled runs (a seeded random draw) are completed first and used by ``Monitor.warm_start`` (rule
+    ``warm_rule``: "certify", the default, or "check"); the rest is halted with the thresholds it gives;
+    the metrics count every run, the warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
     (``Monitor.load``).  ``what_if_taus``: also the frontier over this grid (True: the model's own
     selection grid).  ``csv``: the per-run CSV's path (default ``per_run.csv`` beside score.json; False: none).
 
@@ -319,7 +319,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         pick = np.random.default_rng(seed).choice(len(lab), size=warm_start, replace=False)
         warm_runs = [lab[i] for i in sorted(pick)]
         warm_ids = {t.run_id for t in warm_runs}
-        warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent)
+        warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent, rule=warm_rule)
         warm_info["run_ids"] = sorted(warm_ids)
     records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
                for t in tqdm(trajs, desc="score: replay", disable=not progress or len(trajs) < 20, leave=False)]
@@ -327,7 +327,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
             r.update(warm=True, halted=False, halt_t=None, halt_step_index=None, predicted=None,
                      p_success_at_halt=None, p_failure_at_halt=None, top_features=[],
-                     reason="warm-start run: completed, its label used to recalibrate")
+                     reason="warm-start run: completed, its label used to certify the thresholds")
     for t, r in zip(trajs, records):
         r["usage"] = usage_of(t, r["halt_t"] if r["halted"] else None)
 

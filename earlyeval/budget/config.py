@@ -34,6 +34,9 @@ class BudgetConfig:
     lgbm_params: dict[str, Any] = field(default_factory=lambda: dict(BUDGET_LGBM))
     max_prefixes_per_run: int = 8  # evenly spaced training prefixes per run (weights stay 1/run)
     max_folds: int = 3
+    # with the outcome rule's inner_holdout "scaffold" (SWE-bench): one calibration fold per scaffold (a
+    # leave-one-scaffold-out calibration, calibration.agent_folds), up to this many folds
+    max_scaffold_folds: int = 8
     score_weighting: str = "agent"  # agent | run
     # the CQR correction (quantiles.CrossConformalQuantiles): "agent" -- per calibration agent group its own
     # correction, then the ceil(agent_quantile (n + 1))-th smallest of the n groups' (the agent is the

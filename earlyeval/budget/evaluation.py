@@ -19,9 +19,10 @@ from earlyeval.budget.calibration import (
     CalFit,
     Group,
     Setup,
-    agent_folds,
+    calibration_folds,
     fill_ps,
     fit_calibrated,
+    fold_scaffolds,
     inner_p_success,
     select_on_calibration,
     setup,
@@ -85,6 +86,7 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
     ev = _Evaluation(runner=FoldRunner(ds, cfg, None), su=su, bcfg=bcfg, lo=max(cfg.min_halt_step, 1) - 1,
                      say=progress or (lambda m: log.info(m)),
                      orders={a: run_order(np.flatnonzero(su.run_agent == a), a) for a in ds.agents},
+                     scaffolds=fold_scaffolds(ds, cfg),
                      p_out=np.full(N, np.nan), res={d: _empty_result(d, su.budgets[d], N, bcfg) for d in su.dims})
     todo = [(gi, G) for gi, G in enumerate(su.groups) if only is None or G.name in only]
     if bcfg.n_workers > 1 and len(todo) > 1:
@@ -109,6 +111,7 @@ class _Evaluation:
     lo: int  # first prefix index the halting rule may stop at
     say: Callable[[str], None]
     orders: dict[str, np.ndarray]  # per agent, the order its runs finish in (online mode)
+    scaffolds: dict[str, str] | None  # agent -> scaffold, kept in one calibration fold (calibration.fold_scaffolds)
     p_out: np.ndarray  # (N,) held-out P(success)
     res: dict[str, DimResult]
 
@@ -145,7 +148,7 @@ def evaluate_group(ev: _Evaluation, gi: int, G: Group) -> None:
     for a in G.agents:
         fill_ps(ev.runner, su, ev.p_out, A, a)
     train_groups = [g for g in su.groups if g.name != G.name]
-    folds = agent_folds(train_groups, min(bcfg.max_folds, len(train_groups)), su.dims_of)
+    folds = calibration_folds(train_groups, su.dims_of, ev.scaffolds, bcfg)
     p_in, ps_exclusions = inner_p_success(ev.runner, su, folds, A)
     fo = _Fold(gi, G, train_groups, folds, su.row_fold(folds), p_in, ps_exclusions, np.isin(su.row_agent, G.agents))
     for d in su.dims:

@@ -13,7 +13,8 @@ import numpy as np
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import fold_free
-from earlyeval.budget.calibration import agent_folds, fit_calibrated, inner_p_success, select_on_calibration, setup
+from earlyeval.budget.calibration import (calibration_folds, fit_calibrated, fold_scaffolds, inner_p_success,
+                                          select_on_calibration, setup)
 from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, BudgetConfig
 from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee
 from earlyeval.budget.targets import budget_features, dim_targets, free_opening_agents, spend_feature_names
@@ -33,7 +34,7 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
 
     It is what ``run_budget`` builds for a held-out agent, with no agent held out: every
     labelled agent group (the small ones as one group) is a calibration group, dealt into
-    the same agent folds (``agent_folds``); per dimension that ``run_budget`` evaluates,
+    the same calibration folds (``calibration_folds``); per dimension that ``run_budget`` evaluates,
     the fold models, the CQR corrections from all out-of-fold scores (the same rule,
     ``BudgetConfig.calibration``: agent groups as the exchangeable units), the unit, B
     (``choose_budget``, the same B as in the report) and tau, selected by ``select_tau`` on
@@ -48,7 +49,7 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
         say("budget: no dimension has enough agent groups to be calibrated; no budget model shipped")
         return None
     groups = su.groups
-    folds = agent_folds(groups, min(bcfg.max_folds, len(groups)), su.dims_of)
+    folds = calibration_folds(groups, su.dims_of, fold_scaffolds(ds, cfg), bcfg)
     row_fold = su.row_fold(folds)
     lo = max(cfg.min_halt_step, 1) - 1
     say(f"budget: {', '.join(su.dims)} on {len(groups)} agent group(s) in {len(folds)} calibration folds")

@@ -89,6 +89,18 @@ def calibration_folds(groups: list[Group], dims_of: dict[str, set[str]], scaffol
     return agent_folds(groups, min(k, len(groups)), dims_of, scaffolds)
 
 
+def dim_folds(su: "Setup", folds: list[list[Group]], d: str, bcfg: BudgetConfig) -> list[list[Group]]:
+    """The folds one dimension is calibrated on: the shared ones, unless its calibration groups (those whose
+    usage in `d` is known) all fall in one of them -- every agent logging `d` shares one scaffold (cost on
+    SWE-bench without gemini: the Moatless versions) -- when they are dealt alone, as agent folds
+    (``evaluate.inner_exclusion``'s fallback when a scaffold leaves nothing to train on)."""
+    known = [[g for g in f if d in su.dims_of[g.name]] for f in folds]
+    if sum(bool(f) for f in known) >= 2:
+        return folds
+    groups = [g for f in known for g in f]
+    return agent_folds(groups, min(bcfg.max_folds, len(groups)), su.dims_of)
+
+
 def choose_budget(tg: DimTargets, q: float) -> float:
     """B = the q-quantile of run totals (runs with T >= 2 whose usage is known), rounded to 2 significant digits."""
     tot = tg.totals[tg.run_known]

@@ -20,6 +20,7 @@ from earlyeval.budget.calibration import (
     Group,
     Setup,
     calibration_folds,
+    dim_folds,
     fill_ps,
     fit_calibrated,
     fold_scaffolds,
@@ -128,6 +129,7 @@ class _Fold:
     p_in: np.ndarray  # inner P(success) of the calibration agents
     ps_exclusions: list[list[str]]
     held: np.ndarray  # (N,) rows of the held-out group
+    by_scaffold: bool = False  # the folds keep each scaffold together (calibration.agent_folds)
 
 
 def _empty_result(d: str, B: float, N: int, bcfg: BudgetConfig) -> DimResult:
@@ -150,7 +152,8 @@ def evaluate_group(ev: _Evaluation, gi: int, G: Group) -> None:
     train_groups = [g for g in su.groups if g.name != G.name]
     folds = calibration_folds(train_groups, su.dims_of, ev.scaffolds, bcfg)
     p_in, ps_exclusions = inner_p_success(ev.runner, su, folds, A)
-    fo = _Fold(gi, G, train_groups, folds, su.row_fold(folds), p_in, ps_exclusions, np.isin(su.row_agent, G.agents))
+    fo = _Fold(gi, G, train_groups, folds, su.row_fold(folds), p_in, ps_exclusions, np.isin(su.row_agent, G.agents),
+               ev.scaffolds is not None)
     for d in su.dims:
         evaluate_dim(ev, fo, d)
 
@@ -168,11 +171,12 @@ def evaluate_dim(ev: _Evaluation, fo: _Fold, d: str) -> None:
         R.skipped[G.name] = f"only {len(dgroups)} training agent group(s) with known {d}: cannot calibrate without the held-out agent"
         return
     B = su.budgets[d]
-    fit = fit_calibrated(su, tg, np.flatnonzero(~fo.held & tg.row_known), fo.row_fold, len(fo.folds), B, bcfg)
+    folds = dim_folds(su, fo.folds, d, bcfg)
+    fit = fit_calibrated(su, tg, np.flatnonzero(~fo.held & tg.row_known), su.row_fold(folds), len(folds), B, bcfg)
     rate_ho = _predict_held_out(ev, R, tg, fit, rows_ho, fo.gi, G, B)
-    Q_lin, pwl_in = _linear_baseline(su, R, tg, fit, rows_ho, rate_ho, len(fo.folds), B, bcfg)
+    Q_lin, pwl_in = _linear_baseline(su, R, tg, fit, rows_ho, rate_ho, len(folds), B, bcfg)
     R.taus[G.name] = _thresholds(ev, tg, fit, fo.p_in[fit.rows], pwl_in, B)
-    R.folds[G.name] = _audit(su, fo, d, fit, Q_lin, R.taus[G.name], bcfg)
+    R.folds[G.name] = _audit(su, fo, d, fit, Q_lin, R.taus[G.name], bcfg, folds)
 
 
 def _predict_held_out(ev: _Evaluation, R: DimResult, tg: DimTargets, fit: CalFit, rows_ho: np.ndarray, gi: int,
@@ -244,12 +248,13 @@ def _thresholds(ev: _Evaluation, tg: DimTargets, fit: CalFit, p_in_rows: np.ndar
 
 
 def _audit(su: Setup, fo: _Fold, d: str, fit: CalFit, Q_lin: list[float], sel: dict[str, Any],
-           bcfg: BudgetConfig) -> dict[str, Any]:
+           bcfg: BudgetConfig, folds: list[list[Group]]) -> dict[str, Any]:
     """What every stage of one held-out group's evaluation saw (the leakage audit in the report)."""
     ccq = fit.ccq
     return {
         "held_out": fo.group.agents,
-        "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in fo.folds],
+        "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in folds],
+        "calibration_folds_by_scaffold": folds is fo.folds and fo.by_scaffold,
         "quantile_models_fitted_on": [m.fit_agents_ for m in ccq.models_],
         "conformity_scores_from": ccq.calibration_agents_,
         "thresholds_selected_on": sel["model"].get("selected_on", []),

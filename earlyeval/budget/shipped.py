@@ -13,7 +13,7 @@ import numpy as np
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import fold_free
-from earlyeval.budget.calibration import (calibration_folds, fit_calibrated, fold_scaffolds, inner_p_success,
+from earlyeval.budget.calibration import (calibration_folds, dim_folds, fit_calibrated, fold_scaffolds, inner_p_success,
                                           select_on_calibration, setup)
 from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, BudgetConfig
 from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee
@@ -50,7 +50,6 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
         return None
     groups = su.groups
     folds = calibration_folds(groups, su.dims_of, fold_scaffolds(ds, cfg), bcfg)
-    row_fold = su.row_fold(folds)
     lo = max(cfg.min_halt_step, 1) - 1
     say(f"budget: {', '.join(su.dims)} on {len(groups)} agent group(s) in {len(folds)} calibration folds")
     runner = FoldRunner(ds, cfg, None)
@@ -58,7 +57,8 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
 
     def one_dim(d: str) -> dict[str, Any]:
         tg, B = su.targets[d], su.budgets[d]
-        fit = fit_calibrated(su, tg, np.flatnonzero(tg.row_known), row_fold, len(folds), B, bcfg)
+        fd = dim_folds(su, folds, d, bcfg)
+        fit = fit_calibrated(su, tg, np.flatnonzero(tg.row_known), su.row_fold(fd), len(fd), B, bcfg)
         sel = select_on_calibration(su, tg, fit, p_in[fit.rows] * fit.pw_in, B, bcfg, lo)
         ccq = fit.ccq
         return {
@@ -69,7 +69,7 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
                            + (" (rounded up)" if d == "steps" else " (2 significant digits)"),
             "runs_known": int(tg.run_known.sum()),
             "runs_excluded_unknown": tg.excluded_by_agent(ds),
-            "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in folds],
+            "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in fd],
             "quantile_models_fitted_on": [m.fit_agents_ for m in ccq.models_],
             "conformity_scores_from": ccq.calibration_agents_,
             "corrections_z": {str(k): v for k, v in ccq.corrections_.items()},

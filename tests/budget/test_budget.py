@@ -290,3 +290,28 @@ def test_estimator_round_trips_through_json(audited, ds):
     for k in a:
         assert np.allclose(a[k], b[k])
     assert np.allclose(est.prob_within(X, spent, t), again.prob_within(X, spent, t))
+
+
+def test_calibration_folds_keep_a_scaffold_together_and_fall_back_per_dimension():
+    """Under inner_holdout "scaffold" every calibration fold is one scaffold (its groups together, a small group
+    joined to the scaffold one of its agents shares); a dimension logged by one scaffold only is dealt by agent."""
+    from types import SimpleNamespace
+
+    from earlyeval.budget.calibration import calibration_folds, dim_folds
+    from earlyeval.evaluation.dataset import HoldoutUnit
+
+    groups = [HoldoutUnit("m1", ["m1"]), HoldoutUnit("m2", ["m2"]), HoldoutUnit("m3", ["m3"]), HoldoutUnit("g", ["g"]),
+              HoldoutUnit("c", ["c"]), HoldoutUnit(SMALL, ["s1", "s2"], small=True)]
+    scaffold = {"m1": "moat", "m2": "moat", "m3": "moat", "g": "mini", "c": "coder", "s1": "coder", "s2": "oh"}
+    dims_of = {"m1": {"steps", "cost_usd"}, "m2": {"steps", "cost_usd"}, "m3": {"steps", "cost_usd"}, "g": {"steps"},
+               "c": {"steps"}, SMALL: {"steps"}}
+    _, bcfg = _cfgs()
+    folds = calibration_folds(groups, dims_of, scaffold, bcfg)
+    names = sorted(sorted(g.name for g in f) for f in folds)
+    assert names == [["c", SMALL], ["g"], ["m1", "m2", "m3"]]
+    su = SimpleNamespace(dims_of=dims_of)
+    assert dim_folds(su, folds, "steps", bcfg) is folds
+    cost = dim_folds(su, folds, "cost_usd", bcfg)  # only the Moatless versions log cost: one scaffold, dealt by agent
+    assert sorted(g.name for f in cost for g in f) == ["m1", "m2", "m3"] and len(cost) == 2
+    # without scaffolds (inner_holdout "agent"): max_folds agent folds, as before
+    assert len(calibration_folds(groups, dims_of, None, bcfg)) == bcfg.max_folds

@@ -421,8 +421,9 @@ def summary_lines(rep: dict[str, Any]) -> list[str]:
         e = t["early_stop"]
         l = t["late_recognition"]
         lines.append(
-            f"{d:<14} B={rep['dimensions'][d]['budget_B']:g} cov80={c['0.8']['pooled']} ({c['0.8']['agents_within_5pp']}) "
-            f"cov90={c['0.9']['pooled']} ({c['0.9']['agents_within_5pp']}) width90 model={w['0.9']['model']} "
+            f"{d:<14} B={rep['dimensions'][d]['budget_B']:g} cov80={c['0.8']['pooled']} ({c['0.8']['agents_within_5pp']} within 5 pp, "
+            f"{c['0.8']['agents_at_least_nominal']} >= 80 %) cov90={c['0.9']['pooled']} ({c['0.9']['agents_within_5pp']}, "
+            f"{c['0.9']['agents_at_least_nominal']}) linear {c['0.8']['linear_pooled']}/{c['0.9']['linear_pooled']} width90 model={w['0.9']['model']} "
             f"linear@eq={w['0.9']['linear_at_model_coverage']} stop saved={e['saved_on_failed']} cost={e['success_rate_cost_pp']}pp "
             f"late<0.5 at {l['first_bin_below_0.5']}")
         if "online" in t:

@@ -287,8 +287,11 @@ def budget_report(run: BudgetRun) -> dict[str, Any]:
             "estimator": "LightGBM quantile regression of z = log1p(remaining / pace), pace = (spent + unit)/(t + 1); alphas "
                          f"{list(b.alphas)}; crossing fixed by sorting; features: the outcome model's fold-free blocks "
                          f"({fold_free(run.cfg.families)}) + spend so far, pace, last step / pace",
-            "conformal": "CQR on calibration agents: training agents dealt into <= "
-                         f"{b.max_folds} agent folds; fold k's model (fitted without fold k and without the held-out agent) scores fold k; "
+            "conformal": "CQR on calibration agents: training agents dealt into "
+                         + (f"one fold per scaffold (<= {b.max_scaffold_folds}; a leave-one-scaffold-out calibration, the outcome rule's "
+                            "inner_holdout; a dimension whose calibration agents share one scaffold: agent folds)"
+                            if run.cfg.inner_holdout == "scaffold" else f"<= {b.max_folds} agent folds")
+                         + "; fold k's model (fitted without fold k and without the held-out agent) scores fold k; "
                          + (f"correction = per calibration agent group, the weighted level quantile of its own scores (the correction "
                             f"giving that group exactly the level), then the ceil({b.agent_quantile:g} (n + 1))-th smallest of the n "
                             "groups' (the agent group is the exchangeable unit); "

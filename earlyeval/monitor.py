@@ -184,15 +184,19 @@ class Monitor:
                        halt_on_impossible=sorted(self.halt_on_impossible), halt_on=self.halt_on, _shared=self._shared)
 
     def warm_start(self, runs: Iterable[Trajectory], tasks: Mapping[str, Task] | None = None,
-                   as_of: str | None = "", same_agent: str | None = None, recalibrate: bool = False) -> dict[str, Any]:
+                   as_of: str | None = "", same_agent: str | None = None, recalibrate: bool = False,
+                   rule: str | None = None) -> dict[str, Any]:
         """Adapt to a new agent from K of its finished, labelled runs (a warm start).
 
-        The runs are replayed through the model as it was loaded; the current thresholds are checked on
-        them by the training's own rule (``thresholds.fit_warm_start``: the target recall, Wilson bound)
-        and raised until the runs support them, never lowered (``recalibrate=True``: Platt refitted on
-        them first).  From then on this monitor and every monitor it spawns halt with the new thresholds.
-        Only these runs' labels are read.  ``as_of``/``same_agent`` as in ``score`` (the prior's date
-        cutoff and an extra same-agent pattern).  Returns what was fitted."""
+        The runs are replayed through the model as it was loaded; ``thresholds.fit_warm_start`` then
+        certifies the current thresholds on them (the default ``rule="certify"``, ``modeling.certify``:
+        each side is lowered only as far as exact binomial tests at the training's confidence certify the
+        target recall, and both are raised only when the runs show the current pair misses it).
+        ``rule="check"``: issue 14's rule, raised until the runs support them, never lowered
+        (``recalibrate=True`` implies it: Platt refitted on them first).  From then on this monitor and every
+        monitor it spawns halt with the new thresholds.  Only these runs' labels are read.
+        ``as_of``/``same_agent`` as in ``score`` (the prior's date cutoff and an extra same-agent pattern).
+        Returns what was fitted (``selection``: the rule's decision, its tests and its guarantee)."""
         runs = list(runs)
         unlabelled = [t.run_id for t in runs if t.outcome is None]
         if unlabelled:
@@ -212,8 +216,8 @@ class Monitor:
         if failed:
             raise ValueError(f"warm start: no probabilities for runs {failed[:3]} (fail-open during replay)")
         rs = runset_of(runs, records)
-        rule = WarmStartRule.from_training(dict(self.bundle.training.get("config") or {}), self.min_halt_step)
-        cal, th = fit_warm_start(rs, rule, base=(self.tau_s, self.tau_f), recalibrate=recalibrate)
+        settings = WarmStartRule.from_training(dict(self.bundle.training.get("config") or {}), self.min_halt_step)
+        cal, th = fit_warm_start(rs, settings, base=(self.tau_s, self.tau_f), recalibrate=recalibrate, rule=rule)
         self._warm = {"success": float(th["success"]), "failure": float(th["failure"]), "calibration": cal,
                       "runs": [t.run_id for t in runs]}
         self._shared["warm"] = self._warm

@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 import typer
 
-from earlyeval.app.options import Bar, check_as_of, check_bench, check_format, check_halt_on_option, check_thresholds, check_what_if
+from earlyeval.app.options import (Bar, check_as_of, check_bench, check_format, check_halt_on_option, check_thresholds,
+                                   check_warm_rule, check_what_if)
 
 # click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode=None,
@@ -264,7 +265,12 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           same_agent: Optional[str] = typer.Option(None, "--same-agent",
                                                    help="Regex naming public submissions of this same agent, left out of the prior "
                                                         "(matched on name/display name/models lower-cased, non-alphanumerics removed)."),
-          warm_start: int = typer.Option(0, "--warm-start", help="K labelled runs completed first; they check the thresholds and may only raise them."),
+          warm_start: int = typer.Option(0, "--warm-start",
+                                         help="K labelled runs completed first; each threshold is lowered as far as they certify "
+                                              "it (exact binomial tests, see --warm-rule) and raised only when they show it fails."),
+          warm_rule: str = typer.Option("certify", "--warm-rule", callback=check_warm_rule,
+                                        help="certify (default: may lower or raise, with a stated guarantee) or check "
+                                             "(issue 14's rule: may only raise)."),
           thresholds: Optional[str] = typer.Option(None, "--thresholds", callback=check_thresholds,
                                                    help="Halt with TS,TF (P(success) >= TS or P(failure) >= TF, each in (0.5, 1]) "
                                                         "instead of the model's own thresholds; recorded in score.json."),
@@ -302,8 +308,8 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                  else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
     paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of, same_agent=same_agent,
-                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path,
-                       data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on,
+                       warm_start=warm_start, warm_rule=warm_rule, seed=seed, thresholds=thresholds, what_if_taus=grid,
+                       csv=csv_path, data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on,
                        require_signature=require_signature)
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:

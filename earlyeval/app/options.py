@@ -66,6 +66,12 @@ def check_halt_on_option(value: str) -> str:
         return check_halt_on(value, "--halt-on")
     except ValueError as e:
         raise typer.BadParameter(str(e))
+def check_warm_rule(value: str) -> str:
+    from earlyeval.modeling.thresholds import WARM_RULES
+
+    if value not in WARM_RULES:
+        raise typer.BadParameter(f"{value!r}: one of {', '.join(WARM_RULES)}")
+    return value
 
 
 def check_what_if(value: Optional[str]) -> Optional[str]:

@@ -22,20 +22,26 @@ Quantile crossing is fixed by sorting.  Features: the outcome model's fold-free
 blocks (Dataset.blocks) plus, for token/cost dimensions, spend so far, pace and
 last-step spend relative to pace (computed here only).
 
-Conformal calibration (CQR, Romano et al. 2019) on calibration AGENTS.  For a
-held-out agent A, the other agents (the small runs as one group, as in
-``evaluate.run_loao``) are dealt into K <= ``max_folds`` agent folds.  Fold model k
-is fitted on the training agents outside fold k and scores the agents of fold k:
-``s = max(q_lo - z, z - q_hi)``.  The correction Q_c is the weighted
-``c (1 + 1/n)`` quantile of all those scores (n = calibration runs); A's
-prediction is the mean of the fold models' quantiles, widened by Q_c.  A never
-reaches a fit, a score or a threshold of its own evaluation.
-Score weights: a prefix weighs 1/(T-1) and each calibration agent weighs the same
-in total (``score_weighting="agent"``), because the unit we generalize to is a new
-agent: with run weights the largest calibration agent would set Q alone.
-Exact finite-sample validity at the agent level would need a (1 + 1/K) inflation
-with K calibration agents (the maximum score for K < 10); we use the run-level
-inflation and measure coverage on every held-out agent instead.
+Conformal calibration (CQR, Romano et al. 2019) with AGENTS as the exchangeable units.  For a
+held-out agent A, the other agents (the small runs as one group, as in ``evaluate.run_loao``) are
+dealt into calibration folds: with the outcome rule's ``inner_holdout = "scaffold"`` (SWE-bench) one
+fold per scaffold (groups sharing a scaffold together, up to ``max_scaffold_folds``: a
+leave-one-scaffold-out calibration), else ``max_folds`` agent folds.  Fold model k is fitted on the
+calibration agents outside fold k and scores the agents of fold k: ``s = max(q_lo - z, z - q_hi)``, so
+each calibration agent is scored by a model that saw no agent of its scaffold, as new to it as a new
+scaffold is to the shipped model.  Per calibration group g, Q_g = the weighted level quantile of g's own
+scores (prefix weight 1/(T-1)): the correction under which g's coverage would be exactly the level.
+The correction is the k-th smallest of the n groups' Q_g, k = ceil(agent_quantile (n + 1))
+(``quantiles.agent_conformal_quantile``; agent_quantile 0.5).  A's prediction is the mean of the fold
+models' quantiles, widened by it.  Guarantee: if A and the n calibration groups are exchangeable as
+units, A's own correction Q_A is at most the k-th smallest with probability >= k / (n + 1), so from A's
+first run P(A's coverage >= level) >= k / (n + 1) and P(A's coverage <= level) >= (n + 1 - k) / (n + 1):
+the correction is a median-unbiased estimate of the one A needs.  It bounds no distance: an agent unlike
+every calibration agent (its own run-length scale) can still fall far from the level, which
+``budget.json`` measures per held-out agent (``targets``).  ``calibration = "pooled"`` is the earlier
+rule: the weighted level (1 + 1/n_runs) quantile of every calibration row's score, each group weighing
+the same in total (runs as the exchangeable units).
+A never reaches a fit, a score or a threshold of its own evaluation.
 
 Feasibility.  A run is feasible iff it succeeds and its total <= B.  At prefix t,
 ``P(feasible) = P(success) * P(remaining <= B - spent)``; P(success) is the outcome

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from earlyeval.evaluation.dataset import Dataset, HoldoutUnit
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, scaffold_of
 from earlyeval.features import fold_free
 from earlyeval.budget.config import DIMENSIONS, SMALL, BudgetConfig
 from earlyeval.budget.cqr import corrected_quantiles, to_z, within
@@ -26,16 +26,79 @@ def holdout_groups(ds: Dataset, cfg: EvalConfig) -> list[HoldoutUnit]:
     return ds.holdout_units(cfg.holdout_min_runs)
 
 
-def agent_folds(groups: list[Group], k: int, dims_of: dict[str, set[str]]) -> list[list[Group]]:
-    """Deal groups into k folds so that every dimension's groups are spread as evenly as possible."""
-    folds: list[list[Group]] = [[] for _ in range(max(k, 1))]
+def agent_folds(groups: list[Group], k: int, dims_of: dict[str, set[str]],
+                scaffold_of: dict[str, str] | None = None) -> list[list[Group]]:
+    """Deal groups into k folds so that every dimension's groups are spread as evenly as possible.
+
+    With ``scaffold_of`` (agent -> scaffold; given when the outcome rule's ``inner_holdout`` is "scaffold"),
+    groups sharing a scaffold are dealt together, so that the fold model scoring a calibration agent saw no
+    agent of its scaffold: each calibration agent is as new to its model as a new scaffold is to the shipped
+    one, the unit ``CrossConformalQuantiles`` treats as exchangeable.  When that leaves fewer than two
+    clusters, groups are dealt alone (``evaluate.inner_exclusion``'s fallback)."""
+    clusters = _scaffold_clusters(groups, scaffold_of) if scaffold_of else [[g] for g in groups]
+    if len(clusters) < 2:
+        clusters = [[g] for g in groups]
+    folds: list[list[Group]] = [[] for _ in range(max(min(k, len(clusters)), 1))]
     counts = [dict.fromkeys(DIMENSIONS, 0) for _ in folds]
-    for g in sorted(groups, key=lambda g: (-len(dims_of[g.name]), g.name)):
-        f = min(range(len(folds)), key=lambda i: (sum(counts[i][d] for d in dims_of[g.name]), len(folds[i]), i))
-        folds[f].append(g)
-        for d in dims_of[g.name]:
-            counts[f][d] += 1
-    return [f for f in folds if f]
+    dims_c = [set().union(*(dims_of[g.name] for g in c)) for c in clusters]
+    order = sorted(range(len(clusters)), key=lambda i: (-len(dims_c[i]), -len(clusters[i]), clusters[i][0].name))
+    for i in order:
+        c = clusters[i]
+        f = min(range(len(folds)), key=lambda j: (sum(counts[j][d] for g in c for d in dims_of[g.name]), len(folds[j]), j))
+        folds[f].extend(c)
+        for g in c:
+            for d in dims_of[g.name]:
+                counts[f][d] += 1
+    return [sorted(f, key=lambda g: g.name) for f in folds if f]
+
+
+def _scaffold_clusters(groups: list[Group], scaffold_of: dict[str, str]) -> list[list[Group]]:
+    """Groups joined when any of their agents share a scaffold (connected components), in group order."""
+    parent = list(range(len(groups)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, g in enumerate(groups):
+        for a in g.agents:
+            sc = scaffold_of.get(a, a)
+            if sc in first:
+                parent[root(i)] = root(first[sc])
+            else:
+                first[sc] = i
+    out: dict[int, list[Group]] = {}
+    for i, g in enumerate(groups):
+        out.setdefault(root(i), []).append(g)
+    return list(out.values())
+
+
+def fold_scaffolds(ds: Dataset, cfg: EvalConfig) -> dict[str, str] | None:
+    """The agent -> scaffold map ``agent_folds`` keeps together, under the outcome rule's ``inner_holdout``."""
+    return scaffold_of(ds) if cfg.inner_holdout == "scaffold" else None
+
+
+def calibration_folds(groups: list[Group], dims_of: dict[str, set[str]], scaffolds: dict[str, str] | None,
+                      bcfg: BudgetConfig) -> list[list[Group]]:
+    """The calibration folds of ``run_budget`` and ``fit_shipped``: with scaffolds, one per scaffold (up to
+    ``max_scaffold_folds``); else ``max_folds`` agent folds."""
+    k = bcfg.max_scaffold_folds if scaffolds else bcfg.max_folds
+    return agent_folds(groups, min(k, len(groups)), dims_of, scaffolds)
+
+
+def dim_folds(su: "Setup", folds: list[list[Group]], d: str, bcfg: BudgetConfig) -> list[list[Group]]:
+    """The folds one dimension is calibrated on: the shared ones, unless its calibration groups (those whose
+    usage in `d` is known) all fall in one of them -- every agent logging `d` shares one scaffold (cost on
+    SWE-bench without gemini: the Moatless versions) -- when they are dealt alone, as agent folds
+    (``evaluate.inner_exclusion``'s fallback when a scaffold leaves nothing to train on)."""
+    known = [[g for g in f if d in su.dims_of[g.name]] for f in folds]
+    if sum(bool(f) for f in known) >= 2:
+        return folds
+    groups = [g for f in known for g in f]
+    return agent_folds(groups, min(bcfg.max_folds, len(groups)), su.dims_of)
 
 
 def choose_budget(tg: DimTargets, q: float) -> float:
@@ -174,9 +237,10 @@ def fit_calibrated(su: Setup, tg: DimTargets, rows_tr: np.ndarray, row_fold: np.
     row_group = su.row_group
     gsize = {g: len(np.unique(prow[rows_tr][row_group[rows_tr] == g])) for g in np.unique(row_group[rows_tr])}
     sw = su.run_w[rows_tr] / (np.asarray([gsize[g] for g in row_group[rows_tr]]) if bcfg.score_weighting == "agent" else 1.0)
-    ccq = CrossConformalQuantiles(bcfg.alphas, bcfg.levels, bcfg.lgbm_params, bcfg.seed, bcfg.n_jobs, n_folds)
+    ccq = CrossConformalQuantiles(bcfg.alphas, bcfg.levels, bcfg.lgbm_params, bcfg.seed, bcfg.n_jobs, n_folds,
+                                  calibration=bcfg.calibration, agent_quantile=bcfg.agent_quantile)
     ccq.fit(X_tr, z_tr, sample_weight=su.fit_w[rows_tr], groups=su.row_agent[rows_tr], fold=row_fold[rows_tr],
-            score_weight=sw, units=prow[rows_tr], feature_names=names)
+            score_weight=sw, units=prow[rows_tr], calibration_units=row_group[rows_tr], feature_names=names)
     # inner predictions of the calibration agents (fold models, corrections without their fold)
     fold_tr = row_fold[rows_tr]
     q_in = np.full((len(rows_tr), len(bcfg.alphas)), np.nan)

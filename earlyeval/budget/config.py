@@ -34,7 +34,15 @@ class BudgetConfig:
     lgbm_params: dict[str, Any] = field(default_factory=lambda: dict(BUDGET_LGBM))
     max_prefixes_per_run: int = 8  # evenly spaced training prefixes per run (weights stay 1/run)
     max_folds: int = 3
+    # with the outcome rule's inner_holdout "scaffold" (SWE-bench): one calibration fold per scaffold (a
+    # leave-one-scaffold-out calibration, calibration.agent_folds), up to this many folds
+    max_scaffold_folds: int = 8
     score_weighting: str = "agent"  # agent | run
+    # the CQR correction (quantiles.CrossConformalQuantiles): "agent" -- per calibration agent group its own
+    # correction, then the ceil(agent_quantile (n + 1))-th smallest of the n groups' (the agent is the
+    # exchangeable unit); "pooled" -- the level (1 + 1/n_runs) quantile of every calibration row's score
+    calibration: str = "agent"
+    agent_quantile: float = 0.5
     budget_quantile: float = 0.75  # B = this quantile of run totals (per dimension)
     feasible_threshold: float = 0.5
     max_cost_pp: float = 2.0

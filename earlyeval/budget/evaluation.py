@@ -19,9 +19,11 @@ from earlyeval.budget.calibration import (
     CalFit,
     Group,
     Setup,
-    agent_folds,
+    calibration_folds,
+    dim_folds,
     fill_ps,
     fit_calibrated,
+    fold_scaffolds,
     inner_p_success,
     select_on_calibration,
     setup,
@@ -29,7 +31,7 @@ from earlyeval.budget.calibration import (
 from earlyeval.budget.config import SMALL, BudgetConfig
 from earlyeval.budget.cqr import corrected_quantiles, to_z, within
 from earlyeval.budget.online import online_quantiles, run_order
-from earlyeval.budget.quantiles import BudgetEstimator, conformal_quantile
+from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee, conformal_quantile
 from earlyeval.budget.stopping import make_stopset, select_cap
 from earlyeval.budget.targets import DimTargets
 
@@ -85,6 +87,7 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
     ev = _Evaluation(runner=FoldRunner(ds, cfg, None), su=su, bcfg=bcfg, lo=max(cfg.min_halt_step, 1) - 1,
                      say=progress or (lambda m: log.info(m)),
                      orders={a: run_order(np.flatnonzero(su.run_agent == a), a) for a in ds.agents},
+                     scaffolds=fold_scaffolds(ds, cfg),
                      p_out=np.full(N, np.nan), res={d: _empty_result(d, su.budgets[d], N, bcfg) for d in su.dims})
     todo = [(gi, G) for gi, G in enumerate(su.groups) if only is None or G.name in only]
     if bcfg.n_workers > 1 and len(todo) > 1:
@@ -109,6 +112,7 @@ class _Evaluation:
     lo: int  # first prefix index the halting rule may stop at
     say: Callable[[str], None]
     orders: dict[str, np.ndarray]  # per agent, the order its runs finish in (online mode)
+    scaffolds: dict[str, str] | None  # agent -> scaffold, kept in one calibration fold (calibration.fold_scaffolds)
     p_out: np.ndarray  # (N,) held-out P(success)
     res: dict[str, DimResult]
 
@@ -125,6 +129,7 @@ class _Fold:
     p_in: np.ndarray  # inner P(success) of the calibration agents
     ps_exclusions: list[list[str]]
     held: np.ndarray  # (N,) rows of the held-out group
+    by_scaffold: bool = False  # the folds keep each scaffold together (calibration.agent_folds)
 
 
 def _empty_result(d: str, B: float, N: int, bcfg: BudgetConfig) -> DimResult:
@@ -145,9 +150,10 @@ def evaluate_group(ev: _Evaluation, gi: int, G: Group) -> None:
     for a in G.agents:
         fill_ps(ev.runner, su, ev.p_out, A, a)
     train_groups = [g for g in su.groups if g.name != G.name]
-    folds = agent_folds(train_groups, min(bcfg.max_folds, len(train_groups)), su.dims_of)
+    folds = calibration_folds(train_groups, su.dims_of, ev.scaffolds, bcfg)
     p_in, ps_exclusions = inner_p_success(ev.runner, su, folds, A)
-    fo = _Fold(gi, G, train_groups, folds, su.row_fold(folds), p_in, ps_exclusions, np.isin(su.row_agent, G.agents))
+    fo = _Fold(gi, G, train_groups, folds, su.row_fold(folds), p_in, ps_exclusions, np.isin(su.row_agent, G.agents),
+               ev.scaffolds is not None)
     for d in su.dims:
         evaluate_dim(ev, fo, d)
 
@@ -165,11 +171,12 @@ def evaluate_dim(ev: _Evaluation, fo: _Fold, d: str) -> None:
         R.skipped[G.name] = f"only {len(dgroups)} training agent group(s) with known {d}: cannot calibrate without the held-out agent"
         return
     B = su.budgets[d]
-    fit = fit_calibrated(su, tg, np.flatnonzero(~fo.held & tg.row_known), fo.row_fold, len(fo.folds), B, bcfg)
+    folds = dim_folds(su, fo.folds, d, bcfg)
+    fit = fit_calibrated(su, tg, np.flatnonzero(~fo.held & tg.row_known), su.row_fold(folds), len(folds), B, bcfg)
     rate_ho = _predict_held_out(ev, R, tg, fit, rows_ho, fo.gi, G, B)
-    Q_lin, pwl_in = _linear_baseline(su, R, tg, fit, rows_ho, rate_ho, len(fo.folds), B, bcfg)
+    Q_lin, pwl_in = _linear_baseline(su, R, tg, fit, rows_ho, rate_ho, len(folds), B, bcfg)
     R.taus[G.name] = _thresholds(ev, tg, fit, fo.p_in[fit.rows], pwl_in, B)
-    R.folds[G.name] = _audit(su, fo, d, fit, Q_lin, R.taus[G.name], bcfg)
+    R.folds[G.name] = _audit(su, fo, d, fit, Q_lin, R.taus[G.name], bcfg, folds)
 
 
 def _predict_held_out(ev: _Evaluation, R: DimResult, tg: DimTargets, fit: CalFit, rows_ho: np.ndarray, gi: int,
@@ -241,18 +248,23 @@ def _thresholds(ev: _Evaluation, tg: DimTargets, fit: CalFit, p_in_rows: np.ndar
 
 
 def _audit(su: Setup, fo: _Fold, d: str, fit: CalFit, Q_lin: list[float], sel: dict[str, Any],
-           bcfg: BudgetConfig) -> dict[str, Any]:
+           bcfg: BudgetConfig, folds: list[list[Group]]) -> dict[str, Any]:
     """What every stage of one held-out group's evaluation saw (the leakage audit in the report)."""
     ccq = fit.ccq
     return {
         "held_out": fo.group.agents,
-        "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in fo.folds],
+        "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in folds],
+        "calibration_folds_by_scaffold": folds is fo.folds and fo.by_scaffold,
         "quantile_models_fitted_on": [m.fit_agents_ for m in ccq.models_],
         "conformity_scores_from": ccq.calibration_agents_,
         "thresholds_selected_on": sel["model"].get("selected_on", []),
         "p_success_fitted_without": {"held_out": sorted(fo.group.agents), "inner": fo.ps_exclusions},
         "unit": fit.unit,
         "corrections_z": {str(k): v for k, v in ccq.corrections_.items()},
+        "unit_corrections_z": {str(k): v for k, v in ccq.unit_corrections_.items()},
+        "calibration": ccq.calibration,
+        "coverage_guarantee": {str(lv): agent_guarantee(len(v), ccq.agent_quantile) for lv, v in ccq.unit_corrections_.items()}
+                              if ccq.calibration == "agent" else None,
         "corrections_z_linear": {str(lv): q for lv, q in zip(bcfg.levels, Q_lin)},
         "n_calibration_runs": int(len(np.unique(su.prow[fit.rows][~np.isnan(ccq.oof_[:, 0])]))),
         "n_training_runs": int(len(fit.runs)),

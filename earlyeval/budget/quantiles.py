@@ -129,18 +129,53 @@ def conformal_quantile(scores: np.ndarray, weights: np.ndarray, level: float, n_
     return float(q)
 
 
+def agent_rank(n: int, agent_quantile: float) -> int:
+    """k = ceil(agent_quantile (n + 1)): the rank, among n calibration agents' corrections, that a new agent's
+    own correction stays at or below with probability >= k / (n + 1) when the n + 1 agents are exchangeable."""
+    return int(np.ceil(agent_quantile * (n + 1) - 1e-9))
+
+
+def agent_conformal_quantile(scores: np.ndarray, weights: np.ndarray, units: np.ndarray, level: float,
+                             agent_quantile: float) -> tuple[float, dict[str, float]]:
+    """Agent-level split conformal: per calibration unit (an agent group), the weighted `level` quantile of its
+    own scores -- the correction under which that unit's coverage would be exactly `level` -- then the
+    k-th smallest of the n units' (``agent_rank``; the largest when k > n, which then holds with probability
+    n / (n + 1) only: ``agent_guarantee``).  Returns it and the per-unit corrections."""
+    per: dict[str, float] = {}
+    for u in sorted(set(np.asarray(units).tolist())):
+        m = units == u
+        q = weighted_quantile(scores[m], level, weights[m])
+        if q is not None:
+            per[str(u)] = float(q)
+    if not per:
+        return float("nan"), per
+    vals = sorted(per.values())
+    k = min(max(agent_rank(len(per), agent_quantile), 1), len(vals))
+    return float(vals[k - 1]), per
+
+
+def agent_guarantee(n: int, agent_quantile: float) -> float:
+    """P(a new agent's coverage >= the level) that the agent-level correction guarantees with n calibration units."""
+    return min(max(agent_rank(n, agent_quantile), 1), n) / (n + 1) if n else 0.0
+
+
+CALIBRATIONS = ("agent", "pooled")  # agent: agent_conformal_quantile (default); pooled: conformal_quantile over rows
 # the arrays corrections_without() needs, saved beside the JSON state (npz, no pickle)
-CALIBRATION_ARRAYS = ("oof", "z", "calibration_mask", "score_weight", "fold", "units")
+CALIBRATION_ARRAYS = ("oof", "z", "calibration_mask", "score_weight", "fold", "units", "calibration_units")
 
 
 class CrossConformalQuantiles(BaseEstimator):
     """Quantile boosters fitted per agent fold, CQR-corrected with out-of-fold scores.
 
-    ``fit(X, y, *, sample_weight, groups, fold, score_weight, units)``: rows of training agents only;
-    `fold` is each row's agent fold (-1: training only; default: the groups, sorted, dealt round-robin
-    into ``n_folds``, or the rows when there are no groups).  Fold model k is fitted on rows outside
-    fold k (weight `sample_weight` > 0) and scores the rows of fold k; the correction per level is the
-    `score_weight`-weighted conformal quantile of those scores, n = the distinct `units` (runs).
+    ``fit(X, y, *, sample_weight, groups, fold, score_weight, units, calibration_units)``: rows of training
+    agents only; `fold` is each row's agent fold (-1: training only; default: the groups, sorted, dealt
+    round-robin into ``n_folds``, or the rows when there are no groups).  Fold model k is fitted on rows
+    outside fold k (weight `sample_weight` > 0) and scores the rows of fold k.  The correction per level:
+    ``calibration="agent"`` (default), ``agent_conformal_quantile`` -- per calibration unit (default: the
+    groups; the budget passes agent groups), the `score_weight`-weighted level quantile of its scores,
+    then the ``agent_rank(n, agent_quantile)``-th smallest over the n units, so that the agent, not the run,
+    is the exchangeable unit; ``"pooled"``: the weighted level (1 + 1/n) quantile of all scores, n = the
+    distinct `units` (runs).
     ``fit_agents_``/``calibration_agents_`` record what each stage saw.  ``predict`` is the
     uncorrected mean of the fold models' sorted quantiles, ``(n, len(alphas))``.
 
@@ -150,13 +185,16 @@ class CrossConformalQuantiles(BaseEstimator):
     predicts but refuses ``corrections_without``."""
 
     def __init__(self, alphas: tuple = ALPHAS, levels: tuple = LEVELS, lgbm_params: dict[str, Any] | None = None,
-                 seed: int = 0, n_jobs: int = 1, n_folds: int = 3):
+                 seed: int = 0, n_jobs: int = 1, n_folds: int = 3, calibration: str = "agent",
+                 agent_quantile: float = 0.5):
         self.alphas = alphas
         self.levels = levels
         self.lgbm_params = lgbm_params
         self.seed = seed
         self.n_jobs = n_jobs
         self.n_folds = n_folds
+        self.calibration = calibration
+        self.agent_quantile = agent_quantile
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
@@ -174,7 +212,11 @@ class CrossConformalQuantiles(BaseEstimator):
 
     def fit(self, X: Any, y: Any, *, sample_weight: np.ndarray | None = None, groups: np.ndarray | None = None,
             fold: np.ndarray | None = None, score_weight: np.ndarray | None = None, units: np.ndarray | None = None,
-            feature_names: list[str] | None = None) -> "CrossConformalQuantiles":
+            calibration_units: np.ndarray | None = None, feature_names: list[str] | None = None) -> "CrossConformalQuantiles":
+        if self.calibration not in CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {CALIBRATIONS}, not {self.calibration!r}")
+        if not 0.0 < float(self.agent_quantile) < 1.0:
+            raise ValueError(f"agent_quantile must be in (0, 1), not {self.agent_quantile!r}")
         X, z = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan", y_numeric=True)
         n = len(z)
         fit_weight = np.ones(n) if sample_weight is None else _weights(sample_weight, n)
@@ -183,7 +225,9 @@ class CrossConformalQuantiles(BaseEstimator):
         agents = groups if groups is not None else np.zeros(n, dtype=np.int64)
         fold = self._default_fold(n, groups) if fold is None else np.asarray(fold)
         units = np.arange(n) if units is None else np.asarray(units)
-        for name, arr in (("groups", agents), ("fold", fold), ("score_weight", score_weight), ("units", units)):
+        cal_units = (agents if calibration_units is None else np.asarray(calibration_units)).astype(str)
+        for name, arr in (("groups", agents), ("fold", fold), ("score_weight", score_weight), ("units", units),
+                          ("calibration_units", cal_units)):
             if len(arr) != n:
                 raise ValueError(f"{name} has {len(arr)} entries for {n} rows")
         cols = getattr(self, "feature_names_in_", None)
@@ -207,18 +251,20 @@ class CrossConformalQuantiles(BaseEstimator):
             raise ValueError(f"CrossConformalQuantiles needs rows in at least two folds to fit (n_samples = {n}, "
                              f"folds {folds})")
         self.models_, self.model_folds_, self.oof_ = models, model_folds, oof
-        self.calibrate(z, score_weight, fold, agents, units)
+        self.calibrate(z, score_weight, fold, agents, units, cal_units)
         return self
 
     def calibrate(self, z: np.ndarray, score_weight: np.ndarray, fold: np.ndarray, agents: np.ndarray,
-                  units: np.ndarray) -> "CrossConformalQuantiles":
+                  units: np.ndarray, calibration_units: np.ndarray | None = None) -> "CrossConformalQuantiles":
         """Corrections from the out-of-fold predictions; keeps what ``corrections_without`` needs."""
         ok = ~np.isnan(self.oof_[:, 0]) & (score_weight > 0)
         self.calibration_agents_ = sorted(set(agents[ok].tolist()))
         self.n_calibration_rows_ = int(ok.sum())
         self.z_, self.calibration_mask_, self.score_weight_, self.fold_, self.units_ = z, ok, score_weight, fold, units
+        self.calibration_units_ = np.asarray(agents if calibration_units is None else calibration_units).astype(str)
         self.scores_ = self._scores(z)
         self.corrections_ = self.corrections(ok)
+        self.unit_corrections_ = self.per_unit(ok)
         return self
 
     def _scores(self, z: np.ndarray) -> dict[float, np.ndarray]:
@@ -230,8 +276,18 @@ class CrossConformalQuantiles(BaseEstimator):
         if not hasattr(self, "scores_"):
             raise NotFittedError("this CrossConformalQuantiles was loaded without its calibration arrays "
                                  "(extra_budget.json ships none): load it with CrossConformalQuantiles.load")
+        if self.calibration == "agent":  # exchangeable units: agent groups
+            u = self.calibration_units_[mask]
+            return {lv: agent_conformal_quantile(self.scores_[lv][mask], self.score_weight_[mask], u, lv,
+                                                 self.agent_quantile)[0] for lv in self.levels}
         n = len(np.unique(self.units_[mask]))  # exchangeable units: runs
         return {lv: conformal_quantile(self.scores_[lv][mask], self.score_weight_[mask], lv, n) for lv in self.levels}
+
+    def per_unit(self, mask: np.ndarray) -> dict[float, dict[str, float]]:
+        """Per level, each calibration unit's own correction (the one giving it exactly that level): the audit."""
+        u = self.calibration_units_[mask]
+        return {lv: agent_conformal_quantile(self.scores_[lv][mask], self.score_weight_[mask], u, lv,
+                                             self.agent_quantile)[1] for lv in self.levels}
 
     def corrections_without(self, k: int) -> dict[float, float]:
         """Corrections from every fold but k (to threshold fold k's own predictions honestly)."""
@@ -253,23 +309,28 @@ class CrossConformalQuantiles(BaseEstimator):
         """JSON-able: models and corrections (the shipped form; what ``predict`` needs)."""
         check_is_fitted(self, "corrections_")
         return {"alphas": list(self.alphas), "levels": list(self.levels), "seed": self.seed,
+                "calibration": self.calibration, "agent_quantile": float(self.agent_quantile),
                 "corrections": {str(k): v for k, v in self.corrections_.items()},
+                "unit_corrections": {str(k): v for k, v in self.unit_corrections_.items()},
                 "calibration_agents": self.calibration_agents_, "models": [m.get_state() for m in self.models_]}
 
     def get_arrays(self) -> dict[str, np.ndarray]:
         """The calibration arrays (``CALIBRATION_ARRAYS``): out-of-fold predictions, mask, weights, folds, units."""
         check_is_fitted(self, "calibration_mask_")
         return {"oof": self.oof_, "z": self.z_, "calibration_mask": self.calibration_mask_,
-                "score_weight": self.score_weight_, "fold": self.fold_, "units": self.units_}
+                "score_weight": self.score_weight_, "fold": self.fold_, "units": self.units_,
+                "calibration_units": self.calibration_units_}
 
     @classmethod
     def from_state(cls, d: dict[str, Any], arrays: dict[str, np.ndarray] | None = None,
                    n_jobs: int = 1) -> "CrossConformalQuantiles":
         """Rebuild from ``get_state()`` (and ``get_arrays()``, for ``corrections_without``)."""
-        m = cls(tuple(d["alphas"]), tuple(d["levels"]), None, d.get("seed", 0), n_jobs)
+        m = cls(tuple(d["alphas"]), tuple(d["levels"]), None, d.get("seed", 0), n_jobs,
+                calibration=d.get("calibration", "pooled"), agent_quantile=float(d.get("agent_quantile", 0.5)))
         m.models_ = [QuantileRegressor.from_state(s, n_jobs) for s in d["models"]]
         m.model_folds_ = list(d.get("model_folds", range(len(m.models_))))
         m.corrections_ = {float(k): float(v) for k, v in d["corrections"].items()}
+        m.unit_corrections_ = {float(k): dict(v) for k, v in d.get("unit_corrections", {}).items()}
         m.calibration_agents_ = list(d.get("calibration_agents", []))
         if m.models_:
             m.n_features_in_ = m.models_[0].n_features_in_
@@ -284,6 +345,7 @@ class CrossConformalQuantiles(BaseEstimator):
             m.oof_, m.z_ = a["oof"].astype(np.float64), a["z"].astype(np.float64)
             m.calibration_mask_ = a["calibration_mask"].astype(bool)
             m.score_weight_, m.fold_, m.units_ = a["score_weight"].astype(np.float64), a["fold"], a["units"]
+            m.calibration_units_ = a["calibration_units"].astype(str)
             m.n_calibration_rows_ = int(m.calibration_mask_.sum())
             m.scores_ = m._scores(m.z_)
         return m

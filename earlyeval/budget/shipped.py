@@ -13,9 +13,10 @@ import numpy as np
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import fold_free
-from earlyeval.budget.calibration import agent_folds, fit_calibrated, inner_p_success, select_on_calibration, setup
+from earlyeval.budget.calibration import (calibration_folds, dim_folds, fit_calibrated, fold_scaffolds, inner_p_success,
+                                          select_on_calibration, setup)
 from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, BudgetConfig
-from earlyeval.budget.quantiles import BudgetEstimator
+from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee
 from earlyeval.budget.targets import budget_features, dim_targets, free_opening_agents, spend_feature_names
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,9 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
 
     It is what ``run_budget`` builds for a held-out agent, with no agent held out: every
     labelled agent group (the small ones as one group) is a calibration group, dealt into
-    the same agent folds (``agent_folds``); per dimension that ``run_budget`` evaluates,
-    the fold models, the CQR corrections from all out-of-fold scores, the unit, B
+    the same calibration folds (``calibration_folds``); per dimension that ``run_budget`` evaluates,
+    the fold models, the CQR corrections from all out-of-fold scores (the same rule,
+    ``BudgetConfig.calibration``: agent groups as the exchangeable units), the unit, B
     (``choose_budget``, the same B as in the report) and tau, selected by ``select_tau`` on
     the inner predictions of the large calibration agents (fold models, corrections without
     their fold, P(success) from the outcome model fitted without their fold: the fold-free
@@ -47,8 +49,7 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
         say("budget: no dimension has enough agent groups to be calibrated; no budget model shipped")
         return None
     groups = su.groups
-    folds = agent_folds(groups, min(bcfg.max_folds, len(groups)), su.dims_of)
-    row_fold = su.row_fold(folds)
+    folds = calibration_folds(groups, su.dims_of, fold_scaffolds(ds, cfg), bcfg)
     lo = max(cfg.min_halt_step, 1) - 1
     say(f"budget: {', '.join(su.dims)} on {len(groups)} agent group(s) in {len(folds)} calibration folds")
     runner = FoldRunner(ds, cfg, None)
@@ -56,7 +57,8 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
 
     def one_dim(d: str) -> dict[str, Any]:
         tg, B = su.targets[d], su.budgets[d]
-        fit = fit_calibrated(su, tg, np.flatnonzero(tg.row_known), row_fold, len(folds), B, bcfg)
+        fd = dim_folds(su, folds, d, bcfg)
+        fit = fit_calibrated(su, tg, np.flatnonzero(tg.row_known), su.row_fold(fd), len(fd), B, bcfg)
         sel = select_on_calibration(su, tg, fit, p_in[fit.rows] * fit.pw_in, B, bcfg, lo)
         ccq = fit.ccq
         return {
@@ -67,10 +69,14 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
                            + (" (rounded up)" if d == "steps" else " (2 significant digits)"),
             "runs_known": int(tg.run_known.sum()),
             "runs_excluded_unknown": tg.excluded_by_agent(ds),
-            "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in folds],
+            "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in fd],
             "quantile_models_fitted_on": [m.fit_agents_ for m in ccq.models_],
             "conformity_scores_from": ccq.calibration_agents_,
             "corrections_z": {str(k): v for k, v in ccq.corrections_.items()},
+            "calibration": ccq.calibration,
+            "unit_corrections_z": {str(k): v for k, v in ccq.unit_corrections_.items()},
+            "coverage_guarantee": ({str(lv): agent_guarantee(len(v), ccq.agent_quantile) for lv, v in ccq.unit_corrections_.items()}
+                                   if ccq.calibration == "agent" else None),
             "n_calibration_runs": int(len(np.unique(su.prow[fit.rows][~np.isnan(ccq.oof_[:, 0])]))),
         }
 

@@ -405,6 +405,9 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
             blk["baselines"] = base
             base_th = (res.thresholds[a]["success"], res.thresholds[a]["failure"])
             blk["warm_start"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th) for sh in cfg.warm_shares}
+            # issue 14's checking rule (may only raise), beside the certifying default for comparison
+            blk["warm_start_check"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th, rule="check")
+                                       for sh in cfg.warm_shares}
         ad = res.runner.adaptation.get((frozenset([a]) if a in res.holdout else frozenset(res.small), a))
         if ad:
             blk["adaptation"] = ad
@@ -458,4 +461,5 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
                    "mirror_gap": float(max((np.max(np.abs(b - (1 - a))) for rs in res.sets.values() for a, b in zip(rs.p_s, rs.p_f) if len(a)), default=0.0)),
                    "top_features": fits[0].model.feature_importance(15) if fits else []},
         "warm_start_pooled": {} if light else warm_pooled(agents_out, res.holdout),
+        "warm_start_check_pooled": {} if light else warm_pooled(agents_out, res.holdout, "warm_start_check"),
     }

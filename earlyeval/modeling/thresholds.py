@@ -23,6 +23,7 @@ import numpy as np
 from scipy.special import expit, logit
 
 from earlyeval.core.errors import EarlyEvalError
+from earlyeval.modeling.certify import certify
 from earlyeval.modeling.metrics import NEVER, RunSet, apply_policy, grid_metrics, wilson_lower
 
 EPS = 1e-6
@@ -260,17 +261,36 @@ def recalibrated(rs: RunSet, cal: Recalibration) -> RunSet:
     return RunSet(rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions)
 
 
+WARM_RULES = ("certify", "check")  # the warm start's rules; "certify" is the default (modeling.certify)
+
+
 def fit_warm_start(warm: RunSet, cfg: ThresholdRule, base: tuple[float, float] | None = None,
-                   recalibrate: bool = False) -> tuple[Recalibration, dict[str, Any]]:
+                   recalibrate: bool = False, rule: str | None = None) -> tuple[Recalibration, dict[str, Any]]:
     """Warm start on K finished, labelled runs of the new agent.
 
-    Default (``base`` given, no recalibration): the warm runs check the label-free thresholds
-    ``base``; the usual rule (``select_thresholds``, target recall, Wilson bound) keeps the
-    boldest pair at or above ``base`` that the warm runs support, so K runs can only make the
-    policy more cautious.  Picking thresholds on 15-60 runs alone (``base=None``) or refitting
-    Platt on them (``recalibrate``) let a few lucky runs certify bold thresholds: measured under
-    as_of, halted accuracy fell to 83-96 % per agent (reports/<bench>/loao.json, warm_start).
+    ``rule="certify"`` (the default, unless ``recalibrate``): ``certify.certify`` -- the label-free pair
+    ``base`` is made bolder only as far as the K runs certify it (exact binomial tails, fixed-sequence
+    testing from ``base``, level delta = 1 - ``cfg.confidence``), and more cautious only when they show, at
+    that level, that it misses the target; the guarantee is in ``modeling.certify``.  ``base=None`` starts
+    from (NEVER, NEVER).
+    ``rule="check"`` (the rule of issue 14, kept for comparison): the usual rule (``select_thresholds``,
+    target recall, Wilson bound) keeps the boldest pair at or above ``base`` that the warm runs support,
+    so K runs can only make the policy more cautious; one error in 15 runs raises it.  ``recalibrate``
+    (the default rule is then "check"; a refitted Platt has no certificate): Platt refitted on the K runs
+    first (with ``base=None``, thresholds picked on them: halted accuracy fell to 83-96 % per agent under as_of).
     Only ``warm``'s labels are read.  The one definition used by ``evaluate``, ``score`` and the Monitor."""
+    rule = rule or ("check" if recalibrate else "certify")
+    if rule not in WARM_RULES:
+        raise ValueError(f"warm-start rule must be one of {WARM_RULES}, not {rule!r}")
+    if rule == "certify":
+        if recalibrate:
+            raise ValueError("recalibrate=True goes with rule='check' (a refitted Platt has no certificate)")
+        start = base if base is not None else (NEVER, NEVER)
+        delta = 1.0 - (cfg.confidence if cfg.confidence is not None else 0.9)
+        th = certify(warm, start, cfg.taus, cfg.target_accuracy, delta, cfg.constraint, cfg.min_halt_step)
+        th["method"] = (f"warm start on {len(warm)} runs, certified (delta {delta:g}) from "
+                        f"({start[0]:g}, {start[1]:g}): {th['decision']}")
+        return IDENTITY, th
     cal = fit_recalibration(warm) if recalibrate else IDENTITY
     how = f"warm start on {len(warm)} runs" + (", Platt refitted" if recalibrate else "")
     if base is not None:

@@ -278,7 +278,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
                progress: bool = True, monitor: Any = None, as_of: str | None = None, same_agent: str | None = None,
                warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
                csv: str | Path | bool | None = None, data_root: str | Path | None = None, force: bool = False,
-               cross_bench: bool = False, halt_on: str = "both", require_signature: bool = False) -> dict[str, Path]:
+               cross_bench: bool = False, halt_on: str = "both", require_signature: bool = False,
+               warm_rule: str = "certify") -> dict[str, Path]:
     """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
 
     ``fmt`` "auto": the format read from the files (``score_checks.detect_format``).  ``as_of``: None (or
@@ -287,9 +288,9 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     ``run_context``.  ``data_root``: where catalog run folders are (default ``config.workspace.data_root``).
     ``force``: replace a score.json of other runs in the output folder; ``cross_bench``: score runs of
     another benchmark than the model's (refused otherwise).  ``warm_start`` K:
-    K labelled runs (a seeded random draw) are completed first and used by ``Monitor.warm_start``; the
-    rest is halted with the recalibrated probabilities and thresholds; the metrics count every run, the
-    warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
+    K labelled runs (a seeded random draw) are completed first and used by ``Monitor.warm_start`` (rule
+    ``warm_rule``: "certify", the default, or "check"); the rest is halted with the thresholds it gives;
+    the metrics count every run, the warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
     (``Monitor.load``).  ``what_if_taus``: also the frontier over this grid (True: the model's own
     selection grid).  ``csv``: the per-run CSV's path (default ``per_run.csv`` beside score.json; False: none).
     ``halt_on``: which predicted outcomes halt ("both", the default of a benchmark pass; "failure": what a live
@@ -342,7 +343,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         pick = np.random.default_rng(seed).choice(len(lab), size=warm_start, replace=False)
         warm_runs = [lab[i] for i in sorted(pick)]
         warm_ids = {t.run_id for t in warm_runs}
-        warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent)
+        warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent, rule=warm_rule)
         warm_info["run_ids"] = sorted(warm_ids)
     records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
                for t in tqdm(trajs, desc="score: replay", unit="run", leave=False,
@@ -351,7 +352,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
             r.update(warm=True, halted=False, halt_t=None, halt_step_index=None, predicted=None,
                      p_success_at_halt=None, p_failure_at_halt=None, top_features=[],
-                     reason="warm-start run: completed, its label used to recalibrate")
+                     reason="warm-start run: completed, its label used to certify the thresholds")
     for t, r in zip(trajs, records):
         r["usage"] = usage_of(t, r["halt_t"] if r["halted"] else None)
 

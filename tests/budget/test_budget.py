@@ -73,9 +73,10 @@ def audited(ds):
         log.append((current["group"], "quantile_fit", set(groups.tolist())))
         return orig_fit(self, X, y, sample_weight=sample_weight, groups=groups, feature_names=feature_names)
 
-    def calibrate(self, z, score_weight, fold, agents, units):
-        out = orig_cal(self, z, score_weight, fold, agents, units)
+    def calibrate(self, z, score_weight, fold, agents, units, calibration_units=None):
+        out = orig_cal(self, z, score_weight, fold, agents, units, calibration_units)
         log.append((current["group"], "calibration", set(self.calibration_agents_)))
+        log.append((current["group"], "calibration_units", set(self.calibration_units_[self.calibration_mask_].tolist())))
         return out
 
     def ofit(self, exclude):
@@ -188,10 +189,13 @@ def test_held_out_agent_never_seen_by_fit_calibration_or_threshold(audited):
     agents_of = {g.name: set(g.agents) for g in run.groups}
     seen = {kind for _, kind, _ in log}
     assert {"quantile_fit", "calibration", "outcome_fit_excludes"} <= seen
+    assert "calibration_units" in seen
     for group, kind, agents in log:
         held = agents_of[group]
         if kind == "outcome_fit_excludes":
             assert held <= agents, (group, agents)
+        elif kind == "calibration_units":  # the exchangeable units are agent groups, never the held-out one
+            assert group not in agents and agents <= set(agents_of), (group, agents)
         else:
             assert not (held & agents), (group, kind, agents)
     for d, R in run.dims.items():
@@ -201,11 +205,35 @@ def test_held_out_agent_never_seen_by_fit_calibration_or_threshold(audited):
             for fitted in f["quantile_models_fitted_on"]:
                 assert not held & set(fitted)
             assert not held & set(f["conformity_scores_from"])
+            assert f["calibration"] == "agent"
+            for lv, per_unit in f["unit_corrections_z"].items():  # the groups whose corrections the rule ranked
+                assert g not in per_unit and len(per_unit) >= 2, (d, g, per_unit)
+                ranked = sorted(per_unit.values())
+                assert f["corrections_z"][lv] == ranked[int(np.ceil(0.5 * (len(ranked) + 1) - 1e-9)) - 1]
             sel = set().union(*[agents_of[x] for x in f["thresholds_selected_on"]]) if f["thresholds_selected_on"] else set()
             assert not held & sel
             assert held <= set(f["p_success_fitted_without"]["held_out"])
             for ex in f["p_success_fitted_without"]["inner"]:
                 assert held <= set(ex)
+
+
+def test_held_out_budgets_never_reach_its_own_intervals_fit_or_calibration(audited):
+    """Tripling every token count of the held-out agent changes nothing about the models and corrections its
+    intervals come from (the fold models, the per-group corrections, the rank taken, the unit); the same change
+    does move another held-out agent's calibration, where alpha is a calibration agent (positive control)."""
+    run, _ = audited
+    trajs = _synthetic()
+    for t in trajs:
+        if t.agent == "alpha":
+            for st in t.steps:
+                st.input_tokens = None if st.input_tokens is None else 3 * st.input_tokens
+    ds2 = load_dataset("tau2", ["behaviour"], trajs=trajs, tasks={}, progress=False)
+    cfg, bcfg = _cfgs()
+    run2 = run_budget(ds2, cfg, bcfg, only=["alpha", "beta"])
+    before, after = run.dims["input_tokens"].estimators, run2.dims["input_tokens"].estimators
+    assert before["alpha"].model.get_state() == after["alpha"].model.get_state()
+    assert before["alpha"].unit == after["alpha"].unit
+    assert before["beta"].model.get_state()["unit_corrections"] != after["beta"].model.get_state()["unit_corrections"]
 
 
 def test_small_agents_are_held_out_together(audited):
@@ -262,3 +290,28 @@ def test_estimator_round_trips_through_json(audited, ds):
     for k in a:
         assert np.allclose(a[k], b[k])
     assert np.allclose(est.prob_within(X, spent, t), again.prob_within(X, spent, t))
+
+
+def test_calibration_folds_keep_a_scaffold_together_and_fall_back_per_dimension():
+    """Under inner_holdout "scaffold" every calibration fold is one scaffold (its groups together, a small group
+    joined to the scaffold one of its agents shares); a dimension logged by one scaffold only is dealt by agent."""
+    from types import SimpleNamespace
+
+    from earlyeval.budget.calibration import calibration_folds, dim_folds
+    from earlyeval.evaluation.dataset import HoldoutUnit
+
+    groups = [HoldoutUnit("m1", ["m1"]), HoldoutUnit("m2", ["m2"]), HoldoutUnit("m3", ["m3"]), HoldoutUnit("g", ["g"]),
+              HoldoutUnit("c", ["c"]), HoldoutUnit(SMALL, ["s1", "s2"], small=True)]
+    scaffold = {"m1": "moat", "m2": "moat", "m3": "moat", "g": "mini", "c": "coder", "s1": "coder", "s2": "oh"}
+    dims_of = {"m1": {"steps", "cost_usd"}, "m2": {"steps", "cost_usd"}, "m3": {"steps", "cost_usd"}, "g": {"steps"},
+               "c": {"steps"}, SMALL: {"steps"}}
+    _, bcfg = _cfgs()
+    folds = calibration_folds(groups, dims_of, scaffold, bcfg)
+    names = sorted(sorted(g.name for g in f) for f in folds)
+    assert names == [["c", SMALL], ["g"], ["m1", "m2", "m3"]]
+    su = SimpleNamespace(dims_of=dims_of)
+    assert dim_folds(su, folds, "steps", bcfg) is folds
+    cost = dim_folds(su, folds, "cost_usd", bcfg)  # only the Moatless versions log cost: one scaffold, dealt by agent
+    assert sorted(g.name for f in cost for g in f) == ["m1", "m2", "m3"] and len(cost) == 2
+    # without scaffolds (inner_holdout "agent"): max_folds agent folds, as before
+    assert len(calibration_folds(groups, dims_of, None, bcfg)) == bcfg.max_folds

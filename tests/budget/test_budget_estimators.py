@@ -147,3 +147,43 @@ def test_fit_refuses_what_it_cannot_calibrate():
     # default folds: the sorted groups dealt round-robin, every row of a group in one fold
     m = CrossConformalQuantiles(lgbm_params=SMALL, n_folds=2).fit(X, z, groups=agents)
     assert m.model_folds_ == [0, 1] and all(len(set(m.fold_[agents == a])) == 1 for a in set(agents))
+
+
+def test_agent_conformal_quantile_ranks_the_groups_own_corrections():
+    """Hand-computed: three groups whose own 0.8-quantiles are 1, 2 and 3; the median rule takes the 2nd
+    (ceil(0.5 x 4) = 2), a 0.75 rule the 3rd, and every row of a group counts within that group only."""
+    from earlyeval.budget.quantiles import agent_conformal_quantile, agent_guarantee
+
+    scores = np.r_[np.linspace(0, 1.25, 6), np.linspace(0, 2.5, 6), np.linspace(0, 3.75, 6)]
+    units = np.repeat(["a", "b", "c"], 6)
+    w = np.ones(18)
+    Q, per = agent_conformal_quantile(scores, w, units, 0.8, 0.5)
+    assert per == {"a": 1.0, "b": 2.0, "c": 3.0} and Q == 2.0
+    assert agent_conformal_quantile(scores, w, units, 0.8, 0.75)[0] == 3.0
+    assert agent_conformal_quantile(scores, w, units, 0.8, 0.99)[0] == 3.0  # k > n: the largest, promising n/(n+1)
+    assert agent_guarantee(3, 0.5) == 0.5 and agent_guarantee(3, 0.99) == 0.75
+
+
+def test_agent_level_correction_holds_its_level_for_a_new_agent():
+    """Exchangeable synthetic agents, each with its own shift and spread of scores: over many draws of n + 1 agents,
+    the new agent's coverage under the median rule is >= the level in >= ceil(0.5 (n + 1)) / (n + 1) of the draws,
+    and <= the level in >= the rest (up to Monte-Carlo error)."""
+    from earlyeval.budget.quantiles import agent_conformal_quantile, agent_rank
+
+    rng = np.random.default_rng(0)
+    n, lv, draws = 6, 0.8, 600
+    k = agent_rank(n, 0.5)
+    above = below = 0
+    for _ in range(draws):
+        shift, spread = rng.normal(0, 0.6, n + 1), np.exp(rng.normal(0, 0.4, n + 1))
+        sizes = rng.integers(30, 300, n + 1)
+        s = [shift[i] + spread[i] * rng.normal(size=sizes[i]) for i in range(n + 1)]
+        cal = np.concatenate(s[:n])
+        units = np.repeat(np.arange(n).astype(str), sizes[:n])
+        Q, _ = agent_conformal_quantile(cal, np.ones(len(cal)), units, lv, 0.5)
+        cov = float(np.mean(s[n] <= Q))
+        above += cov >= lv
+        below += cov <= lv
+    se = np.sqrt(0.25 / draws)
+    assert above / draws >= k / (n + 1) - 3 * se, above
+    assert below / draws >= (n + 1 - k) / (n + 1) - 3 * se, below

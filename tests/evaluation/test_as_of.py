@@ -162,49 +162,50 @@ def _runset(seed: int = 0):
 def test_warm_start_never_sees_a_label_outside_its_k_runs():
     rs = _runset()
     cfg = EvalConfig(warm_repeats=3, seed=0)
-    before = warm_start_block(rs, cfg, 0.1)
+    before = warm_start_block(rs, cfg, 0.1, rule="check")
     flipped = dataclasses.replace(rs, y=rs.y.copy())
     masks = [warm_split(len(rs), 0.1, seed=r) for r in range(3)]
     outside = ~np.logical_or.reduce(masks)
     flipped.y[outside] = 1 - flipped.y[outside]
-    after = warm_start_block(flipped, cfg, 0.1)
+    after = warm_start_block(flipped, cfg, 0.1, rule="check")
     assert before["thresholds_per_draw"] == after["thresholds_per_draw"]
     # the fitted recalibration is that of the warm runs alone
-    cal1, th1 = fit_warm_start(rs.subset(masks[0]), cfg)
-    cal2, th2 = fit_warm_start(flipped.subset(masks[0]), cfg)
+    cal1, th1 = fit_warm_start(rs.subset(masks[0]), cfg, rule="check")
+    cal2, th2 = fit_warm_start(flipped.subset(masks[0]), cfg, rule="check")
     assert (cal1.a, cal1.b, th1["success"], th1["failure"]) == (cal2.a, cal2.b, th2["success"], th2["failure"])
     # positive control: flipping the warm runs' own labels does change the fit (thresholds checked from
     # the boldest pair; the refitted Platt of recalibrate=True)
     inside = dataclasses.replace(rs, y=rs.y.copy())
     inside.y[masks[0]] = 1 - inside.y[masks[0]]
     bold = (0.5, 0.5)
-    _, th4 = fit_warm_start(rs.subset(masks[0]), cfg, base=bold)
-    _, th5 = fit_warm_start(inside.subset(masks[0]), cfg, base=bold)
+    _, th4 = fit_warm_start(rs.subset(masks[0]), cfg, base=bold, rule="check")
+    _, th5 = fit_warm_start(inside.subset(masks[0]), cfg, base=bold, rule="check")
     assert (th4["success"], th4["failure"]) != (th5["success"], th5["failure"])
     cal6, _ = fit_warm_start(rs.subset(masks[0]), cfg, recalibrate=True)
     cal3, _ = fit_warm_start(inside.subset(masks[0]), cfg, recalibrate=True)
     assert (cal3.a, cal3.b) != (cal6.a, cal6.b)
 
 
-def test_warm_start_only_makes_given_thresholds_more_cautious():
-    """The warm runs check the label-free thresholds: the result is never below them on either side,
-    stays at them when the warm runs support them, and rises when the warm runs contradict them."""
+def test_check_rule_only_makes_given_thresholds_more_cautious():
+    """The checking rule (issue 14; the certifying default is tests/modeling/test_warm_certify.py): the result is
+    never below the label-free thresholds on either side, stays at them when the warm runs support them, and
+    rises when the warm runs contradict them."""
     rs = _runset(2)
     cfg = EvalConfig()
     for seed in range(6):
         warm = rs.subset(warm_split(len(rs), 0.2, seed=seed))
         for base in ((0.5, 0.5), (0.8, 0.9), (0.95, 0.99)):
-            cal, th = fit_warm_start(warm, cfg, base=base)
+            cal, th = fit_warm_start(warm, cfg, base=base, rule="check")
             assert (cal.a, cal.b) == (1.0, 0.0)
             assert th["success"] >= base[0] and th["failure"] >= base[1], (seed, base, th)
     # a base the warm runs support exactly is kept: the rule's own choice on them, used as the base
     warm = rs.subset(warm_split(len(rs), 0.3, seed=0))
-    _, free = fit_warm_start(warm, cfg)
-    _, kept = fit_warm_start(warm, cfg, base=(free["success"], free["failure"]))
+    _, free = fit_warm_start(warm, cfg, rule="check")
+    _, kept = fit_warm_start(warm, cfg, base=(free["success"], free["failure"]), rule="check")
     assert (kept["success"], kept["failure"]) == (free["success"], free["failure"])
     # the boldest base with every warm label flipped: the warm runs refuse it
     bad = dataclasses.replace(warm, y=1 - warm.y)
-    _, raised = fit_warm_start(bad, cfg, base=(0.5, 0.5))
+    _, raised = fit_warm_start(bad, cfg, base=(0.5, 0.5), rule="check")
     assert (raised["success"], raised["failure"]) != (0.5, 0.5)
 
 
@@ -212,7 +213,7 @@ def test_warm_runs_are_paid_in_full():
     rs = _runset(1)
     cfg = EvalConfig()
     warm = warm_split(len(rs), 0.2, seed=0)
-    cal, th = fit_warm_start(rs.subset(warm), cfg)
+    cal, th = fit_warm_start(rs.subset(warm), cfg, rule="check")  # thresholds picked on the warm runs: some savings
     m = warm_policy_metrics(rs, warm, cal, th, cfg)
     # the same policy on the rest alone, rescaled: savings over all runs, warm runs adding steps but no savings
     from earlyeval.modeling.thresholds import recalibrated

@@ -42,7 +42,7 @@ def test_flipping_held_out_labels_changes_nothing_about_its_evaluation(data, bas
     for t in flipped:
         if t.agent == "agent-a":
             t.outcome = 1 - t.outcome
-    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg, with_loso=False)
+    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg)
     a1, a2 = res1.sets["agent-a"], res2.sets["agent-a"]
     for p, q in zip(a1.p_s, a2.p_s):
         np.testing.assert_array_equal(p, q)
@@ -70,7 +70,7 @@ def test_vocabulary_and_fits_exclude_the_held_out_agent(baseline):
 def test_refuses_to_predict_an_agent_with_a_model_trained_on_it(data):
     trajs, tasks = data
     cfg = config(families=["behaviour"])
-    res = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg, with_loso=False)
+    res = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg)
     with pytest.raises(ValueError):
         res.runner.predict(frozenset(["agent-b"]), "agent-a")
 
@@ -80,7 +80,7 @@ def test_same_seed_same_metrics(data, baseline):
     ds0, cfg, res0 = baseline
     reps = [loao_report(ds0, cfg, res0)]
     ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
-    reps.append(loao_report(ds, cfg, run_loao(ds, cfg, with_loso=False)))
+    reps.append(loao_report(ds, cfg, run_loao(ds, cfg)))
     assert reps[0]["agents"] == reps[1]["agents"]
     assert reps[0]["pooled"] == reps[1]["pooled"]
     assert reps[0]["pooled"]["auroc_success"] is not None
@@ -89,12 +89,12 @@ def test_same_seed_same_metrics(data, baseline):
 def test_em_adaptation_uses_no_held_out_labels(data):
     trajs, tasks = data
     cfg = config(families=["behaviour", "gold"], adapt="em")
-    res1 = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg, with_loso=False)
+    res1 = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg)
     flipped = copy.deepcopy(trajs)
     for t in flipped:
         if t.agent == "agent-c":
             t.outcome = 1 - t.outcome
-    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg, with_loso=False)
+    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg)
     key = (frozenset(["agent-c"]), "agent-c")
     assert res1.runner.adaptation[key] == res2.runner.adaptation[key]
     for p, q in zip(res1.sets["agent-c"].p_s, res2.sets["agent-c"].p_s):

@@ -48,4 +48,27 @@ class ScriptedMonitor:
         )
 
 
+class Recording:
+    """A real Monitor behind an adapter; records the steps, feature rows and probabilities it saw (live/offline parity)."""
+
+    def __init__(self, mon):
+        self.mon, self.steps, self.rows, self.p, self.task = mon, [], [], [], None
+
+    @property
+    def thresholds(self):
+        return self.mon.thresholds
+
+    def start(self, task=None, run_id=None) -> None:
+        self.task = task
+        self.mon.start(task=task, run_id=run_id)
+
+    def observe(self, step) -> Decision:
+        d = self.mon.observe(step)
+        self.steps.append(step.to_dict())
+        self.rows.append(self.mon.last_features.copy())
+        self.p.append((d.p_success, d.p_failure))
+        return d
+
+
 assert isinstance(ScriptedMonitor(), StepMonitor)
+assert isinstance(Recording(None), StepMonitor)

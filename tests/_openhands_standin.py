@@ -35,12 +35,17 @@ class ActionEvent:
 
 @dataclass
 class Observation:
-    """An SDK observation: its text (``text``, or ``content`` as a TextContent list), error flag, exit code."""
+    """An SDK observation: its ``content`` (a TextContent list; ``text=`` builds a one-item one, as the SDK's
+    ``Observation.from_text``), error flag, exit code."""
 
     text: str | None = None
     is_error: bool | None = False
     exit_code: int | None = None
     content: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.text is not None and not self.content:
+            self.content = [TextContent(self.text)]
 
 
 @dataclass

@@ -8,7 +8,8 @@ Mirrors, from the published source of SWE-agent/SWE-agent:
   ``run()`` = ``setup()``, ``on_run_start()``, ``while not step_output.done: step();
   save_trajectory()``, ``on_run_done``; ``step()`` = ``on_step_start``, forward
   (model query, ``on_actions_generated``, ``handle_action`` with
-  ``on_action_started``/``on_action_executed``, ``handle_submission``), history,
+  ``on_action_started``/``on_action_executed``, ``handle_submission``), history
+  (``add_step_to_history``: assistant turns with their tool calls, ``tool`` messages),
   ``info`` updates (submission, exit_status, model_stats), trajectory, then
   ``on_step_done(step=step_output, info=self.info)`` with the returned object;
   ``attempt_autosubmission_after_error`` (copy, ``done=True``, run the
@@ -250,8 +251,7 @@ class DefaultAgent:
     def step(self) -> StepOutput:
         self._chook.on_step_start()
         step_output = self.forward(self.history)
-        self.history.append({"role": "assistant", "content": step_output.output, "agent": self.name})
-        self.history.append({"role": "user", "content": step_output.observation, "agent": self.name})
+        self.add_step_to_history(step_output)
         self.info["submission"] = step_output.submission
         self.info["exit_status"] = step_output.exit_status
         self.info["model_stats"] = self.model.stats.model_dump()
@@ -259,6 +259,18 @@ class DefaultAgent:
                                  "response": step_output.output, "thought": step_output.thought})
         self._chook.on_step_done(step=step_output, info=self.info)
         return step_output
+
+    def add_step_to_history(self, step: StepOutput) -> None:
+        """As upstream: the assistant turn with its tool calls, then the observation in the default
+        function-calling template (``OBSERVATION:\n...``), a ``tool`` message when the turn called a tool."""
+        self.history.append({"role": "assistant", "content": step.output, "thought": step.thought, "action": step.action,
+                             "agent": self.name, "tool_calls": step.tool_calls, "message_type": "action",
+                             "thinking_blocks": step.thinking_blocks})
+        item: dict[str, Any] = {"role": "user", "content": f"OBSERVATION:\n{step.observation}", "agent": self.name,
+                                "message_type": "observation"}
+        if step.tool_call_ids:
+            item["role"], item["tool_call_ids"] = "tool", step.tool_call_ids
+        self.history.append(item)
 
     def get_trajectory_data(self) -> dict[str, Any]:
         return copy.deepcopy({"trajectory": self.trajectory, "history": self.history, "info": self.info})

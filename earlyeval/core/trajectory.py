@@ -17,6 +17,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Literal
 
+from earlyeval.core.render import tool_call_text
+
 Kind = Literal["edit", "test", "search", "view", "submit", "other"]
 KINDS: tuple[str, ...] = ("edit", "test", "search", "view", "submit", "other")
 
@@ -355,6 +357,19 @@ def classify_action(tool: str, text: str) -> str:
     if api is not None:
         return api
     return _classify_shell(body) if body else "other"
+
+
+# tool names of a framework that the taxonomy does not know, mapped to ones it does (for the kind only;
+# Action.tool keeps the framework's own name): inspect_ai's editor and stateful shell
+KIND_ALIAS = {"text_editor": "str_replace_editor", "bash_session": "bash"}
+
+
+def call_action(tool: Any, arguments: Any) -> Action:
+    """One raw tool call as an Action: its text by ``render.tool_call_text``, its kind by the taxonomy
+    (``KIND_ALIAS`` first).  The live Step builder and the ingestors of the same framework share it."""
+    tool = str(tool or "")
+    text = tool_call_text(tool, arguments)
+    return Action(tool=tool, text=text, kind=classify_action(KIND_ALIAS.get(tool, tool), text))
 
 
 def _classify_shell(cmd: str) -> str:

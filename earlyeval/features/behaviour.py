@@ -4,6 +4,12 @@ Everything here is read off the run itself (kinds of actions, what the
 observations say), mostly as shares, recencies and flags rather than raw sizes,
 because raw scales differ from one agent to the next.  The state is a handful of
 counters, so ``update`` is O(1) in the prefix length.
+
+Token counts and costs are not read: whether a step carries them depends on the
+scaffold and the adapter (per step, only as a run total, or not at all), and what
+they measure depends on the model's tokenizer and prompt.  An outcome feature made
+of them would make the same run score differently live and offline.  The
+remaining budget reads them (``budget.targets``).
 """
 
 from __future__ import annotations
@@ -38,7 +44,6 @@ def _log(x: float | None) -> float:
 class BehaviourState:
     __slots__ = (
         "t", "kinds", "recent", "last_kind", "act_chars", "obs_chars", "thought_chars", "last_obs", "last_act",
-        "in_tok_last", "in_tok_cum", "out_tok_cum", "tok_known", "cost_cum", "cost_known",
         "first_edit", "last_edit", "first_test", "last_test", "repro_created", "repro_last_run",
         "n_summaries", "last_summary", "last_summary_at", "passed_after_edit",
         "err_known", "err_true", "recent_err", "n_traceback", "last_traceback", "n_syntax", "last_syntax", "n_not_found",
@@ -53,11 +58,6 @@ class BehaviourState:
         self.last_kind = ""
         self.act_chars = self.obs_chars = self.thought_chars = 0
         self.last_obs = self.last_act = 0
-        self.in_tok_last: int | None = None
-        self.in_tok_cum = self.out_tok_cum = 0
-        self.tok_known = 0
-        self.cost_cum = 0.0
-        self.cost_known = 0
         self.first_edit = self.last_edit = self.first_test = self.last_test = -1
         self.repro_created = self.repro_last_run = -1
         self.n_summaries = 0
@@ -92,8 +92,7 @@ class BehaviourFamily(StatelessFamily):
 
     _names: ClassVar[list[str]] = (
         ["step", "log_step", "log_action_chars", "log_obs_chars", "log_thought_chars", "log_obs_chars_last", "log_action_chars_last",
-         "obs_chars_last_rel", "log_input_tokens_last", "log_input_tokens_cum", "log_output_tokens_cum", "log_output_tokens_mean",
-         "log_cost_cum"]
+         "obs_chars_last_rel"]
         + [f"share_{k}" for k in KINDS]
         + [f"recent_share_{k}" for k in KINDS]
         + [f"last_is_{k}" for k in KINDS]
@@ -128,14 +127,6 @@ class BehaviourFamily(StatelessFamily):
         s.obs_chars += len(obs)
         s.thought_chars += len(step.thought or "")
         s.last_obs, s.last_act = len(obs), len(act)
-        if step.input_tokens is not None or step.output_tokens is not None:
-            s.tok_known += 1
-            s.in_tok_last = step.input_tokens
-            s.in_tok_cum += step.input_tokens or 0
-            s.out_tok_cum += step.output_tokens or 0
-        if step.cost_usd is not None:
-            s.cost_known += 1
-            s.cost_cum += step.cost_usd
 
         kinds_here = {a.kind for a in step.actions} | {kind}
         if "edit" in kinds_here:
@@ -220,15 +211,9 @@ class BehaviourFamily(StatelessFamily):
             after_edit_passed = float(summ.ok)
         else:
             after_edit_passed = NAN
-        tok = s.tok_known > 0
         v = [
             float(s.t), math.log1p(s.t), _log(s.act_chars), _log(s.obs_chars), _log(s.thought_chars), _log(s.last_obs), _log(s.last_act),
             s.last_obs / (s.obs_chars / t) if s.obs_chars > 0 else NAN,
-            _log(s.in_tok_last) if tok else NAN,
-            _log(s.in_tok_cum) if tok else NAN,
-            _log(s.out_tok_cum) if tok else NAN,
-            _log(s.out_tok_cum / s.tok_known) if tok else NAN,
-            _log(s.cost_cum * 1000) if s.cost_known else NAN,
         ]
         v += [s.kinds[k] / t for k in KINDS]
         v += [rc[k] / recent_n for k in KINDS]

@@ -41,6 +41,8 @@ _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s", re.M)
 _UNITTEST_FAILED = re.compile(r"^FAILED \(([^)]*)\)", re.M)
 _UNITTEST_OK = re.compile(r"^OK\b", re.M)
 _SYMPY = re.compile(r"tests finished:\s*(\d+)\s+passed(?:,\s*(\d+)\s+failed)?(?:,\s*(\d+)\s+(?:exceptions?|errors?))?", re.I)
+# Moatless Tools 0.0.4 runs the related tests after each edit and ends the observation with this line
+_MOATLESS = re.compile(r"^(\d+) passed\. (\d+) failed\. (\d+) errors\.[ \t]*$", re.M)
 
 
 def _isearch(rx: re.Pattern, text: str, needles: tuple[str, ...]) -> re.Match | None:
@@ -58,7 +60,7 @@ _PYTEST_WORDS = ("passed", "failed", "error", "skipped", "deselected", "warning"
 
 
 def parse_test_summary(text: str) -> TestSummary | None:
-    """The last pytest / unittest / Django / sympy test summary in an observation."""
+    """The last pytest / unittest / Django / sympy / Moatless test summary in an observation."""
     if not text:
         return None
     found: TestSummary | None = None
@@ -83,6 +85,10 @@ def parse_test_summary(text: str) -> TestSummary | None:
     m = _isearch(_SYMPY, text, ("tests finished:",))
     if m:
         p, f, e = (int(x) if x else 0 for x in m.groups())
+        found = TestSummary(p, f + e, p + f + e)
+    ms = list(_MOATLESS.finditer(text)) if "passed. " in text else []
+    if ms:  # the scaffold's own count over every test it ran: it wins over the runner output quoted above it
+        p, f, e = (int(x) for x in ms[-1].groups())
         found = TestSummary(p, f + e, p + f + e)
     return found
 

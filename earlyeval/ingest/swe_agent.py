@@ -1,4 +1,4 @@
-"""SWE-agent 0.x trajectories (``<instance_id>.traj``, plain or gzipped).
+"""SWE-agent trajectories (``<instance_id>.traj``, plain or gzipped): 0.x, and 1.x with function calling.
 
 Layout: ``{"environment", "trajectory": [{action, observation, response, state,
 thought}], "history": [chat messages], "info": {exit_status, submission,
@@ -22,6 +22,26 @@ limit with autosubmission: a step of kind ``submit``.
 Usage: the format has only instance totals (``info.model_stats``: cost, tokens
 sent/received, API calls); they go to ``meta`` and every per-step token count
 and cost is ``None``.  SWE-agent marks no per-step error, so ``error`` is None.
+
+SWE-agent 1.x with function calling (``history`` has assistant messages with
+``tool_calls``; read by ``steps_from_tool_calls``): one step = one assistant
+turn of ``history``, the turns the agent's ``step()`` executed and handed to its
+hooks (``integrations.swe_agent`` sees the same ones).  Its actions are the
+turn's tool calls rendered by ``core.render.tool_call_text`` (the live hook's
+rendering: ``str_replace_editor`` is ``"view /testbed\nview_range: [1, 400]"``,
+``bash`` its command line, ``submit`` ``"{}"``).  Its observation is what the
+tool returned, the ``observation`` of the turn's own ``trajectory`` entry (the
+``tool`` message holds the same text inside the run's observation template,
+``"OBSERVATION:\n..."``).  ``trajectory`` also holds the turns SWE-agent refused
+and asked again (format, blocklist or bash syntax errors; not in ``history``):
+they are not steps, as in 0.x, and their number is ``meta.requeried_turns``.  A
+turn is paired with its entry by its ``action`` string, from the end (a refused
+entry precedes the executed one).  The last turn of a forced exit has no tool
+call: it is the ``exit_*`` pseudo-action of ``info.exit_status`` (kind submit),
+as in 0.x.  Thoughts are the turns' ``thought`` (mostly empty with gpt-5-mini,
+whose reasoning is hidden); usage is per instance only, as in 0.x.  A 1.x run
+without function calling is read as 0.x, with the 1.x tool bundles' commands
+(``SWE_AGENT_COMMANDS``, the live hook's parser).
 """
 
 from __future__ import annotations
@@ -33,7 +53,7 @@ from typing import Any, Iterator
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require, strip_gz
-from earlyeval.core.render import content_text
+from earlyeval.core.render import content_text, tool_call_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import run_trajectory
 
@@ -54,6 +74,7 @@ SWE_AGENT_COMMANDS: frozenset[str] = ACI_COMMANDS | {
 }
 
 _HEAD = re.compile(r"(\S+)[ \t]*\n?(.*)", re.S)
+_EXIT = re.compile(r"\b(exit_[a-z_]+)\b")
 
 
 def task_id_from_name(path: Path) -> str:
@@ -110,20 +131,91 @@ def instance_stats(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def uses_tool_calls(history: Any) -> bool:
+    """SWE-agent 1.x with function calling: some assistant message of ``history`` made a tool call."""
+    return isinstance(history, list) and any(
+        isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls") for m in history)
+
+
+def _turn_actions(m: dict[str, Any], file: str, where: str) -> list[Action]:
+    calls = m.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise IngestError(file, f"{where}.tool_calls", f"expected list, got {type(calls).__name__}")
+    acts = []
+    for c, tc in enumerate(calls):
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str) or not name:
+            raise IngestError(file, f"{where}.tool_calls[{c}].function.name", "missing or not a string")
+        acts.append(Action(tool=name, text=tool_call_text(name, fn.get("arguments"))))
+    return acts
+
+
+def steps_from_tool_calls(history: list, entries: list, info: dict[str, Any], file: str) -> tuple[list[Step], int]:
+    """Steps of a 1.x function-calling run (module doc) and the number of refused (re-asked) turns."""
+    turns = [(j, m) for j, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "assistant"]
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise IngestError(file, f"trajectory[{i}]", f"expected an object, got {type(e).__name__}")
+    # pair each turn with its trajectory entry by the action string, from the end
+    paired: list[int] = []
+    end = len(entries)
+    for j, m in reversed(turns):
+        action = m.get("action", "")
+        if not isinstance(action, str):
+            raise IngestError(file, f"history[{j}].action", f"expected str, got {type(action).__name__}")
+        i = end - 1
+        while i >= 0 and entries[i].get("action") != action:
+            i -= 1
+        if i < 0:
+            raise IngestError(file, f"history[{j}].action", "no trajectory entry before the next turn's holds this action")
+        paired.append(i)
+        end = i
+    paired.reverse()
+    exit_m = _EXIT.search(str(info.get("exit_status") or ""))
+    steps: list[Step] = []
+    for k, ((j, m), i) in enumerate(zip(turns, paired)):
+        acts = _turn_actions(m, file, f"history[{j}]")
+        text = content_text(m.get("content")).strip()
+        if not acts and k == len(turns) - 1 and exit_m:
+            acts = [Action(tool=exit_m.group(1), text="")]  # the forced exit, as 0.x logs it
+        obs = entries[i].get("observation")
+        if obs is not None and not isinstance(obs, str):
+            raise IngestError(file, f"trajectory[{i}].observation", f"expected str, got {type(obs).__name__}")
+        thought = m.get("thought")
+        steps.append(make_step(
+            len(steps), acts,
+            thought=thought.strip() if isinstance(thought, str) else "",
+            observation=obs or "",
+            final_answer=text if not acts else None,
+        ))
+    return steps, len(entries) - len(paired)
+
+
 def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     f = str(path)
     d = load_json(path)
     entries = require(d, "trajectory", list, f)
     if not entries:
         raise IngestError(f, "trajectory", "empty list: no agent steps")
-    raw = parse_entries(entries, f)
-    steps: list[Step] = [
-        make_step(i, [r["action"]], thought=r["thought"], observation=r["observation"]) for i, r in enumerate(raw)
-    ]
     info = d.get("info") if isinstance(d.get("info"), dict) else {}
     task_id = task_id_from_name(path)
+    history = d.get("history")
+    if uses_tool_calls(history):
+        steps, requeried = steps_from_tool_calls(history, entries, info, f)
+        yield run_trajectory(
+            spec, bench, f, task_id, steps,
+            prompt=first_user_message(history),
+            **instance_stats(info),
+            swe_agent_version=info.get("swe_agent_version"),
+            requeried_turns=requeried,
+        )
+        return
+    v1 = str(info.get("swe_agent_version") or "").startswith("1.")
+    raw = parse_entries(entries, f, SWE_AGENT_COMMANDS if v1 else ACI_COMMANDS)
+    steps = [make_step(i, [r["action"]], thought=r["thought"], observation=r["observation"]) for i, r in enumerate(raw)]
     yield run_trajectory(
         spec, bench, f, task_id, steps,
-        prompt=first_user_message(d.get("history")),
+        prompt=first_user_message(history),
         **instance_stats(info),
     )

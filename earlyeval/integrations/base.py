@@ -42,8 +42,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from earlyeval.core.decision import Decision
-from earlyeval.core.render import content_text, tool_call_text
-from earlyeval.core.trajectory import Action, Step, Task, classify_action, make_step
+from earlyeval.core.render import content_text
+from earlyeval.core.trajectory import KIND_ALIAS, Action, Step, Task, call_action, make_step
 
 log = logging.getLogger("earlyeval.integrations")
 
@@ -51,9 +51,6 @@ PREDICTED_FAILURE = "PredictedFailure"
 PREDICTED_SUCCESS = "PredictedSuccess"
 
 
-# tool names of a framework that the shared taxonomy does not know, mapped to ones it does (for the kind only;
-# Action.tool keeps the framework's own name): inspect_ai's editor and stateful shell
-KIND_ALIAS = {"text_editor": "str_replace_editor", "bash_session": "bash"}
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
 
 # one item of a turn: an Action as is; (tool, arguments) -- a raw tool call, rendered by render.tool_call_text;
@@ -95,9 +92,7 @@ def _action(call: CallLike, default_tool: str) -> Action:
     if isinstance(call, str):
         return Action(tool=default_tool, text=call)
     tool, arguments = call
-    tool = str(tool or "")
-    text = tool_call_text(tool, arguments)
-    return Action(tool=tool, text=text, kind=classify_action(KIND_ALIAS.get(tool, tool), text))
+    return call_action(tool, arguments)
 
 
 @runtime_checkable

@@ -1,8 +1,8 @@
 """The ``earlyeval`` block of a framework's config, and the Monitor it builds.
 
 Every adapter that can be switched on from its framework's own config (mini-swe-agent's
-``agent.earlyeval``, the inspect_ai solver's ``-S`` arguments, the OpenHands callback's and the
-SWE-agent hook's ``from_config``) reads the same keys here:
+``agent.earlyeval``, the inspect_ai approver's policy-file keys and solver's ``-S`` arguments, the
+OpenHands callback's and the SWE-agent hook's ``from_config``) reads the same keys here:
 
 ``model``      model directory written by ``earlyeval train`` (required), e.g. ``models/swebench``
 ``thresholds`` ``{success: .., failure: .., min_halt_step: ..}`` or a JSON file with them; overrides the

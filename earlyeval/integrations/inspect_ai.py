@@ -19,8 +19,11 @@ From Python (tested with inspect-ai 0.3.285)::
 ``react()`` calls ``on_continue(state)`` after every model turn and its tool
 calls (not after the turn that calls ``submit()``, which ends the loop
 first).  The callback converts the assistant messages it has not seen yet,
-with their tool results, into Steps (``base.build_step``, the one live Step
-builder) and feeds them to the sample's monitor.  When the monitor halts it
+with their tool results, into Steps (``step_from_turn``: the ``inspect-eval``
+reader's ``inspect_steps`` on that turn) and feeds them to the sample's monitor.
+(A user message react adds after a turn without tool call is not yet in the
+state when the callback scores that turn; the approver,
+``inspect_approver.py``, scores turns once complete, as the reader does.)  When the monitor halts it
 raises inspect's own ``LimitExceededError`` (type ``"custom"``), as the
 framework's message/token/cost limits do: the sample ends, is scored as
 usual, and the log records ``sample.limit`` (``type='custom'``, ``limit`` = steps
@@ -53,35 +56,40 @@ from inspect_ai.agent import AgentState
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
 from inspect_ai.util import LimitExceededError, store
 
-from earlyeval.ingest.chat import join_thought
 from earlyeval.core.trajectory import Step, Task
-from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor, build_step
+from earlyeval.ingest.inspect_eval import inspect_steps
+from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor
 
 log = logging.getLogger("earlyeval.integrations.inspect_ai")
 
 _MAX_LIVE_SAMPLES = 4096
 
 
+# sample-metadata keys that describe the task (SWE-bench's and earlyeval's Task fields)
+TASK_KEYS = ("instance_id", "problem_statement", "patch", "FAIL_TO_PASS", "PASS_TO_PASS", "gold_patch", "test_patch",
+             "fail_to_pass", "pass_to_pass")
+
+
+def task_of(sample_id: Any, metadata: Any, prompt: str) -> dict[str, Any]:
+    """The Monitor's task for an inspect sample: its id, its input as prompt, the SWE-bench fields of its metadata."""
+    meta = metadata if isinstance(metadata, dict) else {}
+    task = {k: meta[k] for k in TASK_KEYS if meta.get(k) is not None}
+    if "instance_id" not in task:
+        task["task_id"] = str(sample_id) if sample_id is not None else ""
+    if not (task.get("prompt") or task.get("problem_statement")):
+        task["prompt"] = prompt
+    return task
+
+
 def step_from_turn(asst: ChatMessageAssistant, tools: list[ChatMessageTool], index: int, usage: Any = None) -> Step:
-    """One assistant turn and its tool results as the chat ingestors build it (``ingest/chat.py``):
-    a turn with tool calls has its reasoning and text as thought; a turn without does its text
-    (``final_answer``), its reasoning is the thought; the observation is the tool results' text."""
-    calls = [(tc.function, tc.arguments) for tc in asst.tool_calls or []]
-    content = asst.content if isinstance(asst.content, list) else []
-    reasoning = "\n".join(c.reasoning for c in content if getattr(c, "type", None) == "reasoning" and c.reasoning)
-    text = asst.text or ""
-    errors = [t.error is not None for t in tools]
-    u = {"input_tokens": getattr(usage, "input_tokens", None), "output_tokens": getattr(usage, "output_tokens", None),
-         "cached_tokens": getattr(usage, "input_tokens_cache_read", None), "cost_usd": getattr(usage, "total_cost", None)}
-    return build_step(
-        index,
-        calls,
-        thought=join_thought(reasoning, text) if calls else reasoning,
-        observation=[t.content for t in tools],
-        error=(any(errors) if errors else None),
-        final_answer=None if calls else text,
-        usage=u if usage is not None else None,
-    )
+    """One assistant turn and its tool results, by the ``inspect-eval`` reader's own step builder
+    (``ingest.inspect_eval.inspect_steps``, the chat step definition of ``ingest/chat.py``): a turn with
+    tool calls has its reasoning and text as thought; a turn without does its text (``final_answer``),
+    its reasoning is the thought; the observation is the tool results' text."""
+    steps, _, _ = inspect_steps([asst, *tools], {str(asst.id): usage} if usage is not None else None)
+    step = steps[0]
+    step.index = index
+    return step
 
 
 class _SampleRun:
@@ -230,4 +238,4 @@ def _sample_store() -> Any:
         return None
 
 
-__all__ = ["EarlyStopOnContinue", "earlyeval_on_continue", "halt_limit_error", "step_from_turn"]
+__all__ = ["TASK_KEYS", "EarlyStopOnContinue", "earlyeval_on_continue", "halt_limit_error", "step_from_turn", "task_of"]

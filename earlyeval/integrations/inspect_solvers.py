@@ -1,4 +1,4 @@
-"""inspect_ai extension module: registers the ``earlyeval/early_stop`` solver.
+"""inspect_ai extension module: registers the ``earlyeval/early_stop`` solver (and approver).
 
 inspect_ai loads it through the package's ``[project.entry-points.inspect_ai]`` entry point
 (``earlyeval = "earlyeval.integrations.inspect_solvers"``) when a name in the ``earlyeval/``
@@ -28,13 +28,13 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import Tool, bash, bash_session, python, text_editor, think
 
 from earlyeval.integrations.config import monitor_from_config, split_config
-from earlyeval.integrations.inspect_ai import EarlyStopOnContinue
+from earlyeval.integrations.inspect_ai import EarlyStopOnContinue, task_of
+# the approver ``earlyeval/early_stop`` (``--approval policy.yaml``): registered by importing its module here,
+# the module inspect loads through the entry point
+from earlyeval.integrations.inspect_approver import early_stop as early_stop_approver
 
 BUILTIN_TOOLS = {"bash": bash, "python": python, "text_editor": text_editor, "bash_session": bash_session, "think": think}
 DEFAULT_TOOLS = ("bash", "text_editor")
-# sample-metadata keys that describe the task (SWE-bench's and earlyeval's Task fields)
-TASK_KEYS = ("instance_id", "problem_statement", "patch", "FAIL_TO_PASS", "PASS_TO_PASS", "gold_patch", "test_patch",
-             "fail_to_pass", "pass_to_pass")
 
 
 @solver
@@ -83,13 +83,7 @@ def _tools(state: TaskState, named: list[str] | None) -> list[Tool]:
 
 
 def _task_of(state: TaskState) -> dict[str, Any]:
-    meta = state.metadata if isinstance(state.metadata, dict) else {}
-    task = {k: meta[k] for k in TASK_KEYS if meta.get(k) is not None}
-    if "instance_id" not in task:
-        task["task_id"] = str(state.sample_id) if state.sample_id is not None else ""
-    if not (task.get("prompt") or task.get("problem_statement")):
-        task["prompt"] = state.input_text
-    return task
+    return task_of(state.sample_id, state.metadata, state.input_text)
 
 
-__all__ = ["BUILTIN_TOOLS", "early_stop"]
+__all__ = ["BUILTIN_TOOLS", "early_stop", "early_stop_approver"]

@@ -20,10 +20,12 @@ its ``ActionEvent`` s (one per tool call, all emitted before any runs, grouped
 by ``llm_response_id``) and the observation events that answer them
 (``ObservationEvent``, ``UserRejectObservation``, ``AgentErrorEvent``, matched by
 ``tool_call_id``).  When the last observation of a response arrives, the step
-is built by ``base.build_step`` (the one live Step builder) and scored.  An
-``AgentErrorEvent`` that answers no action (an unparseable tool call) is a
-rejected step: no action, ``error=True``.  A response that only calls
-``finish`` is not scored: the agent has already ended the run.
+is built and scored.  An ``AgentErrorEvent`` that answers no action (an
+unparseable tool call) is a rejected step: no action, ``error=True``.  A
+response that only calls ``finish`` is not scored: the agent has already ended
+the run.  The grouping and the Step are ``earlyeval.ingest.openhands_conversation.StepFolder``'s,
+the ``openhands-conversation`` reader's own, so a persisted conversation read
+back offline gives the steps this callback scored.
 
 Stopping (``end_as="terminal"``, default): the conversation's status is set, under
 the state lock, to the terminal status the SDK's own run-enders use -- ``STUCK`` for
@@ -36,7 +38,11 @@ and exits).  Both are ``is_terminal()``.  ``end_as="pause"`` calls
 The summary is written to ``conversation.state.agent_state["earlyeval"]`` after
 every step (by reassignment, as the SDK asks, so it is persisted with the
 conversation).
-Token and cost deltas per step come from ``conversation.conversation_stats``.
+A step's usage is what ``conversation.conversation_stats`` recorded for its
+``llm_response_id`` (``openhands_conversation.response_usage``: the per-call
+token records; cost only where it pairs with the responses), the record the
+conversation persists in ``base_state.json``: unknown (None) when the LLM
+records none (the SDK's ``TestLLM``).
 
 The module does not import the SDK: it recognises events by their class names
 (``ActionEvent``, ``ObservationEvent``, ...) and attributes, so it imports on
@@ -49,58 +55,22 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
-from earlyeval.core.render import content_text
-from earlyeval.core.trajectory import Action, Step, Task
-from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor, build_step
+from earlyeval.core.trajectory import Action, Step, Task, call_action
+from earlyeval.ingest.openhands_conversation import (OBSERVATION_EVENTS, StepFolder, call_of, event_kinds, observation_of,
+                                                     response_usage)
+from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor
 from earlyeval.integrations.config import monitor_from_config, split_config
 
 log = logging.getLogger("earlyeval.integrations.openhands")
 
-_OBSERVATION_EVENTS = {"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"}
-_FINISH_TOOLS = {"finish"}
 # how a halt ends the conversation: "terminal" -- the status the SDK's own run-enders set (STUCK for a
 # predicted failure, as its stuck detector; FINISHED for a predicted success, as the finish tool); "pause"
 END_AS = ("terminal", "pause")
 
 
-def _mro_names(obj: Any) -> set[str]:
-    return {c.__name__ for c in type(obj).__mro__}
-
-
-def _text(content: Any) -> str:
-    """Text of a TextContent list (or a single one): the shared ``content_text``."""
-    return content_text(content)
-
-
-def call_of(ev: Any) -> tuple[str, Any]:
-    """One ``ActionEvent`` as a raw tool call ``(tool, arguments)`` for ``build_step`` (which renders it)."""
-    args = getattr(getattr(ev, "tool_call", None), "arguments", None)
-    if args is None and getattr(ev, "action", None) is not None:
-        args = ev.action.model_dump(exclude={"kind"})
-    return str(getattr(ev, "tool_name", "") or ""), args
-
-
 def action_of(ev: Any) -> Action:
     """One ``ActionEvent`` as an Action: the tool name and its arguments rendered as the ingestors do."""
-    return build_step(0, [call_of(ev)]).actions[0]
-
-
-def observation_of(ev: Any) -> tuple[str, bool | None]:
-    """(text, error) of one observation event."""
-    names = _mro_names(ev)
-    if "AgentErrorEvent" in names:
-        return str(getattr(ev, "error", "")), True
-    if "UserRejectObservation" in names:
-        return f"Action rejected: {getattr(ev, 'rejection_reason', '')}", None
-    obs = getattr(ev, "observation", None)
-    text = getattr(obs, "text", None)
-    if not isinstance(text, str):
-        text = _text(getattr(obs, "content", None))
-    code = getattr(obs, "exit_code", None)
-    if isinstance(code, int) and not isinstance(code, bool):
-        return text, code != 0
-    is_error = getattr(obs, "is_error", None)
-    return text, (bool(is_error) if is_error is not None else None)
+    return call_action(*call_of(ev))
 
 
 class EarlyStopCallback:
@@ -118,9 +88,7 @@ class EarlyStopCallback:
         self.state_key = state_key
         self.conversation: Any = None
         self._started = False
-        self._prompt = ""
-        self._pending: dict[str, dict[str, Any]] = {}  # llm_response_id -> {"actions": [...], "obs": {call_id: ev}}
-        self._last_usage: tuple[int, int, int, float] | None = None
+        self._folder = StepFolder(self._response_usage)
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopCallback":
@@ -138,7 +106,6 @@ class EarlyStopCallback:
     def attach(self, conversation: Any) -> "EarlyStopCallback":
         """Give the callback the conversation it pauses (and reads token usage from)."""
         self.conversation = conversation
-        self._last_usage = self._usage()
         return self
 
     # ------------------------------------------------------------------ events
@@ -149,51 +116,10 @@ class EarlyStopCallback:
             self.stopper.note_error(f"callback failed on {type(event).__name__}: {e!r}")
 
     def _on_event(self, event: Any) -> None:
-        names = _mro_names(event)
-        if "MessageEvent" in names and getattr(event, "source", None) == "user" and not self._prompt:
-            self._prompt = _text(getattr(getattr(event, "llm_message", None), "content", None))
-            return
-        if "ActionEvent" in names:
+        if event_kinds(event) & (OBSERVATION_EVENTS | {"ActionEvent"}):
             self._ensure_started()
-            group = self._pending.setdefault(str(event.llm_response_id), {"actions": [], "obs": {}})
-            group["actions"].append(event)
-            return
-        if names & _OBSERVATION_EVENTS:
-            self._ensure_started()
-            call_id = getattr(event, "tool_call_id", None)
-            for rid, group in self._pending.items():
-                if any(a.tool_call_id == call_id for a in group["actions"]):
-                    group["obs"][call_id] = event
-                    if len(group["obs"]) >= len(group["actions"]):
-                        del self._pending[rid]
-                        self._score_group(group)
-                    return
-            if "AgentErrorEvent" in names:  # a tool call the agent could not even parse
-                text, _ = observation_of(event)
-                self._score(build_step(self.stopper.next_index, [], observation=text, error=True, usage=self._usage_delta()))
-
-    def _score_group(self, group: dict[str, Any]) -> None:
-        actions = group["actions"]
-        if all(getattr(a, "tool_name", "") in _FINISH_TOOLS for a in actions):
-            return  # the agent finished; nothing left to stop
-        texts, errors = [], []
-        for a in actions:
-            ev = group["obs"].get(a.tool_call_id)
-            if ev is not None:
-                t, err = observation_of(ev)
-                texts.append(t)
-                errors.append(err)
-        known = [e for e in errors if e is not None]
-        thought = "\n".join(t for t in (_text(getattr(a, "thought", None)) for a in actions) if t).strip()
-        step = build_step(
-            self.stopper.next_index,
-            [call_of(a) for a in actions],
-            thought=thought,
-            observation="\n".join(texts).strip(),
-            error=any(known) if known else None,
-            usage=self._usage_delta(),
-        )
-        self._score(step)
+        for step in self._folder.feed(event):
+            self._score(step)
 
     def _score(self, step: Step) -> None:
         already = self.stopper.halted is not None
@@ -209,11 +135,12 @@ class EarlyStopCallback:
         self._started = True
         conv_id = getattr(self.conversation, "id", None)
         run_id = self.run_id or (str(conv_id) if conv_id is not None else None)
-        task: Any = Task(task_id=self.task_id or run_id or "", prompt=self._prompt)
+        prompt = self._folder.prompt
+        task: Any = Task(task_id=self.task_id or run_id or "", prompt=prompt)
         if isinstance(self.task, Mapping):
             task = dict(self.task)
             if not (task.get("prompt") or task.get("problem_statement")):
-                task["prompt"] = self._prompt
+                task["prompt"] = prompt
         self.stopper.start(task=task, run_id=run_id)
 
     def _end(self) -> None:
@@ -245,26 +172,12 @@ class EarlyStopCallback:
         except Exception as e:
             self.stopper.note_error(f"could not write agent_state: {e!r}")
 
-    def _usage(self) -> tuple[int, int, int, float] | None:
+    def _response_usage(self, response_ids: list[str]) -> dict[str, Any]:
+        """What the conversation's stats recorded for these LLM responses (unknown: {})."""
         try:
-            m = self.conversation.conversation_stats.get_combined_metrics()
-            u = m.accumulated_token_usage
-            return (int(u.prompt_tokens or 0), int(u.completion_tokens or 0), int(u.cache_read_tokens or 0),
-                    float(m.accumulated_cost or 0.0))
+            return response_usage(self.conversation.conversation_stats.usage_to_metrics, response_ids)
         except Exception:
-            return None
-
-    def _usage_delta(self) -> dict[str, Any]:
-        now, before = self._usage(), self._last_usage
-        self._last_usage = now
-        if now is None or before is None:
             return {}
-        return {
-            "input_tokens": now[0] - before[0],
-            "output_tokens": now[1] - before[1],
-            "cached_tokens": now[2] - before[2],
-            "cost_usd": now[3] - before[3],
-        }
 
 
 __all__ = ["EarlyStopCallback", "action_of", "observation_of"]

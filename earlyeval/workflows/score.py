@@ -89,10 +89,12 @@ def run_specs(runs_path: Path, fmt: str, labels: str | None = None, agent: str |
     p = Path(runs_path).resolve()
     specs = _catalog_specs(p, fmt)
     if not specs:
-        folder, glob = (p.parent, p.name) if p.is_file() else (p, DEFAULT_GLOB.get(fmt, "**/*"))
+        mod = format_module(fmt)  # a format module may declare its own DEFAULT_GLOB / INLINE_LABELS
+        folder, glob = (p.parent, p.name) if p.is_file() else (p, DEFAULT_GLOB.get(fmt) or getattr(mod, "DEFAULT_GLOB", "**/*"))
         name = agent or (p.name.split(".")[0] if p.is_file() else p.name)
+        inline = fmt in INLINE_LABELS or bool(getattr(mod, "INLINE_LABELS", False))
         specs = [RunSpec(name=name, folder=str(folder), agent=name, scaffold=name, model="", format=fmt, glob=glob,
-                         labels=[LabelSpec("inline", "")] if fmt in INLINE_LABELS else [])]
+                         labels=[LabelSpec("inline", "")] if inline else [])]
     out = []
     for s in specs:
         s.folder = str((data_root() / s.folder).resolve()) if not Path(s.folder).is_absolute() else s.folder

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +99,9 @@ def test_catalog_dates_and_the_issue_pool_sizes():
     table = PriorTable.load(path)
     expect = {"swe-agent-0.x__gpt-4": (2, 4), "coder__gpt-4": (11, 9), "moatless-0609__gpt-4o": (12, 9),
               "moatless-0617__gpt-4o": (13, 11), "moatless-0623__claude-3.5-sonnet": (18, 13),
-              "mini-swe-agent-1.15__gemini-3-pro": (56, 145)}
+              "mini-swe-agent-1.15__gemini-3-pro": (56, 145),
+              # every submission dated before: its own (2024-11-17) is not, and no other matches it
+              "moatless-0.0.4__claude-3.5-sonnet-20241022": (42, 43), "swe-agent-1.1__gpt-5-mini": (56, 158)}
     for r in cat.runs:
         pats = r.options.get("prior_match") or default_match_patterns(r.scaffold, r.model)
         excl = table.excluded(r.public_submissions, pats)
@@ -109,6 +112,25 @@ def test_catalog_dates_and_the_issue_pool_sizes():
             assert not set(pool) & excl
         if r.agent in expect:
             assert (len(table.pool("lite", excl, r.date)), len(table.pool("verified", excl, r.date))) == expect[r.agent]
+
+
+@pytest.mark.integration
+def test_same_scaffold_and_model_exclusions_of_the_claude_moatless_and_gpt5mini_swe_agent_runs():
+    """The June and November Moatless claude-3.5-sonnet runs each leave out their own submission only (the June
+    one's leaderboard models tag also says 20241022, so a plain `moatless.*claude35sonnet` caught both); the
+    SWE-agent 1.1 gpt-5-mini pattern catches no live-swe-agent or mini-swe-agent name."""
+    cat = load_catalog("swebench")
+    path = data_root() / "swebench/tasks/resolved_submissions.json"
+    if not path.exists():
+        pytest.skip(f"{path} not here")
+    table = PriorTable.load(path)
+    excl = {r.agent: table.excluded(r.public_submissions, r.options["prior_match"]) for r in cat.runs}
+    assert excl["moatless-0623__claude-3.5-sonnet"] == {"20240623_moatless_claude35sonnet"}
+    assert excl["moatless-0.0.4__claude-3.5-sonnet-20241022"] == {"20241117_moatless_claude-3.5-sonnet-20241022"}
+    assert excl["swe-agent-1.1__gpt-5-mini"] == set()
+    [pat] = cat.run("swe-agent-1.1__gpt-5-mini").options["prior_match"]
+    assert re.search(pat, "20260101sweagentgpt5mini") and re.search(pat, "sweagent12gpt5mini20250807")
+    assert not re.search(pat, "20251201livesweagentgpt5mini") and not re.search(pat, "minisweagentv17gpt5mini")
 
 
 def test_peer_prior_uses_only_agents_dated_before_the_run():

@@ -37,9 +37,9 @@ def test_loao_report_on_real_sample(sample):
     rep = loao_report(ds, cfg, res)
     # max_files=36 per run: every run with at least 30 files is held out on its own, except those the catalog
     # flags small (Dataset.holdout_units, the one held-out rule): the OpenHands CodeAct run (50 files, flagged)
-    # joins live-swe-agent and OpenHands-GUI (15 each) in the small group
+    # joins live-swe-agent, OpenHands-GUI (15 each) and SWE-agent 1.1 (13) in the small group
     large = {"mini-swe-agent-1.15__gemini-3-pro", "swe-agent-0.x__gpt-4", "coder__gpt-4", "moatless-0617__gpt-4o",
-             "moatless-0623__claude-3.5-sonnet", "moatless-0609__gpt-4o"}
+             "moatless-0623__claude-3.5-sonnet", "moatless-0609__gpt-4o", "moatless-0.0.4__claude-3.5-sonnet-20241022"}
     assert set(rep["holdout_agents"]) == large
     assert set(rep["small_agents"]) == set(ds.agents) - large
     for a, b in rep["agents"].items():

@@ -45,6 +45,23 @@ def test_test_summaries():
     assert parse_test_summary("nothing to see") is None
 
 
+def test_moatless_test_summary_on_a_fixture_observation():
+    """Moatless 0.0.4 ends an edit's observation with its own count of the tests it ran (fixture: the format as
+    the shared run has it); that line wins over runner output quoted above it, and errors count as failures."""
+    import json
+
+    import _paths
+
+    doc = json.loads((_paths.FIXTURES / "moatless-nodes" / "astropy__astropy-1" / "trajectory.json").read_text())
+    obs = {n["node_id"]: (n.get("observation") or {}).get("message") for n in doc["nodes"]}
+    assert parse_test_summary(obs[5]) == (parse_test_summary("10 passed. 1 failed. 1 errors."))
+    assert (parse_test_summary(obs[5]).passed, parse_test_summary(obs[5]).failed) == (10, 2)
+    assert parse_test_summary(obs[6]).ok
+    assert parse_test_summary("=== 3 passed in 0.1s ===\n\n0 passed. 0 failed. 2 errors.").failed == 2
+    assert parse_test_summary("Running 3 tests in the following files:\n * a.py\n\nNo tests were run") is None
+    assert parse_test_summary("see 3 passed. 1 failed. 0 errors. inline") is None  # only a line of its own
+
+
 def test_paths():
     assert paths_in("/workspace/django__django__3.0/django/utils/x.py and ./pkg/b.py, /testbed/c.py") == ["django/utils/x.py", "pkg/b.py", "c.py"]
     assert path_matches("utils/x.py", "django/utils/x.py")
@@ -61,8 +78,22 @@ def test_behaviour_milestones_and_tests():
     assert v[3]["last_test_passed"] == 1 and v[3]["test_after_edit_passed"] == 1 and v[3]["ever_passed_after_edit"] == 1
     assert v[3]["share_test"] == pytest.approx(0.5)
     assert v[3]["repeat_action_run"] == 1
-    assert math.isnan(v[3]["log_input_tokens_cum"])  # no token counts known: NaN, never 0
     assert v[3]["share_error_steps"] == pytest.approx(1 / 3)  # error flag known on 3 steps
+
+
+def test_behaviour_reads_no_usage():
+    """Whether a step carries its tokens and cost (per step, as a total, or not at all) is the adapter's and
+    the format's business: the outcome features must be the same in every case."""
+    import dataclasses
+
+    fam = build_family("behaviour")
+    plain = steps()
+    metered = [dataclasses.replace(s, input_tokens=1000 * (i + 1), output_tokens=50, cost_usd=0.01)
+               for i, s in enumerate(plain)]
+    assert not any("token" in n or "cost" in n for n in fam.names)
+    for a, b in zip(values(fam, RunContext(), plain), values(fam, RunContext(), metered)):
+        assert list(a) == list(b)  # the same names
+        assert all((x == y) or (math.isnan(x) and math.isnan(y)) for x, y in zip(a.values(), b.values()))
 
 
 def test_gold_convergence():

@@ -23,7 +23,7 @@ PIECES = ["a", "b/", "pkg/mod.py", "../", "./", "/testbed/", "//", ".py", ".in",
           "SyntaxError", "Error", "error", "Exception", "IndentationError:", "TabError", "ValueError: bad", "Traceback",
           "command not found", "NO SUCH FILE or directory", "cannot open", "does not exist", "DOES NOT EXİST", "doeſ not exiſt",
           "==== 3 passed, 1 failed in 0.5s ====", "5 passed in 1s", "2 errors", "warnings", "Ran 4 tests in 0.1s", "OK", "FAILED (failures=2)",
-          "tests finished: 3 passed, 1 failed", "TESTS FINISHED: 2 passed", "teſts finiſhed: 2 passed", "repro", "REPRODUCE",
+          "tests finished: 3 passed, 1 failed", "3 passed. 1 failed. 0 errors.", "0 passed. 0 failed. 2 errors.", "TESTS FINISHED: 2 passed", "teſts finiſhed: 2 passed", "repro", "REPRODUCE",
           "bug_demo", "test_issue", "issue.py", "reproduce_bug.py", "git checkout", "undo_edit", "git stash", "1", "12"]
 
 
@@ -60,6 +60,10 @@ def _plain_summary(text: str):
     m = S._SYMPY.search(text)
     if m:
         p, f, e = (int(x) if x else 0 for x in m.groups())
+        found = S.TestSummary(p, f + e, p + f + e)
+    ms = list(S._MOATLESS.finditer(text))
+    if ms:
+        p, f, e = (int(x) for x in ms[-1].groups())
         found = S.TestSummary(p, f + e, p + f + e)
     return found
 

@@ -89,3 +89,72 @@ def test_truncated_gzip_names_the_file(ingest_workspace):
     with pytest.raises(IngestError) as e:
         list(parse(gz, SPEC, "swebench"))
     assert e.value.file == str(gz) and e.value.field == "<file>"
+
+
+# --------------------------------------------------------------------------- SWE-agent 1.x (tests/fixtures/swe-agent-traj-v1)
+
+V1 = _paths.FIXTURES / "swe-agent-traj-v1"  # a folder of its own: `score` reads a folder recursively
+SPEC_V1 = RunSpec(
+    name="fx-swe-agent-v1",
+    folder="runs/fx-swe-agent-v1",
+    agent="swe-agent-1.1__fake-model",
+    scaffold="swe-agent",
+    model="fake-model",
+    format="swe-agent-traj",
+    glob="*.traj*",
+    labels=[LabelSpec(format="sb-cli", path="results.json*")],
+)
+
+
+def test_v1_tool_calls_from_history(ingest_workspace):
+    trajs, rep = ingest_workspace(V1, SPEC_V1, "swebench", gz=("sympy__sympy-1.traj",)).ingest()
+    s = by_task(trajs)["sympy__sympy-1"]
+    # the refused turn (no tool call, re-asked) is in `trajectory` only: not a step
+    assert [st.kind for st in s.steps] == ["view", "test", "edit", "submit", "edit", "submit"]
+    assert s.meta["requeried_turns"] == 1 and s.meta["swe_agent_version"] == "1.1.0"
+    # the tool call rendered by core/render, not SWE-agent's command line
+    assert s.steps[0].action == "str_replace_editor view /testbed/sympy/core/numbers.py\nview_range: [1, 40]"
+    assert s.steps[1].action == "python -m pytest sympy/core/tests/test_numbers.py -q"
+    assert s.steps[2].actions[0].text.startswith("str_replace /testbed/sympy/core/numbers.py\nold_str: return a")
+    assert s.steps[3].action == "submit {}"
+    # observations: the tool's own output (the trajectory entry), without the OBSERVATION: template
+    assert s.steps[0].observation == "     1\timport math"
+    assert s.steps[1].observation == "1 failed, 20 passed in 1.2s"
+    assert s.steps[4].observation == ""  # the no-output template is the template's, not the tool's
+    assert s.steps[3].observation.startswith("Thank you for your work")  # the review gate: the run went on
+    assert all(st.thought == "" for st in s.steps)
+    assert all(st.input_tokens is None and st.output_tokens is None and st.cost_usd is None and st.error is None for st in s.steps)
+    assert s.meta["instance_cost"] == 0.03 and s.meta["tokens_sent"] == 50000 and s.meta["api_calls"] == 7
+    assert s.prompt.startswith("<uploaded_files>")
+    assert s.outcome == 1
+
+
+def test_v1_forced_exit_is_a_submit_step_and_harness_errors_are_unresolved(ingest_workspace):
+    trajs, rep = ingest_workspace(V1, SPEC_V1, "swebench").ingest()
+    f = by_task(trajs)["pallets__flask-2"]
+    assert [st.kind for st in f.steps] == ["search", "submit"]
+    assert f.steps[-1].actions[0].tool == "exit_format"  # as SWE-agent 0.x logs its forced exits
+    assert f.steps[-1].observation == "Exited (autosubmitted)"
+    assert f.meta["requeried_turns"] == 3 and f.meta["exit_status"] == "submitted (exit_format)"
+    # the harness could not evaluate it: unresolved (SWE-bench's convention), listed apart
+    assert f.outcome == 0 and f.meta["harness_error"] is True
+    assert rep.harness_error_ids == ["pallets__flask-2"] and rep.not_in_label_list == 0
+    assert "harness_error" not in by_task(trajs)["sympy__sympy-1"].meta
+
+
+def test_v1_without_function_calling_reads_commands_with_the_1x_tools(ingest_workspace):
+    trajs, _ = ingest_workspace(V1, SPEC_V1, "swebench").ingest()
+    a = by_task(trajs)["astropy__astropy-5"]
+    assert [(x.tool, x.text) for st in a.steps for x in st.actions] == [("str_replace_editor", "view /testbed/a.py"), ("submit", "")]
+    assert [st.kind for st in a.steps] == ["view", "submit"] and a.steps[0].thought == "Look first."
+    assert "requeried_turns" not in a.meta
+
+
+def test_v1_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
+    trajs, rep = ingest_workspace(V1, SPEC_V1, "swebench").ingest()
+    assert set(by_task(trajs)) == {"sympy__sympy-1", "pallets__flask-2", "astropy__astropy-5"}
+    skipped = {Path(s["file"]).name: s for s in rep.skipped}
+    assert set(skipped) == {"bad__unpaired-3.traj", "bad__toolname-4.traj"}
+    assert skipped["bad__unpaired-3.traj"]["field"] == "history[2].action"
+    assert "no trajectory entry" in skipped["bad__unpaired-3.traj"]["reason"]
+    assert skipped["bad__toolname-4.traj"]["field"] == "history[2].tool_calls[0].function.name"

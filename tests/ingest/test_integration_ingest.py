@@ -25,6 +25,7 @@ RUNS = {
     "coder-traj": "lite__coder__gpt4",
     "moatless-transitions": "lite__moatless__claude-3.5-sonnet",
     "moatless-steps": "lite__moatless-steps__gpt-4o__20240609",
+    "moatless-nodes": "lite__moatless-v0.0.4-nodes__claude-3.5-sonnet-20241022",
     "openhands-completions": "verified__openhands-codeact-v0.15__claude-3.5-sonnet-20241022",
     "openhands-events": "verified__openhands-v1-conversation-events__mas-evaluation",
 }
@@ -40,6 +41,8 @@ EXPECTED = {
     "lite__moatless__gpt-4o-2024-05-13": (300, 74, 1),
     "lite__moatless__claude-3.5-sonnet": (291, 80, 0),
     "lite__moatless-steps__gpt-4o__20240609": (300, 70, 0),
+    "lite__moatless-v0.0.4-nodes__claude-3.5-sonnet-20241022": (271, 110, 0),
+    "verified__swe-agent-v1.1.0__gpt-5-mini__mas-evaluation": (13, 6, 0),
 }
 
 
@@ -71,14 +74,33 @@ def test_sample_of_real_run(fmt):
             for v in (s.input_tokens, s.output_tokens):
                 assert v is None or (isinstance(v, int) and v > 0)
             assert s.cost_usd is None or s.cost_usd >= 0
-    if fmt in ("moatless-transitions", "moatless-steps"):
+    if fmt in ("moatless-transitions", "moatless-steps", "moatless-nodes"):
         assert all(s.cost_usd is not None for t in trajs for s in t.steps)
+    if fmt == "moatless-nodes":  # tokens per step too (SOURCE.md: completions.*.usage on every node)
+        assert all(s.input_tokens and s.output_tokens for t in trajs for s in t.steps)
     if fmt in ("swe-agent-traj", "coder-traj", "openhands-completions"):
         assert all(s.input_tokens is None and s.cost_usd is None for t in trajs for s in t.steps)
     if fmt == "openhands-events":
         assert any(s.input_tokens for t in trajs for s in t.steps)
     if fmt == "coder-traj":
         assert all(len(t.meta["step_roles"]) == len(t.steps) and t.meta["step_roles"][0] == "Manager" for t in trajs)
+
+
+def test_sample_of_real_swe_agent_1x_tool_call_run():
+    spec = _spec("verified__swe-agent-v1.1.0__gpt-5-mini__mas-evaluation")
+    paths = discover(data_root() / spec.folder, spec)[:SAMPLE]
+    items = list(parse_files(paths, spec, CATALOG.bench))
+    assert not [i for i in items if isinstance(i, IngestError)]
+    trajs = [i for i in items if isinstance(i, Trajectory)]
+    assert len(trajs) == len(paths) == SAMPLE
+    for t in trajs:
+        assert t.meta["swe_agent_version"] == "1.1.0" and t.prompt
+        assert all(s.input_tokens is None and s.cost_usd is None for s in t.steps)  # instance totals only
+        assert t.meta["instance_cost"] > 0
+        tools = {a.tool for s in t.steps for a in s.actions}
+        assert "str_replace_editor" in tools and tools <= {"str_replace_editor", "bash", "submit", "exit_format"}
+        assert not any(s.observation.startswith("OBSERVATION:") for s in t.steps)
+        assert t.steps[-1].kind == "submit"
 
 
 def test_full_swebench_catalog_counts():
@@ -99,4 +121,9 @@ def test_full_swebench_catalog_counts():
     ]
     moatless = next(r for r in reports if r.run == "lite__moatless__gpt-4o-2024-05-13")
     assert moatless.not_in_label_list_ids == ["sympy__sympy-20322"]
+    sa1 = next(r for r in reports if r.run == "verified__swe-agent-v1.1.0__gpt-5-mini__mas-evaluation")
+    assert sorted(sa1.harness_error_ids) == ["django__django-11099", "sympy__sympy-13480"]  # counted unresolved
+    m4 = [t for t in trajs if t.meta["run"] == "lite__moatless-v0.0.4-nodes__claude-3.5-sonnet-20241022"]
+    assert sum(t.meta["abandoned_nodes"] > 0 for t in m4) == 13  # SOURCE.md: 13 runs branch
+    assert sum(t.meta["tree_cost_usd"] for t in m4) == pytest.approx(60.99, abs=0.01)  # SOURCE.md: $60.99 over all nodes
     assert sum(t.run_id.split("/")[0] in EXPECTED for t in trajs) == sum(v[0] for v in EXPECTED.values())

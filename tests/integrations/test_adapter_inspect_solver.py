@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from inspect_ai.scorer import match  # noqa: E402
 from inspect_ai.solver import SolverSpec, use_tools  # noqa: E402
 from inspect_ai.tool import tool  # noqa: E402
 
+from _inspect_helpers import dist_info  # noqa: E402
 from _monitor_helpers import make_runs, make_tasks, train_bundle  # noqa: E402
 from earlyeval.modeling.modeldir import save_model_dir  # noqa: E402
 
@@ -160,23 +160,10 @@ def demo():
 '''
 
 
-def _dist_info(root: Path) -> Path:
-    """A dist-info for this checkout, as ``pip install -e .`` writes it: METADATA, entry points, direct_url."""
-    py = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    d = root / f"earlyeval-{py['version']}.dist-info"
-    d.mkdir(parents=True)
-    (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: earlyeval\nVersion: {py['version']}\n")
-    groups = {"console_scripts": py.get("scripts", {}), **py.get("entry-points", {})}
-    (d / "entry_points.txt").write_text("".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
-                                                for g, eps in groups.items()))
-    (d / "direct_url.json").write_text(json.dumps({"url": REPO.as_uri(), "dir_info": {"editable": True}}))
-    return root
-
-
 def test_inspect_cli_finds_the_solver_through_the_entry_point(tmp_path):
     model = _model(tmp_path / "m", ALWAYS_FAIL)
     (tmp_path / "task.py").write_text(TASK_PY)
-    site = _dist_info(tmp_path / "site")
+    site = dist_info(tmp_path / "site")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), "INSPECT_LOG_DIR": str(tmp_path / "logs")}
     r = subprocess.run([sys.executable, "-m", "inspect_ai", "eval", "task.py", "--solver", "earlyeval/early_stop",
                         "-S", f"model={model}", "--log-format", "json", "--display", "none"],

@@ -67,21 +67,45 @@ def _make_shell_tool():
     return "EarlyevalTestTerminalTool"
 
 
-def _conversation(tmp_path, replies, monitor, halt=None):
+def _metered_llm_class():
+    """The SDK's TestLLM whose responses carry usage, recorded by the SDK's own telemetry (``on_response``), as a
+    provider's would be: prompt 1000 * n, completion 40 + n tokens at call n; priced by litellm's local cost map."""
+    from litellm.types.utils import Usage
+    from openhands.sdk.testing import TestLLM
+
+    class MeteredLLM(TestLLM):
+        def completion(self, *a, **k):
+            r = super().completion(*a, **k)
+            n = self.call_count
+            r.raw_response.usage = Usage(prompt_tokens=1000 * n, completion_tokens=40 + n, total_tokens=1040 + 1001 * n)
+            self.telemetry.on_response(r.raw_response)
+            return r
+
+    return MeteredLLM
+
+
+def _conversation(tmp_path, replies, monitor, halt=None, persist=None, metered=False):
     sdk = _sdk()
     from openhands.sdk.llm import MessageToolCall
+    from openhands.sdk.llm.llm_registry import RegistryEvent
     from openhands.sdk.testing import TestLLM
 
     tool_spec = _make_shell_tool()
 
     def msg(i, tool, args, thought):
+        calls = [(tool, args)] if tool else args  # (tool, args) or a list of them (parallel calls)
         return sdk.Message(role="assistant", content=[sdk.TextContent(text=thought)],
-                           tool_calls=[MessageToolCall(id=f"call_{i}", name=tool, arguments=json.dumps(args), origin="completion")])
+                           tool_calls=[MessageToolCall(id=f"call_{i}_{j}", name=t, arguments=json.dumps(a), origin="completion")
+                                       for j, (t, a) in enumerate(calls)])
 
-    llm = TestLLM.from_messages([msg(i, t, a, th) for i, (t, a, th) in enumerate(replies)])
+    msgs = [msg(i, t, a, th) for i, (t, a, th) in enumerate(replies)]
+    llm = _metered_llm_class().from_messages(msgs, model="gpt-4o") if metered else TestLLM.from_messages(msgs)
     agent = sdk.Agent(llm=llm, tools=[sdk.Tool(name=tool_spec)])
     halt = halt or EarlyStopCallback(monitor, run_id="demo-1")
-    conv = sdk.Conversation(agent=agent, workspace=str(tmp_path), callbacks=[halt], visualizer=None)
+    kw = {"persistence_dir": str(persist), "delete_on_close": False} if persist else {}
+    conv = sdk.Conversation(agent=agent, workspace=str(tmp_path), callbacks=[halt], visualizer=None, **kw)
+    if metered:  # the registry tracks only exact LLM instances, not TestLLM subclasses: the SDK's own tracker, by hand
+        conv.conversation_stats.register_llm(RegistryEvent(llm=llm))
     halt.attach(conv)
     return sdk, llm, conv, halt
 
@@ -109,7 +133,9 @@ def test_real_conversation_ends_stuck_on_predicted_failure(tmp_path):
     assert [s.kind for s in mon.steps] == ["search", "test"]
     assert mon.steps[1].error is True and "still broken" in mon.steps[1].observation
     assert mon.steps[0].thought == "look around" and mon.steps[0].error is False
-    assert mon.steps[0].input_tokens == 0  # TestLLM reports zero usage: deltas are real zeros, not None
+    # TestLLM records no usage (conversation_stats.usage_to_metrics stays empty): unknown is None, never 0
+    assert conv.conversation_stats.usage_to_metrics == {}
+    assert mon.steps[0].input_tokens is None and mon.steps[0].cost_usd is None
     assert mon.starts[0][0].prompt == "Fix the bug in mod.py" and mon.starts[0][1] == "demo-1"
     assert llm.call_count == 2  # the edit was never requested
     assert not (tmp_path / "mod.py").exists()
@@ -178,6 +204,65 @@ def test_real_conversation_not_halted_finishes(tmp_path):
     ee = conv.state.agent_state["earlyeval"]
     assert ee["halted"] is False and len(ee["history"]) == 2
     assert (tmp_path / "mod.py").read_text().strip() == "a = 2"
+
+
+RICH = [
+    (None, [("terminal", {"command": "ls"}), ("terminal", {"command": "cat repro.py"})], "look around"),
+    ("terminal", {"command": "python repro.py"}, "reproduce"),
+    ("grep_tool", {"pattern": "41"}, "an unknown tool: an agent error answers it"),
+    ("terminal", {"command": "echo 'x = 42' > mod.py"}, "edit"),
+    ("terminal", {"command": "python -c 'import mod'"}, "check"),
+    ("finish", {"message": "done"}, "finish"),
+]
+
+
+@pytest.mark.parametrize("thresholds", ["never", "fail"])
+def test_persisted_conversation_read_back_gives_the_live_steps_features_and_probabilities(tmp_path, thresholds):
+    """Live/offline parity with real SDK objects: a real Conversation (metered TestLLM, persistence on) scored live
+    by the callback over a real Monitor; its persisted folder read back by the ``openhands-conversation`` reader and
+    fed to a fresh Monitor: the same steps (usage included), feature rows and probabilities, step by step."""
+    import numpy as np
+
+    from _integration_fakes import Recording
+    from _monitor_helpers import make_runs, make_tasks, train_bundle
+    from earlyeval.config.catalog import RunSpec
+    from earlyeval.core.trajectory import Task
+    from earlyeval.ingest import openhands_conversation as oc
+    from earlyeval.modeling.modeldir import save_model_dir
+    from earlyeval.monitor import Monitor
+    from earlyeval.replay import run_context
+
+    th = {"never": {"success": 2.0, "failure": 2.0, "min_halt_step": 1},
+          "fail": {"success": 2.0, "failure": 0.0, "min_halt_step": 2}}[thresholds]
+    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(th))
+    model = save_model_dir(bundle, tmp_path / "m")
+    (tmp_path / "repro.py").write_text("import sys\nprint('x is 41')\nsys.exit(1)\n")
+    rec = Recording(Monitor.load(model))
+    sdk, llm, conv, halt = _conversation(tmp_path, RICH, rec, persist=tmp_path / "convs", metered=True)
+    conv.send_message("Make x 42 in mod.py")
+    conv.run()
+    n = len(rec.steps)
+    assert n == (5 if thresholds == "never" else 2) and halt.stopper.errors == []
+    assert all(s["input_tokens"] == 1000 * (k + 1) and s["cost_usd"] > 0 for k, s in enumerate(rec.steps))  # usage known live
+
+    root = tmp_path / "convs"
+    spec = RunSpec(name="oh", folder=str(root), agent="oh", scaffold="oh", model="", format="openhands-conversation",
+                   glob=oc.DEFAULT_GLOB, labels=[])
+    [folder] = oc.discover(root, spec)
+    [traj] = list(oc.parse(folder, spec, "swebench"))
+    assert [s.to_dict() for s in traj.steps[:n]] == rec.steps  # field by field, usage included
+    assert len(traj.steps) == n + (1 if thresholds == "never" else 0)  # + the final finish step (never replayed)
+    assert traj.prompt == "Make x 42 in mod.py" and traj.meta["execution_status"] == ("finished" if thresholds == "never" else "stuck")
+    offline = Monitor.load(model)
+    offline.start_context(run_context(traj, Task(task_id=rec.task.task_id, prompt=rec.task.prompt)), traj.run_id)
+    for k, step in enumerate(traj.steps[:n]):
+        d = offline.observe(step)
+        np.testing.assert_array_equal(offline.last_features, rec.rows[k])
+        assert (d.p_success, d.p_failure) == rec.p[k]
+    if thresholds == "fail":
+        assert d.halt and halt.halted.step_index == n - 1 == 1 and llm.call_count == 2
+    else:
+        assert [s["kind"] for s in rec.steps] == ["search", "test", "other", "edit", "test"] and rec.steps[2]["error"] is True
 
 
 # ---------------------------------------------------------------------------

@@ -155,6 +155,32 @@ def test_swe_agent_hook_builds_the_ingestor_steps_on_a_real_traj(swebench):
     assert n_checked >= 10
 
 
+def test_swe_agent_hook_builds_the_ingestor_steps_on_a_real_1x_tool_call_traj(swebench):
+    """SWE-agent 1.1 with function calling: the hook gets one StepOutput per executed turn (the turns SWE-agent
+    refused and re-asked are trajectory entries with an empty action, never handed to the hooks), with the
+    turn's tool calls from ``history``; the last turn (submit or forced exit) is done and not scored."""
+    from _sweagent_standin import StepOutput
+    from earlyeval.integrations.swe_agent import EarlyStopHook
+
+    n_checked = 0
+    for native, t, rec in _swebench_runs(swebench, "verified__swe-agent-v1.1.0__gpt-5-mini__mas-evaluation"):
+        entries = native["trajectory"]
+        executed = [e for k, e in enumerate(entries) if e["action"] or k == len(entries) - 1]
+        turns = [m for m in native["history"] if m["role"] == "assistant"]
+        assert len(executed) == len(turns) == len(t.steps)
+        hook = EarlyStopHook(rec, autosubmit=False)
+        hook.on_init(agent=type("Agent", (), {"_problem_statement": None})())
+        hook.on_run_start()
+        for k, (e, m) in enumerate(zip(executed, turns)):
+            so = StepOutput(thought=e.get("thought") or "", action=e["action"], observation=e.get("observation") or "",
+                            tool_calls=m.get("tool_calls"), done=k == len(turns) - 1)
+            hook.on_step_done(step=so, info={})
+        assert hook.stopper.errors == []
+        _compare(rec, t.steps[:-1], t)
+        n_checked += len(t.steps) - 1
+    assert n_checked >= 10
+
+
 # ---------------------------------------------------------------------------
 # mini-swe-agent
 # ---------------------------------------------------------------------------

@@ -94,6 +94,25 @@ def test_not_halted_run_submits_normally(repo, tmp_path):
     assert info["earlyeval"]["halted"] is False and len(info["earlyeval"]["history"]) == 2
 
 
+def test_hook_steps_are_the_ingestor_steps_of_the_saved_traj(repo, tmp_path):
+    """Live == training on SWE-agent 1.x function calling: the .traj the run saved, read by the swe-agent-traj
+    ingestor, has the Steps the hook built (text, kinds, thought, observation); the submitting turn, never
+    scored live, is the ingestor's last step.  Usage differs by design: the hook has per-step deltas of
+    info.model_stats, the .traj only the instance totals (per-step None)."""
+    from earlyeval.config.catalog import RunSpec
+    from earlyeval.ingest.swe_agent import parse
+
+    mon = ScriptedMonitor(halt_at=None)
+    _run(repo, tmp_path, OUTPUTS, EarlyStopHook(mon))
+    spec = RunSpec(name="standin", folder=str(tmp_path / "out"), agent="a", scaffold="swe-agent", model="m", format="swe-agent-traj")
+    [t] = list(parse(tmp_path / "out" / "demo__demo-1.traj", spec, "swebench"))
+    fields = ("index", "action", "kind", "thought", "observation", "error", "actions")
+    live = [{k: s.to_dict()[k] for k in fields} for s in mon.steps]
+    assert live == [{k: s.to_dict()[k] for k in fields} for s in t.steps[:-1]]
+    assert len(live) == 4 and t.steps[-1].kind == "submit" and t.meta["requeried_turns"] == 0
+    assert all(s.input_tokens is None for s in t.steps) and all(s.input_tokens is not None for s in mon.steps)
+
+
 def test_crashing_monitor_never_stops_the_agent(repo, tmp_path):
     outputs = [_tc(0, "bash", {"command": "ls"}, "look"), _tc(1, "submit", {}, "submit")]
     mon = ScriptedMonitor(raise_in_observe=True)

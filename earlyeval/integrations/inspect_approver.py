@@ -1,0 +1,245 @@
+"""inspect_ai approver ``earlyeval/early_stop``: ends any agent's sample from ``--approval`` config alone.
+
+The task's own solver (``react()``, ``basic_agent()``, a custom agent) keeps running; inspect asks
+its approval policy before every tool call, and this approver answers ``terminate`` once the
+Monitor halts.  inspect then ends the sample as an operator limit (``sample.limit.type ==
+"operator"``) and scores it as usual.  With earlyeval installed, a policy file is all it takes::
+
+    # policy.yaml
+    approvers:
+      - name: earlyeval/early_stop
+        tools: "*"
+        model: models/swebench
+        halt_on: failure          # failure (default) | success | both
+
+    inspect eval task.py --approval policy.yaml
+
+Keys: the shared ``earlyeval`` block (``integrations/config.py``: ``model``, ``thresholds``,
+``tasks``, ``strict``, ``explain``, ``budget``, ``halt_on_impossible``) plus
+
+``halt_on``        which predictions end a sample: ``failure`` (default for live use: only doomed
+                   runs stop), ``success``, ``both``;
+``success_needs``  ``diff`` (default): a predicted success ends the sample only once a candidate
+                   patch exists -- ``git status --porcelain`` in the sample's sandbox is not empty,
+                   so the task's scorer (which reads the sandbox, as SWE-bench scorers do) scores
+                   that patch; without a sandbox or git there is never a candidate, so no success
+                   halt (fail open).  ``nothing``: end on the prediction alone (a benchmark pass
+                   that records predicted outcomes);
+``otherwise``      what a call the approver does not end gets: ``approve`` (default) or
+                   ``escalate`` (to the approvers listed after it, e.g. ``human``);
+``metadata_key``   the sample-store key of the summary (default ``earlyeval``).
+
+What the Monitor sees.  An approver gets the tool call and the conversation so far, not the
+call's result.  The steps come from that conversation: at the first tool call of assistant turn
+k, every turn before k is complete (its tool results and any user message are in the history),
+and :func:`earlyeval.ingest.inspect_eval.inspect_steps` -- the function the ``inspect-eval``
+reader applies to the log's ``sample.messages`` -- builds them; usage comes from the sample's
+``ModelEvent`` s (public ``inspect_ai.log.transcript()``), matched by message id, as the reader
+does from the logged events; the task id and metadata from the transcript's ``SampleInitEvent``.
+So live steps are the reader's steps of the same run.  Consequences: a halt after step t ends the
+sample at the first tool call of turn t+1 (that model call is spent, its tools never run); turns
+after the agent's last tool call are never scored (a halt there would save only the final answer).
+An agent that hands off to sub-agents sends their tool calls here too, with their own history:
+not supported (list only the outer agent's tools under ``tools``).
+
+Every decision is fail-open: an error in the approver is logged and the call gets ``otherwise``.
+The summary (exit status, halt, per-step probabilities, thresholds, what was held) is written to
+the sample store (``store().get("earlyeval")``) after every call, so it lands in the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import OrderedDict
+from typing import Any, Callable, Mapping
+
+from inspect_ai.approval import Approval, Approver, approver
+from inspect_ai.log import transcript
+from inspect_ai.util import sandbox
+
+from earlyeval.core.decision import Decision
+from earlyeval.core.trajectory import Step
+from earlyeval.ingest.inspect_eval import inspect_steps, usage_by_message
+from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor
+from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
+from earlyeval.integrations.inspect_ai import _sample_store, task_of
+
+log = logging.getLogger("earlyeval.integrations.inspect_approver")
+
+WHERE = "earlyeval/early_stop (approver)"
+HALT_ON = ("failure", "success", "both")
+SUCCESS_NEEDS = ("diff", "nothing")
+OTHERWISE = ("approve", "escalate")
+ADAPTER_KEYS = ("halt_on", "success_needs", "otherwise", "metadata_key")
+_MAX_LIVE_SAMPLES = 4096
+
+
+def _choice(opts: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
+    v = opts.get(key, default)
+    if v not in allowed:
+        raise ConfigError(f"{WHERE}.{key}: {v!r} is not one of {list(allowed)}")
+    return str(v)
+
+
+class HaltGate:
+    """A monitor wrapper: a halt the configuration does not act on reaches the loop as "continue".
+
+    ``halt_on`` drops the other side's halts (until ``Monitor`` takes ``halt_on`` itself: a monitor
+    whose halt latched on the dropped side then reports no later halt); a success halt waits
+    (``held``) until ``candidate`` is set."""
+
+    def __init__(self, monitor: StepMonitor, halt_on: str = "failure", needs_candidate: bool = True):
+        self.monitor = monitor
+        self.halt_on = halt_on
+        self.needs_candidate = needs_candidate
+        self.candidate = False
+        self.held: Decision | None = None
+        self.dropped = 0
+
+    @property
+    def thresholds(self) -> Any:
+        return getattr(self.monitor, "thresholds", None)
+
+    def start(self, task: Any = None, run_id: str | None = None) -> None:
+        self.candidate, self.held, self.dropped = False, None, 0
+        self.monitor.start(task=task, run_id=run_id)
+
+    def observe(self, step: Step) -> Decision:
+        d = self.monitor.observe(step)
+        if not isinstance(d, Decision) or not d.halt:
+            return d
+        if self.halt_on != "both" and d.outcome != self.halt_on:
+            self.dropped += 1
+            return dataclasses.replace(d, halt=False, reason=f"not acted on (halt_on={self.halt_on}): {d.reason}")
+        if d.outcome == "success" and self.needs_candidate and not self.candidate:
+            self.held = d
+            return dataclasses.replace(d, halt=False, reason=f"success halt held until a candidate patch exists: {d.reason}")
+        return d
+
+
+class _Run:
+    def __init__(self, stopper: EarlyStopper, gate: HaltGate, anchor: Any):
+        self.stopper, self.gate, self.anchor = stopper, gate, anchor  # anchor: the sample's Store, held
+        self.seen: set[str] = set()
+
+
+async def has_candidate_patch() -> bool:
+    """A non-empty ``git status --porcelain`` in the sample's default sandbox (False when there is none)."""
+    try:
+        r = await sandbox().exec(["git", "status", "--porcelain"], timeout=60)
+    except Exception as e:  # no sandbox, no git: no candidate, so no success halt (fail open)
+        log.info("earlyeval: no candidate patch check (%r): success halts wait", e)
+        return False
+    return bool(r.success and r.stdout.strip())
+
+
+class EarlyStopApprover:
+    """The approver object (``early_stop`` builds it from config); ``monitor`` is a zero-argument factory."""
+
+    def __init__(self, monitor: Callable[[], StepMonitor], *, halt_on: str = "failure", success_needs: str = "diff",
+                 otherwise: str = "approve", metadata_key: str = "earlyeval",
+                 candidate: Callable[[], Any] = has_candidate_patch):
+        self._monitor = monitor
+        self.halt_on, self.success_needs, self.otherwise, self.key = halt_on, success_needs, otherwise, metadata_key
+        self._candidate = candidate
+        self.runs: OrderedDict[int, _Run] = OrderedDict()
+
+    async def __call__(self, message: str, call: Any, view: Any, history: list[Any]) -> Approval:
+        run: _Run | None = None
+        try:
+            run = self._run_for(history)
+            self._advance(run, history)
+            gate = run.gate
+            if run.stopper.halted is None and gate.held is not None and await self._candidate():
+                gate.candidate = True
+                run.stopper.halted = HaltedRun.from_decision(gate.held, run.stopper.n_steps)
+                log.info("%s", run.stopper.halted.message())
+            self._record(run)
+        except Exception as e:  # never end or break a sample over the monitor
+            log.warning("earlyeval approver failed (the call gets %r): %r", self.otherwise, e, exc_info=True)
+        halted = run.stopper.halted if run is not None else None
+        if halted is not None:
+            return Approval(decision="terminate", explanation=halted.message(), metadata={"earlyeval": halted.to_dict()})
+        return Approval(decision=self.otherwise)  # type: ignore[arg-type]
+
+    def _run_for(self, history: list[Any]) -> _Run:
+        anchor = _sample_store()
+        key = id(anchor) if anchor is not None else id(history)
+        run = self.runs.get(key)
+        if run is None:
+            gate = HaltGate(self._monitor(), self.halt_on, needs_candidate=self.success_needs == "diff")
+            stopper = EarlyStopper(gate, logger=log)
+            init = _sample_init()
+            sample = getattr(init, "sample", None)
+            _, prompt, _ = inspect_steps(history)
+            sid = getattr(sample, "id", None)
+            stopper.start(task=task_of(sid, getattr(sample, "metadata", None), prompt), run_id=None if sid is None else str(sid))
+            run = self.runs[key] = _Run(stopper, gate, anchor if anchor is not None else history)
+            while len(self.runs) > _MAX_LIVE_SAMPLES:
+                self.runs.popitem(last=False)
+        return run
+
+    def _advance(self, run: _Run, history: list[Any]) -> None:
+        """Score the turns completed since the last call: every assistant turn before the last one."""
+        last = max((i for i, m in enumerate(history) if getattr(m, "role", None) == "assistant"), default=-1)
+        done = history[:last] if last >= 0 else []
+        if not any(getattr(m, "role", None) == "assistant" for m in done):
+            return
+        steps, _, ids = inspect_steps(done, usage_by_message(transcript().events))
+        for step, mid in zip(steps, ids):
+            mid = str(mid) if mid is not None else f"#{step.index}"
+            if mid in run.seen:
+                continue
+            run.seen.add(mid)
+            step.index = run.stopper.next_index
+            run.stopper.observe(step)
+            if run.stopper.halted is not None:
+                return
+
+    def _record(self, run: _Run) -> None:
+        summary = run.stopper.summary()
+        th = run.gate.thresholds
+        if isinstance(th, Mapping):
+            summary["thresholds"] = dict(th)
+        summary["halt_on"] = self.halt_on
+        summary["success_needs"] = self.success_needs
+        summary["held_success"] = run.gate.held.to_dict() if run.gate.held is not None and run.stopper.halted is None else None
+        summary["dropped_halts"] = run.gate.dropped
+        st = _sample_store()
+        if st is not None:
+            st.set(self.key, summary)
+
+
+def _sample_init() -> Any:
+    try:
+        return next((e for e in transcript().events if getattr(e, "event", None) == "sample_init"), None)
+    except Exception:
+        return None
+
+
+@approver(name="early_stop")
+def early_stop(model: str | Callable[[], StepMonitor], thresholds: Any = None, tasks: str | None = None, strict: bool | None = None,
+               explain: str | None = None, budget: Any = None, halt_on_impossible: Any = None, halt_on: str = "failure",
+               success_needs: str = "diff", otherwise: str = "approve", metadata_key: str = "earlyeval",
+               **unknown: Any) -> Approver:
+    """Terminate a sample when earlyeval's monitor halts (module doc); every other call gets ``otherwise``.
+
+    ``model``: a model directory, or (from Python) a zero-argument factory of monitors, one per sample."""
+    factory = model if callable(model) else None
+    given = {"model": "<factory>" if factory else model, "thresholds": thresholds, "tasks": tasks, "strict": strict, "explain": explain,
+             "budget": budget, "halt_on_impossible": halt_on_impossible, "halt_on": halt_on,
+             "success_needs": success_needs, "otherwise": otherwise, "metadata_key": metadata_key, **unknown}
+    mon_cfg, opts = split_config({k: v for k, v in given.items() if v is not None}, ADAPTER_KEYS, WHERE)
+    h = _choice(opts, "halt_on", HALT_ON, "failure")
+    if _accepts("halt_on"):  # the Monitor's own halting side (when this earlyeval's Monitor has it)
+        mon_cfg["halt_on"] = h
+    if factory is None:
+        monitor_from_config(dict(mon_cfg), WHERE)  # load (and check) the model once, before any sample
+    return EarlyStopApprover(factory or (lambda: monitor_from_config(dict(mon_cfg), WHERE)), halt_on=h,
+                             success_needs=_choice(opts, "success_needs", SUCCESS_NEEDS, "diff"),
+                             otherwise=_choice(opts, "otherwise", OTHERWISE, "approve"),
+                             metadata_key=str(opts.get("metadata_key") or "earlyeval"))
+
+
+__all__ = ["EarlyStopApprover", "HaltGate", "early_stop", "has_candidate_patch"]

@@ -1,0 +1,120 @@
+"""Real inspect_ai evals, offline: ``mockllm/model`` with scripted outputs, a tiny shell tool, tiny model dirs.
+
+Shared by the approver, ``inspect-eval`` reader and solver tests.  Importing this module needs inspect_ai
+(callers ``pytest.importorskip("inspect_ai")`` first)."""
+
+from __future__ import annotations
+
+import _paths
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task, eval
+from inspect_ai.agent import react
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ChatMessageAssistant, ModelOutput, get_model
+from inspect_ai.scorer import match
+from inspect_ai.tool import ToolCall, ToolError, tool
+
+from _monitor_helpers import make_runs, make_tasks, train_bundle
+from earlyeval.modeling.modeldir import save_model_dir
+
+M = "mockllm/model"
+# model-dir thresholds at the halting rule's ends: which samples halt is known in advance
+ALWAYS_FAIL = {"success": 2.0, "failure": 0.0, "min_halt_step": 2}
+ALWAYS_SUCCEED = {"success": 0.0, "failure": 2.0, "min_halt_step": 2}
+NEVER = {"success": 2.0, "failure": 2.0, "min_halt_step": 1}
+
+SHELL = {"ls": "mod.py\ntests/", "cat mod.py": "x = 41", "pytest": "1 failed, 2 passed", "echo x=42 > mod.py": ""}
+
+
+def offline_token_count(monkeypatch) -> None:
+    """mockllm counts tokens with tiktoken, which downloads its table on first use: count words (offline)."""
+    from inspect_ai.model._providers.mockllm import MockLLM
+
+    async def count_text_tokens(self, text: str) -> int:
+        return max(1, len(text.split()))
+
+    monkeypatch.setattr(MockLLM, "count_text_tokens", count_text_tokens)
+
+
+@tool
+def shell():
+    async def execute(cmd: str) -> str:
+        """Run a shell command.
+
+        Args:
+            cmd: The command.
+        """
+        if cmd not in SHELL:
+            raise ToolError(f"command not found: {cmd}")
+        return SHELL[cmd]
+
+    return execute
+
+
+def call(cmd: str, text: str | None = None, tool: str = "shell") -> ModelOutput:
+    return ModelOutput.for_tool_call(M, tool, {"cmd": cmd}, content=text if text is not None else f"I will run {cmd}")
+
+
+def calls(*cmds: str) -> ModelOutput:
+    """One assistant message with several tool calls (run in parallel by inspect)."""
+    tcs = [ToolCall(id=f"par_{i}_{c.replace(' ', '_')}", function="shell", arguments={"cmd": c}) for i, c in enumerate(cmds)]
+    return ModelOutput.from_message(ChatMessageAssistant(content="two at once", tool_calls=tcs, model=M))
+
+
+def say(text: str) -> ModelOutput:
+    return ModelOutput.from_content(M, text)
+
+
+def submit(answer: str = "42") -> ModelOutput:
+    return ModelOutput.for_tool_call(M, "submit", {"answer": answer})
+
+
+FAILING = [call("ls"), call("cat mod.py"), call("pytest"), submit()]
+
+
+def tiny_model(path: Path, thresholds: dict[str, Any]) -> Path:
+    """A behaviour-only model dir trained on synthetic runs, with these thresholds."""
+    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(thresholds))
+    save_model_dir(bundle, path)
+    return path
+
+
+def react_task(sample_id: str = "demo-1", target: str = "42", **task_kw: Any) -> Task:
+    """A task that ships its own agent: react() with the shell tool."""
+    return Task(dataset=[Sample(input="Make x 42.", target=target, id=sample_id, metadata={"repo": "demo"})],
+                solver=react(tools=[shell()]), scorer=match(), **task_kw)
+
+
+def run_eval(task: Task, outputs: list[ModelOutput], log_dir: Path, approval: Any = None, log_format: str = "eval"):
+    """One real eval; returns (log, its only sample)."""
+    [log] = eval(task, model=get_model(M, custom_outputs=list(outputs)), log_dir=str(log_dir), display="none",
+                 log_format=log_format, approval=approval)
+    assert log.status == "success", log.error
+    [sample] = log.samples
+    return log, sample
+
+
+def policy(path: Path, model: Path, name: str = "earlyeval/early_stop", **keys: Any) -> Path:
+    """An approval policy file naming the approver, as a user writes it."""
+    lines = ["approvers:", f"  - name: {name}", "    tools: '*'", f"    model: {json.dumps(str(model))}"]
+    lines += [f"    {k}: {json.dumps(v)}" for k, v in keys.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def dist_info(root: Path) -> Path:
+    """A dist-info for this checkout, as ``pip install -e .`` writes it: METADATA, entry points, direct_url
+    (so a subprocess finds earlyeval's inspect_ai entry point as declared in pyproject.toml)."""
+    py = tomllib.loads((_paths.REPO / "pyproject.toml").read_text())["project"]
+    d = root / f"earlyeval-{py['version']}.dist-info"
+    d.mkdir(parents=True)
+    (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: earlyeval\nVersion: {py['version']}\n")
+    groups = {"console_scripts": py.get("scripts", {}), **py.get("entry-points", {})}
+    (d / "entry_points.txt").write_text("".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+                                                for g, eps in groups.items()))
+    (d / "direct_url.json").write_text(json.dumps({"url": _paths.REPO.as_uri(), "dir_info": {"editable": True}}))
+    return root

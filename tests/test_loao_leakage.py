@@ -141,3 +141,55 @@ def test_scaffold_exclusion_falls_back_to_the_agent_when_it_would_leave_nothing_
         t.meta["scaffold"] = "other" if t.agent == "agent-d" else "one-scaffold"
     ds2 = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
     assert inner_exclusion(ds2, held, inner, "scaffold") == frozenset(["agent-a", "agent-b", "agent-c"])
+
+
+def test_the_agent_quantile_rule_and_the_guard_never_see_the_held_out_agent(data):
+    """Inner predictions of the new rule (and of the prior guard's fallback) come from models without the held-out
+    agent and without the inner agent itself; no threshold is selected on the held-out agent."""
+    trajs, tasks = data
+    cfg = config(families=["behaviour", "gold"], threshold_rule="agent-quantile", prior_guard=True)
+    res = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg)
+    for agent, th in res.thresholds.items():
+        assert th["rule"] == "agent-quantile" and agent not in th["selected_on"]
+        assert agent not in th["boldest_safe"]["success"] and agent not in th["boldest_safe"]["failure"]
+    for runner in (res.runner, res.runner_prior):
+        assert runner._preds
+        for (excluded, agent) in runner._preds:
+            assert agent in excluded
+    for a in res.holdout:
+        assert res.model_choice[a]["chosen"] in ("model", "task-level features only")
+
+
+def test_leave_one_scaffold_out_never_shows_a_model_the_scaffold_it_predicts(data):
+    from earlyeval.evaluation.evaluate import scaffold_of
+    from earlyeval.evaluation.loso import run_loso
+
+    trajs, tasks = data
+    trajs = copy.deepcopy(trajs)
+    for t in trajs:  # agents a and b: two versions of one scaffold
+        if t.agent in ("agent-a", "agent-b"):
+            t.meta["scaffold"] = "scaffold-ab"
+    cfg = config(families=["behaviour", "gold"], threshold_rule="agent-quantile")
+    ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
+    res = run_loao(ds, cfg)
+    calls = []
+    predict = res.runner.predict
+
+    def spy(excluded, agent):
+        calls.append((excluded, agent))
+        return predict(excluded, agent)
+
+    res.runner.predict = spy
+    loso = run_loso(ds, cfg, res.runner, res.holdout)
+    sc = scaffold_of(ds)
+    assert set(loso) == {"scaffold-ab", "agent-c", "agent-d"}
+    for held, blk in loso.items():
+        assert held not in blk["thresholds"]["selected_on"]
+        assert set(blk["thresholds"]["selected_on"]) == set(loso) - {held}
+    assert calls
+    for excluded, agent in calls:
+        assert {a for a in sc if sc[a] == sc[agent]} <= excluded  # the predicted agent's whole scaffold is out
+    # the inner units of a held-out scaffold are predicted without it too
+    held_ab = {"agent-a", "agent-b"}
+    inner_of_ab = [(ex, a) for ex, a in calls if a not in held_ab and held_ab <= ex and len(ex) > 2]
+    assert {a for _, a in inner_of_ab} == {"agent-c", "agent-d"}

@@ -108,4 +108,4 @@ def loao_baseline(cfg, trajs: list[Trajectory], tasks: dict[str, Task]):
     from earlyeval.evaluation.evaluate import run_loao
 
     ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
-    return ds, cfg, run_loao(ds, cfg, with_loso=False)
+    return ds, cfg, run_loao(ds, cfg)

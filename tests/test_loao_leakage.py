@@ -42,7 +42,7 @@ def test_flipping_held_out_labels_changes_nothing_about_its_evaluation(data, bas
     for t in flipped:
         if t.agent == "agent-a":
             t.outcome = 1 - t.outcome
-    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg, with_loso=False)
+    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg)
     a1, a2 = res1.sets["agent-a"], res2.sets["agent-a"]
     for p, q in zip(a1.p_s, a2.p_s):
         np.testing.assert_array_equal(p, q)
@@ -70,7 +70,7 @@ def test_vocabulary_and_fits_exclude_the_held_out_agent(baseline):
 def test_refuses_to_predict_an_agent_with_a_model_trained_on_it(data):
     trajs, tasks = data
     cfg = config(families=["behaviour"])
-    res = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg, with_loso=False)
+    res = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg)
     with pytest.raises(ValueError):
         res.runner.predict(frozenset(["agent-b"]), "agent-a")
 
@@ -80,7 +80,7 @@ def test_same_seed_same_metrics(data, baseline):
     ds0, cfg, res0 = baseline
     reps = [loao_report(ds0, cfg, res0)]
     ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
-    reps.append(loao_report(ds, cfg, run_loao(ds, cfg, with_loso=False)))
+    reps.append(loao_report(ds, cfg, run_loao(ds, cfg)))
     assert reps[0]["agents"] == reps[1]["agents"]
     assert reps[0]["pooled"] == reps[1]["pooled"]
     assert reps[0]["pooled"]["auroc_success"] is not None
@@ -89,12 +89,12 @@ def test_same_seed_same_metrics(data, baseline):
 def test_em_adaptation_uses_no_held_out_labels(data):
     trajs, tasks = data
     cfg = config(families=["behaviour", "gold"], adapt="em")
-    res1 = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg, with_loso=False)
+    res1 = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg)
     flipped = copy.deepcopy(trajs)
     for t in flipped:
         if t.agent == "agent-c":
             t.outcome = 1 - t.outcome
-    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg, with_loso=False)
+    res2 = run_loao(make_dataset(cfg.families, trajs=flipped, tasks=tasks), cfg)
     key = (frozenset(["agent-c"]), "agent-c")
     assert res1.runner.adaptation[key] == res2.runner.adaptation[key]
     for p, q in zip(res1.sets["agent-c"].p_s, res2.sets["agent-c"].p_s):
@@ -141,3 +141,55 @@ def test_scaffold_exclusion_falls_back_to_the_agent_when_it_would_leave_nothing_
         t.meta["scaffold"] = "other" if t.agent == "agent-d" else "one-scaffold"
     ds2 = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
     assert inner_exclusion(ds2, held, inner, "scaffold") == frozenset(["agent-a", "agent-b", "agent-c"])
+
+
+def test_the_agent_quantile_rule_and_the_guard_never_see_the_held_out_agent(data):
+    """Inner predictions of the new rule (and of the prior guard's fallback) come from models without the held-out
+    agent and without the inner agent itself; no threshold is selected on the held-out agent."""
+    trajs, tasks = data
+    cfg = config(families=["behaviour", "gold"], threshold_rule="agent-quantile", prior_guard=True)
+    res = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg)
+    for agent, th in res.thresholds.items():
+        assert th["rule"] == "agent-quantile" and agent not in th["selected_on"]
+        assert agent not in th["boldest_safe"]["success"] and agent not in th["boldest_safe"]["failure"]
+    for runner in (res.runner, res.runner_prior):
+        assert runner._preds
+        for (excluded, agent) in runner._preds:
+            assert agent in excluded
+    for a in res.holdout:
+        assert res.model_choice[a]["chosen"] in ("model", "task-level features only")
+
+
+def test_leave_one_scaffold_out_never_shows_a_model_the_scaffold_it_predicts(data):
+    from earlyeval.evaluation.evaluate import scaffold_of
+    from earlyeval.evaluation.loso import run_loso
+
+    trajs, tasks = data
+    trajs = copy.deepcopy(trajs)
+    for t in trajs:  # agents a and b: two versions of one scaffold
+        if t.agent in ("agent-a", "agent-b"):
+            t.meta["scaffold"] = "scaffold-ab"
+    cfg = config(families=["behaviour", "gold"], threshold_rule="agent-quantile")
+    ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
+    res = run_loao(ds, cfg)
+    calls = []
+    predict = res.runner.predict
+
+    def spy(excluded, agent):
+        calls.append((excluded, agent))
+        return predict(excluded, agent)
+
+    res.runner.predict = spy
+    loso = run_loso(ds, cfg, res.runner, res.holdout)
+    sc = scaffold_of(ds)
+    assert set(loso) == {"scaffold-ab", "agent-c", "agent-d"}
+    for held, blk in loso.items():
+        assert held not in blk["thresholds"]["selected_on"]
+        assert set(blk["thresholds"]["selected_on"]) == set(loso) - {held}
+    assert calls
+    for excluded, agent in calls:
+        assert {a for a in sc if sc[a] == sc[agent]} <= excluded  # the predicted agent's whole scaffold is out
+    # the inner units of a held-out scaffold are predicted without it too
+    held_ab = {"agent-a", "agent-b"}
+    inner_of_ab = [(ex, a) for ex, a in calls if a not in held_ab and held_ab <= ex and len(ex) > 2]
+    assert {a for _, a in inner_of_ab} == {"agent-c", "agent-d"}

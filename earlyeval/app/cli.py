@@ -232,6 +232,19 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
 
 
 @_command()
+def learning_curve(ctx: typer.Context, bench: str = _bench_opt(), data_root: Optional[Path] = DataRoot,
+                   subsets: int = typer.Option(2, "--subsets", min=1, help="Training-agent subsets drawn per size k."),
+                   seed: int = typer.Option(0, "--seed", help=SEED_HELP),
+                   verbose: bool = _verbose()) -> None:
+    """Held-out AUROC and steps saved against the number of training agents; writes learning_curve.json and a PNG."""
+    from earlyeval.app.pipeline import learning_curve_bench
+
+    _setup(verbose, ctx)
+    paths = learning_curve_bench(bench, data_root, subsets=subsets, seed=seed, progress=_progress)
+    _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@_command()
 def sweep(ctx: typer.Context, bench: str = _bench_opt(),
           verbose: bool = _verbose()) -> None:
     """Savings/accuracy frontier over thresholds, label-free and warm-start; writes sweep.csv and a PNG."""

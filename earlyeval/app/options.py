@@ -103,7 +103,7 @@ class Bar:
         self.bar = tqdm(total=None, desc=desc, unit="fit", dynamic_ncols=True, file=self.file, leave=True, disable=None)
 
     def __call__(self, msg: str) -> None:
-        from earlyeval.evaluation.evaluate import FITS_PLANNED
+        from earlyeval.evaluation.fit_plan import FITS_PLANNED
 
         log.debug("%s", msg)
         if self.verbose:

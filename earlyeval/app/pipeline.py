@@ -29,9 +29,13 @@ from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.blocks import HEADLINE as HEADLINE_KEYS
-from earlyeval.evaluation.evaluate import (FITS_PLANNED, EvalConfig, FoldRunner, inner_sets, loao_report, planned_fits, run_loao,
-                                           runset)
-from earlyeval.modeling.thresholds import select_thresholds, step1_halts
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, runset
+from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
+from earlyeval.evaluation.guard import TASK_LEVEL, guard_config, guarded
+from earlyeval.evaluation.learning_curve import learning_curve
+from earlyeval.evaluation.loso import run_loso
+from earlyeval.report.learning_curve_plot import plot_learning_curve
+from earlyeval.modeling.thresholds import choose_thresholds, select_thresholds, step1_halts
 from earlyeval.modeling.outcome import split_proba
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.ingest import ingest_catalog
@@ -114,10 +118,18 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     ds = ds or load_dataset(bench, cfg.families, root)
     if progress:
         progress(f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}")
-    runner = FoldRunner(ds, cfg, progress)
     large = ds.large_agents(cfg.holdout_min_runs)
-    held, method = inner_sets(runner, frozenset(), large)
-    th = select_thresholds(held, cfg, method=method + " over the training agents")
+    methods: dict[str, str] = {}
+
+    def inner_of(r: FoldRunner) -> dict[str, Any]:
+        sets, methods["m"] = inner_sets(r, frozenset(), large)
+        return sets
+
+    fallback = FoldRunner(ds, guard_config(cfg), progress) if cfg.prior_guard else None
+    runner, held, choice = guarded(FoldRunner(ds, cfg, progress), fallback, inner_of)
+    th = choose_thresholds(held, cfg, method=methods["m"] + " over the training agents")
+    if choice:
+        th["model_choice"] = choice
     full = runner.fit(frozenset())
     step1 = check_step1(runner, full, th, cfg.min_halt_step)  # refuses thresholds that halt most runs at once
     # the order FoldRunner builds its matrix in: fold-free blocks, then the fold-fitted families (text,
@@ -233,7 +245,7 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
     if progress:
         progress(f"{FITS_PLANNED}{evaluate_fits(ds, cfg, ablations)}")
     t0 = time.time()
-    res = run_loao(ds, cfg, progress)
+    res = with_loso(ds, cfg, run_loao(ds, cfg, progress))
     report = loao_report(ds, cfg, res)
     add_protocols(report, ds, cfg, progress)
     report["seconds"] = round(time.time() - t0, 1)
@@ -241,7 +253,7 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
     report["ablations"] = []
     for name, over in ablations or []:
         c2 = EvalConfig(**{**cfg.__dict__, **over})
-        r2 = run_loao(ds, c2, progress, with_loso=False, with_small=False)
+        r2 = run_loao(ds, c2, progress, with_small=False)
         rep2 = loao_report(ds, c2, r2, light=True)
         report["ablations"].append(ablation_row(name, over, rep2))
     return report, res
@@ -249,25 +261,36 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
 
 LoaoLike = Any
 
+
+def with_loso(ds: Dataset, cfg: EvalConfig, res: Any) -> Any:
+    """``res`` with its leave-one-scaffold-out protocol (``loso.run_loso``) on the same fitted runner."""
+    res.loso = run_loso(ds, cfg, res.runner, res.holdout, res.runner_prior)
+    return res
+
+
+def protocol_report(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None) -> dict[str, Any]:
+    """One protocol's blocks: LOAO per agent and pooled, and leave-one-scaffold-out per scaffold."""
+    return protocol_block(loao_report(ds, cfg, with_loso(ds, cfg, run_loao(ds, cfg, progress)), light=True))
+
 PROTOCOLS_DOC = {
     "as_of": "every run's task prior (and peer_prior) counts only public submissions / agents dated strictly before "
              "the run's own date, training and held-out runs alike (the headline: top-level agents/pooled)",
     "current_pool": "every run's task prior counts today's full public pool (minus its own scaffold x model)",
     "no_prior": "no public history at all: the prior (and peer_prior) families left out (a benchmark without a leaderboard)",
 }
-# the task-level features (known before the agent's first step) the prior-only baseline is restricted to
-TASK_LEVEL = ("prior_*", "task_difficulty", "gold_n_files", "gold_n_hunks", "gold_log_lines", "peer_*")
 HISTORY = ("prior", "peer_prior")  # the families that read other agents' (dated) results
+TASK_FAMILIES = ("prior", "gold", "peer_prior")  # the families with task-level features (the prior-only baseline)
 GAIN_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
              "steps_saved_in_run")
 
 
 def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
     """The per-agent and pooled metric blocks of a loao report (what every protocol carries)."""
-    keep = ("thresholds", "small_n", "total_steps", *HEADLINE_KEYS)
+    keep = ("thresholds", "small_n", "total_steps", "failure_only", "dollars", "other_rule", *HEADLINE_KEYS)
     return {"agents": {a: {k: b.get(k) for k in keep if k in b} for a, b in rep["agents"].items()},
             "pooled": rep["pooled"], "holdout_agents": rep["holdout_agents"],
-            "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp")}
+            "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp"),
+            "leave_one_scaffold_out": rep.get("leave_one_scaffold_out", {})}
 
 
 def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None) -> None:
@@ -280,20 +303,25 @@ def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress
     extra = protocol_configs(cfg)
     for name in ("current_pool", "no_prior"):
         if name in extra:
-            c = extra[name]
-            prot[name] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+            prot[name] = protocol_report(ds, extra[name], progress)
     report["protocols"] = prot
     if "prior_only" in extra:
+        # the model's own families and columns, the model reading the task-level ones only: the prior guard's fallback
         c = extra["prior_only"]
-        task_fams = list(c.families)
-        base = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+        task_fams = [f for f in cfg.families if f in TASK_FAMILIES]
+        base = protocol_report(ds, c, progress)
         gain = {a: {k: _diff(report["agents"][a].get(k), b.get(k)) for k in GAIN_KEYS}
                 for a, b in base["agents"].items() if a in report["agents"]}
         report["baselines"]["prior_only"] = {
             **base["pooled"], "agents": base["agents"], "features": list(TASK_LEVEL), "families": task_fams,
-            "note": "same model family and threshold rule (inner LOAO, as_of), task-level features only",
+            "note": "same model family, columns and threshold rule (inner LOAO, as_of), reading the task-level features only",
             "model_gain": {"pooled": {k: _diff(report["pooled"].get(k), base["pooled"].get(k)) for k in GAIN_KEYS},
-                           "agents": gain},
+                           "agents": gain,
+                           "leave_one_scaffold_out": {
+                               sc: {k: _diff(report.get("leave_one_scaffold_out", {}).get(sc, {}).get("pooled", {}).get(k),
+                                             b["pooled"].get(k)) for k in GAIN_KEYS}
+                               for sc, b in base["leave_one_scaffold_out"].items()}},
+            "leave_one_scaffold_out": base["leave_one_scaffold_out"],
         }
 
 
@@ -306,15 +334,14 @@ def protocol_configs(cfg: EvalConfig) -> dict[str, EvalConfig]:
         rest = [f for f in cfg.families if f not in HISTORY]
         if rest:
             out["no_prior"] = EvalConfig(**{**cfg.__dict__, "families": rest})
-    task_fams = [f for f in cfg.families if f in ("prior", "gold", "peer_prior")]
-    if task_fams:
-        out["prior_only"] = EvalConfig(**{**cfg.__dict__, "families": task_fams, "keep_features": TASK_LEVEL})
+    if any(f in TASK_FAMILIES for f in cfg.families):
+        out["prior_only"] = guard_config(cfg)
     return out
 
 
 def evaluate_fits(ds: Dataset, cfg: EvalConfig, ablations: list[tuple[str, dict[str, Any]]] | None = None) -> int:
     """How many models ``evaluate_bench`` fits (``planned_fits`` of each LOAO it runs): the bar's total."""
-    n = planned_fits(ds, cfg) + sum(planned_fits(ds, c, with_loso=False) for c in protocol_configs(cfg).values())
+    n = planned_fits(ds, cfg) + sum(planned_fits(ds, c) for c in protocol_configs(cfg).values())
     return n + sum(planned_fits(ds, EvalConfig(**{**cfg.__dict__, **over}), with_loso=False, with_small=False)
                    for _, over in ablations or [])
 
@@ -387,6 +414,18 @@ def route_bench(bench: str, cheap: str, strong: str, budget_usd: float | None = 
         for line in routing_table(block).splitlines():
             progress(line)
     return {"routing": path, "plot": png}
+
+
+def learning_curve_bench(bench: str, root: str | Path | None = None, subsets: int = 2, seed: int = 0,
+                         progress: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """reports/<bench>/learning_curve.json and its PNG (evaluation.learning_curve), under the catalog's rule, as_of."""
+    cfg = eval_config(bench, seed=seed)
+    ds = load_dataset(bench, cfg.families, root, progress=progress is not None)
+    lc = learning_curve(ds, cfg, subsets=subsets, progress=progress)
+    out = reports_dir(bench)
+    path = write_json({"bench": bench, "version": 1, **lc}, out / "learning_curve.json")
+    png = plot_learning_curve(lc, out / "learning_curve.png")
+    return {"learning_curve": path, "plot": png}
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -109,14 +109,19 @@ def catalog_prices(cat: Catalog) -> dict[str, dict[str, Any]]:
     return {r.name: dict(r.price) for r in cat.runs}
 
 
-def price_runs(trajs: Iterable[Trajectory], cat: Catalog) -> dict[str, RunCost]:
-    """RunCost of every trajectory, keyed by run_id, each priced by its own run folder's catalog entry."""
+def price_runs(trajs: Iterable[Trajectory], cat: Catalog, unpriced: str = "raise") -> dict[str, RunCost]:
+    """RunCost of every trajectory, keyed by run_id, each priced by its own run folder's catalog entry.
+    ``unpriced``: "raise" (PriceError) or "skip" (the run is left out: its cost is unknown, never 0)."""
     prices = catalog_prices(cat)
     by_agent = {r.agent: dict(r.price) for r in cat.runs}
     out: dict[str, RunCost] = {}
     for t in trajs:
         price = prices.get(str(t.meta.get("run", ""))) or by_agent.get(t.agent, {})
-        out[t.run_id] = run_cost(t, price)
+        try:
+            out[t.run_id] = run_cost(t, price)
+        except PriceError:
+            if unpriced != "skip":
+                raise
     return out
 
 

@@ -363,6 +363,12 @@ SETTINGS = Table({
                              why="at 1.0 the Wilson bound's z is infinite and every bound NaN; 'none' = the point estimate"),
                          Choice(("none",)))),
     "inner_holdout": Choice(("agent", "scaffold")),
+    # the threshold rule (modeling.thresholds.RULES) and the agent-quantile rule's parameters (modeling.risk_control)
+    "threshold_rule": Choice(("agent-quantile", "worst-case")),
+    "risk_alpha": Num(0.0, 0.5, lo_open=True),
+    "risk_delta": Num(0.0, 1.0, lo_open=True, hi_open=True),
+    "risk": Choice(("mass", "recall", "precision")),
+    "prior_guard": Bool(),
     "twin": Choice(("mirror", "flipped", "balanced")),
     "monotone": Table(extra=Choice((-1, 0, 1)), what="a table of feature name -> -1, 0 or 1"),
     "peer_prior": Table({"strength": Num(0.0, 1e6, lo_open=True), "counts": Bool()}, what="a table {strength, counts}"),

@@ -83,3 +83,36 @@ def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: ThresholdRule) ->
     m = evaluate_policy(rs, NEVER, float(taus[j]), cfg.min_halt_step)
     return {"reached": True, "failure_threshold": float(taus[j]), "steps_saved": m["steps_saved"],
             "outcome_accuracy": m["outcome_accuracy"], "halted_accuracy": m["halted_accuracy"]}
+
+
+def failure_only_thresholds(th: dict[str, Any]) -> dict[str, Any]:
+    """The live default: the same thresholds with success halts off (a live success halt needs a patch)."""
+    return {**th, "success": NEVER}
+
+
+def dollars_block(rs: RunSet, costs: dict[str, Any], th: dict[str, Any], cfg: ThresholdRule) -> dict[str, Any]:
+    """Dollars of the runs and of the steps the policy saved, from ``config.prices`` (each run's own price source);
+    runs without a price are left out and counted."""
+    t_halt, _ = apply_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
+    total = saved = 0.0
+    priced = 0
+    for rid, t in zip(rs.run_ids, t_halt):
+        c = costs.get(rid)
+        if c is None:
+            continue
+        priced += 1
+        total += c.total
+        if t > 0:
+            saved += c.total - c.upto(int(t))
+    return {"runs_priced": priced, "runs": len(rs), "total_usd": total, "usd_saved": saved,
+            "usd_saved_share": saved / total if total > 0 else None}
+
+
+def oracle_frontier_saved(rs: RunSet, halted_accuracy: float | None, cfg: ThresholdRule) -> float:
+    """The most steps any threshold pair of the grid saves on this agent at a halted accuracy at least
+    ``halted_accuracy`` (the per-agent oracle, fitted on its own labels, at the rule's own accuracy)."""
+    taus = np.asarray(cfg.taus, dtype=np.float64)
+    g = grid_metrics(rs, taus, taus, cfg.min_halt_step)
+    acc = 1.0 if halted_accuracy is None else float(halted_accuracy)
+    ok = np.nan_to_num(g.halted_accuracy, nan=1.0) >= acc - 1e-12
+    return float(np.where(ok, g.steps_saved, 0.0).max())

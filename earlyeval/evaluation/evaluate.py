@@ -30,9 +30,12 @@ from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
 from earlyeval.features import Featurizer, bind_values, build_family, fold_free, fold_fitted
 from earlyeval.modeling.metrics import RunSet, outcome_metrics, repeat_action_policy, runset_of_runs, spearman, step_cap_policy
 from earlyeval.evaluation.adapt import adapt_em
-from earlyeval.evaluation.blocks import agent_block, baseline_blocks, model_at_steps_saved, pooled_block
+from earlyeval.config.prices import price_runs
+from earlyeval.evaluation.blocks import (agent_block, baseline_blocks, dollars_block, failure_only_thresholds, model_at_steps_saved,
+                                         oracle_frontier_saved, pooled_block)
 from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
-from earlyeval.modeling.thresholds import DEFAULT_TAUS, select_thresholds
+from earlyeval.modeling.thresholds import DEFAULT_TAUS, choose_thresholds, select_thresholds
+from earlyeval.evaluation.guard import guard_config, guarded
 from earlyeval.modeling.model import DEFAULT_LGBM, OutcomeModel
 from earlyeval.modeling.outcome import split_proba
 
@@ -54,13 +57,24 @@ class EvalConfig:
     lgbm_params: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LGBM))
     monotone: dict[str, int] | None = None
     drop_features: tuple = ()  # fnmatch patterns of feature names left out (ablations)
-    keep_features: tuple = ()  # if set, fnmatch patterns of the only feature names kept (the prior-only baseline)
+    # if set, fnmatch patterns of the only features the model may read: the others stay as columns, masked to NaN
+    # (so a model of the task-level features has the full model's columns: the prior guard's fallback ships as is)
+    only_features: tuple = ()
+    # each fold ships the full model only if its inner agents (or scaffolds) rank at least as well with it as with
+    # the model of the task-level features alone (TASK_LEVEL); else that model: evidence adds, never subtracts
+    prior_guard: bool = False
     # "as_of": every run's prior (and peer_prior) sees only history dated before the run (the headline);
     # "current": today's full public pool for every run (the pre-dates behaviour, protocol current_pool)
     prior_pool: str = "as_of"
     text_params: dict[str, Any] = field(default_factory=dict)
     peer_params: dict[str, Any] = field(default_factory=dict)
     threshold_selection: str = "inner-loao"
+    # the rule over the inner units (modeling.thresholds.choose_thresholds): "agent-quantile" (each side by an order
+    # statistic over the units: risk_alpha, risk_delta, risk) or "worst-case" (the Wilson-bounded recall target on every unit)
+    threshold_rule: str = "worst-case"
+    risk_alpha: float = 0.01
+    risk_delta: float = 0.15
+    risk: str = "mass"
     # what must hold on every inner agent: "accuracy" (outcome accuracy >= target) or "recall"
     # (success and failure recall >= target, i.e. accuracy >= target whatever the agent's resolve rate)
     constraint: str = "recall"
@@ -116,8 +130,7 @@ class FoldRunner:
     def _kept(self, names: list[str]) -> list[int]:
         cfg = self.cfg
         return [j for j, n in enumerate(names)
-                if not any(fnmatch.fnmatch(n, pat) for pat in cfg.drop_features)
-                and (not cfg.keep_features or any(fnmatch.fnmatch(n, pat) for pat in cfg.keep_features))]
+                if not any(fnmatch.fnmatch(n, pat) for pat in cfg.drop_features)]
 
     def _static(self, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
         mats, names = [], []
@@ -147,7 +160,17 @@ class FoldRunner:
         return fz.prefix_matrix([self.ds.trajs[i] for i in runs], [self.contexts[i] for i in runs])
 
     def features(self, fitted: "Fitted | list[Any] | None", runs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
-        """Fold-free blocks (precomputed) then the fold's fitted families, in cfg order."""
+        """Fold-free blocks (precomputed) then the fold's fitted families, in cfg order (``only_features``: the
+        other columns masked to NaN)."""
+        X, names = self._features(fitted, runs, rows)
+        if self.cfg.only_features:
+            off = [j for j, n in enumerate(names) if not any(fnmatch.fnmatch(n, p) for p in self.cfg.only_features)]
+            if off:
+                X = np.array(X, dtype=np.float32 if X.dtype == np.float32 else np.float64, copy=True)
+                X[:, off] = np.nan
+        return X, names
+
+    def _features(self, fitted: "Fitted | list[Any] | None", runs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
         fams = fitted.fold_families if isinstance(fitted, Fitted) else ([] if fitted is None else list(fitted))
         X, names = self._static(rows)
         for fam in fams:
@@ -285,35 +308,6 @@ def inner_sets(runner: FoldRunner, held_out: frozenset, large: list[str]) -> tup
     return {b: runner.predict(ex, b) for ex, agents in plan for b in agents}, method
 
 
-FITS_PLANNED = "fits planned: "  # the progress message that gives a bar its total (app.options.Bar)
-
-
-def planned_fits(ds: Dataset, cfg: EvalConfig, with_loso: bool = True, with_small: bool = True,
-                 train: bool = False) -> int:
-    """How many models ``run_loao`` (or, with ``train``, ``train_bench``) fits: the distinct sets of agents left
-    out, from the same plans the fits follow; the progress bars' totals (a test checks it against the fits)."""
-    keys: set[frozenset] = set()
-
-    def add(held: frozenset) -> None:
-        plan, _ = inner_plan(ds, cfg, held, large)
-        keys.update([ex for ex, _ in plan] or [held])
-        keys.add(held)
-
-    units = ds.holdout_units(cfg.holdout_min_runs)
-    large = [u.agents[0] for u in units if not u.small]
-    if train:
-        add(frozenset())
-        return len(keys)
-    for a in large:
-        add(frozenset([a]))
-    small = [a for u in units if u.small for a in u.agents] if with_small else []
-    if small:
-        add(frozenset(small))
-    for ags in (scaffold_groups(ds, large).values() if with_loso else []):
-        add(frozenset(ags))
-    return len(keys)
-
-
 def runset(ds: Dataset, runs: np.ndarray, rows: np.ndarray, ps: np.ndarray, pf: np.ndarray) -> RunSet:
     """Group prefix predictions by run (prefix rows are stored run by run, t ascending)."""
     prow = ds.prefixes["run"].to_numpy()[rows]
@@ -333,71 +327,79 @@ class LoaoResult:
     oracle_thresholds: dict[str, dict[str, Any]]
     loso: dict[str, Any]
     runner: FoldRunner
+    # the other rule on the same inner predictions, reported beside the configured one
+    alt_thresholds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # with prior_guard: the task-level model's runner, and per held-out agent which model its fold ships
+    runner_prior: FoldRunner | None = None
+    model_choice: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, with_loso: bool = True,
+def other_rule(cfg: EvalConfig) -> EvalConfig:
+    """``cfg`` with the other threshold rule (agent-quantile <-> worst-case), for the report's comparison."""
+    return replace(cfg, threshold_rule="worst-case" if cfg.threshold_rule == "agent-quantile" else "agent-quantile")
+
+
+def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None,
              with_small: bool = True) -> LoaoResult:
+    """Every held-out unit predicted by a model without it, thresholds by ``cfg``'s rule over inner agents
+    (the leave-one-scaffold-out protocol is ``loso.run_loso`` on the same runner: ``res.loso``)."""
     runner = FoldRunner(ds, cfg, progress)
+    fallback = FoldRunner(ds, guard_config(cfg), progress) if cfg.prior_guard else None
     units = ds.holdout_units(cfg.holdout_min_runs)
     large = [u.agents[0] for u in units if not u.small]
     small = [a for u in units if u.small for a in u.agents] if with_small else []
     sets: dict[str, RunSet] = {}
     thresholds: dict[str, dict[str, Any]] = {}
+    alt: dict[str, dict[str, Any]] = {}
     oracle: dict[str, dict[str, Any]] = {}
-    for a in large:
-        ex = frozenset([a])
-        sets[a] = runner.predict(ex, a)
-        inner, method = inner_sets(runner, ex, large)
-        thresholds[a] = select_thresholds(inner, cfg, method=method)
-        oracle[a] = select_thresholds({a: sets[a]}, cfg, method="oracle: held-out labels")
-    if small:
-        ex = frozenset(small)
-        inner, method = inner_sets(runner, ex, large)
-        th = select_thresholds(inner, cfg, method=method)
-        for s in small:
-            sets[s] = runner.predict(ex, s)
-            thresholds[s] = th
-            oracle[s] = select_thresholds({s: sets[s]}, cfg, method="oracle: held-out labels")
-    loso = run_loso(ds, cfg, runner, large) if with_loso else {}
-    return LoaoResult(large, small, sets, thresholds, oracle, loso, runner)
+    choice: dict[str, dict[str, Any]] = {}
+    alt_cfg = other_rule(cfg)
+    groups = [(frozenset([a]), [a]) for a in large] + ([(frozenset(small), small)] if small else [])
+    for ex, agents in groups:
+        methods: dict[str, str] = {}
+
+        def inner_of(r: FoldRunner) -> dict[str, RunSet]:
+            sets_, methods["m"] = inner_sets(r, ex, large)
+            return sets_
+
+        r, inner, ch = guarded(runner, fallback, inner_of)
+        th = choose_thresholds(inner, cfg, method=methods["m"])
+        th_alt = choose_thresholds(inner, alt_cfg, method=methods["m"])
+        for a in agents:
+            sets[a] = r.predict(ex, a)
+            thresholds[a], alt[a] = th, th_alt
+            if ch:
+                choice[a] = ch
+            oracle[a] = select_thresholds({a: sets[a]}, cfg, method="oracle: held-out labels")
+    return LoaoResult(large, small, sets, thresholds, oracle, {}, runner, alt, fallback, choice)
 
 
-def scaffold_groups(ds: Dataset, large: list[str]) -> dict[str, list[str]]:
-    """Agents by scaffold (``scaffold_of``, the one definition the inner exclusion uses too), in run order."""
-    by: dict[str, list[str]] = {}
-    for agent, scaffold in scaffold_of(ds).items():
-        by.setdefault(scaffold, []).append(agent)
-    # a scaffold with several large agents, and other agents left to train on
-    return {s: ags for s, ags in by.items()
-            if len([a for a in ags if a in large]) >= 2 and len([a for a in large if a not in ags]) >= 1}
-
-
-def run_loso(ds: Dataset, cfg: EvalConfig, runner: FoldRunner, large: list[str]) -> dict[str, Any]:
-    out = {}
-    for scaffold, ags in scaffold_groups(ds, large).items():
-        ex = frozenset(ags)
-        inner, method = inner_sets(runner, ex, large)
-        th = select_thresholds(inner, cfg, method=method)
-        items = []
-        blocks = {}
-        for a in ags:
-            rs = runner.predict(ex, a)
-            blocks[a] = agent_block(rs, th, cfg)
-            if a in large:
-                items.append((rs, th))
-        out[scaffold] = {"held_out_agents": ags, "thresholds": th, "agents": blocks, "pooled": pooled_block(items, cfg)}
-    return out
+def _sum_dollars(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    total = sum(b["total_usd"] for b in blocks)
+    saved = sum(b["usd_saved"] for b in blocks)
+    return {"runs_priced": sum(b["runs_priced"] for b in blocks), "runs": sum(b["runs"] for b in blocks),
+            "total_usd": total, "usd_saved": saved, "usd_saved_share": saved / total if total > 0 else None}
 
 
 def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = False) -> dict[str, Any]:
     """The loao.json document; ``light`` skips baselines and warm start (ablation rows need neither)."""
     agents_out: dict[str, Any] = {}
+    costs = price_runs([t for t in ds.trajs if t.agent in res.sets], ds.catalog, unpriced="skip")  # counted per block
+    alt_cfg = other_rule(cfg)
     for a, rs in res.sets.items():
-        blk = agent_block(rs, res.thresholds[a], cfg)
+        th = res.thresholds[a]
+        blk = agent_block(rs, th, cfg)
         blk["small_n"] = a in res.small
+        blk["dollars"] = dollars_block(rs, costs, th, cfg)
+        fo = agent_block(rs, failure_only_thresholds(th), cfg)
+        fo["dollars"] = dollars_block(rs, costs, failure_only_thresholds(th), cfg)
+        blk["failure_only"] = fo
+        if a in res.alt_thresholds:
+            blk["other_rule"] = agent_block(rs, res.alt_thresholds[a], alt_cfg)
         orc = agent_block(rs, res.oracle_thresholds[a], cfg)
         orc["note"] = "thresholds picked on this agent's own labels: an upper bound, never the headline"
         blk["oracle"] = orc
+        blk["oracle_frontier_steps_saved"] = oracle_frontier_saved(rs, blk.get("halted_accuracy"), cfg)
         if not light:
             base = baseline_blocks(rs)
             for name, b in base.items():
@@ -413,9 +415,20 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
             blk["adaptation"] = ad
         fitted = res.runner.fit(frozenset([a]) if a in res.holdout else frozenset(res.small))
         blk["trained_on"] = {"agents": fitted.train_agents, "runs": fitted.n_train_runs, "prefixes": fitted.n_train_prefixes}
+        if a in res.model_choice:
+            blk["model_choice"] = res.model_choice[a]
         agents_out[a] = blk
     items = [(res.sets[a], res.thresholds[a]) for a in res.holdout]
     pooled = pooled_block(items, cfg)
+    pooled["failure_only"] = pooled_block([(rs, failure_only_thresholds(t)) for rs, t in items], cfg)
+    pooled["dollars"] = _sum_dollars([agents_out[a]["dollars"] for a in res.holdout])
+    pooled["failure_only"]["dollars"] = _sum_dollars([agents_out[a]["failure_only"]["dollars"] for a in res.holdout])
+    if all(a in res.alt_thresholds for a in res.holdout):
+        pooled["other_rule"] = pooled_block([(res.sets[a], res.alt_thresholds[a]) for a in res.holdout], alt_cfg)
+    steps = {a: float(res.sets[a].T.sum()) for a in res.holdout}
+    orc_saved = sum(agents_out[a]["oracle_frontier_steps_saved"] * steps[a] for a in res.holdout)
+    rule_saved = sum((agents_out[a].get("steps_saved") or 0.0) * steps[a] for a in res.holdout)
+    pooled["share_of_oracle_savings"] = rule_saved / orc_saved if orc_saved > 0 else None
     oracle_pooled = pooled_block([(res.sets[a], res.oracle_thresholds[a]) for a in res.holdout], cfg)
     # baselines pooled over the held-out agents
     baselines: dict[str, Any] = {}

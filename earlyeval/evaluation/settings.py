@@ -22,6 +22,11 @@ def eval_config(bench: str, **overrides: Any) -> EvalConfig:
         constraint=str(s.get("constraint", "recall")),
         inner_holdout=str(s.get("inner_holdout", "agent")),
         confidence=None if str(s.get("confidence", 0.9)).lower() == "none" else float(s.get("confidence", 0.9)),
+        threshold_rule=str(s.get("threshold_rule", "worst-case")),
+        risk_alpha=float(s.get("risk_alpha", 0.01)),
+        risk_delta=float(s.get("risk_delta", 0.15)),
+        risk=str(s.get("risk", "mass")),
+        prior_guard=s.get("prior_guard", False) is True,
     )
     if "monotone" in s:
         cfg.monotone = dict(s["monotone"])

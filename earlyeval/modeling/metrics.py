@@ -46,6 +46,16 @@ class RunSet:
         return RunSet([self.agents[i] for i in idx], [self.run_ids[i] for i in idx], self.y[idx], self.T[idx],
                       pick(self.p_s), pick(self.p_f), pick(self.in_tokens), pick(self.out_tokens), pick(self.actions))
 
+    @classmethod
+    def concat(cls, sets: Sequence["RunSet"]) -> "RunSet":
+        """Several sets' runs as one (e.g. the agents of one scaffold as one unit)."""
+        sets = [rs for rs in sets if len(rs)]
+        if not sets:
+            return cls([], [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), [], [])
+        cat = lambda name: [x for rs in sets for x in getattr(rs, name)]  # noqa: E731
+        return cls(cat("agents"), cat("run_ids"), np.concatenate([rs.y for rs in sets]), np.concatenate([rs.T for rs in sets]),
+                   cat("p_s"), cat("p_f"), cat("in_tokens"), cat("out_tokens"), cat("actions"))
+
     def of_agent(self, agent: str) -> "RunSet":
         return self.subset(np.asarray([a == agent for a in self.agents]))
 

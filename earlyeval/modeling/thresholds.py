@@ -25,6 +25,7 @@ from scipy.special import expit, logit
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.modeling.certify import certify
 from earlyeval.modeling.metrics import NEVER, RunSet, apply_policy, grid_metrics, wilson_lower
+from earlyeval.modeling.risk_control import AgentQuantileRule, select_agent_quantile
 
 EPS = 1e-6
 
@@ -104,6 +105,24 @@ class ThresholdRule(Protocol):
     constraint: str
     confidence: float | None
     min_halt_step: int
+
+
+RULES = ("agent-quantile", "worst-case")
+
+
+def choose_thresholds(sets: dict[str, RunSet], cfg: Any, method: str = "inner-loao") -> dict[str, Any]:
+    """The configured threshold rule over the units ``sets`` (inner agents or scaffolds): ``cfg.threshold_rule``
+    "agent-quantile" (``risk_control``: each side by an order statistic over the units, with a stated
+    guarantee; settings ``risk_alpha``, ``risk_delta``, ``risk``) or "worst-case" (``select_thresholds``:
+    the Wilson-bounded recall target on every unit).  The one entry point of evaluate, train, routing."""
+    rule = getattr(cfg, "threshold_rule", "worst-case")
+    if rule == "agent-quantile":
+        aq = AgentQuantileRule(taus=tuple(cfg.taus), alpha=float(cfg.risk_alpha), delta=float(cfg.risk_delta),
+                               risk=str(cfg.risk), min_halt_step=int(cfg.min_halt_step))
+        return select_agent_quantile(sets, aq, method=method)
+    if rule == "worst-case":
+        return {**select_thresholds(sets, cfg, method=method), "rule": "worst-case"}
+    raise ValueError(f"threshold_rule must be one of {RULES}, not {rule!r}")
 
 
 @dataclass

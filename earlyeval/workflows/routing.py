@@ -15,7 +15,7 @@ Honesty.  The predictions that route the pair (cheap, strong) come from a model
 fitted without *both* agents (``FoldRunner.predict({cheap, strong}, cheap)``), and
 every run's task prior is recomputed to exclude both agents' public results, so
 neither agent's label reaches the router, not even through public history.  The
-failure threshold is chosen by ``thresholds.select_thresholds`` over an inner
+failure threshold is chosen by ``thresholds.choose_thresholds`` over an inner
 leave-one-agent-out: each remaining large agent b is predicted by a model fitted
 without {cheap, strong, b}.  Routing never halts a run predicted to succeed (its
 patch is the product), so thresholds are selected with the success side disabled.

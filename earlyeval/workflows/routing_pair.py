@@ -10,7 +10,7 @@ import numpy as np
 from earlyeval.config.prices import RunCost
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_exclusion
-from earlyeval.modeling.thresholds import select_thresholds
+from earlyeval.modeling.thresholds import choose_thresholds
 from earlyeval.features import Featurizer, build_family
 from earlyeval.features.base import RunContext
 from earlyeval.features.prior import PriorFamily, default_match_patterns
@@ -59,7 +59,7 @@ def failure_only(rs: RunSet) -> RunSet:
 def routing_predictions(runner: FoldRunner, cheap: str, strong: str) -> tuple[RunSet, dict[str, Any], dict[str, Any]]:
     """Cheap agent's predictions and the failure threshold, with neither agent's labels.
 
-    Model: fitted without {cheap, strong}.  Threshold: ``select_thresholds`` over
+    Model: fitted without {cheap, strong}.  Threshold: ``choose_thresholds`` over
     inner agents b, each predicted by a model fitted without {cheap, strong, b} (and b's scaffold:
     ``evaluate.inner_exclusion``).
     """
@@ -68,7 +68,7 @@ def routing_predictions(runner: FoldRunner, cheap: str, strong: str) -> tuple[Ru
     inner_agents = [b for b in large_agents(runner.ds, runner.cfg) if b not in ex]
     mode = runner.cfg.inner_holdout
     inner = {b: failure_only(runner.predict(inner_exclusion(runner.ds, ex, frozenset([b]), mode), b)) for b in inner_agents}
-    th = select_thresholds(inner, runner.cfg, method="inner-loao without both routed agents, failure side only")
+    th = choose_thresholds(inner, runner.cfg, method="inner-loao without both routed agents, failure side only")
     fitted = runner.fit(ex)
     info = {"excluded_agents": sorted(ex), "trained_on": [str(a) for a in fitted.train_agents],
             "train_runs": fitted.n_train_runs, "train_prefixes": fitted.n_train_prefixes,

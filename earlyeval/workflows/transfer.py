@@ -26,7 +26,7 @@ from earlyeval.config.workspace import reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
-from earlyeval.modeling.thresholds import select_thresholds
+from earlyeval.modeling.thresholds import choose_thresholds
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 from earlyeval.core.atomic import write_json
@@ -73,7 +73,7 @@ def transfer(source: str, target: str, families: list[str] | None = None, seed: 
     held = frozenset(tgt_agents)
     src_large = [a for a in src_agents if ds.n_runs(a) >= cfg.holdout_min_runs]
     inner, method = inner_sets(runner, held, src_large)
-    th = select_thresholds(inner, cfg, method=f"{method} over {source} agents only")
+    th = choose_thresholds(inner, cfg, method=f"{method} over {source} agents only")
     agents, items = {}, []
     for a in tgt_agents:
         rs = runner.predict(held, a)

@@ -136,7 +136,7 @@ class _Terminal(io.StringIO):
 
 
 def test_one_progress_bar_with_its_planned_total_quiet_off_a_terminal(capsys):
-    from earlyeval.evaluation.evaluate import FITS_PLANNED
+    from earlyeval.evaluation.fit_plan import FITS_PLANNED
 
     term = _Terminal()
     bar = Bar("b", "k", "evaluate", verbose=False, file=term)

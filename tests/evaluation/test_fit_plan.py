@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from earlyeval.app.pipeline import evaluate_fits, train_bench
-from earlyeval.evaluation.evaluate import FITS_PLANNED, EvalConfig, planned_fits, run_loao
+from earlyeval.app.pipeline import evaluate_fits, train_bench, with_loso as add_loso
+from earlyeval.evaluation.evaluate import EvalConfig, run_loao
+from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 
 SCAFFOLD = {"agent-a": "s1", "agent-b": "s1", "agent-c": "s2", "agent-d": "s3"}
@@ -37,7 +38,7 @@ def test_planned_fits_are_the_fits_made(inner_holdout, inner_folds, small, with_
     ds = _dataset(small)
     cfg = EvalConfig(families=["behaviour"], min_steps=3, holdout_min_runs=10, n_jobs=1, lgbm_params=dict(SMALL_LGBM),
                      inner_folds=inner_folds, inner_holdout=inner_holdout, warm_repeats=1)
-    made = _fits(lambda p: run_loao(ds, cfg, p, with_loso=with_loso))
+    made = _fits(lambda p: add_loso(ds, cfg, run_loao(ds, cfg, p)) if with_loso else run_loao(ds, cfg, p))
     assert all(m.startswith("fit without") for m in made)
     assert len(made) == len(set(made)) == planned_fits(ds, cfg, with_loso=with_loso) > 0
 

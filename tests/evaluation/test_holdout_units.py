@@ -46,7 +46,7 @@ def test_evaluate_routing_and_budget_use_the_same_units(flagged):
     units = ds.holdout_units(cfg.holdout_min_runs)
     assert large_agents(ds, cfg) == ds.large_agents(cfg.holdout_min_runs) == ["agent-a", "agent-b"]
     assert [(g.name, g.agents, g.small) for g in holdout_groups(ds, cfg)] == [(u.name, u.agents, u.small) for u in units]
-    res = run_loao(ds, cfg, with_loso=False)
+    res = run_loao(ds, cfg)
     assert res.holdout == ["agent-a", "agent-b"] and res.small == ["agent-d", "agent-c"]
     # the small group is held out together: each one's predictions are the (cached) fold fitted without both
     ex = frozenset(["agent-d", "agent-c"])

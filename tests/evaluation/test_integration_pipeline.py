@@ -6,7 +6,8 @@ import pytest
 
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.evaluation.dataset import load_dataset
-from earlyeval.evaluation.evaluate import EvalConfig, loao_report, run_loao
+from earlyeval.evaluation.evaluate import EvalConfig, loao_report, run_loao, scaffold_of
+from earlyeval.evaluation.loso import run_loso
 from earlyeval.ingest import ingest_catalog
 from earlyeval.tables.tasks import load_tasks
 from _loao_expect import assert_agent_block_values
@@ -32,6 +33,7 @@ def test_loao_report_on_real_sample(sample):
     ds = load_dataset("swebench", families, trajs=trajs, tasks=tasks, progress=False)
     cfg = EvalConfig(families=families, min_steps=3, holdout_min_runs=30, lgbm_params=SMALL_LGBM, warm_repeats=1, n_jobs=2)
     res = run_loao(ds, cfg)
+    res.loso = run_loso(ds, cfg, res.runner, res.holdout)
     rep = loao_report(ds, cfg, res)
     # max_files=36 per run: every run with at least 30 files is held out on its own, except those the catalog
     # flags small (Dataset.holdout_units, the one held-out rule): the OpenHands CodeAct run (50 files, flagged)
@@ -51,6 +53,10 @@ def test_loao_report_on_real_sample(sample):
     assert rep["agents"]["mini-swe-agent-1.15__gemini-3-pro"]["input_tokens_saved"] is not None
     assert rep["agents"]["swe-agent-0.x__gpt-4"]["input_tokens_saved"] is None
     assert "moatless-tools" in rep["leave_one_scaffold_out"]
+    # leave-one-scaffold-out holds out every scaffold with a large agent, its thresholds chosen on the others
+    for sc, blk in rep["leave_one_scaffold_out"].items():
+        assert sc not in blk["thresholds"]["selected_on"]
+        assert set(blk["agents"]) == {a for a in ds.agents if scaffold_of(ds)[a] == sc}
     assert rep["pooled"]["auroc_success"] > 0.6  # the task prior alone ranks far better than chance
 
 
@@ -84,6 +90,6 @@ def test_real_prior_rows_are_dated_and_steps_saved_splits(sample):
     cfg = EvalConfig(families=["behaviour", "gold", "prior"], min_steps=3, holdout_min_runs=30, lgbm_params=SMALL_LGBM,
                      warm_repeats=1, n_jobs=2)
     ds2 = load_dataset("swebench", cfg.families, trajs=trajs, tasks=tasks, progress=False)
-    rep = loao_report(ds2, cfg, run_loao(ds2, cfg, with_loso=False, with_small=False), light=True)
+    rep = loao_report(ds2, cfg, run_loao(ds2, cfg, with_small=False), light=True)
     for b in list(rep["agents"].values()) + [rep["pooled"]]:
         assert b["steps_saved"] == pytest.approx(b["steps_saved_task_skip"] + b["steps_saved_in_run"], abs=1e-12)

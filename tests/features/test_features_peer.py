@@ -117,7 +117,7 @@ def test_held_out_labels_never_reach_its_features_or_predictions(data, baseline)
     trajs, tasks = data
     ds1, cfg, res1 = baseline
     ds2 = make_dataset(cfg.families, trajs=_flip(trajs, {"agent-a"}), tasks=tasks)
-    res2 = run_loao(ds2, cfg, with_loso=False)
+    res2 = run_loao(ds2, cfg)
     ex = frozenset(["agent-a"])
     f1, f2 = res1.runner.fit(ex), res2.runner.fit(ex)
     runs = np.flatnonzero(res1.runner.run_agent == "agent-a")

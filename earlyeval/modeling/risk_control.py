@@ -1,0 +1,167 @@
+"""Thresholds with a stated guarantee for a new agent: each halting side by an order statistic over agents.
+
+Agents, not runs, are the exchangeable units: a new agent is one more draw from the population the
+training agents came from.  Each side of the policy is chosen on its own, on the one-sided policy
+(that side's threshold, the other side off):
+
+- the success side's risk on an agent is the share of its runs that fail yet reach P(success) >= tau_s
+  (``risk="mass"``; ``"recall"`` divides by its failed runs instead), and the failure side's the same
+  with the outcomes swapped.  Both only grow as tau falls (the runs that cross a lower threshold include
+  those that cross a higher one), so every agent a has a boldest safe threshold tau*_a;
+- tau-hat is the (k+1)-th most cautious of the n inner agents' tau*_a (k = 0: the most cautious).
+
+A new agent exchangeable with the n inner agents is above ``alpha`` at tau-hat only if its own tau* is
+among the k+1 most cautious of the n+1, so P(risk > alpha) <= (k+1)/(n+1) per side, and more agents
+tighten it.  The two-sided policy keeps it: a run the combined policy records wrongly on one side is
+recorded wrongly by that side's one-sided policy too.  With ``risk="mass"`` at alpha, a side that holds
+moves the predicted resolve rate by at most alpha, and errs on at most alpha of all runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from earlyeval.modeling.metrics import NEVER, RunSet
+from earlyeval.modeling.policy import SUCCESS, first_halt_grid, pad
+
+RISKS = ("mass", "recall", "precision")
+SIDES = ("success", "failure")
+
+
+@dataclass(frozen=True)
+class AgentQuantileRule:
+    """Settings of the rule (see the module doc): the risk level ``alpha`` per side, its kind, and the
+    target ``delta`` for P(a new agent's side risk > alpha); ``k`` = floor(delta (n+1)) - 1 inner agents
+    may exceed alpha (never fewer than 0: with few agents the guarantee is 1/(n+1), stated as such)."""
+
+    taus: tuple
+    alpha: float = 0.01
+    delta: float = 0.15
+    risk: str = "mass"
+    min_halt_step: int = 1
+
+    def __post_init__(self) -> None:
+        if not (0.0 < float(self.alpha) < 1.0) or not math.isfinite(float(self.alpha)):
+            raise ValueError(f"alpha={self.alpha!r} must be in (0, 1)")
+        if not (0.0 < float(self.delta) < 1.0) or not math.isfinite(float(self.delta)):
+            raise ValueError(f"delta={self.delta!r} must be in (0, 1)")
+        if self.risk not in RISKS:
+            raise ValueError(f"risk must be one of {RISKS}, not {self.risk!r}")
+        if isinstance(self.min_halt_step, bool) or int(self.min_halt_step) < 1:
+            raise ValueError(f"min_halt_step={self.min_halt_step!r} must be an integer >= 1")
+
+    def allowed_violations(self, n_agents: int) -> int:
+        return max(int(math.floor(self.delta * (n_agents + 1) + 1e-12)) - 1, 0)
+
+
+def side_risk(rs: RunSet, taus: np.ndarray, side: str, risk: str = "mass", min_t: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(risk, steps saved) of the one-sided policy on ``side`` at every tau of ``taus`` (the other side off):
+    the halting rule's first crossing of that side alone (``policy.pad``: NaN never halts, only t < T)."""
+    if side not in SIDES:
+        raise ValueError(f"side must be one of {SIDES}, not {side!r}")
+    taus = np.asarray(taus, dtype=np.float64)
+    R = len(rs)
+    if R == 0:
+        return np.zeros(len(taus)), np.zeros(len(taus))
+    p = pad(rs.p_s if side == "success" else rs.p_f, rs.T)
+    lo = max(int(min_t), 1) - 1
+    p[:, :lo] = np.nan
+    run_max = np.fmax.accumulate(np.where(np.isnan(p), -np.inf, p), axis=1) if p.shape[1] else p
+    crossed = run_max[:, :, None] >= taus[None, None, :]  # (R, L, N): crossed by prefix t
+    halted = crossed[:, -1, :] if p.shape[1] else np.zeros((R, len(taus)), dtype=bool)
+    t_halt = np.where(halted, crossed.argmax(axis=1) + 1, 0)  # the first crossing's prefix t (1-based)
+    wrong_outcome = 0 if side == "success" else 1
+    wrong = halted & (rs.y[:, None] == wrong_outcome)
+    if risk == "precision":  # wrong among this side's halts (none halted: no error)
+        n_h = halted.sum(0)
+        r = np.where(n_h > 0, wrong.sum(0) / np.maximum(n_h, 1), 0.0)
+    else:
+        denom = R if risk == "mass" else int((rs.y == wrong_outcome).sum())
+        r = wrong.sum(0) / denom if denom > 0 else np.zeros(len(taus))
+    T = rs.T[:, None].astype(np.float64)
+    saved = np.where(halted, T - t_halt, 0).sum(0) / max(float(rs.T.sum()), 1.0)
+    return r.astype(np.float64), saved
+
+
+def boldest_safe(risk: np.ndarray, taus: np.ndarray, alpha: float) -> float:
+    """The lowest tau whose risk, and the risk of every tau above it, is <= alpha (NEVER when none)."""
+    ok = risk <= alpha + 1e-12
+    # risk only grows as tau falls, but a finite sample of prefixes is checked as it is: every tau from
+    # the candidate up must be safe (a suffix of the ascending grid)
+    safe_from = len(taus)
+    for i in range(len(taus) - 1, -1, -1):
+        if not ok[i]:
+            break
+        safe_from = i
+    return float(taus[safe_from]) if safe_from < len(taus) else NEVER
+
+
+def select_side(sets: Mapping[str, RunSet], rule: AgentQuantileRule, side: str) -> dict[str, Any]:
+    """One side's threshold by the rule, with the per-agent boldest safe thresholds it was read from."""
+    taus = np.asarray(sorted(set(float(t) for t in rule.taus) | {NEVER}), dtype=np.float64)
+    per_agent: dict[str, float] = {}
+    for a, rs in sets.items():
+        if len(rs) == 0:
+            continue
+        r, _ = side_risk(rs, taus, side, rule.risk, rule.min_halt_step)
+        per_agent[a] = boldest_safe(r, taus, rule.alpha)
+    n = len(per_agent)
+    k = rule.allowed_violations(n)
+    if n == 0:
+        return {"tau": NEVER, "per_agent": {}, "n_agents": 0, "violations_allowed": 0, "guarantee": None}
+    ordered = sorted(per_agent.values(), reverse=True)  # most cautious first
+    tau = ordered[min(k, n - 1)]
+    return {"tau": float(tau), "per_agent": per_agent, "n_agents": n, "violations_allowed": k,
+            "guarantee": (k + 1) / (n + 1)}
+
+
+def select_agent_quantile(sets: Mapping[str, RunSet], rule: AgentQuantileRule, method: str = "agent-quantile") -> dict[str, Any]:
+    """(tau_s, tau_f) by the agent-quantile rule on the inner agents' predictions ``sets``; the dict has the
+    keys ``select_thresholds`` returns (success, failure, method, selected_on, ...) and the guarantee."""
+    s = select_side(sets, rule, "success")
+    f = select_side(sets, rule, "failure")
+    saved = _pooled_saved(sets, s["tau"], f["tau"], rule.min_halt_step)
+    n = s["n_agents"]
+    g = s["guarantee"]
+    return {
+        "success": s["tau"],
+        "failure": f["tau"],
+        "method": method,
+        "selected_on": sorted(sets),
+        "rule": "agent-quantile",
+        "alpha": rule.alpha,
+        "risk": rule.risk,
+        "delta": rule.delta,
+        "violations_allowed": s["violations_allowed"],
+        "guarantee_per_side": g,
+        "guarantee": None if g is None else (
+            f"for a new agent exchangeable with these {n} agents, P(its share of {_what(rule.risk, 'success')} > "
+            f"{rule.alpha:g}) <= {g:.3f}, and the same for {_what(rule.risk, 'failure')}"),
+        "boldest_safe": {"success": s["per_agent"], "failure": f["per_agent"]},
+        "selection_steps_saved": saved,
+    }
+
+
+def _what(risk: str, side: str) -> str:
+    other = "failed" if side == "success" else "successful"
+    base = "runs" if risk == "mass" else f"{other} runs"
+    return f"{base} halted as {side} ({other} runs recorded as {side})" if risk == "mass" else f"{base} halted as {side}"
+
+
+def _pooled_saved(sets: Mapping[str, RunSet], tau_s: float, tau_f: float, min_t: int) -> float:
+    tot = saved = 0.0
+    for rs in sets.values():
+        if len(rs) == 0:
+            continue
+        t_halt, _ = first_halt_grid(rs.p_s, rs.p_f, [tau_s], [tau_f], min_t)
+        t = t_halt[:, 0, 0]
+        saved += float(np.where(t > 0, rs.T - t, 0).sum())
+        tot += float(rs.T.sum())
+    return saved / tot if tot else 0.0
+
+
+__all__ = ["AgentQuantileRule", "boldest_safe", "select_agent_quantile", "select_side", "side_risk", "SUCCESS"]

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 CATALOG := earlyeval/catalogs/$(BENCH).toml
 
-.PHONY: install lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench score transfer clean help
+.PHONY: install lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench bench-scale score transfer clean help
 
 help:
 	@echo "make train BENCH=swebench   # install, ingest, train -> models/$(BENCH)/"
@@ -31,7 +31,7 @@ UV_VENV ?= .venv-uv
 lock:
 	[ -x $(UV_VENV)/bin/uv ] || { $(PY) -m venv $(UV_VENV) && $(UV_VENV)/bin/pip install -q uv==0.13.9; }
 	$(UV_VENV)/bin/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
-	  --extra test --extra mini-swe-agent --extra inspect --extra openhands -o $(LOCK)
+	  --extra test --extra mini-swe-agent --extra inspect --extra openhands --extra dask -o $(LOCK)
 
 data/$(BENCH)/ingest.done: $(STAMP) $(CATALOG)
 	$(EARLYEVAL) ingest --bench $(BENCH)
@@ -53,6 +53,13 @@ budget: data/$(BENCH)/ingest.done
 
 bench: data/$(BENCH)/ingest.done
 	$(EARLYEVAL) bench --bench $(BENCH)
+
+# time and memory per stage at FACTORS x the runs (replicated copies in a temp dir outside the repository),
+# in-process against a LocalCluster of WORKERS processes, side by side (docs/scale.md); niced: a shared machine
+FACTORS ?= 1,10,100
+WORKERS ?= 2
+bench-scale: $(STAMP)
+	nice -n 10 $(EARLYEVAL) bench-scale --bench $(BENCH) --factors $(FACTORS) --workers $(WORKERS)
 
 # one self-contained HTML page from whichever reports/$(BENCH)/ reports exist (run evaluate/sweep/budget/route/bench first)
 .PHONY: report

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import typer
 
-from earlyeval.app.options import Bar, check_bench, check_format, check_thresholds, check_what_if
+from earlyeval.app.options import Bar, check_bench, check_format, check_scheduler, check_thresholds, check_what_if
 
 # click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode=None,
@@ -45,6 +45,33 @@ SEED_HELP = "Random seed (LightGBM, subsampling, warm-start draws): same seed, s
 
 def _verbose() -> Any:
     return typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
+
+
+SCHEDULER_HELP = ("Run on a dask.distributed cluster: local (a LocalCluster, one worker process per core), local:N "
+                  "(N worker processes), or a running scheduler's address tcp://HOST:PORT (docs/scale.md). "
+                  "Default: $EARLYEVAL_SCHEDULER, else everything in this process.")
+
+
+def _scheduler() -> Any:
+    return typer.Option(None, "--scheduler", envvar="EARLYEVAL_SCHEDULER", help=SCHEDULER_HELP, callback=check_scheduler)
+
+
+def _cluster(scheduler: Optional[str]) -> Any:
+    """The verb's cluster for the ``with`` block (an ``earlyeval.scale.backend.Backend``), or None: in this process.
+    dask is imported only here, only when a scheduler is given."""
+    import contextlib
+
+    from earlyeval.scale.spec import parse_scheduler
+
+    spec = parse_scheduler(scheduler)
+    if spec is None:
+        return contextlib.nullcontext(None)
+    try:
+        from earlyeval.scale.backend import open_backend
+    except ImportError as e:
+        raise _user_error(ImportError(f"needs the dask extra ({e}): make install, or pip install '.[dask]' in the "
+                                      "repository (docs/scale.md)"), "--scheduler")
+    return open_backend(spec, progress=lambda m: log.info("%s", m))
 
 
 @app.callback()
@@ -127,12 +154,14 @@ def _print_json(obj: Any) -> None:
 def ingest(ctx: typer.Context, bench: str = _bench_opt(),
            data_root: Optional[Path] = DataRoot,
            as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+           scheduler: Optional[str] = _scheduler(),
            verbose: bool = _verbose()) -> None:
     """Read every run of the catalog in its native format; write normalized parquet and an ingest report."""
     from earlyeval.app.pipeline import ingest_bench
 
     _setup(verbose, ctx)
-    out = ingest_bench(bench, data_root)
+    with _cluster(scheduler) as cluster:
+        out = ingest_bench(bench, data_root, cluster=cluster)
     rep = json.loads(Path(out["report"]).read_text())
     if as_json:
         _print_json(rep)
@@ -157,6 +186,7 @@ def train(ctx: typer.Context, bench: str = _bench_opt(),
           data_root: Optional[Path] = DataRoot,
           seed: int = typer.Option(0, "--seed", help=SEED_HELP),
           budget: bool = typer.Option(True, "--budget/--no-budget", help="Also ship the remaining-budget estimators."),
+          scheduler: Optional[str] = _scheduler(),
           verbose: bool = _verbose()) -> None:
     """Fit the outcome model (and the budget estimators) on all labelled agents and write a safe model directory."""
     from earlyeval.app.pipeline import eval_config, train_bench
@@ -167,7 +197,8 @@ def train(ctx: typer.Context, bench: str = _bench_opt(),
     bar = Bar(bench, f"train seed={seed} budget={budget}", "train", verbose)
     ok = False
     try:
-        paths = train_bench(bench, out, cfg, data_root, progress=bar, budget=budget)
+        with _cluster(scheduler) as cluster:
+            paths = train_bench(bench, out, cfg, data_root, progress=bar, budget=budget, cluster=cluster)
         ok = True
     finally:
         bar.close(ok)
@@ -195,6 +226,7 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
                                                     help="Comma list of feature families (default: the catalog's model_families), "
                                                          "e.g. behaviour,peer_prior."),
              as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+             scheduler: Optional[str] = _scheduler(),
              verbose: bool = _verbose()) -> None:
     """Leave-one-agent-out evaluation with honest thresholds; writes reports/<bench>/loao.json."""
     from earlyeval.app.pipeline import evaluate_bench, eval_config, write_json
@@ -209,7 +241,8 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
     bar = Bar(bench, "evaluate " + key, "evaluate: model fits", verbose)
     ok = False
     try:
-        report, res = evaluate_bench(bench, cfg, data_root, progress=bar, ablations=abl)
+        with _cluster(scheduler) as cluster:
+            report, res = evaluate_bench(bench, cfg, data_root, progress=bar, ablations=abl, cluster=cluster)
         ok = True
     finally:
         bar.close(ok)
@@ -262,6 +295,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           csv_path: Optional[Path] = typer.Option(None, "--csv", help="Per-run CSV path (default per_run.csv beside score.json)."),
           seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw."),
           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+          scheduler: Optional[str] = _scheduler(),
           verbose: bool = _verbose()) -> None:
     """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
     and a per-run CSV.  Exit 2, writing nothing, when no run was read."""
@@ -279,8 +313,10 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
     grid: Any = ([float(x) for x in what_if_grid.split(",") if x.strip()] if what_if_grid and what_if_grid != "model"
                  else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
-    paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
-                       warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path)
+    with _cluster(scheduler) as cluster:
+        paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of or "", same_agent=same_agent,
+                           warm_start=warm_start, seed=seed, thresholds=thresholds, what_if_taus=grid, csv=csv_path,
+                           replay_all=None if cluster is None else cluster.replay(model, thresholds))
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:
         _print_json(rep)
@@ -313,6 +349,35 @@ def bench(ctx: typer.Context, bench: str = _bench_opt("swebench"),
         return
     typer.echo(latency_summary(rep))
     _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@_command()
+def bench_scale(ctx: typer.Context, bench: str = _bench_opt("swebench"),
+                factors: str = typer.Option("1,10,100", "--factors", help="Comma list of copies of every run to measure at."),
+                workers: int = typer.Option(2, "--workers", help="Worker processes of the LocalCluster measured beside in-process."),
+                stages: str = typer.Option("ingest,featurize,train,evaluate", "--stages", help="Comma list of stages to measure."),
+                max_seconds: float = typer.Option(3600.0, "--max-seconds",
+                                                  help="Do not run a point predicted (from the exponent so far) to take longer."),
+                data_root: Optional[Path] = DataRoot,
+                tmp: Optional[Path] = typer.Option(None, "--tmp", help="Where the replicated runs are written (default: the "
+                                                   "system's temporary directory; never inside the repository)."),
+                out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/<bench>/)."),
+                keep: bool = typer.Option(False, "--keep", help="Keep the replicated data sets and their workspaces."),
+                verbose: bool = _verbose()) -> None:
+    """Wall time and peak memory per stage at 1x/10x/100x the runs, in-process and on a LocalCluster side by side."""
+    from earlyeval.app.scale_bench import STAGES, bench_scale as run_bench, summary, write
+    from earlyeval.config.workspace import reports_dir
+
+    _setup(verbose, ctx)
+    fs = tuple(int(x) for x in factors.split(",") if x.strip())
+    st = tuple(x.strip() for x in stages.split(",") if x.strip())
+    bad = [x for x in st if x not in STAGES]
+    if bad or not fs or min(fs) < 1:
+        raise typer.BadParameter(f"stages must be among {', '.join(STAGES)} and factors >= 1", param_hint="'--stages'/'--factors'")
+    typer.echo("earlyeval bench-scale: larger sets are replicated copies of the real runs under new run ids")
+    points = run_bench(bench, fs, workers, st, max_seconds, data_root, tmp, keep, say=typer.echo)
+    typer.echo("\n".join(summary(points)))
+    _say_outputs(**{k: str(v) for k, v in write(points, out or reports_dir(bench)).items()})
 
 
 @_command()

@@ -60,6 +60,17 @@ def check_what_if(value: Optional[str]) -> Optional[str]:
     return value
 
 
+def check_scheduler(value: Optional[str]) -> Optional[str]:
+    """--scheduler / $EARLYEVAL_SCHEDULER: local, local:N or an address (checked without importing dask)."""
+    from earlyeval.scale.spec import parse_scheduler
+
+    try:
+        parse_scheduler(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e))
+    return value
+
+
 class Bar:
     """One tqdm progress bar over the model fits ("fit without [...]" messages), with counts and an ETA
     once the number of fits of the same configuration is known from an earlier run (kept in

@@ -53,14 +53,22 @@ INGEST_DONE = "ingest.done"
 
 # ------------------------------------------------------------------ ingest
 
-def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = True) -> dict[str, Path]:
+def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = True, cluster: Any = None,
+                 max_files: int | None = None) -> dict[str, Path]:
+    """``cluster`` (an ``earlyeval.scale.backend.Backend``): the runs are read in parallel tasks and the
+    trajectories written as a directory of parts (same rows, same order, same report); else in this process.
+    ``max_files``: a bounded, evenly spread sample of each run's files (tests)."""
     cat = load_catalog(bench)
     r = data_root(root)
     if not r.exists():
         raise FileNotFoundError(f"data root {r} does not exist (set --data-root or EARLYEVAL_DATA)")
     out = bench_dir(bench)
     marker = out / INGEST_DONE
-    trajs, reports = ingest_catalog(cat, r, show_progress=progress)
+    if cluster is None:
+        trajs, reports = ingest_catalog(cat, r, show_progress=progress, max_files=max_files)
+    else:  # the trajectories stay in their parts; the report needs only their records
+        parts = cluster.ingest(cat, r, out / "trajectories.parquet", max_files=max_files)
+        trajs, reports = parts.records, parts.reports
     tasks = load_tasks(cat, r) if cat.tasks else {}
     tasks_skipped = []
     for tid in list(tasks):
@@ -72,7 +80,8 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     # each output is replaced atomically; the completion marker (what `make` depends on) goes first and
     # comes back last, so a kill in between leaves the previous outputs whole and the stage marked undone
     marker.unlink(missing_ok=True)
-    p_traj = write_trajectories(trajs, out / "trajectories.parquet")
+    p_traj = (write_trajectories(trajs, out / "trajectories.parquet") if cluster is None
+              else parts.commit(out / "trajectories.parquet"))
     p_tasks = write_tasks(tasks.values(), out / "tasks.parquet")
     min_steps = int(cat.settings.get("min_steps", 10))
     report = {
@@ -102,14 +111,17 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
 
 def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = None, root: str | Path | None = None,
                 progress: Callable[[str], None] | None = None, budget: bool = True,
-                ds: Dataset | None = None) -> dict[str, Path]:
+                ds: Dataset | None = None, cluster: Any = None) -> dict[str, Path]:
     """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them.
 
     With ``budget`` (the default) the model dir also carries the budget estimators
-    (``extra_budget.json``: ``budget.shipped.fit_shipped``, every labelled agent a calibration agent)."""
+    (``extra_budget.json``: ``budget.shipped.fit_shipped``, every labelled agent a calibration agent).
+    ``cluster`` (an ``earlyeval.scale.backend.Backend``): featurized by partition, the inner folds as tasks,
+    the shipped booster trained with lightgbm.dask (within ``scale.train.TOLERANCE`` of this process's)."""
     cfg = cfg or eval_config(bench)
-    ds = ds or load_dataset(bench, cfg.families, root)
-    runner = FoldRunner(ds, cfg, progress)
+    if ds is None:
+        ds = load_dataset(bench, cfg.families, root) if cluster is None else cluster.dataset(bench, cfg.families, root)
+    runner = FoldRunner(ds, cfg, progress) if cluster is None else cluster.train_runner(ds, cfg, progress)
     large = ds.large_agents(cfg.holdout_min_runs)
     held, method = inner_sets(runner, frozenset(), large)
     th = select_thresholds(held, cfg, method=method + " over the training agents")
@@ -205,20 +217,23 @@ def budget_bench(bench: str, root: str | Path | None = None, progress: Callable[
 
 def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path | None = None,
                    progress: Callable[[str], None] | None = None, ablations: list[tuple[str, dict[str, Any]]] | None = None,
-                   ds: Dataset | None = None) -> tuple[dict[str, Any], LoaoLike]:
+                   ds: Dataset | None = None, cluster: Any = None) -> tuple[dict[str, Any], LoaoLike]:
+    """``cluster`` (an ``earlyeval.scale.backend.Backend``): featurized by partition, every fold a task on it."""
     cfg = cfg or eval_config(bench)
     needed = sorted(set(cfg.families) | {f for _, o in (ablations or []) for f in o.get("families", [])})
-    ds = ds or load_dataset(bench, needed, root)
+    if ds is None:
+        ds = load_dataset(bench, needed, root) if cluster is None else cluster.dataset(bench, needed, root)
+    runners = None if cluster is None else cluster.runners(ds)
     t0 = time.time()
-    res = run_loao(ds, cfg, progress)
+    res = run_loao(ds, cfg, progress, runners=runners)
     report = loao_report(ds, cfg, res)
-    add_protocols(report, ds, cfg, progress)
+    add_protocols(report, ds, cfg, progress, runners)
     report["seconds"] = round(time.time() - t0, 1)
     report["prefix_drops"] = drop_report(ds.trajs, cfg.min_steps).to_dict()
     report["ablations"] = []
     for name, over in ablations or []:
         c2 = EvalConfig(**{**cfg.__dict__, **over})
-        r2 = run_loao(ds, c2, progress, with_loso=False, with_small=False)
+        r2 = run_loao(ds, c2, progress, with_loso=False, with_small=False, runners=runners)
         rep2 = loao_report(ds, c2, r2, light=True)
         report["ablations"].append(ablation_row(name, over, rep2))
     return report, res
@@ -247,7 +262,8 @@ def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
             "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp")}
 
 
-def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None) -> None:
+def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
+                  runners: Callable[..., FoldRunner] | None = None) -> None:
     """``protocols`` (as_of = the report's headline, current_pool, no_prior) and the prior-only baseline.
 
     current_pool only exists where a history family (prior, peer_prior) is used; no_prior drops them.  The prior-only baseline is
@@ -256,16 +272,16 @@ def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress
     prot: dict[str, Any] = {"doc": PROTOCOLS_DOC, "as_of": protocol_block(report)}
     if set(HISTORY) & set(cfg.families):
         c = EvalConfig(**{**cfg.__dict__, "prior_pool": "current"})
-        prot["current_pool"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+        prot["current_pool"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False, runners=runners), light=True))
         rest = [f for f in cfg.families if f not in HISTORY]
         if rest:
             c = EvalConfig(**{**cfg.__dict__, "families": rest})
-            prot["no_prior"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+            prot["no_prior"] = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False, runners=runners), light=True))
     report["protocols"] = prot
     task_fams = [f for f in cfg.families if f in ("prior", "gold", "peer_prior")]
     if task_fams:
         c = EvalConfig(**{**cfg.__dict__, "families": task_fams, "keep_features": TASK_LEVEL})
-        base = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False), light=True))
+        base = protocol_block(loao_report(ds, c, run_loao(ds, c, progress, with_loso=False, runners=runners), light=True))
         gain = {a: {k: _diff(report["agents"][a].get(k), b.get(k)) for k in GAIN_KEYS}
                 for a, b in base["agents"].items() if a in report["agents"]}
         report["baselines"]["prior_only"] = {

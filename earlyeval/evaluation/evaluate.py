@@ -185,12 +185,17 @@ class FoldRunner:
                 text = fam
         X, names = self.features(fold_fams, long_runs, rows)
         pf = self.ds.prefixes.iloc[rows]
-        model = OutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
-                             seed=self.cfg.seed, n_jobs=self.cfg.n_jobs)
+        model = self.new_model(exclude)
         model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=names)
         f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows, fold_fams)
         self._fits[exclude] = f
         return f
+
+    def new_model(self, exclude: frozenset) -> OutcomeModel:
+        """The estimator the fit without ``exclude`` trains (a cluster's runner trains the shipped model,
+        nothing left out, with lightgbm.dask: earlyeval.scale.train)."""
+        return OutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
+                            seed=self.cfg.seed, n_jobs=self.cfg.n_jobs)
 
     def predict(self, exclude: frozenset, agent: str) -> RunSet:
         key = (exclude, agent)
@@ -304,8 +309,11 @@ class LoaoResult:
 
 
 def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, with_loso: bool = True,
-             with_small: bool = True) -> LoaoResult:
-    runner = FoldRunner(ds, cfg, progress)
+             with_small: bool = True, runners: Callable[..., FoldRunner] | None = None) -> LoaoResult:
+    """``runners(ds, cfg, progress, with_loso=, with_small=)``: the FoldRunner to use (a cluster's, whose fits
+    ran as parallel tasks: earlyeval.scale.folds); default a FoldRunner fitting in this process."""
+    runner = (FoldRunner(ds, cfg, progress) if runners is None
+              else runners(ds, cfg, progress, with_loso=with_loso, with_small=with_small))
     units = ds.holdout_units(cfg.holdout_min_runs)
     large = [u.agents[0] for u in units if not u.small]
     small = [a for u in units if u.small for a in u.agents] if with_small else []

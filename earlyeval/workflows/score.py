@@ -280,7 +280,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
                labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
                progress: bool = True, monitor: Any = None, as_of: str | None = "", same_agent: str | None = None,
                warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
-               csv: str | Path | bool | None = None) -> dict[str, Path]:
+               csv: str | Path | bool | None = None, replay_all: Any = None) -> dict[str, Path]:
     """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
 
     ``as_of``/``same_agent``: see ``run_context`` ("run" = each run's own catalog date).  ``warm_start`` K:
@@ -289,6 +289,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
     (``Monitor.load``).  ``what_if_taus``: also the frontier over this grid (True: the model's own
     selection grid).  ``csv``: the per-run CSV's path (default ``per_run.csv`` beside score.json; False: none).
+    ``replay_all(trajs, tasks, as_of, same_agent, warm_runs)``: the records of every run, replayed elsewhere
+    by monitors loaded and warmed as this one (a cluster: ``earlyeval.scale.replay``); default here.
 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
     from tqdm.auto import tqdm
@@ -312,6 +314,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     cutoff = None if as_of == "run" else (as_of or "")
     warm_ids: set[str] = set()
     warm_info = None
+    warm_runs: list[Trajectory] = []
     if warm_start:
         lab = [t for t in trajs if t.outcome is not None]
         if len(lab) < warm_start:
@@ -321,8 +324,11 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         warm_ids = {t.run_id for t in warm_runs}
         warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent)
         warm_info["run_ids"] = sorted(warm_ids)
-    records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
-               for t in tqdm(trajs, desc="score: replay", disable=not progress or len(trajs) < 20, leave=False)]
+    if replay_all is None:
+        records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
+                   for t in tqdm(trajs, desc="score: replay", disable=not progress or len(trajs) < 20, leave=False)]
+    else:
+        records = replay_all(trajs, tasks_by_id, cutoff, same_agent, warm_runs)
     for r in records:
         if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
             r.update(warm=True, halted=False, halt_t=None, halt_step_index=None, predicted=None,

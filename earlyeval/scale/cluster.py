@@ -1,7 +1,7 @@
 """The cluster a verb runs on (``dask.distributed``), and what every task does first on a worker.
 
 ``connect`` opens a ``Client``: on a ``LocalCluster`` it starts for the verb (``local[:N]``: N worker
-processes, one thread each, no dashboard) or on a running scheduler (an address: an existing cluster,
+processes, one thread each, its HTTP port a free one) or on a running scheduler (an address: an existing cluster,
 e.g. one started by dask-jobqueue or dask-kubernetes; docs/scale.md).  Workers get no process state from
 the caller: a task receives the workspace and the data root as arguments (``in_workspace``), so they must
 see the same paths (one machine, or a shared file system).
@@ -36,7 +36,7 @@ def connect(spec: SchedulerSpec | str, *, memory_limit: str | float | None = "au
             yield client
         return
     n = local_workers(spec)
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                       memory_limit=memory_limit, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         log.info("LocalCluster of %d worker processes", n)
         yield client

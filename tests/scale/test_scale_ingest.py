@@ -30,7 +30,7 @@ SPEC = RunSpec(name="fx-swe-agent", folder="runs/fx-swe-agent", agent="swe-agent
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as lc, Client(lc) as c:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as lc, Client(lc) as c:
         yield c
 
 

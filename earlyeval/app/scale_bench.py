@@ -7,10 +7,13 @@ with two workspaces: one for the in-process stages, one for the cluster's.  Each
 featurize, train, evaluate) runs in a fresh subprocess per mode, alternately, on the same data; a
 sampler reads the resident memory of the subprocess and of each of its worker processes four times a
 second, and ``wait4`` gives its CPU time (workers included).  Train is the outcome model (its inner
-folds and the shipped fit, ``--no-budget``); evaluate is ``--no-ablations``; both first featurize
-(measured as its own phase, not in their time).  A point predicted to take longer than ``max_seconds``
-(from the exponent fitted so far) or to need more memory than the machine has is not run: the table
-says so and the exponent extrapolates it.  time ~ runs^k is fitted by least squares on log-log.
+folds and the shipped fit, ``--no-budget``); evaluate is ``--no-ablations``; before them the in-process
+subprocess featurizes (its own phase, not in their time: it holds the trajectories as in-process train does)
+and the cluster's reads the featurize stage's parts back.  A point predicted to take longer than
+``max_seconds`` (from the exponent fitted so far) or to need more memory than the machine has is not run,
+except cluster ingest and featurize, which then run for ``max_seconds`` and are measured as ``partial``
+(tasks done, their rate, their memory); the table says which.  time ~ runs^k is fitted by least squares on
+log-log.
 """
 
 from __future__ import annotations
@@ -81,8 +84,8 @@ def run_stage(stage: str, bench: str, workspace: str, data: str, scheduler: str,
                 from earlyeval.scale.features import featurize_parts
 
                 featurize_parts(cl.client, bench, cfg.families, data)
-        else:
-            ds = load_dataset(bench, cfg.families, data, progress=False) if cl is None else cl.dataset(bench, cfg.families, data)
+        else:  # the cluster reads the featurize stage's parts back; in-process featurizes (its memory is the stage's)
+            ds = load_dataset(bench, cfg.families, data, progress=False) if cl is None else cl.dataset_of_parts(bench, cfg.families, data)
             marks["featurized"] = time.time()
             if stage == "train":
                 train_bench(bench, None, cfg, data, budget=False, ds=ds, cluster=cl)

@@ -17,7 +17,7 @@ from earlyeval.config.catalog import Catalog
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.scale.cluster import connect
-from earlyeval.scale.features import featurize
+from earlyeval.scale.features import dataset_from_parts, featurize
 from earlyeval.scale.folds import run_folds, runner_factory
 from earlyeval.scale.ingest import CHUNK_FILES, IngestedParts, ingest_parts
 from earlyeval.scale.replay import replay_runs
@@ -43,6 +43,13 @@ class Backend:
     def dataset(self, bench: str, families: list[str], root: str | Path | None = None) -> Dataset:
         """Featurized by partition (``scale.features``), then sent once to every worker."""
         ds = featurize(self.client, bench, families, root, progress=self.progress)
+        self._ds, self._ds_future = ds, self.client.scatter(ds, broadcast=True, hash=False)
+        return ds
+
+    def dataset_of_parts(self, bench: str, families: list[str], root: str | Path | None = None) -> Dataset:
+        """The dataset an earlier featurize left in ``features/<bench>/`` (``scale.features.dataset_from_parts``),
+        sent once to every worker."""
+        ds = dataset_from_parts(bench, families, root)
         self._ds, self._ds_future = ds, self.client.scatter(ds, broadcast=True, hash=False)
         return ds
 

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 CATALOG := earlyeval/catalogs/$(BENCH).toml
 
-.PHONY: install install-sweagent lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench score transfer clean help
+.PHONY: install install-sweagent lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench bench-scale score transfer clean help
 
 # every target with a `## ...` comment on its rule line is listed, in file order (tests/test_docs.py checks that
 # each .PHONY target is)
@@ -57,7 +57,7 @@ lock:  ## rewrite requirements.lock from pyproject.toml (uv, Python 3.11 and 3.1
 	[ -f $(SWEAGENT_TARBALL) ] || { echo "make lock: $(SWEAGENT_TARBALL) missing (SWE-agent's requirements are locked from it)"; exit 1; }
 	echo "sweagent @ file:$(abspath $(SWEAGENT_TARBALL))" | $(UV_VENV)/bin/uv pip compile pyproject.toml - --universal \
 	  --python-version 3.11 --generate-hashes --no-emit-package sweagent \
-	  --extra test --extra mini-swe-agent --extra inspect --extra openhands -o $(LOCK)
+	  --extra test --extra mini-swe-agent --extra inspect --extra openhands --extra dask -o $(LOCK)
 
 data/$(BENCH)/ingest.done: $(STAMP) $(CATALOG)
 	$(EARLYEVAL) ingest --bench $(BENCH)
@@ -79,6 +79,13 @@ budget: data/$(BENCH)/ingest.done  ## remaining-budget intervals -> reports/$(BE
 
 bench: data/$(BENCH)/ingest.done  ## Monitor latency -> reports/$(BENCH)/latency.json
 	$(EARLYEVAL) bench --bench $(BENCH)
+
+# time and memory per stage at FACTORS x the runs (replicated copies in a temp dir outside the repository),
+# in-process against a LocalCluster of WORKERS processes, side by side (docs/scale.md); niced: a shared machine
+FACTORS ?= 1,10,100
+WORKERS ?= 2
+bench-scale: $(STAMP)  ## scaling benchmark: in-process vs a LocalCluster on replicated runs (FACTORS=, WORKERS=)
+	nice -n 10 $(EARLYEVAL) bench-scale --bench $(BENCH) --factors $(FACTORS) --workers $(WORKERS)
 
 # one self-contained HTML page from whichever reports/$(BENCH)/ reports exist (run evaluate/sweep/budget/route/bench first)
 .PHONY: report

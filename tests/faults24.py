@@ -219,7 +219,7 @@ def case_efbig_model_save(env: Env):
 
 def concurrent_trial(env: Env, k: int) -> tuple[bool, str]:
     """Three `earlyeval score` runs on one --out, each over another set of runs; afterwards score.json and
-    per_run.csv must be one writer's pair (the same run ids); --force, since each replaces another scoring.
+    per_run.csv must be one writer's pair (the same run ids); --force, since each replaces another scoring."""
     mdir, runs, ws = score_inputs(env)
     sets = []
     for n in (6, 12, 24):

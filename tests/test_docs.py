@@ -98,9 +98,9 @@ def test_python_blocks_parse(block):
 
 WORKSPACE_OUTPUTS = {  # what the pipeline writes under <workspace>/<top>/<bench>/
     "data": {"trajectories.parquet", "tasks.parquet", "ingest.done"},
-    "features": {"loao_predictions.parquet"},
+    "features": {"loao_predictions.parquet", "prefixes.parquet", "runs.parquet"},
     "reports": {"loao.json", "sweep.csv", "sweep_frontier.png", "budget.json", "routing.json", "latency.json", "latency.png",
-                "ingest.json", "report.html"},
+                "ingest.json", "report.html", "bench_scale.json", "bench_scale.txt", "bench_scale.png"},
     "models": set(),
 }
 PATH_RE = re.compile(r"(?<![\w./-])((?:\.\./shared/data|models|data|features|reports|docs|tests|earlyeval|tools)/[\w./*'{}<>-]*)")

@@ -38,6 +38,8 @@ LAYERS: list[tuple[str, list[str]]] = [
                              *(f"earlyeval.budget.{m}" for m in
                                ("evaluation", "stopping", "calibration", "online", "shipped", "baseline"))]),
     ("training, integrations, replay and routing", ["earlyeval.workflows.*", "earlyeval.integrations.*"]),
+    # the stages on a dask.distributed cluster (--scheduler): they call the in-process stages' own code
+    ("distributed", ["earlyeval.scale.*"]),
     ("reports", ["earlyeval.report.*", "earlyeval.budget.report", "earlyeval.budget.plots"]),
     # the root __init__ is the public facade (``from earlyeval import Monitor``): it may name any layer
     ("app", ["earlyeval.app.*", "earlyeval"]),

@@ -51,4 +51,8 @@ for cmd in ["ls", "grep -rn separability astropy/modeling", "python reproduce.py
 print(f"smoke: installed earlyeval {earlyeval.__version__} at {pkg.parent}")
 print(f"smoke: catalogs from {sorted(benches)}; Monitor.load + 3 steps: p_success={d.p_success:.3f} halt={d.halt}")
 PY
+# the dask extra (installed from the lock): a LocalCluster of the installed package runs a task (a script
+# file with a main guard: worker processes are spawned, and spawn re-imports the main script)
+printf 'from earlyeval.scale.cluster import connect\nif __name__ == "__main__":\n    with connect("local:1") as c:\n        assert c.submit(sum, [1, 2]).result() == 3\n    print("smoke: a LocalCluster task ran")\n' > "$tmp/cluster_smoke.py"
+"$tmp/venv/bin/python" "$tmp/cluster_smoke.py"
 echo "smoke: passed"

@@ -5,47 +5,21 @@ Most verbs take --bench (a catalog: earlyeval/catalogs/<bench>.toml, or the work
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import time
-import warnings
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
+from earlyeval.app.cli_support import (JSON_HELP, LABEL_FORMATS, SEED_HELP, DataRoot, _bench_opt, _cluster,
+                                       _command, _print_json, _progress, _say_outputs, _scheduler, _setup,
+                                       _verbose, _version, app)
 from earlyeval.app.options import (Bar, check_as_of, check_bench, check_format, check_halt_on_option, check_thresholds,
                                    check_warm_rule, check_what_if)
 
-# click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode=None,
-                  pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
-
 log = logging.getLogger("earlyeval.app.cli")
-
-
-def _version(value: bool) -> None:
-    if value:
-        from earlyeval import __version__
-
-        typer.echo(f"earlyeval {__version__}")
-        raise typer.Exit()
-
-
-def _bench_opt(default: Any = ..., help: str = "Benchmark catalog name, e.g. swebench (see earlyeval/catalogs/).") -> Any:
-    return typer.Option(default, "--bench", "-b", help=help, callback=check_bench)
-
-
-DataRoot = typer.Option(None, "--data-root", help="Folder holding the shared runs (default: $EARLYEVAL_DATA, else ../shared/data).")
-VERBOSE_HELP = "Log progress detail and library warnings (INFO level) to stderr."
-LABEL_FORMATS = "sb-cli, instance-reports, harness-lists, resolved-list, openhands-md, csv-summary, resolved-submissions"  # ingest.labels.READERS (checked by a test)
-JSON_HELP = "Print the report as JSON on stdout (and nothing else there) instead of the table."
-SEED_HELP = "Random seed (LightGBM, subsampling, warm-start draws): same seed, same results."
-
-
-def _verbose() -> Any:
-    return typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
 
 
 @app.callback()
@@ -60,86 +34,18 @@ def _workspace(workspace: Optional[Path] = typer.Option(
     set_workspace(workspace)
 
 
-def _setup(verbose: bool, ctx: Any = None) -> None:
-    """Logging to stderr.  Library warnings (``warnings.warn``) are routed into the log (logger
-    'py.warnings'): shown with -v, else logged at debug level and summed up in one line at the end."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    pyw = logging.getLogger("py.warnings")
-    prev = warnings.showwarning
-    count = [0]
-
-    def _show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
-        count[0] += 1
-        text = warnings.formatwarning(message, category, filename, lineno, line).rstrip()
-        pyw.log(logging.WARNING if verbose else logging.DEBUG, "%s", text)
-
-    warnings.showwarning = _show
-
-    def _done() -> None:
-        warnings.showwarning = prev
-        if count[0] and not verbose:
-            typer.echo(f"note: {count[0]} library warning(s) hidden (run with -v to see them)", err=True)
-
-    if ctx is not None:
-        ctx.call_on_close(_done)
-
-
-def _command() -> Any:
-    """``app.command()`` whose errors a user can fix (a missing file, a malformed catalog or model dir, an
-    unknown agent: ``EarlyEvalError``, ``FileNotFoundError``, ``ValueError``) print one line and exit 2
-    instead of a traceback; with --verbose the traceback follows in the log."""
-    def deco(f: Any) -> Any:
-        @functools.wraps(f)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            from earlyeval.core.errors import EarlyEvalError
-
-            try:
-                return f(*args, **kwargs)
-            except (EarlyEvalError, FileNotFoundError, ValueError) as e:
-                if kwargs.get("verbose"):
-                    log.info("traceback of the error below", exc_info=True)
-                raise _user_error(e) from None
-            except BrokenPipeError:
-                raise
-            except OSError as e:  # a fault of the machine outside the atomic writers (reading, a library's own write)
-                if kwargs.get("verbose"):
-                    log.info("traceback of the error below", exc_info=True)
-                raise _user_error(e if not e.filename else OSError(f"{e.strerror or e}: {e.filename}")) from None
-        return app.command()(run)
-    return deco
-
-
-def _user_error(e: Exception, param: str | None = None) -> typer.Exit:
-    """One line on stderr and exit 2, for bad input the user can fix (no traceback)."""
-    text = " ".join(str(e).split())  # one line, whatever the message held
-    typer.echo(f"error: {param + ': ' if param else ''}{text}", err=True)
-    return typer.Exit(2)
-
-
-def _say_outputs(err: bool = False, **paths: Path | str) -> None:
-    typer.echo("\nOutputs:", err=err)
-    for k, p in paths.items():
-        typer.echo(f"  {k:<12} {p}", err=err)
-
-
-def _progress(msg: str) -> None:
-    typer.echo(f"  … {msg}", err=True)
-
-
-def _print_json(obj: Any) -> None:
-    typer.echo(json.dumps(obj, indent=1, default=str))
-
-
 @_command()
 def ingest(ctx: typer.Context, bench: str = _bench_opt(),
            data_root: Optional[Path] = DataRoot,
            as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+           scheduler: Optional[str] = _scheduler(),
            verbose: bool = _verbose()) -> None:
     """Read every run of the catalog in its native format; write normalized parquet and an ingest report."""
     from earlyeval.app.pipeline import ingest_bench
 
     _setup(verbose, ctx)
-    out = ingest_bench(bench, data_root)
+    with _cluster(scheduler) as cluster:
+        out = ingest_bench(bench, data_root, cluster=cluster)
     rep = json.loads(Path(out["report"]).read_text())
     if as_json:
         _print_json(rep)
@@ -164,6 +70,7 @@ def train(ctx: typer.Context, bench: str = _bench_opt(),
           data_root: Optional[Path] = DataRoot,
           seed: int = typer.Option(0, "--seed", help=SEED_HELP),
           budget: bool = typer.Option(True, "--budget/--no-budget", help="Also ship the remaining-budget estimators."),
+          scheduler: Optional[str] = _scheduler(),
           verbose: bool = _verbose()) -> None:
     """Fit the outcome model (and the budget estimators) on all labelled agents and write a safe model directory."""
     from earlyeval.app.pipeline import eval_config, train_bench
@@ -174,7 +81,8 @@ def train(ctx: typer.Context, bench: str = _bench_opt(),
     bar = Bar(bench, f"train seed={seed} budget={budget}", "train", verbose)
     ok = False
     try:
-        paths = train_bench(bench, out, cfg, data_root, progress=bar, budget=budget)
+        with _cluster(scheduler) as cluster:
+            paths = train_bench(bench, out, cfg, data_root, progress=bar, budget=budget, cluster=cluster)
         ok = True
     finally:
         bar.close(ok)
@@ -202,6 +110,7 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
                                                     help="Comma list of feature families (default: the catalog's model_families), "
                                                          "e.g. behaviour,peer_prior."),
              as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+             scheduler: Optional[str] = _scheduler(),
              verbose: bool = _verbose()) -> None:
     """Leave-one-agent-out evaluation with honest thresholds; writes reports/<bench>/loao.json."""
     from earlyeval.app.pipeline import evaluate_bench, eval_config, write_json
@@ -216,7 +125,8 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
     bar = Bar(bench, "evaluate " + key, "evaluate: model fits", verbose)
     ok = False
     try:
-        report, res = evaluate_bench(bench, cfg, data_root, progress=bar, ablations=abl)
+        with _cluster(scheduler) as cluster:
+            report, res = evaluate_bench(bench, cfg, data_root, progress=bar, ablations=abl, cluster=cluster)
         ok = True
     finally:
         bar.close(ok)
@@ -303,6 +213,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
               help="Refuse a model directory not signed with the key in $EARLYEVAL_MODEL_KEY (or the file "
                    "$EARLYEVAL_MODEL_KEY_FILE): an edited, re-hashed directory is refused (docs/monitor.md)."),
           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+          scheduler: Optional[str] = _scheduler(),
           verbose: bool = _verbose()) -> None:
     """Replay completed runs through the Monitor; write score.json (with loao.json's metrics for labelled runs)
     and a per-run CSV.  Exit 2, writing nothing, when no run was read or the scoring would mislead (another
@@ -320,10 +231,12 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
     grid: Any = ([float(x) for x in what_if_grid.split(",") if x.strip()] if what_if_grid and what_if_grid != "model"
                  else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
-    paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of, same_agent=same_agent,
-                       warm_start=warm_start, warm_rule=warm_rule, seed=seed, thresholds=thresholds, what_if_taus=grid,
-                       csv=csv_path, data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on,
-                       require_signature=require_signature)
+    with _cluster(scheduler) as cluster:
+        paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of, same_agent=same_agent,
+                           warm_start=warm_start, warm_rule=warm_rule, seed=seed, thresholds=thresholds, what_if_taus=grid,
+                           csv=csv_path, data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on,
+                           require_signature=require_signature,
+                           replay_all=None if cluster is None else cluster.replay(model, thresholds, halt_on, warm_rule))
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:
         _print_json(rep)
@@ -356,6 +269,35 @@ def bench(ctx: typer.Context, bench: str = _bench_opt("swebench"),
         return
     typer.echo(latency_summary(rep))
     _say_outputs(**{k: str(v) for k, v in paths.items()})
+
+
+@_command()
+def bench_scale(ctx: typer.Context, bench: str = _bench_opt("swebench"),
+                factors: str = typer.Option("1,10,100", "--factors", help="Comma list of copies of every run to measure at."),
+                workers: int = typer.Option(2, "--workers", help="Worker processes of the LocalCluster measured beside in-process."),
+                stages: str = typer.Option("ingest,featurize,train,evaluate", "--stages", help="Comma list of stages to measure."),
+                max_seconds: float = typer.Option(3600.0, "--max-seconds",
+                                                  help="Do not run a point predicted (from the exponent so far) to take longer."),
+                data_root: Optional[Path] = DataRoot,
+                tmp: Optional[Path] = typer.Option(None, "--tmp", help="Where the replicated runs are written (default: the "
+                                                   "system's temporary directory; never inside the repository)."),
+                out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/<bench>/)."),
+                keep: bool = typer.Option(False, "--keep", help="Keep the replicated data sets and their workspaces."),
+                verbose: bool = _verbose()) -> None:
+    """Wall time and peak memory per stage at 1x/10x/100x the runs, in-process and on a LocalCluster side by side."""
+    from earlyeval.app.scale_bench import STAGES, bench_scale as run_bench, summary, write
+    from earlyeval.config.workspace import reports_dir
+
+    _setup(verbose, ctx)
+    fs = tuple(int(x) for x in factors.split(",") if x.strip())
+    st = tuple(x.strip() for x in stages.split(",") if x.strip())
+    bad = [x for x in st if x not in STAGES]
+    if bad or not fs or min(fs) < 1:
+        raise typer.BadParameter(f"stages must be among {', '.join(STAGES)} and factors >= 1", param_hint="'--stages'/'--factors'")
+    typer.echo("earlyeval bench-scale: larger sets are replicated copies of the real runs under new run ids")
+    points = run_bench(bench, fs, workers, st, max_seconds, data_root, tmp, keep, say=typer.echo)
+    typer.echo("\n".join(summary(points)))
+    _say_outputs(**{k: str(v) for k, v in write(points, out or reports_dir(bench)).items()})
 
 
 @_command()

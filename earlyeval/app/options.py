@@ -86,6 +86,17 @@ def check_what_if(value: Optional[str]) -> Optional[str]:
     return value
 
 
+def check_scheduler(value: Optional[str]) -> Optional[str]:
+    """--scheduler / $EARLYEVAL_SCHEDULER: local, local:N or an address (checked without importing dask)."""
+    from earlyeval.scale.spec import parse_scheduler
+
+    try:
+        parse_scheduler(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e))
+    return value
+
+
 class Bar:
     """One tqdm progress bar over the model fits ("fit without [...]" messages), with its total (hence an
     ETA) from the stage's plan (the ``evaluate.FITS_PLANNED`` message: ``evaluate.planned_fits``, counted

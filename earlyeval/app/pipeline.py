@@ -60,14 +60,22 @@ INGEST_DONE = "ingest.done"
 
 # ------------------------------------------------------------------ ingest
 
-def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = True) -> dict[str, Path]:
+def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = True, cluster: Any = None,
+                 max_files: int | None = None) -> dict[str, Path]:
+    """``cluster`` (an ``earlyeval.scale.backend.Backend``): the runs are read in parallel tasks and the
+    trajectories written as a directory of parts (same rows, same order, same report); else in this process.
+    ``max_files``: a bounded, evenly spread sample of each run's files (tests)."""
     cat = load_catalog(bench)
     r = data_root(root)
     if not r.exists():
         raise FileNotFoundError(f"data root {r} does not exist (set --data-root or EARLYEVAL_DATA)")
     out = bench_dir(bench)
     marker = out / INGEST_DONE
-    trajs, reports = ingest_catalog(cat, r, show_progress=progress)
+    if cluster is None:
+        trajs, reports = ingest_catalog(cat, r, show_progress=progress, max_files=max_files)
+    else:  # the trajectories stay in their parts; the report needs only their records
+        parts = cluster.ingest(cat, r, out / "trajectories.parquet", max_files=max_files)
+        trajs, reports = parts.records, parts.reports
     tasks = load_tasks(cat, r) if cat.tasks else {}
     tasks_skipped = []
     for tid in list(tasks):
@@ -79,7 +87,8 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     # each output is replaced atomically; the completion marker (what `make` depends on) goes first and
     # comes back last, so a kill in between leaves the previous outputs whole and the stage marked undone
     marker.unlink(missing_ok=True)
-    p_traj = write_trajectories(trajs, out / "trajectories.parquet")
+    p_traj = (write_trajectories(trajs, out / "trajectories.parquet") if cluster is None
+              else parts.commit(out / "trajectories.parquet"))
     p_tasks = write_tasks(tasks.values(), out / "tasks.parquet")
     min_steps = int(cat.settings.get("min_steps", 10))
     report = {
@@ -109,15 +118,21 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
 
 def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = None, root: str | Path | None = None,
                 progress: Callable[[str], None] | None = None, budget: bool = True,
-                ds: Dataset | None = None) -> dict[str, Path]:
+                ds: Dataset | None = None, cluster: Any = None) -> dict[str, Path]:
     """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them.
 
     With ``budget`` (the default) the model dir also carries the budget estimators
-    (``extra_budget.json``: ``budget.shipped.fit_shipped``, every labelled agent a calibration agent)."""
+    (``extra_budget.json``: ``budget.shipped.fit_shipped``, every labelled agent a calibration agent).
+    ``cluster`` (an ``earlyeval.scale.backend.Backend``): featurized by partition, the inner folds as tasks,
+    the shipped booster trained with lightgbm.dask (within ``scale.train.TOLERANCE`` of this process's)."""
     cfg = cfg or eval_config(bench)
-    ds = ds or load_dataset(bench, cfg.families, root)
+    if ds is None:
+        ds = load_dataset(bench, cfg.families, root) if cluster is None else cluster.dataset(bench, cfg.families, root)
     if progress:
         progress(f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}")
+
+    def make(c: EvalConfig) -> FoldRunner:
+        return FoldRunner(ds, c, progress) if cluster is None else cluster.train_runner(ds, c, progress)
     large = ds.large_agents(cfg.holdout_min_runs)
     methods: dict[str, str] = {}
 
@@ -125,8 +140,8 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
         sets, methods["m"] = inner_sets(r, frozenset(), large)
         return sets
 
-    fallback = FoldRunner(ds, guard_config(cfg), progress) if cfg.prior_guard else None
-    runner, held, choice = guarded(FoldRunner(ds, cfg, progress), fallback, inner_of)
+    fallback = make(guard_config(cfg)) if cfg.prior_guard else None
+    runner, held, choice = guarded(make(cfg), fallback, inner_of)
     th = choose_thresholds(held, cfg, method=methods["m"] + " over the training agents")
     if choice:
         th["model_choice"] = choice
@@ -238,22 +253,25 @@ def budget_bench(bench: str, root: str | Path | None = None, progress: Callable[
 
 def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path | None = None,
                    progress: Callable[[str], None] | None = None, ablations: list[tuple[str, dict[str, Any]]] | None = None,
-                   ds: Dataset | None = None) -> tuple[dict[str, Any], LoaoLike]:
+                   ds: Dataset | None = None, cluster: Any = None) -> tuple[dict[str, Any], LoaoLike]:
+    """``cluster`` (an ``earlyeval.scale.backend.Backend``): featurized by partition, every fold a task on it."""
     cfg = cfg or eval_config(bench)
     needed = sorted(set(cfg.families) | {f for _, o in (ablations or []) for f in o.get("families", [])})
-    ds = ds or load_dataset(bench, needed, root)
+    if ds is None:
+        ds = load_dataset(bench, needed, root) if cluster is None else cluster.dataset(bench, needed, root)
     if progress:
         progress(f"{FITS_PLANNED}{evaluate_fits(ds, cfg, ablations)}")
+    runners = None if cluster is None else cluster.runners(ds)
     t0 = time.time()
-    res = with_loso(ds, cfg, run_loao(ds, cfg, progress))
+    res = with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners))
     report = loao_report(ds, cfg, res)
-    add_protocols(report, ds, cfg, progress)
+    add_protocols(report, ds, cfg, progress, runners)
     report["seconds"] = round(time.time() - t0, 1)
     report["prefix_drops"] = drop_report(ds.trajs, cfg.min_steps).to_dict()
     report["ablations"] = []
     for name, over in ablations or []:
         c2 = EvalConfig(**{**cfg.__dict__, **over})
-        r2 = run_loao(ds, c2, progress, with_small=False)
+        r2 = run_loao(ds, c2, progress, with_loso=False, with_small=False, runners=runners)
         rep2 = loao_report(ds, c2, r2, light=True)
         report["ablations"].append(ablation_row(name, over, rep2))
     return report, res
@@ -268,9 +286,10 @@ def with_loso(ds: Dataset, cfg: EvalConfig, res: Any) -> Any:
     return res
 
 
-def protocol_report(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None) -> dict[str, Any]:
+def protocol_report(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
+                    runners: Callable[..., FoldRunner] | None = None) -> dict[str, Any]:
     """One protocol's blocks: LOAO per agent and pooled, and leave-one-scaffold-out per scaffold."""
-    return protocol_block(loao_report(ds, cfg, with_loso(ds, cfg, run_loao(ds, cfg, progress)), light=True))
+    return protocol_block(loao_report(ds, cfg, with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners)), light=True))
 
 PROTOCOLS_DOC = {
     "as_of": "every run's task prior (and peer_prior) counts only public submissions / agents dated strictly before "
@@ -293,7 +312,8 @@ def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
             "leave_one_scaffold_out": rep.get("leave_one_scaffold_out", {})}
 
 
-def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None) -> None:
+def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
+                  runners: Callable[..., FoldRunner] | None = None) -> None:
     """``protocols`` (as_of = the report's headline, current_pool, no_prior) and the prior-only baseline.
 
     current_pool only exists where a history family (prior, peer_prior) is used; no_prior drops them.  The prior-only baseline is
@@ -303,13 +323,13 @@ def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress
     extra = protocol_configs(cfg)
     for name in ("current_pool", "no_prior"):
         if name in extra:
-            prot[name] = protocol_report(ds, extra[name], progress)
+            prot[name] = protocol_report(ds, extra[name], progress, runners)
     report["protocols"] = prot
     if "prior_only" in extra:
         # the model's own families and columns, the model reading the task-level ones only: the prior guard's fallback
         c = extra["prior_only"]
         task_fams = [f for f in cfg.families if f in TASK_FAMILIES]
-        base = protocol_report(ds, c, progress)
+        base = protocol_report(ds, c, progress, runners)
         gain = {a: {k: _diff(report["agents"][a].get(k), b.get(k)) for k in GAIN_KEYS}
                 for a, b in base["agents"].items() if a in report["agents"]}
         report["baselines"]["prior_only"] = {

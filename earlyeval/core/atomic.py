@@ -303,33 +303,47 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(a))
 
 
+def _remove(p: Path) -> None:
+    """Remove a file or a directory tree (what a swap left behind), ignoring errors."""
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
 def swap_dir(new: Path, target: str | Path) -> Path:
     """Put the complete directory ``new`` at ``target``, replacing what was there as one step.
 
+    ``new`` may also be a complete file, and ``target`` a file or a directory: a dataset of parquet parts
+    (``earlyeval --scheduler ingest``) and the one-file dataset replace each other this way.
     Every file of ``new`` and the directory itself are fsynced first.  When ``target`` exists, the
     two are exchanged atomically (Linux ``renameat2``) and the old one is removed afterwards: a kill
     at any moment leaves ``target`` either the old complete directory or the new one.  Without
     ``renameat2`` the old directory is renamed aside and the new one renamed in (a window of one
     rename in which ``target`` is absent; the old copy then stays beside it as ``.<name>.old-*``)."""
     target = Path(target)
-    for f in new.iterdir():
-        if f.is_file():
-            fsync_file(f)
-    _fsync_dir(new)
+    if new.is_dir():
+        for f in new.iterdir():
+            if f.is_file():
+                fsync_file(f)
+        _fsync_dir(new)
+    else:
+        fsync_file(new)
     if not target.exists():
         os.rename(new, target)
         _fsync_dir(target.parent)
         return target
     if _exchange(new, target):
         _fsync_dir(target.parent)
-        shutil.rmtree(new, ignore_errors=True)  # `new` now holds the old directory
+        _remove(new)  # `new` now holds the old directory (or file)
         return target
     old = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}-old-", dir=target.parent))
     os.rmdir(old)
     os.rename(target, old)
     os.rename(new, target)
     _fsync_dir(target.parent)
-    shutil.rmtree(old, ignore_errors=True)
+    _remove(old)
     return target
 
 

@@ -208,12 +208,17 @@ class FoldRunner:
                 text = fam
         X, names = self.features(fold_fams, long_runs, rows)
         pf = self.ds.prefixes.iloc[rows]
-        model = OutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
-                             seed=self.cfg.seed, n_jobs=self.cfg.n_jobs)
+        model = self.new_model(exclude)
         model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=names)
         f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows, fold_fams)
         self._fits[exclude] = f
         return f
+
+    def new_model(self, exclude: frozenset) -> OutcomeModel:
+        """The estimator the fit without ``exclude`` trains (a cluster's runner trains the shipped model,
+        nothing left out, with lightgbm.dask: earlyeval.scale.train)."""
+        return OutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
+                            seed=self.cfg.seed, n_jobs=self.cfg.n_jobs)
 
     def predict(self, exclude: frozenset, agent: str) -> RunSet:
         key = (exclude, agent)
@@ -339,12 +344,20 @@ def other_rule(cfg: EvalConfig) -> EvalConfig:
     return replace(cfg, threshold_rule="worst-case" if cfg.threshold_rule == "agent-quantile" else "agent-quantile")
 
 
-def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None,
-             with_small: bool = True) -> LoaoResult:
+def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, with_loso: bool = True,
+             with_small: bool = True, runners: Callable[..., FoldRunner] | None = None) -> LoaoResult:
     """Every held-out unit predicted by a model without it, thresholds by ``cfg``'s rule over inner agents
-    (the leave-one-scaffold-out protocol is ``loso.run_loso`` on the same runner: ``res.loso``)."""
-    runner = FoldRunner(ds, cfg, progress)
-    fallback = FoldRunner(ds, guard_config(cfg), progress) if cfg.prior_guard else None
+    (the leave-one-scaffold-out protocol is ``loso.run_loso`` on the same runner: ``pipeline.with_loso``).
+
+    ``runners(ds, cfg, progress, with_loso=, with_small=)``: the FoldRunner to use (a cluster's, whose fits
+    ran as parallel tasks: earlyeval.scale.folds; ``with_loso`` says whether leave-one-scaffold-out follows on
+    it, so that its fits are planned too); default a FoldRunner fitting in this process."""
+    def make(c: EvalConfig) -> FoldRunner:
+        return FoldRunner(ds, c, progress) if runners is None else runners(ds, c, progress, with_loso=with_loso,
+                                                                            with_small=with_small)
+
+    runner = make(cfg)
+    fallback = make(guard_config(cfg)) if cfg.prior_guard else None
     units = ds.holdout_units(cfg.holdout_min_runs)
     large = [u.agents[0] for u in units if not u.small]
     small = [a for u in units if u.small for a in u.agents] if with_small else []

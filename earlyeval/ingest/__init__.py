@@ -27,7 +27,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
+from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from earlyeval.config.catalog import Catalog, RunSpec, data_root
 from earlyeval.core.errors import IngestError, SettingError, UnknownPluginError
@@ -212,19 +212,38 @@ def parse_files(paths: Iterable[Path], spec: RunSpec, bench: str) -> Iterator[Tr
             yield IngestError(str(p), "<parse>", f"{type(e).__name__}: {e}")
 
 
-def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
-               max_files: int | None = None) -> tuple[list[Trajectory], RunReport]:
-    """One run folder; ``max_files`` keeps a bounded, evenly spread sample (tests, quick looks)."""
-    run_dir = root / spec.folder
-    rep = RunReport(run=spec.name, agent=spec.agent, format=spec.format, folder=spec.folder)
-    if not run_dir.exists():
-        rep.skipped.append({"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"})
-        return [], rep
-    paths, twins = one_file_per_run(discover(run_dir, spec))
-    rep.skipped += unread_entries(run_dir, spec) + twins  # discover keeps files only: what it leaves is named
+@dataclass
+class RunPlan:
+    """What is known of a catalog run before any of its files is parsed (``plan_run``): the files to read,
+    the label sets, and a report holding the run-level skips (a missing folder, dangling links, label files).
+    A parallel ingest (``earlyeval.scale.ingest``) plans once and reads the files in chunks."""
+
+    spec: RunSpec  # its folder resolved to the run folder (ingest.common.file_key: run ids from file + record)
+    run_dir: Path
+    paths: list[Path]
+    label_sets: list[LabelSet]
+    report: RunReport
+
+
+def sample_paths(paths: list[Path], max_files: int | None) -> list[Path]:
+    """``max_files`` of ``paths``, evenly spread (tests, quick looks); all of them when None."""
     if max_files is not None and len(paths) > max_files:
         step = len(paths) / max_files
-        paths = [paths[int(i * step)] for i in range(max_files)]
+        return [paths[int(i * step)] for i in range(max_files)]
+    return paths
+
+
+def plan_run(spec: RunSpec, root: Path, max_files: int | None = None) -> RunPlan:
+    """The run's files (``discover``, sampled to ``max_files``), its label sets and its run-level skips."""
+    run_dir = root / spec.folder
+    rep = RunReport(run=spec.name, agent=spec.agent, format=spec.format, folder=spec.folder)
+    resolved = dataclasses.replace(spec, folder=str(run_dir))
+    if not run_dir.exists():
+        rep.skipped.append({"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"})
+        return RunPlan(resolved, run_dir, [], [], rep)
+    paths, twins = one_file_per_run(discover(run_dir, spec))
+    rep.skipped += unread_entries(run_dir, spec) + twins  # discover keeps files only: what it leaves is named
+    paths = sample_paths(paths, max_files)
     rep.files_read = len(paths)
 
     label_sets: list[LabelSet] = []
@@ -238,31 +257,48 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
             rep.skipped.append(e.to_dict())
     if spec.labels and spec.labels[0].format != "inline" and not label_sets:
         log.warning("%s: no label file could be read; its trajectories are unlabelled", spec.name)
+    return RunPlan(resolved, run_dir, paths, label_sets, rep)
 
+
+def unique_run_id(run_id: str, src: str, seen: dict[str, str], run_dir: Path) -> tuple[str, dict[str, str] | None]:
+    """The run id a trajectory of file ``src`` keeps among the ``seen`` ones (id -> file) of its run, and the
+    skip when it is a duplicate.  Another file of the same task (formats whose id is <run>/<task>) is a run
+    of its own, named by its file; a second record of the same id from the same file is a duplicate."""
+    if run_id in seen and seen[run_id] != src:
+        run_id = f"{run_id}@{_rel(src, run_dir)}"
+    if run_id in seen:
+        return run_id, {"file": src, "field": "run_id", "reason": f"duplicate of {seen[run_id]}"}
+    return run_id, None
+
+
+def read_run_files(plan: RunPlan, paths: Iterable[Path], bench: str, progress: Any = None,
+                   seen: dict[str, str] | None = None) -> tuple[list[Trajectory], list[dict[str, str]]]:
+    """Parse ``paths`` (all or some of ``plan.paths``), validate each trajectory at the file boundary and give
+    it its label and catalog identity; (trajectories, skipped files).  ``seen`` (run id -> file) carries the
+    run ids already taken by other files of the run."""
+    spec, run_dir = plan.spec, plan.run_dir
+    seen = {} if seen is None else seen
     trajs: list[Trajectory] = []
-    seen: dict[str, str] = {}
-    # the parsers see the run folder resolved (ingest.common.file_key: run ids from file + record)
-    for item in parse_files(paths, dataclasses.replace(spec, folder=str(run_dir)), bench):
+    skipped: list[dict[str, str]] = []
+    for item in parse_files(paths, spec, bench):
         if progress is not None:
             progress.update(1)
         if isinstance(item, IngestError):
-            rep.skipped.append(item.to_dict())
+            skipped.append(item.to_dict())
             continue
         t = item
         if not t.steps:
-            rep.skipped.append({"file": t.meta.get("source_file", "?"), "field": "steps", "reason": "empty trajectory: no agent steps"})
+            skipped.append({"file": t.meta.get("source_file", "?"), "field": "steps", "reason": "empty trajectory: no agent steps"})
             continue
         src = t.meta.get("source_file", "?")
-        if t.run_id in seen and seen[t.run_id] != src:
-            # another file of the same task (formats whose id is <run>/<task>): a run of its own, named by its file
-            t.run_id = f"{t.run_id}@{_rel(src, run_dir)}"
-        if t.run_id in seen:
-            rep.skipped.append({"file": src, "field": "run_id", "reason": f"duplicate of {seen[t.run_id]}"})
+        t.run_id, dup = unique_run_id(t.run_id, src, seen, run_dir)
+        if dup is not None:
+            skipped.append(dup)
             continue
         try:  # the file boundary: a value the store cannot hold is this file's error, not the batch's
             validate_trajectory(t)
         except IngestError as e:
-            rep.skipped.append(e.to_dict())
+            skipped.append(e.to_dict())
             continue
         seen[t.run_id] = src
         # run-level identity from the catalog, the same for every format
@@ -277,35 +313,49 @@ def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
             t.meta["prior_match"] = list(spec.options["prior_match"])
         if spec.small:
             t.meta["small"] = True
-        if label_sets:
-            primary = label_sets[0]
-            y, listed = primary.outcome(t.task_id)
+        if plan.label_sets:
+            y, listed = plan.label_sets[0].outcome(t.task_id)
             t.outcome = y
             if not listed:
-                rep.not_in_label_list += 1
-                rep.not_in_label_list_ids.append(t.task_id)
                 t.meta["not_in_label_list"] = True  # scored as unresolved; score output flags it per run
-            if t.task_id in primary.errors:
-                rep.harness_error_ids.append(t.task_id)
+            if t.task_id in plan.label_sets[0].errors:
                 t.meta["harness_error"] = True  # unresolved, as the leaderboard counts it; named in the report
         trajs.append(t)
+    return trajs, skipped
 
-    # cross-check secondary label sources against the primary one
+
+def summarize_run(rep: RunReport, runs: Sequence[Any], label_sets: list[LabelSet]) -> RunReport:
+    """Counts of the run's trajectories (anything with ``task_id``, ``outcome``, ``meta``, in run order) and the
+    cross-check of secondary label sources against the primary one, into ``rep``."""
+    for t in runs:
+        if t.meta.get("not_in_label_list"):
+            rep.not_in_label_list += 1
+            rep.not_in_label_list_ids.append(t.task_id)
+        if t.meta.get("harness_error"):
+            rep.harness_error_ids.append(t.task_id)
     if len(label_sets) > 1:
-        ids = [t.task_id for t in trajs]
+        ids = [t.task_id for t in runs]
         for other in label_sets[1:]:
             disagree = sorted(i for i in ids if (i in label_sets[0].resolved) != (i in other.resolved))
             rep.label_crosscheck.append({"source": other.source, "disagreements": len(disagree), "ids": disagree[:20]})
-
-    for t in trajs:
+    for t in runs:
         if t.outcome is None:
             rep.unlabelled += 1
         elif t.outcome == 1:
             rep.resolved += 1
         else:
             rep.unresolved += 1
-    rep.trajectories = len(trajs)
-    return trajs, rep
+    rep.trajectories = len(runs)
+    return rep
+
+
+def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
+               max_files: int | None = None) -> tuple[list[Trajectory], RunReport]:
+    """One run folder; ``max_files`` keeps a bounded, evenly spread sample (tests, quick looks)."""
+    plan = plan_run(spec, root, max_files)
+    trajs, skipped = read_run_files(plan, plan.paths, bench, progress)
+    plan.report.skipped.extend(skipped)
+    return trajs, summarize_run(plan.report, trajs, plan.label_sets)
 
 
 def _rel(path: str, run_dir: Path) -> str:

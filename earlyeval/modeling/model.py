@@ -154,11 +154,7 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
         boosters: dict[str, Any] = {}
         platt: dict[str, Platt] = {}
         for name, (yy, ww, sign) in targets.items():
-            clf = self._classifier(names, sign)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                clf.fit(Xm[tr], yy[tr], sample_weight=ww[tr])
-            booster = clf.booster_
+            booster = self._train_booster(self._classifier(names, sign), Xm[tr], yy[tr], ww[tr])
             boosters[name] = booster
             platt[name] = fit_platt(booster.predict(Xm[va], raw_score=True), yy[va], w[va])
         self.boosters_ = boosters
@@ -170,6 +166,14 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
         self.base_rate_ = float(np.average(y, weights=w))
         self.val_index_ = va  # rows used for Platt scaling (whole tasks), kept for threshold fallback
         return self
+
+    def _train_booster(self, clf: lgb.LGBMClassifier, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> lgb.Booster:
+        """The booster of ``clf`` trained on the fit part of the split (``scale.train.DaskOutcomeModel``
+        trains the same classifier with lightgbm.dask)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            clf.fit(X, y, sample_weight=w)
+        return clf.booster_
 
     # ------------------------------------------------------------- predict
     def predict_proba(self, X: Any) -> np.ndarray:

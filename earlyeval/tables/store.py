@@ -3,19 +3,26 @@
 Stage boundaries are files: ``data/<bench>/trajectories.parquet`` holds one row
 per trajectory with its steps as a nested list, ``data/<bench>/tasks.parquet``
 one row per task.  Nullable columns keep unknown token counts as null.
+
+A dataset path is one parquet file (an in-process ingest) or a directory of parts
+``part-*.parquet`` of the same schema, read in name order (an ingest on a cluster,
+``earlyeval.scale.ingest``: one part per chunk of a run's files); pandas, pyarrow and
+``dask.dataframe`` read either as one table, and so does every reader here.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from earlyeval.core.atomic import atomic_path
+from earlyeval.core.atomic import atomic_path, swap_dir
 from earlyeval.core.errors import IngestError
 from earlyeval.core.trajectory import MAX_TOKENS_PER_STEP, Task, Trajectory, cost_value, token_count
 from earlyeval.config.workspace import data_dir
@@ -136,8 +143,22 @@ def validate_task(t: Task, file: str = "<tasks>") -> None:
                 raise IngestError(file, f"{t.task_id!r}.{name}", "not UTF-8 text")
 
 
+PARTS = "part-*.parquet"  # the parts of a dataset directory, read in name order
+
+
+def part_names(path: Path) -> list[str]:
+    """The parts of a dataset directory, in the order they are read (name order)."""
+    return sorted(n for n in os.listdir(path) if fnmatch.fnmatch(n, PARTS))
+
+
 def _write_table(table: pa.Table, path: Path) -> Path:
-    """Atomically (temp file, fsync, rename): a reader sees the old complete file or the new one."""
+    """Atomically (temp file, fsync, rename): a reader sees the old complete file or the new one.  A dataset
+    directory at ``path`` (a cluster ingest's parts) is replaced whole by the file (``atomic.swap_dir``)."""
+    if path.is_dir() and not path.is_symlink():
+        tmp = path.parent / f".{path.name}.{os.getpid()}.file.tmp"
+        pq.write_table(table, tmp)
+        swap_dir(tmp, path)
+        return path
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
     return path
@@ -152,11 +173,30 @@ def write_trajectories(trajs: Iterable[Trajectory], path: Path) -> Path:
     return _write_table(pa.Table.from_pylist(rows, schema=TRAJ_SCHEMA), path)
 
 
-def _read_table(path: Path) -> pa.Table:
+def _read_table(path: Path, schema: pa.Schema | None = None) -> pa.Table:
     """The whole file through one open handle: a concurrent atomic replace (rename) can never mix the
-    old file's footer with the new file's pages, as re-opening the path for each part could."""
-    with open(path, "rb") as f:
-        return pq.read_table(f)
+    old file's footer with the new file's pages, as re-opening the path for each part could.  A directory
+    of parts is read through one open handle of the directory for the same reason (a concurrent swap of
+    the whole directory cannot mix two datasets' parts)."""
+    if not path.is_dir():
+        with open(path, "rb") as f:
+            return pq.read_table(f)
+    dfd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        tables = []
+        for name in sorted(n for n in os.listdir(dfd) if fnmatch.fnmatch(n, PARTS)):
+            with os.fdopen(os.open(name, os.O_RDONLY, dir_fd=dfd), "rb") as f:
+                tables.append(pq.read_table(f))
+    finally:
+        os.close(dfd)
+    if not tables:
+        return (schema or TRAJ_SCHEMA).empty_table()
+    return pa.concat_tables(tables)
+
+
+def read_table(path: Path, schema: pa.Schema | None = None) -> pa.Table:
+    """A dataset (one file or a directory of parts) as one pyarrow table; ``schema`` is the empty one's."""
+    return _read_table(path, schema)
 
 
 def read_trajectories(path: Path) -> list[Trajectory]:

@@ -279,7 +279,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
                warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
                csv: str | Path | bool | None = None, data_root: str | Path | None = None, force: bool = False,
                cross_bench: bool = False, halt_on: str = "both", require_signature: bool = False,
-               warm_rule: str = "certify") -> dict[str, Path]:
+               warm_rule: str = "certify", replay_all: Any = None) -> dict[str, Path]:
     """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
 
     ``fmt`` "auto": the format read from the files (``score_checks.detect_format``).  ``as_of``: None (or
@@ -296,6 +296,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     ``halt_on``: which predicted outcomes halt ("both", the default of a benchmark pass; "failure": what a live
     adapter saves; "success"), as ``Monitor(halt_on=...)``; recorded in score.json.
     ``require_signature``: refuse a model dir not signed with the user's key (``Monitor.load``).
+    ``replay_all(trajs, tasks, as_of, same_agent, warm_runs)``: the records of every run, replayed elsewhere
+    by monitors loaded and warmed as this one (a cluster: ``earlyeval.scale.replay``); default here.
 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
     from tqdm.auto import tqdm
@@ -336,6 +338,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     cutoff, dates = date_runs(trajs, as_of, [f.name for f in bundle.featurizer.families], fmt)
     warm_ids: set[str] = set()
     warm_info = None
+    warm_runs: list[Trajectory] = []
     if warm_start:
         lab = [t for t in trajs if t.outcome is not None]
         if len(lab) < warm_start:
@@ -345,9 +348,12 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         warm_ids = {t.run_id for t in warm_runs}
         warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent, rule=warm_rule)
         warm_info["run_ids"] = sorted(warm_ids)
-    records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
-               for t in tqdm(trajs, desc="score: replay", unit="run", leave=False,
-                             disable=True if not progress or len(trajs) < 20 else None)]  # None: on a terminal only
+    if replay_all is None:
+        records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
+                   for t in tqdm(trajs, desc="score: replay", unit="run", leave=False,
+                                 disable=True if not progress or len(trajs) < 20 else None)]  # None: on a terminal only
+    else:
+        records = replay_all(trajs, tasks_by_id, cutoff, same_agent, warm_runs)
     for r in records:
         if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
             r.update(warm=True, halted=False, halt_t=None, halt_step_index=None, predicted=None,

@@ -1,0 +1,147 @@
+"""The CLI's shared pieces: the typer app, option factories, logging setup, the error convention of every verb
+(one line, exit 2: ``_command``), progress and output lines.  The verbs themselves are in ``earlyeval.app.cli``."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import warnings
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from earlyeval.app.options import check_bench, check_scheduler
+
+HELP = """earlyeval: predict agent-run outcomes early, and halt runs whose end is already clear.
+
+Most verbs take --bench (a catalog: earlyeval/catalogs/<bench>.toml, or the workspace's data/<bench>.toml); every verb ends by printing where its outputs are.
+"""
+# click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=HELP, rich_markup_mode=None,
+                  pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
+
+log = logging.getLogger("earlyeval.app.cli")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from earlyeval import __version__
+
+        typer.echo(f"earlyeval {__version__}")
+        raise typer.Exit()
+
+
+def _bench_opt(default: Any = ..., help: str = "Benchmark catalog name, e.g. swebench (see earlyeval/catalogs/).") -> Any:
+    return typer.Option(default, "--bench", "-b", help=help, callback=check_bench)
+
+
+DataRoot = typer.Option(None, "--data-root", help="Folder holding the shared runs (default: $EARLYEVAL_DATA, else ../shared/data).")
+VERBOSE_HELP = "Log progress detail and library warnings (INFO level) to stderr."
+LABEL_FORMATS = "sb-cli, instance-reports, harness-lists, resolved-list, openhands-md, csv-summary, resolved-submissions"  # ingest.labels.READERS (checked by a test)
+JSON_HELP = "Print the report as JSON on stdout (and nothing else there) instead of the table."
+SEED_HELP = "Random seed (LightGBM, subsampling, warm-start draws): same seed, same results."
+
+
+def _verbose() -> Any:
+    return typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
+
+
+SCHEDULER_HELP = ("Run on a dask.distributed cluster: local (a LocalCluster, one worker process per core), local:N "
+                  "(N worker processes), or a running scheduler's address tcp://HOST:PORT (docs/scale.md). "
+                  "Default: $EARLYEVAL_SCHEDULER, else everything in this process.")
+
+
+def _scheduler() -> Any:
+    return typer.Option(None, "--scheduler", envvar="EARLYEVAL_SCHEDULER", help=SCHEDULER_HELP, callback=check_scheduler)
+
+
+def _cluster(scheduler: Optional[str]) -> Any:
+    """The verb's cluster for the ``with`` block (an ``earlyeval.scale.backend.Backend``), or None: in this process.
+    dask is imported only here, only when a scheduler is given."""
+    import contextlib
+
+    from earlyeval.scale.spec import parse_scheduler
+
+    spec = parse_scheduler(scheduler)
+    if spec is None:
+        return contextlib.nullcontext(None)
+    try:
+        from earlyeval.scale.backend import open_backend
+    except ImportError as e:
+        raise _user_error(ImportError(f"needs the dask extra ({e}): make install, or pip install '.[dask]' in the "
+                                      "repository (docs/scale.md)"), "--scheduler")
+    return open_backend(spec, progress=lambda m: log.info("%s", m))
+
+
+def _setup(verbose: bool, ctx: Any = None) -> None:
+    """Logging to stderr.  Library warnings (``warnings.warn``) are routed into the log (logger
+    'py.warnings'): shown with -v, else logged at debug level and summed up in one line at the end."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    pyw = logging.getLogger("py.warnings")
+    prev = warnings.showwarning
+    count = [0]
+
+    def _show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        count[0] += 1
+        text = warnings.formatwarning(message, category, filename, lineno, line).rstrip()
+        pyw.log(logging.WARNING if verbose else logging.DEBUG, "%s", text)
+
+    warnings.showwarning = _show
+
+    def _done() -> None:
+        warnings.showwarning = prev
+        if count[0] and not verbose:
+            typer.echo(f"note: {count[0]} library warning(s) hidden (run with -v to see them)", err=True)
+
+    if ctx is not None:
+        ctx.call_on_close(_done)
+
+
+def _command() -> Any:
+    """``app.command()`` whose errors a user can fix (a missing file, a malformed catalog or model dir, an
+    unknown agent: ``EarlyEvalError``, ``FileNotFoundError``, ``ValueError``) print one line and exit 2
+    instead of a traceback; with --verbose the traceback follows in the log."""
+    def deco(f: Any) -> Any:
+        @functools.wraps(f)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            from earlyeval.core.errors import EarlyEvalError
+
+            try:
+                return f(*args, **kwargs)
+            except (EarlyEvalError, FileNotFoundError, ValueError) as e:
+                if kwargs.get("verbose"):
+                    log.info("traceback of the error below", exc_info=True)
+                raise _user_error(e) from None
+            except BrokenPipeError:
+                raise
+            except OSError as e:  # a fault of the machine outside the atomic writers (reading, a library's own write)
+                if kwargs.get("verbose"):
+                    log.info("traceback of the error below", exc_info=True)
+                raise _user_error(e if not e.filename else OSError(f"{e.strerror or e}: {e.filename}")) from None
+        return app.command()(run)
+    return deco
+
+
+def _user_error(e: Exception, param: str | None = None) -> typer.Exit:
+    """One line on stderr and exit 2, for bad input the user can fix (no traceback)."""
+    text = " ".join(str(e).split())  # one line, whatever the message held
+    typer.echo(f"error: {param + ': ' if param else ''}{text}", err=True)
+    return typer.Exit(2)
+
+
+def _say_outputs(err: bool = False, **paths: Path | str) -> None:
+    typer.echo("\nOutputs:", err=err)
+    for k, p in paths.items():
+        typer.echo(f"  {k:<12} {p}", err=err)
+
+
+def _progress(msg: str) -> None:
+    typer.echo(f"  … {msg}", err=True)
+
+
+def _print_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=1, default=str))
+
+

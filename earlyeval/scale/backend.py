@@ -1,0 +1,94 @@
+"""The pipeline's stages on a cluster: what ``earlyeval ingest|train|evaluate|score --scheduler`` hand the
+stages in ``app/pipeline.py`` (and ``score_runs``) instead of doing the work in this process.
+
+``Backend`` holds the client and the one dataset it featurized (scattered once to every worker, where
+the fold tasks read it); ``open_backend`` connects for the duration of a verb.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from distributed import Client
+
+from earlyeval.config.catalog import Catalog
+from earlyeval.evaluation.dataset import Dataset
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.scale.cluster import connect
+from earlyeval.scale.features import dataset_from_parts, featurize
+from earlyeval.scale.folds import run_folds, runner_factory
+from earlyeval.scale.ingest import CHUNK_FILES, IngestedParts, ingest_parts
+from earlyeval.scale.replay import replay_runs
+from earlyeval.scale.spec import SchedulerSpec
+from earlyeval.scale.train import TrainRunner, train_plan
+
+
+class Backend:
+    """The distributed stages on one ``dask.distributed`` client (see the module doc)."""
+
+    def __init__(self, client: Client, *, chunk_files: int = CHUNK_FILES, progress: Callable[[str], None] | None = None):
+        self.client = client
+        self.chunk_files = chunk_files
+        self.progress = progress
+        self._ds: Dataset | None = None
+        self._ds_future: Any = None
+        self.fold_runners: list[FoldRunner] = []  # every runner handed out (their ``misses``: fits not planned)
+
+    def ingest(self, cat: Catalog, root: Path, dest: Path, max_files: int | None = None) -> IngestedParts:
+        return ingest_parts(self.client, cat, root, dest, chunk_files=self.chunk_files, max_files=max_files,
+                            progress=self.progress)
+
+    def dataset(self, bench: str, families: list[str], root: str | Path | None = None) -> Dataset:
+        """Featurized by partition (``scale.features``), then sent once to every worker."""
+        ds = featurize(self.client, bench, families, root, progress=self.progress)
+        self._ds, self._ds_future = ds, self.client.scatter(ds, broadcast=True, hash=False)
+        return ds
+
+    def dataset_of_parts(self, bench: str, families: list[str], root: str | Path | None = None) -> Dataset:
+        """The dataset an earlier featurize left in ``features/<bench>/`` (``scale.features.dataset_from_parts``),
+        sent once to every worker."""
+        ds = dataset_from_parts(bench, families, root)
+        self._ds, self._ds_future = ds, self.client.scatter(ds, broadcast=True, hash=False)
+        return ds
+
+    def _future(self, ds: Dataset) -> Any:
+        if ds is not self._ds:
+            self._ds, self._ds_future = ds, self.client.scatter(ds, broadcast=True, hash=False)
+        return self._ds_future
+
+    def runners(self, ds: Dataset) -> Callable[..., FoldRunner]:
+        """``run_loao``'s ``runners``: each LOAO's folds as tasks first (``scale.folds``)."""
+        make = runner_factory(self.client, ds, self._future(ds))
+
+        def runners(*args: Any, **kwargs: Any) -> FoldRunner:
+            runner = make(*args, **kwargs)
+            self.fold_runners.append(runner)
+            return runner
+        return runners
+
+    def train_runner(self, ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None) -> FoldRunner:
+        """``train_bench``'s runner: inner folds as tasks, the shipped fit with lightgbm.dask (``scale.train``)."""
+        results = run_folds(self.client, self._future(ds), cfg, train_plan(ds, cfg), progress)
+        runner = TrainRunner(ds, cfg, progress, results, self.client)
+        self.fold_runners.append(runner)
+        return runner
+
+    def replay(self, model_dir: str | Path, thresholds: Any = None, halt_on: str = "both",
+               warm_rule: str = "certify") -> Callable[..., list[dict[str, Any]]]:
+        """``score_runs``'s ``replay_all``: the runs replayed through the Monitor on the workers."""
+        def replay_all(trajs: Any, tasks: Any, as_of: Any, same_agent: Any, warm: Any) -> list[dict[str, Any]]:
+            return replay_runs(self.client, model_dir, thresholds, warm, trajs, tasks, as_of, same_agent,
+                               progress=self.progress, halt_on=halt_on, warm_rule=warm_rule)
+        return replay_all
+
+
+@contextlib.contextmanager
+def open_backend(spec: SchedulerSpec | None, progress: Callable[[str], None] | None = None) -> Iterator[Backend | None]:
+    """A ``Backend`` on ``spec`` for the block, or None (in this process) when ``spec`` is None."""
+    if spec is None:
+        yield None
+        return
+    with connect(spec) as client:
+        yield Backend(client, progress=progress)

@@ -1,0 +1,59 @@
+"""The cluster a verb runs on (``dask.distributed``), and what every task does first on a worker.
+
+``connect`` opens a ``Client``: on a ``LocalCluster`` it starts for the verb (``local[:N]``: N worker
+processes, one thread each, its HTTP port a free one) or on a running scheduler (an address: an existing cluster,
+e.g. one started by dask-jobqueue or dask-kubernetes; docs/scale.md).  Workers get no process state from
+the caller: a task receives the workspace and the data root as arguments (``in_workspace``), so they must
+see the same paths (one machine, or a shared file system).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from distributed import Client, LocalCluster
+
+from earlyeval.config.workspace import set_workspace, workspace_root
+from earlyeval.scale.spec import SchedulerSpec, local_workers, parse_scheduler
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def connect(spec: SchedulerSpec | str, *, memory_limit: str | float | None = "auto") -> Iterator[Client]:
+    """A ``Client`` on ``spec`` for the duration of the block; a LocalCluster it started is closed after it."""
+    if isinstance(spec, str):
+        parsed = parse_scheduler(spec)
+        if parsed is None:
+            raise ValueError(f"{spec!r} names no scheduler")
+        spec = parsed
+    if spec.kind == "address":
+        with Client(spec.address) as client:
+            log.info("connected to %s (%d workers)", spec.address, len(workers_of(client)))
+            yield client
+        return
+    n = local_workers(spec)
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      memory_limit=memory_limit, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        log.info("LocalCluster of %d worker processes", n)
+        yield client
+
+
+def workers_of(client: Client) -> list[str]:
+    """The workers' addresses, sorted: the one order data and work are placed in (determinism)."""
+    return sorted(client.scheduler_info(n_workers=-1)["workers"])
+
+
+def in_workspace(ws: str | Path) -> None:
+    """A task's first step on a worker: the caller's workspace (catalog overrides, data/, features/)."""
+    if workspace_root() != Path(ws):
+        set_workspace(ws)
+
+
+def call(ws: str | Path, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` on a worker, in the caller's workspace."""
+    in_workspace(ws)
+    return fn(*args, **kwargs)

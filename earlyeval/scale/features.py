@@ -1,0 +1,190 @@
+"""Featurize by partition: the fold-free feature blocks of every prefix, one task per part of the dataset.
+
+A task reads one part of ``data/<bench>/trajectories.parquet`` (a part of a cluster ingest, or a slice of
+rows of the one-file dataset) and runs the in-process loader on it (``dataset.load_dataset`` on those
+runs: the same streaming families, the same contexts and dates), so each row is computed by the very code
+the in-process matrix is, and the blocks are bitwise equal to it.  It writes two parts of its own:
+
+- ``features/<bench>/prefixes.parquet/part-NNNNN.parquet``: per prefix row, ``run_id``, ``t`` and every
+  fold-free block's columns (``<block>/<feature>``, float32);
+- ``features/<bench>/runs.parquet/part-NNNNN.parquet``: the part's labelled runs, with their steps' text
+  (observation, thought, action texts) left out when no fold-fitted family of the configuration reads
+  steps (``light``): what the folds, the metrics and the budget read of a run is its identity, labels,
+  step count, per-step tokens, costs and action strings.
+
+A worker holds one part at a time, so featurizing 100x the runs needs no more memory per worker than 1x.
+The driver then reads both back as the modelling ``Dataset`` (``dataset_from_parts``): the prefix table
+rebuilt by ``tables.prefixes.prefix_table`` (one definition) and checked row by row against the parts.
+Fold-fitted families (text, peer_prior) are fitted inside each fold task on its training runs only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from distributed import Client, as_completed
+
+from earlyeval.config.catalog import data_root, load_catalog
+from earlyeval.config.workspace import features_dir, workspace_root
+from earlyeval.core.atomic import atomic_path, new_dir_beside, swap_dir
+from earlyeval.core.trajectory import Action, Step, Trajectory
+from earlyeval.evaluation.dataset import Dataset, load_dataset
+from earlyeval.features import PriorTable, RunContext, family_class, fold_fitted, fold_free
+from earlyeval.scale.cluster import in_workspace, workers_of
+from earlyeval.tables.prefixes import prefix_table
+from earlyeval.tables.store import (TRAJ_SCHEMA, bench_dir, part_names, read_table, read_tasks, read_trajectories,
+                                    write_trajectories)
+
+log = logging.getLogger(__name__)
+
+PREFIXES = "prefixes.parquet"
+RUNS = "runs.parquet"
+SLICES_PER_WORKER = 2  # tasks per worker when the dataset is one file (an in-process ingest: each task reads the file)
+BLOCKS_KEY = b"earlyeval.blocks"  # parquet metadata of a prefixes part: {block: [feature names]}
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One task's runs: a part of a dataset directory, or rows [start, stop) of a one-file dataset."""
+
+    path: str
+    start: int = 0
+    stop: int | None = None
+
+
+def partitions(path: Path, slices: int = 2) -> list[Partition]:
+    """The dataset's partitions, in dataset order: its parts, or ``slices`` row ranges of a one-file dataset
+    (which came from one process, so it is small enough for each task to read it whole)."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `earlyeval ingest --bench {path.parent.name}` first")
+    if path.is_dir():
+        return [Partition(str(path / n)) for n in part_names(path)]
+    n = pq.ParquetFile(path).metadata.num_rows
+    size = max(-(-n // max(slices, 1)), 1)
+    return [Partition(str(path), a, min(a + size, n)) for a in range(0, n, size)] or [Partition(str(path), 0, 0)]
+
+
+def read_partition(part: Partition) -> list[Trajectory]:
+    if part.stop is None:
+        return read_trajectories(Path(part.path))
+    table = read_table(Path(part.path), TRAJ_SCHEMA).slice(part.start, part.stop - part.start)
+    return [Trajectory.from_dict(r) for r in table.to_pylist()]
+
+
+def light_ok(families: list[str]) -> bool:
+    """Whether the runs may travel without their steps' text: every fold-fitted family is constant over a
+    run (its values come from the run's context alone, e.g. peer_prior); text reads the steps."""
+    return all(getattr(family_class(f), "constant_per_run", False) for f in fold_fitted(families))
+
+
+def strip_text(t: Trajectory) -> Trajectory:
+    """The run without its steps' observation, thought and action texts (identity, labels, counts kept)."""
+    steps = [dataclasses.replace(s, observation="", thought="",
+                                 actions=[Action(a.tool, "", a.kind) for a in s.actions]) for s in t.steps]
+    return dataclasses.replace(t, steps=steps)
+
+
+@functools.lru_cache(maxsize=4)
+def _tasks(path: str, stamp: tuple[int, int]) -> dict[str, Any]:
+    """The task table, read once per worker process per version of the file."""
+    return read_tasks(Path(path))
+
+
+def task_table(bench: str) -> dict[str, Any]:
+    p = bench_dir(bench) / "tasks.parquet"
+    if not p.exists():
+        return {}
+    st = p.stat()
+    return _tasks(str(p), (st.st_mtime_ns, st.st_size))
+
+
+def featurize_part(ws: str, root: str, bench: str, families: list[str], part: Partition, prefixes_out: str,
+                   runs_out: str, light: bool) -> tuple[int, int]:
+    """One task: the fold-free blocks of one partition's prefixes and its labelled runs, as two parts.
+    (labelled runs, prefix rows)."""
+    in_workspace(ws)
+    ds = load_dataset(bench, families, Path(root), progress=False, trajs=read_partition(part), tasks=task_table(bench))
+    cols: dict[str, Any] = {"run_id": pa.array([ds.trajs[i].run_id for i in ds.prefixes["run"]], pa.string()),
+                            "t": pa.array(ds.prefixes["t"].to_numpy(), pa.int32())}
+    for block, X in ds.blocks.items():
+        for j, name in enumerate(ds.block_names[block]):
+            cols[f"{block}/{name}"] = pa.array(np.ascontiguousarray(X[:, j]), pa.float32())
+    meta = {BLOCKS_KEY: json.dumps(ds.block_names).encode()}
+    table = pa.table(cols).replace_schema_metadata(meta)
+    with atomic_path(Path(prefixes_out)) as tmp:
+        pq.write_table(table, tmp)
+    write_trajectories([strip_text(t) for t in ds.trajs] if light else ds.trajs, Path(runs_out))
+    return len(ds.trajs), len(ds.prefixes)
+
+
+def featurize(client: Client, bench: str, families: list[str], root: str | Path | None = None,
+              progress: Callable[[str], None] | None = None) -> Dataset:
+    """Featurize every partition on the cluster (``featurize_parts``) and return the ``Dataset`` they make
+    (``dataset_from_parts``)."""
+    featurize_parts(client, bench, families, root, progress)
+    return dataset_from_parts(bench, families, root)
+
+
+def featurize_parts(client: Client, bench: str, families: list[str], root: str | Path | None = None,
+                    progress: Callable[[str], None] | None = None) -> Path:
+    """Featurize every partition on the cluster and swap the parts in under ``features/<bench>/``."""
+    free = fold_free(families)  # an unknown family raises here, before any task
+    src = bench_dir(bench) / "trajectories.parquet"
+    if not (src.parent / "ingest.done").exists():
+        log.warning("%s has no ingest.done: the last `earlyeval ingest --bench %s` did not finish", src.parent, bench)
+    parts = partitions(src, SLICES_PER_WORKER * len(workers_of(client)))
+    light = light_ok(families)
+    out = features_dir(bench)
+    stage_p, stage_r = new_dir_beside(out / PREFIXES), new_dir_beside(out / RUNS)
+    ws, r = str(workspace_root()), str(data_root(root))
+    futs = {client.submit(featurize_part, ws, r, bench, free, p, str(stage_p / f"part-{k:05d}.parquet"),
+                          str(stage_r / f"part-{k:05d}.parquet"), light, key=f"earlyeval-featurize-{stage_p.name}-{k}",
+                          pure=False): k for k, p in enumerate(parts)}
+    try:
+        for n, fut in enumerate(as_completed(list(futs)), start=1):
+            fut.result()
+            if progress:
+                progress(f"featurize: {n}/{len(futs)} partitions")
+    except BaseException:
+        client.cancel(list(futs))
+        raise
+    swap_dir(stage_p, out / PREFIXES)
+    swap_dir(stage_r, out / RUNS)
+    return out
+
+
+def dataset_from_parts(bench: str, families: list[str], root: str | Path | None = None) -> Dataset:
+    """The modelling ``Dataset`` from ``featurize``'s parts: what ``load_dataset`` returns for the same runs
+    (the runs possibly without their steps' text, see the module doc)."""
+    out = features_dir(bench)
+    if not (out / PREFIXES).is_dir() or not part_names(out / PREFIXES):
+        raise FileNotFoundError(f"{out / PREFIXES} has no parts: featurize on the cluster first")
+    trajs = read_trajectories(out / RUNS)
+    table = read_table(out / PREFIXES)
+    names: dict[str, list[str]] = json.loads(table.schema.metadata[BLOCKS_KEY])
+    cat = load_catalog(bench)
+    tasks = read_tasks(bench_dir(bench) / "tasks.parquet")
+    prior_table = None
+    if "prior" in families and cat.priors.get("path"):
+        prior_table = PriorTable.load(data_root(root) / cat.priors["path"])
+    contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
+    prefixes = prefix_table(trajs, min_steps=2)
+    run_ids = [trajs[i].run_id for i in prefixes["run"]]
+    if table.column("run_id").to_pylist() != run_ids or not np.array_equal(table.column("t").to_numpy(), prefixes["t"].to_numpy()):
+        raise AssertionError(f"{out / PREFIXES}: its rows are not the prefixes of {out / RUNS} (a mixed or stale feature set?)")
+    ds = Dataset(bench, cat, trajs, tasks, contexts, prefixes, prior_table=prior_table)
+    for block, bnames in names.items():  # the loader's order: the fold-free families, then prior@current_pool
+        cols = [table.column(f"{block}/{n}").to_numpy() for n in bnames]
+        ds.blocks[block] = (np.ascontiguousarray(np.column_stack(cols), dtype=np.float32) if cols
+                            else np.zeros((table.num_rows, 0), np.float32))
+        ds.block_names[block] = list(bnames)
+    return ds

@@ -1,0 +1,63 @@
+"""``earlyeval score`` on a cluster: the runs replayed through the Monitor on the workers, in chunks.
+
+Each worker loads the model directory itself (``Monitor.load``, the Monitor unchanged; the directory must
+be readable there), applies the same threshold override and, for a warm start, replays the same warm runs
+first (``Monitor.warm_start`` is deterministic), so its monitor is in the driver's state; every run is
+then replayed by ``replay.replay`` exactly as in-process.  A monitor resets between runs, so which worker
+replays a run does not change its record; the records come back in run order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from distributed import Client
+
+from earlyeval.core.trajectory import Task, Trajectory
+from earlyeval.monitor import Monitor
+from earlyeval.replay import replay
+
+RUNS_PER_TASK = 32
+_MONITORS: dict[tuple, Monitor] = {}  # per worker process: the monitor of (model dir, thresholds, warm runs)
+
+
+def _monitor(model_dir: str, thresholds: Any, warm: list[Trajectory] | None, tasks: dict[str, Task],
+             as_of: Any, same_agent: str | None, halt_on: str = "both", warm_rule: str = "certify") -> Monitor:
+    stamp = Path(model_dir, "manifest.json").stat().st_mtime_ns
+    key = (model_dir, stamp, repr(thresholds), tuple(t.run_id for t in warm or ()), repr(as_of), same_agent, halt_on,
+           warm_rule)
+    mon = _MONITORS.get(key)
+    if mon is None:
+        _MONITORS.clear()  # one model at a time per worker
+        mon = Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on)
+        if warm:
+            mon.warm_start(warm, tasks, as_of=as_of, same_agent=same_agent, rule=warm_rule)
+        _MONITORS[key] = mon
+    return mon
+
+
+def replay_chunk(model_dir: str, thresholds: Any, warm: list[Trajectory] | None, runs: list[Trajectory],
+                 tasks: dict[str, Task], as_of: Any, same_agent: str | None, halt_on: str = "both",
+                 warm_rule: str = "certify") -> list[dict[str, Any]]:
+    """One task: the records of ``runs``, replayed by this worker's monitor (loaded and warmed as the driver's)."""
+    mon = _monitor(model_dir, thresholds, warm, tasks, as_of, same_agent, halt_on, warm_rule)
+    return [replay(mon, t, tasks.get(t.task_id), as_of, same_agent) for t in runs]
+
+
+def replay_runs(client: Client, model_dir: str | Path, thresholds: Any, warm: list[Trajectory] | None,
+                trajs: list[Trajectory], tasks: dict[str, Task], as_of: Any, same_agent: str | None,
+                progress: Callable[[str], None] | None = None, runs_per_task: int = RUNS_PER_TASK,
+                halt_on: str = "both", warm_rule: str = "certify") -> list[dict[str, Any]]:
+    """Every run's replay record, in order, computed on the cluster."""
+    tasks_f = client.scatter(tasks, broadcast=True, hash=False)
+    warm_f = client.scatter(list(warm), broadcast=True, hash=False) if warm else None
+    chunks = [trajs[i:i + runs_per_task] for i in range(0, len(trajs), runs_per_task)]
+    futs = [client.submit(replay_chunk, str(Path(model_dir).resolve()), thresholds, warm_f, c, tasks_f, as_of, same_agent,
+                          halt_on, warm_rule, pure=False) for c in chunks]
+    out: list[dict[str, Any]] = []
+    for k, fut in enumerate(futs, start=1):
+        out.extend(fut.result())
+        if progress:
+            progress(f"score: {k}/{len(futs)} chunks replayed")
+    return out

@@ -1,0 +1,62 @@
+"""A cluster ingest gives what the in-process ingest gives: trajectories, order, run ids, skips, report.
+
+On the hand-written SWE-agent fixtures, with one file per task (the worst split), and a second copy of
+a task in a subfolder so that the same run id comes from two chunks: the driver must rename it as one
+in-process pass does (``ingest.unique_run_id``) and rewrite that part.  A threaded in-process cluster is
+enough here (tasks, parts, merge); worker processes and a killed worker are the integration tests'."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+
+import _paths
+from distributed import Client, LocalCluster
+
+from earlyeval.config.catalog import Catalog, LabelSpec, RunSpec
+from earlyeval.ingest import ingest_run
+from earlyeval.scale.ingest import ingest_parts
+from earlyeval.tables.store import part_names, read_trajectories
+
+SPEC = RunSpec(name="fx-swe-agent", folder="runs/fx-swe-agent", agent="swe-agent__fake-model", scaffold="swe-agent",
+               model="fake-model", format="swe-agent-traj", glob="**/*.traj*",
+               labels=[LabelSpec(format="resolved-list", path="final_report.json*")])
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as lc, Client(lc) as c:
+        yield c
+
+
+@pytest.fixture
+def root(tmp_path):
+    run = tmp_path / "data" / SPEC.folder
+    shutil.copytree(_paths.FIXTURES / "swe-agent-traj", run)
+    (run / "sub").mkdir()
+    shutil.copy(run / "astropy__astropy-1.traj", run / "sub" / "astropy__astropy-1.traj")  # same task, another file
+    shutil.copy(run / "django__django-2.traj", run / "sub" / "zz.traj")  # a task id from the file: django
+    return tmp_path / "data"
+
+
+@pytest.mark.parametrize("chunk_files", [1, 3, 100])
+def test_same_trajectories_ids_and_report_as_in_process(client, root, tmp_path, chunk_files):
+    ref, rep = ingest_run(SPEC, "swebench", root)
+    assert any("@" in t.run_id for t in ref), [t.run_id for t in ref]  # the fixture does collide
+    assert rep.skipped  # and has bad files
+    cat = Catalog("swebench", Path("fx.toml"), [SPEC, dataclasses.replace(SPEC, name="missing", folder="runs/none")])
+    dest = tmp_path / "trajectories.parquet"
+    got = ingest_parts(client, cat, root, dest, chunk_files=chunk_files)
+    got.commit(dest)
+    back = read_trajectories(dest)
+    assert [t.run_id for t in back] == [t.run_id for t in ref] == [r.run_id for r in got.records]
+    assert back == ref  # every field of every trajectory
+    assert got.reports[0].to_dict() == rep.to_dict()
+    assert got.reports[1].skipped[0]["reason"] == "run folder does not exist" and got.reports[1].trajectories == 0
+    assert len(part_names(dest)) == -(-rep.files_read // chunk_files) + 1  # one part per chunk (the missing run: one empty)
+    assert not list(tmp_path.glob(".trajectories.parquet.*"))  # the staging directory became the dataset

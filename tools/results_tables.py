@@ -67,6 +67,14 @@ def main(path: str, bench: str = "swebench") -> None:
         pool = rep["warm_start_pooled"][sh]
         print(f"| {sh} (halted acc / saved) | " + " | ".join(f"{pct(w['halted_accuracy'])} / {pct(w['steps_saved'])}" for w in per + [pool]) + " |")
     print()
+    print("| warm start, check rule (as_of) | " + " | ".join(a for a in agents if a not in small) + " | pooled |")
+    print("|---|" + "---|" * (len(agents) - len(small) + 1))
+    for sh in rep.get("warm_start_check_pooled", {}):
+        per = [rep["agents"][a]["warm_start_check"][sh] for a in agents if a not in small]
+        pool = rep["warm_start_check_pooled"][sh]
+        print(f"| {sh} (halted acc / saved) | " + " | ".join(f"{pct(w['halted_accuracy'])} / {pct(w['steps_saved'])}" for w in per + [pool]) + " |")
+    print()
+    extra_tables(rep, agents, small)
     print("| ablation (as_of) | mean AUROC | pooled halted acc | pooled saved (in-run) | min halted acc | mean abs shift pp |")
     print("|---|---|---|---|---|---|")
     for ab in rep.get("ablations", []):
@@ -74,6 +82,58 @@ def main(path: str, bench: str = "swebench") -> None:
         p = ab["pooled"]
         print(f"| {ab['name']} | {ab['mean_auroc']:.3f} | {pct(p['halted_accuracy'])} | {saved(p)} | {pct(min(hs) if hs else None)} | "
               f"{ab['mean_abs_resolve_rate_shift_pp']:.2f} |")
+
+
+def usd(d: dict[str, Any] | None) -> str:
+    if not d or d.get("usd_saved_share") is None:
+        return "–"
+    return f"${d['usd_saved']:.2f} of ${d['total_usd']:.2f} ({pct(d['usd_saved_share'])})"
+
+
+def extra_tables(rep: dict[str, Any], agents: list[str], small: set[str]) -> None:
+    """The benchmark pass against the failure-only live mode, the two threshold rules and the oracle's share,
+    and leave-one-scaffold-out per protocol."""
+    large = [a for a in agents if a not in small]
+    blocks = {**rep["agents"], "**pooled**": rep["pooled"]}
+    print("| held-out agent (as_of) | benchmark pass: halted acc | steps saved | dollars saved | failure-only: halted acc | steps saved | dollars saved |")
+    print("|---|---|---|---|---|---|---|")
+    for a in large + ["**pooled**"]:
+        b = blocks[a]
+        fo = b.get("failure_only") or {}
+        print(f"| {a} | {pct(b.get('halted_accuracy'))} | {saved(b)} | {usd(b.get('dollars'))} | "
+              f"{pct(fo.get('halted_accuracy'))} | {saved(fo)} | {usd(fo.get('dollars'))} |")
+    print()
+    sel = rep.get("threshold_selection_detail") or {}
+    print("| held-out agent (as_of) | thresholds (τ_s, τ_f) | halted acc | steps saved | other rule: thresholds | halted acc | steps saved | oracle frontier: steps saved at the same halted acc |")
+    print("|---|---|---|---|---|---|---|---|")
+    for a in large + ["**pooled**"]:
+        b = blocks[a]
+        o = b.get("other_rule") or {}
+        th = b.get("thresholds") or {}
+        oth = o.get("thresholds") or {}
+        tau = f"{th.get('success', '–')}, {th.get('failure', '–')}" if th else "–"
+        otau = f"{oth.get('success', '–')}, {oth.get('failure', '–')}" if oth else "–"
+        orc = b.get("oracle_frontier_steps_saved")
+        print(f"| {a} | {tau} | {pct(b.get('halted_accuracy'))} | {saved(b)} | {otau} | {pct(o.get('halted_accuracy'))} | "
+              f"{saved(o) if o else '–'} | {pct(orc)} |")
+    share = rep["pooled"].get("share_of_oracle_savings")
+    print(f"\nshare of the per-agent oracle's savings reached by the rule, pooled: {pct(share)}")
+    g = [rep["agents"][a]["thresholds"].get("guarantee") for a in large if rep["agents"][a].get("thresholds")]
+    if g and g[0]:
+        print(f"the rule's guarantee (first held-out agent's fold): {g[0]}")
+    print()
+    for name, prot in rep["protocols"].items():
+        if not isinstance(prot, dict) or not prot.get("leave_one_scaffold_out"):
+            continue
+        print(f"| leave-one-scaffold-out, {name} | held-out agents | AUROC | halted acc | steps saved | shift pp |")
+        print("|---|---|---|---|---|---|")
+        for sc, blk in prot["leave_one_scaffold_out"].items():
+            for a, b in blk["agents"].items():
+                if b.get("small_n"):
+                    continue
+                print(f"| {sc} | {a} | " + " | ".join(cells(b)) + " |")
+            print(f"| {sc} | **pooled** | " + " | ".join(cells(blk["pooled"])) + " |")
+        print()
 
 
 if __name__ == "__main__":

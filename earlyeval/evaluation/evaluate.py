@@ -469,9 +469,15 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
         "threshold_selection_detail": (
             "for each held-out agent A: every other large agent B is predicted by a model fitted without A and B"
             + (" and every other agent of B's scaffold" if cfg.inner_holdout == "scaffold" else "") + "; "
-            "(tau_s, tau_f) maximize the steps saved over those predictions subject to "
-            + ("outcome accuracy" if cfg.constraint == "accuracy" else "success recall and failure recall (accuracy whatever the resolve rate)")
-            + f" >= {cfg.target_accuracy} on every B. Small runs are held out together and use the same rule."
+            + (f"rule agent-quantile: per side, tau is the (k+1)-th most cautious of the B's boldest thresholds whose share of "
+               f"runs halted wrongly on that side is <= {cfg.risk_alpha:g} (k from delta {cfg.risk_delta:g}; the guarantee per "
+               "held-out agent is in its thresholds block)" if cfg.threshold_rule == "agent-quantile" else
+               "rule worst-case: (tau_s, tau_f) maximize the steps saved over those predictions subject to "
+               + ("outcome accuracy" if cfg.constraint == "accuracy" else "success recall and failure recall (accuracy whatever the resolve rate)")
+               + f" >= {cfg.target_accuracy} on every B")
+            + (". Prior guard: each fold ships the model of the task-level features instead when it ranks the B better"
+               if cfg.prior_guard else "")
+            + ". Small runs are held out together and use the same rule."
         ),
         "holdout_agents": res.holdout,
         "small_agents": res.small,

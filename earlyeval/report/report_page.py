@@ -25,11 +25,14 @@ from earlyeval.report.html import CSS, agent_cell, esc, fnum, legend, missed, no
 from earlyeval.report.html import pyplot as _plt
 from earlyeval.report.page_costs import section_budget, section_dollars, section_latency
 from earlyeval.report.page_inputs import Inputs, small_agents
+from earlyeval.report.page_rules import section_loso, section_rules
 from earlyeval.report.provenance import provenance
 from earlyeval.report.targets import CALIBRATION_GAP, TARGETS, calibration_gap, exact, misses
 
 SECTIONS = {  # id -> heading; the test checks every heading is on the page
     "results": "Results by protocol",
+    "rules": "Threshold rules and failure-only mode",
+    "loso": "Leave-one-scaffold-out",
     "frontier": "Savings / accuracy frontier",
     "calibration": "Calibration per held-out agent",
     "halts": "Halt steps: task skip vs in-run",
@@ -392,7 +395,7 @@ def section_halts(inp: Inputs) -> str:
 
 
 BUILDERS: dict[str, Callable[[Inputs], str]] = {
-    "results": section_results, "frontier": section_frontier, "calibration": section_calibration,
+    "results": section_results, "rules": section_rules, "loso": section_loso, "frontier": section_frontier, "calibration": section_calibration,
     "halts": section_halts, "dollars": section_dollars, "budget": section_budget, "latency": section_latency,
 }
 

@@ -343,3 +343,32 @@ def test_nothing_is_wider_than_the_page_in_chromium(ws, tmp_path):
     assert m, dom[-500:]
     assert int(m.group(1)) <= 0
     assert '<p class="provenance">' in dom and 'class="miss"' in dom
+
+
+def test_rules_and_loso_sections_show_the_reports_own_blocks(ws):
+    """The rule / other rule / oracle table, failure-only against both halts with their dollars, and
+    leave-one-scaffold-out come from loao.json's own blocks; an older report without them gets notes, not a crash."""
+    from earlyeval.report.page_rules import section_loso, section_rules
+
+    _workspace(ws)
+    path = ws / "reports" / "demo" / "loao.json"
+    rep = json.loads(path.read_text())
+    a = LARGE[0]
+    rep["agents"][a]["failure_only"] = {**_block(40, False, 0.123), "dollars": {"usd_saved": 7.25, "total_usd": 50.0, "usd_saved_share": 0.145}}
+    rep["agents"][a]["dollars"] = {"usd_saved": 12.5, "total_usd": 50.0, "usd_saved_share": 0.25}
+    rep["agents"][a]["other_rule"] = {**_block(40, False, 0.077), "thresholds": {"success": 0.93, "failure": 0.99}}
+    rep["agents"][a]["oracle_frontier_steps_saved"] = 0.456
+    rep["agents"][a]["thresholds"]["guarantee"] = "P(mass > 0.02) <= 1/3"
+    rep["pooled"]["share_of_oracle_savings"] = 0.789
+    rep["protocols"]["as_of"]["leave_one_scaffold_out"] = {
+        "scaffold-s": {"agents": {a: _block(40, False, 0.222)}, "pooled": _block(40, False, 0.222), "thresholds": {"success": 0.85, "failure": 0.94}}}
+    path.write_text(json.dumps(rep))
+    inp = Inputs("demo", ws / "reports" / "demo", ws / "features" / "demo")
+    rules, loso = section_rules(inp), section_loso(inp)
+    assert "$7.25 (14.5 %)" in rules and "$12.50 (25.0 %)" in rules and "$50.00" in rules
+    assert "12.3 %" in rules and "0.93 / 0.99" in rules and "45.6 %" in rules and "78.9 %" in rules
+    assert "P(mass &gt; 0.02) &lt;= 1/3" in rules
+    assert "scaffold-s" in loso and "22.2 %" in loso and "0.85 / 0.94" in loso
+    del rep["protocols"]["as_of"]["leave_one_scaffold_out"]
+    path.write_text(json.dumps(rep))
+    assert "no leave-one-scaffold-out" in section_loso(Inputs("demo", ws / "reports" / "demo", ws / "features" / "demo"))

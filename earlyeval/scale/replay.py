@@ -9,6 +9,8 @@ replays a run does not change its record; the records come back in run order.
 
 from __future__ import annotations
 
+import threading
+
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,7 +21,10 @@ from earlyeval.monitor import Monitor
 from earlyeval.replay import replay
 
 RUNS_PER_TASK = 32
-_MONITORS: dict[tuple, Monitor] = {}  # per worker process: the monitor of (model dir, thresholds, warm runs)
+# per worker thread (a worker process may run several threads, and a LocalCluster without processes runs every
+# worker in one process): the monitor of (model dir, thresholds, warm runs, ...); a Monitor is not shared
+# between threads, since replaying a run changes its state
+_LOCAL = threading.local()
 
 
 def _monitor(model_dir: str, thresholds: Any, warm: list[Trajectory] | None, tasks: dict[str, Task],
@@ -27,13 +32,14 @@ def _monitor(model_dir: str, thresholds: Any, warm: list[Trajectory] | None, tas
     stamp = Path(model_dir, "manifest.json").stat().st_mtime_ns
     key = (model_dir, stamp, repr(thresholds), tuple(t.run_id for t in warm or ()), repr(as_of), same_agent, halt_on,
            warm_rule)
-    mon = _MONITORS.get(key)
+    cache: dict[tuple, Monitor] = _LOCAL.__dict__.setdefault("monitors", {})
+    mon = cache.get(key)
     if mon is None:
-        _MONITORS.clear()  # one model at a time per worker
+        cache.clear()  # one model at a time per worker thread
         mon = Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on)
         if warm:
             mon.warm_start(warm, tasks, as_of=as_of, same_agent=same_agent, rule=warm_rule)
-        _MONITORS[key] = mon
+        cache[key] = mon
     return mon
 
 

@@ -324,6 +324,9 @@ def read_run_files(plan: RunPlan, paths: Iterable[Path], bench: str, progress: A
     return trajs, skipped
 
 
+SUMMARY_FLAGS = ("not_in_label_list", "harness_error")  # the meta flags summarize_run counts (a chunked ingest keeps them)
+
+
 def summarize_run(rep: RunReport, runs: Sequence[Any], label_sets: list[LabelSet]) -> RunReport:
     """Counts of the run's trajectories (anything with ``task_id``, ``outcome``, ``meta``, in run order) and the
     cross-check of secondary label sources against the primary one, into ``rep``."""

@@ -26,7 +26,7 @@ from distributed import Client, as_completed
 from earlyeval.config.catalog import Catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import new_dir_beside, swap_dir
-from earlyeval.ingest import RunPlan, RunReport, plan_run, read_run_files, summarize_run, unique_run_id
+from earlyeval.ingest import SUMMARY_FLAGS, RunPlan, RunReport, plan_run, read_run_files, summarize_run, unique_run_id
 from earlyeval.scale.cluster import in_workspace
 from earlyeval.tables.store import PARTS, part_names, read_trajectories, write_trajectories
 
@@ -46,7 +46,7 @@ class RunRecord:
     task_id: str
     outcome: int | None
     n_steps: int
-    meta: dict[str, Any] = field(default_factory=dict)  # only the flag summarize_run reads (not_in_label_list)
+    meta: dict[str, Any] = field(default_factory=dict)  # only the flags summarize_run reads (SUMMARY_FLAGS)
 
     @property
     def steps(self) -> range:
@@ -66,7 +66,7 @@ def read_chunk(ws: str, plan: RunPlan, paths: list[str], bench: str, part: str) 
     trajs, skipped = read_run_files(plan, [Path(p) for p in paths], bench)
     write_trajectories(trajs, Path(part))
     recs = [RunRecord(t.run_id, str(t.meta.get("source_file", "?")), t.agent, t.task_id, t.outcome, len(t.steps),
-                      {"not_in_label_list": True} if t.meta.get("not_in_label_list") else {}) for t in trajs]
+                      {k: True for k in SUMMARY_FLAGS if t.meta.get(k)}) for t in trajs]
     return ChunkResult(Path(part).name, recs, skipped)
 
 

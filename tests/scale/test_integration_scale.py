@@ -100,9 +100,11 @@ def test_the_loao_report_is_equal(runs):
     ra, rb = (dict(runs[m][2]) for m in MODES)
     ra.pop("seconds"), rb.pop("seconds")
     assert json.dumps(ra, sort_keys=True, default=str) == json.dumps(rb, sort_keys=True, default=str)
-    assert ra["pooled"]["auroc_success"] > 0.6 and len(ra["holdout_agents"]) == 6
+    assert ra["pooled"]["auroc_success"] > 0.6 and len(ra["holdout_agents"]) >= 6
     misses = runs["cluster"][3]
-    assert len(misses) == 5 and not any(misses)  # train, main LOAO, 3 protocols: every fit planned, run as a task
+    # train, main LOAO, current_pool, no_prior (each with the prior guard's second runner) and prior_only (the guard's
+    # fallback itself): every fit planned, run as a task
+    assert len(misses) == 9 and not any(misses)
 
 
 def _held_back(ds):
@@ -180,5 +182,5 @@ def test_a_killed_worker_mid_ingest_loses_nothing(cluster, tmp_path):
     back = read_trajectories(dest)
     assert back == ref  # nothing lost, nothing twice, the same order
     assert [r.to_dict() for r in parts.reports] == [r.to_dict() for r in ref_reports]
-    assert len(part_names(dest)) == 9 * 8 and sorted(os.listdir(dest)) == part_names(dest)  # no torn temp file left
+    assert len(part_names(dest)) == sum(r.files_read for r in ref_reports) and sorted(os.listdir(dest)) == part_names(dest)  # no torn temp file left
     assert cluster.run(os.getpid) != pids  # the nanny replaced the killed worker

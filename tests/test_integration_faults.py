@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -115,59 +113,81 @@ def test_ingesting_and_scoring_the_whole_tau2_folder_keeps_every_simulation(tmp_
     assert len({r["run_id"] for r in rep2["per_run"]}) == TAU2_SIMULATIONS
 
 
-def _cli(args: list[str], ws: Path) -> subprocess.Popen:
-    env = {**os.environ, "EARLYEVAL_HOME": str(ws), "EARLYEVAL_DATA": str(data_root()), "EARLYEVAL_BOOSTER_PROBE": "0"}
-    return subprocess.Popen([sys.executable, "-m", "earlyeval.app.cli", *args], cwd=ws, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+# Run the real CLI in a child that SIGKILLs itself just before its k-th commit (os.replace / os.rename /
+# the renameat2 exchange) onto a watched output: the kill lands inside the write stage every time, at every
+# commit in turn, instead of at a moment guessed from a timing (which missed the write stage on CI).
+_KILL_AT_COMMIT = """
+import os, signal, sys, runpy
+import earlyeval.core.atomic as atomic
+watched, k = set(sys.argv[1].split(",")), int(sys.argv[2])
+seen = [0]
+def guard(dest):
+    if os.path.basename(os.fspath(dest)) in watched:
+        if seen[0] == k:
+            os.kill(os.getpid(), signal.SIGKILL)
+        seen[0] += 1
+def wrap(fn, i):
+    def inner(*a, **kw):
+        guard(a[i])
+        return fn(*a, **kw)
+    return inner
+os.replace, os.rename = wrap(os.replace, 1), wrap(os.rename, 1)
+atomic._exchange = wrap(atomic._exchange, 1)
+sys.argv = ["earlyeval", *sys.argv[3:]]
+runpy.run_module("earlyeval.app.cli", run_name="__main__")
+"""
+
+
+def _env(ws: Path) -> dict[str, str]:
+    return {**os.environ, "EARLYEVAL_HOME": str(ws), "EARLYEVAL_DATA": str(data_root()), "EARLYEVAL_BOOSTER_PROBE": "0"}
 
 
 def _run(args: list[str], ws: Path) -> None:
-    p = _cli(args, ws)
-    assert p.wait(timeout=900) == 0, args
+    p = subprocess.run([sys.executable, "-m", "earlyeval.app.cli", *args], cwd=ws, env=_env(ws),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=900)
+    assert p.returncode == 0, (args, p.stderr[-2000:])
+
+
+def _killed_at_commit(args: list[str], ws: Path, watched: set[str], k: int) -> int:
+    p = subprocess.run([sys.executable, "-c", _KILL_AT_COMMIT, ",".join(sorted(watched)), str(k), *args],
+                       cwd=ws, env=_env(ws), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=900)
+    return p.returncode
+
+
+INGEST_OUTPUTS = {"trajectories.parquet", "tasks.parquet", "ingest.json", "ingest.done"}
 
 
 @pytest.mark.parametrize("bench", ["toolathlon"])
 def test_kill_9_during_ingest_and_train_leaves_the_previous_outputs_usable(tmp_path, bench):
-    """A real `earlyeval ingest` / `earlyeval train` killed with SIGKILL at several moments: the previous
-    parquet files and model directory still read whole, and the ingest marker is absent after a kill
-    (so `make` re-ingests) and present after a complete ingest."""
+    """A real `earlyeval ingest` / `earlyeval train` killed with SIGKILL just before each commit of its
+    outputs in turn: the previous parquet files, report and model directory still read whole, and the ingest
+    marker is absent after every kill (so `make` re-ingests) and present after a complete ingest."""
     _require_data()
     ws = tmp_path / "ws"
     ws.mkdir()
-    t0 = time.time()
     _run(["ingest", "--bench", bench], ws)
-    ingest_s = time.time() - t0
     data = ws / "data" / bench
     n_prev = len(read_trajectories(data / "trajectories.parquet"))
     assert (data / "ingest.done").exists() and n_prev > 0
-    unmarked = 0
-    for frac in (0.6, 0.8, 0.9, 0.95):
-        p = _cli(["ingest", "--bench", bench], ws)
-        time.sleep(ingest_s * frac)
-        p.send_signal(signal.SIGKILL)
-        p.wait(timeout=60)
+    for k in range(len(INGEST_OUTPUTS)):  # one commit per output: trajectories, tasks, report, marker
+        assert _killed_at_commit(["ingest", "--bench", bench], ws, INGEST_OUTPUTS, k) == -signal.SIGKILL, k
         assert len(read_trajectories(data / "trajectories.parquet")) == n_prev
         read_tasks(data / "tasks.parquet")
         json.loads((ws / "reports" / bench / "ingest.json").read_text())
-        # the marker is removed just before the outputs are replaced: absent = killed inside the write stage
-        unmarked += not (data / "ingest.done").exists()
-    assert unmarked >= 1, f"no kill landed in the write stage (ingest takes {ingest_s:.1f} s)"
-    _run(["ingest", "--bench", bench], ws)
+        assert not (data / "ingest.done").exists(), k  # killed inside the write stage: marked undone
+    # past the last commit nothing is killed: the count of commits above is the whole write stage
+    assert _killed_at_commit(["ingest", "--bench", bench], ws, INGEST_OUTPUTS, len(INGEST_OUTPUTS)) == 0
     assert (data / "ingest.done").exists()
 
-    t0 = time.time()
     _run(["train", "--bench", bench, "--no-budget"], ws)
-    train_s = time.time() - t0
     mdir = ws / "models" / bench
     h = json.loads((mdir / "manifest.json").read_text())["content_hash"]
-    for frac in (0.4, 0.8, 0.95):
-        p = _cli(["train", "--bench", bench, "--no-budget"], ws)
-        time.sleep(train_s * frac)
-        p.send_signal(signal.SIGKILL)
-        p.wait(timeout=60)
-        b = load_model_dir(mdir, probe_boosters=False)
-        assert b.manifest["content_hash"] == h  # the previous model, whole (or an identical new one)
+    assert _killed_at_commit(["train", "--bench", bench, "--no-budget"], ws, {bench}, 0) == -signal.SIGKILL
+    b = load_model_dir(mdir, probe_boosters=False)
+    assert b.manifest["content_hash"] == h  # the previous model, whole
     assert not [q for q in mdir.parent.iterdir() if q.name != bench and not q.name.startswith(".")]
+    assert _killed_at_commit(["train", "--bench", bench, "--no-budget"], ws, {bench}, 1) == 0  # one swap
+    assert load_model_dir(mdir, probe_boosters=False).manifest["content_hash"] == h  # deterministic refit
 
 
 def test_o1_counters_equal_the_on_formulas_on_real_runs():

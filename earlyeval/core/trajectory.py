@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable, Literal
 
 from earlyeval.core.render import tool_call_text
@@ -418,10 +418,10 @@ def make_step(
     error: bool | None = None,
     final_answer: str | None = None,
 ) -> Step:
-    """Build a Step with kinds filled in by the shared taxonomy."""
-    for a in actions:
-        if not a.kind or a.kind == "other":
-            a.kind = classify_action(a.tool, a.text)
+    """Build a Step with kinds filled in by the shared taxonomy.  The caller's Actions are not changed: an
+    Action without a kind is copied with the kind filled in (the same Action may be handed to two steps)."""
+    actions = [replace(a, kind=classify_action(a.tool, a.text)) if not a.kind or a.kind == "other" else a
+               for a in actions]
     text = "\n".join(a.text if a.tool in ("bash", "") else f"{a.tool} {a.text}".strip() for a in actions)
     if not actions and final_answer:
         text = final_answer

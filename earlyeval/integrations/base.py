@@ -60,9 +60,20 @@ WORKING_DIFF_COMMAND = ('d="$(mktemp -d)" && export GIT_INDEX_FILE="$d/index" &&
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
 
-# one item of a turn: an Action as is; (tool, arguments) -- a raw tool call, rendered by render.tool_call_text;
-# or a str -- a command line run by ``default_tool``
-CallLike = Union[Action, "tuple[str, Any]", str]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One raw tool call of a turn, as the framework hands it over: ``arguments`` a dict, a JSON string or
+    a command line.  Rendered to the Action the ingestors build for the same call (``call_action``)."""
+
+    tool: str
+    arguments: Any = None
+
+
+# one item of a turn: an Action as is; a ToolCall or a (tool, arguments) pair -- a raw tool call, rendered by
+# render.tool_call_text; or a str -- a command line run by ``default_tool``
+CallLike = Union[Action, ToolCall, "tuple[str, Any]", str]
 
 
 def build_step(
@@ -98,6 +109,8 @@ def _action(call: CallLike, default_tool: str) -> Action:
         return call
     if isinstance(call, str):
         return Action(tool=default_tool, text=call)
+    if isinstance(call, ToolCall):
+        return call_action(call.tool, call.arguments)
     tool, arguments = call
     return call_action(tool, arguments)
 
@@ -248,7 +261,7 @@ class EarlyStopper:
         observation: str = "",
         thought: str = "",
         tool: str = "bash",
-        actions: Iterable[Action | tuple[str, str]] | None = None,
+        actions: Iterable[CallLike] | None = None,
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         cached_tokens: int | None = None,
@@ -260,7 +273,8 @@ class EarlyStopper:
         """Build the Step of one finished turn (shared taxonomy) and score it.
 
         Give either one ``action`` run with ``tool`` (a shell command by default)
-        or several ``actions`` as ``Action``s or ``(tool, text)`` pairs.  A turn
+        or several ``actions``: ``Action``s, ``ToolCall``s or ``(tool, arguments)`` pairs, each rendered as
+        ``build_step`` renders it (the arguments of an editor call give ``create /a.py``, kind edit).  A turn
         with no action (a final answer, or a reply the scaffold rejected) is
         ``action=""``; pass ``error=True`` for a rejected one.  ``candidate``: returns the run's patch so far
         (a predicted success halts only when it is non-empty; see the class doc).
@@ -276,6 +290,7 @@ class EarlyStopper:
                        "cached_tokens": cached_tokens, "cost_usd": cost_usd},
                 error=error,
                 final_answer=final_answer,
+                default_tool=tool or "bash",
             )
         except Exception as e:  # bad input from the caller's loop: do not stop the agent for it
             msg = f"could not build step {self.next_index}: {e!r}"
@@ -309,14 +324,17 @@ class EarlyStopper:
         self.log.warning("earlyeval (continuing the run): %s", msg, exc_info=True)
 
 
-def _actions(action: str, tool: str, actions: Iterable[Action | tuple[str, str]] | None) -> list[Action]:
-    out: list[Action] = []
+def _actions(action: str, tool: str, actions: Iterable[CallLike] | None) -> list[CallLike]:
+    """The turn's calls for ``build_step``: ``actions`` as given (pairs are raw tool calls there too), else the
+    one ``action`` line run by ``tool``."""
     if actions is not None:
-        for a in actions:
-            out.append(a if isinstance(a, Action) else Action(tool=str(a[0]), text=str(a[1])))
-    elif action:
-        out.append(Action(tool=tool or "", text=action))
-    return out
+        return [a if isinstance(a, (Action, ToolCall, str)) else _pair(a) for a in actions]
+    return [Action(tool=tool or "", text=action)] if action else []
+
+
+def _pair(call: Any) -> tuple[str, Any]:
+    tool, arguments = call  # a malformed pair raises here, and after_step fails open on it
+    return str(tool), arguments
 
 
 def _takes_candidate(monitor: Any) -> bool:

@@ -49,6 +49,34 @@ def test_several_actions_and_final_answer():
     assert mon.steps[1].action == "42" and mon.steps[1].actions == []
 
 
+def test_a_raw_tool_call_pair_is_rendered_as_build_step_and_the_ingestors_render_it():
+    """after_step's (tool, arguments) pair, a ToolCall and build_step's pair give the Step of the ingestors'
+    call_action: an editor call with its arguments is `create /a.py`, kind edit (not a Python repr, view)."""
+    from earlyeval.core.trajectory import call_action
+    from earlyeval.integrations import ToolCall
+    from earlyeval.integrations.base import build_step
+
+    args = {"command": "create", "path": "/a.py", "file_text": "x = 1\n"}
+    mon = ScriptedMonitor()
+    stopper = EarlyStopper(mon)
+    stopper.start()
+    stopper.after_step(actions=[("str_replace_editor", args), ToolCall("bash", '{"command": "pytest -q"}')])
+    live = mon.steps[0]
+    want = build_step(0, [call_action("str_replace_editor", args), call_action("bash", '{"command": "pytest -q"}')])
+    assert live == want == build_step(0, [("str_replace_editor", args), ToolCall("bash", {"command": "pytest -q"})])
+    assert live.actions[0].text.startswith("create /a.py\nfile_text: x = 1") and live.kind == "edit"
+    assert [a.kind for a in live.actions] == ["edit", "test"]
+
+
+def test_make_step_leaves_the_callers_actions_unchanged():
+    from earlyeval.core.trajectory import make_step
+
+    a = Action(tool="bash", text="pytest -q")
+    step = make_step(0, [a])
+    assert a.kind == "other" and step.actions[0].kind == "test" and step.kind == "test"
+    assert make_step(1, [a]).actions[0] is not a  # one Action handed to two steps stays the caller's
+
+
 class _Broken:
     def __init__(self, start_raises=False, returns=None):
         self.start_raises, self.returns = start_raises, returns

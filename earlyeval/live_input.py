@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.trajectory import Action, Step, Task, cost_value, make_step, token_count
 from earlyeval.tables.store import read_tasks
 
@@ -142,7 +143,7 @@ def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
                      final_answer=d.get("final_answer"))
 
 
-class BadStep(ValueError):
+class BadStep(EarlyEvalError, ValueError):
     """A step the monitor cannot read (a field of the wrong type): skipped, the run goes on."""
 
 

@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from earlyeval.config.catalog import Catalog
+from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.trajectory import Trajectory
 
 # meta keys holding a run's real total cost, in the order they are trusted
@@ -39,7 +40,7 @@ SOURCES: tuple[str, ...] = ("per-step", "per-step+remainder-of-total", "per-step
                             "catalog-usd-per-step")
 
 
-class PriceError(ValueError):
+class PriceError(EarlyEvalError, ValueError):
     """A run whose cost is neither in the data nor priced by the catalog."""
 
     def __init__(self, run_id: str, reason: str) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Callable, Mapping, Sequence
 
+from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.env import env_flag, env_int
 
 __all__ = ["Bool", "Choice", "Date", "Glob", "Int", "Invalid", "ListOf", "Num", "OneOf", "Str", "Table", "check",
@@ -26,7 +27,7 @@ __all__ = ["Bool", "Choice", "Date", "Glob", "Int", "Invalid", "ListOf", "Num", 
 MAX_DEPTH = 64  # a settings value nested deeper than this is refused before anything walks it
 
 
-class Invalid(ValueError):
+class Invalid(EarlyEvalError, ValueError):
     """One value that does not fit its schema: the dotted key and why (turned into the caller's error)."""
 
     def __init__(self, key: str, reason: str, typed: bool = False) -> None:

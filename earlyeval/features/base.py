@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
+from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.trajectory import Step, Task, Trajectory
 
 
@@ -71,7 +72,7 @@ FOLD_FITTED = "fold_fitted"  # fitted from the training fold's runs (text: vocab
 FIT_SCOPES = (FOLD_FREE, FOLD_FITTED)
 
 
-class FeatureNamesError(ValueError):
+class FeatureNamesError(EarlyEvalError, ValueError):
     """A family's values do not match its declared names (a width or key mismatch)."""
 
 

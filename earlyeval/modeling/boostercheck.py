@@ -28,6 +28,7 @@ import subprocess
 import sys
 from typing import Any, Iterable
 
+from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.env import env_flag
 from earlyeval.modeling import lgbm_capi
 
@@ -39,7 +40,7 @@ _TREE_LINE = re.compile(r"Tree=(\d+)\Z")
 _probed: set[str] = set()
 
 
-class BoosterTextError(ValueError):
+class BoosterTextError(EarlyEvalError, ValueError):
     """A LightGBM model text that is not what LightGBM's parser can safely read; says where."""
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from earlyeval.core.errors import EarlyEvalError
 from earlyeval.modeling import lgbm_capi
 from earlyeval.modeling.lgbm_capi import CBooster, LibraryUnavailable, load_booster
 
@@ -38,7 +39,7 @@ _PREDICT_CONTRIB = lgbm_capi.C_API_PREDICT_CONTRIB  # TreeSHAP values, n_feature
 _DTYPE_FLOAT32 = lgbm_capi.C_API_DTYPE_FLOAT32  # rows are float32, as Featurizer.prefix_matrix stores them
 
 
-class FastPathUnavailable(RuntimeError):
+class FastPathUnavailable(EarlyEvalError, RuntimeError):
     """lib_lightgbm cannot be used for the single-row fast path (see ``lgbm_capi.LibraryUnavailable``)."""
 
 

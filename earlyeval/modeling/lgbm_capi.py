@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.env import env_flag
 
 C_API_DTYPE_FLOAT32 = 0
@@ -42,11 +43,11 @@ _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
 
 
-class LibraryUnavailable(RuntimeError):
+class LibraryUnavailable(EarlyEvalError, RuntimeError):
     """lib_lightgbm cannot be found or lacks a C entry point this module uses."""
 
 
-class LightGBMCError(RuntimeError):
+class LightGBMCError(EarlyEvalError, RuntimeError):
     """An error reported by lib_lightgbm (``LGBM_GetLastError``)."""
 
 

@@ -13,7 +13,6 @@ from typing import Any, Mapping
 
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.trajectory import Action, Step, Task, cost_value, make_step, token_count
-from earlyeval.tables.store import read_tasks
 
 _TASK_ALIASES = {"instance_id": "task_id", "problem_statement": "prompt", "patch": "gold_patch",
                  "FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}
@@ -110,6 +109,8 @@ def task_table(tasks: Mapping[str, Task] | str | Path | None) -> dict[str, Task]
         path = Path(tasks)
         if not path.exists():
             raise FileNotFoundError(f"task table {path} does not exist (written by `earlyeval ingest --bench B`)")
+        from earlyeval.tables.store import read_tasks  # here: pyarrow only for a Monitor handed a parquet task table
+
         return read_tasks(path)
     return dict(tasks)
 

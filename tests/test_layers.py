@@ -328,8 +328,11 @@ def test_the_live_import_check_can_fail(tmp_path):
 def test_no_function_level_imports_of_the_package_outside_the_app_layer():
     """Imports of earlyeval modules sit at module level (where the layer contract sees them and a cycle fails
     at import), except in the app layer, whose verbs import their stack on demand so that `earlyeval --help`
-    stays fast, and the facade's PEP 562 ``__getattr__`` (``from earlyeval import Monitor``)."""
+    stays fast, and the facade's PEP 562 ``__getattr__`` (``from earlyeval import Monitor``).  One live module
+    reads a parquet task table on demand, so that a Monitor handed its tasks in memory never imports pyarrow
+    (``earlyeval.tables.store``, a layer below it): that one import, by line text, is allowed."""
     allowed = {"earlyeval/__init__.py"}
+    lazy = {"earlyeval/live_input.py": "from earlyeval.tables.store"}
     found = []
     for p in sorted((REPO / "earlyeval").rglob("*.py")):
         rel = str(p.relative_to(REPO))
@@ -342,4 +345,5 @@ def test_no_function_level_imports_of_the_package_outside_the_app_layer():
                         found.append(f"{rel}:{n.lineno} from {n.module}")
                     elif isinstance(n, ast.Import) and any(a.name.startswith("earlyeval") for a in n.names):
                         found.append(f"{rel}:{n.lineno} import {n.names[0].name}")
+    found = [f for f in found if f.split(":")[0] not in lazy or not f.endswith(lazy[f.split(":")[0]])]
     assert not found, found

@@ -29,12 +29,12 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import GroupShuffleSplit
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, check_X_y
 
+from earlyeval.core.numerics import expit
 from earlyeval.modeling.outcome import CLASSES, DEFAULT_LGBM, CalibratedOutcome, OutcomePredictor, Platt, as_matrix, column_names
 
 # scikit-learn 1.6 renamed check_X_y's force_all_finite to ensure_all_finite

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
+from earlyeval.core.numerics import expit
 
 from earlyeval.modeling.lgbm_capi import load_booster
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
-from scipy.special import expit, logit
+from earlyeval.core.numerics import expit, logit
 
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.modeling.certify import certify

@@ -1,5 +1,6 @@
 """The live path is light (issue 16 item 6): ``import earlyeval.monitor``, ``Monitor.load`` and ``observe``
-load neither pandas nor scikit-learn (nor the lightgbm package, whose import pulls both in).
+load neither pandas nor scikit-learn (nor the lightgbm package, whose import pulls both in), nor scipy
+and pyarrow (issue 25 item 6).
 
 Each check runs in a fresh interpreter, since this test process has long imported everything."""
 
@@ -16,7 +17,7 @@ import pytest
 
 from _monitor_helpers import save_tiny
 
-HEAVY = ("pandas", "sklearn", "lightgbm")
+HEAVY = ("pandas", "sklearn", "lightgbm", "scipy", "pyarrow")
 ROOT = _paths.REPO
 
 

@@ -7,8 +7,9 @@ from earlyeval.core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from earlyeval.monitor import Monitor
+    from earlyeval.workflows.score_api import score
 
-__all__ = ["Action", "Monitor", "Step", "Task", "Trajectory", "__version__"]
+__all__ = ["Action", "Monitor", "Step", "Task", "Trajectory", "__version__", "score"]
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +19,8 @@ def __getattr__(name: str) -> Any:
         from earlyeval.monitor import Monitor
 
         return Monitor
+    if name == "score":  # the batch entry point: a DataFrame of the runs (pulls in the offline stack)
+        from earlyeval.workflows.score_api import score
+
+        return score
     raise AttributeError(f"module 'earlyeval' has no attribute {name!r}")

@@ -126,3 +126,20 @@ def test_cli_halt_on_is_checked(setup):
     r = CliRunner().invoke(app, ["score", "--model", str(setup["model"]), "--runs", str(setup["runs"]), "--format", "atif",
                                  "--halt-on", "sometimes"])
     assert r.exit_code == 2 and "--halt-on: 'sometimes' is not one of failure, success, both" in r.output
+
+
+def test_the_public_batch_entry_point_returns_one_row_per_run(setup):
+    """earlyeval.score(...) -> DataFrame: the rows of per_run.csv, unknowns NaN, paths in attrs."""
+    import earlyeval
+
+    frame = earlyeval.score(setup["model"], setup["runs"], format="atif", out=setup["base"] / "api", tasks=setup["tasks"])
+    rep = json.loads(Path(frame.attrs["score_json"]).read_text())
+    assert len(frame) == rep["n_trajectories"] == 36 and list(frame["run_id"]) == [r["run_id"] for r in rep["per_run"]]
+    by_id = {r["run_id"]: r for r in rep["per_run"]}
+    for row in frame.itertuples():
+        r = by_id[row.run_id]
+        assert row.steps == r["n_steps"]
+        assert (np.isnan(row.halted_step) if not r["halted"] else row.halted_step == r["halt_t"])
+        assert row.true_label == {1: "success", 0: "failure"}[r["outcome"]]
+    assert frame["halted_step"].notna().any() and frame["halted_step"].isna().any()
+    assert frame["steps"].dtype.kind in "if" and Path(frame.attrs["per_run_csv"]).exists()

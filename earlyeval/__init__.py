@@ -6,7 +6,7 @@ from earlyeval.core.trajectory import Action, Step, Task, Trajectory
 from earlyeval.core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from earlyeval.monitor import Monitor
+    from earlyeval.live.monitor import Monitor
     from earlyeval.workflows.score_api import score
 
 __all__ = ["Action", "Monitor", "Step", "Task", "Trajectory", "__version__", "score"]
@@ -16,7 +16,7 @@ def __getattr__(name: str) -> Any:
     # PEP 562: `import earlyeval` (and so every `import earlyeval.<module>`) stays free of the live stack;
     # the Monitor and what it loads are imported only when asked for
     if name == "Monitor":
-        from earlyeval.monitor import Monitor
+        from earlyeval.live.monitor import Monitor
 
         return Monitor
     if name == "score":  # the batch entry point: a DataFrame of the runs (pulls in the offline stack)

@@ -30,8 +30,8 @@ import numpy as np
 from earlyeval.core.trajectory import Step, Task, Trajectory
 from earlyeval.features import RunContext
 from earlyeval.modeling.policy import CONTINUE, SUCCESS, first_halt
-from earlyeval.monitor import Monitor
-from earlyeval.replay import replay
+from earlyeval.live.monitor import Monitor
+from earlyeval.live.replay import replay
 
 
 class RecordingMonitor:

@@ -543,7 +543,7 @@ def _warm_start_case(value: Any):
 def case_nan_bound_never_selects(env: Env):
     """confidence = 1.0 makes the Wilson bound NaN: the selection refuses instead of reading it as 1.0."""
     from earlyeval.modeling.thresholds import WarmStartRule, select_thresholds
-    from earlyeval.replay import replay, runset_of
+    from earlyeval.live.replay import replay, runset_of
     from earlyeval import Monitor
 
     _, _, trajs, tasks = env.tiny()

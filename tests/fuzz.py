@@ -587,7 +587,7 @@ def selection_examples() -> Any:
 def check_selection(env: Env, ex: tuple) -> tuple[str, str]:
     from earlyeval import Monitor
     from earlyeval.modeling.thresholds import WarmStartRule, select_thresholds
-    from earlyeval.replay import replay, runset_of
+    from earlyeval.live.replay import replay, runset_of
 
     if "fz_rs" not in env._cache:
         mdir, _, trajs, tasks = env.tiny()

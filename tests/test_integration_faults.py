@@ -23,7 +23,7 @@ from earlyeval.integrations import EarlyStopper
 from earlyeval.modeling.model import OutcomeModel
 from earlyeval.modeling.modeldir import ModelBundle, load_model_dir, save_model_dir
 from earlyeval.features.context import context_absent_counts
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.workflows.score import score_runs
 from earlyeval.tables.store import read_tasks, read_trajectories

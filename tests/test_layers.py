@@ -1,4 +1,5 @@
-"""The layer contract (issue 16 item 1): each module imports only from its own layer or those below.
+"""The layer contract (issues 16 and 25): each module imports only from its own layer or those below, the layers
+being folders of the package.
 
 An AST check equivalent to import-linter's ``layers`` contract, no new dependency.  Every ``import`` counts,
 module-level or inside a function (lazy imports are no exemption), ``TYPE_CHECKING`` blocks included, as
@@ -8,40 +9,51 @@ import-linter counts them.  It fails on
 * a module in no layer of ``LAYERS``,
 * a module over ``MAX_LINES`` lines that ``LONG_MODULES`` does not list with a reason,
 and on an entry of ``KNOWN_UPWARD`` / ``KNOWN_CYCLES`` / ``LONG_MODULES`` that no longer happens (so the lists
-only shrink).  ``LAYERS`` names the laid-out package (tools/relayout.py); on the flat layout each module's name
-is first mapped through ``relayout.MOVES``, so the same table checks the tree before and after the move.
+only shrink).
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("_relayout", REPO / "tools" / "relayout.py")
-relayout = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(relayout)
 
-# bottom -> top.  "pkg.sub.*" is the subpackage and everything in it, a name without ".*" that module only;
-# the most specific entry wins (earlyeval.budget.live is live even though earlyeval.budget.* is budget maths).
+
+def module_of(relpath: str) -> str:
+    """``earlyeval/ingest/chat.py`` -> ``earlyeval.ingest.chat``; ``earlyeval/__init__.py`` -> ``earlyeval``."""
+    parts = list(Path(relpath).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def resolve_relative(level: int, name: str | None, package: str) -> str:
+    """The absolute module of ``from <level dots><name> import ...`` inside ``package``."""
+    base = package.split(".")
+    if level - 1 > len(base) - 1:
+        raise ValueError(f"relative import beyond the top package ({level} dots in {package})")
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+# bottom -> top: each layer is a set of folders (a subpackage and everything in it); only the root facade
+# (``earlyeval/__init__.py``, ``from earlyeval import Monitor``) is named alone.  The live runtime sits below the
+# offline evaluation, so the layer rule alone keeps the Monitor clear of the offline stack.
 LAYERS: list[tuple[str, list[str]]] = [
     ("core", ["earlyeval.core.*"]),
     ("config", ["earlyeval.config.*"]),
     ("ingest and features", ["earlyeval.tables.*", "earlyeval.ingest.*", "earlyeval.features.*"]),
     ("model and policy", ["earlyeval.modeling.*"]),
-    ("budget maths", ["earlyeval.budget.*"]),  # budget/{__init__,config,targets,cqr,quantiles}
-    ("live and evaluation", ["earlyeval.monitor", "earlyeval.replay", "earlyeval.live_input", "earlyeval.budget.live", "earlyeval.evaluation.*",
-                             *(f"earlyeval.budget.{m}" for m in
-                               ("evaluation", "stopping", "calibration", "online", "shipped", "baseline"))]),
-    ("training, integrations, replay and routing", ["earlyeval.workflows.*", "earlyeval.integrations.*"]),
+    ("budget maths", ["earlyeval.budget.*"]),
+    ("live runtime", ["earlyeval.live.*"]),
+    ("offline evaluation", ["earlyeval.evaluation.*"]),
+    ("workflows and integrations", ["earlyeval.workflows.*", "earlyeval.integrations.*"]),
     # the stages on a dask.distributed cluster (--scheduler): they call the in-process stages' own code
     ("distributed", ["earlyeval.scale.*"]),
-    ("reports", ["earlyeval.report.*", "earlyeval.budget.report", "earlyeval.budget.plots"]),
-    # the root __init__ is the public facade (``from earlyeval import Monitor``): it may name any layer
+    ("reports", ["earlyeval.report.*"]),
     ("app", ["earlyeval.app.*", "earlyeval"]),
 ]
 MAX_LINES = 500
@@ -51,11 +63,6 @@ LONG_MODULES: dict[str, str] = {}  # module -> why it may exceed MAX_LINES (none
 KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 # frozenset of the modules in a cycle -> the fix (none today: a new cycle fails)
 KNOWN_CYCLES: dict[frozenset[str], str] = {}
-
-
-def canonical(module: str, moves: dict[str, str]) -> str:
-    """The module's name in the laid-out package (itself once laid out)."""
-    return moves.get(module, module)
 
 
 def layer_index(module: str, layers: list[tuple[str, list[str]]]) -> int | None:
@@ -76,7 +83,7 @@ def layer_index(module: str, layers: list[tuple[str, list[str]]]) -> int | None:
 
 def collect(pkg_dir: Path, top: str) -> tuple[dict[str, Path], dict[str, list[tuple[str, int]]]]:
     """module -> file, and module -> [(imported package module, line)] for every import of the package."""
-    files = {relayout.module_of(str(p.relative_to(pkg_dir.parent))): p for p in sorted(pkg_dir.rglob("*.py"))}
+    files = {module_of(str(p.relative_to(pkg_dir.parent))): p for p in sorted(pkg_dir.rglob("*.py"))}
     edges: dict[str, list[tuple[str, int]]] = defaultdict(list)
 
     def known(name: str) -> str | None:
@@ -91,7 +98,7 @@ def collect(pkg_dir: Path, top: str) -> tuple[dict[str, Path], dict[str, list[tu
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = relayout._resolve_relative(node.level, node.module, package) if node.level else node.module or ""
+                base = resolve_relative(node.level, node.module, package) if node.level else node.module or ""
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
             for t in targets:
                 if t == top or t.startswith(top + "."):
@@ -162,16 +169,15 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-def check(pkg_dir: Path, top: str = "earlyeval", layers=LAYERS, moves: dict[str, str] | None = None,
+def check(pkg_dir: Path, top: str = "earlyeval", layers=LAYERS,
           long_modules: dict[str, str] | None = None, known_upward: dict | None = None,
           known_cycles: dict | None = None, max_lines: int = MAX_LINES) -> list[str]:
     """Every violation of the contract, one readable line each (empty: the contract holds)."""
-    moves = relayout.MOVES if moves is None else moves
     long_modules = {} if long_modules is None else long_modules
     known_upward = {} if known_upward is None else known_upward
     known_cycles = {} if known_cycles is None else known_cycles
     files, edges = collect(pkg_dir, top)
-    name = {m: canonical(m, moves) for m in files}
+    name = {m: m for m in files}
     out: list[str] = []
     seen_up, seen_cyc, seen_long = set(), set(), set()
     for m in sorted(files):
@@ -236,7 +242,7 @@ def _base(tmp_path: Path, **extra: str) -> Path:
 
 
 def test_checker_passes_a_clean_tree(tmp_path):
-    assert check(_base(tmp_path), top="pkg", layers=TINY, moves={}) == []
+    assert check(_base(tmp_path), top="pkg", layers=TINY) == []
 
 
 @pytest.mark.parametrize("src", ["from pkg.high.b import Y\n",
@@ -244,7 +250,7 @@ def test_checker_passes_a_clean_tree(tmp_path):
                                  "import pkg.high.b as hb\n",
                                  "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.high import b\n"])
 def test_checker_catches_a_planted_upward_import(tmp_path, src):
-    problems = check(_base(tmp_path, pkg__low__c=src), top="pkg", layers=TINY, moves={})
+    problems = check(_base(tmp_path, pkg__low__c=src), top="pkg", layers=TINY)
     assert len(problems) == 1 and problems[0].startswith("UPWARD")
     assert "pkg.low.c [low] imports pkg.high.b [high]" in problems[0]
 
@@ -252,38 +258,29 @@ def test_checker_catches_a_planted_upward_import(tmp_path, src):
 def test_checker_catches_a_planted_cycle_and_prints_it(tmp_path):
     pkg = _base(tmp_path, pkg__low__c="def f():\n    from pkg.low import d\n",
                 pkg__low__d="from pkg.low.e import Z\n", pkg__low__e="from . import c\nZ = 1\n")
-    problems = check(pkg, top="pkg", layers=TINY, moves={})
+    problems = check(pkg, top="pkg", layers=TINY)
     assert problems == ["CYCLE      pkg.low.c -> pkg.low.d -> pkg.low.e -> pkg.low.c"]
     # a known cycle passes; once it is gone, its entry is stale
-    assert check(pkg, top="pkg", layers=TINY, moves={},
+    assert check(pkg, top="pkg", layers=TINY,
                  known_cycles={frozenset({"pkg.low.c", "pkg.low.d", "pkg.low.e"}): "fix"}) == []
-    assert check(_base(tmp_path / "clean"), top="pkg", layers=TINY, moves={},
+    assert check(_base(tmp_path / "clean"), top="pkg", layers=TINY,
                  known_cycles={frozenset({"pkg.low.c", "pkg.low.d"}): "fix"})[0].startswith("STALE")
 
 
 def test_checker_catches_an_unlayered_and_a_long_module(tmp_path):
     pkg = _base(tmp_path, pkg__stray="X = 1\n", pkg__low__big="x = 1\n" * 12)
-    problems = check(pkg, top="pkg", layers=TINY, moves={}, max_lines=10)
+    problems = check(pkg, top="pkg", layers=TINY, max_lines=10)
     assert len(problems) == 2
     assert any("pkg.low.big: 12 lines > 10" in p for p in problems)
     assert any(p.startswith("NO LAYER   pkg.stray") for p in problems)
-    assert check(pkg, top="pkg", layers=TINY, moves={}, max_lines=10, long_modules={"pkg.low.big": "why"}) == \
+    assert check(pkg, top="pkg", layers=TINY, max_lines=10, long_modules={"pkg.low.big": "why"}) == \
         [p for p in problems if not p.startswith("TOO LONG")]
 
 
-def test_flat_names_map_through_the_relayout_table(tmp_path):
-    """Before the move, a flat module is checked in the layer of its new name."""
-    pkg = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/low/__init__.py": "", "pkg/flat_high.py": "",
-                           "pkg/flat_low.py": "from pkg import flat_high\n"})
-    moves = {"pkg.flat_low": "pkg.low.flat_low", "pkg.flat_high": "pkg.high.flat_high"}
-    assert check(pkg, top="pkg", layers=TINY, moves=moves) == [
-        "UPWARD     pkg.low.flat_low [low] imports pkg.high.flat_high [high] (pkg/flat_low.py:1)"]
-
-
-LIVE_MODULES = ("earlyeval/monitor.py", "earlyeval/replay.py", "earlyeval/live_input.py", "earlyeval/budget/live.py")
-OFFLINE_PREFIXES = ("earlyeval.evaluation", "earlyeval.budget.evaluation", "earlyeval.budget.stopping",
-                    "earlyeval.budget.calibration", "earlyeval.budget.online", "earlyeval.budget.shipped",
-                    "earlyeval.budget.baseline")
+LIVE_MODULES = tuple(sorted(str(p.relative_to(REPO)) for p in (REPO / "earlyeval" / "live").glob("*.py")))
+# the offline stack above the live runtime, and the budget maths that only the offline budget evaluation uses
+OFFLINE_PREFIXES = ("earlyeval.evaluation", "earlyeval.workflows", "earlyeval.scale", "earlyeval.report", "earlyeval.app",
+                    "earlyeval.budget.stopping", "earlyeval.budget.online", "earlyeval.budget.baseline")
 
 
 def _imports_of(path: Path, root: Path = REPO) -> set[str]:
@@ -331,8 +328,8 @@ def test_no_function_level_imports_of_the_package_outside_the_app_layer():
     stays fast, and the facade's PEP 562 ``__getattr__`` (``from earlyeval import Monitor``).  One live module
     reads a parquet task table on demand, so that a Monitor handed its tasks in memory never imports pyarrow
     (``earlyeval.tables.store``, a layer below it): that one import, by line text, is allowed."""
-    allowed = {"earlyeval/__init__.py"}
-    lazy = {"earlyeval/live_input.py": "from earlyeval.tables.store"}
+    allowed = {"earlyeval/__init__.py", "earlyeval/live/__init__.py"}  # the two facades' PEP 562 __getattr__
+    lazy = {"earlyeval/live/inputs.py": "from earlyeval.tables.store"}
     found = []
     for p in sorted((REPO / "earlyeval").rglob("*.py")):
         rel = str(p.relative_to(REPO))

@@ -257,7 +257,7 @@ def bench(ctx: typer.Context, bench: str = _bench_opt("swebench"),
     from earlyeval.workflows.benchmark import latency_summary, run_latency_bench
 
     _setup(verbose, ctx)
-    from earlyeval.budget.live import DEFAULT_BUDGET_DIMS
+    from earlyeval.live.budget import DEFAULT_BUDGET_DIMS
 
     dims: bool | list[str] = (list(DEFAULT_BUDGET_DIMS) if budget == "default" else True if budget == "all" else False if budget == "none"
                               else [d.strip() for d in budget.split(",") if d.strip()])

@@ -20,10 +20,10 @@ import numpy as np
 from earlyeval.core import atomic
 from earlyeval.core.atomic import write_json
 from earlyeval.budget.config import BudgetConfig
-from earlyeval.budget.evaluation import run_budget
-from earlyeval.budget.plots import plot_intervals, plot_late_recognition
-from earlyeval.budget.report import budget_report, summary_lines
-from earlyeval.budget.shipped import fit_shipped, shipped_config
+from earlyeval.evaluation.budget import run_budget
+from earlyeval.report.budget_plots import plot_intervals, plot_late_recognition
+from earlyeval.report.budget import budget_report, summary_lines
+from earlyeval.evaluation.budget_shipped import fit_shipped, shipped_config
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir

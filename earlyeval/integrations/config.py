@@ -33,7 +33,7 @@ from typing import Any, Mapping
 from earlyeval.config import schema
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.modeling.policy import check_halt_on, halts_on_success
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 
 MONITOR_KEYS = ("model", "thresholds", "tasks", "halt_on", "strict", "explain", "budget", "halt_on_impossible", "require_signature")
 LIVE_HALT_ON = "failure"  # what a live adapter halts on unless told otherwise: never throw away a run that may still succeed

@@ -17,8 +17,8 @@ from typing import Any, Callable
 from distributed import Client
 
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.monitor import Monitor
-from earlyeval.replay import replay
+from earlyeval.live.monitor import Monitor
+from earlyeval.live.replay import replay
 
 RUNS_PER_TASK = 32
 # per worker thread (a worker process may run several threads, and a LocalCluster without processes runs every

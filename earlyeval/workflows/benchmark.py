@@ -38,7 +38,7 @@ from earlyeval.core.trajectory import Action, Step, Task, Trajectory, make_step
 from earlyeval.config.workspace import models_dir, reports_dir
 from earlyeval.config.catalog import load_catalog
 from earlyeval.features import RunContext
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Each run is read with its format's ingestor (``earlyeval.ingest``: the same
 ``discover``/``parse_files``/label readers as ``earlyeval ingest``) and replayed
-step by step through a :class:`~earlyeval.monitor.Monitor`, exactly as a live
+step by step through a :class:`~earlyeval.live.monitor.Monitor`, exactly as a live
 loop would feed it.  The replay goes on after a halt (the monitor's halt is
 sticky) so that every prefix t = 1..T-1 has its probabilities, which the
 AUROCs need; the last step is not replayed, since halting after it saves
@@ -52,8 +52,8 @@ from earlyeval.workflows.score_checks import (bench_check, catalog_hint, check_d
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError, NothingScoredError, WriteError
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.live_input import task_table
-from earlyeval.replay import _scorable, replay, run_context, runset_of
+from earlyeval.live.inputs import task_table
+from earlyeval.live.replay import _scorable, replay, run_context, runset_of
 from earlyeval.modeling.overlap import training_overlap
 from earlyeval.workflows.score_csv import csv_text
 from earlyeval.config.prices import PriceError, run_cost
@@ -63,7 +63,7 @@ from earlyeval.ingest import FORMATS, discover, format_facts, format_module, ing
 from earlyeval.modeling.metrics import apply_policy, outcome_metrics
 from earlyeval.modeling.thresholds import WarmStartRule
 from earlyeval.modeling.thresholds import source_of
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.tables.store import bench_dir, read_tasks
 from earlyeval.workflows.sweep import frontier
 

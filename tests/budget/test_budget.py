@@ -9,9 +9,9 @@ import pytest
 
 from earlyeval.budget.config import ALPHAS, BudgetConfig, SMALL
 from earlyeval.budget.cqr import corrected_quantiles, fix_crossing, quantile_cdf
-from earlyeval.budget.evaluation import run_budget
+from earlyeval.evaluation.budget import run_budget
 from earlyeval.budget.quantiles import BudgetEstimator, conformal_quantile, CrossConformalQuantiles, QuantileRegressor
-from earlyeval.budget.report import budget_report
+from earlyeval.report.budget import budget_report
 from earlyeval.budget.targets import dim_targets, run_usage
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
@@ -297,7 +297,7 @@ def test_calibration_folds_keep_a_scaffold_together_and_fall_back_per_dimension(
     joined to the scaffold one of its agents shares); a dimension logged by one scaffold only is dealt by agent."""
     from types import SimpleNamespace
 
-    from earlyeval.budget.calibration import calibration_folds, dim_folds
+    from earlyeval.evaluation.budget_calibration import calibration_folds, dim_folds
     from earlyeval.evaluation.dataset import HoldoutUnit
 
     groups = [HoldoutUnit("m1", ["m1"]), HoldoutUnit("m2", ["m2"]), HoldoutUnit("m3", ["m3"]), HoldoutUnit("g", ["g"]),

@@ -15,11 +15,11 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
-from earlyeval.budget.calibration import agent_folds, choose_budget, holdout_groups
+from earlyeval.evaluation.budget_calibration import agent_folds, choose_budget, holdout_groups
 from earlyeval.budget.config import BudgetConfig, DIMENSIONS, SHIPPED_FORMAT, SMALL
-from earlyeval.budget.evaluation import run_budget
-from earlyeval.budget.live import _interp, LiveBudget
-from earlyeval.budget.shipped import fit_shipped, predict_prefixes
+from earlyeval.evaluation.budget import run_budget
+from earlyeval.live.budget import _interp, LiveBudget
+from earlyeval.evaluation.budget_shipped import fit_shipped, predict_prefixes
 from earlyeval.budget.targets import dim_targets, spend_features, SpendTracker
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.core.errors import ModelDirError
@@ -27,7 +27,7 @@ from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.modeling.fastpredict import StackedPredictor
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.modeling.modeldir import ModelBundle, load_model_dir, read_manifest, save_model_dir
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.core.trajectory import Action, Step, Trajectory
 from test_budget import _cfgs, _synthetic
 
@@ -350,7 +350,7 @@ def test_interp_is_numpys():
 
 def test_train_bench_ships_the_budget_model(ds, tmp_path, monkeypatch):
     from earlyeval.app import pipeline
-    from earlyeval.budget import shipped as shipped_module
+    from earlyeval.evaluation import budget_shipped as shipped_module
 
     cfg, bcfg = _cfgs()
     monkeypatch.setattr(shipped_module, "BudgetConfig", lambda **kw: BudgetConfig(**{**bcfg.__dict__, **kw}))

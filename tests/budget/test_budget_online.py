@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from earlyeval.budget.evaluation import run_budget
+from earlyeval.evaluation.budget import run_budget
 from earlyeval.budget.online import online_corrections, ONLINE_MIN_RUNS, online_quantiles, run_order
-from earlyeval.budget.report import budget_report
+from earlyeval.report.budget import budget_report
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.core.trajectory import Trajectory
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from earlyeval.budget.evaluation import run_budget
-from earlyeval.budget.plots import _example_runs, intervals_figure, late_recognition_figure, plot_intervals, plot_late_recognition
-from earlyeval.budget.report import budget_report
+from earlyeval.evaluation.budget import run_budget
+from earlyeval.report.budget_plots import _example_runs, intervals_figure, late_recognition_figure, plot_intervals, plot_late_recognition
+from earlyeval.report.budget import budget_report
 from earlyeval.evaluation.dataset import load_dataset
 from test_budget import _cfgs, _synthetic
 

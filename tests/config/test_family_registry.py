@@ -19,7 +19,7 @@ from earlyeval.features import (BUILTIN_FAMILIES, FAMILIES, FOLD_FITTED, FOLD_FR
 from earlyeval.ingest import FORMAT_MODULES, FORMATS, format_module, parse_files
 from earlyeval.modeling.modeldir import ModelBundle, load_model_dir, save_model_dir
 from earlyeval.features.context import context_absent_counts, context_gaps
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.config.plugins import load_object
 
 import _custom_family

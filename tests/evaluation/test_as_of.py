@@ -23,7 +23,7 @@ from earlyeval.features.peer import PeerTable
 from earlyeval.features.prior import PriorTable, default_match_patterns
 from earlyeval.modeling.metrics import evaluate_policy
 from earlyeval.modeling.modeldir import save_model_dir
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
 from earlyeval.core.trajectory import Task
 

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from earlyeval.budget.calibration import holdout_groups
+from earlyeval.evaluation.budget_calibration import holdout_groups
 from earlyeval.evaluation.dataset import SMALL_GROUP, HoldoutUnit
 from earlyeval.evaluation.evaluate import EvalConfig, run_loao
 from earlyeval.workflows.routing_pair import large_agents

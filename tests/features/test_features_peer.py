@@ -12,7 +12,7 @@ from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, ru
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.peer import PeerPriorFamily
 from earlyeval.modeling.modeldir import load_model_dir
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.app.pipeline import train_bench
 from earlyeval.core.trajectory import Action, Trajectory, make_step
 from synth import SMALL_LGBM, make_dataset, make_trajectories, loao_baseline

@@ -38,8 +38,8 @@ from earlyeval.ingest import FORMATS  # noqa: E402
 from earlyeval.config.catalog import LabelSpec, RunSpec  # noqa: E402
 from earlyeval.integrations.config import ConfigError  # noqa: E402
 from earlyeval.integrations.inspect_approver import early_stop  # noqa: E402
-from earlyeval.monitor import Monitor  # noqa: E402
-from earlyeval.replay import run_context  # noqa: E402
+from earlyeval.live.monitor import Monitor  # noqa: E402
+from earlyeval.live.replay import run_context  # noqa: E402
 
 # "earlyeval/early_stop" when earlyeval is imported as installed (pip install -e .: inspect namespaces an installed
 # package's objects), "early_stop" when it is imported from the checkout on sys.path (pytest from the repo root)

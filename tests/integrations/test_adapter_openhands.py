@@ -248,8 +248,8 @@ def test_persisted_conversation_read_back_gives_the_live_steps_features_and_prob
     from earlyeval.core.trajectory import Task
     from earlyeval.ingest import openhands_conversation as oc
     from earlyeval.modeling.modeldir import save_model_dir
-    from earlyeval.monitor import Monitor
-    from earlyeval.replay import run_context
+    from earlyeval.live.monitor import Monitor
+    from earlyeval.live.replay import run_context
 
     from _monitor_helpers import ALWAYS_FAIL, NEVER_HALT, constant_model
 

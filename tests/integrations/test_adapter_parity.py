@@ -39,7 +39,7 @@ from earlyeval.features import Featurizer, RunContext, build_family
 import earlyeval.ingest as ingest_mod
 from earlyeval.modeling.model import OutcomeModel
 from earlyeval.modeling.modeldir import ModelBundle
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.tables.tasks import load_tasks
 from earlyeval.core.trajectory import Step, Trajectory

@@ -25,7 +25,7 @@ from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.features import RunContext
 from earlyeval.modeling.modeldir import save_model_dir
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 
 FX = _paths.FIXTURES
 TH = {"success": 0.6, "failure": 0.6, "min_halt_step": 1}  # mid thresholds: the fixtures' decisions are not all "continue"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from _monitor_helpers import make_runs, make_tasks, save_tiny
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The live path is light (issue 16 item 6): ``import earlyeval.monitor``, ``Monitor.load`` and ``observe``
+"""The live path is light (issue 16 item 6): ``import earlyeval.live.monitor``, ``Monitor.load`` and ``observe``
 load neither pandas nor scikit-learn (nor the lightgbm package, whose import pulls both in), nor scipy
 and pyarrow (issue 25 item 6).
 
@@ -32,12 +32,12 @@ _REPORT = "import json, sys; print(json.dumps({'heavy': [m for m in %r if m in s
 
 
 def test_import_monitor_loads_no_pandas_no_sklearn():
-    got = _run("import earlyeval.monitor\n" + _REPORT)
+    got = _run("import earlyeval.live.monitor\n" + _REPORT)
     assert got["heavy"] == [], got
 
 
 def _observe_code(model_dir: Path, budget: str) -> str:
-    return (f"from earlyeval.monitor import Monitor\n"
+    return (f"from earlyeval.live.monitor import Monitor\n"
             f"from earlyeval.core.trajectory import Action, make_step\n"
             f"mon = Monitor.load({str(model_dir)!r}, {budget})\n"
             f"assert mon.predictor_kind == 'c-api', mon.predictor_kind\n"
@@ -59,7 +59,7 @@ def test_monitor_load_and_observe_outcome_only_stay_light(tmp_path, families):
 
 
 def test_monitor_with_budget_stays_light():
-    """The shipped SWE-bench model with its budget estimators (earlyeval.budget.live): still no pandas/sklearn."""
+    """The shipped SWE-bench model with its budget estimators (earlyeval.live.budget): still no pandas/sklearn."""
     model = ROOT / "models" / "swebench"
     if not (model / "extra_budget.json").exists():
         pytest.skip("no trained models/swebench with budget estimators in this checkout")

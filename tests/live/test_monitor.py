@@ -15,7 +15,7 @@ from earlyeval.integrations.base import EarlyStopper, StepMonitor
 from earlyeval.modeling.metrics import halting
 from earlyeval.modeling.modeldir import save_model_dir
 from earlyeval.modeling.outcome import split_proba
-from earlyeval.monitor import Monitor, as_step
+from earlyeval.live.monitor import Monitor, as_step
 from earlyeval.core.trajectory import Action, Step, make_step
 
 
@@ -157,7 +157,7 @@ def test_fail_open_on_featurizer_error_then_recovers_on_next_run(trained, monkey
 
     monkeypatch.setattr(gold, "update", broken)
     mon.start_context(ctx, "r1")
-    with caplog.at_level(logging.WARNING, logger="earlyeval.monitor"):
+    with caplog.at_level(logging.WARNING, logger="earlyeval.live.monitor"):
         ds = [mon.observe(s) for s in traj.steps[:5]]
     assert ds[0].p_success is not None and ds[1].p_success is not None
     assert not ds[2].halt and ds[2].p_success is None and "boom in gold" in ds[2].reason and ds[2].reason.startswith("fail-open")
@@ -195,7 +195,7 @@ def test_observe_without_start_works_and_warns(trained):
 
 def test_missing_gold_and_prior_warn_and_give_nan(trained, caplog):
     mon = Monitor.load(trained["dir"])
-    with caplog.at_level(logging.WARNING, logger="earlyeval.monitor"):
+    with caplog.at_level(logging.WARNING, logger="earlyeval.live.monitor"):
         mon.start(task={"task_id": "unknown__task-9", "prompt": "fix it"}, run_id="r")
     assert any("gold patch" in w for w in mon.warnings)
     assert any("public-history" in w for w in mon.warnings)

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from earlyeval.budget.config import BudgetConfig, DIMENSIONS
-from earlyeval.budget.shipped import predict_prefixes
+from earlyeval.evaluation.budget_shipped import predict_prefixes
 from earlyeval.budget.targets import dim_targets, free_opening_agents, SpendTracker
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import models_dir
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.ingest import ingest_catalog
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.app.pipeline import eval_config, train_bench
 from earlyeval.tables.store import bench_dir, read_tasks, read_trajectories
 from earlyeval.tables.tasks import load_tasks

@@ -33,7 +33,7 @@ from earlyeval.modeling.outcome import split_proba
 from earlyeval.modeling.model import OutcomeModel
 from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
 from earlyeval.features.context import context_absent_counts
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.workflows.score import score_runs
 from earlyeval.tables.tasks import load_tasks

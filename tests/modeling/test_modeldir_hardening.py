@@ -15,7 +15,7 @@ import pytest
 from _monitor_helpers import save_tiny
 from earlyeval.core.errors import ModelDirError
 from earlyeval.modeling.modeldir import MANIFEST, _sha, load_model_dir, manifest_hash
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 
 
 @pytest.fixture(scope="module")

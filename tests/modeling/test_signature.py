@@ -11,7 +11,7 @@ from _monitor_helpers import save_tiny
 from earlyeval.core.errors import ModelDirError, SettingError
 from earlyeval.modeling.modeldir import load_model_dir, save_model_dir
 from earlyeval.modeling.signature import SIGNATURE
-from earlyeval.monitor import Monitor
+from earlyeval.live.monitor import Monitor
 from faults import rehash
 
 KEY = "correct horse battery staple, 32b"

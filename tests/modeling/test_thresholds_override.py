@@ -11,8 +11,8 @@ from _monitor_helpers import differs_from, make_runs, make_tasks, quantile_thres
 from earlyeval.core.errors import ModelDirError
 from earlyeval.modeling.metrics import halting
 from earlyeval.modeling.modeldir import load_model_dir
-from earlyeval.monitor import Monitor
-from earlyeval.replay import replay
+from earlyeval.live.monitor import Monitor
+from earlyeval.live.replay import replay
 from earlyeval.modeling.thresholds import ThresholdError, override, parse_thresholds, source_of
 
 

@@ -22,7 +22,7 @@ def _run(imports: str) -> subprocess.CompletedProcess:
 
 
 def test_the_live_path_imports_no_dask():
-    r = _run("import earlyeval.monitor, earlyeval.replay, earlyeval.live_input, earlyeval.budget.live, earlyeval.integrations\n"
+    r = _run("import earlyeval.live.monitor, earlyeval.live.replay, earlyeval.live.inputs, earlyeval.live.budget, earlyeval.integrations\n"
              "from earlyeval import Monitor")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 

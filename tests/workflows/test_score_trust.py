@@ -26,7 +26,7 @@ from earlyeval.modeling.modeldir import save_model_dir
 from earlyeval.app.pipeline import training_identity
 from earlyeval.report.score_table import score_table
 from earlyeval.modeling.overlap import training_overlap
-from earlyeval.replay import runset_of
+from earlyeval.live.replay import runset_of
 from earlyeval.workflows.score import read_runs, run_specs, score_runs, usage_of
 from earlyeval.workflows.score_csv import CSV_COLUMNS
 from earlyeval.core.trajectory import Trajectory, make_step, Action

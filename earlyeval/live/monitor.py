@@ -86,11 +86,11 @@ from earlyeval.features import Featurizer, RunContext
 from earlyeval.modeling.policy import (CONTINUE, NEVER, SUCCESS, candidate_missing, check_halt_on, halting_pair,
                                       halts_on_failure, side_reason, step_outcome)
 from earlyeval.modeling.thresholds import WarmStartRule, fit_warm_start
-from earlyeval.replay import replay, runset_of
-from earlyeval.budget.live import DEFAULT_BUDGET_DIMS, halt_dims, load_live_budget
+from earlyeval.live.replay import replay, runset_of
+from earlyeval.live.budget import DEFAULT_BUDGET_DIMS, halt_dims, load_live_budget
 from earlyeval.features.context import context_gaps, context_state
 from earlyeval.config.schema import parse_date
-from earlyeval.live_input import (BadStep, _index_of, as_step, as_task, clean_step, clean_task, complete_task, task_sources,
+from earlyeval.live.inputs import (BadStep, _index_of, as_step, as_task, clean_step, clean_task, complete_task, task_sources,
                                   task_table)
 from earlyeval.modeling.modeldir import ModelBundle, load_model_dir
 from earlyeval.core.trajectory import Step, Task, Trajectory

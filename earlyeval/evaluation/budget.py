@@ -15,7 +15,7 @@ import numpy as np
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.budget.baseline import LinearExtrapolation, residual_cdf
-from earlyeval.budget.calibration import (
+from earlyeval.evaluation.budget_calibration import (
     CalFit,
     Group,
     Setup,

@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from earlyeval.core.atomic import savefig
-from earlyeval.budget.evaluation import BudgetRun
-from earlyeval.budget.report import make_view
+from earlyeval.evaluation.budget import BudgetRun
+from earlyeval.report.budget import make_view
 from earlyeval.budget.targets import run_slices
 
 FONT = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10, "ytick.labelsize": 10,

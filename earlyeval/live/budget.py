@@ -38,7 +38,7 @@ from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
 from earlyeval.budget.cqr import pair_for
 from earlyeval.budget.targets import SpendTracker, spend_feature_names, spend_features
 
-log = logging.getLogger("earlyeval.monitor")  # the Monitor's logger: these messages are the Monitor's
+log = logging.getLogger("earlyeval.live.monitor")  # the Monitor's logger: these messages are the Monitor's
 
 
 class _Dim:

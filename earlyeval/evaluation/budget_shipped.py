@@ -13,7 +13,7 @@ import numpy as np
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import fold_free
-from earlyeval.budget.calibration import (calibration_folds, dim_folds, fit_calibrated, fold_scaffolds, inner_p_success,
+from earlyeval.evaluation.budget_calibration import (calibration_folds, dim_folds, fit_calibrated, fold_scaffolds, inner_p_success,
                                           select_on_calibration, setup)
 from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, BudgetConfig
 from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 CATALOG := earlyeval/catalogs/$(BENCH).toml
 
-.PHONY: install install-sweagent lock test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench bench-scale score transfer clean help
+.PHONY: install install-sweagent lock docs test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench bench-scale score transfer clean help
 
 # every target with a `## ...` comment on its rule line is listed, in file order (tests/test_docs.py checks that
 # each .PHONY target is)
@@ -57,7 +57,7 @@ lock:  ## rewrite requirements.lock from pyproject.toml (uv, Python 3.11 and 3.1
 	[ -f $(SWEAGENT_TARBALL) ] || { echo "make lock: $(SWEAGENT_TARBALL) missing (SWE-agent's requirements are locked from it)"; exit 1; }
 	echo "sweagent @ file:$(abspath $(SWEAGENT_TARBALL))" | $(UV_VENV)/bin/uv pip compile pyproject.toml - --universal \
 	  --python-version 3.11 --generate-hashes --no-emit-package sweagent \
-	  --extra test --extra mini-swe-agent --extra inspect --extra openhands --extra dask -o $(LOCK)
+	  --extra test --extra mini-swe-agent --extra inspect --extra openhands --extra dask --extra docs -o $(LOCK)
 
 data/$(BENCH)/ingest.done: $(STAMP) $(CATALOG)
 	$(EARLYEVAL) ingest --bench $(BENCH)
@@ -89,6 +89,9 @@ bench-scale: $(STAMP)  ## scaling benchmark: in-process vs a LocalCluster on rep
 
 # one self-contained HTML page from whichever reports/$(BENCH)/ reports exist (run evaluate/sweep/budget/route/bench first)
 .PHONY: report
+docs: $(STAMP)  ## the API reference from the docstrings (mkdocs + mkdocstrings, strict: a warning fails) -> site/
+	$(BIN)/python -m mkdocs build --strict --site-dir site
+
 report: $(STAMP)  ## one HTML page from the reports -> reports/$(BENCH)/report.html
 	$(EARLYEVAL) report --bench $(BENCH)
 

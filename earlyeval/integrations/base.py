@@ -89,9 +89,31 @@ def build_step(
 ) -> Step:
     """The Step of one finished turn of a live agent (the one builder every adapter calls).
 
-    ``calls``: the turn's actions (see ``CallLike``); ``observation``: text, or a list of tool
-    results / content parts joined one per line (``render.content_text``); ``usage``: any of
-    ``input_tokens``/``output_tokens``/``cached_tokens``/``cost_usd`` (missing = unknown = None).
+    Parameters
+    ----------
+    index : int
+        The step's index in its run (0 for the first).
+    calls : iterable of Action, ToolCall, (tool, arguments) or str
+        The turn's actions: an Action as is, a raw tool call rendered as the ingestors render it, or a
+        command line run by ``default_tool``.
+    thought : str
+        The model's text of the turn.
+    observation : str or sequence
+        Text, or a list of tool results / content parts joined one per line (``render.content_text``).
+    error : bool, optional
+        Whether the turn failed (None: not known).
+    final_answer : str, optional
+        The run's answer, for a turn without actions.
+    usage : mapping, optional
+        Any of ``input_tokens`` / ``output_tokens`` / ``cached_tokens`` / ``cost_usd``; a missing one is
+        unknown (None), never 0.
+    default_tool : str, default "bash"
+        The tool of a call given as a plain command line.
+
+    Returns
+    -------
+    Step
+        With its kinds from the shared taxonomy (``make_step``).
     """
     acts = [_action(c, default_tool) for c in calls]
     if not isinstance(observation, str):
@@ -270,14 +292,36 @@ class EarlyStopper:
         final_answer: str | None = None,
         candidate: Callable[[], str | None] | None = None,
     ) -> Decision:
-        """Build the Step of one finished turn (shared taxonomy) and score it.
+        """Build the Step of one finished turn (shared taxonomy) and score it; never raises.
 
-        Give either one ``action`` run with ``tool`` (a shell command by default)
-        or several ``actions``: ``Action``s, ``ToolCall``s or ``(tool, arguments)`` pairs, each rendered as
-        ``build_step`` renders it (the arguments of an editor call give ``create /a.py``, kind edit).  A turn
-        with no action (a final answer, or a reply the scaffold rejected) is
-        ``action=""``; pass ``error=True`` for a rejected one.  ``candidate``: returns the run's patch so far
-        (a predicted success halts only when it is non-empty; see the class doc).
+        Parameters
+        ----------
+        action : str
+            One command line, run with ``tool``.  A turn with no action (a final answer, or a reply the
+            scaffold rejected) is ``action=""``; pass ``error=True`` for a rejected one.
+        observation, thought : str
+            What the turn returned, and the model's text.
+        tool : str, default "bash"
+            The tool of ``action``.
+        actions : iterable of Action, ToolCall, (tool, arguments) or str, optional
+            Several calls instead of ``action``, each rendered as ``build_step`` renders it (the arguments
+            of an editor call give ``create /a.py``, kind edit).
+        input_tokens, output_tokens, cached_tokens : int, optional
+            The turn's usage; None is unknown, never 0.
+        cost_usd : float, optional
+            The turn's cost; None is unknown.
+        error : bool, optional
+            Whether the turn failed.
+        final_answer : str, optional
+            The run's answer, for a turn without actions.
+        candidate : callable, optional
+            Returns the run's patch so far: a predicted success halts only when it is non-empty.
+
+        Returns
+        -------
+        Decision
+            The monitor's decision; input that cannot be built into a step gives a decision to proceed,
+            with the error recorded in ``errors`` (fail-open).
         """
         try:
             acts = _actions(action, tool, actions)

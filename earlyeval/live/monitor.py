@@ -167,11 +167,34 @@ class Monitor:
              key: bytes | str | None = None, **kwargs: Any) -> "Monitor":
         """Load a model directory (verified: see ``modeldir``) and build a monitor on it.
 
-        ``thresholds``: halt with this (tau_s, tau_f) pair (or mapping, or "TS,TF") instead of the model's
-        own, each finite and in (0.5, 1] (``earlyeval.modeling.thresholds.override``; a ``ThresholdError`` otherwise).
-        The directory is not changed; spawned monitors keep the override.  ``require_signature``: refuse a
-        directory that is not signed with ``key`` (else ``$EARLYEVAL_MODEL_KEY`` / ``$EARLYEVAL_MODEL_KEY_FILE``),
-        so an edit that re-computed the hashes is refused (``modeling.signature``; docs/monitor.md)."""
+        Parameters
+        ----------
+        model_dir : str or Path
+            A model directory written by ``earlyeval train``.
+        thresholds : tuple, mapping or str, optional
+            Halt with this (tau_s, tau_f) pair (or mapping, or "TS,TF") instead of the model's own, each
+            finite and in (0.5, 1] (``earlyeval.modeling.thresholds.override``).  The directory is not
+            changed; spawned monitors keep the override.
+        require_signature : bool, default False
+            Refuse a directory that is not signed with ``key`` (else ``$EARLYEVAL_MODEL_KEY`` /
+            ``$EARLYEVAL_MODEL_KEY_FILE``), so an edit that re-computed the hashes is refused.
+        key : bytes or str, optional
+            The signing key (see ``require_signature``).
+        **kwargs
+            Passed to ``Monitor(...)``: ``halt_on``, ``budget``, ``tasks``, ``strict``, ``explain``, ...
+
+        Returns
+        -------
+        Monitor
+
+        Raises
+        ------
+        ModelDirError
+            The directory is missing, truncated, tampered with, unsigned when a signature is required, or of
+            another version.
+        ThresholdError
+            ``thresholds`` is out of range.
+        """
         bundle = load_model_dir(model_dir, n_jobs=1, require_signature=require_signature, key=key)
         if thresholds is not None:
             bundle = dataclasses.replace(bundle, thresholds=override(bundle.thresholds, thresholds))
@@ -266,11 +289,29 @@ class Monitor:
     def start(self, task: Task | Mapping[str, Any] | None = None, run_id: str | None = None, *, agent: str = "",
               scaffold: str = "", model: str = "", split: str = "", exclude_submissions: list[str] | None = None,
               prompt: str | None = None, prior_match: list[str] | None = None, as_of: str = "") -> RunContext | None:
-        """Begin a run.  ``task`` is a Task or a dict (Task fields, or SWE-bench's
-        ``instance_id``/``problem_statement``/``patch``/``FAIL_TO_PASS``); ``agent``,
-        ``scaffold``, ``model``, ``split``, ``exclude_submissions``, ``prior_match`` are
-        what the prior family uses to leave this agent's own public results out; ``as_of`` (YYYY-MM-DD)
-        limits the public history to submissions dated strictly before it ("" = all)."""
+        """Begin a run.
+
+        Parameters
+        ----------
+        task : Task or mapping, optional
+            A Task or a dict (Task fields, or SWE-bench's ``instance_id`` / ``problem_statement`` /
+            ``patch`` / ``FAIL_TO_PASS``).  Without one the monitor runs without context and never halts.
+        run_id : str, optional
+            The run's identifier, recorded in the decisions.
+        agent, scaffold, model, split : str
+            Who runs: what the prior family uses to leave this agent's own public results out.
+        exclude_submissions, prior_match : list of str, optional
+            More public submissions to leave out as this agent's own (names, or patterns to match).
+        prompt : str, optional
+            The task text the agent was given (default: the task's prompt).
+        as_of : str, default ""
+            YYYY-MM-DD: the public history is limited to submissions dated strictly before it ("" = all).
+
+        Returns
+        -------
+        RunContext or None
+            The run's context, or None when the task could not be used (the run then proceeds unhalted).
+        """
         self._reset()
         self.run_id = run_id
         try:
@@ -340,8 +381,21 @@ class Monitor:
     def observe(self, step: Step | Mapping[str, Any], *, candidate: Callable[[], str | None] | None = None) -> Decision:
         """Fold one finished step in and decide; never raises (fail-open).
 
-        ``candidate`` (a live loop's): returns the agent's candidate answer so far (its patch); called only
-        when a success halt is due, which then happens only if it is non-empty."""
+        Parameters
+        ----------
+        step : Step or mapping
+            The step just finished (a mapping is cleaned as ``earlyeval.live.inputs.clean_step`` says).
+        candidate : callable, optional
+            A live loop's: returns the agent's candidate answer so far (its patch); called only when a
+            success halt is due, which then happens only if it is non-empty.
+
+        Returns
+        -------
+        Decision
+            Whether to halt and with which predicted outcome, the probabilities, the reason, and the
+            budget intervals when the model has them.  Bad input or a broken model gives a decision to
+            proceed whose reason says why (fail-open), never an exception.
+        """
         d = self._observe(step, candidate)
         d.halt_on = self.halt_on
         d.context_source = self.context_source

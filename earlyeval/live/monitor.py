@@ -11,63 +11,11 @@
         if d.halt:                         # d.outcome is "success" / "failure"
             break
 
-What it guarantees:
-
-* **Same numbers as offline.**  ``observe`` runs the featurizer's streaming
-  interface (``start``/``update``/``values``, the very loop
-  ``Featurizer.prefix_matrix`` runs in batch), casts the row to float32 as the
-  batch matrix does, takes the booster's raw margin through LightGBM's own
-  single-row C path (``fastpredict``) and applies the saved Platt maps exactly
-  as ``OutcomeModel.predict_proba`` does.  The halting rule is
-  ``policy.step_outcome`` itself (the rule the batch forms apply), at the newest
-  prefix: halt at the first prefix t >= ``min_halt_step`` with p_s >= tau_s or
-  p_f >= tau_f.
-* **O(1) per step** in the run's length: every family's update is.
-* **Fails open.**  Missing information never halts a run.  A step that cannot
-  be read (a field of the wrong type) is skipped before it touches any state:
-  that decision says so in ``flags`` and the run goes on being monitored.
-  Impossible usage (token counts that are NaN, negative, > 1e9, not integers;
-  costs that are not finite or negative) becomes unknown (None) and is flagged.
-  A raw margin or probability that is not finite never halts (flagged, p None).
-  Any other exception in featurization or prediction is logged and returned as
-  ``Decision.proceed`` with the error in ``reason``; a family whose update raised
-  may have folded the step in half-way, so its state can no longer be trusted:
-  the monitor stays disabled (always "continue") for the rest of that run.
-* **Knows what it does not know** (``Decision.context``).  "none": no task although
-  the model's families need one -> never halts.  "partial": a family's inputs are
-  absent (no gold patch, task not in the public-history or peer table, no prompt)
-  and the model was not trained on runs lacking them -> never halts.
-  "partial-trained": absent inputs that at least 1 % (and 10) of the training runs
-  also lacked (``training.context_absent_runs`` in the manifest): the thresholds
-  were chosen on data with that state, halting stays on.  "full": everything.
-* **Budget.**  When the model dir carries budget estimators (``extra_budget.json``,
-  written by ``earlyeval train``), ``Decision.budget`` holds, per dimension, the
-  remaining-usage intervals, the spend so far, B, P(total <= B), P(feasible) and
-  the ``impossible`` flag, as ``budget.targets`` computes them in batch (``budget.live``);
-  None for a dimension whose usage is unknown.  Halting on ``impossible`` is off
-  unless ``halt_on_impossible`` is set.  The budget part fails open on its own: an
-  error there leaves ``budget=None`` for the rest of the run (logged) and never
-  touches the outcome decision.
-* **Which outcomes halt** (``halt_on``): "both" (default: the model's rule, as
-  offline and in ``earlyeval score``), "failure" (only the doomed runs stop: what
-  the live adapters default to) or "success"; a side that is off never halts
-  (``policy.halting_pair``).  In a live loop, ``observe(step, candidate=...)``
-  makes a predicted success wait for the agent's candidate patch: with none yet,
-  the run goes on and the reason says why.
-* **Halting is sticky.**  After the first halt, later steps (if the loop goes on
-  anyway) still get fresh probabilities, but ``halt``/``outcome`` stay those of
-  the first halt, as in the offline policy.
-
-Reference information (decided here, documented in docs/monitor.md): a model
-that uses the ``gold`` family needs the task's gold patch, one that uses
-``prior`` needs the task id to be in the model's public-history table.  When
-they are missing, ``start`` warns (log + ``monitor.warnings``) and the features
-are NaN; predictions still come, the reason of every decision says "degraded",
-and halting follows ``Decision.context`` above.  ``strict=True`` raises instead.
-
-One monitor follows one run at a time (``start`` resets it).  For concurrent
-runs use one monitor per run: ``monitor.spawn()`` is cheap and shares the
-loaded model.
+The same numbers as offline (the featurizer's streaming interface, LightGBM's single-row C path, the saved
+Platt maps, ``policy.step_outcome``), O(1) per step, fail-open: missing information never halts a run.  What it
+guarantees, case by case (context, budget, ``halt_on``, sticky halts, reference information), is in
+docs/monitor.md, "What the Monitor guarantees".  One monitor follows one run at a time; ``spawn()`` gives
+another on the same loaded model for a concurrent run.
 """
 
 from __future__ import annotations
@@ -85,8 +33,7 @@ from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.features import Featurizer, RunContext
 from earlyeval.modeling.policy import (CONTINUE, NEVER, SUCCESS, candidate_missing, check_halt_on, halting_pair,
                                       halts_on_failure, side_reason, step_outcome)
-from earlyeval.modeling.thresholds import WarmStartRule, fit_warm_start
-from earlyeval.live.replay import replay, runset_of
+from earlyeval.live.warm import fit_warm, labelled_runs
 from earlyeval.live.budget import DEFAULT_BUDGET_DIMS, halt_dims, load_live_budget
 from earlyeval.features.context import context_gaps, context_state
 from earlyeval.config.schema import parse_date
@@ -220,27 +167,11 @@ class Monitor:
         monitor it spawns halt with the new thresholds.  Only these runs' labels are read.
         ``as_of``/``same_agent`` as in ``score`` (the prior's date cutoff and an extra same-agent pattern).
         Returns what was fitted (``selection``: the rule's decision, its tests and its guarantee)."""
-        runs = list(runs)
-        unlabelled = [t.run_id for t in runs if t.outcome is None]
-        if unlabelled:
-            raise ValueError(f"warm start needs finished, labelled runs; no outcome for {unlabelled[:3]}")
-        bad = [(t.run_id, t.outcome) for t in runs if not _is_label(t.outcome)]
-        if bad:  # an outcome of 7 (or 0.5, "1") is not a label: refused, never read as "success"
-            raise ValueError(f"warm start needs outcomes 0/1 (or booleans); run {bad[0][0]!r} has {bad[0][1]!r}"
-                             + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
-        runs = [t if type(t.outcome) is int else dataclasses.replace(t, outcome=int(t.outcome)) for t in runs]
-        if len(runs) < 2:
-            raise ValueError(f"warm start needs at least 2 labelled runs, got {len(runs)}")
+        runs = labelled_runs(runs)
         base = Monitor(self.bundle, explain="never", use_c_api=self._use_c_api, tasks=self.tasks, budget=False,
                        _shared={**self._shared, "warm": None})
-        table = {**self.tasks, **dict(tasks or {})}
-        records = [replay(base, t, table.get(t.task_id), as_of=as_of, same_agent=same_agent) for t in runs]
-        failed = [r["run_id"] for r in records if r["errors"]]
-        if failed:
-            raise ValueError(f"warm start: no probabilities for runs {failed[:3]} (fail-open during replay)")
-        rs = runset_of(runs, records)
-        settings = WarmStartRule.from_training(dict(self.bundle.training.get("config") or {}), self.min_halt_step)
-        cal, th = fit_warm_start(rs, settings, base=(self.tau_s, self.tau_f), recalibrate=recalibrate, rule=rule)
+        cal, th = fit_warm(base, runs, {**self.tasks, **dict(tasks or {})}, (self.tau_s, self.tau_f), as_of, same_agent,
+                           recalibrate, rule)
         self._warm = {"success": float(th["success"]), "failure": float(th["failure"]), "calibration": cal,
                       "runs": [t.run_id for t in runs]}
         self._shared["warm"] = self._warm
@@ -542,11 +473,6 @@ class Monitor:
         c = sign * contrib
         order = np.argsort(-c, kind="stable")[:k]
         return [(self.feature_names[i], float(c[i])) for i in order if c[i] > 0 and math.isfinite(c[i])]
-
-
-def _is_label(y: Any) -> bool:
-    """A finished run's outcome: 0 or 1 (an int, a bool, a numpy integer), nothing else."""
-    return isinstance(y, (bool, int, np.integer, np.bool_)) and int(y) in (0, 1)
 
 
 __all__ = ["BadStep", "Monitor", "as_step", "as_task", "clean_step", "complete_task", "context_gaps", "context_state"]

@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import errno
 import logging
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -46,9 +45,8 @@ from earlyeval.core.atomic import folder_lock, json_bytes, write_files
 from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.catalog import data_root as _data_root
-from earlyeval.config.schema import Invalid, parse_date
-from earlyeval.workflows.score_checks import (bench_check, catalog_hint, check_destination, date_runs, detect_format,
-                                              label_spec, output_dir)
+from earlyeval.workflows.score_checks import (bench_check, catalog_hint, check_as_of, check_destination, check_runs_path,
+                                              date_runs, detect_format, label_spec, output_dir)
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError, NothingScoredError, WriteError
 from earlyeval.core.trajectory import Task, Trajectory
@@ -300,20 +298,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     by monitors loaded and warmed as this one (a cluster: ``earlyeval.scale.replay``); default here.
 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
-    from tqdm.auto import tqdm
-
-
-    if fmt != "auto":
-        format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
-    check_runs_path(Path(runs_path))
-    as_of = check_as_of(as_of)
-    if isinstance(warm_start, bool) or not isinstance(warm_start, int) or warm_start < 0:
-        raise ValueError(f"--warm-start {warm_start!r}: a number of runs >= 0")
-    if monitor is not None and thresholds is not None:
-        raise ValueError("give thresholds to Monitor.load, or here, not both")
-    root = _data_root(data_root)
-    if data_root is not None and not root.is_dir():
-        raise FileNotFoundError(f"--data-root {data_root}: no such folder")
+    as_of, root = _checked_options(runs_path, fmt, as_of, warm_start, monitor, thresholds, data_root)
     detected = fmt == "auto"
     if detected:
         fmt = detect_format(Path(runs_path), _catalog_specs(Path(runs_path).resolve(), "auto", root),
@@ -336,31 +321,9 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     tasks_by_id = load_task_table(bundle, tasks)
     benches = bench_check(bundle, specs, trajs, fmt, tasks_by_id, cross_bench)
     cutoff, dates = date_runs(trajs, as_of, [f.name for f in bundle.featurizer.families], fmt)
-    warm_ids: set[str] = set()
-    warm_info = None
-    warm_runs: list[Trajectory] = []
-    if warm_start:
-        lab = [t for t in trajs if t.outcome is not None]
-        if len(lab) < warm_start:
-            raise ValueError(f"--warm-start {warm_start}: only {len(lab)} labelled runs under {runs_path}")
-        pick = np.random.default_rng(seed).choice(len(lab), size=warm_start, replace=False)
-        warm_runs = [lab[i] for i in sorted(pick)]
-        warm_ids = {t.run_id for t in warm_runs}
-        warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent, rule=warm_rule)
-        warm_info["run_ids"] = sorted(warm_ids)
-    if replay_all is None:
-        records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
-                   for t in tqdm(trajs, desc="score: replay", unit="run", leave=False,
-                                 disable=True if not progress or len(trajs) < 20 else None)]  # None: on a terminal only
-    else:
-        records = replay_all(trajs, tasks_by_id, cutoff, same_agent, warm_runs)
-    for r in records:
-        if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
-            r.update(warm=True, halted=False, halt_t=None, halt_step_index=None, predicted=None,
-                     p_success_at_halt=None, p_failure_at_halt=None, top_features=[],
-                     reason="warm-start run: completed, its label used to certify the thresholds")
-    for t, r in zip(trajs, records):
-        r["usage"] = usage_of(t, r["halt_t"] if r["halted"] else None)
+    warm_runs, warm_info = _warm_runs(mon, trajs, warm_start, seed, tasks_by_id, cutoff, same_agent, warm_rule, runs_path)
+    warm_ids = {t.run_id for t in warm_runs}
+    records = _replayed(mon, trajs, tasks_by_id, cutoff, same_agent, warm_runs, replay_all, progress)
 
     model_th = bundle.manifest.get("thresholds") or bundle.thresholds
     th_source = source_of(mon.thresholds, model_th, warm=warm_info is not None)
@@ -399,37 +362,101 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     }
     report["n_scored"] = sum(_scorable(t, r) for t, r in zip(trajs, records))
     if report["n_scored"]:
-        rs = runset_of(trajs, records)
-        warm = np.asarray([rid in warm_ids for rid in rs.run_ids], dtype=bool)
-        ts, tf = mon.halting_thresholds  # the pair the rule applies under halt_on
-        blocks = metric_blocks(rs, {**mon.thresholds, "success": ts, "failure": tf}, warm if warm_ids else None, source=th_source)
-        report.update(blocks)
-        # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
-        t_halt, pred = apply_policy(rs, ts, tf, mon.min_halt_step)
-        lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]
-        # a run whose context lets no halt ("partial", "none": missing information never halts) must not halt at all
-        t_halt = np.asarray([int(th) if r.get("context", "full") in HALTING_CONTEXTS else 0 for r, th in zip(lab, t_halt)])
-        mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred) if not r.get("warm") and
-                ((r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure")))]
-        report["policy_consistent"] = not mism
-        if mism:
-            log.error("monitor halts differ from metrics.apply_policy on %d runs, e.g. %s", len(mism), mism[:3])
-        if what_if_taus is not None and what_if_taus is not False:
-            taus = (((bundle.training.get("config") or {}).get("taus") or GRID) if what_if_taus is True else what_if_taus)
-            by_id = {t.run_id: t for t in trajs}
-            costs = []
-            for rid in rs.run_ids:
-                try:
-                    costs.append(run_cost(by_id[rid]))
-                except PriceError:
-                    costs.append(None)
-            report["what_if"] = what_if(rs, taus, mon.min_halt_step, warm if warm_ids else None, costs)
+        report.update(_labelled_metrics(mon, trajs, records, warm_ids, th_source, what_if_taus))
     elif what_if_taus is not None and what_if_taus is not False:
         report["what_if"] = None
         log.warning("what-if: no labelled runs with probabilities at every prefix; no frontier")
     report["per_run"] = [{**r, "p_success": _nan_none(r["p_success"]), "p_failure": _nan_none(r["p_failure"])} for r in records]
 
     return write_outputs(dest, report, records, csv)
+
+
+def _checked_options(runs_path: str | Path, fmt: str, as_of: str | None, warm_start: Any, monitor: Any,
+                     thresholds: Any, data_root: str | Path | None) -> tuple[str | None, Path]:
+    """score_runs' options refused before any work: (the as_of to use, the data root)."""
+    if fmt != "auto":
+        format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
+    check_runs_path(Path(runs_path))
+    as_of = check_as_of(as_of)
+    if isinstance(warm_start, bool) or not isinstance(warm_start, int) or warm_start < 0:
+        raise ValueError(f"--warm-start {warm_start!r}: a number of runs >= 0")
+    if monitor is not None and thresholds is not None:
+        raise ValueError("give thresholds to Monitor.load, or here, not both")
+    root = _data_root(data_root)
+    if data_root is not None and not root.is_dir():
+        raise FileNotFoundError(f"--data-root {data_root}: no such folder")
+    return as_of, root
+
+
+def _warm_runs(mon: Any, trajs: list[Trajectory], warm_start: int, seed: int, tasks_by_id: dict[str, Task],
+               cutoff: str | None, same_agent: str | None, warm_rule: str,
+               runs_path: str | Path) -> tuple[list[Trajectory], dict[str, Any] | None]:
+    """The K labelled runs completed first (a seeded draw) and what ``Monitor.warm_start`` fitted on them."""
+    if not warm_start:
+        return [], None
+    lab = [t for t in trajs if t.outcome is not None]
+    if len(lab) < warm_start:
+        raise ValueError(f"--warm-start {warm_start}: only {len(lab)} labelled runs under {runs_path}")
+    pick = np.random.default_rng(seed).choice(len(lab), size=warm_start, replace=False)
+    warm_runs = [lab[i] for i in sorted(pick)]
+    warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent, rule=warm_rule)
+    warm_info["run_ids"] = sorted({t.run_id for t in warm_runs})
+    return warm_runs, warm_info
+
+
+def _replayed(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task], cutoff: str | None,
+              same_agent: str | None, warm_runs: list[Trajectory], replay_all: Any, progress: bool) -> list[dict[str, Any]]:
+    """One record per run: its replay through the Monitor (here, or by ``replay_all``), the warm runs
+    completed in full, and the tokens and dollars spent and saved."""
+    from tqdm.auto import tqdm
+
+    if replay_all is None:
+        records = [replay(mon, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
+                   for t in tqdm(trajs, desc="score: replay", unit="run", leave=False,
+                                 disable=True if not progress or len(trajs) < 20 else None)]  # None: on a terminal only
+    else:
+        records = replay_all(trajs, tasks_by_id, cutoff, same_agent, warm_runs)
+    warm_ids = {t.run_id for t in warm_runs}
+    for r in records:
+        if r["run_id"] in warm_ids:  # completed in full: its label was used, it is never halted
+            r.update(warm=True, halted=False, halt_t=None, halt_step_index=None, predicted=None,
+                     p_success_at_halt=None, p_failure_at_halt=None, top_features=[],
+                     reason="warm-start run: completed, its label used to certify the thresholds")
+    for t, r in zip(trajs, records):
+        r["usage"] = usage_of(t, r["halt_t"] if r["halted"] else None)
+    return records
+
+
+def _labelled_metrics(mon: Any, trajs: list[Trajectory], records: list[dict[str, Any]], warm_ids: set[str],
+                      th_source: str, what_if_taus: Any) -> dict[str, Any]:
+    """The labelled runs' metric blocks under the monitor's thresholds, the check that its halts are the
+    policy's halts, and the what-if frontier when asked for."""
+    out: dict[str, Any] = {}
+    rs = runset_of(trajs, records)
+    warm = np.asarray([rid in warm_ids for rid in rs.run_ids], dtype=bool)
+    ts, tf = mon.halting_thresholds  # the pair the rule applies under halt_on
+    out.update(metric_blocks(rs, {**mon.thresholds, "success": ts, "failure": tf}, warm if warm_ids else None, source=th_source))
+    # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
+    t_halt, pred = apply_policy(rs, ts, tf, mon.min_halt_step)
+    lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]
+    # a run whose context lets no halt ("partial", "none": missing information never halts) must not halt at all
+    t_halt = np.asarray([int(th) if r.get("context", "full") in HALTING_CONTEXTS else 0 for r, th in zip(lab, t_halt)])
+    mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred) if not r.get("warm") and
+            ((r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure")))]
+    out["policy_consistent"] = not mism
+    if mism:
+        log.error("monitor halts differ from metrics.apply_policy on %d runs, e.g. %s", len(mism), mism[:3])
+    if what_if_taus is not None and what_if_taus is not False:
+        taus = (((mon.bundle.training.get("config") or {}).get("taus") or GRID) if what_if_taus is True else what_if_taus)
+        by_id = {t.run_id: t for t in trajs}
+        costs = []
+        for rid in rs.run_ids:
+            try:
+                costs.append(run_cost(by_id[rid]))
+            except PriceError:
+                costs.append(None)
+        out["what_if"] = what_if(rs, taus, mon.min_halt_step, warm if warm_ids else None, costs)
+    return out
 
 
 def write_outputs(dest: Path, report: dict[str, Any], records: list[dict[str, Any]],
@@ -449,25 +476,6 @@ def write_outputs(dest: Path, report: dict[str, Any], records: list[dict[str, An
     with folder_lock(dest):
         write_files(files)
     return paths
-
-
-def check_runs_path(p: Path) -> None:
-    """--runs must be a folder or a regular file (a FIFO or a device would block or never end)."""
-    if not os.path.lexists(p) or not p.exists():
-        raise FileNotFoundError(f"--runs {p}: no such file or folder")
-    if not (p.is_dir() or p.is_file()):
-        raise ValueError(f"--runs {p}: not a folder or a regular file (a FIFO, a device or a socket is never read)")
-
-
-def check_as_of(as_of: str | None) -> str | None:
-    """``as_of`` as ``score_checks.date_runs`` takes it: None or "run" (each run's own date), "" or "all" (every
-    submission) or a real YYYY-MM-DD date.  Anything else is refused here, before a run is read."""
-    if as_of is None or as_of in ("", "run", "all"):
-        return as_of
-    try:
-        return parse_date(as_of, "as_of")
-    except Invalid as e:
-        raise ValueError(f"--as-of: {e.reason}; expected YYYY-MM-DD, 'run' or 'all'") from None
 
 
 def _nan_none(xs: list[float]) -> list[float | None]:

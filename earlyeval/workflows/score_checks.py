@@ -17,12 +17,14 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
+from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.core.errors import CatalogError, IngestError, ScoreRefusedError, WriteError
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.ingest import FORMATS, discover, format_facts, format_module, parse_files
@@ -281,3 +283,22 @@ def catalog_hint(runs_path: Path, fmt: str, root: Path) -> str | None:
             return (f"{p} has the folder name of the catalog run {s.name} ({cat.bench}) but is not under the data root "
                     f"{root}: the catalog's labels, agent name and date are not used ({where}, or give --labels)")
     return None
+
+
+def check_runs_path(p: Path) -> None:
+    """--runs must be a folder or a regular file (a FIFO or a device would block or never end)."""
+    if not os.path.lexists(p) or not p.exists():
+        raise FileNotFoundError(f"--runs {p}: no such file or folder")
+    if not (p.is_dir() or p.is_file()):
+        raise ValueError(f"--runs {p}: not a folder or a regular file (a FIFO, a device or a socket is never read)")
+
+
+def check_as_of(as_of: str | None) -> str | None:
+    """``as_of`` as ``score_checks.date_runs`` takes it: None or "run" (each run's own date), "" or "all" (every
+    submission) or a real YYYY-MM-DD date.  Anything else is refused here, before a run is read."""
+    if as_of is None or as_of in ("", "run", "all"):
+        return as_of
+    try:
+        return parse_date(as_of, "as_of")
+    except Invalid as e:
+        raise ValueError(f"--as-of: {e.reason}; expected YYYY-MM-DD, 'run' or 'all'") from None

@@ -115,3 +115,44 @@ def dist_info(root: Path) -> Path:
                                                 for g, eps in groups.items()))
     (d / "direct_url.json").write_text(json.dumps({"url": _paths.REPO.as_uri(), "dir_info": {"editable": True}}))
     return root
+
+
+# an inspect task file for the CLI tests: a mockllm model scripted to run ls, cat, pytest, then submit 42, with a
+# `shell` tool; `agent_import` / `runs` say how the task runs its tools (react, or the solver's use_tools)
+_TASK_FILE = '''
+from inspect_ai import Task, task
+@IMPORT@
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelOutput, get_model
+from inspect_ai.model._providers.mockllm import MockLLM
+from inspect_ai.scorer import match
+from inspect_ai.tool import tool
+
+async def _words(self, text):  # offline: tiktoken would download its table
+    return max(1, len(text.split()))
+MockLLM.count_text_tokens = _words
+
+@tool
+def shell():
+    async def execute(cmd: str) -> str:
+        """Run a shell command.
+
+        Args:
+            cmd: The command.
+        """
+        return "ok"
+    return execute
+
+def _call(cmd):
+    return ModelOutput.for_tool_call("mockllm/model", "shell", {"cmd": cmd}, content="run " + cmd)
+
+@task
+def demo():
+    outs = [_call("ls"), _call("cat mod.py"), _call("pytest"), ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "42"})]
+    return Task(dataset=[Sample(input="Make x 42.", target="42", id="demo-1")], @RUNS@, scorer=match(),
+                model=get_model("mockllm/model", custom_outputs=outs))
+'''
+
+
+def task_file(agent_import: str, runs: str) -> str:
+    return _TASK_FILE.replace("@IMPORT@", agent_import).replace("@RUNS@", runs)

@@ -33,6 +33,7 @@ from _integration_fakes import Recording  # noqa: E402
 from _inspect_helpers import (ALWAYS_FAIL, ALWAYS_SUCCEED, FAILING, NEVER, call, calls, dist_info, offline_token_count,  # noqa: E402
                               react_task, run_eval, say, shell, submit, tiny_model)
 from _inspect_helpers import policy as _policy  # noqa: E402
+from _inspect_helpers import task_file  # noqa: E402
 from earlyeval.core.trajectory import Task as EETask  # noqa: E402
 from earlyeval.ingest import FORMATS  # noqa: E402
 from earlyeval.config.catalog import LabelSpec, RunSpec  # noqa: E402
@@ -283,39 +284,7 @@ def test_inspect_cli_with_an_approval_policy_file_alone(tmp_path, models):
     assert [e.approver for e in sample.events if e.event == "approval"] == ["earlyeval/early_stop"] * 3
 
 
-TASK_PY = '''
-from inspect_ai import Task, task
-from inspect_ai.agent import react
-from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, get_model
-from inspect_ai.model._providers.mockllm import MockLLM
-from inspect_ai.scorer import match
-from inspect_ai.tool import tool
-
-async def _words(self, text):  # offline: tiktoken would download its table
-    return max(1, len(text.split()))
-MockLLM.count_text_tokens = _words
-
-@tool
-def shell():
-    async def execute(cmd: str) -> str:
-        """Run a shell command.
-
-        Args:
-            cmd: The command.
-        """
-        return "ok"
-    return execute
-
-def _call(cmd):
-    return ModelOutput.for_tool_call("mockllm/model", "shell", {"cmd": cmd}, content="run " + cmd)
-
-@task
-def demo():
-    outs = [_call("ls"), _call("cat mod.py"), _call("pytest"), ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "42"})]
-    return Task(dataset=[Sample(input="Make x 42.", target="42", id="demo-1")], solver=react(tools=[shell()]), scorer=match(),
-                model=get_model("mockllm/model", custom_outputs=outs))
-'''
+TASK_PY = task_file("from inspect_ai.agent import react", "solver=react(tools=[shell()])")
 
 
 # ---------------------------------------------------------------------------- the real trained model (integration)

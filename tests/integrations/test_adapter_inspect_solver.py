@@ -30,7 +30,7 @@ from inspect_ai.scorer import match  # noqa: E402
 from inspect_ai.solver import SolverSpec, use_tools  # noqa: E402
 from inspect_ai.tool import tool  # noqa: E402
 
-from _inspect_helpers import dist_info  # noqa: E402
+from _inspect_helpers import dist_info, task_file  # noqa: E402
 from _monitor_helpers import ALWAYS_FAIL, NEVER_HALT, constant_model, make_runs, make_tasks, train_bundle  # noqa: E402
 from earlyeval.modeling.modeldir import save_model_dir  # noqa: E402
 
@@ -122,39 +122,7 @@ def test_registered_solver_bad_arguments_are_clear_errors(tmp_path):
         early_stop(model=str(tmp_path / "missing"))
 
 
-TASK_PY = '''
-from inspect_ai import Task, task
-from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, get_model
-from inspect_ai.model._providers.mockllm import MockLLM
-from inspect_ai.scorer import match
-from inspect_ai.solver import use_tools
-from inspect_ai.tool import tool
-
-async def _words(self, text):  # offline: tiktoken would download its table
-    return max(1, len(text.split()))
-MockLLM.count_text_tokens = _words
-
-@tool
-def shell():
-    async def execute(cmd: str) -> str:
-        """Run a shell command.
-
-        Args:
-            cmd: The command.
-        """
-        return "ok"
-    return execute
-
-def _call(cmd):
-    return ModelOutput.for_tool_call("mockllm/model", "shell", {"cmd": cmd}, content="run " + cmd)
-
-@task
-def demo():
-    outs = [_call("ls"), _call("cat mod.py"), _call("pytest"), ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "42"})]
-    return Task(dataset=[Sample(input="Make x 42.", target="42", id="demo-1")], setup=use_tools(shell()), scorer=match(),
-                model=get_model("mockllm/model", custom_outputs=outs))
-'''
+TASK_PY = task_file("from inspect_ai.solver import use_tools", "setup=use_tools(shell())")
 
 
 def test_inspect_cli_finds_the_solver_through_the_entry_point(tmp_path):

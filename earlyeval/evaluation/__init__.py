@@ -1,1 +1,2 @@
-"""Offline evaluation: datasets, leave-one-agent-out and as-of evaluation, adaptation."""
+"""Offline evaluation: datasets; leave-one-agent-out, as-of and leave-one-scaffold-out runs of the outcome model
+and of the budget intervals (budget*.py); warm start and adaptation."""

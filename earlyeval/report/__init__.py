@@ -1,1 +1,1 @@
-"""Report writing: tables, prediction dumps, the HTML page."""
+"""Report writing: tables, prediction dumps, budget.json and its plots, the HTML page."""

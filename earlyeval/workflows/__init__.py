@@ -1,1 +1,1 @@
-"""Replay, routing, transfer, sweeps, export and benchmarks built on the layers below."""
+"""Scoring folders of runs, routing, transfer, sweeps, export and benchmarks, built on the layers below."""

@@ -268,6 +268,8 @@ def bench_scale(bench: str = "swebench", factors: tuple[int, ...] = (1, 10, 100)
                         pt.runs = got
                         if first_runs is None and n == 1:
                             first_runs = got
+                        if runs is None:  # the first factor's later stages count the runs its ingest read
+                            runs = got
                     points.append(pt)
                     say(row(pt))
                     if pt.status == "failed":

@@ -35,3 +35,24 @@ def test_the_summary_states_ratio_projection_and_worker_memory(tmp_path):
     out = write(_pts(), tmp_path)
     assert json.loads(out["json"].read_text())[4]["status"] == "partial"
     assert out["plot"].stat().st_size > 1000 and out["table"].read_text().startswith("stage")
+
+
+def test_every_stage_of_the_first_factor_counts_the_runs_its_ingest_read(tmp_path, monkeypatch):
+    """The runs of 1x are known only once its ingest has read them: the featurize points of 1x carry them too,
+    so their exponent is fitted (it was missing: 1x featurize had runs=None and k came out '-')."""
+    import earlyeval.app.scale_bench as sb
+    import earlyeval.scale.resample as resample
+
+    monkeypatch.setattr(resample, "replicate", lambda bench, src, root, ws, n: None)
+
+    def fake_measure(stage, bench, ws, data, mode, factor, runs, timeout=None):
+        if stage == "ingest":
+            (ws / "reports" / bench).mkdir(parents=True, exist_ok=True)
+            (ws / "reports" / bench / "ingest.json").write_text(json.dumps({"totals": {"trajectories": 7 * factor}}))
+        return Point(stage, mode, factor, runs, seconds=float(factor), cpu_seconds=float(factor))
+
+    monkeypatch.setattr(sb, "measure", fake_measure)
+    pts = sb.bench_scale("swebench", factors=(1, 10), stages=("ingest", "featurize"), tmp=tmp_path, say=lambda s: None)
+    assert [(p.stage, p.factor, p.runs) for p in pts if p.mode == "in-process"] == [
+        ("ingest", 1, 7), ("featurize", 1, 7), ("ingest", 10, 70), ("featurize", 10, 70)]
+    assert fit_exponent([p for p in pts if p.stage == "featurize" and p.mode == "in-process"]) == pytest.approx(1.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from earlyeval.modeling.policy import NEVER
 from earlyeval.report.html import agent_cell, esc, fnum, legend, note, num, pct, signed, table, usd
 from earlyeval.report.page_inputs import Inputs, small_agents
 
@@ -13,8 +14,8 @@ from earlyeval.report.page_inputs import Inputs, small_agents
 def _th(th: Any) -> str:
     if not isinstance(th, dict):
         return "–"
-    s, f = num(th.get("success")), num(th.get("failure"))
-    return f"{'–' if s is None or s >= 5 else f'{s:.3g}'} / {'–' if f is None or f >= 5 else f'{f:.3g}'}"
+    s, f = num(th.get("success")), num(th.get("failure"))  # a side that never halts (policy.NEVER) shows as –
+    return f"{'–' if s is None or s >= NEVER else f'{s:.3g}'} / {'–' if f is None or f >= NEVER else f'{f:.3g}'}"
 
 
 def _saved(b: Any) -> str:

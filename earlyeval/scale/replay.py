@@ -32,7 +32,9 @@ def _monitor(model_dir: str, thresholds: Any, warm: list[Trajectory] | None, tas
     stamp = Path(model_dir, "manifest.json").stat().st_mtime_ns
     key = (model_dir, stamp, repr(thresholds), tuple(t.run_id for t in warm or ()), repr(as_of), same_agent, halt_on,
            warm_rule)
-    cache: dict[tuple, Monitor] = _LOCAL.__dict__.setdefault("monitors", {})
+    if not hasattr(_LOCAL, "monitors"):
+        _LOCAL.monitors = {}
+    cache: dict[tuple, Monitor] = _LOCAL.monitors
     mon = cache.get(key)
     if mon is None:
         cache.clear()  # one model at a time per worker thread

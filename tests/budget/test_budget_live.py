@@ -1,6 +1,6 @@
 """The shipped budget model (budget.shipped.fit_shipped) and its live twin in the Monitor (budget.live.LiveBudget).
 
-Oracle: on every prefix of synthetic runs, ``Decision.budget`` equals ``budget.shipped.predict_prefixes`` (the
+Oracle: on every prefix of synthetic runs, ``Decision.budget`` equals ``evaluation.budget_shipped.predict_prefixes`` (the
 batch code of the budget package) -- the boosters' feature rows bit for bit, intervals and probabilities to 1e-9.
 """
 

@@ -67,7 +67,7 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     reason = rep.longrepr[2] if rep.skipped and isinstance(rep.longrepr, tuple) else ""
-    if ("openhands" in reason and item.get_closest_marker("openhands") is None
+    if (("openhands.sdk" in reason or "openhands-sdk" in reason) and item.get_closest_marker("openhands") is None
             and item.get_closest_marker("integration") is None):
         rep.outcome = "failed"
         rep.longrepr = (f"{item.nodeid}: skipped for want of openhands-sdk but not marked "

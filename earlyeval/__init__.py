@@ -2,14 +2,18 @@
 
 from typing import TYPE_CHECKING, Any
 
+from earlyeval.core.decision import Decision
+from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.trajectory import Action, Step, Task, Trajectory
 from earlyeval.core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
+    from earlyeval.integrations.base import EarlyStopper, ToolCall
     from earlyeval.live.monitor import Monitor
     from earlyeval.workflows.score_api import score
 
-__all__ = ["Action", "Monitor", "Step", "Task", "Trajectory", "__version__", "score"]
+__all__ = ["Action", "Decision", "EarlyEvalError", "EarlyStopper", "Monitor", "Step", "Task", "ToolCall", "Trajectory",
+           "__version__", "score"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,6 +23,10 @@ def __getattr__(name: str) -> Any:
         from earlyeval.live.monitor import Monitor
 
         return Monitor
+    if name in ("EarlyStopper", "ToolCall"):  # the agent-loop hook: earlyeval.integrations, imported when asked for
+        from earlyeval.integrations import base
+
+        return getattr(base, name)
     if name == "score":  # the batch entry point: a DataFrame of the runs (pulls in the offline stack)
         from earlyeval.workflows.score_api import score
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _error_classes import FLOW_SIGNALS, exception_classes
 from _paths import REPO
 
 PUBLIC = ["earlyeval.live.monitor.Monitor", "earlyeval.core.decision.Decision", "earlyeval.workflows.score_api.score",
@@ -28,6 +29,26 @@ def test_the_api_reference_builds_without_a_warning(tmp_path):
     assert [n for n in PUBLIC if f"::: {n}" not in pages] == []
     html = (tmp_path / "site" / "score" / "index.html").read_text()
     assert "DataFrame" in html and "NothingScoredError" in html  # the numpydoc sections were rendered
+    errors = (tmp_path / "site" / "errors" / "index.html").read_text()
+    classes = [c for c in exception_classes() if c.__qualname__ not in FLOW_SIGNALS]
+    assert len(classes) >= 19
+    assert [c.__qualname__ for c in classes if f'id="{c.__module__}.{c.__qualname__}"' not in errors] == []
+
+
+def test_the_facade_exports_the_public_types():
+    """`from earlyeval import Decision, EarlyStopper, ToolCall, EarlyEvalError`: the very classes the reference
+    documents; `import earlyeval` still loads neither the live stack nor the integrations."""
+    probe = ("import sys, earlyeval; from earlyeval.core.decision import Decision; from earlyeval.core.errors import "
+             "EarlyEvalError; assert earlyeval.Decision is Decision and earlyeval.EarlyEvalError is EarlyEvalError; "
+             "print(sorted(m for m in sys.modules if m.startswith(('earlyeval.live', 'earlyeval.integrations'))))")
+    r = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+    import earlyeval
+    from earlyeval.integrations.base import EarlyStopper, ToolCall
+
+    assert earlyeval.EarlyStopper is EarlyStopper and earlyeval.ToolCall is ToolCall
+    assert {"Decision", "EarlyStopper", "ToolCall", "EarlyEvalError", "Monitor", "score"} <= set(earlyeval.__all__)
+    assert all(hasattr(earlyeval, n) for n in earlyeval.__all__)
 
 
 def test_a_bad_docstring_fails_the_build(tmp_path):

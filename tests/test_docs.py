@@ -167,6 +167,44 @@ def test_path_check_catches_the_old_wrong_paths():
     assert path_problem("models/swebench") is None and path_problem("data/swebench/tasks.parquet") is None
 
 
+# a dotted name in a code span that starts with a package folder (`budget.targets.run_usage`) or with `earlyeval.`
+# must name a module or attribute that exists: a module that moved leaves such names behind
+LAYER_FOLDERS = sorted(p.name for p in (REPO / "earlyeval").iterdir() if (p / "__init__.py").exists())
+DOTTED_RE = re.compile(r"(?<![\w./-])((?:earlyeval\.)?(?:" + "|".join(LAYER_FOLDERS) + r")(?:\.[A-Za-z_]\w*)+)(?![\w/-])")
+NOT_PYTHON = (".json", ".md", ".toml", ".csv", ".yaml", ".parquet", ".txt", ".html", ".png", ".done", ".py")
+
+
+def dotted_problem(name: str) -> str | None:
+    """None if ``earlyeval.<name>`` (or ``name``) imports or is an attribute of what imports; else why not."""
+    import importlib
+
+    parts = name.split(".")
+    parts = parts if parts[0] == "earlyeval" else ["earlyeval", *parts]
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except ImportError:
+            continue
+        for a in parts[k:]:
+            if not hasattr(obj, a):
+                return f"{name}: {'.'.join(parts[:k])} has no {a!r}"
+            obj = getattr(obj, a)
+        return None
+    return f"{name}: no such module"
+
+
+def test_dotted_names_in_the_docs_exist():
+    problems = [f"{f.relative_to(REPO)}:{line}: {why}" for f in DOC_FILES for line, span in inline_code(f)
+                for n in DOTTED_RE.findall(span) if not n.endswith(NOT_PYTHON) and (why := dotted_problem(n))]
+    assert not problems, "\n".join(problems)
+
+
+def test_dotted_name_check_catches_a_moved_module():
+    assert dotted_problem("budget.shipped.predict_prefixes") and dotted_problem("budget.run_usage")
+    assert dotted_problem("evaluation.budget_shipped.predict_prefixes") is None
+    assert dotted_problem("earlyeval.core.errors.EarlyEvalError") is None
+
+
 # absolute paths of one machine (a checkout, a home, a pyenv, a pytest temp folder): a reader has none of them
 MACHINE_PATH_RE = re.compile(r"(?<![\w.])(/work/|/root/|/home/|/Users/|/tmp/tmp|/tmp/pytest-|/private/var/|[A-Z]:\\Users\\)")
 
@@ -408,3 +446,16 @@ def test_docs_test_marker_only_precedes_a_block():
 if __name__ == "__main__":  # pragma: no cover - list the blocks
     for b in ALL:
         print(b.id, b.lang, f"skip: {b.skip}" if b.skip else "")
+
+
+def test_architecture_counts_the_layers_the_contract_has():
+    """docs/architecture.md's "<N> layers, bottom to top" and its numbered table agree with tests/test_layers.py."""
+    from test_layers import LAYERS
+
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+             "thirteen", "fourteen", "fifteen"]
+    text = (REPO / "docs" / "architecture.md").read_text()
+    said = re.search(r"^(\w+) layers, bottom to top", text, re.M)
+    assert said and said.group(1).lower() == words[len(LAYERS)], (said and said.group(1), len(LAYERS))
+    numbered = [int(n) for n in re.findall(r"^\| (\d+) [^|]+\|", text, re.M)]
+    assert numbered == list(range(1, len(LAYERS) + 1)), numbered

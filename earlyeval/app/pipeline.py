@@ -122,7 +122,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them.
 
     With ``budget`` (the default) the model dir also carries the budget estimators
-    (``extra_budget.json``: ``budget.shipped.fit_shipped``, every labelled agent a calibration agent).
+    (``extra_budget.json``: ``evaluation.budget_shipped.fit_shipped``, every labelled agent a calibration agent).
     ``cluster`` (an ``earlyeval.scale.backend.Backend``): featurized by partition, the inner folds as tasks,
     the shipped booster trained with lightgbm.dask (within ``scale.train.TOLERANCE`` of this process's)."""
     cfg = cfg or eval_config(bench)

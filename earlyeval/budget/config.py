@@ -1,6 +1,6 @@
 """Budget settings and constants: the dimensions, quantile levels, booster settings, shipped-file format.
 
-numpy only: the live budget (``budget.live``) reads the constants too."""
+numpy only: the live budget (``live.budget``) reads the constants too."""
 
 from __future__ import annotations
 

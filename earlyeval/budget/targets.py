@@ -119,7 +119,7 @@ def spend_features(spent: np.ndarray, last: np.ndarray, t: Any, unit: Any) -> np
 
     The ONE implementation of the budget features, called by the batch path
     (``budget_features``: n prefixes of one dimension) and by the streaming one
-    (``budget.live.LiveBudget``: one prefix, n dimensions, `unit` per dimension).
+    (``live.budget.LiveBudget``: one prefix, n dimensions, `unit` per dimension).
     Every operation is elementwise, so a row gets the same float32 values
     whichever way the rows are stacked."""
     rate = pace(spent, t, unit)

@@ -6,7 +6,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Outcome = Literal["success", "failure"]
-CONTEXTS = ("full", "partial-trained", "partial", "none")
 HALTING_CONTEXTS = frozenset({"full", "partial-trained"})
 
 

@@ -1,8 +1,8 @@
 """The logistic function and its inverse in numpy, so that the live path need not import scipy (about 0.3 s
 and 60 modules a process).  They compute what ``scipy.special.expit`` / ``logit`` compute, by the same
-formulas, bit for bit in float64 (``tests/core/test_numerics.py`` holds them to it; numpy's float32 exp is
-not scipy's, so every input is computed in float64); offline code uses them too, so the live and offline
-probabilities stay one function."""
+formulas in float64 (every input is widened first), within 4 ulp of scipy's (``tests/core/test_numerics.py``:
+numpy may dispatch its own SIMD exp / log, so not bit for bit on every CPU); offline code uses them too, so
+the live and offline probabilities stay one function."""
 
 from __future__ import annotations
 

@@ -15,11 +15,10 @@ import json
 import math
 import re
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable
 
 from earlyeval.core.render import tool_call_text
 
-Kind = Literal["edit", "test", "search", "view", "submit", "other"]
 KINDS: tuple[str, ...] = ("edit", "test", "search", "view", "submit", "other")
 
 

@@ -30,7 +30,7 @@ def shipped_config(cfg: EvalConfig, bcfg: BudgetConfig | None = None) -> tuple[E
 
 def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
                 progress: Callable[[str], None] | None = None) -> dict[str, Any] | None:
-    """The budget model ``earlyeval train`` ships (JSON-able; ``budget.live.LiveBudget`` reads it).
+    """The budget model ``earlyeval train`` ships (JSON-able; ``live.budget.LiveBudget`` reads it).
 
     It is what ``run_budget`` builds for a held-out agent, with no agent held out: every
     labelled agent group (the small ones as one group) is a calibration group, dealt into

@@ -15,7 +15,6 @@ protocol).  ``prior@current_pool`` is the same family over today's full pool
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from earlyeval.core.atomic import atomic_path, write_text as atomic_write_text
 from earlyeval.config.catalog import Catalog, data_root, load_catalog
 from earlyeval.features import Featurizer, PriorTable, RunContext, build_family, fold_free
 from earlyeval.tables.prefixes import prefix_table
@@ -127,16 +125,3 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
         ds.blocks[CURRENT_POOL] = fz.prefix_matrix(trajs, today, progress=progress, desc="features: prior (current pool)")
         ds.block_names[CURRENT_POOL] = fz.names
     return ds
-
-
-def write_feature_table(ds: Dataset, path: Path) -> Path:
-    """The fold-free prefix features as parquet (for inspection and reuse)."""
-    df = ds.prefixes.copy()
-    df["run_id"] = [ds.trajs[i].run_id for i in df["run"]]
-    for fam, X in ds.blocks.items():
-        for j, n in enumerate(ds.block_names[fam]):
-            df[n if fam != CURRENT_POOL else f"{n}@current_pool"] = X[:, j]
-    with atomic_path(path) as tmp:
-        df.to_parquet(tmp, index=False)
-    atomic_write_text(path.with_suffix(".json"), json.dumps({"families": list(ds.blocks), "rows": len(df)}, indent=1))
-    return path

@@ -111,7 +111,6 @@ from earlyeval.ingest.common import first_day, run_trajectory
 DEFAULT_GLOB = "**/*"
 INLINE_LABELS = True
 
-FORMAT = "atif"
 MAX_MINOR = 8  # the installed atif package implements ATIF-v1.8
 TRAJECTORY_NAMES = ("trajectory.json", "trajectory.json.gz")
 EXT_KEY = "earlyeval"  # key of earlyeval's own values inside ATIF ``extra`` objects

@@ -58,7 +58,6 @@ from earlyeval.ingest.swe_agent import (
 DEFAULT_GLOB = "**/*.traj*"
 INLINE_LABELS = False
 
-FORMAT = "coder-traj"
 
 CODER_COMMANDS: frozenset[str] = ACI_COMMANDS | {
     "plan", "succeed", "fail", "rover_search_file", "rover_search_class", "rover_search_method",

@@ -48,7 +48,6 @@ try:  # the optional extra; the module imports without it (``earlyeval formats``
 except ImportError:  # pragma: no cover - exercised where inspect_ai is absent
     read_eval_log = read_eval_log_sample = read_eval_log_sample_summaries = None
 
-FORMAT = "inspect-eval"
 DEFAULT_GLOB = "**/*.eval"  # ``--runs log.json`` reads a JSON log (a file names its own glob)
 INLINE_LABELS = True  # the samples carry their own scores
 SUCCESS_VALUES = ("C",)
@@ -205,4 +204,4 @@ def _trajectory(sample: Any, header: Any, spec: RunSpec, bench: str, f: str, key
     return t
 
 
-__all__ = ["DEFAULT_GLOB", "FORMAT", "inspect_steps", "parse", "sample_outcome", "usage_by_message"]
+__all__ = ["DEFAULT_GLOB", "inspect_steps", "parse", "sample_outcome", "usage_by_message"]

@@ -29,7 +29,6 @@ from earlyeval.ingest.common import dig, first_day, run_trajectory
 DEFAULT_GLOB = "**/*.traj.json*"
 INLINE_LABELS = False
 
-FORMAT = "mini-swe-agent-v1"
 
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")

@@ -57,7 +57,6 @@ from earlyeval.ingest.common import day_of, run_trajectory
 DEFAULT_GLOB = "**/trajs/*.json*"
 INLINE_LABELS = False
 
-FORMAT = "moatless-transitions"
 FORMATS = ("moatless-transitions", "moatless-steps")
 
 _THOUGHT_KEYS = ("thoughts", "scratch_pad", "reasoning", "thought")

@@ -56,7 +56,6 @@ from earlyeval.core.render import tool_call_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import run_trajectory
 
-FORMAT = "moatless-nodes"
 
 # action_args_class (its last part) -> the function the model called, snake-cased like the older readers' tools
 ARGS_TOOL: dict[str, str] = {

@@ -54,7 +54,6 @@ from earlyeval.ingest.common import day_of, run_trajectory
 DEFAULT_GLOB = "**/llm_completions/*/*.json*"
 INLINE_LABELS = False
 
-FORMAT = "openhands-completions"
 log = logging.getLogger(__name__)
 
 _TS = re.compile(r"-(\d+(?:\.\d+)?)\.json(?:\.gz)?$")

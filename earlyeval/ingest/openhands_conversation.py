@@ -40,7 +40,6 @@ from earlyeval.core.trajectory import Step, Trajectory, call_action, make_step
 from earlyeval.ingest.chat import opt_float, opt_int
 from earlyeval.ingest.common import run_trajectory
 
-FORMAT = "openhands-conversation"
 DEFAULT_GLOB = "**/base_state.json"
 BASE_STATE = "base_state.json"
 EVENT_FILE = re.compile(r"^event-(?P<idx>\d{5,})-(?P<id>[0-9a-fA-F\-]{8,})\.json$")  # the SDK's EVENT_NAME_RE
@@ -286,5 +285,5 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     yield t
 
 
-__all__ = ["DEFAULT_GLOB", "FORMAT", "StepFolder", "call_of", "discover", "event_kinds", "observation_of", "parse",
+__all__ = ["DEFAULT_GLOB", "StepFolder", "call_of", "discover", "event_kinds", "observation_of", "parse",
            "read_events", "response_usage"]

@@ -57,7 +57,6 @@ from earlyeval.ingest.openhands_completions import render_tool_call
 DEFAULT_GLOB = "**/*.json*"
 INLINE_LABELS = False
 
-FORMAT = "openhands-events"
 
 _BOOKKEEPING = {"system", "recall", "change_agent_state", "condensation", "condensation_request"}
 # event action -> (native tool, how its args become that tool's arguments)

@@ -63,7 +63,6 @@ from earlyeval.ingest.common import dig, run_trajectory
 DEFAULT_GLOB = "**/*.traj*"
 INLINE_LABELS = False
 
-FORMAT = "swe-agent-traj"
 
 # SWE-agent 0.x default interface (config/commands/*.sh) and its forced exits
 ACI_COMMANDS: frozenset[str] = frozenset(

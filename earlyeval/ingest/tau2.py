@@ -67,8 +67,6 @@ from earlyeval.ingest.common import day_of, file_key, run_trajectory
 DEFAULT_GLOB = "**/*.json*"
 INLINE_LABELS = True
 
-FORMAT = "tau2"
-
 
 def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     """The catalog's ``glob`` is usually one file name; file names may hold glob

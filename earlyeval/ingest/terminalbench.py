@@ -57,7 +57,6 @@ from earlyeval.ingest.common import run_trajectory
 DEFAULT_GLOB = "**/sessions/agent.log*"
 INLINE_LABELS = True
 
-FORMAT = "terminalbench-log"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>78]")
 _SPINNER = re.compile(r"^.*Waiting for the LM to respond.*$\n?", re.M)

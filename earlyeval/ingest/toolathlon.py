@@ -47,7 +47,6 @@ from earlyeval.ingest.common import run_trajectory
 DEFAULT_GLOB = "**/*.json*"
 INLINE_LABELS = True
 
-FORMAT = "toolathlon"
 
 _RETURN_CODE = re.compile(r"===\s*EXECUTION INFO\s*===.*?Return code:\s*(-?\d+)", re.S)
 

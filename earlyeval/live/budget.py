@@ -1,9 +1,9 @@
 """The shipped budget model, live: what ``Monitor.observe`` puts in ``Decision.budget``.
 
-``earlyeval train`` stores ``budget.shipped.fit_shipped``'s JSON as ``extra_budget.json`` in the
+``earlyeval train`` stores ``evaluation.budget_shipped.fit_shipped``'s JSON as ``extra_budget.json`` in the
 model directory.  ``LiveBudget`` reads it and, per step, for every dimension whose usage
 is known so far (``targets.SpendTracker``), gives what the batch budget code computes
-(``BudgetEstimator.intervals`` / ``prob_within`` x P(success), ``shipped.predict_prefixes``):
+(``BudgetEstimator.intervals`` / ``prob_within`` x P(success), ``evaluation.budget_shipped.predict_prefixes``):
 
 * the features: the outcome model's fold-free feature values, taken by name from the
   Monitor's own float32 feature row (the same values the batch blocks hold), and the

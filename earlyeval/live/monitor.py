@@ -293,10 +293,6 @@ class Monitor:
             self._disable(f"featurizer.start failed: {type(e).__name__}: {e}")
         return ctx
 
-    def _check_context(self, ctx: RunContext) -> list[str]:
-        """What the model's families need but this run's context lacks (the features become NaN)."""
-        return [m for _, m in context_gaps(self.featurizer, ctx)]
-
     def _note(self, msg: str) -> None:
         """A warning about this run's inputs, logged once per monitor (kept for the next start_context)."""
         self._pending_notes.append(msg)

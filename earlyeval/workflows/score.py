@@ -134,7 +134,7 @@ def read_runs(specs: list[RunSpec], progress: bool = False) -> tuple[list[Trajec
 
 
 def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None) -> dict[str, Task]:
-    """Tasks given (a table or a parquet path: ``live_input.task_table``), else those of the model's training
+    """Tasks given (a table or a parquet path: ``live.inputs.task_table``), else those of the model's training
     benchmark(s) as ingested."""
     if tasks is not None:
         return task_table(tasks)

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-from earlyeval.core.atomic import write_text as atomic_write_text
-
 
 CSV_COLUMNS = ("run_id", "agent", "task_id", "steps", "halted_step", "predicted", "recorded_outcome", "true_label",
                "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent", "input_tokens_saved",
@@ -46,7 +42,3 @@ def csv_text(records: list[dict[str, Any]]) -> str:
     w.writerows(per_run_rows(records))
     return buf.getvalue()
 
-
-def write_csv(records: list[dict[str, Any]], path: Path) -> Path:
-    atomic_write_text(path, csv_text(records))
-    return path

@@ -118,6 +118,7 @@ FAILING = [
 ]
 
 
+@pytest.mark.openhands
 def test_real_conversation_ends_stuck_on_predicted_failure(tmp_path):
     """A predicted failure ends the run as the SDK's stuck detector does: terminal STUCK, no PauseEvent."""
     (tmp_path / "repro.py").write_text("import sys\nprint('still broken')\nsys.exit(1)\n")
@@ -144,6 +145,7 @@ def test_real_conversation_ends_stuck_on_predicted_failure(tmp_path):
     assert [h["p_failure"] for h in ee["history"]] == pytest.approx([0.2, 0.3])
 
 
+@pytest.mark.openhands
 def test_real_conversation_ends_finished_on_predicted_success_once_the_workspace_has_a_diff(tmp_path):
     """Success is predicted from the 2nd step on; the workspace (a git repository) has no diff until the 3rd step
     writes mod.py: the run goes on, then ends FINISHED with the edit in the workspace, the finish never requested."""
@@ -163,6 +165,7 @@ def test_real_conversation_ends_finished_on_predicted_success_once_the_workspace
     assert subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True).stdout == "?? mod.py\n"
 
 
+@pytest.mark.openhands
 def test_real_conversation_predicted_success_without_a_diff_never_halts(tmp_path):
     (tmp_path / "repro.py").write_text("print('ok')\n")
     subprocess.run("git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init", shell=True,
@@ -177,6 +180,7 @@ def test_real_conversation_predicted_success_without_a_diff_never_halts(tmp_path
     assert halt.halted is None and llm.call_count == 3
 
 
+@pytest.mark.openhands
 def test_real_conversation_end_as_pause_is_resumable_paused(tmp_path):
     (tmp_path / "repro.py").write_text("import sys\nsys.exit(1)\n")
     mon = ScriptedMonitor(halt_at=1)
@@ -187,6 +191,7 @@ def test_real_conversation_end_as_pause_is_resumable_paused(tmp_path):
     assert any(type(e).__name__ == "PauseEvent" for e in conv.state.events)
 
 
+@pytest.mark.openhands
 def test_real_conversation_from_config_with_a_trained_model(tmp_path):
     """No monitor object: ``EarlyStopCallback.from_config`` loads a model dir (a constant P(failure) of
     0.8 over a failure threshold of 0.6 = halt at the first eligible step) and the run ends STUCK with the model's own probabilities."""
@@ -205,6 +210,7 @@ def test_real_conversation_from_config_with_a_trained_model(tmp_path):
     assert llm.call_count == 2
 
 
+@pytest.mark.openhands
 def test_real_conversation_not_halted_finishes(tmp_path):
     replies = [
         ("terminal", {"command": "echo 'a = 2' > mod.py"}, "fix"),
@@ -235,6 +241,7 @@ RICH = [
 ]
 
 
+@pytest.mark.openhands
 @pytest.mark.parametrize("thresholds", ["never", "fail"])
 def test_persisted_conversation_read_back_gives_the_live_steps_features_and_probabilities(tmp_path, thresholds):
     """Live/offline parity with real SDK objects: a real Conversation (metered TestLLM, persistence on) scored live

@@ -210,7 +210,7 @@ def _events(kind: str):
     return StandinEvents()
 
 
-@pytest.mark.parametrize("kind", ["standin", "sdk"])
+@pytest.mark.parametrize("kind", ["standin", pytest.param("sdk", marks=pytest.mark.openhands)])
 def test_openhands_callback_builds_the_ingestor_steps_on_a_real_completions_run(swebench, kind):
     make = _events(kind)
     from earlyeval.integrations.openhands import EarlyStopCallback
@@ -246,7 +246,7 @@ def openhands_cases(make):
     return build
 
 
-@pytest.mark.parametrize("kind", ["standin", "sdk"])
+@pytest.mark.parametrize("kind", ["standin", pytest.param("sdk", marks=pytest.mark.openhands)])
 def test_openhands_decisions_whatever_the_usage(swebench, tmp_path, kind):
     _usage_parity(swebench, OPENHANDS, openhands_cases(_events(kind)), tmp_path,
                   f"OpenHands SDK callback ({'real openhands.sdk events' if kind == 'sdk' else 'stand-in events'})",

@@ -89,7 +89,7 @@ def test_mini_swe_agent_fixture(mon, tmp_path):
         _agree(up.mini_cases(mon, native, path, t, None, tmp_path / str(i), fmt, spec, "swebench"), t.run_id)
 
 
-@pytest.mark.parametrize("kind", ["standin", "sdk"])
+@pytest.mark.parametrize("kind", ["standin", pytest.param("sdk", marks=pytest.mark.openhands)])
 def test_openhands_fixture(mon, tmp_path, kind):
     """On the stand-ins (Python 3.11) and on the real openhands.sdk event classes (the Python 3.12 stage)."""
     if kind == "sdk":

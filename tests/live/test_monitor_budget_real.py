@@ -3,7 +3,7 @@
 (a) The shipped ``models/swebench`` (``earlyeval train --bench swebench``; where it is absent, as in CI,
     a model trained the same way, ``train_bench``, on a bounded sample of the real runs): on every prefix of two real
     runs of every SWE-bench agent (every format), ``Monitor.observe(...).budget`` equals
-    ``budget.shipped.predict_prefixes`` (the budget package's batch code on ``Dataset`` blocks): the boosters' feature
+    ``evaluation.budget_shipped.predict_prefixes`` (the budget package's batch code on ``Dataset`` blocks): the boosters' feature
     rows bit for bit, intervals and probabilities to 1e-9; dimensions whose usage is unknown are None.
 (b) Real tau2 runs (unmetered greeting turn, zero counters): the streaming spend (``SpendTracker``)
     equals ``dim_targets`` on every prefix of every run whose usage is known.

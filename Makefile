@@ -119,13 +119,15 @@ PY312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12
 	  "$$p" -c "import sys" >/dev/null 2>&1 && { echo "$$p"; break; }; done)
 OH_VENV := .venv-openhands
 # The 3.12 stage runs only what needs Python 3.12: the unit tests marked `openhands` (pyproject.toml), i.e. those
-# that drive the real openhands-sdk; the rest of the unit tier already ran in test-unit. tests/conftest.py fails
+# that drive the real openhands-sdk, plus tests/core and tests/live as a 3.12 smoke of the runtime (the lock resolves
+# other numpy/lightgbm builds on 3.12); the rest of the unit tier already ran in test-unit. tests/conftest.py fails
 # an unmarked unit test that skips for want of the SDK, so none can fall between the two stages.
 test-openhands:  ## the OpenHands SDK unit tests (marker `openhands`) in a Python 3.12 venv
 	@set -e; if [ -z "$(PY312)" ]; then echo "test-openhands: no python3.12 here: Python 3.12 and the OpenHands SDK adapter not tested"; else \
 	  if [ ! -f $(OH_VENV)/.installed ] || [ $(LOCK) -nt $(OH_VENV)/.installed ]; then rm -rf $(OH_VENV); $(PY312) -m venv $(OH_VENV); \
 	    $(OH_VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK); \
 	    $(OH_VENV)/bin/pip install -q --no-deps -e .; $(OH_VENV)/bin/pip check; touch $(OH_VENV)/.installed; fi; \
+	  $(OH_VENV)/bin/python -m pytest -q -m "not integration" tests/core tests/live; \
 	  $(OH_VENV)/bin/python -m pytest -q -m "openhands and not integration"; fi
 
 # the unit and integration tests against the oldest versions pyproject.toml declares (checked by hand, not in CI:

@@ -350,6 +350,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         "n_trajectories": len(trajs),
         "n_labelled": sum(t.outcome is not None for t in trajs),
         "n_halted": sum(r["halted"] for r in records),
+        # halts by basis (policy.HALT_RULES): "task prior" = at step 1 or before any action, the task alone decided
+        "halted_by_rule": dict(Counter(r.get("halt_rule") or "?" for r in records if r["halted"])),
         "skipped": skipped,
         "ingest": reports,
         "training_overlap": overlap,

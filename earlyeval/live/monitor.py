@@ -101,7 +101,7 @@ class Monitor:
         self._platt_s = self.model.platt_["success"]
         self._platt_f = self.model.platt_.get("failure")
         self._mirror = "failure" not in self.model.boosters_
-        self._warm = self._shared.get("warm")  # set by warm_start(), shared with spawned monitors
+        self._warm = self._shared.get("warm")  # set by warm_start(), inherited by the monitors spawned after it
         if self._warm is not None:
             self.tau_s, self.tau_f = self._warm["success"], self._warm["failure"]
         self._families = set(self.featurizer.family_names)
@@ -175,7 +175,9 @@ class Monitor:
                            recalibrate, rule)
         self._warm = {"success": float(th["success"]), "failure": float(th["failure"]), "calibration": cal,
                       "runs": [t.run_id for t in runs]}
-        self._shared["warm"] = self._warm
+        # this monitor's own copy (the predictors in it still shared): monitors it spawns from now on inherit the
+        # warm start, its parent and siblings -- and those they spawn -- keep their thresholds
+        self._shared = {**self._shared, "warm": self._warm}
         self.tau_s, self.tau_f = self._warm["success"], self._warm["failure"]
         return {"runs": len(runs), "recalibration": {"a": cal.a, "b": cal.b}, "thresholds": self.thresholds,
                 "selection": {k: v for k, v in th.items() if k not in ("success", "failure")}}

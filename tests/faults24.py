@@ -54,12 +54,20 @@ def score_inputs(env: Env) -> tuple[Path, Path, Path]:
     if "score_inputs" not in env._cache:
         from earlyeval.workflows.export import export_runs
 
-        mdir, _, trajs, _ = env.tiny()
+        from earlyeval.tables.store import write_tasks
+
+        tiny, _, trajs, tasks = env.tiny()
         runs = env.base / "score_runs"
         if not runs.exists():
             export_runs(trajs[:24], runs, fmt="atif")
         ws = env.base / "ws24"
         ws.mkdir(exist_ok=True)
+        # the model in a workspace beside its benchmark's task table: where `score` finds it from any folder
+        mdir = ws / "models" / "synth"
+        if not mdir.exists():
+            shutil.copytree(tiny, mdir)
+            (ws / "data" / "synth").mkdir(parents=True, exist_ok=True)
+            write_tasks(tasks.values(), ws / "data" / "synth" / "tasks.parquet")
         env._cache["score_inputs"] = (mdir, runs, ws)
     return env._cache["score_inputs"]
 

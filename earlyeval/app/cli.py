@@ -204,6 +204,11 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                                                      help="The --what-if grid: a comma list used for both TS and TF "
                                                           "(10 = never halt that way); implies --what-if."),
           csv_path: Optional[Path] = typer.Option(None, "--csv", help="Per-run CSV path (default per_run.csv beside score.json)."),
+          tasks: Optional[Path] = typer.Option(None, "--tasks",
+                                               help="The task table (a tasks.parquet of `earlyeval ingest`); default: the model's "
+                                                    "benchmark's, beside the model directory's workspace or in --workspace / "
+                                                    "$EARLYEVAL_HOME (never the current folder); none for a model that "
+                                                    "needs one is an error."),
           halt_on: str = typer.Option("both", "--halt-on", callback=check_halt_on_option,
                                       help="Which predicted outcomes halt: both (a benchmark pass), failure (what a live "
                                            "adapter, which defaults to it, saves) or success; recorded in score.json."),
@@ -235,7 +240,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
         paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of, same_agent=same_agent,
                            warm_start=warm_start, warm_rule=warm_rule, seed=seed, thresholds=thresholds, what_if_taus=grid,
                            csv=csv_path, data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on,
-                           require_signature=require_signature,
+                           require_signature=require_signature, **({"tasks": tasks} if tasks is not None else {}),
                            replay_all=None if cluster is None else cluster.replay(model, thresholds, halt_on, warm_rule))
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:

@@ -43,7 +43,7 @@ from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
 from earlyeval.modeling.overlap import content_record
 from earlyeval.features.context import context_absent_counts
 from earlyeval.tables.prefixes import drop_report
-from earlyeval.core.errors import IngestError
+from earlyeval.core.errors import CatalogError, IngestError
 from earlyeval.tables.store import bench_dir, validate_task, write_tasks, write_trajectories
 from earlyeval.tables.tasks import load_tasks
 from earlyeval.core.trajectory import Trajectory
@@ -263,7 +263,10 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
         progress(f"{FITS_PLANNED}{evaluate_fits(ds, cfg, ablations)}")
     runners = None if cluster is None else cluster.runners(ds)
     t0 = time.time()
-    res = with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners))
+    try:
+        res = with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners))
+    except ValueError as e:  # a fit on too few runs (scikit-learn's "0 sample(s)", a one-class split): the catalog said
+        raise too_little_data(ds, bench, e) from None
     report = loao_report(ds, cfg, res)
     add_protocols(report, ds, cfg, progress, runners)
     report["seconds"] = round(time.time() - t0, 1)
@@ -278,6 +281,15 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
 
 
 LoaoLike = Any
+
+
+def too_little_data(ds: Dataset, bench: str, e: Exception) -> CatalogError:
+    """The one-line error of an evaluation that cannot fit on what the catalog gives, naming the catalog."""
+    y = [t.outcome for t in ds.trajs if t.outcome is not None]
+    where = getattr(getattr(ds, "catalog", None), "path", None) or bench
+    return CatalogError(str(where), "runs", f"too little data to evaluate {bench}: {len(y)} labelled runs of "
+                        f"{len(set(t.agent for t in ds.trajs))} agents, {sum(y)} successes ({type(e).__name__}: "
+                        f"{str(e).splitlines()[0] if str(e) else ''}); add runs or agents to the catalog")
 
 
 def with_loso(ds: Dataset, cfg: EvalConfig, res: Any) -> Any:

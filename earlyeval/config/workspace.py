@@ -29,6 +29,15 @@ def workspace_root() -> Path:
     return Path(env).expanduser().resolve() if env else Path.cwd().resolve()
 
 
+def explicit_workspace() -> Path | None:
+    """--workspace, else $EARLYEVAL_HOME; None when the workspace is only the current directory (a lookup that
+    must give one answer wherever it runs never falls back on that)."""
+    if _explicit is not None:
+        return _explicit
+    env = os.environ.get("EARLYEVAL_HOME")
+    return Path(env).expanduser().resolve() if env else None
+
+
 def data_root(explicit: str | Path | None = None) -> Path:
     """The shared, read-only runs: --data-root, else $EARLYEVAL_DATA, else ../shared/data beside the workspace."""
     if explicit:

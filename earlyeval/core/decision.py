@@ -30,6 +30,9 @@ class Decision:
     # where the run's reference information came from, per field ("gold_patch": "start(task)" / "task table" /
     # "run context" / "absent", with a note when a value was decoded or refused): the provenance of ``context``
     context_source: dict[str, str] = field(default_factory=dict)
+    # the basis of a halt ("task prior": at step 1 or before any action of the agent, the task alone decided;
+    # "outcome rule"; "budget rule": modeling.policy.HALT_RULES); "" when not halting
+    halt_rule: str = ""
 
     @property
     def may_halt(self) -> bool:

@@ -212,6 +212,7 @@ class EarlyStopper:
         self.halted: HaltedRun | None = None
         self.errors: list[str] = []
         self.n_steps = 0
+        self.n_acted = 0  # steps of this run with an action of the agent: a run of none never halts as a success
         self.submission: str | None = None  # the candidate patch a success halt was granted on
         self._takes_candidate = _takes_candidate(monitor)
 
@@ -222,6 +223,7 @@ class EarlyStopper:
         self.halted = None
         self.errors = []
         self.n_steps = 0
+        self.n_acted = 0
         self.submission = None
         try:
             self.monitor.start(task=task, run_id=run_id)
@@ -240,6 +242,7 @@ class EarlyStopper:
     def observe(self, step: Step, candidate: Callable[[], str | None] | None = None) -> Decision:
         """Score one finished step; never raises.  ``candidate``: see the class doc."""
         self.n_steps += 1
+        self.n_acted += bool(getattr(step, "actions", None))
         seen: dict[str, Any] = {}
 
         def read() -> str:
@@ -264,10 +267,13 @@ class EarlyStopper:
             d = Decision.proceed(f"fail-open: {msg}", step_index=step.index)
         if d.step_index < 0:
             d.step_index = step.index
-        if d.halt and self.halted is None and d.outcome == "success" and candidate is not None and not read().strip():
-            # a monitor that took no candidate: the same gate here (it may stay halted inside; the run goes on)
-            d = dataclasses.replace(d, halt=False, outcome=None, reason=f"continue (success predicted, not halted: no "
-                                    f"candidate patch yet (a success halt waits for one)): {d.reason}")
+        if d.halt and self.halted is None and d.outcome == "success" and candidate is not None:
+            # a monitor that took no candidate: the same gates here (it may stay halted inside; the run goes on)
+            why = ("no action of the agent yet (a success halt waits for one)" if not self.n_acted else
+                   "" if read().strip() else "no candidate patch yet (a success halt waits for one)")
+            if why:
+                d = dataclasses.replace(d, halt=False, outcome=None, halt_rule="",
+                                        reason=f"continue (success predicted, not halted: {why}): {d.reason}")
         self.decisions.append(d)
         if d.halt and self.halted is None:
             self.halted = HaltedRun.from_decision(d, self.n_steps)

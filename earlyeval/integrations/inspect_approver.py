@@ -64,7 +64,11 @@ from earlyeval.ingest.inspect_eval import inspect_steps, usage_by_message
 from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor
 from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
 from earlyeval.integrations.inspect_ai import _sample_store, task_of
-from earlyeval.modeling.policy import HALT_ON  # the one definition of the operating modes
+from earlyeval.integrations.base import _takes_candidate
+from earlyeval.modeling.policy import HALT_ON, halt_rule  # the one definition of the operating modes
+
+# how the Monitor's decision begins when a success halt is due at this step but waits for a candidate patch
+WAITING = "continue (success predicted, not halted: no candidate patch yet (a success halt waits for one))"
 
 log = logging.getLogger("earlyeval.integrations.inspect_approver")
 
@@ -94,19 +98,33 @@ class HaltGate:
         self.halt_on = halt_on
         self.needs_candidate = needs_candidate
         self.candidate = False
-        self.held: Decision | None = None
+        self.held: Decision | None = None  # a success halt due at the newest step, waiting for a patch
         self.dropped = 0
+        self.n_steps = 0
+        self._gated = _takes_candidate(monitor)  # earlyeval's Monitor: the success gate is its own, re-checked each step
 
     @property
     def thresholds(self) -> Any:
         return getattr(self.monitor, "thresholds", None)
 
     def start(self, task: Any = None, run_id: str | None = None) -> None:
-        self.candidate, self.held, self.dropped = False, None, 0
+        self.candidate, self.held, self.dropped, self.n_steps = False, None, 0, 0
         self.monitor.start(task=task, run_id=run_id)
 
     def observe(self, step: Step) -> Decision:
-        d = self.monitor.observe(step)
+        """The monitor's decision on ``step``; ``held`` is set only when a success halt is due at this very step
+        (an earlier step's prediction is never acted on: the threshold is re-checked where the halt happens)."""
+        self.n_steps += 1
+        self.held = None
+        if self._gated and self.needs_candidate:  # the Monitor holds (never latches) a success halt without a patch
+            d = self.monitor.observe(step, candidate=lambda: "patch" if self.candidate else "")  # type: ignore[call-arg]
+        else:
+            d = self.monitor.observe(step)
+        if isinstance(d, Decision) and not d.halt and d.reason.startswith(WAITING):
+            self.held = dataclasses.replace(d, halt=True, outcome="success", halt_rule=halt_rule(self.n_steps, 1),
+                                            reason=f"halt after {self.n_steps} steps, predicting success, once a candidate "
+                                                   f"patch exists: {d.reason[len(WAITING):].lstrip(') :')}")
+            return d
         if not isinstance(d, Decision) or not d.halt:
             return d
         if self.halt_on != "both" and d.outcome != self.halt_on:

@@ -31,7 +31,8 @@ import numpy as np
 
 from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.features import Featurizer, RunContext
-from earlyeval.modeling.policy import (CONTINUE, NEVER, SUCCESS, candidate_missing, check_halt_on, halting_pair,
+from earlyeval.modeling.policy import (CONTINUE, NEVER, SUCCESS, TASK_PRIOR, candidate_missing, check_halt_on, halt_rule,
+                                      halting_pair,
                                       halts_on_failure, side_reason, step_outcome)
 from earlyeval.live.warm import fit_warm, labelled_runs
 from earlyeval.live.budget import DEFAULT_BUDGET_DIMS, halt_dims, load_live_budget
@@ -100,7 +101,7 @@ class Monitor:
         self._platt_s = self.model.platt_["success"]
         self._platt_f = self.model.platt_.get("failure")
         self._mirror = "failure" not in self.model.boosters_
-        self._warm = self._shared.get("warm")  # set by warm_start(), shared with spawned monitors
+        self._warm = self._shared.get("warm")  # set by warm_start(), inherited by the monitors spawned after it
         if self._warm is not None:
             self.tau_s, self.tau_f = self._warm["success"], self._warm["failure"]
         self._families = set(self.featurizer.family_names)
@@ -174,7 +175,9 @@ class Monitor:
                            recalibrate, rule)
         self._warm = {"success": float(th["success"]), "failure": float(th["failure"]), "calibration": cal,
                       "runs": [t.run_id for t in runs]}
-        self._shared["warm"] = self._warm
+        # this monitor's own copy (the predictors in it still shared): monitors it spawns from now on inherit the
+        # warm start, its parent and siblings -- and those they spawn -- keep their thresholds
+        self._shared = {**self._shared, "warm": self._warm}
         self.tau_s, self.tau_f = self._warm["success"], self._warm["failure"]
         return {"runs": len(runs), "recalibration": {"a": cal.a, "b": cal.b}, "thresholds": self.thresholds,
                 "selection": {k: v for k, v in th.items() if k not in ("success", "failure")}}
@@ -199,6 +202,7 @@ class Monitor:
         self.warnings: list[str] = []
         self._states: list[Any] | None = None
         self._t = 0
+        self._acted = 0  # steps of this run with an action of the agent (0: the task alone can decide: "task prior")
         self._halt: Decision | None = None
         self._disabled: str | None = None
         self._degraded = ""
@@ -354,6 +358,7 @@ class Monitor:
             t0 = time.perf_counter()
             self.featurizer.update(self._states, st)
             self._t += 1
+            self._acted += bool(st.actions)
             x = self.featurizer.values(self._states).astype(np.float32)
             t1 = time.perf_counter()
             ps, pf = self.proba(x)
@@ -409,8 +414,8 @@ class Monitor:
         ctx = self.context
         if self._halt is not None:
             h = self._halt
-            return Decision(True, h.outcome, ps, pf, f"already halted at step {h.step_index} ({h.outcome}); "
-                            f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], budget, ctx)
+            return Decision(True, h.outcome, ps, pf, f"already halted at step {h.step_index} ({h.outcome}, {h.halt_rule}); "
+                            f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], budget, ctx, halt_rule=h.halt_rule)
         ts, tf = self.halting_thresholds
         probs = f"{side_reason('success', ps, ts, self.halt_on)}, {side_reason('failure', pf, tf, self.halt_on)}"
         if ctx not in HALTING_CONTEXTS:  # missing information never halts a run
@@ -418,15 +423,17 @@ class Monitor:
             return Decision(False, None, ps, pf, f"continue (never halts: {self._halt_off}): {probs}{self._degraded}",
                             index, th, top, budget, ctx)
         code = step_outcome(ps, pf, ts, tf, t, self.min_halt_step)  # the one rule, at prefix t
-        held = candidate_missing(candidate) if code == SUCCESS and candidate is not None else ""
+        held = self._success_held(candidate) if code == SUCCESS and candidate is not None else ""
         if held:  # a live loop without a patch yet: the success side waits, the failure side still applies
             code = step_outcome(ps, pf, NEVER, tf, t, self.min_halt_step)
         if code != CONTINUE:
             outcome = "success" if code == SUCCESS else "failure"
             top = self.top_features(x, outcome) if self.explain != "never" else []
             why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
-            d = Decision(True, outcome, ps, pf, f"halt after {t} steps, predicting {outcome} (outcome rule): {probs}{why}{self._degraded}",
-                         index, th, top, budget, ctx)
+            rule = halt_rule(t, self._acted)
+            basis = f"{rule}: no action of the agent read yet" if rule == TASK_PRIOR else rule
+            d = Decision(True, outcome, ps, pf, f"halt after {t} steps, predicting {outcome} ({basis}): {probs}{why}{self._degraded}",
+                         index, th, top, budget, ctx, halt_rule=rule)
             self._halt = d
             return d
         hits = [k for k in self.halt_on_impossible if budget and budget.get(k) and budget[k]["impossible"]
@@ -436,8 +443,10 @@ class Monitor:
             why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
             rule = ", ".join(f"{k} P(feasible)={budget[k]['p_feasible']:.3f} < {budget[k]['tau']:g} "
                              f"(spent {budget[k]['spent']:g} of B={budget[k]['budget']:g})" for k in hits)
-            d = Decision(True, "failure", ps, pf, f"halt after {t} steps, predicting failure (budget rule: {rule}): "
-                         f"{probs}{why}{self._degraded}", index, th, top, budget, ctx)
+            basis = halt_rule(t, self._acted, budget=True)
+            lead = "budget rule" if basis != TASK_PRIOR else f"{TASK_PRIOR}: no action of the agent read yet; budget rule"
+            d = Decision(True, "failure", ps, pf, f"halt after {t} steps, predicting failure ({lead}: {rule}): "
+                         f"{probs}{why}{self._degraded}", index, th, top, budget, ctx, halt_rule=basis)
             self._halt = d
             return d
         if held:
@@ -448,6 +457,13 @@ class Monitor:
             note = f"continue: {probs}"
         top = self.top_features(x, "success") if self.explain == "always" else []
         return Decision(False, None, ps, pf, note + self._degraded, index, th, top, budget, ctx)
+
+    def _success_held(self, candidate: Callable[[], str | None]) -> str:
+        """Why a due success halt of a live loop waits ("" when it may halt): a run of no action yet is
+        never halted as a success (the task alone cannot stand for the agent's work), nor one without a patch."""
+        if not self._acted:
+            return "no action of the agent yet (a success halt waits for one)"
+        return candidate_missing(candidate)
 
     # ------------------------------------------------------------- explain
     def top_features(self, x: np.ndarray, outcome: str = "success", k: int | None = None) -> list[tuple[str, float]]:

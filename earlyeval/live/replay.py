@@ -54,6 +54,7 @@ def replay(monitor: Any, traj: Trajectory, task: Task | None, as_of: str | None 
         "halt_t": halt[0] if halt else None,  # prefix length (steps seen) at the halt
         "halt_step_index": halt[1].step_index if halt else None,
         "predicted": halt[1].outcome if halt else None,
+        "halt_rule": halt[1].halt_rule if halt else None,  # "task prior" when the task alone decided (policy.HALT_RULES)
         "p_success_at_halt": halt[1].p_success if halt else None,
         "p_failure_at_halt": halt[1].p_failure if halt else None,
         "reason": halt[1].reason if halt else (f"not halted in {len(ps)} prefixes" if ps else "too short to halt"),

@@ -90,7 +90,9 @@ def save_model_dir(bundle: ModelBundle, path: str | Path, *, key: bytes | str | 
     """Write the directory beside any old one and swap it in whole (``atomic.swap_dir``): a kill at any
     moment leaves ``path`` the previous complete model or the new one.  Nothing wall-clock is written:
     two identical trainings give identical files and hashes.  With a signing key (``key``, else
-    ``EARLYEVAL_MODEL_KEY`` / ``EARLYEVAL_MODEL_KEY_FILE``) ``signature.json`` is written too (``signature``)."""
+    ``EARLYEVAL_MODEL_KEY`` / ``EARLYEVAL_MODEL_KEY_FILE``) ``signature.json`` is written too (``signature``).
+    The written directory is loaded with ``load_model_dir`` before it is swapped in: a model its own loader
+    refuses (thresholds out of range ...) is a ``ModelDirError`` naming the field, and the old one stays."""
     out = Path(path)
     signing_key = signature.model_key(key)
     files: dict[str, bytes] = {}
@@ -131,11 +133,23 @@ def save_model_dir(bundle: ModelBundle, path: str | Path, *, key: bytes | str | 
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
             if signing_key is not None:
                 (tmp / signature.SIGNATURE).write_bytes(signature.sign(manifest["manifest_hash"], signing_key))
+        _loads(tmp, out)
+        with atomic.machine_faults(out):
             atomic.swap_dir(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _loads(tmp: Path, out: Path) -> None:
+    """The staged directory ``tmp`` (for ``out``) loads with this package's own loader, or a ModelDirError
+    naming ``out`` and the refused field (nothing has replaced ``out`` yet)."""
+    try:
+        load_model_dir(tmp, probe_boosters=False)  # the structural booster check only: LightGBM wrote the text
+    except ModelDirError as e:
+        raise ModelDirError(str(out), e.field, f"{e.reason} (the loader refuses the model just fitted: nothing "
+                                               "written; too little or one-sided training data?)") from None
 
 
 def manifest_hash(manifest: dict[str, Any]) -> str:

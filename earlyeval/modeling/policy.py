@@ -169,6 +169,22 @@ def first_halt_below(p: Runs, taus, min_t: int = 1, T: np.ndarray | None = None)
     return t[:, 0, :]
 
 
+# why a run halted (Decision.halt_rule, score's records and per_run.csv): one name per basis
+TASK_PRIOR = "task prior"  # at step 1, or before any action of the agent: the task alone decided (a task skip)
+OUTCOME_RULE = "outcome rule"  # the run's own steps crossed a threshold
+BUDGET_RULE = "budget rule"  # P(feasible) under the budget fell below its tau
+HALT_RULES: tuple[str, ...] = (TASK_PRIOR, OUTCOME_RULE, BUDGET_RULE)
+
+
+def halt_rule(t: int, actions_seen: int, budget: bool = False) -> str:
+    """The basis of a halt after ``t`` steps of which ``actions_seen`` held an action of the agent:
+    ``TASK_PRIOR`` when nothing the agent did was read yet (t <= 1 or no action), so that a task skip
+    says so wherever it is shown; else ``BUDGET_RULE`` or ``OUTCOME_RULE``."""
+    if int(t) <= 1 or int(actions_seen) <= 0:
+        return TASK_PRIOR
+    return BUDGET_RULE if budget else OUTCOME_RULE
+
+
 def side_reason(name: str, p: float, tau: float, halt_on: str) -> str:
     """One side of a reason: "p_success=0.912 >= 0.9", or "(success halts off)" when ``halt_on`` turns it off."""
     if halt_on not in (name, "both"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from earlyeval.modeling.policy import TASK_PRIOR
 from earlyeval.report.reporting import legend
 
 
@@ -12,7 +13,8 @@ def score_table(report: dict[str, Any]) -> str:
     """A short human summary of a score.json."""
     th = report["thresholds"]
     src = report.get("thresholds_source")
-    lines = [f"{report['n_trajectories']} runs ({report['n_labelled']} labelled), {report['n_halted']} halted; "
+    lines = [f"{report['n_trajectories']} runs ({report['n_labelled']} labelled), {report['n_halted']} halted"
+             + _by_rule(report) + "; "
              f"thresholds success={th['success']} failure={th['failure']}"
              + (f" ({src})" if src else "") + f"; {len(report['skipped'])} files skipped"]
     if report.get("format_detected"):
@@ -72,6 +74,12 @@ def score_table(report: dict[str, Any]) -> str:
         lines.append(f"warning ({len(report['not_in_label_list'])} runs): the task is in no label list, scored as a failure "
                      f"(e.g. {report['not_in_label_list'][0]}; all in score.json 'not_in_label_list')")
     return "\n".join(lines)
+
+
+def _by_rule(report: dict[str, Any]) -> str:
+    """" (12 on the task prior alone: a task skip, the run itself unread)" when some halts were task skips."""
+    n = (report.get("halted_by_rule") or {}).get(TASK_PRIOR, 0)
+    return f" ({n} on the {TASK_PRIOR} alone: a task skip, the run itself unread)" if n else ""
 
 
 def as_of_line(report: dict[str, Any]) -> str:

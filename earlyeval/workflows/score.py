@@ -46,11 +46,10 @@ from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.catalog import data_root as _data_root
 from earlyeval.workflows.score_checks import (bench_check, catalog_hint, check_as_of, check_destination, check_runs_path,
-                                              date_runs, detect_format, label_spec, output_dir)
+                                              date_runs, detect_format, label_spec, load_task_table, output_dir)
 from earlyeval.config.workspace import workspace_root
-from earlyeval.core.errors import CatalogError, NothingScoredError, WriteError
+from earlyeval.core.errors import CatalogError, NothingScoredError, ScoreRefusedError, WriteError
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.live.inputs import task_table
 from earlyeval.live.replay import _scorable, replay, run_context, runset_of
 from earlyeval.modeling.overlap import training_overlap
 from earlyeval.workflows.score_csv import csv_text
@@ -62,7 +61,6 @@ from earlyeval.modeling.metrics import apply_policy, outcome_metrics
 from earlyeval.modeling.thresholds import WarmStartRule
 from earlyeval.modeling.thresholds import source_of
 from earlyeval.live.monitor import Monitor
-from earlyeval.tables.store import bench_dir, read_tasks
 from earlyeval.workflows.sweep import frontier
 
 log = logging.getLogger(__name__)
@@ -133,28 +131,20 @@ def read_runs(specs: list[RunSpec], progress: bool = False) -> tuple[list[Trajec
     return trajs, skipped, reports
 
 
-def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None) -> dict[str, Task]:
-    """Tasks given (a table or a parquet path: ``live.inputs.task_table``), else those of the model's training
-    benchmark(s) as ingested."""
-    if tasks is not None:
-        return task_table(tasks)
-    out: dict[str, Task] = {}
-    for b in bundle.training.get("benchmarks", []):
-        out.update(read_tasks(bench_dir(str(b)) / "tasks.parquet"))
-    return out
-
-
 # ---------------------------------------------------------------- replay
 
 THRESHOLD_METHODS = {"model": "the model directory's thresholds.json", "override": "given at run time (--thresholds)",
                      "warm start": "warm start"}
 
 
-def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None = None, source: str | None = None) -> dict[str, Any]:
+def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None = None, source: str | None = None,
+                  halts: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """Per-agent blocks (as in loao.json) and, for several agents, the pooled block.
 
     ``warm``: runs of a warm start, completed at full cost (never halted); the policy metrics count them.
-    ``source``: where the thresholds came from (``thresholds.source_of``)."""
+    ``source``: where the thresholds came from (``thresholds.source_of``).  ``halts``: (t_halt, predicted
+    code) per run of ``rs``, the halts the monitor made: the policy metrics count those (a run whose
+    context lets no halt is not halted), so that the table and the count of halted runs are one set of numbers."""
 
     cfg = WarmStartRule(taus=(), min_halt_step=int(thresholds.get("min_halt_step", 1)))  # blocks read min_halt_step only
     source = source or ("model" if warm is None else "warm start")
@@ -163,15 +153,18 @@ def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None =
     agents = list(dict.fromkeys(rs.agents))
     blocks = {a: agent_block(rs.of_agent(a), th, cfg) for a in agents}
     pooled = pooled_block([(rs.of_agent(a), th) for a in agents], cfg) if len(agents) > 1 else None
-    if warm is not None and warm.any():
-        t_halt, pred = apply_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
-        t_halt[warm], pred[warm] = 0, -1
+    if halts is None and warm is not None and warm.any():
+        halts = apply_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
+        halts[0][warm], halts[1][warm] = 0, -1
+    if halts is not None:
+        t_halt, pred = halts
         agent = np.asarray(rs.agents)
         for a in agents:
             m = agent == a
             blocks[a].update(outcome_metrics(rs.y[m], rs.T[m], t_halt[m], pred[m],
                                              [x for x, k in zip(rs.in_tokens, m) if k], [x for x, k in zip(rs.out_tokens, m) if k]))
-            blocks[a]["warm_runs"] = int(warm[m].sum())
+            if warm is not None and warm.any():
+                blocks[a]["warm_runs"] = int(warm[m].sum())
         if pooled is not None:
             pooled.update(outcome_metrics(rs.y, rs.T, t_halt, pred, rs.in_tokens, rs.out_tokens))
     return {"agents": blocks, "pooled": pooled}
@@ -318,7 +311,11 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     overlap = training_overlap(bundle, trajs, fmt)
     if overlap["warning"]:
         log.warning("%s", overlap["warning"])
-    tasks_by_id = load_task_table(bundle, tasks)
+    try:
+        tasks_by_id, task_info = load_task_table(bundle, tasks, model_dir)
+    except ScoreRefusedError:
+        bench_check(bundle, specs, trajs, fmt, {}, cross_bench)  # a model of another benchmark: that refusal first
+        raise
     benches = bench_check(bundle, specs, trajs, fmt, tasks_by_id, cross_bench)
     cutoff, dates = date_runs(trajs, as_of, [f.name for f in bundle.featurizer.families], fmt)
     warm_runs, warm_info = _warm_runs(mon, trajs, warm_start, seed, tasks_by_id, cutoff, same_agent, warm_rule, runs_path)
@@ -345,11 +342,14 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         "bench_check": benches,
         "catalog_hint": hint,
         "same_agent": same_agent,
+        "task_table": task_info,  # where the tasks came from (--tasks, or the model's benchmark's table) and how many
         "warm_start": warm_info,
         "predictor": mon.predictor_kind,
         "n_trajectories": len(trajs),
         "n_labelled": sum(t.outcome is not None for t in trajs),
         "n_halted": sum(r["halted"] for r in records),
+        # halts by basis (policy.HALT_RULES): "task prior" = at step 1 or before any action, the task alone decided
+        "halted_by_rule": dict(Counter(r.get("halt_rule") or "?" for r in records if r["halted"])),
         "skipped": skipped,
         "ingest": reports,
         "training_overlap": overlap,
@@ -435,10 +435,13 @@ def _labelled_metrics(mon: Any, trajs: list[Trajectory], records: list[dict[str,
     rs = runset_of(trajs, records)
     warm = np.asarray([rid in warm_ids for rid in rs.run_ids], dtype=bool)
     ts, tf = mon.halting_thresholds  # the pair the rule applies under halt_on
-    out.update(metric_blocks(rs, {**mon.thresholds, "success": ts, "failure": tf}, warm if warm_ids else None, source=th_source))
+    lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]  # the runs of rs, in its order
+    made = (np.asarray([int(r["halt_t"] or 0) if r["halted"] else 0 for r in lab], dtype=np.int64),
+            np.asarray([{"success": 1, "failure": 0}.get(r["predicted"], -1) if r["halted"] else -1 for r in lab]))
+    out.update(metric_blocks(rs, {**mon.thresholds, "success": ts, "failure": tf}, warm if warm_ids else None,
+                             source=th_source, halts=made))
     # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
     t_halt, pred = apply_policy(rs, ts, tf, mon.min_halt_step)
-    lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]
     # a run whose context lets no halt ("partial", "none": missing information never halts) must not halt at all
     t_halt = np.asarray([int(th) if r.get("context", "full") in HALTING_CONTEXTS else 0 for r, th in zip(lab, t_halt)])
     mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred) if not r.get("warm") and

@@ -9,7 +9,9 @@ Each check is one function, called by ``score.score_runs`` before anything is wr
 * ``bench_check``: a model of one benchmark does not silently score another benchmark's runs;
 * ``date_runs``: without ``--as-of``, each run's prior is as of its own date (catalog, else its files'),
   and runs without one are counted and named in a warning (today's pool on old runs shifts the results);
-* ``catalog_hint``: a folder named like a catalog run but outside the data root (its labels unused).
+* ``catalog_hint``: a folder named like a catalog run but outside the data root (its labels unused);
+* ``load_task_table``: the tasks from ``--tasks`` or the model's benchmark's table, found the same way from any
+  folder; none for a model that needs one is a refusal, never a scoring that halts nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ from tqdm.auto import tqdm
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.core.errors import CatalogError, IngestError, ScoreRefusedError, WriteError
-from earlyeval.core.trajectory import Trajectory
+from earlyeval.config.workspace import explicit_workspace, is_bench_name
+from earlyeval.core.trajectory import Task, Trajectory
+from earlyeval.live.inputs import task_table
+from earlyeval.tables.store import read_tasks
 from earlyeval.ingest import FORMATS, discover, format_facts, format_module, parse_files
 from earlyeval.ingest.labels import READERS as LABEL_READERS
 
@@ -126,14 +131,15 @@ def detect_format(runs_path: Path, catalog_specs: list[RunSpec], sample: int = 5
         elif ok:
             partial[fmt] = ok
             said.append(f"{fmt} read {len(ok)} of {len(ok) + bad} sampled files")
+    everyone = {**partial, **reads}
     if not reads and len(partial) == 1:  # one format reads some files (the rest, e.g., runs that never started)
-        return next(iter(partial))
+        return _alone(next(iter(partial)), everyone, p)
     reads = reads or partial
     if len(reads) == 1:
-        return next(iter(reads))
+        return _alone(next(iter(reads)), everyone, p)
     claimed = [f for f, picked in reads.items() if _claims(f, picked)]
     if len(claimed) == 1:
-        return claimed[0]
+        return _alone(claimed[0], everyone, p)
     known = ", ".join(sorted(FORMATS.known()))
     if not reads:
         why = f" ({'; '.join(said)})" if said else ""
@@ -141,6 +147,68 @@ def detect_format(runs_path: Path, catalog_specs: list[RunSpec], sample: int = 5
                                 "give --format FMT (`earlyeval formats` lists them)")
     raise ScoreRefusedError(f"--format auto: the files under {p} read as several formats: {', '.join(sorted(reads))}; "
                             "give --format with the right one")
+
+
+def _alone(fmt: str, reads: dict[str, list[Path]], p: Path) -> str:
+    """``fmt``, unless another format reads sampled files that ``fmt`` does not even list (its glob misses them):
+    a mixed folder, whose other runs ``fmt`` would drop without a word (a file it lists and refuses is reported
+    as skipped); then a ScoreRefusedError listing every format found and its files."""
+    spec, _ = _sample(fmt, p, 1)
+    try:
+        mine = set(discover(Path(spec.folder), spec)) | set(reads.get(fmt, []))
+    except Exception:  # noqa: BLE001 - it listed the folder a moment ago; what it read is what it lists
+        mine = set(reads.get(fmt, []))
+    others = {f: [x for x in files if x not in mine] for f, files in reads.items() if f != fmt}
+    others = {f: files for f, files in others.items() if files}
+    if not others:
+        return fmt
+    found = "; ".join(f"{f}: {len(files)} sampled file(s), e.g. {files[0].name!r}"
+                      for f, files in sorted({fmt: sorted(reads.get(fmt, [])), **others}.items()) if files)
+    raise ScoreRefusedError(f"--format auto: the files under {p} are in several formats ({found}); scoring one would drop "
+                            "the others; give --format FMT for each, on folders that hold one format each")
+
+
+# ------------------------------------------------------------------ tasks
+
+def task_table_paths(model_dir: str | Path | None, benches: list[str]) -> list[Path]:
+    """Where the model's benchmarks' task tables are looked for, the same from any folder: beside the model
+    directory when it sits in a workspace (``<ws>/models/<name>`` gives ``<ws>/data/<bench>/tasks.parquet``),
+    then in the workspace given by --workspace or $EARLYEVAL_HOME; never the current directory by default."""
+    roots = []
+    if model_dir:
+        m = Path(model_dir).resolve()
+        if m.parent.name == "models":
+            roots.append(m.parent.parent)
+    ws = explicit_workspace()
+    if ws is not None:
+        roots.append(ws)
+    return [r / "data" / b / "tasks.parquet" for b in benches if is_bench_name(b) for r in dict.fromkeys(roots)]
+
+
+def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None,
+                    model_dir: str | Path | None = None) -> tuple[dict[str, Task], dict[str, Any]]:
+    """(tasks, where they came from): the tasks given (a table or a parquet path, ``--tasks``), else the first
+    task table found per training benchmark (``task_table_paths``).  A model whose families need the task
+    (gold, prior ...) with no table anywhere is refused (``ScoreRefusedError``): scoring on would halt nothing
+    and report it as a result."""
+    if tasks is not None:
+        out = task_table(tasks)
+        return out, {"source": str(tasks) if isinstance(tasks, (str, Path)) else "given", "tasks": len(out)}
+    benches = [str(b) for b in bundle.training.get("benchmarks", [])]
+    paths = task_table_paths(model_dir, benches)
+    out, used = {}, []
+    for b in benches:
+        hit = next((p for p in paths if p.parent.name == b and p.is_file()), None)
+        if hit is not None:
+            out.update(read_tasks(hit))
+            used.append(str(hit))
+    needs = [f.name for f in bundle.featurizer.families if f.needs_task]
+    if needs and len(used) < len(benches):
+        looked = ", ".join(str(p) for p in paths) or "nowhere (the model directory is not in a workspace's models/)"
+        raise ScoreRefusedError(f"no task table for the model's benchmark(s) {', '.join(benches) or '?'}: its "
+                                f"{', '.join(needs)} features need one (looked in {looked}); give --tasks "
+                                "data/<bench>/tasks.parquet (written by `earlyeval ingest`); nothing scored")
+    return out, {"source": ", ".join(used) or None, "tasks": len(out)}
 
 
 # ------------------------------------------------------------------ output

@@ -8,6 +8,7 @@ reads the run's ``.eval`` log back with the ``inspect-eval`` reader and replays 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -332,3 +333,29 @@ def test_real_model_live_approver_and_offline_score_agree_on_an_inspect_run(tmp_
         assert run["predicted"] == live["halt"]["outcome"]
     else:
         assert not run["halted"] or run["halt_step_index"] >= len(rec.steps)
+
+
+def test_the_approver_acts_only_on_the_step_whose_prediction_crosses_the_threshold(tmp_path, models):
+    """Issue 29 item 8: P(success) crosses tau_s after step 1 only (no patch yet: held), then falls below it; the
+    agent's edit leaves a patch after step 2. The sample must not end on step 1's success prediction (main did:
+    0.540 against 0.55 in the audit), and the failure side stays live: P(failure) crosses tau_f at step 3."""
+    script = [0.9, 0.45, 0.45, 0.3, 0.3, 0.3]  # P(success) per step; tau_s 0.6, tau_f 0.65 (1 - 0.3 = 0.7 crosses)
+
+    class Scripted(Monitor):
+        def proba(self, x):
+            self.calls = getattr(self, "calls", 0) + 1
+            p = script[min(self.calls - 1, len(script) - 1)]
+            return p, 1.0 - p
+
+    base = Monitor.load(models["succeed"])
+    factory = lambda: Scripted(dataclasses.replace(base.bundle, thresholds={"success": 0.6, "failure": 0.65,  # noqa: E731
+                                                                             "min_halt_step": 1}), halt_on="both")
+    outs = [call(c, tool="sh") for c in ("ls", "echo 'x = 42' > mod.py", "cat mod.py", "git diff", "ls")] + [submit()]
+    task = Task(dataset=[Sample(input="Make x 42.", target="42", id="demo-1")], setup=git_repo(),
+                solver=react(tools=[sh()]), scorer=patch_scorer(), sandbox="local")
+    pol = ApprovalPolicy(approver=early_stop(factory, halt_on="both"), tools="*")
+    _, sample = run_eval(task, outs, tmp_path / "logs", approval=[pol])
+    ee = sample.store["earlyeval"]
+    assert ee["exit_status"] == "PredictedFailure", ee
+    assert ee["halt"]["step_index"] == 3 and ee["halt"]["p_success"] == pytest.approx(0.3)
+    assert [h["halt"] for h in ee["history"]] == [False, False, False, True]

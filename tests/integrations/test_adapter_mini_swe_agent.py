@@ -287,3 +287,37 @@ def test_interactive_keys_give_mini_s_interactive_agent_with_the_monitor(tmp_pat
     exit_status, saved, _ = _run(agent)
     assert exit_status == "PredictedFailure" and len(mon.steps) == 2
     assert saved["info"]["config"]["agent_type"] == "earlyeval.integrations.mini_swe_agent.EarlyStopInteractiveAgent"
+
+
+def test_a_run_of_no_actions_is_never_halted_as_a_success(tmp_path):
+    """Issue 29 item 5 on the real loop: P(success) 0.8 from step 1 and a non-empty working diff from the start
+    (a dirty repo), but the first turns have no action (replies that fail to parse): no success halt until the
+    agent acts; the halt then says its basis in the saved record and in the log line."""
+    from minisweagent.exceptions import FormatError
+
+    from _monitor_helpers import constant_model
+    from earlyeval.live.monitor import Monitor
+
+    class NoActionFirst(DeterministicModel):
+        """The package's model, except that its first 2 replies fail to parse (a third in a row ends the run) (no action)."""
+
+        def query(self, messages, **kwargs):
+            if getattr(self, "_bad", 0) < 2:
+                self._bad = getattr(self, "_bad", 0) + 1
+                raise FormatError({"role": "user", "content": "Expected exactly 1 action, found 0.",
+                                   "extra": {"interrupt_type": "FormatError", "model_response": "THOUGHT: hmm"}})
+            return super().query(messages, **kwargs)
+
+    _git_repo(tmp_path)
+    (tmp_path / "mod.py").write_text("a = 2\n")  # the working diff is non-empty before any action
+    model_dir = constant_model(tmp_path / "model", 0.8, {"success": 0.6, "failure": 2.0, "min_halt_step": 1})
+    mon = Monitor.load(model_dir, halt_on="both")
+    outputs = [_out("look", "ls"), _out("read", "cat mod.py"), _out("done", SUBMIT)]
+    agent = _agent(tmp_path, outputs, mon)
+    agent.model = NoActionFirst(outputs=outputs)
+    exit_status, saved, _ = _run(agent)
+    ds = agent.stopper.decisions
+    assert [d.halt for d in ds[:2]] == [False, False]
+    assert all("not halted: no action of the agent yet" in d.reason for d in ds[:2])
+    assert exit_status == "PredictedSuccess" and len(ds) == 3 and ds[2].halt and ds[2].halt_rule == "outcome rule"
+    assert saved["info"]["earlyeval"]["halt"]["decision"]["halt_rule"] == "outcome rule"

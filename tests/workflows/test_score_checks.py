@@ -304,7 +304,8 @@ def test_a_model_of_another_benchmark_is_refused(env, tmp_path, monkeypatch):
     with pytest.raises(ScoreRefusedError, match="trained on tau2, the runs are of swebench .*--cross-bench"):
         score_runs(mdir, runs, "swe-agent-traj", out=tmp_path / "o", progress=False)
     assert not (tmp_path / "o").exists()
-    rep = json.loads(score_runs(mdir, runs, "swe-agent-traj", out=tmp_path / "o", progress=False, cross_bench=True)["score"].read_text())
+    rep = json.loads(score_runs(mdir, runs, "swe-agent-traj", out=tmp_path / "o", progress=False, cross_bench=True,
+                                tasks=env["tasks"])["score"].read_text())  # the model's table (required since issue 29)
     assert rep["bench_check"]["match"] is False and "transfer" in rep["bench_check"]["warning"]
     assert "warning: cross-bench" in score_table(rep)
     r = CliRunner().invoke(app, ["score", "-m", str(mdir), "--runs", str(runs), "-f", "swe-agent-traj", "--out", str(tmp_path / "o2")])
@@ -312,7 +313,7 @@ def test_a_model_of_another_benchmark_is_refused(env, tmp_path, monkeypatch):
     # the model's own benchmark: no refusal, recorded as a match
     swe = dataclasses.replace(env["bundle"], training={**env["bundle"].training, "benchmarks": ["swebench"]})
     rep = json.loads(score_runs(save_model_dir(swe, tmp_path / "swe-model"), runs, "swe-agent-traj", out=tmp_path / "o3",
-                                progress=False)["score"].read_text())
+                                progress=False, tasks=env["tasks"])["score"].read_text())
     assert rep["bench_check"]["match"] is True
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 
-
 CSV_COLUMNS = ("run_id", "agent", "task_id", "steps", "halted_step", "halt_rule", "predicted", "recorded_outcome", "true_label",
                "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent", "input_tokens_saved",
                "output_tokens_spent", "output_tokens_saved", "cost_usd_spent", "cost_usd_saved", "cost_source")

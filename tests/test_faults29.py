@@ -175,3 +175,26 @@ def test_a_bracketed_run_file_name_is_taken_literally(tmp_path):
     assert discover(tmp_path, replace(spec, glob="*.traj")) == [tmp_path / "[a].traj", tmp_path / "a.traj"]
     (tmp_path / "[a].traj").unlink()  # no file by that name: the glob is a glob
     assert discover(tmp_path, spec) == [tmp_path / "a.traj"]
+
+
+def test_control_characters_in_a_file_name_are_escaped_on_the_terminal(tmp_path):
+    """main: a run file or model path named with ANSI codes reached the terminal raw (``\\x1b[2J`` clears it)."""
+    from typer.testing import CliRunner
+
+    from earlyeval.app.cli import app
+
+    evil = tmp_path / "\x1b[2J\x1b[31mevil\u202e"
+    r = CliRunner().invoke(app, ["score", "--model", str(evil), "--runs", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2
+    assert "\x1b" not in r.output and "\u202e" not in r.output
+    assert "\\x1b[2J\\x1b[31mevil\\u202e" in r.output  # the name is still there, escaped
+
+
+def test_the_log_escapes_control_characters_too():
+    import logging
+
+    from earlyeval.app.cli_support import LOG_FORMAT, _PrintableFormatter, printable
+
+    rec = logging.LogRecord("earlyeval", logging.WARNING, __file__, 1, "skipped %s", ("a\x1b[31mb\rc",), None)
+    assert _PrintableFormatter(LOG_FORMAT).format(rec) == "WARNING earlyeval: skipped a\\x1b[31mb\\x0dc"
+    assert printable("tab\tand\nnewline stay") == "tab\tand\nnewline stay"

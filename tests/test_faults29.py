@@ -198,3 +198,47 @@ def test_the_log_escapes_control_characters_too():
     rec = logging.LogRecord("earlyeval", logging.WARNING, __file__, 1, "skipped %s", ("a\x1b[31mb\rc",), None)
     assert _PrintableFormatter(LOG_FORMAT).format(rec) == "WARNING earlyeval: skipped a\\x1b[31mb\\x0dc"
     assert printable("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
+
+
+def test_a_symlinked_sub_folder_is_reported_not_skipped_without_a_word(tmp_path):
+    """main: a recursive glob passed over a symlinked sub-folder and no skip entry said so."""
+    import shutil
+
+    import _paths
+
+    from earlyeval.config.catalog import RunSpec
+    from earlyeval.ingest import discover, unread_entries
+
+    run, other = tmp_path / "run", tmp_path / "other"
+    (run / "kept").mkdir(parents=True)
+    other.mkdir()
+    src = _paths.FIXTURES / "swe-agent-traj" / "astropy__astropy-1.traj"
+    shutil.copy(src, run / "kept" / "a.traj")
+    shutil.copy(src, other / "b.traj")
+    (run / "linked").symlink_to(other, target_is_directory=True)
+    spec = RunSpec(name="r", folder=str(run), agent="a", scaffold="a", model="", format="swe-agent-traj",
+                   glob="**/*.traj*", labels=[])
+    assert discover(run, spec) == [run / "kept" / "a.traj"]  # still not followed
+    (skip,) = unread_entries(run, spec)
+    assert skip["file"] == str(run / "linked") and skip["field"] == "<folder>" and "not followed" in skip["reason"]
+
+
+def test_an_unlistable_sub_folder_is_reported(tmp_path, monkeypatch):
+    """A folder ``os.walk`` cannot list (EACCES; staged by failing its listing, as root reads every folder)."""
+    from earlyeval.config.catalog import RunSpec
+    from earlyeval.ingest import unread_entries
+
+    run = tmp_path / "run"
+    (run / "locked").mkdir(parents=True)
+    real = os.scandir
+
+    def scandir(p="."):
+        if os.fspath(p) == str(run / "locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(p))
+        return real(p)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    spec = RunSpec(name="r", folder=str(run), agent="a", scaffold="a", model="", format="swe-agent-traj",
+                   glob="**/*.traj*", labels=[])
+    (skip,) = unread_entries(run, spec)
+    assert skip["file"] == str(run / "locked") and "Permission denied" in skip["reason"]

@@ -180,6 +180,28 @@ def unread_entries(run_dir: Path, spec: RunSpec) -> list[dict[str, str]]:
         why = _unreadable(p)
         if why:
             out.append({"file": str(p), "field": "<file>", "reason": f"{why}: not read"})
+    return out + unread_folders(run_dir, spec.glob)
+
+
+def unread_folders(run_dir: Path, pattern: str) -> list[dict[str, str]]:
+    """A skip entry for every sub-folder a recursive glob (``**``) passes over without a word: a symbolic link
+    to a folder (pathlib's ``**`` does not follow it, nor does this) and a folder that cannot be listed."""
+    if "**" not in Path(pattern).parts:
+        return []
+    out: list[dict[str, str]] = []
+
+    def unreadable(e: OSError) -> None:
+        if e.filename and Path(e.filename) != run_dir:
+            out.append({"file": str(e.filename), "field": "<folder>",
+                        "reason": f"cannot list the folder ({e.strerror or e}): not read"})
+
+    for top, dirs, _ in os.walk(run_dir, onerror=unreadable):
+        for d in dirs:
+            p = Path(top) / d
+            if p.is_symlink():
+                target = os.readlink(p)
+                out.append({"file": str(p), "field": "<folder>",
+                            "reason": f"a symbolic link to a folder (to {target}): not followed, not read"})
     return out
 
 

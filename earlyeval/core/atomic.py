@@ -141,7 +141,7 @@ def check_target(target: str | Path, root: str | Path | None = None) -> None:
         return
     for test, what in _KINDS:
         if test(st.st_mode):
-            raise WriteError(str(t), f"{what}, not a regular file: not replaced", errno.EINVAL)
+            raise WriteError(str(t), f"{what}, not a regular file,", errno.EINVAL)
 
 
 def _write_fd(fd: int, data: bytes) -> None:

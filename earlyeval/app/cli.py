@@ -14,10 +14,10 @@ from typing import Any, Optional
 import typer
 
 from earlyeval.app.cli_support import (JSON_HELP, LABEL_FORMATS, SEED_HELP, DataRoot, _bench_opt, _cluster,
-                                       _command, _print_json, _progress, _say_outputs, _scheduler, _setup,
+                                       _command, _print_json, _progress, _say_outputs, _scheduler, _setup, say,
                                        _verbose, _version, app)
-from earlyeval.app.options import (Bar, check_as_of, check_bench, check_format, check_halt_on_option, check_thresholds,
-                                   check_warm_rule, check_what_if)
+from earlyeval.app.options import (Bar, bad_value, check_as_of, check_bench, check_format, check_halt_on_option,
+                                   check_thresholds, check_warm_rule, check_what_if)
 
 log = logging.getLogger("earlyeval.app.cli")
 
@@ -51,11 +51,11 @@ def ingest(ctx: typer.Context, bench: str = _bench_opt(),
         _print_json(rep)
         _say_outputs(err=True, **{k: str(v) for k, v in out.items()})
         return
-    typer.echo(f"{'run':<72} {'traj':>5} {'res':>4} {'unres':>5} {'nolist':>6} {'unlab':>5} {'skip':>4}")
+    say(f"{'run':<72} {'traj':>5} {'res':>4} {'unres':>5} {'nolist':>6} {'unlab':>5} {'skip':>4}")
     for r in rep["runs"]:
-        typer.echo(f"{r['run'][:72]:<72} {r['trajectories']:>5} {r['resolved']:>4} {r['unresolved']:>5} "
+        say(f"{r['run'][:72]:<72} {r['trajectories']:>5} {r['resolved']:>4} {r['unresolved']:>5} "
                    f"{r['not_in_label_list']:>6} {r['unlabelled']:>5} {len(r['skipped']):>4}")
-    typer.echo(INGEST_LEGEND)
+    say(INGEST_LEGEND)
     _say_outputs(**{k: str(v) for k, v in out.items()})
 
 
@@ -88,11 +88,11 @@ def train(ctx: typer.Context, bench: str = _bench_opt(),
         bar.close(ok)
     seconds = round(time.monotonic() - t0, 1)  # printed, never stored: the model dir's hashes stay deterministic
     mf = json.loads((Path(paths["model"]) / "manifest.json").read_text())
-    typer.echo(f"trained on {mf['training']['runs_used']} runs of {len(mf['training']['agents'])} agents; "
+    say(f"trained on {mf['training']['runs_used']} runs of {len(mf['training']['agents'])} agents; "
                f"{len(mf['feature_names'])} features; thresholds success={mf['thresholds']['success']} failure={mf['thresholds']['failure']}")
     b = mf["training"].get("budget")
     if b:
-        typer.echo("budget: " + "; ".join(f"{d} B={v['B']:g} tau={v['tau']:g}" for d, v in b["dimensions"].items())
+        say("budget: " + "; ".join(f"{d} B={v['B']:g} tau={v['tau']:g}" for d, v in b["dimensions"].items())
                    + f" (training took {seconds} s)")
     _say_outputs(model=paths["model"])
 
@@ -137,7 +137,7 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
         _print_json(report)
         _say_outputs(err=True, loao=p, predictions=pp)
         return
-    typer.echo(loao_table(report))
+    say(loao_table(report))
     _say_outputs(loao=p, predictions=pp)
 
 
@@ -229,9 +229,9 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
 
     _setup(verbose, ctx)
     if not runs.exists():
-        raise typer.BadParameter(f"{runs}: no such file or folder", param_hint="'--runs'")
+        raise bad_value(f"{runs}: no such file or folder", param_hint="'--runs'")
     if not model.is_dir():
-        raise typer.BadParameter(f"{model}: not a model directory (train one with `earlyeval train --bench B`)",
+        raise bad_value(f"{model}: not a model directory (train one with `earlyeval train --bench B`)",
                                  param_hint="'--model'")
     grid: Any = ([float(x) for x in what_if_grid.split(",") if x.strip()] if what_if_grid and what_if_grid != "model"
                  else True if (what_if or what_if_grid) else None)
@@ -247,7 +247,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
         _print_json(rep)
         _say_outputs(err=True, **{k: str(v) for k, v in paths.items()})
         return
-    typer.echo(score_table(rep))
+    say(score_table(rep))
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
@@ -272,7 +272,7 @@ def bench(ctx: typer.Context, bench: str = _bench_opt("swebench"),
         _print_json(rep)
         _say_outputs(err=True, **{k: str(v) for k, v in paths.items()})
         return
-    typer.echo(latency_summary(rep))
+    say(latency_summary(rep))
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
@@ -298,10 +298,10 @@ def bench_scale(ctx: typer.Context, bench: str = _bench_opt("swebench"),
     st = tuple(x.strip() for x in stages.split(",") if x.strip())
     bad = [x for x in st if x not in STAGES]
     if bad or not fs or min(fs) < 1:
-        raise typer.BadParameter(f"stages must be among {', '.join(STAGES)} and factors >= 1", param_hint="'--stages'/'--factors'")
-    typer.echo("earlyeval bench-scale: larger sets are replicated copies of the real runs under new run ids")
+        raise bad_value(f"stages must be among {', '.join(STAGES)} and factors >= 1", param_hint="'--stages'/'--factors'")
+    say("earlyeval bench-scale: larger sets are replicated copies of the real runs under new run ids")
     points = run_bench(bench, fs, workers, st, max_seconds, data_root, tmp, keep, say=typer.echo)
-    typer.echo("\n".join(summary(points)))
+    say("\n".join(summary(points)))
     _say_outputs(**{k: str(v) for k, v in write(points, out or reports_dir(bench)).items()})
 
 
@@ -343,13 +343,13 @@ def export(ctx: typer.Context, bench: str = _bench_opt(help="An ingested benchma
 
     _setup(verbose, ctx)
     if fmt != "atif":
-        raise typer.BadParameter(f"unknown output format {fmt!r}; valid: atif", param_hint="'--format'")
+        raise bad_value(f"unknown output format {fmt!r}; valid: atif", param_hint="'--format'")
     trajs = read_ingested_trajectories(bench)
     if run:
         trajs = [t for t in trajs if t.run_id in set(run)]
     dest = out or bench_dir(bench) / f"export-{fmt}"
     written = export_runs(trajs, dest, fmt=fmt)
-    typer.echo(f"wrote {len(written)} runs")
+    say(f"wrote {len(written)} runs")
     _say_outputs(folder=dest)
 
 
@@ -366,10 +366,10 @@ def transfer(ctx: typer.Context, train: str = typer.Option(..., "--train", help=
     _setup(verbose, ctx)
     paths = transfer_bench(train, test, [f.strip() for f in families.split(",") if f.strip()], seed, progress=_progress)
     if as_json:
-        typer.echo(Path(paths["report"]).read_text())
+        say(Path(paths["report"]).read_text())
         _say_outputs(err=True, **{k: str(v) for k, v in paths.items()})
         return
-    typer.echo(Path(paths["table"]).read_text())
+    say(Path(paths["table"]).read_text())
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
@@ -396,7 +396,7 @@ def formats(as_json: bool = typer.Option(False, "--json", help="Print {name: des
         return
     w = max(map(len, d), default=0)
     for f, desc in d.items():
-        typer.echo(f"{f:<{w}}  {desc}")
+        say(f"{f:<{w}}  {desc}")
 
 
 @_command()
@@ -410,7 +410,7 @@ def report(bench: str = typer.Option(..., "--bench", "-b", help="Benchmark whose
     rdir = reports_dir(bench, create=False)
     if not rdir.is_dir():
         have = sorted(p.name for p in rdir.parent.iterdir() if p.is_dir()) if rdir.parent.is_dir() else []
-        typer.echo(f"error: --bench {bench}: no reports in {rdir} (run `earlyeval evaluate --bench {bench}` first); "
+        say(f"error: --bench {bench}: no reports in {rdir} (run `earlyeval evaluate --bench {bench}` first); "
                    f"benchmarks with reports: {', '.join(have) or 'none'}", err=True)
         raise typer.Exit(2)
     _say_outputs(report=write_report(bench, out))

@@ -6,13 +6,14 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from earlyeval.app.options import check_bench, check_scheduler
+from earlyeval.app.options import check_bench, check_scheduler, printable
 
 HELP = """earlyeval: predict agent-run outcomes early, and halt runs whose end is already clear.
 
@@ -29,7 +30,7 @@ def _version(value: bool) -> None:
     if value:
         from earlyeval import __version__
 
-        typer.echo(f"earlyeval {__version__}")
+        say(f"earlyeval {__version__}")
         raise typer.Exit()
 
 
@@ -78,7 +79,10 @@ def _cluster(scheduler: Optional[str]) -> Any:
 def _setup(verbose: bool, ctx: Any = None) -> None:
     """Logging to stderr.  Library warnings (``warnings.warn``) are routed into the log (logger
     'py.warnings'): shown with -v, else logged at debug level and summed up in one line at the end."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT)
+    for h in logging.getLogger().handlers:  # the log reaches the terminal too: names escaped there as well
+        if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stderr:
+            h.setFormatter(_PrintableFormatter(LOG_FORMAT))
     pyw = logging.getLogger("py.warnings")
     prev = warnings.showwarning
     count = [0]
@@ -93,10 +97,21 @@ def _setup(verbose: bool, ctx: Any = None) -> None:
     def _done() -> None:
         warnings.showwarning = prev
         if count[0] and not verbose:
-            typer.echo(f"note: {count[0]} library warning(s) hidden (run with -v to see them)", err=True)
+            say(f"note: {count[0]} library warning(s) hidden (run with -v to see them)", err=True)
 
     if ctx is not None:
         ctx.call_on_close(_done)
+
+
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+def say(message: Any = "", err: bool = False, nl: bool = True) -> None:
+    """Every line the CLI prints goes through here (``printable``)."""
+    typer.echo(printable(str(message)), err=err, nl=nl)
+
+
+class _PrintableFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
 
 
 def _command() -> Any:
@@ -127,21 +142,21 @@ def _command() -> Any:
 def _user_error(e: Exception, param: str | None = None) -> typer.Exit:
     """One line on stderr and exit 2, for bad input the user can fix (no traceback)."""
     text = " ".join(str(e).split())  # one line, whatever the message held
-    typer.echo(f"error: {param + ': ' if param else ''}{text}", err=True)
+    say(f"error: {param + ': ' if param else ''}{text}", err=True)
     return typer.Exit(2)
 
 
 def _say_outputs(err: bool = False, **paths: Path | str) -> None:
-    typer.echo("\nOutputs:", err=err)
+    say("\nOutputs:", err=err)
     for k, p in paths.items():
-        typer.echo(f"  {k:<12} {p}", err=err)
+        say(f"  {k:<12} {p}", err=err)
 
 
 def _progress(msg: str) -> None:
-    typer.echo(f"  … {msg}", err=True)
+    say(f"  … {msg}", err=True)
 
 
 def _print_json(obj: Any) -> None:
-    typer.echo(json.dumps(obj, indent=1, default=str))
+    say(json.dumps(obj, indent=1, default=str))
 
 

@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
-from typing import Optional, TextIO
+from typing import Any, Optional, TextIO
 
 import typer
 
 log = logging.getLogger("earlyeval.app.cli")  # the CLI's logger: the bar's messages log under the same name as before
+
+# C0 controls but tab and newline, DEL, C1, and the bidi overrides: what lets a file name move the cursor,
+# recolour or rewrite what the terminal shows
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character escaped (``\\x1b``): a run file named with ANSI codes reaches
+    the terminal as its escaped name, never as codes the terminal obeys."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        text)
+
+
+def bad_value(message: str, **kw: Any) -> typer.BadParameter:
+    """A usage error whose text is ``printable`` (click prints it itself, past ``cli_support.say``)."""
+    return typer.BadParameter(printable(message), **kw)
+
 
 
 def check_bench(value: Optional[str]) -> Optional[str]:
@@ -19,7 +37,7 @@ def check_bench(value: Optional[str]) -> Optional[str]:
 
     known = sorted(available_benches())
     if value not in known:
-        raise typer.BadParameter(f"unknown benchmark {value!r}; available: {', '.join(known)}")
+        raise bad_value(f"unknown benchmark {value!r}; available: {', '.join(known)}")
     return value
 
 
@@ -31,7 +49,7 @@ def check_format(value: Optional[str]) -> Optional[str]:
 
     known = sorted(FORMATS.known())
     if value not in known:
-        raise typer.BadParameter(f"unknown format {value!r}; valid: auto, {', '.join(known)}")
+        raise bad_value(f"unknown format {value!r}; valid: auto, {', '.join(known)}")
     return value
 
 
@@ -44,7 +62,7 @@ def check_as_of(value: Optional[str]) -> Optional[str]:
     try:
         return parse_date(value, "--as-of")
     except Invalid as e:
-        raise typer.BadParameter(f"{e.reason}; expected YYYY-MM-DD, 'run' or 'all'")
+        raise bad_value(f"{e.reason}; expected YYYY-MM-DD, 'run' or 'all'")
 
 
 def check_thresholds(value: Optional[str]) -> Optional[str]:
@@ -55,7 +73,7 @@ def check_thresholds(value: Optional[str]) -> Optional[str]:
     try:
         parse_thresholds(value)
     except ThresholdError as e:
-        raise typer.BadParameter(str(e))
+        raise bad_value(str(e))
     return value
 
 
@@ -65,12 +83,12 @@ def check_halt_on_option(value: str) -> str:
     try:
         return check_halt_on(value, "--halt-on")
     except ValueError as e:
-        raise typer.BadParameter(str(e))
+        raise bad_value(str(e))
 def check_warm_rule(value: str) -> str:
     from earlyeval.modeling.thresholds import WARM_RULES
 
     if value not in WARM_RULES:
-        raise typer.BadParameter(f"{value!r}: one of {', '.join(WARM_RULES)}")
+        raise bad_value(f"{value!r}: one of {', '.join(WARM_RULES)}")
     return value
 
 
@@ -80,9 +98,9 @@ def check_what_if(value: Optional[str]) -> Optional[str]:
     try:
         taus = [float(x) for x in value.split(",") if x.strip()]
     except ValueError:
-        raise typer.BadParameter(f"expected 'model' or a comma list of thresholds (e.g. 0.8,0.9,0.95,10), not {value!r}")
+        raise bad_value(f"expected 'model' or a comma list of thresholds (e.g. 0.8,0.9,0.95,10), not {value!r}")
     if not taus or any(not (0.5 < t <= 1.0 or t == 10.0) for t in taus):
-        raise typer.BadParameter(f"thresholds must be in (0.5, 1] (or 10 = never), got {value!r}")
+        raise bad_value(f"thresholds must be in (0.5, 1] (or 10 = never), got {value!r}")
     return value
 
 
@@ -93,7 +111,7 @@ def check_scheduler(value: Optional[str]) -> Optional[str]:
     try:
         parse_scheduler(value)
     except ValueError as e:
-        raise typer.BadParameter(str(e))
+        raise bad_value(str(e))
     return value
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -108,6 +109,41 @@ def machine_faults(target: str | Path) -> Iterator[None]:
         raise write_error(e, target) from e
 
 
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _inside(p: Path, root: Path) -> bool:
+    return p == root or root in p.parents
+
+
+def check_target(target: str | Path, root: str | Path | None = None) -> None:
+    """Refuse (``WriteError``) to replace what is not a regular file: a device node, a FIFO or a socket at
+    ``target``, or a symbolic link there that leaves its folder (or ``root``); with ``root``, also a path
+    whose folders (a symlinked sub-folder) lead outside ``root``.  A folder in the way is left to the
+    writers (EISDIR).  Why: ``os.replace`` onto ``/dev/null`` would replace the device, and a link planted in
+    an output folder must not carry a write elsewhere."""
+    t = Path(target)
+    base = Path(root).resolve() if root is not None else t.parent.resolve()
+    if root is not None and not _inside(t.parent.resolve(), base):
+        raise WriteError(str(t), f"a symbolic link in the path leads outside {root} (to {t.parent.resolve()}); "
+                                 "not followed", errno.ELOOP)
+    try:
+        st = os.lstat(t)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise write_error(e, t) from e
+    if stat.S_ISLNK(st.st_mode):
+        dest = t.resolve()
+        if not _inside(dest.parent, base):
+            raise WriteError(str(t), f"a symbolic link leading outside {base} (to {dest}); not followed", errno.ELOOP)
+        return
+    for test, what in _KINDS:
+        if test(st.st_mode):
+            raise WriteError(str(t), f"{what}, not a regular file,", errno.EINVAL)
+
+
 def _write_fd(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -115,8 +151,10 @@ def _write_fd(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _stage(target: Path, data: bytes | None = None) -> Path:
-    """A temp file beside ``target`` (the permissions a plain open() would give), holding ``data`` fsynced."""
+def _stage(target: Path, data: bytes | None = None, root: str | Path | None = None) -> Path:
+    """A temp file beside ``target`` (the permissions a plain open() would give), holding ``data`` fsynced;
+    ``target`` checked first (``check_target``), before any folder is made."""
+    check_target(target, root)
     target.parent.mkdir(parents=True, exist_ok=True)
     _clean_stale(target.parent, target.name)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
@@ -153,10 +191,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             tmp_p.unlink()
 
 
-def write_bytes(path: str | Path, data: bytes) -> Path:
+def write_bytes(path: str | Path, data: bytes, root: str | Path | None = None) -> Path:
+    """``data`` at ``path``, atomically; with ``root``, refused when a symlinked folder leads outside it."""
     target = Path(path)
     with machine_faults(target):
-        tmp = _stage(target, data)
+        tmp = _stage(target, data, root)
         try:
             os.replace(tmp, target)
         finally:
@@ -175,6 +214,7 @@ def write_files(files: dict[Path, bytes]) -> list[Path]:
     for t in targets:
         if t.is_dir() and not t.is_symlink():  # checked before any rename: the set goes in whole or not at all
             raise WriteError(str(t), "a folder is in the way", errno.EISDIR)
+        check_target(t)
     staged: list[tuple[Path, Path]] = []
     done: list[tuple[Path, Path | None]] = []  # (target, its old copy) renamed in so far
     try:
@@ -230,6 +270,31 @@ def _keep_old(target: Path) -> Path | None:
 LOCK_FILE = ".earlyeval.lock"
 
 
+def _open_lock(lock: Path) -> int:
+    """The lock file, opened without following a symlink (``O_NOFOLLOW``) and without blocking on a FIFO;
+    anything but a regular file there is refused (``WriteError``), never truncated."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    if os.path.islink(lock):
+        raise WriteError(str(lock), "a symbolic link is in the place of the lock file: not followed", errno.ELOOP)
+    try:
+        st = os.lstat(lock)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise WriteError(str(lock), "the lock file is not a regular file: not opened", errno.EINVAL)
+    try:
+        fd = os.open(lock, flags, 0o666 & ~_umask())
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a link planted between the check and the open
+            raise WriteError(str(lock), "a symbolic link is in the place of the lock file: not followed",
+                             errno.ELOOP) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise WriteError(str(lock), "the lock file is not a regular file: not opened", errno.EINVAL)
+    return fd
+
+
 @contextlib.contextmanager
 def folder_lock(folder: str | Path, timeout: float = 300.0) -> Iterator[None]:
     """One writer at a time per output folder: an advisory ``flock`` on ``<folder>/.earlyeval.lock`` (other
@@ -244,7 +309,7 @@ def folder_lock(folder: str | Path, timeout: float = 300.0) -> Iterator[None]:
     lock = d / LOCK_FILE
     with machine_faults(d):  # no lock file can be made: nothing in the folder can be written either
         d.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        fd = _open_lock(lock)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -268,8 +333,8 @@ def folder_lock(folder: str | Path, timeout: float = 300.0) -> Iterator[None]:
         os.close(fd)  # closing releases the flock
 
 
-def write_text(path: str | Path, text: str) -> Path:
-    return write_bytes(path, text.encode("utf-8"))
+def write_text(path: str | Path, text: str, root: str | Path | None = None) -> Path:
+    return write_bytes(path, text.encode("utf-8"), root)
 
 
 def new_dir_beside(target: str | Path) -> Path:

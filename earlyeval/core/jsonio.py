@@ -42,8 +42,32 @@ def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
         raise IngestError(str(p), "<file>", f"cannot read: {e}") from e
     if len(data) > limit:
         raise IngestError(str(p), "<file>", f"more than {limit} bytes{' once decompressed' if p.suffix == '.gz' else ''} "
-                                            "(EARLYEVAL_MAX_INPUT_BYTES): not read")
+                                            f"({'EARLYEVAL_MAX_INPUT_BYTES' if max_bytes is None else 'the limit'}): not read")
     return data
+
+
+def check_size(path: str | Path, max_bytes: int | None = None) -> None:
+    """For a reader that opens the file itself (inspect's log API): the same limit as ``read_bytes``, checked
+    before it reads.  A zip archive (an inspect ``.eval``) is checked member by member, by the sizes its
+    central directory declares (Python's zipfile never inflates a member past its declared size), so a
+    small archive that would inflate to gigabytes is refused naming the member; any other file by its size."""
+    import zipfile
+
+    p = Path(path)
+    limit = max_input_bytes() if max_bytes is None else int(max_bytes)
+    try:
+        if zipfile.is_zipfile(p):
+            with zipfile.ZipFile(p) as z:
+                for info in z.infolist():
+                    if info.file_size > limit:
+                        raise IngestError(str(p), info.filename, f"{info.file_size} bytes once decompressed, more "
+                                                                 f"than {limit} (EARLYEVAL_MAX_INPUT_BYTES): not read")
+            return
+        size = p.stat().st_size
+    except (OSError, zipfile.BadZipFile) as e:
+        raise IngestError(str(p), "<file>", f"cannot read: {e}") from e
+    if size > limit:
+        raise IngestError(str(p), "<file>", f"{size} bytes, more than {limit} (EARLYEVAL_MAX_INPUT_BYTES): not read")
 
 
 def read_text(path: str | Path, max_bytes: int | None = None) -> str:

@@ -35,6 +35,7 @@ from earlyeval.config.plugins import Registry
 from earlyeval.tables.store import validate_trajectory
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.ingest.labels import LabelSet, read_labels
+from earlyeval.ingest.common import glob_paths
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     mod = format_module(spec.format)
     if hasattr(mod, "discover"):
         return list(mod.discover(run_dir, spec))
-    return sorted(p for p in run_dir.glob(spec.glob) if p.is_file())
+    return sorted(p for p in glob_paths(run_dir, spec.glob) if p.is_file())
 
 
 _KINDS = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
@@ -171,7 +172,7 @@ def unread_entries(run_dir: Path, spec: RunSpec) -> list[dict[str, str]]:
     if os.path.lexists(exact):
         cands.add(exact)
     try:
-        cands |= set(run_dir.glob(spec.glob))
+        cands |= set(glob_paths(run_dir, spec.glob))
     except (OSError, ValueError):
         pass
     out = []
@@ -179,6 +180,28 @@ def unread_entries(run_dir: Path, spec: RunSpec) -> list[dict[str, str]]:
         why = _unreadable(p)
         if why:
             out.append({"file": str(p), "field": "<file>", "reason": f"{why}: not read"})
+    return out + unread_folders(run_dir, spec.glob)
+
+
+def unread_folders(run_dir: Path, pattern: str) -> list[dict[str, str]]:
+    """A skip entry for every sub-folder a recursive glob (``**``) passes over without a word: a symbolic link
+    to a folder (pathlib's ``**`` does not follow it, nor does this) and a folder that cannot be listed."""
+    if "**" not in Path(pattern).parts:
+        return []
+    out: list[dict[str, str]] = []
+
+    def unreadable(e: OSError) -> None:
+        if e.filename and Path(e.filename) != run_dir:
+            out.append({"file": str(e.filename), "field": "<folder>",
+                        "reason": f"cannot list the folder ({e.strerror or e}): not read"})
+
+    for top, dirs, _ in os.walk(run_dir, onerror=unreadable):
+        for d in dirs:
+            p = Path(top) / d
+            if p.is_symlink():
+                target = os.readlink(p)
+                out.append({"file": str(p), "field": "<folder>",
+                            "reason": f"a symbolic link to a folder (to {target}): not followed, not read"})
     return out
 
 

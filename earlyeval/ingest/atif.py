@@ -104,7 +104,7 @@ from earlyeval.ingest.chat import (
     reward_outcome,
     success_min_reward,
 )
-from earlyeval.ingest.common import first_day, run_trajectory
+from earlyeval.ingest.common import first_day, glob_paths, run_trajectory
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -136,7 +136,7 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     if trajectory_file(run_dir) is not None:
         return [run_dir]
     if spec.glob and spec.glob not in ("**/*", "*", "**"):
-        cands = [p for p in run_dir.glob(spec.glob) if p.is_dir()]
+        cands = [p for p in glob_paths(run_dir, spec.glob) if p.is_dir()]
     else:
         cands = [p.parent.parent for name in TRAJECTORY_NAMES for p in run_dir.rglob(f"agent/{name}")]
     return sorted({p for p in cands if trajectory_file(p) is not None})

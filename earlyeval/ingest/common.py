@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,16 @@ def file_key(spec: RunSpec, path: str | Path) -> str:
     except ValueError:  # parsed outside ingest_run (a direct parse call): the file name
         rel = p.name
     return spec.name if rel == spec.glob else f"{spec.name}/{rel}"
+
+
+def glob_paths(run_dir: Path, pattern: str) -> list[Path]:
+    """What a run's glob names under ``run_dir``: the path itself when one exists by that exact name (a file
+    called ``[a].traj.gz`` is that file, not the glob that matches ``a.traj.gz``), else the glob's matches.
+    Every discover of the readers goes through here, so a literal name means the same to all of them."""
+    exact = run_dir / pattern
+    if pattern and os.path.lexists(exact):
+        return [exact]
+    return list(run_dir.glob(pattern))
 
 
 # the years a run's own timestamp may plausibly name: anything else is a unit error or a placeholder, not a date

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
+from earlyeval.core.jsonio import check_size
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Step, Trajectory, call_action
 from earlyeval.ingest.chat import PendingTurn, chat_steps, is_number, join_thought, opt_float, opt_int, reward_outcome, success_min_reward
@@ -157,6 +158,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory | Ingest
     f = str(path)
     if read_eval_log is None:
         raise IngestError(f, "<file>", "reading inspect logs needs inspect_ai (the extra: pip install -e \".[inspect]\" in an earlyeval checkout)")
+    check_size(path)  # inspect reads the archive itself: the members are bounded here, as every reader's input
     try:
         header = read_eval_log(f, header_only=True)
     except Exception as e:

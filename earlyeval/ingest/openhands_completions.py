@@ -47,7 +47,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require
 from earlyeval.core.render import EDITOR_TOOLS, content_text, tool_call_text
 from earlyeval.core.trajectory import Action, Trajectory, make_step
-from earlyeval.ingest.common import day_of, run_trajectory
+from earlyeval.ingest.common import day_of, glob_paths, run_trajectory
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -68,7 +68,7 @@ def _call_ts(p: Path) -> float:
 def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     """The last call file of each instance folder."""
     groups: dict[Path, list[Path]] = defaultdict(list)
-    for p in run_dir.glob(spec.glob):
+    for p in glob_paths(run_dir, spec.glob):
         if p.is_file():
             groups[p.parent].append(p)
     chosen = []

@@ -38,7 +38,7 @@ from earlyeval.core.jsonio import load_json
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Step, Trajectory, call_action, make_step
 from earlyeval.ingest.chat import opt_float, opt_int
-from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.common import glob_paths, run_trajectory
 
 DEFAULT_GLOB = "**/base_state.json"
 BASE_STATE = "base_state.json"
@@ -216,7 +216,7 @@ class StepFolder:
 
 def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     """The conversation folders: every folder with a ``base_state.json`` matching the run's glob."""
-    return sorted({p.parent for p in run_dir.glob(spec.glob or DEFAULT_GLOB) if p.is_file() and p.name == BASE_STATE})
+    return sorted({p.parent for p in glob_paths(run_dir, spec.glob or DEFAULT_GLOB) if p.is_file() and p.name == BASE_STATE})
 
 
 def read_events(conv: Path) -> list[dict[str, Any]]:

@@ -49,7 +49,7 @@ from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, strip_gz
 from earlyeval.core.trajectory import Action, Trajectory, make_step
-from earlyeval.ingest.common import first_day, run_trajectory
+from earlyeval.ingest.common import first_day, glob_paths, run_trajectory
 from earlyeval.ingest.openhands_completions import render_tool_call
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
@@ -65,7 +65,7 @@ _FALLBACK_TOOL = {"run": "execute_bash", "run_ipython": "execute_ipython_cell", 
 
 def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     out = []
-    for p in sorted(run_dir.glob(spec.glob)):
+    for p in sorted(glob_paths(run_dir, spec.glob)):
         if not p.is_file():
             continue
         name = strip_gz(p.name)

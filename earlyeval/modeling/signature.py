@@ -17,12 +17,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from earlyeval.core.errors import ModelDirError, SettingError
+from earlyeval.core.errors import IngestError, ModelDirError, SettingError
+from earlyeval.core.jsonio import read_bytes
 
 SIGNATURE = "signature.json"
 FORMAT = "earlyeval-signature"
 _DOMAIN = b"earlyeval model directory, manifest_hash, v1\n"  # what is signed, so the MAC means nothing elsewhere
 MIN_KEY_BYTES = 16
+MAX_KEY_FILE_BYTES = 64 << 10  # a key file is a key, not a data file
 
 
 def model_key(key: bytes | str | None = None) -> bytes | None:
@@ -36,10 +38,10 @@ def model_key(key: bytes | str | None = None) -> bytes | None:
             key, source = env, "EARLYEVAL_MODEL_KEY"
         elif path:
             source = "EARLYEVAL_MODEL_KEY_FILE"
-            try:
-                key = Path(path).expanduser().read_bytes()
-            except OSError as e:
-                raise SettingError("environment", source, f"cannot read the key file {path!r} ({e.strerror or e})") from e
+            try:  # bounded (core.jsonio.read_bytes): EARLYEVAL_MODEL_KEY_FILE=/dev/zero is refused, not read forever
+                key = read_bytes(Path(path).expanduser(), max_bytes=MAX_KEY_FILE_BYTES)
+            except IngestError as e:
+                raise SettingError("environment", source, f"cannot read the key file {path!r} ({e.reason})") from e
             key = key[:-1] if key.endswith(b"\n") else key
         else:
             return None

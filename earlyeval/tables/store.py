@@ -12,6 +12,7 @@ A dataset path is one parquet file (an in-process ingest) or a directory of part
 
 from __future__ import annotations
 
+import datetime as _dt
 import fnmatch
 import json
 import logging
@@ -25,6 +26,7 @@ import pyarrow.parquet as pq
 from earlyeval.core.atomic import atomic_path, swap_dir
 from earlyeval.core.errors import IngestError
 from earlyeval.core.trajectory import MAX_TOKENS_PER_STEP, Task, Trajectory, cost_value, token_count
+from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.config.workspace import data_dir
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,24 @@ def _text_ok(v: Any) -> bool:
         return False
 
 
+RUN_DATE_KEYS = ("date", "run_date")  # the days a run file dates itself by (the as-of prior reads them)
+FIRST_RUN_YEAR = 2000
+
+
+def check_run_date(value: Any, file: str, field: str) -> str:
+    """A day a run file names: a real YYYY-MM-DD date (``config.schema.parse_date``) from 2000 up to tomorrow
+    (UTC; a run cannot have happened later), else an IngestError naming the file and field.  Why: a
+    ``9999-99-99`` or a far-future year would put the run after every submission of the task prior."""
+    try:
+        day = parse_date(value, field)
+    except Invalid as e:
+        raise IngestError(file, field, e.reason) from None
+    latest = _dt.datetime.now(_dt.timezone.utc).date() + _dt.timedelta(days=1)
+    if not FIRST_RUN_YEAR <= int(day[:4]) or _dt.date.fromisoformat(day) > latest:
+        raise IngestError(file, field, f"{day!r} is not a possible run date (from {FIRST_RUN_YEAR} up to {latest})")
+    return day
+
+
 def validate_trajectory(t: Trajectory) -> None:
     """Raise an IngestError naming the source file and field for any value the store cannot hold, or
     that is impossible: text that is not UTF-8 encodable, integers outside their column, token counts
@@ -108,6 +128,9 @@ def validate_trajectory(t: Trajectory) -> None:
         raise IngestError(f, "meta", f"cannot be stored ({type(e).__name__}: {e})") from e
     if not _text_ok(meta):
         raise IngestError(f, "meta", "not UTF-8 text")
+    for key in RUN_DATE_KEYS:
+        if t.meta.get(key) is not None:
+            check_run_date(t.meta[key], f, f"meta.{key}")
     for i, st in enumerate(t.steps):
         w = f"steps[{i}]"
         if not (isinstance(st.index, int) and _INT32[0] <= st.index <= _INT32[1]):

@@ -207,9 +207,11 @@ def write_atif(traj: Trajectory, out_dir: str | Path) -> Path:
     name = trial_name(traj)
     trial = Path(out_dir) / name
     doc = to_atif(traj)
-    # atomic per file, and a full disk is a WriteError naming the file (core.atomic)
-    atomic.write_text(trial / "agent" / "trajectory.json", json.dumps(doc, ensure_ascii=False, indent=2))
-    atomic.write_text(trial / "result.json", json.dumps(result_json(traj, name), ensure_ascii=False, indent=2))
+    # atomic per file, and a full disk is a WriteError naming the file (core.atomic); a symlinked trial
+    # folder leading outside ``out_dir`` is refused, not written through
+    atomic.write_text(trial / "agent" / "trajectory.json", json.dumps(doc, ensure_ascii=False, indent=2), root=out_dir)
+    atomic.write_text(trial / "result.json", json.dumps(result_json(traj, name), ensure_ascii=False, indent=2),
+                      root=out_dir)
     return trial
 
 

@@ -225,3 +225,18 @@ def test_upgrade_leaves_the_source_document_untouched():
     with pytest.raises(IngestError) as e:
         atif_ingest.validate_document(raw, "mem.json")
     assert e.value.field.startswith("steps[0].observation.results[0].subagent_trajectory_ref")
+
+
+def test_a_run_dated_in_the_future_is_refused_naming_the_field(ingest_workspace):
+    """Issue 29: dates in run files are validated as dates: steps stamped in 2099 (main took 2099-05-01 as
+    the run's date, after every submission of the task prior) are this file's one error; the batch goes on."""
+    ws = ingest_workspace(JOB, SPEC, "harbor")
+    p = ws.run / "graded__p6q7r8" / "agent" / "trajectory.json"
+    doc = json.loads(p.read_text())
+    for st in doc["steps"]:
+        st["timestamp"] = "2099-05-01T10:00:00Z"
+    p.write_text(json.dumps(doc))
+    trajs, rep = ws.ingest()
+    assert len(trajs) == 4 and len(rep.skipped) == 2
+    (skip,) = [s for s in rep.skipped if "graded__p6q7r8" in s["file"]]
+    assert skip["field"] == "meta.run_date" and "2099-05-01" in skip["reason"] and "not a possible run date" in skip["reason"]

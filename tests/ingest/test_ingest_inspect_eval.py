@@ -134,3 +134,20 @@ def test_format_auto_reads_a_folder_of_eval_logs_as_inspect_eval(logs):
     from earlyeval.workflows.score_checks import detect_format
 
     assert detect_format(logs["dir"], []) == "inspect-eval"
+
+
+def test_a_zip_bomb_sample_member_is_refused_naming_it(logs, tmp_path, monkeypatch):
+    """Issue 29: a small ``.eval`` whose sample member inflates past the input limit is refused before inspect
+    reads it, naming the file and the member (main read it whole: 1.2 MB ran out of memory)."""
+    monkeypatch.setenv("EARLYEVAL_MAX_INPUT_BYTES", str(1 << 20))
+    bomb = tmp_path / "bomb.eval"
+    with zipfile.ZipFile(logs["good"]) as src, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.startswith("samples/"):
+                data = data.rstrip() + b" " * (2 << 20)  # still valid JSON, 2 MB once inflated, a few KB stored
+            dst.writestr(info.filename, data)
+    assert bomb.stat().st_size < (256 << 10)
+    with pytest.raises(IngestError) as e:
+        _parse(bomb)
+    assert e.value.file == str(bomb) and e.value.field.startswith("samples/") and "EARLYEVAL_MAX_INPUT_BYTES" in e.value.reason

@@ -65,3 +65,20 @@ def test_monitor_with_budget_stays_light():
         pytest.skip("no trained models/swebench with budget estimators in this checkout")
     got = _run(_observe_code(model, ""))
     assert got["heavy"] == [], got
+
+
+def test_a_pass_monitor_observe_and_audited_finish_stay_light(tmp_path):
+    """issue 28: a Pass (its monitors, a graded audit finish and the certification it triggers) keeps the live path
+    free of scipy and pyarrow (the binomial tails are pure math, earlyeval.modeling.anytime)."""
+    path, *_ = save_tiny(tmp_path / "m", n=60)
+    code = (f"from earlyeval.live.benchpass import Pass\n"
+            f"from earlyeval.core.trajectory import Action, make_step\n"
+            f"p = Pass.load({str(path)!r}, {str(tmp_path / 'pass.json')!r}, audit_share=1.0, budget=False)\n"
+            f"mon = p.monitor('r0')\n"
+            f"mon.start(task={{'task_id': 't0', 'prompt': 'fix the parser in src/app.py', 'gold_patch': None}})\n"
+            f"for i in range(5):\n"
+            f"    d = mon.observe(make_step(i, [Action('bash', f'python -m pytest tests/test_{{i}}.py')], observation='1 failed, 2 passed'))\n"
+            f"p.finish('r0', steps=5, tokens=None, cost=None, halted=False, outcome=0)\n"
+            f"assert p.state['history'], p.state\n" + _REPORT)
+    got = _run(code)
+    assert got["heavy"] == [], got

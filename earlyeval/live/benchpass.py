@@ -1,0 +1,255 @@
+"""A benchmark pass: one object per pass of one agent over a benchmark (issue 28, items 1 and 3).
+
+::
+
+    p = Pass.load("models/swebench", state="pass.json", audit_share=0.10, seed=0)
+    mon = p.monitor(run_id)               # a Monitor on the one loaded model; an audited run's never halts
+    ... mon.observe(step) ...
+    p.finish(run_id, steps=17, tokens=None, cost=0.4, halted=False, outcome=1)   # outcome: audited runs only
+
+* **Audit sample.**  A run is audited iff ``sha256(f"{seed}:{run_id}")`` read as a number in [0, 1) is below
+  ``audit_share``: decided from (seed, run_id) alone, before any prediction, the same in every order and every
+  process.  Its monitor never halts (decisions are still computed and returned, with ``halt=False``).
+* **Thresholds.**  The label-free pair until the audited runs certify another (``certify_pass``): per side, the
+  error rate among audited runs the pair would have halted (halted as success that failed; halted as failure that
+  succeeded) is bounded by an anytime-valid confidence sequence (``modeling.anytime``), so checking after every
+  graded run does not inflate the error.  A side moves bolder than label-free only to a tau whose upper bound is
+  <= ``max_error``; it moves more cautious only when the label-free tau's lower bound is > ``max_error``.
+* **State.**  One JSON file, read and merged under a file lock before every update and written atomically
+  (``core.atomic``): threads and processes can share a pass, and a pass that crashed resumes from it.  A missing
+  or corrupt file fails open: the pass starts cold (label-free thresholds) and says so in ``status``/``warnings``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import threading
+from pathlib import Path
+from typing import Any, Mapping
+
+from earlyeval.core.atomic import folder_lock, json_bytes, write_bytes
+from earlyeval.core.decision import HALTING_CONTEXTS, Decision
+from earlyeval.live.monitor import Monitor
+from earlyeval.modeling.anytime import cs_bounds
+from earlyeval.modeling.policy import CONTINUE, NEVER, SUCCESS, step_outcome
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+# candidate taus per side, fixed before any label (with the label-free tau added): bolder and more cautious
+GRID = (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995)
+
+
+def audited(seed: int, run_id: str, share: float) -> bool:
+    """Whether ``run_id`` is in the audit sample: a hash of (seed, run_id) only, never of a prediction or order."""
+    h = hashlib.sha256(f"{int(seed)}:{run_id}".encode()).digest()
+    return int.from_bytes(h[:8], "big") / 2.0 ** 64 < share
+
+
+def would_halt(probs: list[list[float] | None], ts: float, tf: float, min_t: int) -> str | None:
+    """The outcome ("success"/"failure") the rule would halt an audited run with at (ts, tf), or None.  ``probs``
+    holds (p_s, p_f) per prefix t = 1, 2, ...; None where the run could not halt (context, fail-open)."""
+    for t, pp in enumerate(probs, start=1):
+        if pp is None:
+            continue
+        code = step_outcome(pp[0], pp[1], ts, tf, t, min_t)
+        if code != CONTINUE:
+            return "success" if code == SUCCESS else "failure"
+    return None
+
+
+def _side_counts(audit: list[dict[str, Any]], ts: float, tf: float, min_t: int, side: str) -> tuple[int, int]:
+    """(errors, halted) on ``side`` among graded audit runs at (ts, tf)."""
+    err = n = 0
+    for r in audit:
+        h = would_halt(r["probs"], ts, tf, min_t)
+        if h == side:
+            n += 1
+            err += int(r["outcome"]) != (1 if side == "success" else 0)
+    return err, n
+
+
+def certify_pass(audit: list[dict[str, Any]], base: tuple[float, float], min_t: int, alpha: float,
+                 max_error: float) -> dict[str, Any]:
+    """The certified (tau_s, tau_f) from the graded audit runs, and the bounds behind it.
+
+    Per side and per candidate tau (GRID plus the base; the other side at the base), the confidence sequence
+    at level alpha / (2 * candidates) holds for every tau, both sides and every time at once with probability
+    >= 1 - alpha (union bound), for audit runs i.i.d. from the pass's run distribution."""
+    out: dict[str, Any] = {"n_audited_graded": len(audit), "alpha": alpha, "max_error": max_error}
+    taus = sorted(set(GRID) | {base[0], base[1]} - {NEVER})
+    a = alpha / (2 * len(taus))
+    pair = list(base)
+    for i, side in enumerate(("success", "failure")):
+        bounds = {}
+        for tau in taus:
+            ts, tf = (tau, base[1]) if i == 0 else (base[0], tau)
+            e, n = _side_counts(audit, ts, tf, min_t, side)
+            lo, hi = cs_bounds(e, n, a)
+            bounds[tau] = (e, n, lo, hi)
+        ok = [t for t in taus if bounds[t][1] > 0 and bounds[t][3] <= max_error]
+        b = base[i]
+        if b < NEVER and b in bounds and bounds[b][2] > max_error:  # the label-free tau is rejected: more cautious
+            up = [t for t in ok if t > b]
+            pair[i] = min(up) if up else NEVER
+        elif ok and min(ok) < b:  # certified bolder
+            pair[i] = min(ok)
+        out[side] = {"tau": pair[i], "bounds": {f"{t:g}": list(v) for t, v in bounds.items()}}
+    out["pair"] = pair
+    return out
+
+
+class AuditMonitor:
+    """The monitor of an audited run: the Monitor's decisions, never a halt; the probabilities are kept."""
+
+    def __init__(self, monitor: Monitor):
+        self.monitor = monitor
+        self.probs: list[list[float] | None] = []
+
+    def start(self, *args: Any, **kwargs: Any) -> Any:
+        self.probs = []
+        return self.monitor.start(*args, **kwargs)
+
+    def observe(self, step: Any, **kwargs: Any) -> Decision:
+        d = self.monitor.observe(step)  # no candidate: an audit run is never halted, so nothing waits for a patch
+        if d.p_success is not None:  # a counted prefix (a skipped or failed step has no probabilities and no t)
+            ok = d.context in HALTING_CONTEXTS and d.p_failure is not None
+            self.probs.append([d.p_success, d.p_failure] if ok else None)
+        if d.halt:
+            d = dataclasses.replace(d, halt=False, outcome=None, reason=f"audit run, never halted (would: {d.reason})")
+        else:
+            d = dataclasses.replace(d, reason=f"audit run, never halted: {d.reason}")
+        return d
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.monitor, name)
+
+
+class Pass:
+    """One benchmark pass of one agent: its monitors, its finished runs, its audit sample and certified thresholds."""
+
+    def __init__(self, monitor: Monitor, state: str | Path | None = None, *, audit_share: float = 0.10, seed: int = 0,
+                 alpha: float = 0.05, max_error: float = 0.03):
+        if not 0.0 <= audit_share <= 1.0:
+            raise ValueError(f"audit_share must be in [0, 1], not {audit_share!r}")
+        self.base_monitor = monitor
+        self.base = (monitor.tau_s, monitor.tau_f)
+        self.min_t = monitor.min_halt_step
+        self.audit_share, self.seed, self.alpha, self.max_error = float(audit_share), int(seed), float(alpha), float(max_error)
+        self.path = Path(state) if state is not None else None
+        self._lock = threading.Lock()
+        self._audit_monitors: dict[str, AuditMonitor] = {}
+        self.warnings: list[str] = []
+        self.state = self._cold()
+        if self.path is not None:
+            with self._lock, folder_lock(self.path.parent):
+                self.state = self._read()
+
+    @classmethod
+    def load(cls, model_dir: str | Path, state: str | Path | None = None, *, audit_share: float = 0.10, seed: int = 0,
+             alpha: float = 0.05, max_error: float = 0.03, **kwargs: Any) -> "Pass":
+        """A pass on one loaded model (``Monitor.load(model_dir, **kwargs)``)."""
+        return cls(Monitor.load(model_dir, **kwargs), state, audit_share=audit_share, seed=seed, alpha=alpha,
+                   max_error=max_error)
+
+    # ------------------------------------------------------------ state
+    def _cold(self) -> dict[str, Any]:
+        return {"version": VERSION, "seed": self.seed, "audit_share": self.audit_share, "base": list(self.base),
+                "thresholds": list(self.base), "finished": {}, "history": [], "cold": True}
+
+    def _read(self) -> dict[str, Any]:
+        """The state on disk; cold (and said so) when it is missing, unreadable or not this pass's."""
+        assert self.path is not None
+        if not self.path.exists():
+            return {**self._cold(), "status": f"no pass state at {self.path}: cold start (label-free thresholds)"}
+        try:
+            st = json.loads(self.path.read_text())
+            if not isinstance(st, dict) or st.get("version") != VERSION or not isinstance(st.get("finished"), dict):
+                raise ValueError("not a pass state of this version")
+            if st.get("seed") != self.seed or st.get("audit_share") != self.audit_share or st.get("base") != list(self.base):
+                raise ValueError("seed, audit share or label-free thresholds differ from this pass's")
+            th = st.get("thresholds")
+            if not (isinstance(th, list) and len(th) == 2 and all(isinstance(x, (int, float)) and 0.5 < x <= NEVER for x in th)):
+                raise ValueError("field 'thresholds' is not a pair in (0.5, 1]")
+            return {**st, "cold": False, "status": "resumed"}
+        except (OSError, ValueError) as e:
+            msg = f"pass state {self.path} unreadable ({e}): cold start (label-free thresholds)"
+            if msg not in self.warnings:
+                log.warning(msg)
+                self.warnings.append(msg)
+            return {**self._cold(), "status": msg}
+
+    @property
+    def status(self) -> str:
+        return str(self.state.get("status", "new pass (no state file)"))
+
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        return float(self.state["thresholds"][0]), float(self.state["thresholds"][1])
+
+    # ------------------------------------------------------------ runs
+    def is_audited(self, run_id: str) -> bool:
+        return audited(self.seed, run_id, self.audit_share)
+
+    def monitor(self, run_id: str, refresh: bool = True) -> Monitor | AuditMonitor:
+        """The monitor for ``run_id``: the certified thresholds as of now (re-read from the state file when
+        ``refresh``); for an audited run, one that never halts."""
+        with self._lock:
+            if refresh and self.path is not None:
+                with folder_lock(self.path.parent):
+                    self.state = self._read()
+            ts, tf = self.thresholds
+            m = self.base_monitor.spawn()
+            m.tau_s, m.tau_f = min(ts, NEVER), min(tf, NEVER)
+            if self.is_audited(run_id):
+                am = AuditMonitor(m)
+                self._audit_monitors[run_id] = am
+                return am
+            return m
+
+    def finish(self, run_id: str, *, steps: int, tokens: int | None = None, cost: float | None = None, halted: bool = False,
+               outcome: int | None = None, probs: list | None = None) -> dict[str, Any]:
+        """Record a finished run (usage None when unknown); for an audited run its graded outcome (0/1), which
+        re-certifies the thresholds.  ``probs``: an audited run's per-prefix (p_s, p_f), else those its
+        ``monitor()`` recorded in this process.  Returns the thresholds now in force."""
+        aud = self.is_audited(run_id)
+        if aud and halted:
+            raise ValueError(f"run {run_id!r} is audited and cannot have been halted")
+        with self._lock:
+            am = self._audit_monitors.pop(run_id, None)
+            rec: dict[str, Any] = {"steps": int(steps), "tokens": tokens, "cost": cost, "halted": bool(halted),
+                                   "audited": aud}
+            if aud and outcome is not None:
+                if outcome not in (0, 1):
+                    raise ValueError(f"run {run_id!r}: outcome must be 0 or 1, not {outcome!r}")
+                rec["outcome"] = int(outcome)
+                rec["probs"] = probs if probs is not None else (am.probs if am is not None else None)
+            if self.path is None:
+                self._apply(self.state, run_id, rec)
+            else:
+                with folder_lock(self.path.parent):
+                    st = self._read()
+                    self._apply(st, run_id, rec)
+                    write_bytes(self.path, json_bytes({k: v for k, v in st.items() if k not in ("cold", "status")}))
+                    self.state = {**st, "status": "resumed" if not st.get("cold") else st.get("status"), "cold": False}
+            return {"thresholds": self.thresholds, "audited": aud}
+
+    def _apply(self, st: dict[str, Any], run_id: str, rec: dict[str, Any]) -> None:
+        st["finished"][run_id] = rec
+        if "outcome" in rec and rec.get("probs") is not None:
+            audit = [r for r in st["finished"].values() if "outcome" in r and r.get("probs") is not None]
+            cert = certify_pass(audit, self.base, self.min_t, self.alpha, self.max_error)
+            st["thresholds"] = cert["pair"]
+            st["history"].append({"n_finished": len(st["finished"]), "n_audited_graded": len(audit),
+                                  "thresholds": cert["pair"]})
+
+    def summary(self) -> dict[str, Any]:
+        fin = self.state["finished"]
+        n_aud = sum(1 for r in fin.values() if r.get("audited"))
+        return {"n_finished": len(fin), "n_audited": n_aud, "audited_share": n_aud / len(fin) if fin else None,
+                "thresholds": list(self.thresholds), "label_free": list(self.base), "history": list(self.state["history"]),
+                "status": self.status, "warnings": list(self.warnings)}

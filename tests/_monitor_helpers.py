@@ -135,6 +135,18 @@ def save_tiny(path: Path, **kw: Any) -> tuple[Path, ModelBundle, list[Trajectory
     return path, bundle, trajs, tasks
 
 
+def scoring_fixture(n_new: int = 36, min_halt_step: int = 1,
+                    need: tuple[Any, ...] | None = None) -> tuple[dict[str, Task], ModelBundle, list[Trajectory]]:
+    """The score tests' set-up: a tiny model trained on 80 runs of two agents, and ``n_new`` runs of a new agent
+    (seed 11) with thresholds derived from those runs' own probabilities (``quantile_thresholds``)."""
+    tasks = make_tasks(12)
+    bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks)
+    runs = make_runs(n_new, seed=11, agents=("agent-a",))
+    kw = {} if need is None else {"need": need}
+    bundle.thresholds = quantile_thresholds(bundle, runs, tasks, min_halt_step=min_halt_step, **kw)
+    return tasks, bundle, runs
+
+
 def offline_policy(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str, Task], th: dict[str, Any]) -> tuple[RunSet, dict[str, Any]]:
     """Batch features + predict_proba, grouped by run: the offline evaluation, built independently of score.py."""
     ctxs = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]

@@ -10,7 +10,7 @@ pytest.importorskip("distributed")
 
 from distributed import Client, LocalCluster
 
-from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
+from _monitor_helpers import scoring_fixture
 from earlyeval.modeling.modeldir import save_model_dir
 from earlyeval.scale.backend import Backend
 from earlyeval.workflows.export import export_runs
@@ -20,10 +20,7 @@ from earlyeval.workflows.score import score_runs
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("scale_score")
-    tasks = make_tasks(12)
-    bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks)
-    runs = make_runs(40, seed=11, agents=("agent-a",))
-    bundle.thresholds = quantile_thresholds(bundle, runs, tasks, min_halt_step=2)  # some runs halt, some do not
+    tasks, bundle, runs = scoring_fixture(n_new=40, min_halt_step=2)  # some runs halt, some do not
     export_runs(runs, base / "atif", fmt="atif")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as lc, Client(lc) as c:
         yield {"model": save_model_dir(bundle, base / "model"), "tasks": tasks, "runs": base / "atif", "base": base,

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _monitor_helpers import HEADLINE, both_sides, make_runs, make_tasks, offline_policy, quantile_thresholds, train_bundle
+from _monitor_helpers import HEADLINE, both_sides, offline_policy, scoring_fixture
 from earlyeval.workflows.export import export_runs
 from earlyeval.modeling.metrics import apply_policy
 from earlyeval.modeling.modeldir import save_model_dir
@@ -22,10 +22,7 @@ FIXTURES = _paths.FIXTURES
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("score")
-    tasks = make_tasks(12)
-    bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks)
-    runs = make_runs(36, seed=11, agents=("agent-a",))
-    bundle.thresholds = quantile_thresholds(bundle, runs, tasks, min_halt_step=2, need=(both_sides,))  # by construction
+    tasks, bundle, runs = scoring_fixture(min_halt_step=2, need=(both_sides,))  # both sides halt, by construction
     model = save_model_dir(bundle, base / "model")
     export_runs(runs, base / "atif", fmt="atif")
     bad = base / "atif" / "broken__trial" / "agent"

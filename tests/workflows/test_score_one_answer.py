@@ -13,7 +13,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
+from _monitor_helpers import scoring_fixture
 from _paths import FIXTURES
 from earlyeval.app.cli import app
 from earlyeval.core.errors import ScoreRefusedError
@@ -29,10 +29,7 @@ from earlyeval.workflows.score_checks import detect_format
 def ws(tmp_path_factory):
     """A workspace: models/synth (a tiny gold+prior model) and data/synth/tasks.parquet; 36 runs elsewhere."""
     base = tmp_path_factory.mktemp("one")
-    tasks = make_tasks(12)
-    bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks)
-    runs = make_runs(36, seed=11, agents=("agent-a",))
-    bundle.thresholds = quantile_thresholds(bundle, runs, tasks, min_halt_step=1)
+    tasks, bundle, runs = scoring_fixture()
     root = base / "ws"
     model = save_model_dir(bundle, root / "models" / "synth")
     (root / "data" / "synth").mkdir(parents=True)

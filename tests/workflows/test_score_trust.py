@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
+from _monitor_helpers import make_runs, scoring_fixture
 from earlyeval.config.catalog import data_root
 from earlyeval.app.cli import app
 from earlyeval.core.errors import NothingScoredError
@@ -38,10 +38,7 @@ LIVE_RUNS = "swebench/runs/verified__live-swe-agent__mini-v1.14.2__gpt-5-mini__m
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("trust")
-    tasks = make_tasks(12)
-    bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks)
-    runs = make_runs(36, seed=11, agents=("agent-a",))
-    bundle.thresholds = quantile_thresholds(bundle, runs, tasks, min_halt_step=1)
+    tasks, bundle, runs = scoring_fixture()
     model = save_model_dir(bundle, base / "model")
     export_runs(runs, base / "atif", fmt="atif")
     return {"model": model, "bundle": bundle, "tasks": tasks, "runs": base / "atif", "base": base}

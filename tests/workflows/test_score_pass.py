@@ -103,3 +103,29 @@ def test_a_cold_pass_gives_the_halts_of_a_plain_score(setup):
     assert halts(cold) == halts(plain) and any(h for h, _ in halts(plain).values())
     assert cold["pass"]["n_audited"] == 0 and cold["pass"]["thresholds_history"] == []
     assert cold["n_halted"] == plain["n_halted"]
+
+
+def test_the_cli_passes_the_pass_options_and_prints_the_pass_line(setup, monkeypatch):
+    from typer.testing import CliRunner
+
+    from earlyeval.app.cli import app
+    from earlyeval.config import workspace
+    from earlyeval.workflows import score as score_mod
+
+    real = score_mod.score_runs
+    monkeypatch.setattr(score_mod, "score_runs", lambda *a, **k: real(*a, **k, tasks=setup["tasks"], progress=False))
+    out = setup["base"] / "cli"
+    try:
+        r = CliRunner().invoke(app, ["--workspace", str(setup["base"] / "ws"), "score", "-m", str(setup["model"]),
+                                     "--runs", str(setup["runs"]), "-f", "atif", "--out", str(out), "--pass",
+                                     "--audit-share", "0.3", "--seed", "5", "--pass-workers", "8"])
+        bad = CliRunner().invoke(app, ["--workspace", str(setup["base"] / "ws"), "score", "-m", str(setup["model"]),
+                                       "--runs", str(setup["runs"]), "-f", "atif", "--out", str(out), "--force",
+                                       "--pass", "--warm-start", "3"])
+    finally:
+        workspace.set_workspace(None)
+    assert r.exit_code == 0, r.output
+    ps = json.loads((out / "score.json").read_text())["pass"]
+    assert (ps["seed"], ps["workers"], ps["audit_share"]) == (5, 8, 0.3)
+    assert "pass: seed 5, 8 workers" in r.output and "audited runs at full cost" in r.output
+    assert bad.exit_code == 2 and "--warm-start" in bad.stderr

@@ -283,6 +283,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     as_of, root = _checked_options(runs_path, fmt, as_of, warm_start, monitor, thresholds, data_root)
     if pass_replay and (warm_start or replay_all is not None):
         raise ValueError("--pass replays the folder as one pass in this process: not with --warm-start or --scheduler")
+    if pass_replay and not (0.0 <= audit_share <= 1.0 and isinstance(pass_workers, int) and pass_workers >= 1):
+        raise ValueError(f"--audit-share {audit_share!r} must be in [0, 1] and --pass-workers {pass_workers!r} >= 1")
     detected = fmt == "auto"
     if detected:
         fmt = detect_format(Path(runs_path), _catalog_specs(Path(runs_path).resolve(), "auto", root),

@@ -129,3 +129,11 @@ def test_the_cli_passes_the_pass_options_and_prints_the_pass_line(setup, monkeyp
     assert (ps["seed"], ps["workers"], ps["audit_share"]) == (5, 8, 0.3)
     assert "pass: seed 5, 8 workers" in r.output and "audited runs at full cost" in r.output
     assert bad.exit_code == 2 and "--warm-start" in bad.stderr
+
+
+@pytest.mark.parametrize("bad", [{"audit_share": 1.5}, {"pass_workers": 0}, {"warm_start": 2}])
+def test_bad_pass_options_are_refused_before_the_read(setup, bad):
+    out = setup["base"] / f"bad-{sorted(bad)[0]}"
+    with pytest.raises(ValueError, match="--audit-share|--pass-workers|--warm-start"):
+        _score(setup, out.name, pass_replay=True, **bad)
+    assert not (out / "score.json").exists()

@@ -440,6 +440,8 @@ def _labelled_metrics(mon: Any, trajs: list[Trajectory], records: list[dict[str,
             np.asarray([{"success": 1, "failure": 0}.get(r["predicted"], -1) if r["halted"] else -1 for r in lab]))
     out.update(metric_blocks(rs, {**mon.thresholds, "success": ts, "failure": tf}, warm if warm_ids else None,
                              source=th_source, halts=made))
+    for blk in out["agents"].values() if th_source == "pass" else ():  # the runs completed in full are the audit sample
+        blk["audited_runs"] = blk.pop("warm_runs", 0)
     # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
     t_halt, pred = apply_policy(rs, ts, tf, mon.min_halt_step)
     # a run whose context lets no halt ("partial", "none": missing information never halts) must not halt at all

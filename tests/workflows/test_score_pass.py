@@ -85,6 +85,8 @@ def test_the_pass_replay_is_deterministic_and_its_audited_runs_are_never_halted(
     ps = rep1["pass"]
     assert ps["n_audited"] == len(aud) and ps["workers"] == 8 and ps["seed"] == 5 and ps["audit_share"] == 0.3
     assert rep1["policy_consistent"] is True and rep1["thresholds_source"] == "pass"
+    (blk,) = rep1["agents"].values()
+    assert blk["audited_runs"] == len(aud) and "warm_runs" not in blk
     # audited runs count at full cost: every one of their steps is spent
     spent = sum(r["halt_t"] if r["halted"] else r["n_steps"] for r in rep1["per_run"])
     assert ps["savings"]["steps_total"] - ps["savings"]["steps_saved"] == spent

@@ -212,7 +212,17 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
           halt_on: str = typer.Option("both", "--halt-on", callback=check_halt_on_option,
                                       help="Which predicted outcomes halt: both (a benchmark pass), failure (what a live "
                                            "adapter, which defaults to it, saves) or success; recorded in score.json."),
-          seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw."),
+          seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw, and of the --pass order and audit sample."),
+          as_pass: bool = typer.Option(False, "--pass",
+                                       help="Replay the folder as one benchmark pass (docs/monitor.md): runs shuffled by "
+                                            "--seed, --pass-workers simulated workers, each run's monitor from the runs "
+                                            "finished before it started; an audit sample never halted; a 'pass' block."),
+          audit_share: float = typer.Option(0.10, "--audit-share", min=0.0, max=1.0,
+                                            help="With --pass: the share of runs audited (never halted; a labelled "
+                                                 "audit run certifies the thresholds as the pass goes)."),
+          pass_workers: int = typer.Option(1, "--pass-workers", min=1,
+                                           help="With --pass: the parallel workers simulated (a run's duration is its "
+                                                "steps, or its steps until it halts)."),
           require_signature: bool = typer.Option(
               False, "--require-signature",
               help="Refuse a model directory not signed with the key in $EARLYEVAL_MODEL_KEY (or the file "
@@ -241,6 +251,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                            warm_start=warm_start, warm_rule=warm_rule, seed=seed, thresholds=thresholds, what_if_taus=grid,
                            csv=csv_path, data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on,
                            require_signature=require_signature, **({"tasks": tasks} if tasks is not None else {}),
+                           pass_replay=as_pass, audit_share=audit_share, pass_workers=pass_workers,
                            replay_all=None if cluster is None else cluster.replay(model, thresholds, halt_on, warm_rule))
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:

@@ -50,6 +50,8 @@ def score_table(report: dict[str, Any]) -> str:
                                                          if d["runs_known"] else f"unknown (0/{sv['runs']} runs have counts)"))
     if report.get("what_if"):
         lines.append(what_if_table(report["what_if"], th))
+    if report.get("pass"):
+        lines.append(pass_line(report["pass"]))
     for s in report["skipped"][:5]:
         lines.append(f"skipped {s.get('file')}: {s.get('field')}: {s.get('reason')}")
     if len(report["skipped"]) > 5:
@@ -124,3 +126,15 @@ def _pct(x: float | None) -> str:
 
 def _num(x: float | None) -> str:
     return "     -" if x is None else f"{x:6.3f}"
+
+
+def pass_line(ps: dict[str, Any]) -> str:
+    """`score --pass`: the order, workers, audit sample, thresholds' movement and the steps saved (audit at full cost)."""
+    sv = ps["savings"]
+    frac = "" if sv["steps_saved_fraction"] is None else f" ({100 * sv['steps_saved_fraction']:.1f}%)"
+    seq = [tuple(ps["label_free"])] + [tuple(h["thresholds"]) for h in ps["thresholds_history"]]
+    moves = " -> ".join(f"{a:g}/{b:g}" for i, (a, b) in enumerate(seq) if i == 0 or seq[i - 1] != (a, b))
+    return (f"pass: seed {ps['seed']}, {ps['workers']} workers, {ps['n_audited']} audited "
+            f"({ps['n_audited_graded']} graded) of share {ps['audit_share']:g}; {ps['n_halted']} halted; "
+            f"thresholds success/failure {moves}; steps saved {sv['steps_saved']}/{sv['steps_total']}{frac}, "
+            f"audited runs at full cost; {ps['status']}")

@@ -45,7 +45,7 @@ from earlyeval.core.atomic import folder_lock, json_bytes, write_files
 from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.catalog import data_root as _data_root
-from earlyeval.workflows.score_checks import (bench_check, catalog_hint, check_as_of, check_destination, check_runs_path,
+from earlyeval.workflows.score_checks import (nothing_read, bench_check, catalog_hint, check_as_of, check_destination, check_runs_path,
                                               date_runs, detect_format, label_spec, load_task_table, output_dir)
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError, NothingScoredError, ScoreRefusedError, WriteError
@@ -53,6 +53,7 @@ from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.replay import _scorable, replay, run_context, runset_of
 from earlyeval.modeling.overlap import training_overlap
 from earlyeval.workflows.score_csv import csv_text
+from earlyeval.workflows.score_pass import pass_block, pass_inconsistent, replay_pass
 from earlyeval.config.prices import PriceError, run_cost
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.modeling.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
@@ -134,7 +135,7 @@ def read_runs(specs: list[RunSpec], progress: bool = False) -> tuple[list[Trajec
 # ---------------------------------------------------------------- replay
 
 THRESHOLD_METHODS = {"model": "the model directory's thresholds.json", "override": "given at run time (--thresholds)",
-                     "warm start": "warm start"}
+                     "warm start": "warm start", "pass": "the pass's, per run: label-free, then certified by its audit runs"}
 
 
 def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None = None, source: str | None = None,
@@ -249,28 +250,14 @@ def what_if(rs: Any, taus: Any, min_t: int = 1, warm: np.ndarray | None = None,
 
 # ------------------------------------------------------------------ main
 
-def _nothing_read(runs_path: Path, fmt: str, specs: list[RunSpec], reports: list[dict[str, Any]],
-                  skipped: list[dict[str, Any]]) -> NothingScoredError:
-    """The one-line error for a read that gave no run (empty folder, wrong format)."""
-    files = sum(int(r.get("files_read") or 0) for r in reports)
-    globs = ", ".join(sorted({s.glob for s in specs}))
-    if skipped:
-        first = skipped[0]
-        why = (f"all {len(skipped)} files matching '{globs}' were skipped (first: {first.get('file')}: "
-               f"{first.get('field')}: {first.get('reason')})")
-    else:
-        why = f"no file matches '{globs}'" if not files else f"{files} files read, no run in them"
-    return NothingScoredError(f"no runs read from {runs_path} as --format {fmt}: {why}; is --format right? "
-                              f"(formats: {', '.join(sorted(FORMATS.known()))}); nothing written")
-
-
 def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str | Path | None = None,
                labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
                progress: bool = True, monitor: Any = None, as_of: str | None = None, same_agent: str | None = None,
                warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
                csv: str | Path | bool | None = None, data_root: str | Path | None = None, force: bool = False,
                cross_bench: bool = False, halt_on: str = "both", require_signature: bool = False,
-               warm_rule: str = "certify", replay_all: Any = None) -> dict[str, Path]:
+               warm_rule: str = "certify", replay_all: Any = None, pass_replay: bool = False, audit_share: float = 0.10,
+               pass_workers: int = 1) -> dict[str, Path]:
     """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
 
     ``fmt`` "auto": the format read from the files (``score_checks.detect_format``).  ``as_of``: None (or
@@ -289,9 +276,15 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     ``require_signature``: refuse a model dir not signed with the user's key (``Monitor.load``).
     ``replay_all(trajs, tasks, as_of, same_agent, warm_runs)``: the records of every run, replayed elsewhere
     by monitors loaded and warmed as this one (a cluster: ``earlyeval.scale.replay``); default here.
+    ``pass_replay``: replay the folder as one benchmark pass (``score_pass``: order shuffled by ``seed``,
+    ``pass_workers`` simulated workers, an ``audit_share`` audit sample never halted); a ``pass`` block.
 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
     as_of, root = _checked_options(runs_path, fmt, as_of, warm_start, monitor, thresholds, data_root)
+    if pass_replay and (warm_start or replay_all is not None):
+        raise ValueError("--pass replays the folder as one pass in this process: not with --warm-start or --scheduler")
+    if pass_replay and not (0.0 <= audit_share <= 1.0 and isinstance(pass_workers, int) and pass_workers >= 1):
+        raise ValueError(f"--audit-share {audit_share!r} must be in [0, 1] and --pass-workers {pass_workers!r} >= 1")
     detected = fmt == "auto"
     if detected:
         fmt = detect_format(Path(runs_path), _catalog_specs(Path(runs_path).resolve(), "auto", root),
@@ -305,7 +298,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         log.warning("%s", hint)
     trajs, skipped, reports = read_runs(specs, progress=progress)
     if not trajs:  # before the model is loaded: a wrong --format fails fast
-        raise _nothing_read(Path(runs_path), fmt, specs, reports, skipped)
+        raise nothing_read(Path(runs_path), fmt, specs, reports, skipped)
     mon = monitor or Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on, require_signature=require_signature)
     bundle = mon.bundle
     overlap = training_overlap(bundle, trajs, fmt)
@@ -320,10 +313,15 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     cutoff, dates = date_runs(trajs, as_of, [f.name for f in bundle.featurizer.families], fmt)
     warm_runs, warm_info = _warm_runs(mon, trajs, warm_start, seed, tasks_by_id, cutoff, same_agent, warm_rule, runs_path)
     warm_ids = {t.run_id for t in warm_runs}
-    records = _replayed(mon, trajs, tasks_by_id, cutoff, same_agent, warm_runs, replay_all, progress)
+    the_pass = None
+    if pass_replay:
+        records, the_pass = replay_pass(mon, trajs, tasks_by_id, cutoff, same_agent, audit_share=audit_share, seed=seed,
+                                        workers=pass_workers, usage_of=usage_of)
+    else:
+        records = _replayed(mon, trajs, tasks_by_id, cutoff, same_agent, warm_runs, replay_all, progress)
 
     model_th = bundle.manifest.get("thresholds") or bundle.thresholds
-    th_source = source_of(mon.thresholds, model_th, warm=warm_info is not None)
+    th_source = "pass" if pass_replay else source_of(mon.thresholds, model_th, warm=warm_info is not None)
     report: dict[str, Any] = {
         "model": str(Path(model_dir).resolve()) if model_dir else None,
         "model_content_hash": bundle.manifest.get("content_hash"),
@@ -359,10 +357,12 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         "n_runs_with_errors": sum(bool(r["errors"]) for r in records),
         # every run, labelled or not: what the monitor's halts saved where usage is known
         "savings": savings_summary(records),
+        "pass": pass_block(the_pass, records, pass_workers, savings_summary(records)) if the_pass else None,
     }
     report["n_scored"] = sum(_scorable(t, r) for t, r in zip(trajs, records))
     if report["n_scored"]:
-        report.update(_labelled_metrics(mon, trajs, records, warm_ids, th_source, what_if_taus))
+        report.update(_labelled_metrics(mon, trajs, records, warm_ids or {r["run_id"] for r in records if r.get("audited")},
+                                        th_source, what_if_taus))
     elif what_if_taus is not None and what_if_taus is not False:
         report["what_if"] = None
         log.warning("what-if: no labelled runs with probabilities at every prefix; no frontier")
@@ -440,12 +440,16 @@ def _labelled_metrics(mon: Any, trajs: list[Trajectory], records: list[dict[str,
             np.asarray([{"success": 1, "failure": 0}.get(r["predicted"], -1) if r["halted"] else -1 for r in lab]))
     out.update(metric_blocks(rs, {**mon.thresholds, "success": ts, "failure": tf}, warm if warm_ids else None,
                              source=th_source, halts=made))
+    for blk in out["agents"].values() if th_source == "pass" else ():  # the runs completed in full are the audit sample
+        blk["audited_runs"] = blk.pop("warm_runs", 0)
     # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
     t_halt, pred = apply_policy(rs, ts, tf, mon.min_halt_step)
     # a run whose context lets no halt ("partial", "none": missing information never halts) must not halt at all
     t_halt = np.asarray([int(th) if r.get("context", "full") in HALTING_CONTEXTS else 0 for r, th in zip(lab, t_halt)])
     mism = [r["run_id"] for r, th, pr in zip(lab, t_halt, pred) if not r.get("warm") and
             ((r["halt_t"] or 0) != int(th) or (th and r["predicted"] != ("success" if pr == 1 else "failure")))]
+    if th_source == "pass":  # each run halts at the thresholds its monitor was spawned with
+        mism = pass_inconsistent(lab, mon.halt_on, mon.min_halt_step)
     out["policy_consistent"] = not mism
     if mism:
         log.error("monitor halts differ from metrics.apply_policy on %d runs, e.g. %s", len(mism), mism[:3])

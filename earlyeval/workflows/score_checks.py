@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.schema import Invalid, parse_date
-from earlyeval.core.errors import CatalogError, IngestError, ScoreRefusedError, WriteError
+from earlyeval.core.errors import CatalogError, IngestError, NothingScoredError, ScoreRefusedError, WriteError
 from earlyeval.config.workspace import explicit_workspace, is_bench_name
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.inputs import task_table
@@ -370,3 +370,18 @@ def check_as_of(as_of: str | None) -> str | None:
         return parse_date(as_of, "as_of")
     except Invalid as e:
         raise ValueError(f"--as-of: {e.reason}; expected YYYY-MM-DD, 'run' or 'all'") from None
+
+
+def nothing_read(runs_path: Path, fmt: str, specs: list[RunSpec], reports: list[dict[str, Any]],
+                  skipped: list[dict[str, Any]]) -> NothingScoredError:
+    """The one-line error for a read that gave no run (empty folder, wrong format)."""
+    files = sum(int(r.get("files_read") or 0) for r in reports)
+    globs = ", ".join(sorted({s.glob for s in specs}))
+    if skipped:
+        first = skipped[0]
+        why = (f"all {len(skipped)} files matching '{globs}' were skipped (first: {first.get('file')}: "
+               f"{first.get('field')}: {first.get('reason')})")
+    else:
+        why = f"no file matches '{globs}'" if not files else f"{files} files read, no run in them"
+    return NothingScoredError(f"no runs read from {runs_path} as --format {fmt}: {why}; is --format right? "
+                              f"(formats: {', '.join(sorted(FORMATS.known()))}); nothing written")

@@ -7,7 +7,8 @@ from typing import Any
 
 CSV_COLUMNS = ("run_id", "agent", "task_id", "steps", "halted_step", "halt_rule", "predicted", "recorded_outcome", "true_label",
                "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent", "input_tokens_saved",
-               "output_tokens_spent", "output_tokens_saved", "cost_usd_spent", "cost_usd_saved", "cost_source")
+               "output_tokens_spent", "output_tokens_saved", "cost_usd_spent", "cost_usd_saved", "cost_source",
+               "audited")  # audited: 1/0 under `score --pass` (an audit run, never halted), empty otherwise
 
 
 def per_run_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -29,6 +30,7 @@ def per_run_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row[f"{dim}_spent"] = "" if d is None else d["spent"]
             row[f"{dim}_saved"] = "" if d is None else d["saved"]
         row["cost_source"] = (u.get("cost_usd") or {}).get("source", "")
+        row["audited"] = "" if r.get("audited") is None else int(r["audited"])
         rows.append(row)
     return rows
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -11,10 +12,13 @@ pytest.importorskip("distributed")
 from distributed import Client, LocalCluster
 
 from _monitor_helpers import scoring_fixture
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.core.errors import ModelDirError
+from earlyeval.modeling.modeldir import load_model_dir, save_model_dir
+from earlyeval.modeling.signature import SIGNATURE
 from earlyeval.scale.backend import Backend
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import score_runs
+from faults import rehash
 
 
 @pytest.fixture(scope="module")
@@ -43,3 +47,43 @@ def test_score_on_the_workers_equals_in_process(setup, kw):
     assert a == b and csv_a == csv_b
     assert a["n_scored"] == 40 - kw.get("warm_start", 0) or a["n_scored"] == 40
     assert 0 < a["n_halted"] < a["n_trajectories"]
+
+
+KEY = "correct horse battery staple, 32b"
+
+
+def _swapping(replay_all, mdir, edited):
+    """``replay_all`` that first puts ``edited`` where ``mdir`` was: after the driver's check, before the workers load."""
+    def run(*args, **kw):
+        shutil.rmtree(mdir)
+        shutil.copytree(edited, mdir)
+        return replay_all(*args, **kw)
+    return run
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_model_dir_swapped_after_the_drivers_check_fails_the_verb_on_the_workers(setup, tmp_path, monkeypatch, signed):
+    """Issue 29 item 2: the workers load the directory the driver verified (its manifest hash, thresholds and, when
+    required, signature), or the verb fails; an edited, re-hashed, unsigned copy never halts runs."""
+    mdir = tmp_path / "model"
+    if signed:
+        monkeypatch.setenv("EARLYEVAL_MODEL_KEY", KEY)
+    save_model_dir(load_model_dir(setup["model"], probe_boosters=False), mdir)
+    assert (mdir / SIGNATURE).is_file() == signed
+    edited = tmp_path / "edited"
+    shutil.copytree(mdir, edited)
+    th = json.loads((edited / "thresholds.json").read_text())
+    th.update(success=0.51, failure=0.51, min_halt_step=1)  # would halt every run at its first step
+    (edited / "thresholds.json").write_text(json.dumps(th))
+    m = json.loads((edited / "manifest.json").read_text())
+    m["thresholds"] = th
+    (edited / "manifest.json").write_text(json.dumps(m))
+    (edited / SIGNATURE).unlink(missing_ok=True)
+    rehash(edited)
+    load_model_dir(edited, probe_boosters=False)  # the hashes alone accept the copy: only the driver's pin refuses it
+    replay_all = _swapping(setup["backend"].replay(mdir), mdir, edited)
+    with pytest.raises(ModelDirError, match="signature.json: 'signature.json': missing" if signed else
+                       "'manifest_hash': .* the directory changed during the verb"):
+        score_runs(mdir, setup["runs"], "atif", out=tmp_path / "out", tasks=setup["tasks"], progress=False,
+                   replay_all=replay_all, require_signature=signed)
+    assert not (tmp_path / "out" / "score.json").exists()

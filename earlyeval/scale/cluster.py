@@ -9,13 +9,16 @@ see the same paths (one machine, or a shared file system).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import dask
 from distributed import Client, LocalCluster
 
+from earlyeval.core.errors import SettingError
 from earlyeval.config.workspace import set_workspace, workspace_root
 from earlyeval.scale.spec import SchedulerSpec, local_workers, parse_scheduler
 
@@ -31,7 +34,7 @@ def connect(spec: SchedulerSpec | str, *, memory_limit: str | float | None = "au
             raise ValueError(f"{spec!r} names no scheduler")
         spec = parsed
     if spec.kind == "address":
-        with Client(spec.address) as client:
+        with _client(spec.address) as client:
             log.info("connected to %s (%d workers)", spec.address, len(workers_of(client)))
             yield client
         return
@@ -40,6 +43,27 @@ def connect(spec: SchedulerSpec | str, *, memory_limit: str | float | None = "au
                       memory_limit=memory_limit, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         log.info("LocalCluster of %d worker processes", n)
         yield client
+
+
+TLS_KEYS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
+
+
+def _client(address: str) -> Client:
+    """A ``Client`` on a running scheduler, or a ``SettingError`` naming ``--scheduler`` (one line, exit 2): a
+    ``tls://`` address without the dask config's certificates, or an address where no dask scheduler answers
+    (nothing listening, another service: its bytes read as a dask frame once asked for 3 EiB)."""
+    if address.startswith(("tls://", "wss://")):
+        missing = [k for k in TLS_KEYS if not dask.config.get(k, None)]
+        if missing:
+            raise SettingError("--scheduler", address, f"a {address.split(':')[0]}:// scheduler needs certificates: set "
+                               f"{' and '.join(missing)} (and client.key) in the dask config or as DASK_* variables "
+                               "(docs/scale.md)")
+    try:
+        return Client(address)
+    except (OSError, MemoryError, ValueError, TypeError, EOFError, asyncio.TimeoutError) as e:
+        why = " ".join(str(e).split())[:160] or type(e).__name__
+        raise SettingError("--scheduler", address, f"no dask scheduler answered there ({type(e).__name__}: {why}); "
+                           "is it a running scheduler's address (its default port is 8786)?") from None
 
 
 def workers_of(client: Client) -> list[str]:

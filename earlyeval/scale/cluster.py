@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -39,10 +41,26 @@ def connect(spec: SchedulerSpec | str, *, memory_limit: str | float | None = "au
             yield client
         return
     n = local_workers(spec)
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      memory_limit=memory_limit, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with _no_sigint():
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               memory_limit=memory_limit, silence_logs=logging.ERROR)
+    with cluster, Client(cluster) as client:
         log.info("LocalCluster of %d worker processes", n)
         yield client
+
+
+@contextlib.contextmanager
+def _no_sigint() -> Iterator[None]:
+    """SIGINT ignored while the LocalCluster spawns its workers, which inherit it: Ctrl-C reaches the whole process
+    group, and only the driver acts on it (it closes the cluster; a worker would print its own traceback)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 TLS_KEYS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")

@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import json
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -154,8 +155,10 @@ def featurize_parts(client: Client, bench: str, families: list[str], root: str |
             fut.result()
             if progress:
                 progress(f"featurize: {n}/{len(futs)} partitions")
-    except BaseException:
+    except BaseException:  # Ctrl-C or a failed partition: no task left running, no staging left behind
         client.cancel(list(futs))
+        for d in (stage_p, stage_r):
+            shutil.rmtree(d, ignore_errors=True)
         raise
     swap_dir(stage_p, out / PREFIXES)
     swap_dir(stage_r, out / RUNS)

@@ -66,3 +66,32 @@ def test_the_cli_prints_one_line_and_exits_2(not_dask, scheme):
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output and f"error: --scheduler: '{addr}':" in r.output
     assert len([line for line in r.output.splitlines() if line.startswith("error:")]) == 1
+
+
+def test_ctrl_c_under_scheduler_is_one_line_exit_130_and_the_cluster_closes(monkeypatch):
+    """Issue 29 item 4: Ctrl-C (KeyboardInterrupt) inside a verb on a running scheduler: one line, exit 130, no
+    traceback, and the verb's client is closed (the scheduler sees no client left)."""
+    from distributed import Client, LocalCluster
+
+    import earlyeval.app.pipeline as pipeline
+
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(pipeline, "ingest_bench", interrupted)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1",
+                      dashboard_address=":0") as lc, Client(lc) as mine:
+        r = CliRunner().invoke(app, ["ingest", "--bench", "swebench", "--scheduler", lc.scheduler_address])
+        assert r.exit_code == 130, r.output
+        assert "Traceback" not in r.output and r.output.count("error: interrupted (Ctrl-C)") == 1
+        assert set(mine.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.clients))) <= {mine.id, "fire-and-forget"}
+
+
+def test_local_workers_leave_ctrl_c_to_the_driver():
+    """A terminal's Ctrl-C reaches the whole process group: the LocalCluster's worker processes ignore SIGINT (the
+    driver closes them), so none prints its own KeyboardInterrupt traceback; the driver keeps its handler."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    with connect("local:1") as c:
+        assert list(c.run(lambda: signal.getsignal(signal.SIGINT) == signal.SIG_IGN).values()) == [True]
+        assert signal.getsignal(signal.SIGINT) is before

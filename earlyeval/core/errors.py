@@ -86,3 +86,7 @@ class WriteError(EarlyEvalError, OSError):
 
     def __str__(self) -> str:
         return f"{self.what} while writing {self.path}; nothing was replaced"
+
+
+class ClusterError(EarlyEvalError, RuntimeError):
+    """Work on a ``--scheduler`` cluster was lost (a worker died, its inputs went with it) more times than retried."""

@@ -18,13 +18,25 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import dask
-from distributed import Client, LocalCluster
+from distributed import Client, KilledWorker, LocalCluster
+from distributed.client import FutureCancelledError
+from distributed.comm.core import CommClosedError
 
-from earlyeval.core.errors import SettingError
+from earlyeval.core.env import env_int
+from earlyeval.core.errors import ClusterError, SettingError
 from earlyeval.config.workspace import set_workspace, workspace_root
 from earlyeval.scale.spec import SchedulerSpec, local_workers, parse_scheduler
 
 log = logging.getLogger(__name__)
+# a task's result lost with a worker (killed more often than the scheduler's allowed-failures, or its inputs gone
+# with it: cancelled), as opposed to an error the task raised
+LOST = (KilledWorker, FutureCancelledError, CommClosedError)
+TASK_TRIES = 3
+
+
+def task_tries() -> int:
+    """How many times a lost chunk is submitted in all (``$EARLYEVAL_TASK_TRIES``, default 3)."""
+    return env_int("EARLYEVAL_TASK_TRIES", TASK_TRIES, lo=1, hi=100)
 
 
 @contextlib.contextmanager
@@ -82,6 +94,17 @@ def _client(address: str) -> Client:
         why = " ".join(str(e).split())[:160] or type(e).__name__
         raise SettingError("--scheduler", address, f"no dask scheduler answered there ({type(e).__name__}: {why}); "
                            "is it a running scheduler's address (its default port is 8786)?") from None
+
+
+def result_of(fut: Any, what: str) -> Any:
+    """``fut.result()``, or a ``ClusterError`` (one line) when it was lost with a worker (``LOST``): the scheduler
+    re-runs a task whose worker died up to its ``allowed-failures``; beyond that, or with its inputs gone, the
+    verb stops here instead of ending in dask's traceback."""
+    try:
+        return fut.result()
+    except LOST as e:
+        raise ClusterError(f"{what}: lost on the cluster ({type(e).__name__}: {' '.join(str(e).split())[:120]}); "
+                           "nothing replaced (run the verb again; see the scheduler's log for the dead worker)") from None
 
 
 def workers_of(client: Client) -> list[str]:

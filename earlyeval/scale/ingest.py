@@ -28,7 +28,7 @@ from earlyeval.config.catalog import Catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import new_dir_beside, swap_dir
 from earlyeval.ingest import SUMMARY_FLAGS, RunPlan, RunReport, plan_run, read_run_files, summarize_run, unique_run_id
-from earlyeval.scale.cluster import in_workspace
+from earlyeval.scale.cluster import in_workspace, result_of
 from earlyeval.tables.store import PARTS, part_names, read_trajectories, write_trajectories
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ def _read_all(client: Client, cat: Catalog, plans: list[Any], staging: Path, job
             jobs[fut] = (i, j)
     results: dict[tuple[int, int], ChunkResult] = {}
     for n, fut in enumerate(as_completed(list(jobs)), start=1):
-        results[jobs[fut]] = fut.result()
+        results[jobs[fut]] = result_of(fut, f"ingest chunk {jobs[fut]} of {plans[jobs[fut][0]].report.run}")
         if progress:
             progress(f"ingest: {n}/{len(jobs)} chunks read")
     return results, n_chunks

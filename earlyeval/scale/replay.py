@@ -12,6 +12,7 @@ replays a run does not change its record; the records come back in run order.
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from pathlib import Path
@@ -19,12 +20,14 @@ from typing import Any, Callable
 
 from distributed import Client
 
-from earlyeval.core.errors import ModelDirError
+from earlyeval.core.errors import ClusterError, ModelDirError
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
 from earlyeval.modeling.signature import check_pin
+from earlyeval.scale.cluster import LOST, task_tries
 
+log = logging.getLogger(__name__)
 RUNS_PER_TASK = 32
 # per worker thread (a worker process may run several threads, and a LocalCluster without processes runs every
 # worker in one process): the monitor of (model dir, thresholds, warm runs, ...); a Monitor is not shared
@@ -67,15 +70,31 @@ def replay_runs(client: Client, model_dir: str | Path, thresholds: Any, warm: li
                 progress: Callable[[str], None] | None = None, runs_per_task: int = RUNS_PER_TASK,
                 halt_on: str = "both", warm_rule: str = "certify",
                 pin: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Every run's replay record, in order, computed on the cluster; ``pin``: what the driver verified (``signature.pin_of``)."""
-    tasks_f = client.scatter(tasks, broadcast=True, hash=False)
-    warm_f = client.scatter(list(warm), broadcast=True, hash=False) if warm else None
+    """Every run's replay record, in order, computed on the cluster; ``pin``: what the driver verified
+    (``signature.pin_of``).  A chunk lost with a worker (killed, or its scattered inputs gone: ``LOST``) is
+    submitted again, inputs scattered anew, up to ``task_tries()`` times in all; then a ``ClusterError``.  An
+    error the task itself raised (a refused model dir ...) is not retried: it fails the verb as it is."""
     chunks = [trajs[i:i + runs_per_task] for i in range(0, len(trajs), runs_per_task)]
-    futs = [client.submit(replay_chunk, str(Path(model_dir).resolve()), thresholds, warm_f, c, tasks_f, as_of, same_agent,
-                          halt_on, warm_rule, pin, pure=False) for c in chunks]
-    out: list[dict[str, Any]] = []
-    for k, fut in enumerate(futs, start=1):
-        out.extend(fut.result())
-        if progress:
-            progress(f"score: {k}/{len(futs)} chunks replayed")
-    return out
+    done: dict[int, list[dict[str, Any]]] = {}
+    tries, last = task_tries(), None
+    for attempt in range(1, tries + 1):
+        tasks_f = client.scatter(tasks, broadcast=True, hash=False)
+        warm_f = client.scatter(list(warm), broadcast=True, hash=False) if warm else None
+        futs = {k: client.submit(replay_chunk, str(Path(model_dir).resolve()), thresholds, warm_f, chunks[k], tasks_f,
+                                 as_of, same_agent, halt_on, warm_rule, pin, pure=False)
+                for k in range(len(chunks)) if k not in done}
+        for k, fut in futs.items():
+            try:
+                done[k] = fut.result()
+            except LOST as e:
+                last = e
+                continue
+            if progress:
+                progress(f"score: {len(done)}/{len(chunks)} chunks replayed")
+        if len(done) == len(chunks):
+            return [r for k in range(len(chunks)) for r in done[k]]
+        log.warning("score: %d of %d chunks lost on the cluster (%s); try %d of %d", len(chunks) - len(done),
+                    len(chunks), type(last).__name__, attempt, tries)
+    raise ClusterError(f"score: {len(chunks) - len(done)} of {len(chunks)} chunks of runs were lost on the cluster "
+                       f"{tries} times ({type(last).__name__}: {' '.join(str(last).split())[:120]}); nothing written "
+                       "(EARLYEVAL_TASK_TRIES sets the tries)")

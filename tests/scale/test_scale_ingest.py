@@ -81,3 +81,23 @@ def test_ctrl_c_while_chunks_are_submitted_leaves_no_staging(client, root, tmp_p
     monkeypatch.undo()
     client.gather([])  # the client still works
     assert sorted(p.name for p in dest.parent.iterdir()) == []  # no staging, no part
+
+
+def test_a_chunk_lost_on_the_cluster_is_one_cluster_error_and_no_staging(client, root, tmp_path, monkeypatch):
+    """Issue 29 item 4: a chunk lost with its worker (its future cancelled, as the driver sees it) ends the ingest in
+    one ``ClusterError`` naming the chunk, not dask's traceback; the staging is removed."""
+    from earlyeval.core.errors import ClusterError
+
+    cat = Catalog("swebench", Path("fx.toml"), [SPEC])
+    dest = tmp_path / "out" / "trajectories.parquet"
+    dest.parent.mkdir()
+    real = client.submit
+
+    def submit(*args, **kw):
+        fut = real(*args, **kw)
+        client.cancel([fut])
+        return fut
+    monkeypatch.setattr(client, "submit", submit)
+    with pytest.raises(ClusterError, match=r"ingest chunk \(0, \d+\) of fx-swe-agent: lost on the cluster \(FutureCancelledError"):
+        ingest_parts(client, cat, root, dest, chunk_files=1)
+    assert list(dest.parent.iterdir()) == []

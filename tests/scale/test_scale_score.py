@@ -12,7 +12,7 @@ pytest.importorskip("distributed")
 from distributed import Client, LocalCluster
 
 from _monitor_helpers import scoring_fixture
-from earlyeval.core.errors import ModelDirError
+from earlyeval.core.errors import ClusterError, ModelDirError
 from earlyeval.modeling.modeldir import load_model_dir, save_model_dir
 from earlyeval.modeling.signature import SIGNATURE
 from earlyeval.scale.backend import Backend
@@ -87,3 +87,36 @@ def test_a_model_dir_swapped_after_the_drivers_check_fails_the_verb_on_the_worke
         score_runs(mdir, setup["runs"], "atif", out=tmp_path / "out", tasks=setup["tasks"], progress=False,
                    replay_all=replay_all, require_signature=signed)
     assert not (tmp_path / "out" / "score.json").exists()
+
+
+def _losing(client, monkeypatch, lose):
+    """``client.submit`` whose n-th future (from 1) is cancelled right away when ``lose(n)``: a chunk lost with its
+    worker, as the driver sees it (``FutureCancelledError``)."""
+    real, n = client.submit, [0]
+
+    def submit(*args, **kw):
+        fut = real(*args, **kw)
+        n[0] += 1
+        if lose(n[0]):
+            client.cancel([fut])
+        return fut
+    monkeypatch.setattr(client, "submit", submit)
+    return n
+
+
+def test_a_chunk_lost_on_the_cluster_is_submitted_again(setup, monkeypatch):
+    """Issue 29 item 4: a lost chunk is retried (inputs scattered anew), and the answer is the in-process one."""
+    a, csv_a = _score(setup, "lost-a", None)
+    n = _losing(setup["backend"].client, monkeypatch, lambda k: k == 1)
+    b, csv_b = _score(setup, "lost-b", setup["backend"])
+    assert n[0] == 3  # two chunks, the first one submitted twice
+    assert a == b and csv_a == csv_b
+
+
+def test_a_chunk_lost_every_time_fails_the_verb_with_one_cluster_error(setup, monkeypatch, tmp_path):
+    monkeypatch.setenv("EARLYEVAL_TASK_TRIES", "2")
+    n = _losing(setup["backend"].client, monkeypatch, lambda k: True)
+    with pytest.raises(ClusterError, match=r"2 of 2 chunks of runs were lost on the cluster 2 times \(FutureCancelledError"):
+        score_runs(setup["model"], setup["runs"], "atif", out=tmp_path / "out", tasks=setup["tasks"], progress=False,
+                   replay_all=setup["backend"].replay(setup["model"]))
+    assert n[0] == 4 and not (tmp_path / "out" / "score.json").exists()

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from distributed import Client
 
-from earlyeval.core.errors import ClusterError, ModelDirError
+from earlyeval.core.errors import ClusterError, ModelDirError, SettingError
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
@@ -48,7 +48,11 @@ def _monitor(model_dir: str, thresholds: Any, warm: list[Trajectory] | None, tas
     mon = cache.get(key)
     if mon is None:
         cache.clear()  # one model at a time per worker thread
-        mon = Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on, require_signature=pin["require_signature"])
+        try:
+            mon = Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on, require_signature=pin["require_signature"])
+        except SettingError as e:  # no key here: the driver's environment is not the worker's
+            raise SettingError(f"{e.source} of a worker", e.key, f"{e.reason} (a worker checks the signature too: "
+                               "give the workers the key in their environment)") from None
         check_pin(mon.bundle, pin, model_dir)
         if warm:
             mon.warm_start(warm, tasks, as_of=as_of, same_agent=same_agent, rule=warm_rule)

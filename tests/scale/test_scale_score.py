@@ -12,7 +12,7 @@ pytest.importorskip("distributed")
 from distributed import Client, LocalCluster
 
 from _monitor_helpers import scoring_fixture
-from earlyeval.core.errors import ClusterError, ModelDirError
+from earlyeval.core.errors import ClusterError, ModelDirError, SettingError
 from earlyeval.modeling.modeldir import load_model_dir, save_model_dir
 from earlyeval.modeling.signature import SIGNATURE
 from earlyeval.scale.backend import Backend
@@ -120,3 +120,18 @@ def test_a_chunk_lost_every_time_fails_the_verb_with_one_cluster_error(setup, mo
         score_runs(setup["model"], setup["runs"], "atif", out=tmp_path / "out", tasks=setup["tasks"], progress=False,
                    replay_all=setup["backend"].replay(setup["model"]))
     assert n[0] == 4 and not (tmp_path / "out" / "score.json").exists()
+
+
+def test_a_worker_without_the_signing_key_refuses_to_load(setup, tmp_path, monkeypatch):
+    """--require-signature is checked on the worker too: a worker whose environment lacks the key fails the verb
+    with one SettingError saying so (a threaded cluster shares this environment: the key goes after the driver's check)."""
+    monkeypatch.setenv("EARLYEVAL_MODEL_KEY", KEY)
+    mdir = save_model_dir(load_model_dir(setup["model"], probe_boosters=False), tmp_path / "model")
+    inner = setup["backend"].replay(mdir)
+
+    def replay_all(*args, **kw):
+        monkeypatch.delenv("EARLYEVAL_MODEL_KEY")
+        return inner(*args, **kw)
+    with pytest.raises(SettingError, match="of a worker: 'EARLYEVAL_MODEL_KEY': .*give the workers the key"):
+        score_runs(mdir, setup["runs"], "atif", out=tmp_path / "out", tasks=setup["tasks"], progress=False,
+                   replay_all=replay_all, require_signature=True)

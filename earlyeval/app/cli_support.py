@@ -131,6 +131,11 @@ def _command() -> Any:
                 raise _user_error(e) from None
             except BrokenPipeError:
                 raise
+            except KeyboardInterrupt:  # Ctrl-C: one line, no traceback; locks are released, staging removed on the way
+                if kwargs.get("verbose"):
+                    log.info("traceback of the interruption", exc_info=True)
+                say("error: interrupted (Ctrl-C): stopped; no output was replaced by a partial one", err=True)
+                raise typer.Exit(130) from None
             except OSError as e:  # a fault of the machine outside the atomic writers (reading, a library's own write)
                 if kwargs.get("verbose"):
                     log.info("traceback of the error below", exc_info=True)

@@ -6,6 +6,18 @@ from __future__ import annotations
 class EarlyEvalError(Exception):
     """Base class for errors earlyeval raises on purpose."""
 
+    def __reduce__(self) -> tuple:
+        # rebuilt from its message and fields, not by calling __init__ with ``args``: an error raised on a dask
+        # worker (``--scheduler``) reaches the driver as itself, its one line intact
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type, args: tuple, state: dict) -> "EarlyEvalError":
+    e = cls.__new__(cls)
+    Exception.__init__(e, *args)
+    e.__dict__.update(state)
+    return e
+
 
 class IngestError(EarlyEvalError):
     """A native run file could not be turned into a Trajectory."""
@@ -74,3 +86,7 @@ class WriteError(EarlyEvalError, OSError):
 
     def __str__(self) -> str:
         return f"{self.what} while writing {self.path}; nothing was replaced"
+
+
+class ClusterError(EarlyEvalError, RuntimeError):
+    """Work on a ``--scheduler`` cluster was lost (a worker died, its inputs went with it) more times than retried."""

@@ -75,3 +75,23 @@ def verify(doc_bytes: bytes | None, manifest_hash: str, key: bytes, path: str) -
     if not hmac.compare_digest(expect, doc["signature"]):
         raise ModelDirError(f, SIGNATURE, "does not match this key: the directory was edited after it was signed, "
                                           "or signed with another key")
+
+
+# ---- a verified directory's pin: what the driver checked, sent with each task of a cluster (``scale.replay``)
+
+def pin_of(bundle: Any, require_signature: bool) -> dict[str, Any]:
+    """What a load verified (``manifest_hash``, which covers every file's SHA-256, and the thresholds it halts
+    with) and whether a signature was required: a worker's own load must give the same (``check_pin``)."""
+    return {"manifest_hash": bundle.manifest.get("manifest_hash"), "thresholds": dict(bundle.thresholds),
+            "require_signature": bool(require_signature)}
+
+
+def check_pin(bundle: Any, pin: dict[str, Any], path: str) -> None:
+    """Refuse (``ModelDirError``) a bundle loaded elsewhere that is not the one ``pin`` was made of."""
+    got = bundle.manifest.get("manifest_hash")
+    if got != pin["manifest_hash"]:
+        raise ModelDirError(path, "manifest_hash", f"is {str(got)[:12]}... on the worker, {str(pin['manifest_hash'])[:12]}... "
+                            "when the driver checked it: the directory changed during the verb; nothing scored")
+    if dict(bundle.thresholds) != pin["thresholds"]:
+        raise ModelDirError(path, "thresholds", f"{dict(bundle.thresholds)} on the worker, {pin['thresholds']} when the "
+                            "driver checked them: the directory changed during the verb; nothing scored")

@@ -78,9 +78,10 @@ class Backend:
     def replay(self, model_dir: str | Path, thresholds: Any = None, halt_on: str = "both",
                warm_rule: str = "certify") -> Callable[..., list[dict[str, Any]]]:
         """``score_runs``'s ``replay_all``: the runs replayed through the Monitor on the workers."""
-        def replay_all(trajs: Any, tasks: Any, as_of: Any, same_agent: Any, warm: Any) -> list[dict[str, Any]]:
+        def replay_all(trajs: Any, tasks: Any, as_of: Any, same_agent: Any, warm: Any, *,
+                       pin: dict[str, Any] | None = None) -> list[dict[str, Any]]:
             return replay_runs(self.client, model_dir, thresholds, warm, trajs, tasks, as_of, same_agent,
-                               progress=self.progress, halt_on=halt_on, warm_rule=warm_rule)
+                               progress=self.progress, halt_on=halt_on, warm_rule=warm_rule, pin=pin)
         return replay_all
 
 

@@ -9,17 +9,34 @@ see the same paths (one machine, or a shared file system).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import signal
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from distributed import Client, LocalCluster
+import dask
+from distributed import Client, KilledWorker, LocalCluster
+from distributed.client import FutureCancelledError
+from distributed.comm.core import CommClosedError
 
+from earlyeval.core.env import env_int
+from earlyeval.core.errors import ClusterError, SettingError
 from earlyeval.config.workspace import set_workspace, workspace_root
 from earlyeval.scale.spec import SchedulerSpec, local_workers, parse_scheduler
 
 log = logging.getLogger(__name__)
+# a task's result lost with a worker (killed more often than the scheduler's allowed-failures, or its inputs gone
+# with it: cancelled), as opposed to an error the task raised
+LOST = (KilledWorker, FutureCancelledError, CommClosedError)
+TASK_TRIES = 3
+
+
+def task_tries() -> int:
+    """How many times a lost chunk is submitted in all (``$EARLYEVAL_TASK_TRIES``, default 3)."""
+    return env_int("EARLYEVAL_TASK_TRIES", TASK_TRIES, lo=1, hi=100)
 
 
 @contextlib.contextmanager
@@ -31,15 +48,63 @@ def connect(spec: SchedulerSpec | str, *, memory_limit: str | float | None = "au
             raise ValueError(f"{spec!r} names no scheduler")
         spec = parsed
     if spec.kind == "address":
-        with Client(spec.address) as client:
+        with _client(spec.address) as client:
             log.info("connected to %s (%d workers)", spec.address, len(workers_of(client)))
             yield client
         return
     n = local_workers(spec)
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      memory_limit=memory_limit, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with _no_sigint():
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               memory_limit=memory_limit, silence_logs=logging.ERROR)
+    with cluster, Client(cluster) as client:
         log.info("LocalCluster of %d worker processes", n)
         yield client
+
+
+@contextlib.contextmanager
+def _no_sigint() -> Iterator[None]:
+    """SIGINT ignored while the LocalCluster spawns its workers, which inherit it: Ctrl-C reaches the whole process
+    group, and only the driver acts on it (it closes the cluster; a worker would print its own traceback)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+TLS_KEYS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
+
+
+def _client(address: str) -> Client:
+    """A ``Client`` on a running scheduler, or a ``SettingError`` naming ``--scheduler`` (one line, exit 2): a
+    ``tls://`` address without the dask config's certificates, or an address where no dask scheduler answers
+    (nothing listening, another service: its bytes read as a dask frame once asked for 3 EiB)."""
+    if address.startswith(("tls://", "wss://")):
+        missing = [k for k in TLS_KEYS if not dask.config.get(k, None)]
+        if missing:
+            raise SettingError("--scheduler", address, f"a {address.split(':')[0]}:// scheduler needs certificates: set "
+                               f"{' and '.join(missing)} (and client.key) in the dask config or as DASK_* variables "
+                               "(docs/scale.md)")
+    try:
+        return Client(address)
+    except (OSError, MemoryError, ValueError, TypeError, EOFError, asyncio.TimeoutError) as e:
+        why = " ".join(str(e).split())[:160] or type(e).__name__
+        raise SettingError("--scheduler", address, f"no dask scheduler answered there ({type(e).__name__}: {why}); "
+                           "is it a running scheduler's address (its default port is 8786)?") from None
+
+
+def result_of(fut: Any, what: str) -> Any:
+    """``fut.result()``, or a ``ClusterError`` (one line) when it was lost with a worker (``LOST``): the scheduler
+    re-runs a task whose worker died up to its ``allowed-failures``; beyond that, or with its inputs gone, the
+    verb stops here instead of ending in dask's traceback."""
+    try:
+        return fut.result()
+    except LOST as e:
+        raise ClusterError(f"{what}: lost on the cluster ({type(e).__name__}: {' '.join(str(e).split())[:120]}); "
+                           "nothing replaced (run the verb again; see the scheduler's log for the dead worker)") from None
 
 
 def workers_of(client: Client) -> list[str]:

@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import json
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -39,7 +40,7 @@ from earlyeval.core.atomic import atomic_path, new_dir_beside, swap_dir
 from earlyeval.core.trajectory import Action, Step, Trajectory
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.features import PriorTable, RunContext, family_class, fold_fitted, fold_free
-from earlyeval.scale.cluster import in_workspace, workers_of
+from earlyeval.scale.cluster import in_workspace, result_of, workers_of
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.tables.store import (TRAJ_SCHEMA, bench_dir, part_names, read_table, read_tasks, read_trajectories,
                                     write_trajectories)
@@ -151,11 +152,13 @@ def featurize_parts(client: Client, bench: str, families: list[str], root: str |
                           pure=False): k for k, p in enumerate(parts)}
     try:
         for n, fut in enumerate(as_completed(list(futs)), start=1):
-            fut.result()
+            result_of(fut, f"featurize partition {futs[fut]}")
             if progress:
                 progress(f"featurize: {n}/{len(futs)} partitions")
-    except BaseException:
+    except BaseException:  # Ctrl-C or a failed partition: no task left running, no staging left behind
         client.cancel(list(futs))
+        for d in (stage_p, stage_r):
+            shutil.rmtree(d, ignore_errors=True)
         raise
     swap_dir(stage_p, out / PREFIXES)
     swap_dir(stage_r, out / RUNS)

@@ -24,6 +24,7 @@ from distributed import Client, Future, as_completed
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, Fitted, FoldRunner, inner_exclusion
 from earlyeval.evaluation.fit_plan import scaffold_groups
+from earlyeval.scale.cluster import result_of
 from earlyeval.features import family_class
 from earlyeval.modeling.metrics import RunSet
 
@@ -160,7 +161,7 @@ def run_folds(client: Client, ds_future: Future, cfg: EvalConfig, plan: FoldPlan
     out: dict[frozenset, FoldResult] = {}
     try:
         for fut in as_completed(list(futs)):
-            res = fut.result()
+            res = result_of(fut, f"fit without {sorted(futs[fut])}")
             out[res.exclude] = res
             if progress:
                 progress(f"fit without {sorted(res.exclude)}")

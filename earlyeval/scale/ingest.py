@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -27,7 +28,7 @@ from earlyeval.config.catalog import Catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import new_dir_beside, swap_dir
 from earlyeval.ingest import SUMMARY_FLAGS, RunPlan, RunReport, plan_run, read_run_files, summarize_run, unique_run_id
-from earlyeval.scale.cluster import in_workspace
+from earlyeval.scale.cluster import in_workspace, result_of
 from earlyeval.tables.store import PARTS, part_names, read_trajectories, write_trajectories
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ def read_chunk(ws: str, plan: RunPlan, paths: list[str], bench: str, part: str) 
     """One task: read ``paths`` of the planned run, write their trajectories as the part ``part`` (atomically)."""
     in_workspace(ws)
     trajs, skipped = read_run_files(plan, [Path(p) for p in paths], bench)
+    if not Path(part).parent.is_dir():  # the driver gave up (Ctrl-C, a failed chunk) and removed the staging:
+        raise RuntimeError(f"{Path(part).parent}: staging removed, the ingest was abandoned")  # nothing re-made there
     write_trajectories(trajs, Path(part))
     recs = [RunRecord(t.run_id, str(t.meta.get("source_file", "?")), t.agent, t.task_id, t.outcome, len(t.steps),
                       {k: True for k in SUMMARY_FLAGS if t.meta.get(k)}) for t in trajs]
@@ -93,8 +96,20 @@ def ingest_parts(client: Client, cat: Catalog, root: Path, dest: Path, *, chunk_
     specs = [r for r in cat.runs if runs is None or r.name in runs or r.agent in runs]
     plans = [plan_run(spec, root, max_files) for spec in specs]
     staging = new_dir_beside(dest)
-    ws = str(workspace_root())
     jobs: dict[Any, tuple[int, int]] = {}
+    try:
+        results, n_chunks = _read_all(client, cat, plans, staging, jobs, chunk_files, progress)
+    except BaseException:  # Ctrl-C or a failed chunk: no task left running, no staging left behind
+        client.cancel(list(jobs))
+        swap_cleanup(staging)
+        raise
+    return _assemble(plans, n_chunks, results, staging)
+
+
+def _read_all(client: Client, cat: Catalog, plans: list[Any], staging: Path, jobs: dict[Any, tuple[int, int]],
+              chunk_files: int, progress: Callable[[str], None] | None) -> tuple[dict[tuple[int, int], ChunkResult], list[int]]:
+    """Every chunk of every plan submitted (into ``jobs``, so the caller can cancel them) and gathered."""
+    ws = str(workspace_root())
     n_chunks: list[int] = []
     for i, plan in enumerate(plans):
         slim = dataclasses.replace(plan, paths=[], report=RunReport(plan.report.run, plan.report.agent,
@@ -107,15 +122,16 @@ def ingest_parts(client: Client, cat: Catalog, root: Path, dest: Path, *, chunk_
                                 key=f"earlyeval-ingest-{staging.name}-{i}-{j}", pure=False)
             jobs[fut] = (i, j)
     results: dict[tuple[int, int], ChunkResult] = {}
-    try:
-        for n, fut in enumerate(as_completed(list(jobs)), start=1):
-            results[jobs[fut]] = fut.result()
-            if progress:
-                progress(f"ingest: {n}/{len(jobs)} chunks read")
-    except BaseException:
-        client.cancel(list(jobs))
-        swap_cleanup(staging)
-        raise
+    for n, fut in enumerate(as_completed(list(jobs)), start=1):
+        results[jobs[fut]] = result_of(fut, f"ingest chunk {jobs[fut]} of {plans[jobs[fut][0]].report.run}")
+        if progress:
+            progress(f"ingest: {n}/{len(jobs)} chunks read")
+    return results, n_chunks
+
+
+def _assemble(plans: list[Any], n_chunks: list[int], results: dict[tuple[int, int], ChunkResult],
+              staging: Path) -> IngestedParts:
+    """The runs' reports and records from their chunks (run ids made unique as in-process), the parts checked."""
     reports, records = [], []
     for i, plan in enumerate(plans):
         rep = plan.report
@@ -182,10 +198,7 @@ def check_parts(staging: Path, expected: dict[str, int]) -> list[str]:
 
 def swap_cleanup(staging: Path) -> None:
     """Remove a staging directory an interrupted ingest leaves (the previous dataset stays in place)."""
-    for name in os.listdir(staging) if staging.is_dir() else []:
-        (staging / name).unlink()
-    if staging.is_dir():
-        staging.rmdir()
+    shutil.rmtree(staging, ignore_errors=True)  # on the way out of an error: never one that hides it
 
 
 __all__ = ["CHUNK_FILES", "ChunkResult", "IngestedParts", "PARTS", "RunRecord", "check_parts", "ingest_parts", "read_chunk"]

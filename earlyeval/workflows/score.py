@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import logging
 from collections import Counter
 from pathlib import Path
@@ -52,6 +53,7 @@ from earlyeval.core.errors import CatalogError, NothingScoredError, ScoreRefused
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.replay import _scorable, replay, run_context, runset_of
 from earlyeval.modeling.overlap import training_overlap
+from earlyeval.modeling.signature import pin_of
 from earlyeval.workflows.score_csv import csv_text
 from earlyeval.workflows.score_pass import pass_block, pass_inconsistent, replay_pass
 from earlyeval.config.prices import PriceError, run_cost
@@ -274,8 +276,9 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     ``halt_on``: which predicted outcomes halt ("both", the default of a benchmark pass; "failure": what a live
     adapter saves; "success"), as ``Monitor(halt_on=...)``; recorded in score.json.
     ``require_signature``: refuse a model dir not signed with the user's key (``Monitor.load``).
-    ``replay_all(trajs, tasks, as_of, same_agent, warm_runs)``: the records of every run, replayed elsewhere
-    by monitors loaded and warmed as this one (a cluster: ``earlyeval.scale.replay``); default here.
+    ``replay_all(trajs, tasks, as_of, same_agent, warm_runs, pin=...)``: the records of every run, replayed elsewhere
+    by monitors loaded, checked against ``pin`` (``signature.pin_of``: this load's manifest hash, thresholds and
+    ``require_signature``) and warmed as this one (a cluster: ``earlyeval.scale.replay``); default here.
     ``pass_replay``: replay the folder as one benchmark pass (``score_pass``: order shuffled by ``seed``,
     ``pass_workers`` simulated workers, an ``audit_share`` audit sample never halted); a ``pass`` block.
 
@@ -318,6 +321,8 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         records, the_pass = replay_pass(mon, trajs, tasks_by_id, cutoff, same_agent, audit_share=audit_share, seed=seed,
                                         workers=pass_workers, usage_of=usage_of)
     else:
+        if replay_all is not None:  # the workers load the directory themselves: they must load the one checked here
+            replay_all = functools.partial(replay_all, pin=pin_of(bundle, require_signature))
         records = _replayed(mon, trajs, tasks_by_id, cutoff, same_agent, warm_runs, replay_all, progress)
 
     model_th = bundle.manifest.get("thresholds") or bundle.thresholds

@@ -20,3 +20,15 @@ def test_the_builtin_bases_stay():
 
     assert issubclass(PriceError, ValueError) and issubclass(BadStep, ValueError)
     assert issubclass(LightGBMCError, RuntimeError)
+
+
+def test_an_error_crosses_a_process_boundary_intact():
+    """A worker's ModelDirError (``--scheduler``) reaches the driver as itself: pickle rebuilds it from its fields
+    (its ``__init__`` takes three, ``args`` holds one), so the verb prints its one line."""
+    import pickle
+
+    from earlyeval.core.errors import IngestError, ModelDirError
+
+    for e in (ModelDirError("m/manifest.json", "manifest_hash", "changed"), IngestError("a.json", "steps", "empty")):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e) and back.__dict__ == e.__dict__

@@ -60,3 +60,44 @@ def test_same_trajectories_ids_and_report_as_in_process(client, root, tmp_path, 
     assert got.reports[1].skipped[0]["reason"] == "run folder does not exist" and got.reports[1].trajectories == 0
     assert len(part_names(dest)) == -(-rep.files_read // chunk_files) + 1  # one part per chunk (the missing run: one empty)
     assert not list(tmp_path.glob(".trajectories.parquet.*"))  # the staging directory became the dataset
+
+
+def test_ctrl_c_while_chunks_are_submitted_leaves_no_staging(client, root, tmp_path, monkeypatch):
+    """Issue 29 item 4: a KeyboardInterrupt while the chunks are still being submitted (before any is gathered)
+    cancels what was submitted and removes the staging directory; the interruption itself goes on up."""
+    cat = Catalog("swebench", Path("fx.toml"), [SPEC])
+    dest = tmp_path / "out" / "trajectories.parquet"
+    dest.parent.mkdir()
+    real, calls = client.submit, []
+
+    def submit(*args, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+    monkeypatch.setattr(client, "submit", submit)
+    with pytest.raises(KeyboardInterrupt):
+        ingest_parts(client, cat, root, dest, chunk_files=1)
+    monkeypatch.undo()
+    client.gather([])  # the client still works
+    assert sorted(p.name for p in dest.parent.iterdir()) == []  # no staging, no part
+
+
+def test_a_chunk_lost_on_the_cluster_is_one_cluster_error_and_no_staging(client, root, tmp_path, monkeypatch):
+    """Issue 29 item 4: a chunk lost with its worker (its future cancelled, as the driver sees it) ends the ingest in
+    one ``ClusterError`` naming the chunk, not dask's traceback; the staging is removed."""
+    from earlyeval.core.errors import ClusterError
+
+    cat = Catalog("swebench", Path("fx.toml"), [SPEC])
+    dest = tmp_path / "out" / "trajectories.parquet"
+    dest.parent.mkdir()
+    real = client.submit
+
+    def submit(*args, **kw):
+        fut = real(*args, **kw)
+        client.cancel([fut])
+        return fut
+    monkeypatch.setattr(client, "submit", submit)
+    with pytest.raises(ClusterError, match=r"ingest chunk \(0, \d+\) of fx-swe-agent: lost on the cluster \(FutureCancelledError"):
+        ingest_parts(client, cat, root, dest, chunk_files=1)
+    assert list(dest.parent.iterdir()) == []

@@ -151,11 +151,13 @@ def _write_fd(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _stage(target: Path, data: bytes | None = None, root: str | Path | None = None) -> Path:
+def _stage(target: Path, data: bytes | None = None, root: str | Path | None = None, parents: bool = True) -> Path:
     """A temp file beside ``target`` (the permissions a plain open() would give), holding ``data`` fsynced;
-    ``target`` checked first (``check_target``), before any folder is made."""
+    ``target`` checked first (``check_target``), before any folder is made (none with ``parents=False``: a
+    writer into a folder another process may remove must not re-create it)."""
     check_target(target, root)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
     _clean_stale(target.parent, target.name)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
@@ -172,7 +174,7 @@ def _stage(target: Path, data: bytes | None = None, root: str | Path | None = No
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, parents: bool = True) -> Iterator[Path]:
     """A temp path beside ``path`` to write to; on success it is fsynced and renamed onto ``path``,
     on any error (or kill) the target is untouched and the temp file is removed (when still possible;
     one left by a killed writer is removed by the next write of the same target).  A fault of the
@@ -181,7 +183,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp_p: Path | None = None
     try:
         with machine_faults(target):
-            tmp_p = _stage(target)
+            tmp_p = _stage(target, parents=parents)
             yield tmp_p
             fsync_file(tmp_p)
             os.replace(tmp_p, target)

@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import os
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -27,6 +28,7 @@ from distributed import Client, as_completed
 from earlyeval.config.catalog import Catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import new_dir_beside, swap_dir
+from earlyeval.core.errors import WriteError
 from earlyeval.ingest import SUMMARY_FLAGS, RunPlan, RunReport, plan_run, read_run_files, summarize_run, unique_run_id
 from earlyeval.scale.cluster import in_workspace, result_of
 from earlyeval.tables.store import PARTS, part_names, read_trajectories, write_trajectories
@@ -67,7 +69,12 @@ def read_chunk(ws: str, plan: RunPlan, paths: list[str], bench: str, part: str) 
     trajs, skipped = read_run_files(plan, [Path(p) for p in paths], bench)
     if not Path(part).parent.is_dir():  # the driver gave up (Ctrl-C, a failed chunk) and removed the staging:
         raise RuntimeError(f"{Path(part).parent}: staging removed, the ingest was abandoned")  # nothing re-made there
-    write_trajectories(trajs, Path(part))
+    try:
+        write_trajectories(trajs, Path(part), parents=False)  # never re-makes a staging folder the driver removed
+    except (FileNotFoundError, WriteError) as e:
+        if Path(part).parent.is_dir():
+            raise
+        raise RuntimeError(f"{Path(part).parent}: staging removed, the ingest was abandoned") from e
     recs = [RunRecord(t.run_id, str(t.meta.get("source_file", "?")), t.agent, t.task_id, t.outcome, len(t.steps),
                       {k: True for k in SUMMARY_FLAGS if t.meta.get(k)}) for t in trajs]
     return ChunkResult(Path(part).name, recs, skipped)
@@ -196,9 +203,16 @@ def check_parts(staging: Path, expected: dict[str, int]) -> list[str]:
     return names
 
 
-def swap_cleanup(staging: Path) -> None:
-    """Remove a staging directory an interrupted ingest leaves (the previous dataset stays in place)."""
-    shutil.rmtree(staging, ignore_errors=True)  # on the way out of an error: never one that hides it
+def swap_cleanup(staging: Path, tries: int = 100) -> None:
+    """Remove a staging directory an interrupted ingest leaves (the previous dataset stays in place).  A chunk
+    still running on a worker may add a file while the tree is removed (its rmdir then fails); once the folder is
+    gone no chunk re-makes it (``read_chunk`` writes with ``parents=False``), so removing again until it is gone
+    ends it.  Never raises: on the way out of an error, never one that hides it."""
+    for _ in range(tries):
+        shutil.rmtree(staging, ignore_errors=True)
+        if not os.path.lexists(staging):
+            return
+        time.sleep(0.05)
 
 
 __all__ = ["CHUNK_FILES", "ChunkResult", "IngestedParts", "PARTS", "RunRecord", "check_parts", "ingest_parts", "read_chunk"]

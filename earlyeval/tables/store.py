@@ -174,7 +174,7 @@ def part_names(path: Path) -> list[str]:
     return sorted(n for n in os.listdir(path) if fnmatch.fnmatch(n, PARTS))
 
 
-def _write_table(table: pa.Table, path: Path) -> Path:
+def _write_table(table: pa.Table, path: Path, parents: bool = True) -> Path:
     """Atomically (temp file, fsync, rename): a reader sees the old complete file or the new one.  A dataset
     directory at ``path`` (a cluster ingest's parts) is replaced whole by the file (``atomic.swap_dir``)."""
     if path.is_dir() and not path.is_symlink():
@@ -182,18 +182,18 @@ def _write_table(table: pa.Table, path: Path) -> Path:
         pq.write_table(table, tmp)
         swap_dir(tmp, path)
         return path
-    with atomic_path(path) as tmp:
+    with atomic_path(path, parents=parents) as tmp:
         pq.write_table(table, tmp)
     return path
 
 
-def write_trajectories(trajs: Iterable[Trajectory], path: Path) -> Path:
+def write_trajectories(trajs: Iterable[Trajectory], path: Path, parents: bool = True) -> Path:
     rows = []
     for t in trajs:
         d = t.to_dict()
         d["meta"] = json.dumps(d["meta"], sort_keys=True, default=str)
         rows.append(d)
-    return _write_table(pa.Table.from_pylist(rows, schema=TRAJ_SCHEMA), path)
+    return _write_table(pa.Table.from_pylist(rows, schema=TRAJ_SCHEMA), path, parents)
 
 
 def _read_table(path: Path, schema: pa.Schema | None = None) -> pa.Table:

@@ -101,3 +101,31 @@ def test_a_chunk_lost_on_the_cluster_is_one_cluster_error_and_no_staging(client,
     with pytest.raises(ClusterError, match=r"ingest chunk \(0, \d+\) of fx-swe-agent: lost on the cluster \(FutureCancelledError"):
         ingest_parts(client, cat, root, dest, chunk_files=1)
     assert list(dest.parent.iterdir()) == []
+
+
+def test_a_chunk_never_re_makes_a_removed_staging_and_cleanup_outlasts_a_late_write(tmp_path, monkeypatch):
+    """The race behind a staging folder left after a failed ingest: a chunk still running on a worker wrote its
+    part after the driver had removed the staging, and the write re-made the folder.  Now the chunk's write never
+    makes a folder, and ``swap_cleanup`` removes again while a late file keeps the folder alive."""
+    import earlyeval.scale.ingest as si
+    from earlyeval.tables.store import write_trajectories
+
+    gone = tmp_path / "staging-removed"
+    with pytest.raises(OSError):
+        write_trajectories([], gone / "part-00000-00000.parquet", parents=False)
+    assert not gone.exists()  # not re-made
+
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    (staging / "part-a.parquet").write_bytes(b"x")
+    real_rmtree, calls = shutil.rmtree, []
+
+    def rmtree_racing_a_chunk(path, ignore_errors=False):  # the first removal loses to a chunk's late file
+        calls.append(path)
+        real_rmtree(path, ignore_errors=ignore_errors)
+        if len(calls) == 1:
+            staging.mkdir()
+            (staging / "part-late.parquet").write_bytes(b"y")
+    monkeypatch.setattr(si.shutil, "rmtree", rmtree_racing_a_chunk)
+    si.swap_cleanup(staging)
+    assert not staging.exists() and len(calls) == 2

@@ -94,6 +94,11 @@ def dollars_block(rs: RunSet, costs: dict[str, Any], th: dict[str, Any], cfg: Th
     """Dollars of the runs and of the steps the policy saved, from ``config.prices`` (each run's own price source);
     runs without a price are left out and counted."""
     t_halt, _ = apply_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
+    return dollars_at(rs, costs, t_halt)
+
+
+def dollars_at(rs: RunSet, costs: dict[str, Any], t_halt: np.ndarray) -> dict[str, Any]:
+    """``dollars_block`` for given halting prefixes (0 = not halted), e.g. a simulated pass's."""
     total = saved = 0.0
     priced = 0
     for rid, t in zip(rs.run_ids, t_halt):

@@ -33,6 +33,7 @@ from earlyeval.evaluation.adapt import adapt_em
 from earlyeval.config.prices import price_runs
 from earlyeval.evaluation.blocks import (agent_block, baseline_blocks, dollars_block, failure_only_thresholds, model_at_steps_saved,
                                          oracle_frontier_saved, pooled_block)
+from earlyeval.evaluation.pass_sim import pass_block, pass_pooled
 from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
 from earlyeval.modeling.thresholds import DEFAULT_TAUS, choose_thresholds, select_thresholds
 from earlyeval.evaluation.guard import guard_config, guarded
@@ -401,7 +402,9 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
     alt_cfg = other_rule(cfg)
     for a, rs in res.sets.items():
         th = res.thresholds[a]
+        base_th = (th["success"], th["failure"])
         blk = agent_block(rs, th, cfg)
+        blk["pass"] = pass_block(rs, base_th, cfg.min_halt_step, costs)
         blk["small_n"] = a in res.small
         blk["dollars"] = dollars_block(rs, costs, th, cfg)
         fo = agent_block(rs, failure_only_thresholds(th), cfg)
@@ -418,7 +421,6 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
             for name, b in base.items():
                 b["model_at_equal_steps_saved"] = model_at_steps_saved(rs, b.get("steps_saved") or 0.0, cfg)
             blk["baselines"] = base
-            base_th = (res.thresholds[a]["success"], res.thresholds[a]["failure"])
             blk["warm_start"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th) for sh in cfg.warm_shares}
             # issue 14's checking rule (may only raise), beside the certifying default for comparison
             blk["warm_start_check"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th, rule="check")
@@ -492,6 +494,7 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
         "models": {"twin": cfg.twin, "fits": len(fits),
                    "mirror_gap": float(max((np.max(np.abs(b - (1 - a))) for rs in res.sets.values() for a, b in zip(rs.p_s, rs.p_f) if len(a)), default=0.0)),
                    "top_features": fits[0].model.feature_importance(15) if fits else []},
+        "pass_pooled": pass_pooled(agents_out, res.sets, res.holdout),
         "warm_start_pooled": {} if light else warm_pooled(agents_out, res.holdout),
         "warm_start_check_pooled": {} if light else warm_pooled(agents_out, res.holdout, "warm_start_check"),
     }

@@ -66,3 +66,18 @@ def cs_bounds(errors: int, n: int, alpha: float) -> tuple[float, float]:
         return 0.0, 1.0
     a = spent_level(alpha, n) / 2.0
     return cp_lower(errors, n, a), cp_upper(errors, n, a)
+
+
+def cs_upper_at_most(errors: int, n: int, alpha: float, rate: float) -> bool:
+    """Whether ``cs_bounds``' upper bound is <= rate, by one tail sum instead of a bisection: the exact upper
+    bound p_u solves P(Bin(n, p_u) <= errors) = a, and that tail falls with p, so p_u <= rate iff it is <= a at rate."""
+    if n <= 0 or errors >= n:
+        return rate >= 1.0
+    return binom_cdf(errors, n, rate) <= spent_level(alpha, n) / 2.0
+
+
+def cs_lower_above(errors: int, n: int, alpha: float, rate: float) -> bool:
+    """Whether ``cs_bounds``' lower bound is > rate (one tail sum, as ``cs_upper_at_most``)."""
+    if n <= 0 or errors <= 0:
+        return False
+    return 1.0 - binom_cdf(errors - 1, n, rate) < spent_level(alpha, n) / 2.0

@@ -15,14 +15,13 @@
 
 from __future__ import annotations
 
-import heapq
 from typing import Any, Callable
 
-import numpy as np
 
 from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.live.benchpass import Pass, would_halt
+from earlyeval.live.benchpass import Pass, run_on_workers, would_halt
+from earlyeval.live.benchpass import pass_order as order_of
 from earlyeval.live.replay import replay
 from earlyeval.modeling.policy import halting_pair
 
@@ -30,9 +29,8 @@ ORDER_RULE = "numpy default_rng(seed).permutation of the runs sorted by run id"
 
 
 def pass_order(trajs: list[Trajectory], seed: int) -> list[int]:
-    """Indices into ``trajs`` in pass order: the runs sorted by run id, then shuffled by ``seed``."""
-    by_id = sorted(range(len(trajs)), key=lambda i: (trajs[i].run_id, i))
-    return [by_id[int(k)] for k in np.random.default_rng(seed).permutation(len(by_id))]
+    """Indices into ``trajs`` in pass order (``benchpass.pass_order`` of their run ids)."""
+    return order_of([t.run_id for t in trajs], seed)
 
 
 def _usage_spent(usage: dict[str, Any]) -> tuple[int | None, float | None]:
@@ -56,8 +54,6 @@ def replay_pass(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task],
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"--pass-workers {workers!r}: a number of workers >= 1")
     p = Pass(mon, None, audit_share=audit_share, seed=seed, **pass_options)
-    free = [(0, w) for w in range(workers)]  # (time the worker frees up, worker)
-    done: list[tuple[int, int, int]] = []  # (finish time, start order, index into trajs): the events not yet delivered
     records: dict[int, dict[str, Any]] = {}
     finished: set[str] = set()
 
@@ -69,10 +65,7 @@ def replay_pass(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task],
                  outcome=t.outcome if aud and t.outcome is not None else None)
         finished.add(t.run_id)
 
-    for k, i in enumerate(pass_order(trajs, seed)):
-        start, w = heapq.heappop(free)
-        while done and done[0][0] <= start:
-            deliver(heapq.heappop(done)[2])
+    def run(i: int, k: int, start: int) -> int:
         t = trajs[i]
         if on_spawn is not None:
             on_spawn(t.run_id, start, set(p.state["finished"]))
@@ -83,10 +76,9 @@ def replay_pass(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task],
         r.update(audited=p.is_audited(t.run_id), pass_order=k, pass_start=start, pass_finish=start + dur,
                  pass_duration=dur, pass_thresholds=[m.tau_s, m.tau_f], pass_runs_finished_at_start=len(finished))
         records[i] = r
-        heapq.heappush(done, (start + dur, k, i))
-        heapq.heappush(free, (start + dur, w))
-    while done:
-        deliver(heapq.heappop(done)[2])
+        return dur
+
+    run_on_workers(pass_order(trajs, seed), workers, run, deliver)
     return [records[i] for i in range(len(trajs))], p
 
 

@@ -51,8 +51,8 @@ def simulate_pass(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, 
         used[i] = (ts, tf)
         finished_at_start[i], position[i], start_at[i] = state["finished"], k, start
         if not aud[i]:
-            t_halt[i] = t_grid[i, col[min(ts, NEVER)], col[min(tf, NEVER)]]
-            pred[i] = o_grid[i, col[min(ts, NEVER)], col[min(tf, NEVER)]]
+            js, jf = col[min(ts, NEVER)], col[min(tf, NEVER)]
+            t_halt[i], pred[i] = t_grid[i, js, jf], o_grid[i, js, jf]
         return int(t_halt[i]) if t_halt[i] > 0 else int(rs.T[i])
 
     def deliver(i: int) -> None:

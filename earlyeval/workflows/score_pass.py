@@ -51,8 +51,6 @@ def replay_pass(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task],
     ``usage_of(traj, halt_t)``: the run's tokens/dollars spent (``score.usage_of``), told to the Pass.
     ``on_spawn(run_id, start, finished_ids)``: called at each spawn with the runs the Pass had finished then
     (read from the Pass's own state).  ``pass_options``: ``Pass(alpha=, max_error=)``."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"--pass-workers {workers!r}: a number of workers >= 1")
     p = Pass(mon, None, audit_share=audit_share, seed=seed, **pass_options)
     records: dict[int, dict[str, Any]] = {}
     finished: set[str] = set()

@@ -275,7 +275,7 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
     for name, over in ablations or []:
         c2 = EvalConfig(**{**cfg.__dict__, **over})
         r2 = run_loao(ds, c2, progress, with_loso=False, with_small=False, runners=runners)
-        rep2 = loao_report(ds, c2, r2, light=True)
+        rep2 = loao_report(ds, c2, r2, light=True, pass_features=False)
         report["ablations"].append(ablation_row(name, over, rep2))
     return report, res
 

@@ -28,9 +28,11 @@ from earlyeval.tables.prefixes import prefix_table
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.features.text import TokenCache
+from earlyeval.evaluation.pass_refs import training_references
 
 log = logging.getLogger(__name__)
 CURRENT_POOL = "prior@current_pool"  # the prior block without a date cutoff
+PASS = "pass"  # the family whose rows read the agent's other runs (evaluation.pass_refs)
 
 
 @dataclass
@@ -95,9 +97,14 @@ class HoldoutUnit:
 
 
 def load_dataset(bench: str, families: list[str], root: Path | None = None, progress: bool = True,
-                 trajs: list[Trajectory] | None = None, tasks: dict[str, Task] | None = None) -> Dataset:
-    """Read the ingested benchmark (``earlyeval ingest`` output) and featurize the fold-free families."""
+                 trajs: list[Trajectory] | None = None, tasks: dict[str, Task] | None = None,
+                 whole: bool = True) -> Dataset:
+    """Read the ingested benchmark (``earlyeval ingest`` output) and featurize the fold-free families.
+    ``whole=False`` (a partition of the runs): the pass family, which reads each agent's other runs, is left
+    to ``add_pass_block`` over all of them."""
     free = fold_free(families)  # resolves every entry: an unknown family is an error, never a silent drop
+    if not whole:
+        free = [f for f in free if f != PASS]
     cat = load_catalog(bench)
     if trajs is None:
         trajs = read_ingested_trajectories(bench)
@@ -116,6 +123,8 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
     prefixes = prefix_table(trajs, min_steps=2)
     ds = Dataset(bench, cat, trajs, tasks, contexts, prefixes, prior_table=prior_table)
     for fam in free:
+        if fam == PASS:
+            continue
         fz = Featurizer([build_family(fam, prior_table=prior_table)])
         ds.blocks[fam] = fz.prefix_matrix(trajs, contexts, progress=progress, desc=f"features: {fam}")
         ds.block_names[fam] = fz.names
@@ -124,4 +133,15 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
         fz = Featurizer([build_family("prior", prior_table=prior_table)])
         ds.blocks[CURRENT_POOL] = fz.prefix_matrix(trajs, today, progress=progress, desc="features: prior (current pool)")
         ds.block_names[CURRENT_POOL] = fz.names
+    if PASS in free:  # last, as dataset_from_parts adds it over every partition's runs
+        add_pass_block(ds, progress)
     return ds
+
+
+def add_pass_block(ds: Dataset, progress: bool = False) -> None:
+    """The pass family's block: each run's context given its reference in its agent's simulated pass."""
+    refs = training_references(ds.trajs)
+    ds.contexts[:] = [dataclasses.replace(c, pass_reference=r) for c, r in zip(ds.contexts, refs)]
+    fz = Featurizer([build_family(PASS)])
+    ds.blocks[PASS] = fz.prefix_matrix(ds.trajs, ds.contexts, progress=progress, desc="features: pass")
+    ds.block_names[PASS] = fz.names

@@ -1,20 +1,7 @@
-"""Leave-one-agent-out evaluation with honest thresholds.
-
-For every held-out agent A (``Dataset.large_agents``: at least ``holdout_min_runs``
-runs, not flagged ``small`` in the catalog):
-everything -- text vocabulary and SVD, both LightGBM models, Platt scaling and
-the halting thresholds -- is fitted without A's runs.  Thresholds come from an
-inner leave-one-agent-out over the training agents: each training agent B is
-predicted by a model fitted without A and B (and, by default, without every
-agent of B's scaffold: ``inner_exclusion``), and (tau_s, tau_f) maximize the
-steps saved over those inner predictions subject to outcome accuracy >= target
-on every inner agent.  A block fitted on A's own labels is reported beside it,
-labelled ``oracle``, never as the headline.
-
-The small runs (too few runs to be held out alone, or flagged ``small``) are held
-out together, as one group (``Dataset.holdout_units``), so that none of their runs
-reaches any fit or threshold of their own evaluation.  Leave-one-scaffold-out holds out every agent of a scaffold with
-several agents (the Moatless versions) at once.
+"""Leave-one-agent-out evaluation with honest thresholds: every held-out agent (or the group of small ones) is
+predicted by a model, vocabulary, calibration and thresholds fitted without its runs; thresholds come from an
+inner leave-one-agent-out over the training agents (``inner_exclusion``).  A block fitted on the agent's own
+labels is reported beside it as ``oracle``, never the headline (docs/architecture.md, layer 7).
 """
 
 from __future__ import annotations
@@ -34,6 +21,7 @@ from earlyeval.config.prices import price_runs
 from earlyeval.evaluation.blocks import (agent_block, baseline_blocks, dollars_block, failure_only_thresholds, model_at_steps_saved,
                                          oracle_frontier_saved, pooled_block)
 from earlyeval.evaluation.pass_sim import pass_block, pass_pooled
+from earlyeval.evaluation.pass_predict import cold, repredictor
 from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
 from earlyeval.modeling.thresholds import DEFAULT_TAUS, choose_thresholds, select_thresholds
 from earlyeval.evaluation.guard import guard_config, guarded
@@ -230,8 +218,8 @@ class FoldRunner:
         fitted = self.fit(exclude)
         runs = np.flatnonzero(self.run_agent == agent)
         rows = self.rows_of(runs, 2)
-        X, _ = self.features(fitted, runs, rows)
-        ps, pf = split_proba(fitted.model.predict_proba(X))
+        X, names = self.features(fitted, runs, rows)
+        ps, pf = split_proba(fitted.model.predict_proba(cold(X, names)))  # static: the first run of its agent
         rs = runset(self.ds, runs, rows, ps, pf)
         if self.cfg.adapt == "em":
             rs, info = adapt_em(rs, fitted.model.base_rate_)
@@ -255,8 +243,8 @@ class FoldRunner:
         for agent in sorted(set(self.run_agent[runs])):
             ar = runs[self.run_agent[runs] == agent]
             arows = self.rows_of(ar, self.cfg.min_steps)
-            X, _ = self.features(fitted, ar, arows)
-            ps, pf = split_proba(fitted.model.predict_proba(X))
+            X, names = self.features(fitted, ar, arows)
+            ps, pf = split_proba(fitted.model.predict_proba(cold(X, names)))
             out[agent] = runset(self.ds, ar, arows, ps, pf)
         return out
 
@@ -338,6 +326,7 @@ class LoaoResult:
     # with prior_guard: the task-level model's runner, and per held-out agent which model its fold ships
     runner_prior: FoldRunner | None = None
     model_choice: dict[str, dict[str, Any]] = field(default_factory=dict)
+    folds: dict[str, tuple[FoldRunner, frozenset]] = field(default_factory=dict)  # agent -> what predicted it
 
 
 def other_rule(cfg: EvalConfig) -> EvalConfig:
@@ -367,6 +356,7 @@ def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | Non
     alt: dict[str, dict[str, Any]] = {}
     oracle: dict[str, dict[str, Any]] = {}
     choice: dict[str, dict[str, Any]] = {}
+    folds: dict[str, tuple[FoldRunner, frozenset]] = {}
     alt_cfg = other_rule(cfg)
     groups = [(frozenset([a]), [a]) for a in large] + ([(frozenset(small), small)] if small else [])
     for ex, agents in groups:
@@ -380,12 +370,12 @@ def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | Non
         th = choose_thresholds(inner, cfg, method=methods["m"])
         th_alt = choose_thresholds(inner, alt_cfg, method=methods["m"])
         for a in agents:
-            sets[a] = r.predict(ex, a)
+            sets[a], folds[a] = r.predict(ex, a), (r, ex)
             thresholds[a], alt[a] = th, th_alt
             if ch:
                 choice[a] = ch
             oracle[a] = select_thresholds({a: sets[a]}, cfg, method="oracle: held-out labels")
-    return LoaoResult(large, small, sets, thresholds, oracle, {}, runner, alt, fallback, choice)
+    return LoaoResult(large, small, sets, thresholds, oracle, {}, runner, alt, fallback, choice, folds)
 
 
 def _sum_dollars(blocks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -395,8 +385,10 @@ def _sum_dollars(blocks: list[dict[str, Any]]) -> dict[str, Any]:
             "total_usd": total, "usd_saved": saved, "usd_saved_share": saved / total if total > 0 else None}
 
 
-def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = False) -> dict[str, Any]:
-    """The loao.json document; ``light`` skips baselines and warm start (ablation rows need neither)."""
+def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = False,
+                pass_features: bool = True) -> dict[str, Any]:
+    """The loao.json document; ``light`` skips baselines and warm start (ablation rows need neither);
+    ``pass_features=False`` simulates the passes on the static predictions (cold; the ablation rows)."""
     agents_out: dict[str, Any] = {}
     costs = price_runs([t for t in ds.trajs if t.agent in res.sets], ds.catalog, unpriced="skip")  # counted per block
     alt_cfg = other_rule(cfg)
@@ -404,7 +396,9 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
         th = res.thresholds[a]
         base_th = (th["success"], th["failure"])
         blk = agent_block(rs, th, cfg)
-        blk["pass"] = pass_block(rs, base_th, cfg.min_halt_step, costs)
+        fold = res.folds.get(a)
+        blk["pass"] = pass_block(rs, base_th, cfg.min_halt_step, costs,
+                                 repredict=repredictor(*fold, a) if fold and pass_features else None)
         blk["small_n"] = a in res.small
         blk["dollars"] = dollars_block(rs, costs, th, cfg)
         fo = agent_block(rs, failure_only_thresholds(th), cfg)

@@ -10,7 +10,7 @@ the pair in force when it started, so it reads only runs finished before then.  
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from earlyeval.evaluation.blocks import dollars_at
 from earlyeval.live.benchpass import ALPHA, AUDIT_SHARE, MAX_ERROR, audited, candidate_taus, certify_counts, pass_order, \
     run_errors, run_on_workers
 from earlyeval.modeling.metrics import RunSet, outcome_metrics
-from earlyeval.modeling.policy import NEVER, first_halt_grid
+from earlyeval.modeling.policy import NEVER, first_halt, first_halt_grid
 
 SEEDS = (0, 1, 2, 3, 4)
 WORKERS = (1, 8, 32)
@@ -27,10 +27,17 @@ KEYS = ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved",
 QUANTILES = 5  # savings by pass position: the runs in each fifth of the order
 
 
+Repredict = Callable[[int, list[int]], "tuple[np.ndarray, np.ndarray] | None"]
+
+
 def simulate_pass(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, workers: int,
-                  audit_share: float = AUDIT_SHARE, alpha: float = ALPHA, max_error: float = MAX_ERROR) -> dict[str, Any]:
+                  audit_share: float = AUDIT_SHARE, alpha: float = ALPHA, max_error: float = MAX_ERROR,
+                  repredict: Repredict | None = None) -> dict[str, Any]:
     """One pass of ``rs``'s runs: per run the halting prefix (0 = not halted), the recorded outcome, whether it
-    was audited, the pair it ran under and how many runs had finished when it started; the certification history."""
+    was audited, the pair it ran under and how many runs had finished when it started; the certification history.
+
+    ``repredict(i, refs)``: run i's (p_s, p_f) with the pass features read against ``refs``, the audited runs
+    delivered before it started (None: ``rs``'s own, the cold start)."""
     n = len(rs)
     taus = candidate_taus(base)
     grid = [*taus, NEVER]
@@ -44,22 +51,31 @@ def simulate_pass(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, 
     position = np.zeros(n, dtype=np.int64)
     start_at = np.zeros(n, dtype=np.int64)
     state: dict[str, Any] = {"pair": [float(base[0]), float(base[1])], "counts": {}, "n_audit": 0, "finished": 0,
-                             "history": []}
+                             "history": [], "refs": []}
+    probs_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    with_refs = np.zeros(n, dtype=bool)
 
     def run(i: int, k: int, start: int) -> int:
         ts, tf = state["pair"]
         used[i] = (ts, tf)
         finished_at_start[i], position[i], start_at[i] = state["finished"], k, start
-        if not aud[i]:
+        got = repredict(i, list(state["refs"])) if repredict is not None else None
+        probs_of[i] = got if got is not None else (rs.p_s[i], rs.p_f[i])
+        with_refs[i] = got is not None
+        if not aud[i] and got is None:
             js, jf = col[min(ts, NEVER)], col[min(tf, NEVER)]
             t_halt[i], pred[i] = t_grid[i, js, jf], o_grid[i, js, jf]
+        elif not aud[i]:
+            th, o = first_halt([got[0]], [got[1]], min(ts, NEVER), min(tf, NEVER), min_t)
+            t_halt[i], pred[i] = th[0], o[0]
         return int(t_halt[i]) if t_halt[i] > 0 else int(rs.T[i])
 
     def deliver(i: int) -> None:
         state["finished"] += 1
         if not aud[i]:
             return
-        probs = [[float(a), float(b)] for a, b in zip(rs.p_s[i], rs.p_f[i])]
+        state["refs"].append(i)
+        probs = [[float(a), float(b)] for a, b in zip(*probs_of[i])]
         for key, (e, m) in run_errors(probs, int(rs.y[i]), base, min_t, taus).items():
             e0, m0 = state["counts"].get(key, (0, 0))
             state["counts"][key] = (e0 + e, m0 + m)
@@ -72,7 +88,7 @@ def simulate_pass(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, 
     run_on_workers(pass_order(list(rs.run_ids), seed), workers, run, deliver)
     return {"t_halt": t_halt, "pred": pred, "audited": aud, "thresholds": used, "finished_at_start": finished_at_start,
             "position": position, "start": start_at, "finish": start_at + np.where(t_halt > 0, t_halt, rs.T),
-            "history": state["history"], "final_pair": state["pair"]}
+            "history": state["history"], "final_pair": state["pair"], "with_reference": with_refs}
 
 
 def pass_metrics(rs: RunSet, sim: dict[str, Any], costs: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -80,6 +96,7 @@ def pass_metrics(rs: RunSet, sim: dict[str, Any], costs: dict[str, Any] | None =
     m = outcome_metrics(rs.y, rs.T, sim["t_halt"], sim["pred"], rs.in_tokens, rs.out_tokens)
     out = {k: m.get(k) for k in KEYS}
     out["audited_share"] = float(np.mean(sim["audited"])) if len(rs) else None
+    out["with_reference_share"] = float(np.mean(sim["with_reference"])) if len(rs) else None
     out["threshold_moves"] = len(sim["history"])
     out["final_pair"] = list(sim["final_pair"])
     if costs is not None:
@@ -104,12 +121,15 @@ def _mean(draws: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
 
 def pass_block(rs: RunSet, base: tuple[float, float], min_t: int, costs: dict[str, Any] | None = None,
                seeds: tuple[int, ...] = SEEDS, workers: tuple[int, ...] = WORKERS,
-               audit_share: float = AUDIT_SHARE) -> dict[str, Any]:
-    """One agent's passes: per W, the metrics averaged over ``seeds`` (the order and the audit draw both)."""
-    out: dict[str, Any] = {"seeds": list(seeds), "audit_share": audit_share, "label_free": list(base)}
+               audit_share: float = AUDIT_SHARE, repredict: Repredict | None = None) -> dict[str, Any]:
+    """One agent's passes: per W, the metrics averaged over ``seeds`` (the order and the audit draw both);
+    ``repredict`` as in ``simulate_pass`` (None: every run cold, the static predictions)."""
+    out: dict[str, Any] = {"seeds": list(seeds), "audit_share": audit_share, "label_free": list(base),
+                           "pass_features": repredict is not None}
     for w in workers:
-        draws = [pass_metrics(rs, simulate_pass(rs, base, min_t, s, w, audit_share), costs) for s in seeds]
-        blk = _mean(draws, (*KEYS, "audited_share", "usd_saved_share"))
+        draws = [pass_metrics(rs, simulate_pass(rs, base, min_t, s, w, audit_share, repredict=repredict), costs)
+                 for s in seeds]
+        blk = _mean(draws, (*KEYS, "audited_share", "with_reference_share", "usd_saved_share"))
         blk["threshold_moves"] = [d["threshold_moves"] for d in draws]
         blk["final_pairs"] = [d["final_pair"] for d in draws]
         fifths = np.asarray([[np.nan if v is None else v for v in d["steps_saved_by_fifth_of_pass"]] for d in draws])
@@ -132,7 +152,7 @@ def pass_pooled(agents: dict[str, dict[str, Any]], sets: dict[str, RunSet], hold
     keys = next((list(b["pass"]) for a, b in agents.items() if a in holdout and "pass" in b), [])
     for w in [k for k in keys if k.startswith("W=")]:
         blk: dict[str, Any] = {}
-        for k in (*KEYS, "audited_share"):
+        for k in (*KEYS, "audited_share", "with_reference_share"):
             v = np.asarray([np.nan if agents[a]["pass"][w].get(k) is None else agents[a]["pass"][w][k] for a in holdout])
             wt = np.asarray([weight(a, w, k) for a in holdout])
             ok = ~np.isnan(v)

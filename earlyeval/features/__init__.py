@@ -32,6 +32,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "gold": "earlyeval.features.gold:GoldFamily",
     "prior": "earlyeval.features.prior:PriorFamily",
     "peer_prior": "earlyeval.features.peer:PeerPriorFamily",
+    "pass": "earlyeval.features.passref:PassFamily",
 }
 _REQUIRED = ("fit", "start", "update", "values", "check_context", "get_state", "from_state", "from_config")
 

@@ -48,6 +48,9 @@ class RunContext:
     # public history (prior) and other agents' runs (peer_prior) dated strictly before this ISO date are
     # visible; "" = everything (an agent evaluated today).  Offline: the run's own catalog date.
     as_of: str = ""
+    # the pass's reference runs (features.passref.PassReference): audited runs of this agent finished before
+    # this run started; None = no pass, or too few of them yet (the pass features are NaN)
+    pass_reference: Any = None
 
     @classmethod
     def of(cls, traj: Trajectory, task: Task | None, exclude: list[str] | None = None,

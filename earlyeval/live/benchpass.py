@@ -36,6 +36,7 @@ import numpy as np
 
 from earlyeval.core.atomic import folder_lock, json_bytes, write_bytes
 from earlyeval.core.decision import HALTING_CONTEXTS, Decision
+from earlyeval.features.passref import PassReference, PassState, RunProfile
 from earlyeval.live.monitor import Monitor
 from earlyeval.modeling.anytime import cs_bounds, cs_lower_above, cs_upper_at_most
 from earlyeval.modeling.policy import CONTINUE, NEVER, SUCCESS, step_outcome
@@ -253,17 +254,34 @@ class Pass:
             ts, tf = self.thresholds
             m = self.base_monitor.spawn()
             m.tau_s, m.tau_f = min(ts, NEVER), min(tf, NEVER)
+            m.pass_reference = self.reference()
             if self.is_audited(run_id):
                 am = AuditMonitor(m)
                 self._audit_monitors[run_id] = am
                 return am
             return m
 
+    def reference(self) -> PassReference | None:
+        """The audited runs finished so far, as the pass features read them (None below MIN_REFERENCE).  A
+        profile the state file holds in a bad shape is left out, and said so."""
+        profiles = []
+        for rid, r in self.state["finished"].items():
+            if not r.get("audited") or r.get("profile") is None:
+                continue
+            try:
+                profiles.append(RunProfile.from_dict(r["profile"], f"{self.path or 'pass'}: finished.{rid}.profile"))
+            except ValueError as e:
+                if str(e) not in self.warnings:
+                    log.warning("%s: left out of the pass reference", e)
+                    self.warnings.append(str(e))
+        return PassReference.of(profiles)
+
     def finish(self, run_id: str, *, steps: int, tokens: int | None = None, cost: float | None = None, halted: bool = False,
-               outcome: int | None = None, probs: list | None = None) -> dict[str, Any]:
+               outcome: int | None = None, probs: list | None = None, profile: RunProfile | None = None) -> dict[str, Any]:
         """Record a finished run (usage None when unknown); for an audited run its graded outcome (0/1), which
-        re-certifies the thresholds.  ``probs``: an audited run's per-prefix (p_s, p_f), else those its
-        ``monitor()`` recorded in this process.  Returns the thresholds now in force."""
+        re-certifies the thresholds.  ``probs`` / ``profile``: an audited run's per-prefix (p_s, p_f) and its
+        ``RunProfile`` (what the pass features of later runs read), else those its ``monitor()`` recorded in this
+        process.  Returns the thresholds now in force."""
         aud = self.is_audited(run_id)
         if aud and halted:
             raise ValueError(f"run {run_id!r} is audited and cannot have been halted")
@@ -271,6 +289,10 @@ class Pass:
             am = self._audit_monitors.pop(run_id, None)
             rec: dict[str, Any] = {"steps": int(steps), "tokens": tokens, "cost": cost, "halted": bool(halted),
                                    "audited": aud}
+            if aud:
+                ps = am.monitor.family_state("pass") if profile is None and am is not None else None
+                prof = profile if profile is not None else (ps.profile() if isinstance(ps, PassState) else None)
+                rec["profile"] = prof.to_dict() if prof is not None else None
             if aud and outcome is not None:
                 if outcome not in (0, 1):
                     raise ValueError(f"run {run_id!r}: outcome must be 0 or 1, not {outcome!r}")

@@ -107,6 +107,7 @@ class Monitor:
         self._families = set(self.featurizer.family_names)
         self.tasks = task_table(tasks)
         self._logged: set[str] = set()  # context warnings already logged by this monitor (one line each, not per run)
+        self.pass_reference: Any = None  # set by a benchmark pass (live.benchpass): its runs' contexts carry it
         self._reset()
 
     # ------------------------------------------------------------ building
@@ -259,7 +260,7 @@ class Monitor:
             ctx = RunContext(task=t, agent=agent, scaffold=scaffold, model=model, split=split,
                              prompt=prompt if prompt is not None else (t.prompt if t else ""),
                              exclude_submissions=list(exclude_submissions or []), prior_match=list(prior_match or []),
-                             task_id=t.task_id if t else "", as_of=as_of)
+                             task_id=t.task_id if t else "", as_of=as_of, pass_reference=self.pass_reference)
         except Exception as e:
             if self.strict:
                 raise
@@ -274,6 +275,8 @@ class Monitor:
         """Begin a run from a ready RunContext (replay uses ``RunContext.of(traj, task)``, as offline)."""
         self._reset()
         self.run_id = run_id
+        if self.pass_reference is not None and ctx.pass_reference is None:
+            ctx = dataclasses.replace(ctx, pass_reference=self.pass_reference)
         self.ctx = ctx
         self.context_source = _sources if _sources is not None else task_sources(None, ctx.task)
         if _sources is None:  # the caller built the context: its task is what this run was given
@@ -296,6 +299,10 @@ class Monitor:
                 raise
             self._disable(f"featurizer.start failed: {type(e).__name__}: {e}")
         return ctx
+
+    def family_state(self, name: str) -> Any:
+        """The run's streaming state of feature family ``name`` (None before start or without that family)."""
+        return next((s for f, s in zip(self.featurizer.families, self._states or []) if f.name == name), None)
 
     def _note(self, msg: str) -> None:
         """A warning about this run's inputs, logged once per monitor (kept for the next start_context)."""

@@ -38,7 +38,7 @@ from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import features_dir, workspace_root
 from earlyeval.core.atomic import atomic_path, new_dir_beside, swap_dir
 from earlyeval.core.trajectory import Action, Step, Trajectory
-from earlyeval.evaluation.dataset import Dataset, load_dataset
+from earlyeval.evaluation.dataset import PASS, Dataset, add_pass_block, load_dataset
 from earlyeval.features import PriorTable, RunContext, family_class, fold_fitted, fold_free
 from earlyeval.scale.cluster import in_workspace, result_of, workers_of
 from earlyeval.tables.prefixes import prefix_table
@@ -113,7 +113,8 @@ def featurize_part(ws: str, root: str, bench: str, families: list[str], part: Pa
     """One task: the fold-free blocks of one partition's prefixes and its labelled runs, as two parts.
     (labelled runs, prefix rows)."""
     in_workspace(ws)
-    ds = load_dataset(bench, families, Path(root), progress=False, trajs=read_partition(part), tasks=task_table(bench))
+    ds = load_dataset(bench, families, Path(root), progress=False, trajs=read_partition(part), tasks=task_table(bench),
+                      whole=False)
     cols: dict[str, Any] = {"run_id": pa.array([ds.trajs[i].run_id for i in ds.prefixes["run"]], pa.string()),
                             "t": pa.array(ds.prefixes["t"].to_numpy(), pa.int32())}
     for block, X in ds.blocks.items():
@@ -190,4 +191,6 @@ def dataset_from_parts(bench: str, families: list[str], root: str | Path | None 
         ds.blocks[block] = (np.ascontiguousarray(np.column_stack(cols), dtype=np.float32) if cols
                             else np.zeros((table.num_rows, 0), np.float32))
         ds.block_names[block] = list(bnames)
+    if PASS in fold_free(families):  # it reads each agent's other runs, which one partition does not hold
+        add_pass_block(ds)
     return ds

@@ -129,3 +129,28 @@ def test_the_one_tail_decisions_agree_with_the_bisected_bounds():
                 assert cs_lower_above(e, n, 0.05 / 32, rate) == (lo > rate), (e, n, rate)
                 checked += 1
     assert checked > 60
+
+
+def test_the_pass_features_of_run_i_read_only_audited_runs_finished_before_it_started():
+    """``repredict`` is handed exactly the audited runs finished by run i's start, and its probabilities are the
+    ones the run halts on and is certified with."""
+    rs = _agent(seed=5)
+    asked: dict[int, list[int]] = {}
+
+    def repredict(i, refs):
+        asked[i] = list(refs)
+        if len(refs) < 3:
+            return None
+        return np.clip(rs.p_s[i] + 0.2, 0, 1), np.clip(rs.p_f[i] - 0.2, 0, 1)  # bolder on success
+
+    sim = simulate_pass(rs, (0.8, 0.8), 1, seed=3, workers=8, audit_share=0.3, repredict=repredict)
+    plain = simulate_pass(rs, (0.8, 0.8), 1, seed=3, workers=8, audit_share=0.3)
+    assert set(asked) == set(range(len(rs)))
+    for i in range(len(rs)):
+        want = {j for j in range(len(rs)) if j != i and sim["audited"][j] and sim["finish"][j] <= sim["start"][i]
+                and sim["position"][j] < sim["position"][i]}
+        assert set(asked[i]) == want, i
+        assert sim["with_reference"][i] == (len(want) >= 3)
+    assert sim["with_reference"].any() and not sim["with_reference"].all()
+    changed = [i for i in range(len(rs)) if sim["with_reference"][i] and not sim["audited"][i]]
+    assert any(sim["t_halt"][i] != plain["t_halt"][i] or sim["pred"][i] != plain["pred"][i] for i in changed)

@@ -7,15 +7,18 @@
     from that directory must give, on every prefix of every run, the feature
     row of ``Featurizer.prefix_matrix`` and the probabilities of
     ``OutcomeModel.predict_proba``.  The shipped ``models/swebench`` is checked
-    the same way when it exists.
+    the same way when it exists.  The pass features too: a ``Pass`` handing
+    references to the Monitors of runs played in the order training simulates
+    (``evaluation.pass_refs``) gives the training rows on every prefix.
 (b) replay == offline: ``earlyeval score`` on a real run folder gives the
     metrics of ``metrics.evaluate_policy`` on the same model's batch predictions.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +37,9 @@ from earlyeval.modeling.model import OutcomeModel
 from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
 from earlyeval.features.context import context_absent_counts
 from earlyeval.live.monitor import Monitor
+from earlyeval.evaluation.pass_refs import training_references
+from earlyeval.features.passref import PassFamily
+from earlyeval.live.benchpass import Pass, pass_order, run_on_workers
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.workflows.score import score_runs
 from earlyeval.tables.tasks import load_tasks
@@ -196,3 +202,53 @@ def test_replay_equals_offline_real_tau2_file(chat_sample, tmp_path):
     spec = load_catalog("tau2").runs[TAU2_RUNS]  # a file the model was not trained on
     rep = _replay_vs_offline(mdir, data_root() / spec.folder / spec.glob, "tau2", tmp_path / "out")
     assert rep["n_scored"] >= 10
+
+
+# (c) the pass features, train == serve (issue 28 item 2): the sample's runs (8 per agent) as one pass of one agent
+PASS_SEED, PASS_WORKERS, PASS_SHARE = 3, 2, 0.5
+
+
+def test_live_pass_features_equal_the_training_ones_on_real_runs(swebench_sample, tmp_path):
+    s = swebench_sample
+    trajs = [dataclasses.replace(t, agent="one-pass") for t in s["trajs"]]
+    refs = training_references(trajs, seed=PASS_SEED, workers=PASS_WORKERS, audit_share=PASS_SHARE)
+    ctxs = [dataclasses.replace(c, pass_reference=r) for c, r in zip(s["ctxs"], refs)]
+    assert sum(r is not None for r in refs) >= 10, "the sample gives too few references: the check would be vacuous"
+    bundle = _train(trajs, ctxs, ["behaviour", "gold", "prior", "pass"], s["table"])
+    bundle.thresholds = {"success": 1.0, "failure": 1.0, "min_halt_step": 1}  # nothing halts: the offline schedule
+    base = Monitor.load(save_model_dir(bundle, tmp_path / "m"))
+    cols = [base.feature_names.index(n) for n in PassFamily().names]
+    by_agent = defaultdict(list)
+    for i, t in enumerate(trajs):
+        by_agent[t.agent].append(i)
+    checked = with_ref = 0
+    for agent, idx in by_agent.items():
+        p = Pass(base, tmp_path / f"{len(by_agent)}-{checked}.json", audit_share=PASS_SHARE, seed=PASS_SEED)
+        ids = [trajs[i].run_id for i in idx]
+        live: dict[int, tuple[np.ndarray, list[float]]] = {}
+
+        def run(j: int, k: int, start: int) -> int:
+            i = idx[j]
+            m = p.monitor(ids[j])
+            m.start_context(s["ctxs"][i], ids[j])  # the context without a reference: the pass adds its own
+            rows, ps = [], []
+            for st in trajs[i].steps:
+                d = m.observe(st)
+                assert not d.halt
+                rows.append(m.last_features.copy())
+                ps.append(d.p_success)
+            live[i] = (np.asarray(rows), ps)
+            return len(trajs[i].steps)
+
+        def deliver(j: int) -> None:
+            p.finish(ids[j], steps=len(trajs[idx[j]].steps))
+
+        run_on_workers(pass_order(ids, PASS_SEED), PASS_WORKERS, run, deliver)
+        for i in idx:
+            X = bundle.featurizer.prefix_matrix([trajs[i]], [ctxs[i]], max_t=[len(trajs[i].steps)])
+            rows, ps = live[i]
+            assert rows.shape == X.shape and np.array_equal(rows, X, equal_nan=True), trajs[i].run_id
+            np.testing.assert_allclose(ps, split_proba(bundle.model.predict_proba(X))[0], rtol=0, atol=1e-9)
+            checked += 1
+            with_ref += not np.isnan(X[:, cols]).all()
+    assert checked == len(trajs) and with_ref >= 10

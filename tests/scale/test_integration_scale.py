@@ -121,7 +121,7 @@ def test_the_shipped_model_is_within_the_stated_tolerance(runs):
     ma, mb = load_model_dir(wa / "models/swebench"), load_model_dir(wb / "models/swebench")
     assert ma.thresholds == mb.thresholds and ma.featurizer.names == mb.featurizer.names
     assert (wa / "models/swebench/booster_success.txt").read_text() != (wb / "models/swebench/booster_success.txt").read_text()
-    X = np.hstack([ds.blocks[f] for f in ("behaviour", "gold", "prior")])
+    X = np.hstack([ds.blocks[f] for f in ma.featurizer.family_names])
     _, rows = _held_back(ds)
     gap = booster_gap(ma.model.predict_proba(X[rows])[:, 1], mb.model.predict_proba(X[rows])[:, 1],
                       ds.prefixes["y"].to_numpy()[rows], ds.prefixes["weight"].to_numpy()[rows])

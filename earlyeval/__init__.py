@@ -9,11 +9,12 @@ from earlyeval.core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from earlyeval.integrations.base import EarlyStopper, ToolCall
+    from earlyeval.live.benchpass import Pass
     from earlyeval.live.monitor import Monitor
     from earlyeval.workflows.score_api import score
 
-__all__ = ["Action", "Decision", "EarlyEvalError", "EarlyStopper", "Monitor", "Step", "Task", "ToolCall", "Trajectory",
-           "__version__", "score"]
+__all__ = ["Action", "Decision", "EarlyEvalError", "EarlyStopper", "Monitor", "Pass", "Step", "Task", "ToolCall",
+           "Trajectory", "__version__", "score"]
 
 
 def __getattr__(name: str) -> Any:
@@ -23,6 +24,10 @@ def __getattr__(name: str) -> Any:
         from earlyeval.live.monitor import Monitor
 
         return Monitor
+    if name == "Pass":  # a benchmark pass of one agent (docs/monitor.md)
+        from earlyeval.live.benchpass import Pass
+
+        return Pass
     if name in ("EarlyStopper", "ToolCall"):  # the agent-loop hook: earlyeval.integrations, imported when asked for
         from earlyeval.integrations import base
 

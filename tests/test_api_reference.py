@@ -13,7 +13,8 @@ from _paths import REPO
 
 PUBLIC = ["earlyeval.live.monitor.Monitor", "earlyeval.core.decision.Decision", "earlyeval.workflows.score_api.score",
           "earlyeval.integrations.base.EarlyStopper", "earlyeval.integrations.base.ToolCall",
-          "earlyeval.integrations.base.build_step", "earlyeval.core.trajectory.Step", "earlyeval.core.errors"]
+          "earlyeval.integrations.base.build_step", "earlyeval.core.trajectory.Step", "earlyeval.core.errors",
+          "earlyeval.live.benchpass.Pass"]
 
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess:
@@ -46,8 +47,10 @@ def test_the_facade_exports_the_public_types():
     import earlyeval
     from earlyeval.integrations.base import EarlyStopper, ToolCall
 
-    assert earlyeval.EarlyStopper is EarlyStopper and earlyeval.ToolCall is ToolCall
-    assert {"Decision", "EarlyStopper", "ToolCall", "EarlyEvalError", "Monitor", "score"} <= set(earlyeval.__all__)
+    from earlyeval.live.benchpass import Pass
+
+    assert earlyeval.EarlyStopper is EarlyStopper and earlyeval.ToolCall is ToolCall and earlyeval.Pass is Pass
+    assert {"Decision", "EarlyStopper", "ToolCall", "EarlyEvalError", "Monitor", "Pass", "score"} <= set(earlyeval.__all__)
     assert all(hasattr(earlyeval, n) for n in earlyeval.__all__)
 
 

@@ -33,6 +33,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "prior": "earlyeval.features.prior:PriorFamily",
     "peer_prior": "earlyeval.features.peer:PeerPriorFamily",
     "pass": "earlyeval.features.passref:PassFamily",
+    "phase": "earlyeval.features.phase:PhaseFamily",
 }
 _REQUIRED = ("fit", "start", "update", "values", "check_context", "get_state", "from_state", "from_config")
 

@@ -52,6 +52,9 @@ def label_spec(labels: str) -> LabelSpec:
                          "given as FORMAT:GLOB, e.g. sb-cli:'*.json')")
     if not lg:
         raise ValueError(f"--labels must be FORMAT:GLOB (e.g. sb-cli:'*.json'), not {labels!r}")
+    if Path(lg).is_absolute() or lg.startswith("~") or ".." in Path(lg).parts:
+        raise ValueError(f"--labels {labels!r}: the GLOB is relative to --runs and stays inside it "
+                         "(no absolute path, ~ or ..)")
     return LabelSpec(lf, lg)
 
 

@@ -81,6 +81,20 @@ def test_behaviour_milestones_and_tests():
     assert v[3]["share_error_steps"] == pytest.approx(1 / 3)  # error flag known on 3 steps
 
 
+def test_phase_order():
+    """grep (search) before the first edit; a failing test, then a rerun that passes."""
+    v = values(build_family("phase"), RunContext(), steps())
+    assert math.isnan(v[0]["edit_before_look"]) and math.isnan(v[0]["look_share_before_edit"])
+    assert v[1]["edit_before_look"] == 0 and v[1]["look_share_before_edit"] == 1.0
+    assert math.isnan(v[1]["rerun_after_failing_test"])  # no failing test yet
+    assert v[2]["rerun_after_failing_test"] == 0 and v[2]["pass_after_failing_test"] == 0
+    assert v[3]["rerun_after_failing_test"] == 1 and v[3]["pass_after_failing_test"] == 1
+    edit_first = [steps()[1], steps()[0]]
+    w = values(build_family("phase"), RunContext(), edit_first)
+    assert w[0]["edit_before_look"] == 1 and math.isnan(w[0]["look_share_before_edit"])  # edited at step 0
+    assert w[1]["edit_before_look"] == 1
+
+
 def test_behaviour_reads_no_usage():
     """Whether a step carries its tokens and cost (per step, as a total, or not at all) is the adapter's and
     the format's business: the outcome features must be the same in every case."""

@@ -402,6 +402,9 @@ ADAPTER = Table({
     "budget": OneOf((Bool(), ListOf(NAME))),
     "halt_on_impossible": OneOf((Bool(), NAME, ListOf(NAME))),
     "require_signature": Bool(),
+    # a benchmark pass shared by the runs (live.benchpass): its state file, audit share and seed
+    "pass": Table({"state": NAME, "audit_share": Num(0.0, 1.0), "seed": Int(0, 2 ** 63 - 1)}, required=("state",),
+                  what="a table {state, audit_share, seed}"),
 }, what="an earlyeval config block")
 
 

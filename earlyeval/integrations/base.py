@@ -230,6 +230,17 @@ class EarlyStopper:
         except Exception as e:  # the monitor must never take the agent down
             self.note_error(f"monitor.start failed: {e!r}")
 
+    def finish(self) -> None:
+        """The run ended: a monitor of a benchmark pass (``live.benchpass.PassMonitor``) is told its length and
+        whether it was halted; other monitors have nothing to do (fail-open either way)."""
+        fin = getattr(self.monitor, "finish", None)
+        if not callable(fin):
+            return
+        try:
+            fin(steps=self.n_steps, halted=self.halted is not None)
+        except Exception as e:  # the run is over: never take the agent down
+            self.note_error(f"monitor.finish failed: {e!r}")
+
     @property
     def next_index(self) -> int:
         return self.n_steps

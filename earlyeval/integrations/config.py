@@ -14,6 +14,9 @@ OpenHands callback's and the SWE-agent hook's ``from_config``) reads the same ke
                loop a success halt waits for the agent's candidate patch and submits it
 ``strict``, ``explain``, ``budget``, ``halt_on_impossible``: passed to ``Monitor`` as they are
 ``require_signature`` refuse a model directory not signed with ``$EARLYEVAL_MODEL_KEY`` (docs/monitor.md)
+``pass``       ``{state: pass.json, audit_share: 0.1, seed: 0}``: the runs are one benchmark pass
+               (``live.benchpass.Pass``, shared by every run and process naming that state file): audit sample,
+               certified thresholds and pass features; the adapter tells it when each run ends
 
 Every value is checked against ``config.schema.ADAPTER`` (the one schema of catalogs, adapter blocks and
 manifests): a wrong type or range is a ``ConfigError`` naming the key, before any model is loaded.
@@ -33,12 +36,15 @@ from typing import Any, Mapping
 from earlyeval.config import schema
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.modeling.policy import check_halt_on, halts_on_success
+from earlyeval.live.benchpass import AUDIT_SHARE, Pass, PassMonitor
 from earlyeval.live.monitor import Monitor
 
-MONITOR_KEYS = ("model", "thresholds", "tasks", "halt_on", "strict", "explain", "budget", "halt_on_impossible", "require_signature")
+MONITOR_KEYS = ("model", "thresholds", "tasks", "halt_on", "strict", "explain", "budget", "halt_on_impossible", "require_signature",
+                "pass")
 LIVE_HALT_ON = "failure"  # what a live adapter halts on unless told otherwise: never throw away a run that may still succeed
 
 _CACHE: dict[tuple, Monitor] = {}
+_PASSES: dict[tuple, Pass] = {}
 _LOCK = threading.Lock()
 
 
@@ -82,12 +88,21 @@ def submit_required(cfg: Mapping[str, Any], key: str, where: str, default: str =
     return on
 
 
-def monitor_from_config(cfg: Mapping[str, Any], where: str = "earlyeval", default_halt_on: str = LIVE_HALT_ON) -> Monitor:
+PASS_ADAPTERS = "mini-swe-agent and SWE-agent"  # the adapters that tell a pass when each run ends
+
+
+def monitor_from_config(cfg: Mapping[str, Any], where: str = "earlyeval", default_halt_on: str = LIVE_HALT_ON,
+                        allow_pass: bool = False) -> Monitor | PassMonitor:
     """A fresh Monitor for one run, from the monitor keys of an ``earlyeval`` block (see the module doc);
-    ``halt_on`` defaults to ``default_halt_on`` (``failure``, the live adapters' default)."""
+    ``halt_on`` defaults to ``default_halt_on`` (``failure``, the live adapters' default).  ``allow_pass``: the
+    adapter calls ``EarlyStopper.finish`` when a run ends, so a ``pass`` block may be honoured."""
     cfg = dict(cfg)
     halt_on = halt_on_of(cfg, where, default_halt_on)
     cfg.pop("halt_on", None)
+    pass_cfg = cfg.pop("pass", None)
+    if pass_cfg is not None and not allow_pass:
+        raise ConfigError(f"{where}.pass: this adapter does not tell a pass when a run ends yet (only the "
+                          f"{PASS_ADAPTERS} adapters do); remove the key")
     model = cfg.pop("model", None)
     if not model:
         raise ConfigError(f"{where}.model: missing (the model directory written by `earlyeval train`)")
@@ -108,15 +123,31 @@ def monitor_from_config(cfg: Mapping[str, Any], where: str = "earlyeval", defaul
         base = _CACHE.get(key)
         if base is None:
             base = _CACHE[key] = Monitor.load(Path(str(model)).expanduser(), **kwargs)
+    if pass_cfg is not None:
+        return _pass_monitor(base, dict(pass_cfg), key, where)
     m = base.spawn()
     if m.thresholds != base.thresholds:  # a spawn that dropped the override: load the run its own
         m = Monitor.load(Path(str(model)).expanduser(), **kwargs)
     return m
 
 
+def _pass_monitor(base: Monitor, cfg: dict[str, Any], model_key: tuple, where: str) -> PassMonitor:
+    """One Pass per (model, state file, share, seed) in this process; processes share it through the file."""
+    schema.check(schema.ADAPTER, {"pass": cfg}, lambda key, why: ConfigError(f"{where}.{key}: {why}"))
+    state = Path(str(cfg["state"])).expanduser().resolve()
+    share, seed = float(cfg.get("audit_share", AUDIT_SHARE)), int(cfg.get("seed", 0))
+    with _LOCK:
+        key = (model_key, str(state), share, seed)
+        p = _PASSES.get(key)
+        if p is None:
+            p = _PASSES[key] = Pass(base, state, audit_share=share, seed=seed)
+    return PassMonitor(p)
+
+
 def clear_cache() -> None:
     with _LOCK:
         _CACHE.clear()
+        _PASSES.clear()
 
 
 def _accepts(name: str) -> bool:

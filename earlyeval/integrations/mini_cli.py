@@ -105,7 +105,7 @@ def check_config(config: dict) -> None:
     mon, opts = split_config(ee, ADAPTER_KEYS, "agent.earlyeval")
     submit_required({**opts, "halt_on": mon["halt_on"]}, "submit_diff", "agent.earlyeval")
     try:
-        monitor_from_config(mon, "agent.earlyeval")  # cached: the instances spawn from this load
+        monitor_from_config(mon, "agent.earlyeval", allow_pass=True)  # cached: the instances spawn from this load
     except ConfigError:
         raise
     except Exception as e:

@@ -247,7 +247,7 @@ class EarlyStopAgent(DefaultAgent):
         if monitor is None:
             mon_cfg, opts = split_config(earlyeval, ADAPTER_KEYS, "agent.earlyeval")
             halt_on = halt_on_of(mon_cfg, "agent.earlyeval")
-            monitor = monitor_from_config(mon_cfg, "agent.earlyeval")
+            monitor = monitor_from_config(mon_cfg, "agent.earlyeval", allow_pass=True)
             self.earlyeval_config: dict[str, Any] = {**mon_cfg, **opts, "halt_on": halt_on}
         else:
             if earlyeval is not None:
@@ -268,7 +268,10 @@ class EarlyStopAgent(DefaultAgent):
     def run(self, task: str = "", **kwargs: Any):  # type: ignore[override]
         self._scored_upto = None
         self.stopper.start(task=self.monitor_task(task), run_id=self.run_id or self._task_id() or None)
-        return super().run(task, **kwargs)
+        try:
+            return super().run(task, **kwargs)
+        finally:  # a pass monitor learns the run's length (and whether it was halted) when it ends
+            self.stopper.finish()
 
     def _task_id(self) -> str:
         return self.task_id or getattr(self, "instance_id", "") or self.run_id or ""

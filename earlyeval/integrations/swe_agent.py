@@ -104,7 +104,7 @@ class EarlyStopHook:
         ``tasks``, ``halt_on`` (default ``failure``), ...) plus ``autosubmit`` and ``run_id``."""
         mon, opts = split_config(cfg, ADAPTER_KEYS, where)
         mon["halt_on"] = halt_on_of(mon, where)
-        return cls(monitor_from_config(mon, where), autosubmit=bool(opts.get("autosubmit", True)), run_id=opts.get("run_id"))
+        return cls(monitor_from_config(mon, where, allow_pass=True), autosubmit=bool(opts.get("autosubmit", True)), run_id=opts.get("run_id"))
 
     @property
     def halted(self):
@@ -135,6 +135,7 @@ class EarlyStopHook:
     def on_run_done(self, *, trajectory: Any, info: Any) -> None:
         if not self._needs_start:
             self._record(info)
+            self.stopper.finish()  # a pass monitor learns the run's length and whether it was halted
 
     def on_setup_attempt(self) -> None: ...
 

@@ -293,20 +293,43 @@ class Pass:
                 ps = am.monitor.family_state("pass") if profile is None and am is not None else None
                 prof = profile if profile is not None else (ps.profile() if isinstance(ps, PassState) else None)
                 rec["profile"] = prof.to_dict() if prof is not None else None
+            if aud:  # kept even before the grade arrives, so that ``grade`` can certify later
+                rec["probs"] = probs if probs is not None else (am.probs if am is not None else None)
             if aud and outcome is not None:
                 if outcome not in (0, 1):
                     raise ValueError(f"run {run_id!r}: outcome must be 0 or 1, not {outcome!r}")
                 rec["outcome"] = int(outcome)
-                rec["probs"] = probs if probs is not None else (am.probs if am is not None else None)
-            if self.path is None:
-                self._apply(self.state, run_id, rec)
-            else:
-                with folder_lock(self.path.parent):
-                    st = self._read()
-                    self._apply(st, run_id, rec)
-                    write_bytes(self.path, json_bytes({k: v for k, v in st.items() if k not in ("cold", "status")}))
-                    self.state = {**st, "status": "resumed" if not st.get("cold") else st.get("status"), "cold": False}
+            self._update(lambda st: self._apply(st, run_id, rec))
             return {"thresholds": self.thresholds, "audited": aud}
+
+    def grade(self, run_id: str, outcome: int) -> dict[str, Any]:
+        """The graded outcome (0/1) of an audited run that finished earlier (the harness grades after the run):
+        it re-certifies the thresholds as ``finish(..., outcome=)`` would have.  Returns the thresholds now."""
+        if not self.is_audited(run_id):
+            raise ValueError(f"run {run_id!r} is not audited: only audited runs are graded into the pass")
+        if outcome not in (0, 1):
+            raise ValueError(f"run {run_id!r}: outcome must be 0 or 1, not {outcome!r}")
+
+        def apply(st: dict[str, Any]) -> None:
+            rec = st["finished"].get(run_id)
+            if not isinstance(rec, dict):
+                raise ValueError(f"run {run_id!r} has not finished in this pass: finish it before grading it")
+            self._apply(st, run_id, {**rec, "outcome": int(outcome)})
+
+        with self._lock:
+            self._update(apply)
+        return {"thresholds": self.thresholds, "audited": True}
+
+    def _update(self, apply: Callable[[dict[str, Any]], None]) -> None:
+        """Apply one change to the state: in memory, or read-merge-write of the state file under its lock."""
+        if self.path is None:
+            apply(self.state)
+            return
+        with folder_lock(self.path.parent):
+            st = self._read()
+            apply(st)
+            write_bytes(self.path, json_bytes({k: v for k, v in st.items() if k not in ("cold", "status")}))
+            self.state = {**st, "status": "resumed" if not st.get("cold") else st.get("status"), "cold": False}
 
     def _apply(self, st: dict[str, Any], run_id: str, rec: dict[str, Any]) -> None:
         st["finished"][run_id] = rec
@@ -323,3 +346,55 @@ class Pass:
         return {"n_finished": len(fin), "n_audited": n_aud, "audited_share": n_aud / len(fin) if fin else None,
                 "thresholds": list(self.thresholds), "label_free": list(self.base), "history": list(self.state["history"]),
                 "status": self.status, "warnings": list(self.warnings)}
+
+
+class PassMonitor:
+    """A run's monitor drawn from a shared :class:`Pass`: what an adapter's ``pass`` config block builds.
+
+    ``start(task, run_id)`` spawns the run's monitor from the pass (its thresholds and reference as of now; an
+    audited run's never halts); ``observe`` delegates; ``finish(steps=, halted=)`` tells the pass the run ended
+    (usage unknown is None).  A failure of the pass never stops the run: the run goes on with a plain monitor,
+    and ``warnings`` says so."""
+
+    def __init__(self, the_pass: Pass):
+        self.the_pass = the_pass
+        self.current: Monitor | AuditMonitor | None = None
+        self.run_id: str | None = None
+        self.halt_on = the_pass.base_monitor.halt_on
+        self.warnings: list[str] = []
+
+    def start(self, task: Any = None, run_id: str | None = None, **kwargs: Any) -> Any:
+        self.run_id = run_id
+        try:
+            self.current = self.the_pass.monitor(str(run_id))
+        except Exception as e:  # noqa: BLE001 - fail open: the label-free monitor, no pass
+            self._warn(f"pass unavailable for run {run_id} ({type(e).__name__}: {e}): label-free monitor")
+            self.current = self.the_pass.base_monitor.spawn()
+        return self.current.start(task, run_id, **kwargs)
+
+    def observe(self, step: Any, *, candidate: Callable[[], str | None] | None = None) -> Decision:
+        if self.current is None:
+            self.start(None, self.run_id)
+        assert self.current is not None
+        if isinstance(self.current, AuditMonitor):
+            return self.current.observe(step)
+        return self.current.observe(step, candidate=candidate)
+
+    def finish(self, *, steps: int, halted: bool, tokens: int | None = None, cost: float | None = None) -> None:
+        """Tell the pass the run ended (the outcome of an audited run is graded later: ``Pass.finish``)."""
+        if self.run_id is None:
+            return
+        try:
+            self.the_pass.finish(self.run_id, steps=steps, tokens=tokens, cost=cost,
+                                 halted=halted and not self.the_pass.is_audited(self.run_id))
+        except Exception as e:  # noqa: BLE001 - the run is over; its record is lost, and said so
+            self._warn(f"pass finish failed for run {self.run_id} ({type(e).__name__}: {e})")
+
+    def _warn(self, msg: str) -> None:
+        log.warning("earlyeval pass: %s", msg)
+        self.warnings.append(msg)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("current", "the_pass"):
+            raise AttributeError(name)
+        return getattr(self.current if self.current is not None else self.the_pass.base_monitor, name)

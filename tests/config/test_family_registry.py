@@ -42,7 +42,8 @@ def test_fit_scope_replaces_the_closed_tuples():
     assert family_class(CUSTOM).fit_scope == FOLD_FITTED
     FAMILIES.unregister("cx_action_length")
     assert {n: family_class(n).fit_scope for n in BUILTIN_FAMILIES} == {
-        "behaviour": FOLD_FREE, "text": FOLD_FITTED, "gold": FOLD_FREE, "prior": FOLD_FREE, "peer_prior": FOLD_FITTED}
+        "behaviour": FOLD_FREE, "text": FOLD_FITTED, "gold": FOLD_FREE, "prior": FOLD_FREE, "peer_prior": FOLD_FITTED,
+        "pass": FOLD_FREE, "phase": FOLD_FREE}
 
 
 def test_unknown_family_is_a_named_error_everywhere():

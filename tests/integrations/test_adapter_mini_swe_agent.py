@@ -321,3 +321,66 @@ def test_a_run_of_no_actions_is_never_halted_as_a_success(tmp_path):
     assert all("not halted: no action of the agent yet" in d.reason for d in ds[:2])
     assert exit_status == "PredictedSuccess" and len(ds) == 3 and ds[2].halt and ds[2].halt_rule == "outcome rule"
     assert saved["info"]["earlyeval"]["halt"]["decision"]["halt_rule"] == "outcome rule"
+
+
+def test_a_pass_block_shares_one_pass_and_each_run_end_reaches_it(tmp_path):
+    """``earlyeval: {pass: {state: ...}}``: every run's monitor comes from one Pass (state file), each run's end
+    is told to it (length; audited runs' profiles), and a run started after 5 audited ones finished reads the
+    pass features against them; halted runs are recorded halted (issue 28 item 1)."""
+    from _monitor_helpers import ALWAYS_FAIL, NEVER_HALT, constant_model
+    from earlyeval.integrations.config import clear_cache
+    from earlyeval.live.benchpass import PassMonitor
+
+    clear_cache()
+    never = constant_model(tmp_path / "never", 0.2, NEVER_HALT, families=("behaviour", "pass"))
+    state = tmp_path / "pass.json"
+    outputs = [_out("look", "ls"), _out("edit", "echo 1 > fix.txt"), _out("test", "python -m pytest -q || true"),
+               _out("submit", SUBMIT)]
+    refs = []
+    for k in range(7):
+        (tmp_path / f"w{k}").mkdir()
+        model = DeterministicModel(outputs=list(outputs), **({} if MINI_SWE_AGENT_V2 else {"cost_per_call": 0.0}))
+        cfg = dict(cost_limit=0, step_limit=0)
+        if MINI_SWE_AGENT_V2:
+            cfg.update(system_template="You are a test agent.", instance_template="Task: {{task}}",
+                       output_path=tmp_path / f"w{k}" / "run.traj.json")
+        agent = EarlyStopAgent(model, LocalEnvironment(cwd=str(tmp_path / f"w{k}")), run_id=f"run-{k}",
+                               earlyeval={"model": str(never), "halt_on": "both",
+                                          "pass": {"state": str(state), "audit_share": 1.0, "seed": 0}}, **cfg)
+        assert isinstance(agent.stopper.monitor, PassMonitor)
+        agent.run("fix the bug")
+        refs.append(agent.stopper.monitor.current.monitor.pass_reference)  # audited: an AuditMonitor around it
+    fin = json.loads(state.read_text())["finished"]
+    assert sorted(fin) == [f"run-{k}" for k in range(7)]
+    assert all(r["audited"] and r["profile"]["steps"] >= 3 and r["profile"]["first_edit"] == 1 for r in fin.values())
+    assert refs[:5] == [None] * 5 and refs[5].n == 5 and refs[6].n == 6
+    # a halting model in the same pass: the run is recorded halted (audit share 0: no run is audited)
+    clear_cache()
+    doomed = constant_model(tmp_path / "doomed", 0.2, ALWAYS_FAIL)
+    (tmp_path / "wd").mkdir()
+    model = DeterministicModel(outputs=list(outputs), **({} if MINI_SWE_AGENT_V2 else {"cost_per_call": 0.0}))
+    cfg = dict(cost_limit=0, step_limit=0)
+    if MINI_SWE_AGENT_V2:
+        cfg.update(system_template="You are a test agent.", instance_template="Task: {{task}}",
+                   output_path=tmp_path / "wd" / "run.traj.json")
+    agent = EarlyStopAgent(model, LocalEnvironment(cwd=str(tmp_path / "wd")), run_id="run-d",
+                           earlyeval={"model": str(doomed), "pass": {"state": str(tmp_path / "p2.json"), "audit_share": 0.0}},
+                           **cfg)
+    try:
+        agent.run("fix the bug")
+    except PredictedFailure:
+        pass
+    rec = json.loads((tmp_path / "p2.json").read_text())["finished"]["run-d"]
+    assert rec["halted"] is True and not rec["audited"] and rec["steps"] == 2
+    clear_cache()
+
+
+def test_a_pass_block_is_refused_by_an_adapter_that_cannot_tell_it_a_run_ended(tmp_path):
+    from _monitor_helpers import NEVER_HALT, constant_model
+    from earlyeval.integrations.config import ConfigError, monitor_from_config
+
+    m = constant_model(tmp_path / "m", 0.2, NEVER_HALT)
+    with pytest.raises(ConfigError, match=r"earlyeval\.pass: this adapter"):
+        monitor_from_config({"model": str(m), "pass": {"state": str(tmp_path / "p.json")}})
+    with pytest.raises(ConfigError, match=r"pass\.audit_share"):
+        monitor_from_config({"model": str(m), "pass": {"state": "p.json", "audit_share": 2}}, allow_pass=True)

@@ -157,6 +157,28 @@ def test_from_config_halts_on_failure_only_by_default(tmp_path):
     assert "success halts off" in saved["info"]["earlyeval"]["last_decision"]["reason"]
 
 
+def test_a_pass_block_hears_of_each_run_end_through_the_real_loop(tmp_path):
+    """``pass: {state: ...}`` in the hook's block: SWE-agent's own ``on_run_done`` tells the pass the run ended,
+    halted (audit share 0) or not (audit share 1: never halted, its profile recorded)."""
+    from earlyeval.integrations.config import clear_cache
+
+    from _monitor_helpers import constant_model
+
+    clear_cache()
+    fail = constant_model(tmp_path / "f", 0.2, ALWAYS_FAIL, families=("behaviour", "pass"))
+    for share, sub in ((0.0, "a"), (1.0, "b")):
+        state = tmp_path / f"{sub}.json"
+        hook = EarlyStopHook.from_config({"model": str(fail), "autosubmit": False,
+                                          "pass": {"state": str(state), "audit_share": share}})
+        agent, _, saved, _ = _run(tmp_path / sub, OUTPUTS, hook)
+        rec = json.loads(state.read_text())["finished"]["demo__demo-1"]
+        assert rec["audited"] == (share == 1.0) and rec["halted"] == (share == 0.0)
+        assert (rec.get("profile") or {}).get("steps") == (None if share == 0.0 else rec["steps"])  # the steps scored
+        assert rec["steps"] == (2 if share == 0.0 else len(OUTPUTS) - 1)  # halted at step 2; the submitting step unscored
+        assert saved["info"]["earlyeval"]["halted"] == (share == 0.0)
+    clear_cache()
+
+
 def test_from_config_errors_name_the_key():
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['autosubmitt'\]"):
         EarlyStopHook.from_config({"model": "m", "autosubmitt": True})

@@ -166,3 +166,24 @@ def test_two_processes_sharing_one_state_file_lose_no_finish_event(tmp_path, doo
     n_aud = sum(1 for k in "ab" for i in range(40) if audited(1, f"{k}-{i}", 0.3))
     assert sum("outcome" in r for r in st["finished"].values()) == n_aud
     assert len(st["history"]) == n_aud
+
+
+def test_a_late_grade_certifies_as_an_outcome_given_at_finish(tmp_path, doomed_dir):
+    """``grade`` after ``finish``: the same thresholds and history as the outcome given at ``finish``; a run not
+    audited, or not finished, is refused with its id named."""
+    late = Pass(Monitor.load(doomed_dir), tmp_path / "late.json", audit_share=1.0, seed=2, alpha=0.5, max_error=0.8)
+    now = Pass(Monitor.load(doomed_dir), tmp_path / "now.json", audit_share=1.0, seed=2, alpha=0.5, max_error=0.8)
+    for i in range(12):
+        rid = f"r{i}"
+        for p in (late, now):
+            _drive(p.monitor(rid))
+        late.finish(rid, steps=5)
+        now.finish(rid, steps=5, outcome=i % 4 != 0)
+    for i in range(12):
+        late.grade(f"r{i}", int(i % 4 != 0))
+    assert late.thresholds == now.thresholds and late.state["history"][-1] == now.state["history"][-1]
+    with pytest.raises(ValueError, match="'nope' has not finished"):
+        late.grade("nope", 1)
+    plain = Pass(Monitor.load(doomed_dir), audit_share=0.0)
+    with pytest.raises(ValueError, match="'r0' is not audited"):
+        plain.grade("r0", 1)

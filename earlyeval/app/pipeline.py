@@ -233,11 +233,15 @@ def budget_config(bench: str, **overrides: Any) -> tuple[EvalConfig, BudgetConfi
     return cfg, bcfg
 
 
-def budget_bench(bench: str, root: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
+def budget_bench(bench: str, root: str | Path | None = None, progress: Callable[[str], None] | None = None,
+                 ds: Dataset | None = None) -> dict[str, Path]:
     """`earlyeval budget`: LOAO budget evaluation -> reports/<bench>/budget.json and two PNGs."""
     cfg, bcfg = budget_config(bench)
-    ds = load_dataset(bench, cfg.families, Path(root) if root else None, progress=progress is not None)
-    run = run_budget(ds, cfg, bcfg, progress)
+    ds = ds or load_dataset(bench, cfg.families, Path(root) if root else None, progress=progress is not None)
+    try:
+        run = run_budget(ds, cfg, bcfg, progress)
+    except ValueError as e:  # e.g. two agents: one held out, one calibration fold, nothing left to fit P(success) on
+        raise too_little_data(ds, bench, e) from None
     rep = budget_report(run)
     out = reports_dir(bench)
     paths = {"report": write_json(rep, out / "budget.json")}

@@ -58,3 +58,19 @@ def test_evaluate_on_too_little_data_is_one_error_naming_the_catalog():
                                            r"\d+ successes \(ValueError: .*\); add runs or agents to the catalog") as e:
         pipeline.evaluate_bench("synth", cfg, ds=ds)
     assert "\n" not in str(e.value)
+
+
+def test_budget_on_too_little_data_is_one_error_naming_the_catalog(monkeypatch):
+    """Toolathlon's case (two agents: one held out, one calibration fold, no run left to fit P(success) on): the
+    fit's ValueError reaches the user as the one-line CatalogError evaluate gives, not as scikit-learn's."""
+    trajs, tasks = make_trajectories(2)
+    ds = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
+
+    def no_rows(*a, **k):
+        raise ValueError("Found array with 0 sample(s) (shape=(0, 68)) while a minimum of 1 is required.")
+
+    monkeypatch.setattr(pipeline, "run_budget", no_rows)
+    with pytest.raises(CatalogError, match=r"field 'runs': too little data to evaluate swebench: 8 labelled runs of 4 "
+                                           r"agents, \d+ successes \(ValueError: Found array with 0 sample") as e:
+        pipeline.budget_bench("swebench", ds=ds)
+    assert "\n" not in str(e.value)

@@ -103,8 +103,6 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
     ``whole=False`` (a partition of the runs): the pass family, which reads each agent's other runs, is left
     to ``add_pass_block`` over all of them."""
     free = fold_free(families)  # resolves every entry: an unknown family is an error, never a silent drop
-    if not whole:
-        free = [f for f in free if f != PASS]
     cat = load_catalog(bench)
     if trajs is None:
         trajs = read_ingested_trajectories(bench)
@@ -122,9 +120,7 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
     contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     prefixes = prefix_table(trajs, min_steps=2)
     ds = Dataset(bench, cat, trajs, tasks, contexts, prefixes, prior_table=prior_table)
-    for fam in free:
-        if fam == PASS:
-            continue
+    for fam in (f for f in free if f != PASS):
         fz = Featurizer([build_family(fam, prior_table=prior_table)])
         ds.blocks[fam] = fz.prefix_matrix(trajs, contexts, progress=progress, desc=f"features: {fam}")
         ds.block_names[fam] = fz.names
@@ -133,7 +129,7 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
         fz = Featurizer([build_family("prior", prior_table=prior_table)])
         ds.blocks[CURRENT_POOL] = fz.prefix_matrix(trajs, today, progress=progress, desc="features: prior (current pool)")
         ds.block_names[CURRENT_POOL] = fz.names
-    if PASS in free:  # last, as dataset_from_parts adds it over every partition's runs
+    if whole and PASS in free:  # last, as dataset_from_parts adds it over every partition's runs
         add_pass_block(ds, progress)
     return ds
 

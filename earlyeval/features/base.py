@@ -150,6 +150,11 @@ class StatelessFamily(FamilyBase):
     """Base for families with nothing to learn (fit is a no-op)."""
 
     fit_scope: ClassVar[str] = FOLD_FREE
+    _names: ClassVar[list[str]] = []  # the family's feature names, fixed by its class
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._names)
 
     def fit(self, trajs: list[Trajectory], contexts: list[RunContext]) -> "StatelessFamily":
         return self

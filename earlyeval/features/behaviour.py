@@ -31,6 +31,7 @@ from earlyeval.features.signals import (
     is_revert,
     last_error_line,
     parse_test_summary,
+    step_kinds,
 )
 
 NAN = float("nan")
@@ -108,17 +109,13 @@ class BehaviourFamily(StatelessFamily):
            "share_empty_actions", "n_submit", "submitted_without_edit", "submitted_without_test"]
     )
 
-    @property
-    def names(self) -> list[str]:
-        return list(self._names)
-
     def start(self, ctx: RunContext) -> BehaviourState:
         return BehaviourState()
 
     def update(self, s: BehaviourState, step: Step) -> None:
         t = s.t  # index of this step within the run
         s.t += 1
-        kind = step.kind if step.kind in KINDS else "other"
+        kind, kinds_here = step_kinds(step)
         s.kinds[kind] += 1
         s.recent.append(kind)
         s.last_kind = kind
@@ -128,7 +125,6 @@ class BehaviourFamily(StatelessFamily):
         s.thought_chars += len(step.thought or "")
         s.last_obs, s.last_act = len(obs), len(act)
 
-        kinds_here = {a.kind for a in step.actions} | {kind}
         if "edit" in kinds_here:
             if s.first_edit < 0:
                 s.first_edit = t

@@ -165,9 +165,6 @@ class GoldFamily(StatelessFamily):
         "edits_off_gold_only", "since_last_gold_edit_rel", "f2p_passed_after_last_edit", "f2p_failed_after_last_edit",
     ]
 
-    @property
-    def names(self) -> list[str]:
-        return list(self._names)
 
     def check_context(self, ctx: RunContext) -> str | None:
         gp = ctx.task.gold_patch if ctx.task is not None else None

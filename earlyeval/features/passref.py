@@ -15,8 +15,9 @@ from typing import Any, ClassVar, Iterable, Mapping
 
 import numpy as np
 
-from earlyeval.core.trajectory import KINDS, Step, Trajectory
+from earlyeval.core.trajectory import Step, Trajectory
 from earlyeval.features.base import RunContext, StatelessFamily
+from earlyeval.features.signals import step_kinds
 
 MIN_REFERENCE = 5  # finished audited runs before the features are defined
 NAN = float("nan")
@@ -61,6 +62,7 @@ class PassReference:
     first_edit: np.ndarray  # first-edit index, ascending; inf = never edited
     test_rate: np.ndarray  # tests per step, ascending
     n: int
+    median_steps: float  # of ``steps``: read at every step, computed once
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PassReference) and self.n == other.n and all(
@@ -75,7 +77,8 @@ class PassReference:
             return None
         return cls(np.sort(np.asarray([p.steps for p in ps], dtype=np.float64)),
                    np.sort(np.asarray([math.inf if p.first_edit is None else p.first_edit for p in ps], dtype=np.float64)),
-                   np.sort(np.asarray([p.tests / p.steps for p in ps], dtype=np.float64)), len(ps))
+                   np.sort(np.asarray([p.tests / p.steps for p in ps], dtype=np.float64)), len(ps),
+                   float(np.median([p.steps for p in ps])))
 
 
 def _below(a: np.ndarray, x: float, n: int) -> float:
@@ -103,10 +106,6 @@ class PassFamily(StatelessFamily):
     _names: ClassVar[list[str]] = ["pass_still_running", "pass_step_over_median", "pass_edited_by_now",
                                    "pass_edit_earlier_than", "pass_test_rate_pct", "pass_reference_runs"]
 
-    @property
-    def names(self) -> list[str]:
-        return list(self._names)
-
     def check_context(self, ctx: RunContext) -> str | None:
         if ctx.pass_reference is None:
             return (f"no pass reference (fewer than {MIN_REFERENCE} audited runs of this agent finished in its pass):"
@@ -118,8 +117,7 @@ class PassFamily(StatelessFamily):
         return PassState(ref if isinstance(ref, PassReference) else None)
 
     def update(self, s: PassState, step: Step) -> None:
-        kind = step.kind if step.kind in KINDS else "other"
-        kinds_here = {a.kind for a in step.actions} | {kind}
+        _, kinds_here = step_kinds(step)
         if "edit" in kinds_here and s.first_edit < 0:
             s.first_edit = s.t
         if "test" in kinds_here:
@@ -134,7 +132,7 @@ class PassFamily(StatelessFamily):
         edited = s.first_edit >= 0
         return np.asarray([
             1.0 - float(np.searchsorted(r.steps, t, side="right")) / n,  # reference runs longer than t steps
-            t / float(np.median(r.steps)),
+            t / r.median_steps,
             _below(r.first_edit, t, n),  # reference runs that had edited within their first t steps
             1.0 - _below(r.first_edit, s.first_edit + 1, n) if edited else NAN,  # ... that edited later than this one
             _below(r.test_rate, s.tests / t, n),

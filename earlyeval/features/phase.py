@@ -12,9 +12,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from earlyeval.core.trajectory import KINDS, Step
+from earlyeval.core.trajectory import Step
 from earlyeval.features.base import RunContext, StatelessFamily
-from earlyeval.features.signals import parse_test_summary
+from earlyeval.features.signals import parse_test_summary, step_kinds
 
 NAN = float("nan")
 
@@ -35,18 +35,13 @@ class PhaseFamily(StatelessFamily):
     _names: ClassVar[list[str]] = ["edit_before_look", "look_share_before_edit", "rerun_after_failing_test",
                                    "pass_after_failing_test"]
 
-    @property
-    def names(self) -> list[str]:
-        return list(self._names)
-
     def start(self, ctx: RunContext) -> PhaseState:
         return PhaseState()
 
     def update(self, s: PhaseState, step: Step) -> None:
         t = s.t
         s.t += 1
-        kind = step.kind if step.kind in KINDS else "other"
-        kinds_here = {a.kind for a in step.actions} | {kind}
+        kind, kinds_here = step_kinds(step)
         if s.first_edit < 0 and kinds_here & {"search", "view"}:
             s.looks_before_edit += 1
         if "test" in kinds_here and 0 <= s.last_fail_at < t:

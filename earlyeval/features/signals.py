@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
+from earlyeval.core.trajectory import KINDS, Step
+
 # ---------------------------------------------------------------- test runs
 
 
@@ -252,3 +254,10 @@ _COMMON = frozenset(
 def identifiers(text: str) -> set[str]:
     """Code identifiers in a text, minus keywords and very common words."""
     return {w for w in _IDENT.findall(text or "") if w not in _COMMON}
+
+
+def step_kinds(step: Step) -> tuple[str, set[str]]:
+    """The step's kind (unknown ones read as "other") and every kind it did, its actions' included: how the
+    behaviour, pass and phase families count edits and tests, so they cannot count them differently."""
+    kind = step.kind if step.kind in KINDS else "other"
+    return kind, {a.kind for a in step.actions} | {kind}

@@ -1,6 +1,6 @@
-"""A plain re-computation of a loao.json agent block, independent of earlyeval.modeling.metrics/policy.
+"""A plain re-computation of a loao.json agent block, independent of earlyeval.fitting.metrics/policy.
 
-Per-step loops and pair counting, written from the documented rule (earlyeval/modeling/policy.py docstring)
+Per-step loops and pair counting, written from the documented rule (earlyeval/model/policy.py docstring)
 and the metric definitions (README): a report's numbers are checked against it, not only its keys.
 """
 

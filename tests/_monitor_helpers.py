@@ -16,10 +16,10 @@ import numpy as np
 
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
-from earlyeval.modeling.metrics import RunSet, apply_policy, evaluate_policy
-from earlyeval.modeling.model import OutcomeModel
-from earlyeval.modeling.outcome import split_proba
-from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
+from earlyeval.fitting.metrics import RunSet, apply_policy, evaluate_policy
+from earlyeval.fitting.estimator import OutcomeModel
+from earlyeval.model.outcome import split_proba
+from earlyeval.model.modeldir import ModelBundle, save_model_dir
 from earlyeval.features.context import context_absent_counts
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.core.trajectory import Action, Task, Trajectory, make_step
@@ -229,7 +229,7 @@ def constant_model(path: Path, p_success: float, thresholds: dict[str, Any], fam
     what the adapter tests need -- thresholds of 0.0, which once did that, are refused by the loader."""
     import math
 
-    from earlyeval.modeling.outcome import Platt
+    from earlyeval.model.outcome import Platt
 
     bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=families, thresholds=dict(thresholds))
     bundle.model.platt_["success"] = Platt(0.0, math.log(1.0 / p_success - 1.0))

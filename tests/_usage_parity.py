@@ -29,7 +29,7 @@ import numpy as np
 
 from earlyeval.core.trajectory import Step, Task, Trajectory
 from earlyeval.features import RunContext
-from earlyeval.modeling.policy import CONTINUE, SUCCESS, first_halt
+from earlyeval.model.policy import CONTINUE, SUCCESS, first_halt
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
 

@@ -49,7 +49,7 @@ class Env:
     def tiny(self) -> tuple[Path, Any, list, dict]:
         if "tiny" not in self._cache:
             from _monitor_helpers import make_runs, make_tasks, train_bundle
-            from earlyeval.modeling.modeldir import save_model_dir
+            from earlyeval.model.modeldir import save_model_dir
 
             tasks = make_tasks(12)
             trajs = make_runs(80, seed=0)
@@ -69,7 +69,7 @@ class Env:
 
 def rehash(mdir: Path) -> None:
     """Recompute every hash of a model dir after editing a file (an attacker or a careless edit can)."""
-    from earlyeval.modeling.modeldir import MANIFEST, _sha, manifest_hash
+    from earlyeval.model.modeldir import MANIFEST, _sha, manifest_hash
 
     m = json.loads((mdir / MANIFEST).read_text())
     m["files"] = {n: _sha((mdir / n).read_bytes()) for n in m["files"]}
@@ -326,7 +326,7 @@ while True:
 _SAVER = r"""
 import sys
 sys.path.insert(0, {tests!r})
-from earlyeval.modeling.modeldir import load_model_dir, save_model_dir
+from earlyeval.model.modeldir import load_model_dir, save_model_dir
 b = load_model_dir(sys.argv[1], probe_boosters=False)
 print("ready", flush=True)
 while True:
@@ -397,7 +397,7 @@ def case_concurrent_parquet(env: Env):
 
 
 def case_kill_model_save(env: Env):
-    from earlyeval.modeling.modeldir import load_model_dir
+    from earlyeval.model.modeldir import load_model_dir
 
     src = env.tiny()[0]
     target = env.base / "atomic_model" / "m"
@@ -418,7 +418,7 @@ def case_kill_model_save(env: Env):
 
 
 def case_racing_saves(env: Env):
-    from earlyeval.modeling.modeldir import load_model_dir
+    from earlyeval.model.modeldir import load_model_dir
 
     src = env.tiny()[0]
     target = env.base / "atomic_model2" / "m"
@@ -446,7 +446,7 @@ def case_racing_saves(env: Env):
 _LOAD_CHILD = r"""
 import sys, json
 from earlyeval.core.errors import ModelDirError
-from earlyeval.modeling.modeldir import load_model_dir
+from earlyeval.model.modeldir import load_model_dir
 out = []
 for d in sys.argv[1:]:
     try:
@@ -533,7 +533,7 @@ def case_budget_booster_line(env: Env):
 
 _PROBE_CHILD = r"""
 import sys, json
-import earlyeval.modeling.modeldir as md
+import earlyeval.model.modeldir as md
 from earlyeval.core.errors import ModelDirError
 md.check_model_text = lambda text, n=None: text  # the structural check switched off: the probe alone
 try:
@@ -561,7 +561,7 @@ def case_probe_alone(env: Env):
 def _manifest_case(edit: Callable[[dict, Path], None], what: str, field_part: str):
     def case(env: Env):
         from earlyeval.core.errors import ModelDirError
-        from earlyeval.modeling.modeldir import load_model_dir
+        from earlyeval.model.modeldir import load_model_dir
 
         d = env.copy_model(f"mf_{abs(hash(what))}")
         m = json.loads((d / "manifest.json").read_text())
@@ -575,7 +575,7 @@ def _manifest_case(edit: Callable[[dict, Path], None], what: str, field_part: st
 
 
 def _write_manifest(m: dict, d: Path, fix_hash: bool = True) -> None:
-    from earlyeval.modeling.modeldir import manifest_hash
+    from earlyeval.model.modeldir import manifest_hash
 
     if fix_hash:
         m["manifest_hash"] = manifest_hash(m)
@@ -622,7 +622,7 @@ def _fifo(m: dict, d: Path) -> None:
 
 
 def _huge(m: dict, d: Path) -> None:
-    from earlyeval.modeling import modeldir
+    from earlyeval.model import modeldir
 
     with open(d / "family_prior.json", "ab") as f:
         f.truncate(modeldir.MAX_FILE_BYTES + 1)  # sparse: no real disk use
@@ -827,7 +827,7 @@ def case_o1_features_equal(env: Env):
 
 def case_hash_determinism(env: Env):
     from _monitor_helpers import make_runs, make_tasks, train_bundle
-    from earlyeval.modeling.modeldir import save_model_dir
+    from earlyeval.model.modeldir import save_model_dir
 
     tasks = make_tasks(12)
     hs = []

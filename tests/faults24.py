@@ -212,7 +212,7 @@ def case_efbig_model_save(env: Env):
         shutil.rmtree(dst)
     shutil.copytree(src, dst)
     before = snapshot(dst)
-    code = ("import sys\nfrom earlyeval.modeling.modeldir import load_model_dir, save_model_dir\n"
+    code = ("import sys\nfrom earlyeval.model.modeldir import load_model_dir, save_model_dir\n"
             "b = load_model_dir(sys.argv[1], probe_boosters=False)\n"
             "try:\n    save_model_dir(b, sys.argv[2])\nexcept OSError as e:\n    print(type(e).__name__ + ': ' + str(e))\n")
     r = subprocess.run([sys.executable, "-c", code, str(src), str(dst)], capture_output=True, text=True, timeout=300,
@@ -492,7 +492,7 @@ def _env_var_case(name: str, value: str):
     def case(env: Env):
         from earlyeval.config.catalog import LabelSpec, RunSpec
         from earlyeval.ingest import ingest_run
-        from earlyeval.modeling.modeldir import load_model_dir
+        from earlyeval.model.modeldir import load_model_dir
 
         with _env(name, value):
             try:
@@ -541,7 +541,7 @@ def _warm_start_case(value: Any):
         mon = Monitor.load(env.tiny()[0], budget=False)
         runs = [dataclasses.replace(t, outcome=value if i == 0 else t.outcome) for i, t in enumerate(trajs[:6])]
         try:
-            mon.warm_start(runs, tasks)
+            mon.use_warm_start(warm_start(mon, runs, tasks))
         except ValueError as e:
             return ("named" if repr(value) in str(e) or "0/1" in str(e) else "silent", f"outcome {value!r}: {str(e)[:100]}")
         return ("silent", f"warm start accepted an outcome of {value!r}")
@@ -550,8 +550,9 @@ def _warm_start_case(value: Any):
 
 def case_nan_bound_never_selects(env: Env):
     """confidence = 1.0 makes the Wilson bound NaN: the selection refuses instead of reading it as 1.0."""
-    from earlyeval.modeling.thresholds import WarmStartRule, select_thresholds
-    from earlyeval.live.replay import replay, runset_of
+    from earlyeval.fitting.thresholds import WarmStartRule, select_thresholds
+    from earlyeval.live.replay import replay
+    from earlyeval.fitting.warm import runset_of
     from earlyeval import Monitor
 
     _, _, trajs, tasks = env.tiny()
@@ -619,7 +620,7 @@ def _signed_case(edit: str):
         from earlyeval import Monitor
 
         key = "k" * 32
-        code = ("import os, sys\nfrom earlyeval.modeling.modeldir import load_model_dir, save_model_dir\n"
+        code = ("import os, sys\nfrom earlyeval.model.modeldir import load_model_dir, save_model_dir\n"
                 "save_model_dir(load_model_dir(sys.argv[1], probe_boosters=False), sys.argv[2])\n")
         d = env.base / f"signed_{edit}"
         shutil.rmtree(d, ignore_errors=True)
@@ -650,7 +651,7 @@ def _signed_case(edit: str):
 
 def case_rehashed_threshold_below_half(env: Env):
     """thresholds 0.0 / -1 re-hashed: refused by the range check even without a signature."""
-    from earlyeval.modeling.modeldir import load_model_dir
+    from earlyeval.model.modeldir import load_model_dir
 
     d = env.copy_model("rehash_zero")
     th = json.loads((d / "thresholds.json").read_text())

@@ -364,7 +364,7 @@ def _model_invariants(bundle: Any, env: Env) -> list[str]:
 
 def check_model_dir(env: Env, ex: tuple) -> tuple[str, str]:
     from earlyeval.core.errors import ModelDirError
-    from earlyeval.modeling.modeldir import load_model_dir
+    from earlyeval.model.modeldir import load_model_dir
 
     name, op, pos, value, fix_hashes = ex
     d = env.base / "fz_models" / uuid.uuid4().hex
@@ -386,7 +386,7 @@ def check_model_dir(env: Env, ex: tuple) -> tuple[str, str]:
         if fix_hashes and name != "manifest.json":
             rehash(d)
         elif fix_hashes:
-            from earlyeval.modeling.modeldir import manifest_hash
+            from earlyeval.model.modeldir import manifest_hash
 
             with_hash = json.loads(p.read_text())
             if isinstance(with_hash, dict):
@@ -516,7 +516,7 @@ def _env_valid(name: str, v: str) -> bool:
 def check_env(env: Env, ex: tuple) -> tuple[str, str]:
     from earlyeval.config.catalog import RunSpec
     from earlyeval.core.errors import IngestError, ModelDirError
-    from earlyeval.modeling.modeldir import load_model_dir
+    from earlyeval.model.modeldir import load_model_dir
 
     name, value = ex
     valid = _env_valid(name, value)
@@ -527,7 +527,7 @@ def check_env(env: Env, ex: tuple) -> tuple[str, str]:
 
                 read_bytes(FIXTURES / "tau2" / "solo_no_user.json")
             elif name == "EARLYEVAL_BOOSTER_PROBE":
-                from earlyeval.modeling.boostercheck import probe_enabled
+                from earlyeval.model.boostercheck import probe_enabled
 
                 probe_enabled()
             else:
@@ -573,7 +573,7 @@ def check_outcome(env: Env, value: Any) -> tuple[str, str]:
     runs = [dataclasses.replace(t, outcome=value if i == 0 else t.outcome) for i, t in enumerate(trajs[:4])]
     valid = type(value) in (int, bool) and value in (0, 1)
     try:
-        mon.warm_start(runs, tasks)
+        mon.use_warm_start(warm_start(mon, runs, tasks))
     except ValueError as e:
         return ("named", f"outcome {value!r}: {str(e)[:70]}")
     return ("ok" if valid else "silent", f"warm start with an outcome of {value!r}: accepted")
@@ -586,8 +586,9 @@ def selection_examples() -> Any:
 
 def check_selection(env: Env, ex: tuple) -> tuple[str, str]:
     from earlyeval import Monitor
-    from earlyeval.modeling.thresholds import WarmStartRule, select_thresholds
-    from earlyeval.live.replay import replay, runset_of
+    from earlyeval.fitting.thresholds import WarmStartRule, select_thresholds
+    from earlyeval.live.replay import replay
+    from earlyeval.fitting.warm import runset_of
 
     if "fz_rs" not in env._cache:
         mdir, _, trajs, tasks = env.tiny()

@@ -110,7 +110,7 @@ def test_export_through_a_symlinked_trial_folder_is_refused(tmp_path):
 def test_a_key_file_without_end_is_refused(monkeypatch):
     """main: ``EARLYEVAL_MODEL_KEY_FILE=/dev/zero`` was read without limit (memory until killed)."""
     from earlyeval.core.errors import SettingError
-    from earlyeval.modeling import signature
+    from earlyeval.model import signature
 
     monkeypatch.delenv("EARLYEVAL_MODEL_KEY", raising=False)
     monkeypatch.setenv("EARLYEVAL_MODEL_KEY_FILE", "/dev/zero")
@@ -123,7 +123,7 @@ def test_a_key_file_within_the_limit_still_reads(tmp_path, monkeypatch):
     key.write_bytes(b"k" * 32 + b"\n")
     monkeypatch.delenv("EARLYEVAL_MODEL_KEY", raising=False)
     monkeypatch.setenv("EARLYEVAL_MODEL_KEY_FILE", str(key))
-    from earlyeval.modeling import signature
+    from earlyeval.model import signature
 
     assert signature.model_key() == b"k" * 32
 

@@ -20,8 +20,8 @@ from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
 from earlyeval.integrations import EarlyStopper
-from earlyeval.modeling.model import OutcomeModel
-from earlyeval.modeling.modeldir import ModelBundle, load_model_dir, save_model_dir
+from earlyeval.fitting.estimator import OutcomeModel
+from earlyeval.model.modeldir import ModelBundle, load_model_dir, save_model_dir
 from earlyeval.features.context import context_absent_counts
 from earlyeval.live.monitor import Monitor
 from earlyeval.tables.prefixes import prefix_table

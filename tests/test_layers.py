@@ -15,6 +15,7 @@ only shrink).
 from __future__ import annotations
 
 import ast
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -40,15 +41,20 @@ def resolve_relative(level: int, name: str | None, package: str) -> str:
     return ".".join(base + ([name] if name else []))
 
 # bottom -> top: each layer is a set of folders (a subpackage and everything in it); only the root facade
-# (``earlyeval/__init__.py``, ``from earlyeval import Monitor``) is named alone.  The live runtime sits below the
-# offline evaluation, so the layer rule alone keeps the Monitor clear of the offline stack.
+# (``earlyeval/__init__.py``, ``from earlyeval import Monitor``) is named alone.  The runtime (model/, live/) sits
+# below fitting/, the budget maths and the offline evaluation, so the layer rule alone keeps the Monitor clear of
+# the offline stack.
 LAYERS: list[tuple[str, list[str]]] = [
     ("core", ["earlyeval.core.*"]),
     ("config", ["earlyeval.config.*"]),
     ("ingest and features", ["earlyeval.tables.*", "earlyeval.ingest.*", "earlyeval.features.*"]),
-    ("model and policy", ["earlyeval.modeling.*"]),
-    ("budget maths", ["earlyeval.budget.*"]),
+    # what a halting process loads: the halting rule, the model directory, its predictors, run-time thresholds
+    ("model", ["earlyeval.model.*"]),
     ("live runtime", ["earlyeval.live.*"]),
+    # how a model and its thresholds are chosen: above the runtime, so "the runtime never loads fitting code"
+    # is this order
+    ("fitting", ["earlyeval.fitting.*"]),
+    ("budget maths", ["earlyeval.budget.*"]),
     ("offline evaluation", ["earlyeval.evaluation.*"]),
     ("workflows and integrations", ["earlyeval.workflows.*", "earlyeval.integrations.*"]),
     # the stages on a dask.distributed cluster (--scheduler): they call the in-process stages' own code
@@ -277,10 +283,12 @@ def test_checker_catches_an_unlayered_and_a_long_module(tmp_path):
         [p for p in problems if not p.startswith("TOO LONG")]
 
 
-LIVE_MODULES = tuple(sorted(str(p.relative_to(REPO)) for p in (REPO / "earlyeval" / "live").glob("*.py")))
-# the offline stack above the live runtime, and the budget maths that only the offline budget evaluation uses
-OFFLINE_PREFIXES = ("earlyeval.evaluation", "earlyeval.workflows", "earlyeval.scale", "earlyeval.report", "earlyeval.app",
-                    "earlyeval.budget.stopping", "earlyeval.budget.online", "earlyeval.budget.baseline")
+# the runtime a monitored process loads (issue 30): the model directory and its predictors, and the live path
+RUNTIME_MODULES = tuple(sorted(str(p.relative_to(REPO)) for d in ("model", "live")
+                               for p in (REPO / "earlyeval" / d).glob("*.py")))
+# everything above the runtime: fitting, the budget maths and the offline stack
+OFFLINE_PREFIXES = ("earlyeval.fitting", "earlyeval.budget", "earlyeval.evaluation", "earlyeval.workflows",
+                    "earlyeval.scale", "earlyeval.report", "earlyeval.app")
 
 
 def _imports_of(path: Path, root: Path = REPO) -> set[str]:
@@ -304,12 +312,30 @@ def _offline_imports(path: Path, root: Path = REPO) -> list[str]:
     return sorted(m for m in _imports_of(path, root) if m.startswith(OFFLINE_PREFIXES))
 
 
-def test_the_live_path_never_imports_the_offline_evaluation_stack():
-    """Live and evaluation share a layer, but the Monitor, its replay and the live budget import nothing of
-    the LOAO evaluation (house rule: the live path never imports the offline stack); the layer contract keeps
-    every lower layer from importing it either, so this direct check covers the live path whole."""
-    bad = {f: _offline_imports(REPO / f) for f in LIVE_MODULES}
+def test_the_runtime_never_imports_fitting_or_the_offline_stack():
+    """model/ and live/ import nothing of fitting/, the budget maths or the offline evaluation (house rule: the
+    live path never imports the offline stack).  The layer order says the same; this names the files."""
+    bad = {f: _offline_imports(REPO / f) for f in RUNTIME_MODULES}
     assert not any(bad.values()), bad
+
+
+@pytest.mark.parametrize("target, planted", [
+    ("live/monitor.py", "from earlyeval.fitting.thresholds import select_thresholds\n"),
+    ("model/fastpredict.py", "from earlyeval.fitting.risk_control import select_agent_quantile\n"),
+    ("model/policy.py", "def f():\n    from earlyeval.fitting import metrics\n    return metrics\n"),
+    ("live/monitor.py", "from earlyeval.budget.online import online_intervals\n"),
+])
+def test_a_planted_fitting_import_in_the_runtime_fails_the_contract(tmp_path, target, planted):
+    """On a copy of the real package: one import of fitting (or the budget maths) planted into the runtime, at
+    module level or lazily, breaks the layer contract and the runtime check (issue 30: both stayed green)."""
+    copy = tmp_path / "earlyeval"
+    shutil.copytree(REPO / "earlyeval", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    path = copy / target
+    path.write_text(path.read_text() + "\n" + planted)
+    problems = check(copy, long_modules=LONG_MODULES, known_upward=KNOWN_UPWARD, known_cycles=KNOWN_CYCLES)
+    mod = "earlyeval." + target[:-3].replace("/", ".")
+    assert [p for p in problems if p.startswith("UPWARD") and f" {mod} [" in p], problems
+    assert _offline_imports(path, tmp_path), planted
 
 
 def test_the_live_import_check_can_fail(tmp_path):

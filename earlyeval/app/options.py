@@ -68,7 +68,7 @@ def check_as_of(value: Optional[str]) -> Optional[str]:
 def check_thresholds(value: Optional[str]) -> Optional[str]:
     if value is None:
         return value
-    from earlyeval.modeling.thresholds import ThresholdError, parse_thresholds
+    from earlyeval.model.thresholds import ThresholdError, parse_thresholds
 
     try:
         parse_thresholds(value)
@@ -78,14 +78,14 @@ def check_thresholds(value: Optional[str]) -> Optional[str]:
 
 
 def check_halt_on_option(value: str) -> str:
-    from earlyeval.modeling.policy import check_halt_on
+    from earlyeval.model.policy import check_halt_on
 
     try:
         return check_halt_on(value, "--halt-on")
     except ValueError as e:
         raise bad_value(str(e))
 def check_warm_rule(value: str) -> str:
-    from earlyeval.modeling.thresholds import WARM_RULES
+    from earlyeval.fitting.thresholds import WARM_RULES
 
     if value not in WARM_RULES:
         raise bad_value(f"{value!r}: one of {', '.join(WARM_RULES)}")

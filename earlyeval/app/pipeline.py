@@ -35,12 +35,12 @@ from earlyeval.evaluation.guard import TASK_LEVEL, guard_config, guarded
 from earlyeval.evaluation.learning_curve import learning_curve
 from earlyeval.evaluation.loso import run_loso
 from earlyeval.report.learning_curve_plot import plot_learning_curve
-from earlyeval.modeling.thresholds import choose_thresholds, select_thresholds, step1_halts
-from earlyeval.modeling.outcome import split_proba
+from earlyeval.fitting.thresholds import choose_thresholds, select_thresholds, step1_halts
+from earlyeval.model.outcome import split_proba
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.ingest import ingest_catalog
-from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
-from earlyeval.modeling.overlap import content_record
+from earlyeval.model.modeldir import ModelBundle, save_model_dir
+from earlyeval.model.overlap import content_record
 from earlyeval.features.context import context_absent_counts
 from earlyeval.tables.prefixes import drop_report
 from earlyeval.core.errors import CatalogError, IngestError
@@ -175,7 +175,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
             "agent_identity": training_identity(ds.trajs),
             "run_ids": sorted(t.run_id for t in ds.trajs),
             # what was trained on by content (fingerprints of task + steps; native formats and model names):
-            # `earlyeval score` recognises a copied or renamed training run by it (modeling.overlap)
+            # `earlyeval score` recognises a copied or renamed training run by it (model.overlap)
             "content": content_record(ds.trajs, {r.name: r.format for r in ds.catalog.runs}),
             "runs": int(sum(counts.values())),
             "runs_used": full.n_train_runs,

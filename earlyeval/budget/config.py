@@ -1,6 +1,6 @@
-"""Budget settings and constants: the dimensions, quantile levels, booster settings, shipped-file format.
+"""Budget settings: quantile levels, booster settings, the evaluation's options.
 
-numpy only: the live budget (``live.budget``) reads the constants too."""
+The dimensions and the shipped file's format are ``earlyeval.model.budget`` (the live budget reads them)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 
-DIMENSIONS: tuple[str, ...] = ("steps", "output_tokens", "input_tokens", "cost_usd")
 ALPHAS: tuple[float, ...] = (0.05, 0.1, 0.5, 0.9, 0.95)
 LEVELS: tuple[float, ...] = (0.8, 0.9)
 BUDGET_LGBM: dict[str, Any] = {  # 40 x 0.2: same held-out pinball loss as 100 x 0.1 on tau2, 3x faster
@@ -58,7 +57,3 @@ class BudgetConfig:
         d = asdict(self)
         d["taus"] = list(self.taus)
         return d
-
-
-SHIPPED_FORMAT = "earlyeval-budget"
-SHIPPED_VERSION = 1

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.modeling.metrics import interval_coverage, interval_width
-from earlyeval.budget.cqr import corrected_quantiles, cqr_scores, from_z, pair_for
+from earlyeval.fitting.metrics import interval_coverage, interval_width
+from earlyeval.model.cqr import corrected_quantiles, cqr_scores, from_z, pair_for
 from earlyeval.budget.quantiles import conformal_quantile
 
 ONLINE_MIN_RUNS = 20  # k: A's own scores replace the calibration agents' once k of A's runs have finished

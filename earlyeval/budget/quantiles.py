@@ -17,10 +17,10 @@ from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from earlyeval.core import atomic
-from earlyeval.modeling.metrics import weighted_quantile
+from earlyeval.fitting.metrics import weighted_quantile
 from earlyeval.budget.config import ALPHAS, BUDGET_LGBM, LEVELS
-from earlyeval.budget.cqr import corrected_quantiles, cqr_scores, fix_crossing, from_z, pair_for, within
-from earlyeval.budget.targets import pace
+from earlyeval.model.cqr import corrected_quantiles, cqr_scores, fix_crossing, from_z, pair_for, within
+from earlyeval.model.budget import pace
 
 
 class QuantileRegressor(BaseEstimator):

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.modeling.policy import first_halt_below
+from earlyeval.model.policy import first_halt_below
 from earlyeval.budget.targets import DimTargets
 
 

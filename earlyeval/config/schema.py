@@ -364,7 +364,7 @@ SETTINGS = Table({
                              why="at 1.0 the Wilson bound's z is infinite and every bound NaN; 'none' = the point estimate"),
                          Choice(("none",)))),
     "inner_holdout": Choice(("agent", "scaffold")),
-    # the threshold rule (modeling.thresholds.RULES) and the agent-quantile rule's parameters (modeling.risk_control)
+    # the threshold rule (fitting.thresholds.RULES) and the agent-quantile rule's parameters (fitting.risk_control)
     "threshold_rule": Choice(("agent-quantile", "worst-case")),
     "risk_alpha": Num(0.0, 0.5, lo_open=True),
     "risk_delta": Num(0.0, 1.0, lo_open=True, hi_open=True),
@@ -396,7 +396,7 @@ ADAPTER = Table({
     "model": NAME,
     "thresholds": OneOf((THRESHOLDS, NAME)),  # the pair, or a JSON file holding it
     "tasks": NAME,
-    "halt_on": Choice(("failure", "success", "both")),  # modeling.policy.HALT_ON (a test keeps the two equal)
+    "halt_on": Choice(("failure", "success", "both")),  # model.policy.HALT_ON (a test keeps the two equal)
     "strict": Bool(),
     "explain": Choice(("halt", "always", "never")),
     "budget": OneOf((Bool(), ListOf(NAME))),
@@ -411,7 +411,7 @@ ADAPTER = Table({
 # ------------------------------------------------------------------ model manifests (manifest.json)
 
 HEX64 = Str(pattern=r"[0-9a-f]{64}", what="a SHA-256 (64 hex digits)")
-# a threshold in a model dir: (0.5, 1], or above 1 for "never halt on this outcome" (modeling.policy.NEVER)
+# a threshold in a model dir: (0.5, 1], or above 1 for "never halt on this outcome" (model.policy.NEVER)
 MODEL_THRESHOLD = OneOf((THRESHOLD, Num(1.0, 1e9, lo_open=True)))
 MODEL_THRESHOLDS = Table({"success": MODEL_THRESHOLD, "failure": MODEL_THRESHOLD, "min_halt_step": Int(1, 1_000_000)},
                          required=("success", "failure"), what="an object {success, failure, min_halt_step}")

@@ -25,13 +25,13 @@ class Decision:
     # not trained without: never halts); "none" (no task although the model needs one: never halts)
     context: str = "full"
     flags: list[str] = field(default_factory=list)  # what went wrong at this step and was failed open on
-    # which predicted outcomes may halt this run ("failure", "success" or "both"; modeling.policy.HALT_ON)
+    # which predicted outcomes may halt this run ("failure", "success" or "both"; model.policy.HALT_ON)
     halt_on: str = "both"
     # where the run's reference information came from, per field ("gold_patch": "start(task)" / "task table" /
     # "run context" / "absent", with a note when a value was decoded or refused): the provenance of ``context``
     context_source: dict[str, str] = field(default_factory=dict)
     # the basis of a halt ("task prior": at step 1 or before any action of the agent, the task alone decided;
-    # "outcome rule"; "budget rule": modeling.policy.HALT_RULES); "" when not halting
+    # "outcome rule"; "budget rule": model.policy.HALT_RULES); "" when not halting
     halt_rule: str = ""
 
     @property

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.modeling.metrics import RunSet
+from earlyeval.fitting.metrics import RunSet
 
 EPS = 1e-6
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.modeling.metrics import (NEVER, RunSet, apply_policy, auroc, evaluate_policy, grid_metrics,
+from earlyeval.fitting.metrics import (NEVER, RunSet, apply_policy, auroc, evaluate_policy, grid_metrics,
                                         outcome_metrics, repeat_action_policy, step_cap_policy)
-from earlyeval.modeling.thresholds import ThresholdRule
+from earlyeval.fitting.thresholds import ThresholdRule
 
 
 HEADLINE = ("n_runs", "resolve_rate", "auroc_success", "auroc_failure", "halted_fraction", "halted_accuracy",

@@ -29,7 +29,7 @@ from earlyeval.evaluation.budget_calibration import (
     setup,
 )
 from earlyeval.budget.config import SMALL, BudgetConfig
-from earlyeval.budget.cqr import corrected_quantiles, to_z, within
+from earlyeval.model.cqr import corrected_quantiles, to_z, within
 from earlyeval.budget.online import online_quantiles, run_order
 from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee, conformal_quantile
 from earlyeval.budget.stopping import make_stopset, select_cap

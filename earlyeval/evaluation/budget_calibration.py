@@ -11,11 +11,13 @@ import numpy as np
 from earlyeval.evaluation.dataset import Dataset, HoldoutUnit
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, scaffold_of
 from earlyeval.features import fold_free
-from earlyeval.budget.config import DIMENSIONS, SMALL, BudgetConfig
-from earlyeval.budget.cqr import corrected_quantiles, to_z, within
+from earlyeval.budget.config import BudgetConfig, SMALL
+from earlyeval.model.budget import DIMENSIONS
+from earlyeval.model.cqr import corrected_quantiles, to_z, within
 from earlyeval.budget.quantiles import CrossConformalQuantiles
 from earlyeval.budget.stopping import make_stopset, select_tau
-from earlyeval.budget.targets import DimTargets, budget_features, dim_targets, free_opening_agents, pace, run_slices
+from earlyeval.budget.targets import DimTargets, budget_features, dim_targets, free_opening_agents, run_slices
+from earlyeval.model.budget import pace
 
 
 Group = HoldoutUnit  # a held-out unit: one large agent, or all small agents together

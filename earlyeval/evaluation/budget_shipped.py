@@ -15,9 +15,11 @@ from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import fold_free
 from earlyeval.evaluation.budget_calibration import (calibration_folds, dim_folds, fit_calibrated, fold_scaffolds, inner_p_success,
                                           select_on_calibration, setup)
-from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, BudgetConfig
+from earlyeval.budget.config import BudgetConfig
+from earlyeval.model.budget import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
 from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee
-from earlyeval.budget.targets import budget_features, dim_targets, free_opening_agents, spend_feature_names
+from earlyeval.budget.targets import budget_features, dim_targets, free_opening_agents
+from earlyeval.model.budget import spend_feature_names
 
 log = logging.getLogger(__name__)
 

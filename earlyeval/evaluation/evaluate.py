@@ -15,7 +15,7 @@ import numpy as np
 
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
 from earlyeval.features import Featurizer, bind_values, build_family, fold_free, fold_fitted
-from earlyeval.modeling.metrics import RunSet, outcome_metrics, repeat_action_policy, runset_of_runs, spearman, step_cap_policy
+from earlyeval.fitting.metrics import RunSet, outcome_metrics, repeat_action_policy, runset_of_runs, spearman, step_cap_policy
 from earlyeval.evaluation.adapt import adapt_em
 from earlyeval.config.prices import price_runs
 from earlyeval.evaluation.blocks import (agent_block, baseline_blocks, dollars_block, failure_only_thresholds, model_at_steps_saved,
@@ -23,14 +23,14 @@ from earlyeval.evaluation.blocks import (agent_block, baseline_blocks, dollars_b
 from earlyeval.evaluation.pass_sim import pass_block, pass_pooled
 from earlyeval.evaluation.pass_predict import cold, repredictor
 from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
-from earlyeval.modeling.thresholds import DEFAULT_TAUS, choose_thresholds, select_thresholds
+from earlyeval.fitting.thresholds import DEFAULT_TAUS, choose_thresholds, select_thresholds
 from earlyeval.evaluation.guard import guard_config, guarded
-from earlyeval.modeling.model import DEFAULT_LGBM, OutcomeModel
-from earlyeval.modeling.outcome import split_proba
+from earlyeval.fitting.estimator import DEFAULT_LGBM, OutcomeModel
+from earlyeval.model.outcome import split_proba
 
 log = logging.getLogger(__name__)
 
-GRID = DEFAULT_TAUS  # the threshold grid (modeling.thresholds: one definition)
+GRID = DEFAULT_TAUS  # the threshold grid (fitting.thresholds: one definition)
 
 
 @dataclass
@@ -58,7 +58,7 @@ class EvalConfig:
     text_params: dict[str, Any] = field(default_factory=dict)
     peer_params: dict[str, Any] = field(default_factory=dict)
     threshold_selection: str = "inner-loao"
-    # the rule over the inner units (modeling.thresholds.choose_thresholds): "agent-quantile" (each side by an order
+    # the rule over the inner units (fitting.thresholds.choose_thresholds): "agent-quantile" (each side by an order
     # statistic over the units: risk_alpha, risk_delta, risk) or "worst-case" (the Wilson-bounded recall target on every unit)
     threshold_rule: str = "worst-case"
     risk_alpha: float = 0.01

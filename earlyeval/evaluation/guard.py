@@ -12,7 +12,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from earlyeval.modeling.metrics import RunSet, auroc
+from earlyeval.fitting.metrics import RunSet, auroc
 
 C = TypeVar("C")  # an evaluate.EvalConfig (a dataclass with only_features and prior_guard)
 R = TypeVar("R")  # an evaluate.FoldRunner

@@ -19,8 +19,8 @@ import numpy as np
 from earlyeval.evaluation.blocks import agent_block
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets
-from earlyeval.modeling.metrics import auroc
-from earlyeval.modeling.thresholds import choose_thresholds
+from earlyeval.fitting.metrics import auroc
+from earlyeval.fitting.thresholds import choose_thresholds
 
 METRICS = ("auroc_success", "steps_saved", "steps_saved_in_run", "halted_accuracy")
 

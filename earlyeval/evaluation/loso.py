@@ -16,8 +16,8 @@ from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, other_rule
 from earlyeval.evaluation.fit_plan import scaffold_groups
 from earlyeval.evaluation.guard import guarded
-from earlyeval.modeling.metrics import RunSet
-from earlyeval.modeling.thresholds import choose_thresholds
+from earlyeval.fitting.metrics import RunSet
+from earlyeval.fitting.thresholds import choose_thresholds
 
 
 def inner_scaffold_units(runner: FoldRunner, held_out: frozenset, large: list[str]) -> dict[str, RunSet]:

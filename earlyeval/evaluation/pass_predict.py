@@ -13,7 +13,7 @@ import numpy as np
 
 from earlyeval.features import Featurizer, RunContext
 from earlyeval.features.passref import PassFamily, PassReference, profile_of
-from earlyeval.modeling.outcome import split_proba
+from earlyeval.model.outcome import split_proba
 
 PASS_NAMES = frozenset(PassFamily().names)
 

@@ -17,8 +17,8 @@ import numpy as np
 from earlyeval.evaluation.blocks import dollars_at
 from earlyeval.live.benchpass import ALPHA, AUDIT_SHARE, MAX_ERROR, audited, candidate_taus, certify_counts, pass_order, \
     run_errors, run_on_workers
-from earlyeval.modeling.metrics import RunSet, outcome_metrics
-from earlyeval.modeling.policy import NEVER, first_halt, first_halt_grid
+from earlyeval.fitting.metrics import RunSet, outcome_metrics
+from earlyeval.model.policy import NEVER, first_halt, first_halt_grid
 
 SEEDS = (0, 1, 2, 3, 4)
 WORKERS = (1, 8, 32)

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from earlyeval.evaluation.adapt import warm_split
-from earlyeval.modeling.metrics import RunSet, apply_policy, outcome_metrics
-from earlyeval.modeling.thresholds import Recalibration, ThresholdRule, fit_warm_start, recalibrated
+from earlyeval.fitting.metrics import RunSet, apply_policy, outcome_metrics
+from earlyeval.fitting.thresholds import ThresholdRule, fit_warm_start, recalibrated
+from earlyeval.model.thresholds import Recalibration
 
 
 def warm_policy_metrics(rs: RunSet, warm: np.ndarray, cal: Recalibration, th: dict[str, Any],

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from earlyeval.config import schema
 from earlyeval.core.errors import EarlyEvalError
-from earlyeval.modeling.policy import check_halt_on, halts_on_success
+from earlyeval.model.policy import check_halt_on, halts_on_success
 from earlyeval.live.benchpass import AUDIT_SHARE, Pass, PassMonitor
 from earlyeval.live.monitor import Monitor
 

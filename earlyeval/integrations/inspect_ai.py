@@ -65,7 +65,7 @@ from inspect_ai.util import LimitExceededError, sandbox, store
 from earlyeval.core.trajectory import Step, Task
 from earlyeval.ingest.inspect_eval import inspect_steps
 from earlyeval.integrations.base import WORKING_DIFF_COMMAND, EarlyStopper, HaltedRun, StepMonitor
-from earlyeval.modeling.policy import halts_on_success
+from earlyeval.model.policy import halts_on_success
 
 log = logging.getLogger("earlyeval.integrations.inspect_ai")
 

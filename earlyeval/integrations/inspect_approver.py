@@ -65,7 +65,7 @@ from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor
 from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
 from earlyeval.integrations.inspect_ai import _sample_store, task_of
 from earlyeval.integrations.base import _takes_candidate
-from earlyeval.modeling.policy import HALT_ON, halt_rule  # the one definition of the operating modes
+from earlyeval.model.policy import HALT_ON, halt_rule  # the one definition of the operating modes
 
 # how the Monitor's decision begins when a success halt is due at this step but waits for a candidate patch
 WAITING = "continue (success predicted, not halted: no candidate patch yet (a success halt waits for one))"

@@ -1,6 +1,6 @@
 """The runtime: the Monitor that decides after each step of a live run, the cleaning of what an adapter hands
 it, the replay of finished runs through it, and the live budget intervals.  It imports only the layers below
-it (core, config, tables, features, modeling, budget maths), never the offline evaluation or the reports."""
+it (core, config, tables, features, model), never fitting, the budget maths, the offline evaluation or the reports."""
 
 from typing import TYPE_CHECKING, Any
 

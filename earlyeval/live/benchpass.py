@@ -12,7 +12,7 @@
   process.  Its monitor never halts (decisions are still computed and returned, with ``halt=False``).
 * **Thresholds.**  The label-free pair until the audited runs certify another (``certify_pass``): per side, the
   error rate among audited runs the pair would have halted (halted as success that failed; halted as failure that
-  succeeded) is bounded by an anytime-valid confidence sequence (``modeling.anytime``), so checking after every
+  succeeded) is bounded by an anytime-valid confidence sequence (``model.anytime``), so checking after every
   graded run does not inflate the error.  A side moves bolder than label-free only to a tau whose upper bound is
   <= ``max_error``; it moves more cautious only when the label-free tau's lower bound is > ``max_error``.
 * **State.**  One JSON file, read and merged under a file lock before every update and written atomically
@@ -27,7 +27,6 @@ import hashlib
 import heapq
 import json
 import logging
-import math
 import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -38,8 +37,8 @@ from earlyeval.core.atomic import folder_lock, json_bytes, write_bytes
 from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.features.passref import PassReference, PassState, RunProfile
 from earlyeval.live.monitor import Monitor
-from earlyeval.modeling.anytime import cs_bounds, cs_lower_above, cs_upper_at_most
-from earlyeval.modeling.policy import CONTINUE, NEVER, SUCCESS, step_outcome
+from earlyeval.model.anytime import cs_bounds, cs_lower_above, cs_upper_at_most
+from earlyeval.model.policy import CONTINUE, NEVER, SUCCESS, step_outcome
 
 log = logging.getLogger(__name__)
 

@@ -32,11 +32,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from earlyeval.modeling.boostercheck import probe_enabled, safe_boosters
-from earlyeval.modeling.fastpredict import StackedPredictor
-from earlyeval.budget.config import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
-from earlyeval.budget.cqr import pair_for
-from earlyeval.budget.targets import SpendTracker, spend_feature_names, spend_features
+from earlyeval.model.boostercheck import probe_enabled, safe_boosters
+from earlyeval.model.fastpredict import StackedPredictor
+from earlyeval.model.budget import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
+from earlyeval.model.cqr import pair_for
+from earlyeval.model.budget import SpendTracker, spend_feature_names, spend_features
 
 log = logging.getLogger("earlyeval.live.monitor")  # the Monitor's logger: these messages are the Monitor's
 

@@ -31,19 +31,18 @@ import numpy as np
 
 from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.features import Featurizer, RunContext
-from earlyeval.modeling.policy import (CONTINUE, NEVER, SUCCESS, TASK_PRIOR, candidate_missing, check_halt_on, halt_rule,
+from earlyeval.model.policy import (CONTINUE, NEVER, SUCCESS, TASK_PRIOR, candidate_missing, check_halt_on, halt_rule,
                                       halting_pair,
                                       halts_on_failure, side_reason, step_outcome)
-from earlyeval.live.warm import fit_warm, labelled_runs
 from earlyeval.live.budget import DEFAULT_BUDGET_DIMS, halt_dims, load_live_budget
 from earlyeval.features.context import context_gaps, context_state
 from earlyeval.config.schema import parse_date
 from earlyeval.live.inputs import (BadStep, _index_of, as_step, as_task, clean_step, clean_task, complete_task, task_sources,
                                   task_table)
-from earlyeval.modeling.modeldir import ModelBundle, load_model_dir
-from earlyeval.core.trajectory import Step, Task, Trajectory
-from earlyeval.modeling.fastpredict import SingleRowPredictor
-from earlyeval.modeling.thresholds import override
+from earlyeval.model.modeldir import ModelBundle, load_model_dir
+from earlyeval.core.trajectory import Step, Task
+from earlyeval.model.fastpredict import SingleRowPredictor
+from earlyeval.model.thresholds import WarmStart, override
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +100,9 @@ class Monitor:
         self._platt_s = self.model.platt_["success"]
         self._platt_f = self.model.platt_.get("failure")
         self._mirror = "failure" not in self.model.boosters_
-        self._warm = self._shared.get("warm")  # set by warm_start(), inherited by the monitors spawned after it
+        self._warm: WarmStart | None = self._shared.get("warm")  # use_warm_start(), inherited by monitors spawned after it
         if self._warm is not None:
-            self.tau_s, self.tau_f = self._warm["success"], self._warm["failure"]
+            self.tau_s, self.tau_f = self._warm.success, self._warm.failure
         self._families = set(self.featurizer.family_names)
         self.tasks = task_table(tasks)
         self._logged: set[str] = set()  # context warnings already logged by this monitor (one line each, not per run)
@@ -122,7 +121,7 @@ class Monitor:
             A model directory written by ``earlyeval train``.
         thresholds : tuple, mapping or str, optional
             Halt with this (tau_s, tau_f) pair (or mapping, or "TS,TF") instead of the model's own, each
-            finite and in (0.5, 1] (``earlyeval.modeling.thresholds.override``).  The directory is not
+            finite and in (0.5, 1] (``earlyeval.model.thresholds.override``).  The directory is not
             changed; spawned monitors keep the override.
         require_signature : bool, default False
             Refuse a directory that is not signed with ``key`` (else ``$EARLYEVAL_MODEL_KEY`` /
@@ -155,33 +154,27 @@ class Monitor:
                        use_c_api=self._use_c_api, tasks=self.tasks, budget=self._use_budget,
                        halt_on_impossible=sorted(self.halt_on_impossible), halt_on=self.halt_on, _shared=self._shared)
 
-    def warm_start(self, runs: Iterable[Trajectory], tasks: Mapping[str, Task] | None = None,
-                   as_of: str | None = "", same_agent: str | None = None, recalibrate: bool = False,
-                   rule: str | None = None) -> dict[str, Any]:
-        """Adapt to a new agent from K of its finished, labelled runs (a warm start).
-
-        The runs are replayed through the model as it was loaded; ``thresholds.fit_warm_start`` then
-        certifies the current thresholds on them (the default ``rule="certify"``, ``modeling.certify``:
-        each side is lowered only as far as exact binomial tests at the training's confidence certify the
-        target recall, and both are raised only when the runs show the current pair misses it).
-        ``rule="check"``: issue 14's rule, raised until the runs support them, never lowered
-        (``recalibrate=True`` implies it: Platt refitted on them first).  From then on this monitor and every
-        monitor it spawns halt with the new thresholds.  Only these runs' labels are read.
-        ``as_of``/``same_agent`` as in ``score`` (the prior's date cutoff and an extra same-agent pattern).
-        Returns what was fitted (``selection``: the rule's decision, its tests and its guarantee)."""
-        runs = labelled_runs(runs)
-        base = Monitor(self.bundle, explain="never", use_c_api=self._use_c_api, tasks=self.tasks, budget=False,
+    def without_warm_start(self) -> "Monitor":
+        """A monitor on the same loaded model and predictors without any warm start, budget or explanation: what a
+        warm start replays its runs through (``earlyeval.fitting.warm.warm_start``)."""
+        return Monitor(self.bundle, explain="never", use_c_api=self._use_c_api, tasks=self.tasks, budget=False,
                        _shared={**self._shared, "warm": None})
-        cal, th = fit_warm(base, runs, {**self.tasks, **dict(tasks or {})}, (self.tau_s, self.tau_f), as_of, same_agent,
-                           recalibrate, rule)
-        self._warm = {"success": float(th["success"]), "failure": float(th["failure"]), "calibration": cal,
-                      "runs": [t.run_id for t in runs]}
-        # this monitor's own copy (the predictors in it still shared): monitors it spawns from now on inherit the
-        # warm start, its parent and siblings -- and those they spawn -- keep their thresholds
-        self._shared = {**self._shared, "warm": self._warm}
-        self.tau_s, self.tau_f = self._warm["success"], self._warm["failure"]
-        return {"runs": len(runs), "recalibration": {"a": cal.a, "b": cal.b}, "thresholds": self.thresholds,
-                "selection": {k: v for k, v in th.items() if k not in ("success", "failure")}}
+
+    def use_warm_start(self, warm: WarmStart) -> dict[str, Any]:
+        """Halt with a warm start's thresholds, and its recalibration of P(success), from now on.
+
+        ``warm`` is what ``earlyeval.fitting.warm.warm_start`` fitted on K finished, labelled runs of the new agent
+        (docs/monitor.md, "Warm start").  This monitor and every monitor it spawns from now on use it; its parent
+        and siblings, and those they spawn, keep their thresholds.  Returns what was fitted (``selection``: the
+        rule's decision, its tests and its guarantee)."""
+        if not isinstance(warm, WarmStart):
+            raise TypeError(f"use_warm_start takes a model.thresholds.WarmStart, not {type(warm).__name__}")
+        self._warm = warm
+        # this monitor's own copy (the predictors in it still shared)
+        self._shared = {**self._shared, "warm": warm}
+        self.tau_s, self.tau_f = warm.success, warm.failure
+        return {"runs": len(warm.runs), "recalibration": {"a": warm.calibration.a, "b": warm.calibration.b},
+                "thresholds": self.thresholds, "selection": dict(warm.selection)}
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -407,7 +400,7 @@ class Monitor:
         ms = float(self._pred["success"](x))
         ps = float(self._platt_s(ms)) if math.isfinite(ms) else math.nan
         if self._warm is not None:  # warm start: recalibrated as adapt.recalibrated does offline
-            ps = float(self._warm["calibration"](np.asarray(ps))) if math.isfinite(ps) else math.nan
+            ps = float(self._warm.calibration(np.asarray(ps))) if math.isfinite(ps) else math.nan
             return ps, 1.0 - ps
         if self._mirror:
             return ps, 1.0 - ps

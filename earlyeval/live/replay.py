@@ -1,8 +1,7 @@
 """Replaying a finished run through a Monitor, step by step, as a live loop would feed it.
 
-The live layer's own replay: ``earlyeval score`` (a folder of someone else's runs) and
-``Monitor.warm_start`` (K finished runs of a new agent) both call it, so neither imports the other
-and the live path needs nothing from the offline evaluation.
+The live layer's own replay: ``earlyeval score`` (a folder of someone else's runs) and the warm start
+(``fitting.warm``: K finished runs of a new agent) both call it.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from typing import Any
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.features import RunContext
 from earlyeval.features.prior import default_match_patterns
-from earlyeval.modeling.metrics import RunSet, runset_of_runs
 
 
 def run_context(traj: Trajectory, task: Task | None, as_of: str | None = "", same_agent: str | None = None) -> RunContext:
@@ -67,17 +65,3 @@ def replay(monitor: Any, traj: Trajectory, task: Task | None, as_of: str | None 
         "p_failure": pf,
     }
     return rec
-
-
-def runset_of(trajs: list[Trajectory], records: list[dict[str, Any]]) -> RunSet:
-    """A metrics.RunSet of the labelled runs, by ``metrics.runset_of_runs`` (the offline evaluation's own builder)."""
-    lab = [(t, r) for t, r in zip(trajs, records) if _scorable(t, r)]
-    for t, r in lab:
-        if len(r["p_success"]) != max(len(t.steps) - 1, 0):
-            raise RuntimeError(f"replay gave {len(r['p_success'])} prefix predictions for run {t.run_id} of {len(t.steps)} steps")
-    return runset_of_runs([t for t, _ in lab], [r["p_success"] for _, r in lab], [r["p_failure"] for _, r in lab])
-
-
-def _scorable(t: Trajectory, rec: dict[str, Any]) -> bool:
-    """Labelled, and every prefix has probabilities (a fail-open step has none)."""
-    return t.outcome is not None and not rec["errors"]

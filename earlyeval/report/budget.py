@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from earlyeval.features import fold_free
-from earlyeval.modeling.metrics import auroc, class_f1, interval_coverage, interval_width, macro_f1, weighted_quantile
+from earlyeval.fitting.metrics import auroc, class_f1, interval_coverage, interval_width, macro_f1, weighted_quantile
 from earlyeval.budget.config import SMALL, BudgetConfig
-from earlyeval.budget.cqr import from_z, pair_for
+from earlyeval.model.cqr import from_z, pair_for
 from earlyeval.evaluation.budget import BudgetRun, DimResult
 from earlyeval.budget.online import NOTE, ONLINE_MIN_RUNS, ONLINE_SEED, online_block
 from earlyeval.budget.stopping import StopSet, cap_halts, halt_index, make_stopset, one_run, select_tau, stop_stats

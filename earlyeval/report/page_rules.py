@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from earlyeval.modeling.policy import NEVER
+from earlyeval.model.policy import NEVER
 from earlyeval.report.html import agent_cell, esc, fnum, legend, note, num, pct, signed, table, usd
 from earlyeval.report.page_inputs import Inputs, small_agents
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from earlyeval.core import atomic
-from earlyeval.modeling.metrics import TASK_SKIP_T, halting
+from earlyeval.fitting.metrics import TASK_SKIP_T, halting
 from earlyeval.config.workspace import features_dir, reports_dir
 from earlyeval.report.html import CSS, agent_cell, esc, fnum, legend, missed, note, num, pct, png, signed, table
 from earlyeval.report.html import pyplot as _plt

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from earlyeval.modeling.policy import TASK_PRIOR
+from earlyeval.model.policy import TASK_PRIOR
 from earlyeval.report.reporting import legend
 
 

@@ -26,7 +26,7 @@ from earlyeval.evaluation.evaluate import EvalConfig, Fitted, FoldRunner, inner_
 from earlyeval.evaluation.fit_plan import scaffold_groups
 from earlyeval.scale.cluster import result_of
 from earlyeval.features import family_class
-from earlyeval.modeling.metrics import RunSet
+from earlyeval.fitting.metrics import RunSet
 
 log = logging.getLogger(__name__)
 

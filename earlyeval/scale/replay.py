@@ -5,7 +5,7 @@ be readable there) with the driver's checks: the same ``require_signature`` (the
 worker's environment too), and then the ``pin`` the driver's load gave (``signature.pin_of``: its ``manifest_hash``, which
 covers every file's hash, and its thresholds) must match, or the task fails with a ``ModelDirError`` and the verb
 with it: a directory edited or swapped after the driver's check is never used.  It applies the same threshold override and, for a warm start, replays the same warm runs
-first (``Monitor.warm_start`` is deterministic), so its monitor is in the driver's state; every run is
+first (``fitting.warm.warm_start`` is deterministic), so its monitor is in the driver's state; every run is
 then replayed by ``replay.replay`` exactly as in-process.  A monitor resets between runs, so which worker
 replays a run does not change its record; the records come back in run order.
 """
@@ -24,8 +24,9 @@ from earlyeval.core.errors import ClusterError, ModelDirError, SettingError
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
-from earlyeval.modeling.signature import check_pin
+from earlyeval.model.signature import check_pin
 from earlyeval.scale.cluster import LOST, task_tries
+from earlyeval.fitting.warm import warm_start
 
 log = logging.getLogger(__name__)
 RUNS_PER_TASK = 32
@@ -55,7 +56,7 @@ def _monitor(model_dir: str, thresholds: Any, warm: list[Trajectory] | None, tas
                                "give the workers the key in their environment)") from None
         check_pin(mon.bundle, pin, model_dir)
         if warm:
-            mon.warm_start(warm, tasks, as_of=as_of, same_agent=same_agent, rule=warm_rule)
+            mon.use_warm_start(warm_start(mon, warm, tasks, as_of=as_of, same_agent=same_agent, rule=warm_rule))
         cache[key] = mon
     return mon
 

@@ -35,8 +35,8 @@ from lightgbm.dask import DaskLGBMClassifier
 
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, Fitted
-from earlyeval.modeling.metrics import auroc
-from earlyeval.modeling.model import OutcomeModel
+from earlyeval.fitting.metrics import auroc
+from earlyeval.fitting.estimator import OutcomeModel
 from earlyeval.scale.cluster import workers_of
 from earlyeval.scale.folds import FoldPlan, FoldResult, PrefetchedRunner, _inner
 

@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from earlyeval.modeling.metrics import NEVER, RunSet, apply_policy
+from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy
 from earlyeval.config.prices import RunCost
 
 log = logging.getLogger(__name__)

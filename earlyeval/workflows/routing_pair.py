@@ -10,11 +10,11 @@ import numpy as np
 from earlyeval.config.prices import RunCost
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_exclusion
-from earlyeval.modeling.thresholds import choose_thresholds
+from earlyeval.fitting.thresholds import choose_thresholds
 from earlyeval.features import Featurizer, build_family
 from earlyeval.features.base import RunContext
 from earlyeval.features.prior import PriorFamily, default_match_patterns
-from earlyeval.modeling.metrics import RunSet
+from earlyeval.fitting.metrics import RunSet
 from earlyeval.workflows.routing import Pair
 
 

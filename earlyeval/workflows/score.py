@@ -51,18 +51,19 @@ from earlyeval.workflows.score_checks import (nothing_read, bench_check, catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError, NothingScoredError, ScoreRefusedError, WriteError
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.live.replay import _scorable, replay, run_context, runset_of
-from earlyeval.modeling.overlap import training_overlap
-from earlyeval.modeling.signature import pin_of
+from earlyeval.live.replay import replay, run_context
+from earlyeval.fitting.warm import _scorable, runset_of, warm_start as fit_warm  # warm_start: score_runs' K option
+from earlyeval.model.overlap import training_overlap
+from earlyeval.model.signature import pin_of
 from earlyeval.workflows.score_csv import csv_text
 from earlyeval.workflows.score_pass import pass_block, pass_inconsistent, replay_pass
 from earlyeval.config.prices import PriceError, run_cost
 from earlyeval.evaluation.blocks import agent_block, pooled_block
-from earlyeval.modeling.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
+from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
 from earlyeval.ingest import FORMATS, discover, format_facts, format_module, ingest_run
-from earlyeval.modeling.metrics import apply_policy, outcome_metrics
-from earlyeval.modeling.thresholds import WarmStartRule
-from earlyeval.modeling.thresholds import source_of
+from earlyeval.fitting.metrics import apply_policy, outcome_metrics
+from earlyeval.fitting.thresholds import WarmStartRule
+from earlyeval.model.thresholds import source_of
 from earlyeval.live.monitor import Monitor
 from earlyeval.workflows.sweep import frontier
 
@@ -268,7 +269,7 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
     ``run_context``.  ``data_root``: where catalog run folders are (default ``config.workspace.data_root``).
     ``force``: replace a score.json of other runs in the output folder; ``cross_bench``: score runs of
     another benchmark than the model's (refused otherwise).  ``warm_start`` K:
-    K labelled runs (a seeded random draw) are completed first and used by ``Monitor.warm_start`` (rule
+    K labelled runs (a seeded random draw) are completed first and used by ``fitting.warm.warm_start`` (rule
     ``warm_rule``: "certify", the default, or "check"); the rest is halted with the thresholds it gives;
     the metrics count every run, the warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
     (``Monitor.load``).  ``what_if_taus``: also the frontier over this grid (True: the model's own
@@ -396,7 +397,7 @@ def _checked_options(runs_path: str | Path, fmt: str, as_of: str | None, warm_st
 def _warm_runs(mon: Any, trajs: list[Trajectory], warm_start: int, seed: int, tasks_by_id: dict[str, Task],
                cutoff: str | None, same_agent: str | None, warm_rule: str,
                runs_path: str | Path) -> tuple[list[Trajectory], dict[str, Any] | None]:
-    """The K labelled runs completed first (a seeded draw) and what ``Monitor.warm_start`` fitted on them."""
+    """The K labelled runs completed first (a seeded draw) and what ``fitting.warm.warm_start`` fitted on them."""
     if not warm_start:
         return [], None
     lab = [t for t in trajs if t.outcome is not None]
@@ -404,7 +405,7 @@ def _warm_runs(mon: Any, trajs: list[Trajectory], warm_start: int, seed: int, ta
         raise ValueError(f"--warm-start {warm_start}: only {len(lab)} labelled runs under {runs_path}")
     pick = np.random.default_rng(seed).choice(len(lab), size=warm_start, replace=False)
     warm_runs = [lab[i] for i in sorted(pick)]
-    warm_info = mon.warm_start(warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent, rule=warm_rule)
+    warm_info = mon.use_warm_start(fit_warm(mon, warm_runs, tasks_by_id, as_of=cutoff, same_agent=same_agent, rule=warm_rule))
     warm_info["run_ids"] = sorted({t.run_id for t in warm_runs})
     return warm_runs, warm_info
 

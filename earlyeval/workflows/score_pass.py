@@ -23,7 +23,7 @@ from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.benchpass import Pass, run_on_workers, would_halt
 from earlyeval.live.benchpass import pass_order as order_of
 from earlyeval.live.replay import replay
-from earlyeval.modeling.policy import halting_pair
+from earlyeval.model.policy import halting_pair
 
 ORDER_RULE = "numpy default_rng(seed).permutation of the runs sorted by run id"
 

@@ -26,9 +26,9 @@ import pandas as pd
 from earlyeval.core.atomic import savefig
 from earlyeval.core.atomic import atomic_path
 from earlyeval.evaluation.adapt import warm_split
-from earlyeval.modeling.thresholds import fit_recalibration, recalibrated
-from earlyeval.modeling.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
-from earlyeval.modeling.metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
+from earlyeval.fitting.thresholds import fit_recalibration, recalibrated
+from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
+from earlyeval.fitting.metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import features_dir, reports_dir
 

@@ -26,7 +26,7 @@ from earlyeval.config.workspace import reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
-from earlyeval.modeling.thresholds import choose_thresholds
+from earlyeval.fitting.thresholds import choose_thresholds
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 from earlyeval.core.atomic import write_json

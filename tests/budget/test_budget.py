@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from earlyeval.budget.config import ALPHAS, BudgetConfig, SMALL
-from earlyeval.budget.cqr import corrected_quantiles, fix_crossing, quantile_cdf
+from earlyeval.model.cqr import corrected_quantiles, fix_crossing, quantile_cdf
 from earlyeval.evaluation.budget import run_budget
 from earlyeval.budget.quantiles import BudgetEstimator, conformal_quantile, CrossConformalQuantiles, QuantileRegressor
 from earlyeval.report.budget import budget_report
 from earlyeval.budget.targets import dim_targets, run_usage
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
-from earlyeval.modeling.metrics import interval_coverage, weighted_quantile
+from earlyeval.fitting.metrics import interval_coverage, weighted_quantile
 from earlyeval.core.trajectory import Action, Step, Trajectory
 
 KINDS = [("bash", "ls -la", "view"), ("bash", "grep -rn foo .", "search"), ("bash", "sed -i s/a/b/ x.py", "edit"),

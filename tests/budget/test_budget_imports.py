@@ -1,4 +1,4 @@
-"""The budget package's structure: the live path stays light, the modules form a strict order, no lazy imports."""
+"""The budget package's structure: the live path loads none of it, the modules form a strict order, no lazy imports."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import earlyeval.budget
 
 PKG = Path(earlyeval.budget.__file__).parent
 # the budget maths, bottom to top (docs/architecture.md lists them): a module may import only modules before it.
-# The live intervals are earlyeval.live.budget; the LOAO, calibration and shipping earlyeval.evaluation.budget*;
-# budget.json and its plots earlyeval.report.budget*.
-ORDER = ["config", "targets", "cqr", "quantiles", "baseline", "stopping", "online"]
-LIVE_BELOW = ORDER[:3]  # what the live budget may import of this package
+# The live intervals are earlyeval.live.budget, on earlyeval.model.budget and earlyeval.model.cqr (the runtime
+# imports nothing of this package); the LOAO, calibration and shipping earlyeval.evaluation.budget*; budget.json
+# and its plots earlyeval.report.budget*.
+ORDER = ["config", "targets", "quantiles", "baseline", "stopping", "online"]
 OFFLINE_EARLYEVAL = ["earlyeval.evaluation", "earlyeval.report", "earlyeval.workflows", "earlyeval.app",
-                     *(f"earlyeval.budget.{m}" for m in ORDER[3:])]
+                     "earlyeval.budget", "earlyeval.fitting"]
 OFFLINE = ["pandas", "sklearn", "scipy", "matplotlib", *OFFLINE_EARLYEVAL]
 
 
@@ -28,11 +28,11 @@ def _loaded(code: str) -> set[str]:
 
 
 def test_live_budget_modules_load_no_offline_stack():
-    """With ``earlyeval.modeling.fastpredict`` stubbed out (it imports lightgbm, which itself imports pandas and
+    """With ``earlyeval.model.fastpredict`` stubbed out (it imports lightgbm, which itself imports pandas and
     sklearn), importing the live budget loads none of pandas, sklearn, lightgbm or the offline modules."""
     mods = _loaded("import sys, types\n"
-                   "stub = types.ModuleType('earlyeval.modeling.fastpredict'); stub.StackedPredictor = object\n"
-                   "sys.modules['earlyeval.modeling.fastpredict'] = stub\n"
+                   "stub = types.ModuleType('earlyeval.model.fastpredict'); stub.StackedPredictor = object\n"
+                   "sys.modules['earlyeval.model.fastpredict'] = stub\n"
                    "import earlyeval.live.budget")
     assert "earlyeval.live.budget" in mods
     bad = sorted(m for m in mods if any(m == b or m.startswith(b + ".") for b in [*OFFLINE, "lightgbm"]))
@@ -74,7 +74,7 @@ def test_budget_modules_import_only_downwards_and_never_lazily():
         assert upward == [], f"budget/{m}.py imports {upward}, which are not below it"
         src = (PKG / f"{m}.py").read_text()
         assert "earlyeval.app" not in src and "earlyeval.live" not in src and "earlyeval.evaluation" not in src
-    # the check reads real imports: stopping imports targets, quantiles imports config, cqr and targets
+    # the check reads real imports: stopping imports targets, quantiles imports config and targets
     assert _imports(PKG / "quantiles.py")[0] and "targets" in _imports(PKG / "stopping.py")[0]
     body = ast.parse((PKG / "__init__.py").read_text()).body
     assert len(body) == 1 and isinstance(body[0], ast.Expr), "budget/__init__.py is its docstring only (imports nothing)"

@@ -16,17 +16,19 @@ import numpy as np
 import pytest
 
 from earlyeval.evaluation.budget_calibration import agent_folds, choose_budget, holdout_groups
-from earlyeval.budget.config import BudgetConfig, DIMENSIONS, SHIPPED_FORMAT, SMALL
+from earlyeval.budget.config import BudgetConfig, SMALL
+from earlyeval.model.budget import DIMENSIONS, SHIPPED_FORMAT
 from earlyeval.evaluation.budget import run_budget
 from earlyeval.live.budget import _interp, LiveBudget
 from earlyeval.evaluation.budget_shipped import fit_shipped, predict_prefixes
-from earlyeval.budget.targets import dim_targets, spend_features, SpendTracker
+from earlyeval.budget.targets import dim_targets
+from earlyeval.model.budget import SpendTracker, spend_features
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.core.errors import ModelDirError
 from earlyeval.evaluation.evaluate import FoldRunner
-from earlyeval.modeling.fastpredict import StackedPredictor
+from earlyeval.model.fastpredict import StackedPredictor
 from earlyeval.features import Featurizer, RunContext, build_family
-from earlyeval.modeling.modeldir import ModelBundle, load_model_dir, read_manifest, save_model_dir
+from earlyeval.model.modeldir import ModelBundle, load_model_dir, read_manifest, save_model_dir
 from earlyeval.live.monitor import Monitor
 from earlyeval.core.trajectory import Action, Step, Trajectory
 from test_budget import _cfgs, _synthetic
@@ -330,7 +332,7 @@ def test_stacked_predictor_equals_each_booster_and_falls_back(monkeypatch):
     sp = StackedPredictor(boosters, maps, 6)
     assert sp.kind == "stacked"
     assert_same_number(np.asarray([sp(r) for r in R]), ref)  # one stacked K-class model vs K boosters
-    import earlyeval.modeling.fastpredict as fp
+    import earlyeval.model.fastpredict as fp
 
     monkeypatch.setattr(fp, "stack_boosters", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no")))
     sep = StackedPredictor(boosters, maps, 6)

@@ -17,7 +17,7 @@ from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import (BUILTIN_FAMILIES, FAMILIES, FOLD_FITTED, FOLD_FREE, FeatureNamesError, Featurizer,
                                 RunContext, bind_values, build_family, family_class, fold_fitted, fold_free)
 from earlyeval.ingest import FORMAT_MODULES, FORMATS, format_module, parse_files
-from earlyeval.modeling.modeldir import ModelBundle, load_model_dir, save_model_dir
+from earlyeval.model.modeldir import ModelBundle, load_model_dir, save_model_dir
 from earlyeval.features.context import context_absent_counts, context_gaps
 from earlyeval.live.monitor import Monitor
 from earlyeval.config.plugins import load_object

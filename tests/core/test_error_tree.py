@@ -16,7 +16,7 @@ def test_every_exception_class_is_an_earlyeval_error():
 def test_the_builtin_bases_stay():
     from earlyeval.config.prices import PriceError
     from earlyeval.live.inputs import BadStep
-    from earlyeval.modeling.lgbm_capi import LightGBMCError
+    from earlyeval.model.lgbm_capi import LightGBMCError
 
     assert issubclass(PriceError, ValueError) and issubclass(BadStep, ValueError)
     assert issubclass(LightGBMCError, RuntimeError)

@@ -16,16 +16,17 @@ from earlyeval.evaluation.adapt import warm_split
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.evaluation.evaluate import EvalConfig
 from earlyeval.evaluation.warm_start import warm_policy_metrics, warm_start_block
-from earlyeval.modeling.thresholds import fit_warm_start
+from earlyeval.fitting.thresholds import fit_warm_start
 from earlyeval.workflows.export import export_runs
 from earlyeval.features import RunContext, build_family
 from earlyeval.features.peer import PeerTable
 from earlyeval.features.prior import PriorTable, default_match_patterns
-from earlyeval.modeling.metrics import evaluate_policy
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.fitting.metrics import evaluate_policy
+from earlyeval.model.modeldir import save_model_dir
 from earlyeval.live.monitor import Monitor
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
 from earlyeval.core.trajectory import Task
+from earlyeval.fitting.warm import warm_start
 
 DATED = {
     "own_early": ("2024-01-05", "20240105mytoolgpt4o"),
@@ -150,7 +151,7 @@ def test_peer_prior_uses_only_agents_dated_before_the_run():
 # ------------------------------------------------------------------ warm start
 
 def _runset(seed: int = 0):
-    from earlyeval.modeling.metrics import RunSet
+    from earlyeval.fitting.metrics import RunSet
 
     rng = np.random.default_rng(seed)
     y = (rng.random(120) < 0.35).astype(int)
@@ -187,7 +188,7 @@ def test_warm_start_never_sees_a_label_outside_its_k_runs():
 
 
 def test_check_rule_only_makes_given_thresholds_more_cautious():
-    """The checking rule (issue 14; the certifying default is tests/modeling/test_warm_certify.py): the result is
+    """The checking rule (issue 14; the certifying default is tests/fitting/test_warm_certify.py): the result is
     never below the label-free thresholds on either side, stays at them when the warm runs support them, and
     rises when the warm runs contradict them."""
     rs = _runset(2)
@@ -216,7 +217,7 @@ def test_warm_runs_are_paid_in_full():
     cal, th = fit_warm_start(rs.subset(warm), cfg, rule="check")  # thresholds picked on the warm runs: some savings
     m = warm_policy_metrics(rs, warm, cal, th, cfg)
     # the same policy on the rest alone, rescaled: savings over all runs, warm runs adding steps but no savings
-    from earlyeval.modeling.thresholds import recalibrated
+    from earlyeval.fitting.thresholds import recalibrated
 
     rest = evaluate_policy(recalibrated(rs.subset(~warm), cal), th["success"], th["failure"], cfg.min_halt_step)
     assert m["steps_saved"] == pytest.approx(rest["steps_saved"] * rs.T[~warm].sum() / rs.T.sum(), abs=1e-12)
@@ -278,7 +279,7 @@ def test_score_warm_start_equals_offline_warm_start(scored):
     assert len(warm_ids) == 8
     assert all(not r["halted"] for r in rep["per_run"] if r["run_id"] in warm_ids)
     # offline: the same K runs, fit_warm_start, warm runs at full cost
-    from earlyeval.modeling.metrics import RunSet
+    from earlyeval.fitting.metrics import RunSet
 
     _, ps = _offline(b, trajs, tasks, "")
     rs = RunSet([t.agent for t in trajs], [t.run_id for t in trajs], np.asarray([t.outcome for t in trajs]),
@@ -303,8 +304,8 @@ def test_monitor_warm_start_refuses_unlabelled_and_spawns_keep_it(scored):
     runs = copy.deepcopy(scored["trajs"][:6])
     runs[0].outcome = None
     with pytest.raises(ValueError, match="labelled"):
-        mon.warm_start(runs)
-    info = mon.warm_start(scored["trajs"][:10], scored["tasks"])
+        mon.use_warm_start(warm_start(mon, runs))
+    info = mon.use_warm_start(warm_start(mon, scored["trajs"][:10], scored["tasks"]))
     assert info["runs"] == 10
     child = mon.spawn()
     assert child.thresholds == mon.thresholds
@@ -318,7 +319,7 @@ def test_monitor_warm_start_refuses_unlabelled_and_spawns_keep_it(scored):
     assert raw.observe(t.steps[0]).p_success == d1.p_success  # the default warm start does not recalibrate
     assert mon.thresholds["success"] >= raw.thresholds["success"] and mon.thresholds["failure"] >= raw.thresholds["failure"]
     recal = Monitor.load(scored["model"])
-    recal.warm_start(scored["trajs"][:10], scored["tasks"], recalibrate=True)
+    recal.use_warm_start(warm_start(recal, scored["trajs"][:10], scored["tasks"], recalibrate=True))
     recal.start_context(RunContext.of(t, scored["tasks"].get(t.task_id), as_of=""), t.run_id)
     assert recal.observe(t.steps[0]).p_success != d1.p_success  # Platt refitted on the warm runs
 

@@ -9,8 +9,8 @@ import pytest
 
 from earlyeval.evaluation.pass_sim import pass_block, pass_metrics, pass_pooled, simulate_pass
 from earlyeval.live.benchpass import audited, certify_pass, run_on_workers, would_halt
-from earlyeval.modeling.metrics import RunSet
-from earlyeval.modeling.policy import NEVER
+from earlyeval.fitting.metrics import RunSet
+from earlyeval.model.policy import NEVER
 
 
 def _agent(seed: int = 0, n: int = 300, noise: float = 0.15) -> RunSet:
@@ -116,7 +116,7 @@ def test_pass_blocks_are_deterministic_and_count_audited_runs_at_full_cost():
 
 
 def test_the_one_tail_decisions_agree_with_the_bisected_bounds():
-    from earlyeval.modeling.anytime import cs_bounds, cs_lower_above, cs_upper_at_most
+    from earlyeval.model.anytime import cs_bounds, cs_lower_above, cs_upper_at_most
 
     checked = 0
     for n in (1, 5, 40, 200, 900):

@@ -10,7 +10,7 @@ import pytest
 from earlyeval.core.trajectory import Action, Task, Trajectory, make_step
 from earlyeval.evaluation.evaluate import EvalConfig, run_loao
 from earlyeval.evaluation.guard import guard_config
-from earlyeval.modeling.metrics import auroc
+from earlyeval.fitting.metrics import auroc
 from synth import SMALL_LGBM, make_dataset
 
 AGENTS = ("agent-a", "agent-b", "agent-c", "agent-d", "agent-e")

@@ -11,7 +11,7 @@ import pytest
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, run_loao
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.peer import PeerPriorFamily
-from earlyeval.modeling.modeldir import load_model_dir
+from earlyeval.model.modeldir import load_model_dir
 from earlyeval.live.monitor import Monitor
 from earlyeval.app.pipeline import train_bench
 from earlyeval.core.trajectory import Action, Trajectory, make_step

@@ -16,7 +16,7 @@ from earlyeval.features import Featurizer, RunContext
 from earlyeval.features.passref import MIN_REFERENCE, PassFamily, PassReference, RunProfile, profile_of
 from earlyeval.live.benchpass import Pass, audited, pass_order, run_on_workers
 from earlyeval.live.monitor import Monitor
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.model.modeldir import save_model_dir
 
 
 def _ref(steps, first_edit, tests):

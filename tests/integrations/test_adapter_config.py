@@ -8,7 +8,7 @@ import pytest
 
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.model.modeldir import save_model_dir
 
 TH = {"success": 0.8, "failure": 0.85, "min_halt_step": 2}
 
@@ -61,10 +61,10 @@ def test_thresholds_override(model_dir, tmp_path):
 
 
 def test_config_schema_halt_on_is_the_policy_halt_on():
-    """The adapter block's schema (config layer, below modeling) spells HALT_ON out: the two stay equal, and a
+    """The adapter block's schema (config layer, below model) spells HALT_ON out: the two stay equal, and a
     bad value is a ConfigError naming the key."""
     from earlyeval.config import schema
-    from earlyeval.modeling.policy import HALT_ON
+    from earlyeval.model.policy import HALT_ON
 
     assert tuple(schema.ADAPTER.fields["halt_on"].choices) == tuple(HALT_ON)
     with pytest.raises(ConfigError, match="halt_on"):

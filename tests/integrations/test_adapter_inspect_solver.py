@@ -32,7 +32,7 @@ from inspect_ai.tool import tool  # noqa: E402
 
 from _inspect_helpers import dist_info, task_file  # noqa: E402
 from _monitor_helpers import ALWAYS_FAIL, NEVER_HALT, constant_model, make_runs, make_tasks, train_bundle  # noqa: E402
-from earlyeval.modeling.modeldir import save_model_dir  # noqa: E402
+from earlyeval.model.modeldir import save_model_dir  # noqa: E402
 
 # in process, register the solver by importing the extension module (this test venv's earlyeval
 # metadata may predate the entry point); the CLI test below resolves it through the entry point alone

@@ -254,7 +254,7 @@ def test_persisted_conversation_read_back_gives_the_live_steps_features_and_prob
     from earlyeval.config.catalog import RunSpec
     from earlyeval.core.trajectory import Task
     from earlyeval.ingest import openhands_conversation as oc
-    from earlyeval.modeling.modeldir import save_model_dir
+    from earlyeval.model.modeldir import save_model_dir
     from earlyeval.live.monitor import Monitor
     from earlyeval.live.replay import run_context
 

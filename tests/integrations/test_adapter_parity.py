@@ -37,8 +37,8 @@ from _usage_parity import RecordingMonitor
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.features import Featurizer, RunContext, build_family
 import earlyeval.ingest as ingest_mod
-from earlyeval.modeling.model import OutcomeModel
-from earlyeval.modeling.modeldir import ModelBundle
+from earlyeval.fitting.estimator import OutcomeModel
+from earlyeval.model.modeldir import ModelBundle
 from earlyeval.live.monitor import Monitor
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.tables.tasks import load_tasks
@@ -271,7 +271,7 @@ def _small_model(trajs: list[Trajectory], ctxs: list[RunContext]) -> ModelBundle
 @pytest.fixture(scope="module")
 def tau2(tmp_path_factory):
     pytest.importorskip("inspect_ai")
-    from earlyeval.modeling.modeldir import save_model_dir
+    from earlyeval.model.modeldir import save_model_dir
 
     _, spec, files, fmt = _ingest("tau2", TAU2_SOLO)
     [path] = files

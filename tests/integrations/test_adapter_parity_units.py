@@ -24,7 +24,7 @@ import earlyeval.ingest as ingest_mod
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.features import RunContext
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.model.modeldir import save_model_dir
 from earlyeval.live.monitor import Monitor
 
 FX = _paths.FIXTURES

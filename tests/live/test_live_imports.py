@@ -18,6 +18,9 @@ import pytest
 from _monitor_helpers import save_tiny
 
 HEAVY = ("pandas", "sklearn", "lightgbm", "scipy", "pyarrow")
+# the package's own code above the runtime (issue 30): never loaded by a monitored process
+OFFLINE = ("earlyeval.fitting", "earlyeval.budget", "earlyeval.evaluation", "earlyeval.workflows", "earlyeval.report",
+           "earlyeval.scale", "earlyeval.app")
 ROOT = _paths.REPO
 
 
@@ -25,10 +28,13 @@ def _run(code: str) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["offline"] == [], f"the runtime loaded fitting or offline code: {got['offline']}"
+    return got
 
 
-_REPORT = "import json, sys; print(json.dumps({'heavy': [m for m in %r if m in sys.modules], 'n': len(sys.modules)}))" % (HEAVY,)
+_REPORT = ("import json, sys; print(json.dumps({'heavy': [m for m in %r if m in sys.modules], 'n': len(sys.modules), "
+           "'offline': sorted(m for m in sys.modules if m.startswith(%r))}))" % (HEAVY, OFFLINE))
 
 
 def test_import_monitor_loads_no_pandas_no_sklearn():
@@ -69,7 +75,7 @@ def test_monitor_with_budget_stays_light():
 
 def test_a_pass_monitor_observe_and_audited_finish_stay_light(tmp_path):
     """issue 28: a Pass (its monitors, a graded audit finish and the certification it triggers) keeps the live path
-    free of scipy and pyarrow (the binomial tails are pure math, earlyeval.modeling.anytime)."""
+    free of scipy and pyarrow (the binomial tails are pure math, earlyeval.model.anytime)."""
     path, *_ = save_tiny(tmp_path / "m", n=60)
     code = (f"from earlyeval.live.benchpass import Pass\n"
             f"from earlyeval.core.trajectory import Action, make_step\n"

@@ -12,9 +12,9 @@ import pytest
 from _monitor_helpers import both_sides, make_runs, make_tasks, quantile_thresholds, train_bundle
 from earlyeval.core.decision import Decision
 from earlyeval.integrations.base import EarlyStopper, StepMonitor
-from earlyeval.modeling.metrics import halting
-from earlyeval.modeling.modeldir import save_model_dir
-from earlyeval.modeling.outcome import split_proba
+from earlyeval.fitting.metrics import halting
+from earlyeval.model.modeldir import save_model_dir
+from earlyeval.model.outcome import split_proba
 from earlyeval.live.monitor import Monitor, as_step
 from earlyeval.core.trajectory import Action, Step, make_step
 
@@ -91,7 +91,7 @@ def test_halts_exactly_where_metrics_halting_does(trained):
 
 def test_no_halt_before_min_halt_step(trained, tmp_path):
     b = trained["bundle"]
-    from earlyeval.modeling.modeldir import ModelBundle
+    from earlyeval.model.modeldir import ModelBundle
 
     low = ModelBundle(b.featurizer, b.model, {"success": 0.0, "failure": 0.0, "min_halt_step": 4}, b.training)
     mon = Monitor(low)
@@ -297,7 +297,7 @@ def test_task_table_completes_a_task_known_only_by_id(trained):
 def test_halt_on_halts_where_the_rule_does_on_the_halting_pair(trained, halt_on):
     """Monitor(halt_on=...) halts exactly where the rule halts on policy.halting_pair (an off side never halts),
     spawned monitors keep the setting, and every Decision reports it."""
-    from earlyeval.modeling.policy import halting_pair
+    from earlyeval.model.policy import halting_pair
 
     mon = Monitor.load(trained["dir"], halt_on=halt_on).spawn()
     assert mon.halt_on == halt_on
@@ -350,7 +350,7 @@ def test_a_due_success_halt_waits_for_a_candidate_patch(trained):
 
 
 def test_halt_on_is_checked():
-    from earlyeval.modeling.policy import check_halt_on
+    from earlyeval.model.policy import check_halt_on
 
     with pytest.raises(ValueError, match=r"halt_on: 'never' is not one of failure, success, both"):
         check_halt_on("never")

@@ -14,9 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from earlyeval.budget.config import BudgetConfig, DIMENSIONS
+from earlyeval.budget.config import BudgetConfig
+from earlyeval.model.budget import DIMENSIONS
 from earlyeval.evaluation.budget_shipped import predict_prefixes
-from earlyeval.budget.targets import dim_targets, free_opening_agents, SpendTracker
+from earlyeval.budget.targets import dim_targets, free_opening_agents
+from earlyeval.model.budget import SpendTracker
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import models_dir
 from earlyeval.evaluation.dataset import load_dataset

@@ -31,10 +31,10 @@ from earlyeval.config.workspace import models_dir
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.prior import PriorTable
 from earlyeval.features.text import TokenCache
-from earlyeval.modeling.metrics import apply_policy
-from earlyeval.modeling.outcome import split_proba
-from earlyeval.modeling.model import OutcomeModel
-from earlyeval.modeling.modeldir import ModelBundle, save_model_dir
+from earlyeval.fitting.metrics import apply_policy
+from earlyeval.model.outcome import split_proba
+from earlyeval.fitting.estimator import OutcomeModel
+from earlyeval.model.modeldir import ModelBundle, save_model_dir
 from earlyeval.features.context import context_absent_counts
 from earlyeval.live.monitor import Monitor
 from earlyeval.evaluation.pass_refs import training_references

@@ -14,8 +14,8 @@ from _monitor_helpers import ALWAYS_FAIL, constant_model
 from earlyeval.core.trajectory import Action, make_step
 from earlyeval.live.benchpass import AuditMonitor, Pass, audited, certify_pass
 from earlyeval.live.monitor import Monitor
-from earlyeval.modeling.anytime import binom_cdf, cs_bounds, spent_level
-from earlyeval.modeling.policy import NEVER
+from earlyeval.model.anytime import binom_cdf, cs_bounds, spent_level
+from earlyeval.model.policy import NEVER
 
 TASK = {"task_id": "t0", "prompt": "fix the parser in src/app.py", "gold_patch": None}
 

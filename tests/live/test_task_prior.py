@@ -12,7 +12,7 @@ from _monitor_helpers import constant_model
 from earlyeval.core.trajectory import Action, make_step
 from earlyeval.integrations.base import EarlyStopper
 from earlyeval.live.monitor import Monitor
-from earlyeval.modeling.policy import OUTCOME_RULE, TASK_PRIOR, halt_rule
+from earlyeval.model.policy import OUTCOME_RULE, TASK_PRIOR, halt_rule
 
 PATCH = "diff --git a/mod.py b/mod.py\n+a = 2\n"
 

@@ -10,6 +10,7 @@ import numpy as np
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 from earlyeval.features import RunContext
 from earlyeval.live.monitor import Monitor
+from earlyeval.fitting.warm import warm_start
 
 
 def _probs(mon: Monitor, traj, tasks) -> np.ndarray:
@@ -24,7 +25,7 @@ def test_a_warm_start_on_one_spawned_monitor_leaves_the_others_alone():
     parent = Monitor(bundle, budget=False)
     sibling = parent.spawn()
     warmed = parent.spawn()
-    warmed.warm_start(make_runs(30, seed=5), tasks, recalibrate=True)  # Platt refitted: other probabilities
+    warmed.use_warm_start(warm_start(warmed, make_runs(30, seed=5), tasks, recalibrate=True))  # Platt refitted: other probabilities
     probe = make_runs(3, seed=9)[0]
     own = _probs(parent, probe, tasks)
     warm = _probs(warmed, probe, tasks)

@@ -30,8 +30,8 @@ from earlyeval.config.workspace import set_workspace
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.ingest import ingest_catalog
-from earlyeval.modeling.model import OutcomeModel
-from earlyeval.modeling.modeldir import load_model_dir
+from earlyeval.fitting.estimator import OutcomeModel
+from earlyeval.model.modeldir import load_model_dir
 from earlyeval.scale.backend import Backend
 from earlyeval.scale.ingest import ingest_parts
 from earlyeval.scale.train import SAMPLE_TOLERANCE, TOLERANCE, DaskOutcomeModel, booster_gap, within_tolerance

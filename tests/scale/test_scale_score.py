@@ -13,8 +13,8 @@ from distributed import Client, LocalCluster
 
 from _monitor_helpers import scoring_fixture
 from earlyeval.core.errors import ClusterError, ModelDirError, SettingError
-from earlyeval.modeling.modeldir import load_model_dir, save_model_dir
-from earlyeval.modeling.signature import SIGNATURE
+from earlyeval.model.modeldir import load_model_dir, save_model_dir
+from earlyeval.model.signature import SIGNATURE
 from earlyeval.scale.backend import Backend
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import score_runs

@@ -11,8 +11,8 @@ import pytest
 
 from _monitor_helpers import HEADLINE, both_sides, offline_policy, scoring_fixture
 from earlyeval.workflows.export import export_runs
-from earlyeval.modeling.metrics import apply_policy
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.fitting.metrics import apply_policy
+from earlyeval.model.modeldir import save_model_dir
 from earlyeval.report.score_table import score_table
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
 

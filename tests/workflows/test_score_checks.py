@@ -25,8 +25,8 @@ from earlyeval.features.prior import PriorTable
 from earlyeval.ingest import FORMATS
 from earlyeval.ingest.common import day_of, first_day
 from earlyeval.ingest.labels import READERS
-from earlyeval.modeling.modeldir import save_model_dir
-from earlyeval.modeling.overlap import content_record, fingerprint, native_models, training_overlap
+from earlyeval.model.modeldir import save_model_dir
+from earlyeval.model.overlap import content_record, fingerprint, native_models, training_overlap
 from earlyeval.report.score_table import score_table
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import read_runs, run_specs, score_runs

@@ -14,7 +14,7 @@ import _paths
 from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
 from earlyeval.app.cli import app
 from earlyeval.config import workspace
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.model.modeldir import save_model_dir
 from earlyeval.workflows.export import export_runs
 
 FIXTURES = _paths.FIXTURES

@@ -17,7 +17,7 @@ from _monitor_helpers import scoring_fixture
 from _paths import FIXTURES
 from earlyeval.app.cli import app
 from earlyeval.core.errors import ScoreRefusedError
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.model.modeldir import save_model_dir
 from earlyeval.report.score_table import score_table
 from earlyeval.tables.store import write_tasks
 from earlyeval.workflows.export import export_runs

@@ -12,7 +12,7 @@ from _monitor_helpers import both_sides, make_runs, make_tasks, quantile_thresho
 from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.live.benchpass import audited, certify_pass
 from earlyeval.live.monitor import Monitor
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.model.modeldir import save_model_dir
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import read_runs, run_specs, score_runs, usage_of
 from earlyeval.workflows.score_pass import pass_order, replay_pass

@@ -23,8 +23,8 @@ from earlyeval.app.pipeline import training_identity
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import models_dir
 from earlyeval.ingest import ingest_run
-from earlyeval.modeling.modeldir import save_model_dir
-from earlyeval.modeling.overlap import content_record, fingerprint
+from earlyeval.model.modeldir import save_model_dir
+from earlyeval.model.overlap import content_record, fingerprint
 from earlyeval.tables.store import read_trajectories, write_trajectories
 from earlyeval.workflows.score import score_runs
 from earlyeval.workflows.score_checks import detect_format

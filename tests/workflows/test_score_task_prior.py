@@ -7,7 +7,7 @@ import csv
 import json
 
 from _monitor_helpers import constant_model, make_runs, make_tasks
-from earlyeval.modeling.policy import OUTCOME_RULE, TASK_PRIOR
+from earlyeval.model.policy import OUTCOME_RULE, TASK_PRIOR
 from earlyeval.report.score_table import score_table
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import score_runs

@@ -21,12 +21,12 @@ from earlyeval.config.catalog import data_root
 from earlyeval.app.cli import app
 from earlyeval.core.errors import NothingScoredError
 from earlyeval.workflows.export import export_runs
-from earlyeval.modeling.metrics import apply_policy, outcome_metrics
-from earlyeval.modeling.modeldir import save_model_dir
+from earlyeval.fitting.metrics import apply_policy, outcome_metrics
+from earlyeval.model.modeldir import save_model_dir
 from earlyeval.app.pipeline import training_identity
 from earlyeval.report.score_table import score_table
-from earlyeval.modeling.overlap import training_overlap
-from earlyeval.live.replay import runset_of
+from earlyeval.model.overlap import training_overlap
+from earlyeval.fitting.warm import runset_of
 from earlyeval.workflows.score import read_runs, run_specs, score_runs, usage_of
 from earlyeval.workflows.score_csv import CSV_COLUMNS
 from earlyeval.core.trajectory import Trajectory, make_step, Action

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from earlyeval.modeling.metrics import NEVER, RunSet, apply_policy, outcome_metrics
-from earlyeval.modeling.risk_control import AgentQuantileRule, boldest_safe, select_agent_quantile, select_side, side_risk
-from earlyeval.modeling.thresholds import DEFAULT_TAUS, choose_thresholds
+from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy, outcome_metrics
+from earlyeval.fitting.risk_control import AgentQuantileRule, boldest_safe, select_agent_quantile, select_side, side_risk
+from earlyeval.fitting.thresholds import DEFAULT_TAUS, choose_thresholds
 
 TAUS = DEFAULT_TAUS
 
@@ -39,7 +39,7 @@ def test_side_risk_only_grows_as_the_threshold_falls():
 
 
 def test_side_risk_is_the_halting_rule_with_the_other_side_off():
-    from earlyeval.modeling.policy import first_halt_grid
+    from earlyeval.model.policy import first_halt_grid
 
     rng = np.random.default_rng(7)
     rs = agent_runs(rng, 30, 0.3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from earlyeval.modeling.model import OutcomeModel
+from earlyeval.fitting.estimator import OutcomeModel
 from synth import SMALL_LGBM
 
 

@@ -41,8 +41,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from earlyeval.modeling.metrics import NEVER, RunSet
-from earlyeval.modeling.policy import FAILURE, SUCCESS, first_halt_grid
+from earlyeval.fitting.metrics import NEVER, RunSet
+from earlyeval.model.policy import FAILURE, SUCCESS, first_halt_grid
 
 Pair = tuple[float, float]
 

@@ -1,4 +1,4 @@
-"""The one halting rule (earlyeval.modeling.policy): every form equals a plain per-step loop on random inputs
+"""The one halting rule (earlyeval.model.policy): every form equals a plain per-step loop on random inputs
 built to hit the edges (ties of p and tau, equal margins on both sides, NaN, min_t, empty runs)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from earlyeval.modeling.metrics import NEVER, RunSet, apply_policy, grid_metrics, halting
-from earlyeval.modeling.policy import CONTINUE, FAILURE, SUCCESS, first_halt, first_halt_below, first_halt_grid, pad, step_outcome
+from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy, grid_metrics, halting
+from earlyeval.model.policy import CONTINUE, FAILURE, SUCCESS, first_halt, first_halt_below, first_halt_grid, pad, step_outcome
 
 COARSE = np.round(np.arange(0.0, 1.0001, 0.05), 2)  # p and tau on one coarse grid: exact ties are common
 
@@ -148,7 +148,7 @@ def test_grid_metrics_counts_each_pair_as_apply_policy_does():
 
 
 def test_policy_module_is_numpy_only():
-    code = ("import sys, earlyeval.modeling.policy; bad = [m for m in ('pandas', 'sklearn', 'scipy', 'lightgbm') if m in sys.modules];"
+    code = ("import sys, earlyeval.model.policy; bad = [m for m in ('pandas', 'sklearn', 'scipy', 'lightgbm') if m in sys.modules];"
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
@@ -182,7 +182,7 @@ def test_first_halt_below_equals_budget_halt_index(seed):
 
 
 def test_halting_pair_turns_a_side_off_with_never():
-    from earlyeval.modeling.policy import HALT_ON, check_halt_on, halting_pair
+    from earlyeval.model.policy import HALT_ON, check_halt_on, halting_pair
 
     assert HALT_ON == ("failure", "success", "both")
     assert halting_pair(0.9, 0.98, "both") == (0.9, 0.98)

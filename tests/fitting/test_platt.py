@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from earlyeval.modeling.model import Platt, fit_platt
+from earlyeval.fitting.estimator import Platt, fit_platt
 
 
 def _margins(seed: int, n: int = 800, scale: float = 1.0):

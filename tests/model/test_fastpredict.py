@@ -9,7 +9,7 @@ import numpy as np
 import lightgbm as lgb
 import pytest
 
-from earlyeval.modeling.fastpredict import SingleRowPredictor
+from earlyeval.model.fastpredict import SingleRowPredictor
 from _bounds import assert_same_number
 
 
@@ -95,8 +95,8 @@ def test_wrong_width_is_refused(booster):
 
 def test_without_lib_lightgbm_the_public_predict_is_the_fallback(booster, monkeypatch, caplog):
     """The fence: if lib_lightgbm's C entry points cannot be used, predictions stay exact via Booster.predict."""
-    import earlyeval.modeling.lgbm_capi as capi
-    from earlyeval.modeling.fastpredict import FastPathUnavailable, c_booster
+    import earlyeval.model.lgbm_capi as capi
+    from earlyeval.model.fastpredict import FastPathUnavailable, c_booster
 
     _, b = booster
     rows = _awkward_rows()[:40]
@@ -116,7 +116,7 @@ def test_without_lib_lightgbm_the_public_predict_is_the_fallback(booster, monkey
 
 def test_c_booster_is_lightgbms_booster_bit_for_bit(booster):
     """lgbm_capi.CBooster (the live path's, no lightgbm import) == lightgbm.Booster: predictions, contributions, text."""
-    from earlyeval.modeling.lgbm_capi import CBooster
+    from earlyeval.model.lgbm_capi import CBooster
 
     _, b = booster
     cb = CBooster(b.model_to_string())

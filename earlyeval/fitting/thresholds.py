@@ -1,99 +1,21 @@
-"""Halting thresholds: the rule that chooses them (inner agents, warm start) and run-time overrides.
+"""How halting thresholds are chosen: the rule over inner agents, and the warm start's certification.
 
-The selection rule lives here, below the evaluation and the live Monitor, so that
-``evaluate`` (LOAO), ``earlyeval train`` and ``Monitor.warm_start`` call the same
-function without the live path importing the offline evaluation stack.
-
-
-A model directory's ``thresholds.json`` is covered by the manifest hash (editing
-it is refused at load); a user who wants another operating point passes an
-override to ``Monitor.load(dir, thresholds=...)`` or ``earlyeval score
---thresholds TS,TF``.  The override replaces (tau_s, tau_f) in memory only; the
-halting rule stays ``metrics.halting``, and every report records which pair was
-used and where it came from (``model`` / ``override``).
+``evaluate`` (LOAO), ``earlyeval train`` and the warm start (``fitting.warm``) call the same functions; what a
+halting process holds (the pair, an override, a warm start's result) is ``earlyeval.model.thresholds``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol
 
 import numpy as np
-from earlyeval.core.numerics import expit, logit
+from earlyeval.core.numerics import logit
 
-from earlyeval.core.errors import EarlyEvalError
-from earlyeval.modeling.certify import certify
-from earlyeval.modeling.metrics import NEVER, RunSet, apply_policy, grid_metrics, wilson_lower
-from earlyeval.modeling.risk_control import AgentQuantileRule, select_agent_quantile
-
-EPS = 1e-6
-
-SOURCES = ("model", "override", "warm start")
-
-
-class ThresholdError(EarlyEvalError, ValueError):
-    """A threshold override that is not a pair of finite numbers in (0.5, 1]."""
-
-
-def parse_thresholds(spec: str) -> tuple[float, float]:
-    """``"TS,TF"`` (e.g. ``"0.9,0.95"``) -> (tau_s, tau_f), validated."""
-    parts = [p.strip() for p in str(spec).split(",")]
-    if len(parts) != 2 or not all(parts):
-        raise ThresholdError(f"expected TS,TF (two numbers in (0.5, 1], e.g. 0.9,0.95), not {spec!r}")
-    try:
-        vals = tuple(float(p) for p in parts)
-    except ValueError:
-        raise ThresholdError(f"expected TS,TF (two numbers in (0.5, 1], e.g. 0.9,0.95), not {spec!r}") from None
-    return check_pair(vals)  # type: ignore[arg-type]
-
-
-def check_pair(pair: Sequence[Any]) -> tuple[float, float]:
-    """Validate (tau_s, tau_f): numbers, finite, 0.5 < tau <= 1 (a p >= tau below 0.5 would halt on both sides)."""
-    out = []
-    for name, v in zip(("success", "failure"), pair):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ThresholdError(f"threshold {name}={v!r} is not a number")
-        v = float(v)
-        if not math.isfinite(v) or not (0.5 < v <= 1.0):
-            raise ThresholdError(f"threshold {name}={v!r} must be finite and in (0.5, 1]")
-        out.append(v)
-    return out[0], out[1]
-
-
-def override(model_thresholds: Mapping[str, Any], spec: Sequence[Any] | Mapping[str, Any] | str) -> dict[str, Any]:
-    """The model's thresholds dict with (tau_s, tau_f) replaced by ``spec``: a (tau_s, tau_f) pair, a mapping
-    with ``success``/``failure`` (and optionally ``min_halt_step``), or a ``"TS,TF"`` string."""
-    out = dict(model_thresholds)
-    if isinstance(spec, str):
-        ts, tf = parse_thresholds(spec)
-    elif isinstance(spec, Mapping):
-        unknown = set(spec) - {"success", "failure", "min_halt_step"}
-        if unknown or not {"success", "failure"} <= set(spec):
-            raise ThresholdError(f"a thresholds mapping needs 'success' and 'failure' (optionally 'min_halt_step'), "
-                                 f"got keys {sorted(spec)}")
-        ts, tf = check_pair((spec["success"], spec["failure"]))
-        if "min_halt_step" in spec:
-            mh = spec["min_halt_step"]
-            if isinstance(mh, bool) or not isinstance(mh, int) or mh < 1:
-                raise ThresholdError(f"min_halt_step={mh!r} must be an integer >= 1")
-            out["min_halt_step"] = mh
-    elif isinstance(spec, Sequence) and len(spec) == 2:
-        ts, tf = check_pair(spec)
-    else:
-        raise ThresholdError(f"thresholds must be a (tau_s, tau_f) pair, a mapping or 'TS,TF', not {spec!r}")
-    out["success"], out["failure"] = ts, tf
-    return out
-
-
-def source_of(used: Mapping[str, Any], model_thresholds: Mapping[str, Any], warm: bool = False) -> str:
-    """Where the thresholds a monitor halts with came from."""
-    if warm:
-        return "warm start"
-    same = all(float(used[k]) == float(model_thresholds[k]) for k in ("success", "failure")) and \
-        int(used.get("min_halt_step", 1)) == int(model_thresholds.get("min_halt_step", 1))
-    return "model" if same else "override"
-
+from earlyeval.model.thresholds import EPS, IDENTITY, Recalibration, ThresholdError
+from earlyeval.fitting.certify import certify
+from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy, grid_metrics, wilson_lower
+from earlyeval.fitting.risk_control import AgentQuantileRule, select_agent_quantile
 
 # ------------------------------------------------------------ the selection rule
 
@@ -243,21 +165,6 @@ def _refuse_nan(v: np.ndarray, agent: str, what: str, cfg: ThresholdRule) -> Non
                              "a NaN never certifies a threshold")
 
 
-@dataclass
-class Recalibration:
-    """Platt on the model's log-odds, refitted on warm-start runs."""
-
-    a: float
-    b: float
-
-    def __call__(self, p: np.ndarray) -> np.ndarray:
-        z = logit(np.clip(p, EPS, 1 - EPS))
-        return expit(self.a * z + self.b)
-
-
-IDENTITY = Recalibration(1.0, 0.0)  # no recalibration (recalibrated() returns the runs unchanged)
-
-
 def fit_recalibration(rs: RunSet) -> Recalibration:
     from sklearn.linear_model import LogisticRegression
 
@@ -280,7 +187,7 @@ def recalibrated(rs: RunSet, cal: Recalibration) -> RunSet:
     return RunSet(rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions)
 
 
-WARM_RULES = ("certify", "check")  # the warm start's rules; "certify" is the default (modeling.certify)
+WARM_RULES = ("certify", "check")  # the warm start's rules; "certify" is the default (fitting.certify)
 
 
 def fit_warm_start(warm: RunSet, cfg: ThresholdRule, base: tuple[float, float] | None = None,
@@ -290,7 +197,7 @@ def fit_warm_start(warm: RunSet, cfg: ThresholdRule, base: tuple[float, float] |
     ``rule="certify"`` (the default, unless ``recalibrate``): ``certify.certify`` -- the label-free pair
     ``base`` is made bolder only as far as the K runs certify it (exact binomial tails, fixed-sequence
     testing from ``base``, level delta = 1 - ``cfg.confidence``), and more cautious only when they show, at
-    that level, that it misses the target; the guarantee is in ``modeling.certify``.  ``base=None`` starts
+    that level, that it misses the target; the guarantee is in ``fitting.certify``.  ``base=None`` starts
     from (NEVER, NEVER).
     ``rule="check"`` (the rule of issue 14, kept for comparison): the usual rule (``select_thresholds``,
     target recall, Wilson bound) keeps the boldest pair at or above ``base`` that the warm runs support,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-import os
 import sys
 import threading
 from pathlib import Path

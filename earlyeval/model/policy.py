@@ -19,7 +19,7 @@ Forms of the rule:
   side's first crossing is where its running maximum (NaN read as -inf) first
   reaches tau, a binary search per run.  At that prefix only the side that
   crossed first holds, unless both first cross there: then ``step_outcome``
-  itself decides.  ``first_halt`` is the grid of one pair.  tests/modeling/test_policy.py
+  itself decides.  ``first_halt`` is the grid of one pair.  tests/model/test_policy.py
   checks every form against a plain per-step loop.
 
 Which outcomes may halt at all (``HALT_ON``, ``halting_pair``): ``"both"`` (a benchmark pass,

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from earlyeval.modeling.metrics import RunSet, wilson_lower
-from earlyeval.modeling.thresholds import ThresholdError, WarmStartRule, select_thresholds, step1_halts
+from earlyeval.fitting.metrics import RunSet, wilson_lower
+from earlyeval.fitting.thresholds import WarmStartRule, select_thresholds, step1_halts
+from earlyeval.model.thresholds import ThresholdError
 
 TAUS = (0.6, 0.7, 0.8, 0.9, 10.0)
 
@@ -33,7 +34,7 @@ def test_a_confidence_outside_0_1_is_refused_not_read_as_a_pass(confidence):
 
 
 def test_a_nan_metric_never_selects(monkeypatch):
-    import earlyeval.modeling.thresholds as th
+    import earlyeval.fitting.thresholds as th
 
     real = th.grid_metrics
 

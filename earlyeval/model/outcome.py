@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from earlyeval.core.numerics import expit
 
-from earlyeval.modeling.lgbm_capi import load_booster
+from earlyeval.model.lgbm_capi import load_booster
 
 # Fixed a priori, not tuned per agent: small trees, strong regularisation of leaf size.
 # 120 trees at 0.1 on 63 bins give the same held-out AUROC as 250 at 0.05 on 255 bins

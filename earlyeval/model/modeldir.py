@@ -22,7 +22,6 @@ import hashlib
 import io
 import json
 import logging
-import math
 import os
 import platform
 import shutil
@@ -39,14 +38,14 @@ log = logging.getLogger(__name__)
 from earlyeval.config import schema
 from earlyeval.core import atomic
 from earlyeval.core.env import env_int
-from earlyeval.modeling import signature
-from earlyeval.modeling.boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
+from earlyeval.model import signature
+from earlyeval.model.boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
 from earlyeval.core.errors import ModelDirError, SettingError, UnknownPluginError
 from earlyeval.core.trajectory import Action, Task, make_step
 from earlyeval.features import FAMILIES, Featurizer, RunContext, bind_values
 from earlyeval.core.version import __version__  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
-from earlyeval.modeling.lgbm_capi import load_booster
-from earlyeval.modeling.outcome import OutcomePredictor
+from earlyeval.model.lgbm_capi import load_booster
+from earlyeval.model.outcome import OutcomePredictor
 
 FORMAT = "earlyeval-model"
 FORMAT_VERSION = 1

@@ -25,8 +25,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from earlyeval.modeling.metrics import NEVER, RunSet
-from earlyeval.modeling.policy import SUCCESS, first_halt_grid, pad
+from earlyeval.fitting.metrics import NEVER, RunSet
+from earlyeval.model.policy import SUCCESS, first_halt_grid, pad
 
 RISKS = ("mass", "recall", "precision")
 SIDES = ("success", "failure")

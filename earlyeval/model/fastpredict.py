@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from earlyeval.core.errors import EarlyEvalError
-from earlyeval.modeling import lgbm_capi
-from earlyeval.modeling.lgbm_capi import CBooster, LibraryUnavailable, load_booster
+from earlyeval.model import lgbm_capi
+from earlyeval.model.lgbm_capi import CBooster, LibraryUnavailable, load_booster
 
 log = logging.getLogger(__name__)
 

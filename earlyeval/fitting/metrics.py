@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.modeling.policy import NEVER, SUCCESS, first_halt, first_halt_grid  # NEVER: defined with the rule
+from earlyeval.model.policy import NEVER, SUCCESS, first_halt, first_halt_grid  # NEVER: defined with the rule
 TASK_SKIP_T = 1  # a halt after at most this many steps is a task skip, not a prediction from the trajectory
 
 
@@ -76,7 +76,7 @@ class RunSet:
 
 
 # ------------------------------------------------------------------ policy
-# The halting rule itself is earlyeval.modeling.policy (numpy only, shared with the live Monitor).
+# The halting rule itself is earlyeval.model.policy (numpy only, shared with the live Monitor).
 
 def runset_of_runs(trajs: Sequence[Trajectory], p_s: Sequence[np.ndarray], p_f: Sequence[np.ndarray]) -> RunSet:
     """The RunSet of labelled runs from their per-prefix probabilities (t = 1..T-1): the one builder, used by

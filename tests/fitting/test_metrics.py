@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from earlyeval.modeling.metrics import (
+from earlyeval.fitting.metrics import (
     NEVER,
     RunSet,
     apply_policy,
@@ -16,7 +16,7 @@ from earlyeval.modeling.metrics import (
     repeat_action_policy,
     step_cap_policy,
 )
-from earlyeval.modeling.policy import first_halt_grid
+from earlyeval.model.policy import first_halt_grid
 
 
 def test_outcome_metrics_hand_computed():

@@ -30,7 +30,7 @@ from typing import Any, Iterable
 
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.env import env_flag
-from earlyeval.modeling import lgbm_capi
+from earlyeval.model import lgbm_capi
 
 PROBE_TIMEOUT_S = 120.0
 

@@ -9,8 +9,8 @@ import pytest
 
 from _monitor_helpers import save_tiny
 from earlyeval.core.errors import ModelDirError, SettingError
-from earlyeval.modeling.modeldir import load_model_dir, save_model_dir
-from earlyeval.modeling.signature import SIGNATURE
+from earlyeval.model.modeldir import load_model_dir, save_model_dir
+from earlyeval.model.signature import SIGNATURE
 from earlyeval.live.monitor import Monitor
 from faults import rehash
 

@@ -14,7 +14,7 @@ import pytest
 
 from _monitor_helpers import save_tiny
 from earlyeval.core.errors import ModelDirError
-from earlyeval.modeling.modeldir import MANIFEST, _sha, load_model_dir, manifest_hash
+from earlyeval.model.modeldir import MANIFEST, _sha, load_model_dir, manifest_hash
 from earlyeval.live.monitor import Monitor
 
 
@@ -233,7 +233,7 @@ def test_loading_executes_nothing_from_the_directory(mdir, monkeypatch, tmp_path
         assert k.get("allow_pickle") is False, "np.load without allow_pickle=False"
         return real_np_load(*a, **k)
 
-    from earlyeval.modeling.modeldir import _Dir
+    from earlyeval.model.modeldir import _Dir
 
     opened = []
     real_read = _Dir.read

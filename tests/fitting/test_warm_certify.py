@@ -12,9 +12,9 @@ from scipy.special import expit
 from earlyeval.evaluation.adapt import warm_split
 from earlyeval.evaluation.evaluate import EvalConfig
 from earlyeval.evaluation.warm_start import warm_start_block
-from earlyeval.modeling.certify import certify, error_counts, min_runs_to_certify, side_level, side_path, warm_path
-from earlyeval.modeling.metrics import NEVER, RunSet
-from earlyeval.modeling.thresholds import fit_warm_start
+from earlyeval.fitting.certify import certify, error_counts, min_runs_to_certify, side_level, side_path, warm_path
+from earlyeval.fitting.metrics import NEVER, RunSet
+from earlyeval.fitting.thresholds import fit_warm_start
 
 TAUS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99)
 CFG = EvalConfig(taus=TAUS, target_accuracy=0.95, confidence=0.9)  # delta = 0.1

@@ -35,7 +35,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, check_X_y
 
 from earlyeval.core.numerics import expit
-from earlyeval.modeling.outcome import CLASSES, DEFAULT_LGBM, CalibratedOutcome, OutcomePredictor, Platt, as_matrix, column_names
+from earlyeval.model.outcome import CLASSES, DEFAULT_LGBM, CalibratedOutcome, OutcomePredictor, Platt, as_matrix, column_names
 
 # scikit-learn 1.6 renamed check_X_y's force_all_finite to ensure_all_finite
 _FINITE = ("ensure_all_finite" if "ensure_all_finite" in check_X_y.__code__.co_varnames else "force_all_finite")

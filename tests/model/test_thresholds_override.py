@@ -9,11 +9,11 @@ import pytest
 
 from _monitor_helpers import differs_from, make_runs, make_tasks, quantile_thresholds, save_tiny
 from earlyeval.core.errors import ModelDirError
-from earlyeval.modeling.metrics import halting
-from earlyeval.modeling.modeldir import load_model_dir
+from earlyeval.fitting.metrics import halting
+from earlyeval.model.modeldir import load_model_dir
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
-from earlyeval.modeling.thresholds import ThresholdError, override, parse_thresholds, source_of
+from earlyeval.model.thresholds import ThresholdError, override, parse_thresholds, source_of
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,2 @@
+"""How a model and its thresholds are chosen: the outcome estimator, the metrics, the threshold rules and the
+warm start.  Offline only: the runtime (``earlyeval.model``, ``earlyeval.live``) never imports it."""

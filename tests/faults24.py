@@ -536,6 +536,7 @@ def case_monitor_as_of_not_a_date(env: Env):
 def _warm_start_case(value: Any):
     def case(env: Env):
         from earlyeval import Monitor
+        from earlyeval.fitting.warm import warm_start
 
         _, _, trajs, tasks = env.tiny()
         mon = Monitor.load(env.tiny()[0], budget=False)

@@ -442,6 +442,7 @@ def _wrong_fields(step: Any) -> list[str]:
 
 def check_steps(env: Env, steps: list) -> tuple[str, str]:
     from earlyeval import Monitor
+    from earlyeval.fitting.warm import warm_start
 
     mdir, _, trajs, tasks = env.tiny()
     mon = env._cache.get("fz_monitor") or env._cache.setdefault("fz_monitor", Monitor.load(mdir, budget=False))
@@ -547,6 +548,7 @@ def date_examples() -> Any:
 
 def check_date(env: Env, value: str) -> tuple[str, str]:
     from earlyeval import Monitor
+    from earlyeval.fitting.warm import warm_start
 
     mdir, _, trajs, tasks = env.tiny()
     mon = env._cache.get("fz_monitor") or env._cache.setdefault("fz_monitor", Monitor.load(mdir, budget=False))
@@ -567,6 +569,7 @@ def check_outcome(env: Env, value: Any) -> tuple[str, str]:
     import dataclasses
 
     from earlyeval import Monitor
+    from earlyeval.fitting.warm import warm_start
 
     mdir, _, trajs, tasks = env.tiny()
     mon = Monitor.load(mdir, budget=False)

@@ -57,7 +57,7 @@ lock:  ## rewrite requirements.lock from pyproject.toml (uv, Python 3.11 and 3.1
 	[ -f $(SWEAGENT_TARBALL) ] || { echo "make lock: $(SWEAGENT_TARBALL) missing (SWE-agent's requirements are locked from it)"; exit 1; }
 	echo "sweagent @ file:$(abspath $(SWEAGENT_TARBALL))" | $(UV_VENV)/bin/uv pip compile pyproject.toml - --universal \
 	  --python-version 3.11 --generate-hashes --no-emit-package sweagent \
-	  --extra test --extra mini-swe-agent --extra inspect --extra openhands --extra dask --extra docs -o $(LOCK)
+	  --extra train --extra cli --extra plots --extra test --extra mini-swe-agent --extra inspect --extra openhands --extra dask --extra docs -o $(LOCK)
 
 data/$(BENCH)/ingest.done: $(STAMP) $(CATALOG)
 	$(EARLYEVAL) ingest --bench $(BENCH)

@@ -135,7 +135,7 @@ def test_an_impossible_run_date_is_one_error_naming_file_and_field(bad):
     from synth import make_trajectories
 
     from earlyeval.core.errors import IngestError
-    from earlyeval.tables.store import validate_trajectory
+    from earlyeval.tables.validate import validate_trajectory
 
     t = make_trajectories(n_tasks=1)[0][0]
     t.meta["source_file"], t.meta["date"] = "runs/x.eval", bad
@@ -147,7 +147,7 @@ def test_an_impossible_run_date_is_one_error_naming_file_and_field(bad):
 def test_a_real_run_date_passes():
     from synth import make_trajectories
 
-    from earlyeval.tables.store import validate_trajectory
+    from earlyeval.tables.validate import validate_trajectory
 
     t = make_trajectories(n_tasks=1)[0][0]
     t.meta["date"], t.meta["run_date"] = "2025-03-04", "2025-03-01"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 
 from _paths import REPO
@@ -69,3 +71,14 @@ def test_the_lock_covers_the_vendored_swe_agent_and_make_installs_it_checked():
     names = {re.split(r"[=<>!~ ;\[]", d, maxsplit=1)[0].lower().replace("_", "-").replace(".", "-") for d in proj["dependencies"]}
     locked = {n.replace(".", "-") for n in _entries()}
     assert not names - locked, names - locked
+
+
+def test_the_core_subset_of_the_lock_is_the_runtime_and_nothing_offline():
+    """tools/lock_subset.py (the core install of tools/smoke_installed.sh): pyproject.toml's [project]
+    dependencies and what they pull in, hash-checked; none of the extras' packages."""
+    out = subprocess.run([sys.executable, str(REPO / "tools" / "lock_subset.py")], capture_output=True, text=True,
+                         check=True).stdout
+    names = {re.match(r"([A-Za-z0-9._-]+)==", l).group(1).lower() for l in out.splitlines() if re.match(r"[A-Za-z0-9]", l)}
+    assert {"lightgbm", "numpy", "scipy", "narwhals", "tqdm", "unidiff"} <= names, names
+    assert not names & {"scikit-learn", "pandas", "pyarrow", "typer", "matplotlib", "atif", "dask", "joblib"}, names
+    assert out.count("--hash=sha256:") >= len(names)

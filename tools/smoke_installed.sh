@@ -55,4 +55,39 @@ PY
 # file with a main guard: worker processes are spawned, and spawn re-imports the main script)
 printf 'from earlyeval.scale.cluster import connect\nif __name__ == "__main__":\n    with connect("local:1") as c:\n        assert c.submit(sum, [1, 2]).result() == 3\n    print("smoke: a LocalCluster task ran")\n' > "$tmp/cluster_smoke.py"
 "$tmp/venv/bin/python" "$tmp/cluster_smoke.py"
+# the core install alone (issue 30 item 4): the lock's part that pyproject.toml's [project] dependencies pull in
+# (tools/lock_subset.py), then the package from its wheel: what a user who only embeds the Monitor gets. A Monitor
+# on the model trained above runs there, nothing of the offline stack is installed, and the command and the
+# offline API each say in one line which extra they need.
+"$py" "$repo/tools/lock_subset.py" > "$tmp/core.lock"
+"$py" -m venv "$tmp/core"
+"$tmp/core/bin/pip" install -q --require-hashes --no-deps -r "$tmp/core.lock"
+"$tmp/core/bin/pip" install -q --no-deps "$repo"
+"$tmp/core/bin/pip" check
+echo "smoke: core install: $("$tmp/core/bin/pip" list --format=freeze 2>/dev/null | grep -v '^\(pip\|setuptools\)==' | tr '\n' ' ')"
+if "$tmp/core/bin/earlyeval" --help > "$tmp/core_help.txt" 2>&1; then echo "smoke: earlyeval --help ran without typer"; exit 1; fi
+grep -q "needs the \[cli\] extra" "$tmp/core_help.txt" || { cat "$tmp/core_help.txt"; exit 1; }
+"$tmp/core/bin/python" - <<'PY'
+import importlib.util, sys, time
+
+t0 = time.perf_counter()
+from earlyeval import Action, EarlyStopper, Monitor
+from earlyeval.core.errors import MissingExtraError
+
+absent = [m for m in ("sklearn", "pandas", "pyarrow", "typer", "matplotlib", "atif", "dask") if importlib.util.find_spec(m) is None]
+assert len(absent) == 7, f"the core install has {sorted(set(('sklearn', 'pandas', 'pyarrow', 'typer', 'matplotlib', 'atif', 'dask')) - set(absent))}"
+stopper = EarlyStopper(Monitor.load("models/swebench"))
+stopper.start(task={"task_id": "astropy__astropy-12907", "prompt": "fix separability_matrix for nested models"}, run_id="core")
+for cmd in ["ls", "grep -rn separability astropy/modeling", "python reproduce.py"]:
+    d = stopper.after_step(action=cmd, observation="ok", error=False, input_tokens=1000, output_tokens=50)
+    assert d.p_success is not None and 0.0 <= d.p_success <= 1.0, d
+try:
+    from earlyeval import score  # noqa: F401  (the batch entry point: the offline stack)
+except MissingExtraError as e:
+    assert e.extra == "train", e
+else:
+    raise AssertionError("earlyeval.score imported without the [train] extra")
+print(f"smoke: core install: Monitor.load + 3 steps p_success={d.p_success:.3f} in {time.perf_counter() - t0:.2f} s; "
+      f"{len(sys.modules)} modules; not installed: {', '.join(absent)}")
+PY
 echo "smoke: passed"

@@ -44,7 +44,8 @@ from earlyeval.model.overlap import content_record
 from earlyeval.features.context import context_absent_counts
 from earlyeval.tables.prefixes import drop_report
 from earlyeval.core.errors import CatalogError, IngestError
-from earlyeval.tables.store import bench_dir, validate_task, write_tasks, write_trajectories
+from earlyeval.tables.store import bench_dir, write_tasks, write_trajectories
+from earlyeval.tables.validate import validate_task
 from earlyeval.tables.tasks import load_tasks
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.config.prices import price_runs, pricing_summary

@@ -90,3 +90,12 @@ class WriteError(EarlyEvalError, OSError):
 
 class ClusterError(EarlyEvalError, RuntimeError):
     """Work on a ``--scheduler`` cluster was lost (a worker died, its inputs went with it) more times than retried."""
+
+
+class MissingExtraError(EarlyEvalError, ImportError):
+    """A part of earlyeval needs an optional extra that is not installed (docs/install.md, "Extras")."""
+
+    def __init__(self, what: str, extra: str, modules: list[str]):
+        self.what, self.extra, self.modules = what, extra, list(modules)
+        super().__init__(f"{what} needs the [{extra}] extra, which is not installed (missing: {', '.join(modules)}): "
+                         f"make install, or pip install '.[{extra}]' in the earlyeval repository")

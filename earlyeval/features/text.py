@@ -18,6 +18,10 @@ before tokenizing: that keeps the per-step cost bounded.
 
 from __future__ import annotations
 
+from earlyeval.core.extras import require
+
+require("train", "the text family (TF-IDF + TruncatedSVD)", ("sklearn",))
+
 import re
 from collections import Counter, defaultdict
 from typing import Any, ClassVar

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkabl
 from earlyeval.config.catalog import Catalog, RunSpec, data_root
 from earlyeval.core.errors import IngestError, SettingError, UnknownPluginError
 from earlyeval.config.plugins import Registry
-from earlyeval.tables.store import validate_trajectory
+from earlyeval.tables.validate import validate_trajectory
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.ingest.labels import LabelSet, read_labels
 from earlyeval.ingest.common import glob_paths

@@ -81,6 +81,10 @@ the arguments do not reproduce); ingest honours them so that ingest -> export
 
 from __future__ import annotations
 
+from earlyeval.core.extras import require
+
+require("cli", "the ATIF format", ("atif",))
+
 import copy
 import math
 import re

@@ -25,6 +25,10 @@ is its ``preds.json`` patch; a predicted failure's patch is ``""``.
 
 from __future__ import annotations
 
+from earlyeval.core.extras import require
+
+require("cli", "earlyeval-mini", ("typer",))
+
 import concurrent.futures
 import copy
 import inspect

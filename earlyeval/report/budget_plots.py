@@ -5,6 +5,10 @@ whole figure; no panel is left empty and no title is cut."""
 
 from __future__ import annotations
 
+from earlyeval.core.extras import require
+
+require("plots", "the budget figures")
+
 import math
 from pathlib import Path
 from typing import Any

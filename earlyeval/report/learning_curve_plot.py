@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from earlyeval.core.extras import require
+
+require("plots", "the learning-curve figure")
+
 from pathlib import Path
 from typing import Any
 

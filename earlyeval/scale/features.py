@@ -20,6 +20,10 @@ Fold-fitted families (text, peer_prior) are fitted inside each fold task on its 
 
 from __future__ import annotations
 
+from earlyeval.core.extras import require
+
+require("train", "earlyeval.scale.features (parquet parts)", ("pyarrow",))
+
 import dataclasses
 import functools
 import json

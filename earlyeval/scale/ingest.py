@@ -13,6 +13,10 @@ order then chunk order: the same trajectories in the same order as the one-file 
 
 from __future__ import annotations
 
+from earlyeval.core.extras import require
+
+require("train", "earlyeval.scale.ingest (parquet parts)", ("pyarrow",))
+
 import dataclasses
 import logging
 import os

@@ -9,6 +9,10 @@ final, never-halted prefix counted).
 
 from __future__ import annotations
 
+from earlyeval.core.extras import require
+
+require("train", "earlyeval.tables.prefixes (prefix tables)", ("pandas",))
+
 from collections import Counter
 from dataclasses import dataclass
 

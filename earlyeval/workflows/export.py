@@ -31,6 +31,10 @@ validated with ``atif.Trajectory`` before it is written.
 
 from __future__ import annotations
 
+from earlyeval.core.extras import require
+
+require("cli", "earlyeval export (ATIF)", ("atif",))
+
 import hashlib
 import json
 import re

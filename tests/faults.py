@@ -167,7 +167,7 @@ def _predictor_case(value: float):
         _, _, trajs, tasks = env.tiny()
         t = trajs[0]
         mon.start(task=tasks[t.task_id], run_id="x")
-        mon._pred["success"] = lambda x: value
+        mon.loaded.raw["success"] = lambda x: value
         d = mon.observe(t.steps[0])
         d2 = mon.observe(t.steps[1])
         ok = not d.halt and d.p_success is None and d.flags and "non-finite" in d.flags[-1] and not d2.halt

@@ -34,14 +34,14 @@ from earlyeval.features import Featurizer, RunContext
 from earlyeval.model.policy import (CONTINUE, NEVER, SUCCESS, TASK_PRIOR, candidate_missing, check_halt_on, halt_rule,
                                       halting_pair,
                                       halts_on_failure, side_reason, step_outcome)
-from earlyeval.live.budget import DEFAULT_BUDGET_DIMS, halt_dims, load_live_budget
+from earlyeval.live.budget import DEFAULT_BUDGET_DIMS, halt_dims
+from earlyeval.live.loaded import LoadedModel
 from earlyeval.features.context import context_gaps, context_state
 from earlyeval.config.schema import parse_date
 from earlyeval.live.inputs import (BadStep, _index_of, as_step, as_task, clean_step, clean_task, complete_task, task_sources,
                                   task_table)
 from earlyeval.model.modeldir import ModelBundle, load_model_dir
 from earlyeval.core.trajectory import Step, Task
-from earlyeval.model.fastpredict import SingleRowPredictor
 from earlyeval.model.thresholds import WarmStart, override
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class Monitor:
     def __init__(self, bundle: ModelBundle, *, explain: str = "halt", top_k: int = 5, strict: bool = False,
                  use_c_api: bool = True, tasks: Mapping[str, Task] | str | Path | None = None,
                  budget: bool | Iterable[str] = DEFAULT_BUDGET_DIMS, halt_on_impossible: bool | str | Iterable[str] = False,
-                 halt_on: str = "both", _shared: dict[str, Any] | None = None):
+                 halt_on: str = "both", _loaded: LoadedModel | None = None, _warm: WarmStart | None = None):
         """``explain``: when to compute top features ("halt", "always", "never"); ``strict``: raise at
         start() when the task lacks what the model's families need, instead of warning; ``tasks``: a
         task table (dict, or a tasks.parquet written by ``earlyeval ingest``) that completes a started
@@ -76,8 +76,6 @@ class Monitor:
         self.featurizer: Featurizer = bundle.featurizer
         self.model = bundle.model
         self.feature_names: list[str] = self.featurizer.names
-        if list(self.model.feature_names_in_) != self.feature_names:
-            raise ValueError("the model's feature names differ from the featurizer's")
         th = bundle.thresholds
         self.tau_s = float(th["success"])
         self.tau_f = float(th["failure"])
@@ -85,22 +83,12 @@ class Monitor:
         self.explain = explain
         self.top_k = int(top_k)
         self.strict = strict
-        n = len(self.feature_names)
-        self._use_c_api = use_c_api
-        # predictors are shared with spawned monitors: "raw" per booster, "contrib" (TreeSHAP) built on first use
-        self._shared = _shared or {"raw": {k: SingleRowPredictor(b, n, use_c_api=use_c_api) for k, b in self.model.boosters_.items()},
-                                   "contrib": {}}
-        self._pred = self._shared["raw"]
         self._use_budget = budget if isinstance(budget, bool) else tuple(budget)
-        if "budget" not in self._shared:
-            self._shared["budget"] = (load_live_budget(bundle, self.feature_names, use_c_api, None if budget is True else self._use_budget)
-                                      if budget is not False else (None, "off (budget=False)"))
-        self.budget_model, self.budget_status = self._shared["budget"]
+        # the predictors, Platt maps, budget model and explainer: loaded once, shared with spawned monitors
+        self.loaded = _loaded if _loaded is not None else LoadedModel(bundle, use_c_api=use_c_api, budget=self._use_budget)
+        self.budget_model, self.budget_status = self.loaded.budget_model, self.loaded.budget_status
         self.halt_on_impossible = halt_dims(halt_on_impossible, self.budget_model)
-        self._platt_s = self.model.platt_["success"]
-        self._platt_f = self.model.platt_.get("failure")
-        self._mirror = "failure" not in self.model.boosters_
-        self._warm: WarmStart | None = self._shared.get("warm")  # use_warm_start(), inherited by monitors spawned after it
+        self._warm = _warm  # use_warm_start(): inherited by the monitors spawned after it
         if self._warm is not None:
             self.tau_s, self.tau_f = self._warm.success, self._warm.failure
         self._families = set(self.featurizer.family_names)
@@ -151,14 +139,15 @@ class Monitor:
     def spawn(self) -> "Monitor":
         """A new monitor on the same loaded model (and predictors), for another concurrent run."""
         return Monitor(self.bundle, explain=self.explain, top_k=self.top_k, strict=self.strict,
-                       use_c_api=self._use_c_api, tasks=self.tasks, budget=self._use_budget,
-                       halt_on_impossible=sorted(self.halt_on_impossible), halt_on=self.halt_on, _shared=self._shared)
+                       use_c_api=self.loaded.use_c_api, tasks=self.tasks, budget=self._use_budget,
+                       halt_on_impossible=sorted(self.halt_on_impossible), halt_on=self.halt_on, _loaded=self.loaded,
+                       _warm=self._warm)
 
     def without_warm_start(self) -> "Monitor":
         """A monitor on the same loaded model and predictors without any warm start, budget or explanation: what a
         warm start replays its runs through (``earlyeval.fitting.warm.warm_start``)."""
-        return Monitor(self.bundle, explain="never", use_c_api=self._use_c_api, tasks=self.tasks, budget=False,
-                       _shared={**self._shared, "warm": None})
+        return Monitor(self.bundle, explain="never", use_c_api=self.loaded.use_c_api, tasks=self.tasks, budget=False,
+                       _loaded=self.loaded)
 
     def use_warm_start(self, warm: WarmStart) -> dict[str, Any]:
         """Halt with a warm start's thresholds, and its recalibration of P(success), from now on.
@@ -170,8 +159,6 @@ class Monitor:
         if not isinstance(warm, WarmStart):
             raise TypeError(f"use_warm_start takes a model.thresholds.WarmStart, not {type(warm).__name__}")
         self._warm = warm
-        # this monitor's own copy (the predictors in it still shared)
-        self._shared = {**self._shared, "warm": warm}
         self.tau_s, self.tau_f = warm.success, warm.failure
         return {"runs": len(warm.runs), "recalibration": {"a": warm.calibration.a, "b": warm.calibration.b},
                 "thresholds": self.thresholds, "selection": dict(warm.selection)}
@@ -188,7 +175,7 @@ class Monitor:
     @property
     def predictor_kind(self) -> str:
         """"c-api" (LightGBM's single-row fast path) or "booster" (Booster.predict fallback)."""
-        return self._pred["success"].kind
+        return self.loaded.predictor_kind
 
     def _reset(self) -> None:
         self.ctx: RunContext | None = None
@@ -395,68 +382,65 @@ class Monitor:
             return None
 
     def proba(self, x: np.ndarray) -> tuple[float, float]:
-        """Calibrated (P(success), P(failure)) of one float32 feature row, as OutcomeModel.predict_proba.
-        A raw margin that is not finite gives NaN (never a confident 0 or 1 out of the Platt map)."""
-        ms = float(self._pred["success"](x))
-        ps = float(self._platt_s(ms)) if math.isfinite(ms) else math.nan
-        if self._warm is not None:  # warm start: recalibrated as adapt.recalibrated does offline
-            ps = float(self._warm.calibration(np.asarray(ps))) if math.isfinite(ps) else math.nan
-            return ps, 1.0 - ps
-        if self._mirror:
-            return ps, 1.0 - ps
-        mf = float(self._pred["failure"](x))
-        return ps, float(self._platt_f(mf)) if math.isfinite(mf) else math.nan
+        """Calibrated (P(success), P(failure)) of one float32 feature row (``LoadedModel.proba``, with this
+        monitor's warm start)."""
+        return self.loaded.proba(x, self._warm)
 
     def _decide(self, x: np.ndarray, ps: float, pf: float, index: int, budget: dict[str, Any] | None = None,
                 candidate: Callable[[], str | None] | None = None) -> Decision:
         t = self._t
-        th = self.thresholds
-        ctx = self.context
+
+        def decision(reason: str, outcome: str | None = None, top: list[tuple[str, float]] | None = None,
+                     rule: str = "") -> Decision:
+            return Decision(halt=outcome is not None, outcome=outcome, p_success=ps, p_failure=pf, reason=reason,
+                            step_index=index, thresholds=self.thresholds, top_features=top or [], budget=budget,
+                            context=self.context, halt_rule=rule)
+
+        def always() -> list[tuple[str, float]]:  # explain="always": the success side on every step
+            return self.top_features(x, "success") if self.explain == "always" else []
+
+        def explained(outcome: str) -> tuple[list[tuple[str, float]], str]:
+            top = self.top_features(x, outcome) if self.explain != "never" else []
+            return top, (f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else "")
+
         if self._halt is not None:
             h = self._halt
-            return Decision(True, h.outcome, ps, pf, f"already halted at step {h.step_index} ({h.outcome}, {h.halt_rule}); "
-                            f"p_success={ps:.3f}, p_failure={pf:.3f}", index, th, [], budget, ctx, halt_rule=h.halt_rule)
+            return decision(f"already halted at step {h.step_index} ({h.outcome}, {h.halt_rule}); "
+                            f"p_success={ps:.3f}, p_failure={pf:.3f}", h.outcome, rule=h.halt_rule)
         ts, tf = self.halting_thresholds
         probs = f"{side_reason('success', ps, ts, self.halt_on)}, {side_reason('failure', pf, tf, self.halt_on)}"
-        if ctx not in HALTING_CONTEXTS:  # missing information never halts a run
-            top = self.top_features(x, "success") if self.explain == "always" else []
-            return Decision(False, None, ps, pf, f"continue (never halts: {self._halt_off}): {probs}{self._degraded}",
-                            index, th, top, budget, ctx)
+        if self.context not in HALTING_CONTEXTS:  # missing information never halts a run
+            return decision(f"continue (never halts: {self._halt_off}): {probs}{self._degraded}", top=always())
         code = step_outcome(ps, pf, ts, tf, t, self.min_halt_step)  # the one rule, at prefix t
         held = self._success_held(candidate) if code == SUCCESS and candidate is not None else ""
         if held:  # a live loop without a patch yet: the success side waits, the failure side still applies
             code = step_outcome(ps, pf, NEVER, tf, t, self.min_halt_step)
         if code != CONTINUE:
             outcome = "success" if code == SUCCESS else "failure"
-            top = self.top_features(x, outcome) if self.explain != "never" else []
-            why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
+            top, why = explained(outcome)
             rule = halt_rule(t, self._acted)
             basis = f"{rule}: no action of the agent read yet" if rule == TASK_PRIOR else rule
-            d = Decision(True, outcome, ps, pf, f"halt after {t} steps, predicting {outcome} ({basis}): {probs}{why}{self._degraded}",
-                         index, th, top, budget, ctx, halt_rule=rule)
-            self._halt = d
-            return d
+            self._halt = decision(f"halt after {t} steps, predicting {outcome} ({basis}): {probs}{why}{self._degraded}",
+                                  outcome, top, rule)
+            return self._halt
         hits = [k for k in self.halt_on_impossible if budget and budget.get(k) and budget[k]["impossible"]
                 and halts_on_failure(self.halt_on)]
         if hits:
-            top = self.top_features(x, "failure") if self.explain != "never" else []
-            why = f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
+            top, why = explained("failure")
             rule = ", ".join(f"{k} P(feasible)={budget[k]['p_feasible']:.3f} < {budget[k]['tau']:g} "
                              f"(spent {budget[k]['spent']:g} of B={budget[k]['budget']:g})" for k in hits)
             basis = halt_rule(t, self._acted, budget=True)
             lead = "budget rule" if basis != TASK_PRIOR else f"{TASK_PRIOR}: no action of the agent read yet; budget rule"
-            d = Decision(True, "failure", ps, pf, f"halt after {t} steps, predicting failure ({lead}: {rule}): "
-                         f"{probs}{why}{self._degraded}", index, th, top, budget, ctx, halt_rule=basis)
-            self._halt = d
-            return d
+            self._halt = decision(f"halt after {t} steps, predicting failure ({lead}: {rule}): {probs}{why}{self._degraded}",
+                                  "failure", top, basis)
+            return self._halt
         if held:
             note = f"continue (success predicted, not halted: {held}): {probs}"
         elif t < self.min_halt_step:
             note = f"continue: {probs} (halting starts at step {self.min_halt_step})"
         else:
             note = f"continue: {probs}"
-        top = self.top_features(x, "success") if self.explain == "always" else []
-        return Decision(False, None, ps, pf, note + self._degraded, index, th, top, budget, ctx)
+        return decision(note + self._degraded, top=always())
 
     def _success_held(self, candidate: Callable[[], str | None]) -> str:
         """Why a due success halt of a live loop waits ("" when it may halt): a run of no action yet is
@@ -467,24 +451,9 @@ class Monitor:
 
     # ------------------------------------------------------------- explain
     def top_features(self, x: np.ndarray, outcome: str = "success", k: int | None = None) -> list[tuple[str, float]]:
-        """Features that pushed most toward ``outcome``: LightGBM's TreeSHAP contributions
-        (``pred_contrib``) to the model's log-odds, signed so that positive means "toward
-        ``outcome``".  Costs about a millisecond, so by default only when halting."""
-        k = self.top_k if k is None else k
-
-        name = "failure" if outcome == "failure" and not self._mirror else "success"
-        cp = self._shared["contrib"]
-        if name not in cp:
-            cp[name] = SingleRowPredictor(self.model.boosters_[name], len(self.feature_names), use_c_api=self._use_c_api, contrib=True)
-        contrib = cp[name].contributions(x)[:-1]
-        # Platt maps margin f to p = 1/(1+exp(a f + b)): p rises with f when a < 0
-        platt = self._platt_f if name == "failure" else self._platt_s
-        sign = -1.0 if platt.a > 0 else 1.0
-        if outcome == "failure" and name == "success":
-            sign = -sign  # mirror: P(failure) = 1 - P(success)
-        c = sign * contrib
-        order = np.argsort(-c, kind="stable")[:k]
-        return [(self.feature_names[i], float(c[i])) for i in order if c[i] > 0 and math.isfinite(c[i])]
+        """Features that pushed most toward ``outcome`` (``live.explain.Explainer``: TreeSHAP contributions to the
+        model's log-odds, positive toward ``outcome``).  About a millisecond, so by default only when halting."""
+        return self.loaded.explainer.top(x, outcome, self.top_k if k is None else k)
 
 
 __all__ = ["BadStep", "Monitor", "as_step", "as_task", "clean_step", "complete_task", "context_gaps", "context_state"]

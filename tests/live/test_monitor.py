@@ -181,7 +181,7 @@ def test_fail_open_on_prediction_error_and_bad_input(trained, monkeypatch):
     def bad(x):
         raise ValueError("predictor exploded")
 
-    monkeypatch.setitem(mon._pred, "success", bad)
+    monkeypatch.setitem(mon.loaded.raw, "success", bad)
     d = mon.observe(trained["trajs"][0].steps[0])
     assert not d.halt and "predictor exploded" in d.reason
 

@@ -1,0 +1,55 @@
+"""A model directory as a monitored process holds it: the single-row predictors, the Platt maps, the live budget
+model and the explainer, loaded once and shared by a monitor and every monitor spawned from it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+
+from earlyeval.live.budget import load_live_budget
+from earlyeval.live.explain import Explainer
+from earlyeval.model.fastpredict import SingleRowPredictor
+from earlyeval.model.modeldir import ModelBundle
+from earlyeval.model.thresholds import WarmStart
+
+
+class LoadedModel:
+    """The prediction side of one ``ModelBundle``; read-only after construction, so monitors on several threads
+    share it (the predictors are thread-safe, the explainer builds its predictors under their own lock)."""
+
+    def __init__(self, bundle: ModelBundle, *, use_c_api: bool = True, budget: bool | Iterable[str] = True):
+        self.bundle = bundle
+        self.feature_names: list[str] = bundle.featurizer.names
+        model = bundle.model
+        if list(model.feature_names_in_) != self.feature_names:
+            raise ValueError("the model's feature names differ from the featurizer's")
+        self.use_c_api = use_c_api
+        n = len(self.feature_names)
+        self.raw: dict[str, Any] = {k: SingleRowPredictor(b, n, use_c_api=use_c_api) for k, b in model.boosters_.items()}
+        self.budget_model, self.budget_status = (
+            load_live_budget(bundle, self.feature_names, use_c_api, None if budget is True else tuple(budget))
+            if budget is not False else (None, "off (budget=False)"))
+        self.platt_s = model.platt_["success"]
+        self.platt_f = model.platt_.get("failure")
+        self.mirror = "failure" not in model.boosters_  # P(failure) = 1 - P(success)
+        self.explainer = Explainer(model.boosters_, self.feature_names, self.platt_s, self.platt_f, use_c_api=use_c_api)
+
+    @property
+    def predictor_kind(self) -> str:
+        """"c-api" (LightGBM's single-row fast path) or "booster" (Booster.predict fallback)."""
+        return self.raw["success"].kind
+
+    def proba(self, x: np.ndarray, warm: WarmStart | None = None) -> tuple[float, float]:
+        """Calibrated (P(success), P(failure)) of one float32 feature row, as OutcomeModel.predict_proba (then a
+        warm start's recalibration).  A raw margin that is not finite gives NaN, never a confident 0 or 1."""
+        ms = float(self.raw["success"](x))
+        ps = float(self.platt_s(ms)) if math.isfinite(ms) else math.nan
+        if warm is not None:  # warm start: recalibrated as adapt.recalibrated does offline
+            ps = float(warm.calibration(np.asarray(ps))) if math.isfinite(ps) else math.nan
+            return ps, 1.0 - ps
+        if self.mirror:
+            return ps, 1.0 - ps
+        mf = float(self.raw["failure"](x))
+        return ps, float(self.platt_f(mf)) if math.isfinite(mf) else math.nan

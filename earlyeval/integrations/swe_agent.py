@@ -34,8 +34,11 @@ returns; ``run()`` loops ``while not step_output.done``.  The hook turns the ``S
 success halts only when the agent's own autosubmission (``agent.attempt_autosubmission_after_error``:
 ``git add -A && git diff --cached`` in the repository, then ``handle_submission``) yields a non-empty
 patch; that patch is the run's submission (``info["submission"]``, status ``submitted
-(PredictedSuccess)``).  Without one the run goes on (the autosubmission of an empty diff stages nothing)
-and the decision says why.  A predicted failure is autosubmitted too with ``autosubmit=True`` (default, as
+(PredictedSuccess)``).  Without one the run goes on and the decision says why; while it waits, the repository
+is probed only when it may have changed: never when the step's state already carries SWE-agent's own diff
+(the ``diff_state`` tool) and it is empty, nor after a step of only views and searches that followed an empty
+probe, and the probe's own log lines are kept out of the agent's log.  A halt is one line in the agent's own
+log (``agent.logger``): why, P(success), P(failure) and the step.  A predicted failure is autosubmitted too with ``autosubmit=True`` (default, as
 SWE-agent does for its forced exits): status ``submitted (PredictedFailure)``.  Steps that are already
 ``done`` (the agent submitted or exited) are not scored.  Under ``RetryAgent`` the hook is added to every
 attempt's agent (``on_init``) and each attempt is a new monitor run.  The module imports nothing from
@@ -45,8 +48,9 @@ no-ops), and reads the problem statement from the agent's ``_problem_statement``
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from earlyeval.ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
 from earlyeval.core.trajectory import Action, Step, Task
@@ -54,6 +58,28 @@ from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMon
 from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config
 
 log = logging.getLogger("earlyeval.integrations.swe_agent")
+READ_ONLY_KINDS = frozenset({"view", "search"})  # step kinds that cannot change the repository's diff
+# what SWE-agent's autosubmission logs: kept out of the agent's log while a success halt only probes for a patch
+PROBE_LOG_LINES = ("Attempting autosubmission after error", "Executing submission command")
+
+
+class _DropProbeLines(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(PROBE_LOG_LINES)
+
+
+@contextlib.contextmanager
+def _quiet_probe(logger: Any) -> Iterator[None]:
+    """The autosubmission's own warning and info lines dropped from ``logger`` for the duration of a probe."""
+    if not isinstance(logger, logging.Logger):
+        yield
+        return
+    f = _DropProbeLines()
+    logger.addFilter(f)
+    try:
+        yield
+    finally:
+        logger.removeFilter(f)
 
 
 def calls_of(step: Any) -> list[Action | tuple[str, Any]]:
@@ -97,6 +123,8 @@ class EarlyStopHook:
         self._needs_start = True
         self._last_stats: dict[str, float] | None = None
         self._candidate: Any = None  # the autosubmitted StepOutput a success halt was granted on
+        self._probed_empty = False  # the last probe for a patch found none (a view or search cannot change that)
+        self._said_waiting = False  # the agent's log was told once that a success halt waits for a patch
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], where: str = "earlyeval") -> "EarlyStopHook":
@@ -156,6 +184,7 @@ class EarlyStopHook:
     def _start(self) -> None:
         self._needs_start = False
         self._last_stats = None
+        self._probed_empty = self._said_waiting = False
         ps = getattr(self.agent, "_problem_statement", None)
         task_id = str(getattr(ps, "id", "") or "")
         prompt = ""
@@ -181,20 +210,43 @@ class EarlyStopHook:
             usage=usage,
         )
         self._candidate = None
-        self.stopper.observe(s, candidate=lambda: self._autosubmission(step))
+        d = self.stopper.observe(s, candidate=lambda: self._autosubmission(step, s))
         halted = self.stopper.halted
         if halted is not None and halted.step_index == s.index:
+            self._say(halted.message())
             self._exit(step, info, halted.exit_status)
+        elif not d.halt and "success predicted, not halted" in d.reason and not self._said_waiting:
+            self._said_waiting = True
+            self._say(f"earlyeval: success predicted at step {s.index}; the run goes on until the repository has a "
+                      f"patch to submit ({d.reason[:160]})")
         self._record(info)
 
-    def _autosubmission(self, step: Any) -> str:
-        """The agent's own autosubmission of this step as a predicted success (kept for the halt); its patch."""
+    def _say(self, line: str) -> None:
+        """One line in the agent's own log (SWE-agent users read that one), and in earlyeval's."""
+        logger = getattr(self.agent, "logger", None)
+        try:
+            if isinstance(logger, logging.Logger) and logger is not log:
+                logger.warning("%s", line)
+        except Exception as e:  # never crash the agent over a log line
+            self.stopper.note_error(f"could not log to the agent: {e!r}")
+
+    def _autosubmission(self, step: Any, scored: Step) -> str:
+        """The agent's own autosubmission of this step as a predicted success (kept for the halt); its patch.
+        Not run when the repository cannot have a patch yet: "" then (see the module doc)."""
         if self.agent is None or not hasattr(self.agent, "attempt_autosubmission_after_error"):
             raise RuntimeError("no SWE-agent agent to submit through (on_init was not called)")
+        state = getattr(step, "state", None)
+        if isinstance(state, dict) and "diff" in state and not str(state["diff"] or "").strip():
+            return ""  # SWE-agent's own diff of this step (diff_state): empty, so nothing to submit
+        if self._probed_empty and scored.actions and all(a.kind in READ_ONLY_KINDS for a in scored.actions):
+            return ""  # nothing since the last empty probe could have changed the repository
         probe = step.model_copy(deep=True) if hasattr(step, "model_copy") else step
         probe.exit_status = PREDICTED_SUCCESS
-        self._candidate = self.agent.attempt_autosubmission_after_error(probe)
-        return str(getattr(self._candidate, "submission", None) or "")
+        with _quiet_probe(getattr(self.agent, "logger", None)):
+            self._candidate = self.agent.attempt_autosubmission_after_error(probe)
+        patch = str(getattr(self._candidate, "submission", None) or "")
+        self._probed_empty = not patch.strip()
+        return patch
 
     def _exit(self, step: Any, info: Any, exit_status: str) -> None:
         step.exit_status = exit_status

@@ -252,3 +252,90 @@ def test_declared_console_script_is_the_runner():
     from earlyeval.integrations.sweagent_cli import main
 
     assert getattr(importlib.import_module(mod), fn) is main
+
+
+class _Counting:
+    """Counts the agent's autosubmissions and keeps what its own logger printed."""
+
+    def __init__(self, agent):
+        import logging
+
+        self.calls = 0
+        real = agent.attempt_autosubmission_after_error
+
+        def counted(step):
+            self.calls += 1
+            return real(step)
+
+        agent.attempt_autosubmission_after_error = counted
+        self.lines: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: self.lines.append(record.getMessage())
+        agent.logger.addHandler(handler)
+
+
+class _DiffState:
+    """What SWE-agent's diff_state tool puts in a step's state: the repository's diff (read without staging)."""
+
+    def __init__(self, repo):
+        self.repo = repo
+
+    def __getattr__(self, name):
+        if name.startswith("on_"):
+            return lambda *a, **k: None
+        raise AttributeError(name)
+
+    def on_step_done(self, *, step, info):
+        diff = subprocess.run("git diff", shell=True, cwd=self.repo, capture_output=True, text=True).stdout
+        step.state = {**(step.state or {}), "diff": diff}
+
+
+WAITING = [tool_call(0, "cat mod.py", "look"), tool_call(1, "grep -n a mod.py", "search"),
+           tool_call(2, "cat repro.py", "look again"), tool_call(3, "sed -i 's/1/2/' mod.py", "fix"),
+           tool_call(4, "python repro.py", "check"), tool_call(5, SUBMIT, "submit")]
+
+
+def test_a_waiting_success_halt_probes_the_repository_only_when_it_may_have_changed(tmp_path):
+    """Issue 29: while a success halt waits for a patch, the agent's autosubmission (``git add -A``, and its
+    "Attempting autosubmission after error" warning) ran on every step.  Now: once, then not after views and
+    searches; the probes are quiet in the agent's log, which gets one line that the run waits and one for the halt."""
+    repo = git_repo(tmp_path / "repo", FILES)
+    agent, env = agent_and_env(repo, tmp_path / "sandbox", WAITING)
+    seen = _Counting(agent)
+    hook = EarlyStopHook(ScriptedMonitor(halt_at=0, outcome="success"))
+    agent.add_hook(hook)
+    agent.run(env=env, problem_statement=problem("demo__demo-1", "make a equal 2"), output_dir=tmp_path / "out")
+    info = json.loads((tmp_path / "out" / "demo__demo-1.traj").read_text())["info"]
+    assert info["exit_status"] == "submitted (PredictedSuccess)" and "+a = 2" in info["submission"]
+    assert agent.model._idx == 3  # halted after the edit, the 4th step
+    assert seen.calls == 2  # step 0 (nothing), skipped after the search and the view, step 3 (the patch)
+    assert not [l for l in seen.lines if l.startswith("Attempting autosubmission")], seen.lines
+    assert [l for l in seen.lines if l.startswith("earlyeval halted the run after step 3: PredictedSuccess")]
+    assert len([l for l in seen.lines if l.startswith("earlyeval: success predicted at step 0")]) == 1, seen.lines
+
+
+def test_a_waiting_success_halt_reads_swe_agents_own_diff_state_first(tmp_path):
+    """With the diff in the step's state (SWE-agent's diff_state tool), an empty diff is never autosubmitted:
+    the only autosubmission is the one that halts."""
+    repo = git_repo(tmp_path / "repo", FILES)
+    outputs = [tool_call(0, "cat mod.py", "look"), tool_call(1, "python repro.py", "run"),
+               tool_call(2, "sed -i 's/1/2/' mod.py", "fix"), tool_call(3, SUBMIT, "submit")]
+    agent, env = agent_and_env(repo, tmp_path / "sandbox", outputs)
+    seen = _Counting(agent)
+    agent.add_hook(_DiffState(repo))  # before ours: SWE-agent fills the state before the hooks hear of the step
+    agent.add_hook(EarlyStopHook(ScriptedMonitor(halt_at=0, outcome="success")))
+    agent.run(env=env, problem_statement=problem("demo__demo-1", "make a equal 2"), output_dir=tmp_path / "out")
+    info = json.loads((tmp_path / "out" / "demo__demo-1.traj").read_text())["info"]
+    assert info["exit_status"] == "submitted (PredictedSuccess)" and "+a = 2" in info["submission"]
+    assert seen.calls == 1 and agent.model._idx == 2
+
+
+def test_a_failure_halt_is_one_line_in_the_agents_log(tmp_path):
+    repo = git_repo(tmp_path / "repo", FILES)
+    agent, env = agent_and_env(repo, tmp_path / "sandbox", OUTPUTS)
+    seen = _Counting(agent)
+    agent.add_hook(EarlyStopHook(ScriptedMonitor(halt_at=2)))
+    agent.run(env=env, problem_statement=problem("demo__demo-1", "make a equal 2"), output_dir=tmp_path / "out")
+    halts = [l for l in seen.lines if l.startswith("earlyeval halted")]
+    assert len(halts) == 1 and "after step 2: PredictedFailure" in halts[0] and "p_success=" in halts[0], seen.lines
+    assert seen.calls == 1  # the failure's own autosubmission (SWE-agent's forced-exit convention)

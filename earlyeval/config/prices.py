@@ -1,25 +1,9 @@
 """What a run -- or the first t steps of a run -- really cost, in USD.
 
-Routing and budgets charge real money, so cost comes from the data wherever the
-data has it, and from the catalog's ``price.usd_per_step`` only where it does not.
-Nothing here knows a price of its own.  Per run, the first rule that applies:
-
-1. ``per-step``: every step has ``cost_usd`` (mini-swe-agent, Moatless, tau2 with
-   per-message cost).  The first t steps cost the sum of their costs.
-   Some steps with a cost and others without (e.g. tau2's greeting, which made no
-   metered call): ``per-step+remainder-of-total`` when the run also has a total
-   (the unknown steps share total - sum of known steps, usually 0), else
-   ``per-step-filled`` (the unknown steps are charged the run's mean known step cost,
-   so a prefix is never under-charged).
-2. ``instance-total-pro-rata``: the format has only the run's total in ``meta``
-   (SWE-agent and CodeR ``info.model_stats.instance_cost``, OpenHands events'
-   running total, tau2 ``agent_cost``).  The first t of T steps cost
-   ``total * t / T``: an assumption (real per-step costs grow with the context, so
-   pro-rata over-charges early prefixes and under-charges late ones).
-3. ``catalog-usd-per-step``: neither (e.g. OpenHands llm_completions keeps only the
-   last call's cost); t steps cost ``t * price.usd_per_step`` from the catalog.
-
-A run with none of these raises ``PriceError`` naming the run: unknown cost is never 0.
+Routing and budgets charge real money, so cost comes from the data wherever it has costs and from the
+catalog's price only where it does not; an unknown cost is a ``PriceError``, never 0. The rules, in the order
+they are tried (per step, instance total pro rata, catalog price per step): docs/architecture.md, "What a run
+costs".
 """
 
 from __future__ import annotations

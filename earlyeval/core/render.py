@@ -1,27 +1,8 @@
 """The one rendering of message content and tool calls into the text a Step carries.
 
-Every ingestor and every live adapter goes through these two functions, so a
-tool call that the training data saw as ``"str_replace /a.py\\nold_str: ..."``
-is the same text when a live agent makes it (the features read that text:
-gold identifiers, action sizes, repeats).
-
-* :func:`content_text` flattens a message content -- a string, a list of
-  OpenAI-style parts (``text``/``input_text``/``output_text``; images and audio
-  leave an ``[image]``/``[audio]`` marker) or of content objects with
-  ``type``/``text`` attributes (OpenHands SDK ``TextContent``, inspect_ai
-  ``ContentText``) -- into text.
-* :func:`tool_call_text` renders one tool call:
-
-  - an editor tool: ``"<command> <path>"`` then one ``key: value`` line per
-    ``view_range``/``insert_line``/``old_str``/``new_str``/``file_text``
-    (the form the OpenHands ingestor gave the training data);
-  - a shell tool: its command line (other arguments such as ``timeout`` or
-    ``security_risk`` are dropped);
-  - a tool with one text argument (``finish`` message, ``think`` thought,
-    ``execute_ipython_cell``/``python`` code): that argument;
-  - anything else: the arguments as compact JSON in their own key order
-    (``"{}"`` when there are none); a string that is not a JSON object stays
-    as the model sent it.
+Every ingestor and every live adapter goes through ``content_text`` and ``tool_call_text``, so a tool call is the
+same text live as in the training data (the features read that text). How each kind of tool is rendered:
+docs/formats.md, "Tool calls and message content as text".
 """
 
 from __future__ import annotations

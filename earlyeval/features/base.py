@@ -1,24 +1,9 @@
 """One interface for every feature family, used by batch and streaming alike.
 
-A family is a small estimator (``fit`` learns whatever it needs from training
-trajectories only, e.g. a text vocabulary) that also knows how to follow one run
-step by step: ``start`` makes a per-run state, ``update`` folds one step into it
-in time independent of the prefix length, ``values`` reads the features of the
-prefix seen so far.  The batch featurizer is nothing but this loop run over
-finished trajectories, so batch and streaming features cannot drift apart.
-
-Families serialize to plain JSON + numpy arrays (``get_state`` /
-``from_state``) so a model directory never needs pickle.
-
-The protocol a family class declares (``FeatureFamily``; ``FamilyBase`` gives
-the defaults): ``name``; ``fit_scope`` -- ``"fold_free"`` (learns nothing from
-labels or text: computed once per dataset) or ``"fold_fitted"`` (fitted inside
-each training fold); ``needs_task`` and ``check_context`` -- what task context
-it reads, and why a given context lacks it (the Monitor asks each family);
-``from_config`` -- how training builds it; ``get_state``/``from_state`` -- the
-model directory.  ``values`` returns either an array of ``len(names)`` or a
-mapping name -> value; ``bind_values`` checks either against ``names``, so
-names and values cannot drift apart (``FeatureNamesError``).
+A family fits on training runs, then follows one run step by step (``start``/``update``/``values``); the batch
+featurizer is that same loop over finished runs, so batch and streaming features cannot drift apart. The
+protocol (``fit_scope``, ``check_context``, ``get_state``/``from_state``, ``bind_values``): docs/architecture.md,
+"Feature families".
 """
 
 from __future__ import annotations

@@ -1,35 +1,9 @@
 """Peer task prior: how often the OTHER training agents solved this task.
 
-Benchmarks without public leaderboard history (tau2-bench, Toolathlon) still
-have many agents running the same tasks, and task difficulty is the strongest
-outcome signal we know of (the ``prior`` family on SWE-bench).  This family
-learns, per task and per training agent, (successes, labelled runs) and gives a
-run of agent A on task t:
-
-- ``peer_rate``: successes / runs of the other agents on t (NaN if none ran t:
-  unknown is missing, never 0),
-- ``peer_agent_rate``: the mean over those agents of their own rate on t (an
-  agent with many trials of t does not outvote the others),
-- ``peer_shrunk``: (k + a·p0) / (n + a), shrunk toward the training base rate p0,
-- ``peer_n_runs``, ``peer_n_agents``: how much evidence that is -- only with
-  ``counts=True``: off by default, because leave-own-agent-out makes a training
-  row's counts smaller than a held-out agent's (one agent fewer), and on tau2
-  the counts lowered pooled held-out AUROC (0.711 -> 0.667, see earlyeval/catalogs/tau2.toml).
-
-It is fitted from outcome labels, so it is a fold-fitted family (like ``text``):
-``fit`` only ever sees the training agents of a fold.  Inside the training set
-the prior of A's run leaves A's own runs out (leave-own-agent-out), otherwise a
-training row would see its own label and the model would over-trust the
-feature; a held-out agent is not in the table, so the rule is the same at
-training and at test time.  p0 is the fit's overall success rate, one constant
-shared by every row (so ``peer_shrunk`` is one function of (k, n) for all rows
-and tells no row its own label); a per-agent p0 without A would instead fall as
-A's own success rate rises, a label leak of its own.  The values are constant
-over a run's prefixes.
-
-Time: like the public prior, a run only sees the agents dated strictly before
-its ``as_of`` (an agent's date is the earliest date of its runs; an agent
-without a date is never visible to a dated run); an empty ``as_of`` sees all.
+The ``peer_prior`` family, for benchmarks without public leaderboard history (tau2-bench, Toolathlon), where
+task difficulty must come from the other agents' runs. Fitted per fold, each training run's own agent left
+out, so that no row sees its own label. The features, the shrinkage and the time rule: docs/architecture.md,
+"Feature families".
 """
 
 from __future__ import annotations

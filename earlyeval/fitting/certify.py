@@ -1,38 +1,8 @@
 """Certifying halting thresholds on K labelled runs of one new agent (the warm start's rule).
 
-A warm start may make the label-free pair (the base) *bolder* only as far as the K runs certify it, and
-more cautious only when they show that the base misses the target.  Both are tests whose level accounts
-for every pair tried, so a few lucky (or unlucky) runs cannot move the thresholds on their own.
-
-Per pair, on the K runs: ``n_pos`` successes, ``e_s`` of them halted as failures; ``n_neg`` failures,
-``e_f`` of them halted as successes; eps = 1 - target.  The candidates are fixed sequences built from the
-threshold grid and the base before any label is read (``side_path``, ``warm_path``).
-
-* **Certify, per side** (``constraint = "recall"``): lowering tau_f can only add successes halted as
-  failures and remove failures halted as successes, run by run (and the mirror for tau_s; the halting rule
-  is monotone in each threshold).  So each side is a sequence of its own: tau_f one grid step lower at a
-  time, tau_s at the base, each pair certified when the exact binomial (Clopper-Pearson) p-value of
-  "success recall < target", P(Bin(n_pos, eps) <= e_s), is <= a = 1 - sqrt(1 - delta); the mirror for
-  tau_s and failure recall.  Each sequence stops at its first pair not certified (fixed-sequence testing,
-  the ordering Learn-then-Test uses: no correction for pairs never reached); the two sequences read
-  disjoint runs, independent given the outcomes (Sidak: both hold with probability (1 - a)^2 = 1 - delta).
-  The result is (lowest certified tau_s, lowest certified tau_f).
-* **Veto**: H0' = "both recalls >= target".  A side rejects when P(Bin(n, eps) >= e) <= a; the base
-  is replaced only when it is rejected, by the first pair of the cautious sequence (``warm_path``: both
-  sides one grid step up at a time, up to NEVER) that is not.
-
-Guarantee, for K runs drawn i.i.d. from the agent's run distribution (given its outcome, a run's errors
-are then binomial on each side): with probability >= 1 - delta, a lowered tau_f has success recall >=
-target and a lowered tau_s failure recall >= target on that distribution (the final pair is at least as
-good on each side as the pair certified for that side); a side not lowered has at least the label-free
-pair's recall, on every run.  And with probability >= 1 - delta, a base that meets the target is not
-raised.  Nothing is promised about the base itself when neither test fires: its evidence is the training
-agents'.  ``constraint = "accuracy"``: one sequence bolder on both sides (``warm_path``), one binomial over
-all K runs (errors = halted and wrong), the guarantee on outcome accuracy.
-
-The price: with zero errors a side is certified only when target^n <= a, n >= 58 runs of that
-outcome at target 0.95 and delta 0.1 (``min_runs_to_certify``).  numpy and scipy only (the live Monitor's
-warm start imports it).
+A warm start may make the label-free pair bolder only as far as exact binomial tests in fixed sequences certify
+it, and more cautious only when the runs reject it, so a few lucky runs cannot move the thresholds. The tests,
+their levels, the guarantee and its price: docs/monitor.md, "Warm start" (the certificate in detail).
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
 """The outcome model: LightGBM on prefix features, Platt-calibrated.
 
-``OutcomeModel`` is a scikit-learn estimator: parameters in ``__init__`` (stored
-as given: ``get_params``/``set_params``/``clone`` work), fitted state (``boosters_``,
-``platt_``, ``feature_names_in_``, ``n_features_in_``, ``classes_``) made by ``fit`` only,
-``predict_proba`` returns (n, 2) [P(failure), P(success)].  Its prediction side lives
-in ``outcome`` (numpy only), shared with the ``OutcomePredictor`` a model directory loads.
-
-Calibration: a task-grouped split of the training agents' prefixes (no task on
-both sides); LightGBM is fitted on one part and Platt scaling on the other
-(``fit_platt``: Platt's 1999 method on the booster's raw margins, sample weights
-1/(T-1); our own fit, so no private scikit-learn attribute is read).
-
-Two models or one?  LightGBM trained on flipped labels with identical settings
-grows mirrored trees, so P(failure) = 1 - P(success) to float precision (we
-measure it: ``twin="flipped"``; see ``mirror_gap``).  The default ``twin="mirror"``
-says so plainly: one calibrated score, two cut-offs (tau_s, tau_f).
-``twin="balanced"`` is the principled variant that does differ: the failure
-model is trained with class-balanced weights, so its ranking among the
-(majority) failures is learned with the minority success class up-weighted.
+``OutcomeModel`` is a scikit-learn estimator; its prediction side is ``model.outcome`` (numpy only), what a
+model directory loads. The calibration split, the Platt fit and the twin modes (one score with two cut-offs,
+or a second booster): docs/architecture.md, "The outcome model".
 """
 
 from __future__ import annotations

@@ -1,82 +1,9 @@
 """ATIF (Agent Trajectory Interchange Format, v1.0-v1.8) runs in Harbor trial folders.
 
-Layout of one trial (one run of one task)::
-
-    <trial>/agent/trajectory.json[.gz]   the ATIF document (steps)
-    <trial>/result.json[.gz]             Harbor's TrialResult: reward in verifier_result.rewards
-    <trial>/verifier/reward.json         {"reward": 1.0} (or several named rewards)
-    <trial>/verifier/reward.txt          a single float
-
-``discover`` returns the trial folders (every folder holding
-``agent/trajectory.json``).  Documents are validated with the pydantic models
-of the ``atif`` package (which implements v1.8; all v1.x changes were additive
-except one, see below), never with a hand-written schema.  A document that
-fails validation is an IngestError naming the field from the pydantic error
-location (``steps[3].tool_calls[0].function_name``); the rest of the batch goes
-on.
-
-**One step = one ATIF agent step** (``source: "agent"``): ATIF defines it as one
-complete agent turn (inference, actions, observation receipt), the same unit
-as everywhere else in earlyeval.
-
-* actions: one per ``tool_calls`` entry, tool = ``function_name``, text = the
-  arguments as compact JSON (a shell tool's lone ``command`` argument as the bare
-  command line).
-* thought / action text: a turn with tool calls has ``reasoning_content`` plus
-  ``message`` as its thought; a turn without tool call *did* its message (final
-  answer, reply to the user): the message is the action, ``reasoning_content``
-  the thought.
-* observation: the text of ``observation.results`` (multimodal content parts
-  keep their text; each image or audio part leaves an ``[image]``/``[audio]``
-  marker and is counted in ``meta["non_text_parts"]``), then any user or system
-  step that follows the agent step (a user reply, a system event) before the
-  next agent step.
-* tokens / cost: per-step ``metrics`` (``prompt_tokens`` = whole context,
-  ``completion_tokens``, ``cached_tokens``, ``cost_usd``); absent = None.
-  ``llm_call_count > 1`` means the metrics already aggregate several calls:
-  kept as the step's totals.  ``llm_call_count == 0`` marks a deterministic
-  dispatch with no LLM call: tokens and cost are known to be 0.
-  ``final_metrics`` go to ``meta`` only (they cannot be split into steps).
-* task prompt: the first user step of the document (a copied one included:
-  it is the task as the agent saw it); later user steps before the first agent
-  step are appended to it; system steps before the first agent step (system
-  prompt) are not steps.
-
-Edge cases, decided:
-
-* ``is_copied_context: true`` steps (context replayed from an earlier
-  trajectory) are skipped: they are not this run's actions; counted in
-  ``meta["copied_context_steps"]``.
-* Continuations: ``continued_trajectory_ref`` (the run went on in another file,
-  e.g. after summarization) is followed inside the trial folder and the
-  segments' steps are concatenated in order (their copied context dropped).  A
-  continuation that is missing, outside the trial folder or cyclic is an
-  IngestError: a truncated run would carry a wrong length and a label earned
-  by steps we do not see.
-* Subagents: embedded ``subagent_trajectories`` and ``subagent_trajectory_ref``
-  results are not inlined as steps: the delegating step is one step of the
-  parent whose observation is what the subagent returned (plus a
-  ``[subagent trajectory: <id>]`` marker); subagent counts go to ``meta``.
-* Version handling: ``schema_version`` must be ``ATIF-v1.0`` ... ``ATIF-v1.8``
-  (``v1.N`` / ``1.N`` accepted as written by some exporters).  v1.7 made a
-  subagent ref with only ``session_id`` invalid; for documents declaring
-  v1.0-v1.6 such a ref is upgraded (``trajectory_id = session_id``, its v1.6
-  resolution key) before validation, and a lone ref object is wrapped in a list.
-* ``error``: ATIF has no error flag; None unless the step carries
-  ``extra.earlyeval.error`` (written by earlyeval's own exporter).
-
-Label: ``result.json`` ``verifier_result.rewards`` first (what Harbor
-recorded), else ``verifier/reward.json``, else ``verifier/reward.txt`` (Harbor's
-own verifier reads reward.json before reward.txt).  The reward used is the
-``reward`` key, else the only key, else the catalog option ``reward_key``.  It
-is mapped to an outcome by the shared rule (``success_min_reward``, default:
-success iff reward >= 1 - 1e-6).  No reward anywhere (e.g. the verifier
-crashed) -> ``outcome=None``, reported as unlabelled.
-
-``extra.earlyeval`` on steps and tool calls holds the few values earlyeval's
-exporter cannot express in standard ATIF (an error flag, an action text that
-the arguments do not reproduce); ingest honours them so that ingest -> export
--> ingest is exact.
+One step per ATIF agent step, labelled by the verifier's reward; documents are validated with the ``atif``
+package's models, and ``extra.earlyeval`` values are honoured so that ingest -> export -> ingest is exact.
+Layout, step mapping, continuations, subagents, versions and labels: docs/formats.md, "ATIF in Harbor trial
+folders".
 """
 
 from __future__ import annotations

@@ -1,37 +1,8 @@
 """CodeR trajectories (``trajs/<instance_id>.traj``, plain or gzipped).
 
-CodeR is a multi-agent scaffold on SWE-agent: a Manager ``plan``s a sequence of
-sub-agents (Reproducer, Debugger = fault localizer, Programmer = editor,
-Tester = verifier), each a SWE-agent loop that ends with ``succeed`` or
-``fail``; control then returns to the Manager, which ``submit``s or plans again.
-The file looks like SWE-agent's: ``trajectory`` is the flat list of every
-sub-agent's turns, and ``history`` holds all conversations, each message tagged
-with its ``agent``.
-
-One step = one assistant turn of any sub-agent, in chronological order: one
-entry of ``trajectory`` (its command, thought and observation).  The i-th entry
-is the i-th non-demonstration assistant message of ``history`` (checked: on all
-261 real files both carry the same ``action``); that message names the
-sub-agent, recorded per step in ``meta["step_roles"]`` (Action has no room for
-it and the tool must stay the command for ``classify_action``).
-
-Why this and not one step per Manager turn: the sub-agents do all the work
-(edits, tests); a Manager-level step would hide it.  Why not keep each
-observation where ``trajectory`` puts it: a Manager turn that delegates
-(``plan``) is answered only after its sub-agents have run, by the report of
-their conclusions, which ``trajectory`` stores on the ``plan`` step.  Left
-there, a 1-step prefix would already see how the whole plan ended.  So that
-observation is moved to the step after which it arrived: the last sub-agent
-turn before the Manager's next turn (or the last step, when the run ended
-inside the sub-agents, e.g. on ``exit_cost``).  The ``plan`` step keeps an
-empty observation.  The hand-off prompts that start each sub-agent (issue text,
-instructions, colleagues' conclusions so far) are prompts, not steps.
-
-Commands are parsed as in SWE-agent (``swe_agent.action_from_command``) plus
-CodeR's own: ``plan``/``succeed``/``fail`` (kind ``other``), ``rover_search_*``,
-``stackoverflow_search``, ``similar_issue_search`` (kind ``search``).  Usage:
-instance totals only (``info.model_stats``) in ``meta``; per-step tokens and
-cost are ``None``.
+SWE-agent-like files of a Manager and its sub-agents: one step per sub-agent turn, and a ``plan`` step's
+observation is moved to where it arrived, so that a prefix never sees how a plan ended. Why, and the
+commands: docs/formats.md, "CodeR".
 """
 
 from __future__ import annotations

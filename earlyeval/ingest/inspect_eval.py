@@ -1,34 +1,8 @@
 """inspect_ai evaluation logs (``.eval`` archives or ``.json`` logs): one run per sample and epoch.
 
-Read through inspect's public log API (``inspect_ai.log``: the header, the sample summaries, then each
-sample on its own, so one malformed sample is a skip naming it and the others still ingest).  inspect
-is an optional extra (``pip install -e ".[inspect]"`` in a checkout): without it the format is still listed,
-and each file is skipped with a reason that says so.  No second, hand-written reader of the zip
-layout: inspect migrates its own older log versions.
-
-**One step = one assistant message** of the sample's message history (``sample.messages``) plus
-what comes back before the next assistant message: its tool results and any user message (react's
-"continue" prompt), as every chat-style format here (:func:`earlyeval.ingest.chat.chat_steps`).  The
-live approver (``earlyeval.integrations.inspect_approver``) builds its steps with the same
-:func:`inspect_steps` from the history inspect hands it, so the Monitor sees live what this reader
-builds offline.
-
-* action: one Action per tool call (``earlyeval.core.trajectory.call_action``: the one renderer);
-  a message without tool calls is a final answer (its text).
-* thought: the reasoning parts, plus the text of a message that also called tools.
-* observation: the tool results' text and later user messages, one per line; error: True when a
-  tool result carries an error, False when all results carry none, None without results.
-* usage: the ``ModelEvent`` whose output is that message (matched by message id): input, output,
-  cache-read tokens and ``total_cost``; unknown (None) when the event is absent or says nothing.
-* task id: the sample id; prompt: the first user message; date: the sample's ``started_at``, else
-  the log's ``eval.created`` (``meta["date"]``, YYYY-MM-DD; a catalog ``date`` wins).
-
-Label: the sample's score, from the scorer named by the catalog option ``inspect_scorer`` (default:
-the sample's first score).  ``"C"`` (inspect's CORRECT), ``True`` or a number >= ``success_min_reward``
-(default 1 - 1e-6) is a success; ``"I"``, ``"N"``, ``"P"`` (incorrect, no answer, partial), ``False``
-or a smaller number a failure (options ``success_values`` / ``failure_values`` replace the string
-lists).  A sample without scores is unlabelled (``outcome=None``); any other value is an IngestError
-naming ``samples/<id>_epoch_<n>.scores.<scorer>.value``.
+Read with inspect's public log API; steps are built by ``inspect_steps``, which the live approver uses too,
+so the Monitor sees live what this reader builds offline. Steps, usage and the label rule: docs/formats.md,
+"inspect_ai logs".
 """
 
 from __future__ import annotations

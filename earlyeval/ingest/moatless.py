@@ -1,42 +1,8 @@
 """Moatless Tools trajectories (``trajs/<instance_id>.json``, plain or gzipped), two layouts.
 
-``moatless-transitions`` (AgenticLoop, June 2024 onwards): ``transitions`` is the
-state machine's history, each ``{name: SearchCode | IdentifyCode |
-DecideRelevance | PlanToCode | ClarifyCodeChange | EditCode | Finished |
-Rejected, state, actions: [...]}``.  Each entry of ``actions`` is one LLM call
-in that state: ``action`` (the model's structured output, with ``thoughts`` or
-``scratch_pad``), then either ``output`` (what the loop returned) or
-``retry_message`` (the loop refused the output and asked again), plus
-``completion_cost`` and, in later runs, ``input_tokens``/``output_tokens``.
-
-One step = one such action (one LLM call), in order.  A transition is not a
-step: one state may take several calls (retries), and terminal states
-(``Finished``, ``Rejected``) hold none.  The tool is named after what the call
-did, so ``classify_action`` gives the kind: SearchCode -> ``search_code``,
-IdentifyCode -> ``identify``, DecideRelevance -> ``decide_relevance``,
-ClarifyCodeChange -> ``clarify_code_change``, EditCode -> ``apply_change``
-(``reject_change`` when the editor answers ``<reject>``), PlanToCode ->
-``request_for_change`` for a change request, ``finish``/``reject``/``review``
-as the model asked -- except that an accepted call after which the loop went
-to ``Finished``/``Rejected`` is ``finish``/``reject``: that transition is the
-call's own result.  A refused call is a step with ``error=True`` and the
-``retry_message`` as observation; accepted calls have ``error=False``.
-
-``moatless-steps`` (the June 9 SearchLoop/CodeLoop version): ``steps`` is a list
-of ``{name, actions: [{name, input, output}], completion_cost, thought?,
-error?}``, one entry per LLM completion.  One step = one entry of ``steps``,
-with all the tool calls that completion made (parallel searches stay one
-multi-action step).  Tool names are the native ones (``search``, ``identify``,
-``request_for_change``, ``search_replace``, ``specify_lines``, ``finish``);
-``reject`` inside a code-change state declines the requested change (tool
-``reject_change``, kind ``other``), not the task.  ``error=True`` when the
-step or one of its outputs carries an ``error``.
-
-Neither layout has raw LLM messages: thought = the call's ``thoughts`` /
-``scratch_pad`` / ``reasoning``; action text = the remaining arguments;
-observation = the output rendered as text.  Cost: per-step
-``completion_cost``; ``info.total_cost`` goes to meta.  Tokens only where an
-action records them, else ``None``.
+The ``moatless-transitions`` and ``moatless-steps`` layouts: one step per LLM call, its tool named after what
+the call did so that ``classify_action`` gives the kind. Both layouts' mapping: docs/formats.md, "Moatless
+Tools".
 """
 
 from __future__ import annotations

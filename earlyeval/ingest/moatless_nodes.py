@@ -1,46 +1,8 @@
 """Moatless Tools 0.0.4 trajectories (``<instance_id>/trajectory.json``, plain or gzipped): a node tree.
 
-Layout: ``{"metadata": {evaluation_name, instance_id}, "max_iterations", "max_cost", "agent", "nodes": [...]}``.
-``nodes`` is a tree linked by ``parent_id``: node 0 (no parent) holds the task ``message``; every other
-node is one LLM call and what it did -- ``action`` (the tool call's arguments, the model's
-``scratch_pad`` and ``action_args_class``), ``observation`` (``message``, ``terminal``,
-``expect_correction``, ``properties``), ``file_context`` and ``completions``
-(``build_action`` and sometimes ``execute_action``, each with ``usage`` {completion_cost,
-completion_tokens, prompt_tokens, cached_tokens}).
-
-The run is the path that produced the final patch: from the last node of ``nodes`` back along
-``parent_id`` to the root.  Each node on it that holds an ``action`` is one step, root first.
-Nodes off the path are abandoned branches (the search restarted from an earlier node, e.g.
-from the root: 13 of the 271 shared runs): they are not steps of the run, because the patch
-and the final state do not depend on them.  Their count and cost go to ``meta``
-(``abandoned_nodes``, ``abandoned_cost_usd``; ``tree_cost_usd`` is what the whole tree
-cost) so that nothing is dropped silently.  A node without an ``action`` (expanded but never
-run, e.g. the last node of a run stopped at its limits) is not a step either.  A node marked
-``is_duplicate`` (its action repeats an earlier node's, so it was not executed) is a step
-with an empty observation: the call was made and paid for.
-
-A step:
-
-* action: the tool call, rendered by ``core.render.tool_call_text``.  The tool is the
-  function the model called, named from ``action_args_class``: ``str_replace_editor``
-  (Claude's editor: ``view`` is kind view, ``str_replace``/``create``/``insert`` are edits),
-  ``semantic_search``/``find_class``/``find_function``/``find_code_snippet`` (search),
-  ``view_code``/``request_more_context`` (view), ``finish``/``reject`` (submit) -- the kinds
-  the older Moatless readers give the same actions (``ingest.moatless``: ``search_code``
-  search, ``identify`` view, ``apply_change`` edit, ``finish``/``reject`` submit).
-* after an edit the scaffold runs the repository's related tests itself and appends
-  ``Running N tests in the following files: * path ...`` and ``P passed. F failed. E errors.``
-  to the observation.  That test run is a second action of the step, tool ``run_tests``
-  (kind test, text: the test files), so the step stays an edit and the behaviour family reads
-  the test result as it does for an agent that runs its own tests.
-* observation: ``observation.message``; thought: ``action.scratch_pad``;
-  error: ``observation.expect_correction`` (the scaffold asks the model to correct a failed
-  call: string not found, invalid path, ...), None when the node has no observation.
-* usage: the sum over the node's completions.  ``input_tokens`` is the whole prompt,
-  ``prompt_tokens + cached_tokens`` (Moatless counts cache reads apart from
-  ``prompt_tokens``; the other formats' ``prompt_tokens`` include them), ``cached_tokens``
-  the cache reads, ``output_tokens`` ``completion_tokens``, ``cost_usd`` ``completion_cost``.
-  A value missing from any completion of the node is None for the step: unknown, never 0.
+The run is the path from the last node back to the root (abandoned branches are counted in ``meta``, not
+steps), and the scaffold's own test run after an edit is a second action of that step. Details:
+docs/formats.md, "Moatless Tools 0.0.4".
 """
 
 from __future__ import annotations

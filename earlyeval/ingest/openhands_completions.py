@@ -1,37 +1,8 @@
 """OpenHands ``llm_completions`` logs (CodeActAgent, native tool calling).
 
-Layout: ``llm_completions/<instance_id>/<model>-<unix_ts>.json(.gz)``, one file
-per LLM call: ``messages`` (the whole prompt of that call: system, task, then
-assistant turns with ``tool_calls`` and the ``tool`` messages answering them),
-``response`` (litellm ChatCompletion; ``choices[0].message`` is the turn that
-call produced), ``cost`` (of that call only), ``timestamp``.  Each call's
-messages are a prefix of the next call's, so the last call of an instance
-holds the whole conversation: ``discover`` keeps, per instance folder, the file
-with the highest timestamp in its name.  Earlier call files are not silently
-lost: their number is logged and kept in ``meta["earlier_call_files"]``.  (If
-an instance was restarted, the last file belongs to the final attempt, the one
-that produced the evaluated patch.)
-
-One step = one assistant message (the ``messages`` ones, then the final
-``response`` message) with its tool call(s) and the ``tool`` message(s)
-answering them (matched by ``tool_call_id``, else by position).  Several tool
-calls in one message stay one multi-action step.  The last step's calls have no
-answer in the file (observation empty).  An assistant message with no tool call
-is a step with no action (the text is its thought); OpenHands answers it with
-an automatic "Please continue working on the task..." user message, which is
-scaffold prompting, not environment output: it is not an observation and is
-only counted in ``meta["auto_continue_prompts"]``.
-
-Action text is ``earlyeval.core.render.tool_call_text`` (shared with every ingestor and live
-adapter), so that ``classify_action`` sees the real operation: ``execute_bash`` -> the command;
-``str_replace_editor`` -> ``<sub-command> <path>`` then the other arguments (``view /x.py``,
-``str_replace /x.py\\nold_str: ...``); ``finish`` -> its message; other tools -> their JSON arguments.
-``error``: from ``[Command finished with exit code N]`` for bash, ``ERROR:`` for
-the editor, else None.
-
-Usage: only the last call's ``cost`` and ``response.usage`` exist; they go to
-meta (``last_call_cost``, ``last_call_usage``) and every per-step token count
-and cost is ``None`` (no other call's usage is in the file).
+The last call's file holds the run: one step per assistant message with its tool calls and their answers;
+per-step usage is unknown (only the last call's is in the file). Details: docs/formats.md, "OpenHands
+llm_completions".
 """
 
 from __future__ import annotations

@@ -1,29 +1,8 @@
 """OpenHands Software Agent SDK (V1) conversations as the SDK persists them: ``base_state.json`` + ``events/``.
 
-Layout (``Conversation(..., persistence_dir=D)``; the SDK writes ``D/<conversation id hex>/``):
-``base_state.json`` (the conversation state: ``id``, ``agent``, ``execution_status``, ``stats``, ``tags``,
-``agent_state``) and ``events/event-<index>-<event id>.json``, one JSON event each, with its class name
-in ``kind`` (``MessageEvent``, ``ActionEvent``, ``ObservationEvent``, ``AgentErrorEvent``, ...).  The
-reader is plain JSON: it does not need the SDK.
-
-**One step = one LLM response**, exactly as the live adapter (``earlyeval.integrations.openhands``)
-builds it, by the same :class:`StepFolder`: the response's ``ActionEvent`` s (one per tool call,
-grouped by ``llm_response_id``) and the observation events answering them (``ObservationEvent``,
-``UserRejectObservation``, ``AgentErrorEvent``, matched by ``tool_call_id``); the step is complete when
-every call is answered.  An ``AgentErrorEvent`` answering no call is a rejected step (no action,
-``error=True``).  A response that only calls ``finish`` is not a step mid-run (the live adapter does
-not score it); the run's last finish, an unanswered last response, or a last agent message become
-the final step (never replayed: halting after the last step saves nothing).
-
-* action: one Action per tool call (``call_action``: the one renderer); thought: the actions' thought.
-* observation: each answer's text content, joined; error: from the exit code, else ``is_error``,
-  True for an agent error, None for a rejection.
-* usage: the ``token_usages`` of ``stats.usage_to_metrics`` recorded for the step's ``llm_response_id``
-  (prompt, completion, cache-read tokens), the live adapter's rule (:func:`response_usage`); cost per
-  response only where each LLM's ``costs`` pair one to one with its responses; else unknown (None).
-* task id: ``tags.instance_id`` / ``tags.task_id``, else the conversation folder's path inside the
-  run folder without the conversation-id component; prompt: the first user message; date: the
-  first event's timestamp.  No label in the format: labels come from the catalog or ``--labels``.
+Plain JSON, no SDK needed: one step per LLM response, grouped by ``StepFolder``, the live callback's own, so
+an offline read gives the steps the callback scored. Details: docs/formats.md, "OpenHands SDK (V1)
+conversations".
 """
 
 from __future__ import annotations

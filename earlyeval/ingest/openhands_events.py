@@ -1,43 +1,8 @@
 """OpenHands conversation event streams (V0 events, e.g. a GUI conversation export).
 
-Layout: ``.../issue_<N>/<instance_id>.json(.gz)`` = a JSON list of events, each
-with ``id``, ``source`` (agent / user / environment) and either ``action`` +
-``args`` or ``observation`` + ``content``/``extras`` + ``cause`` (the id of the
-action it answers).  Agent actions carry ``tool_call_metadata`` (the native
-tool call id and the raw ``model_response`` with its ``usage``) and
-``llm_metrics`` (running totals).  The ``<conversation_id>/metadata.json`` files
-next to them are conversation summaries, not trajectories: ``discover`` skips
-them (and any per-event ``events/``/``event_cache/`` copies).
-
-One step = one agent action event that acts (``run``, ``read``, ``edit``,
-``finish``, ``call_tool_mcp``, ...), with the observation(s) whose ``cause`` is
-that action.  Actions sharing one ``model_response`` (several tool calls in one
-LLM response) stay one multi-action step, so its usage is counted once.  The
-action is rendered from the native tool call in the model response (same
-rendering as ``openhands_completions``: ``execute_bash`` command,
-``str_replace_editor`` ``<sub-command> <path> ...``), else from ``args``.
-
-Decided explicitly:
-- agent ``message`` actions (the agent writes to the user instead of calling a
-  tool: a plan, a progress note, a summary; the agent then waits for the user)
-  are steps with no action, their text as thought: they are LLM turns that use
-  budget and often end a run without ``finish``.
-- a later ``user`` message (a human typing in the GUI) is not a step: it is what
-  answered the agent, appended to the latest step's observation as
-  ``[user] ...`` and counted in ``meta["user_messages"]``.  The first user
-  message is the prompt.
-- an agent ``error`` observation with no ``cause`` (OpenHands refused a
-  malformed tool call) is an LLM turn that failed: a step with no action,
-  ``error=True``.
-- bookkeeping is skipped: ``system`` prompt, ``recall`` (and its
-  observation), ``change_agent_state``/``agent_state_changed``, and the memory
-  condenser's ``condensation`` (counted in ``meta["condensations"]``).
-
-Tokens per step from ``model_response.usage`` (prompt / completion / cached),
-``None`` where the event has no model response.  Per-step cost is ``None``: the
-events carry only running totals (``llm_metrics.accumulated_cost``, in meta as
-``instance_cost``).  ``error``: ``True`` for ``error`` observations and non-zero
-exit codes, ``False`` for other answered actions, ``None`` when unanswered.
+One step per agent action event that acts, with the observations it caused; a message to the user is a step
+without action, a human's later message is observation. What is a step and what is bookkeeping:
+docs/formats.md, "OpenHands V0 event streams".
 """
 
 from __future__ import annotations

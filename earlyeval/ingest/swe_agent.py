@@ -1,47 +1,8 @@
 """SWE-agent trajectories (``<instance_id>.traj``, plain or gzipped): 0.x, and 1.x with function calling.
 
-Layout: ``{"environment", "trajectory": [{action, observation, response, state,
-thought}], "history": [chat messages], "info": {exit_status, submission,
-model_stats}}``.
-
-One step = one entry of ``trajectory``: one assistant turn, the single command
-it ran (``action``), its reasoning (``thought``) and what the environment
-returned (``observation``).  ``trajectory`` already pairs each command with its
-answer, so ``history`` is read only for the task prompt (its first non-demo
-user message).  Turns the scaffold rejected for their format are not in
-``trajectory`` (they show up only as ``model_stats.api_calls`` > steps).
-
-Commands of SWE-agent's interface (``open``, ``goto``, ``edit``,
-``search_dir``, ``submit``, ...) become an ``Action`` whose tool is the
-command name and whose text is its arguments, so ``classify_action`` decides
-the kind by tool name: an ``edit`` whose replacement text mentions pytest is
-still an edit.  Anything else is a ``bash`` command.  ``exit_cost`` (and the
-other ``exit_*`` pseudo-actions) is the scaffold ending the run at its cost
-limit with autosubmission: a step of kind ``submit``.
-
-Usage: the format has only instance totals (``info.model_stats``: cost, tokens
-sent/received, API calls); they go to ``meta`` and every per-step token count
-and cost is ``None``.  SWE-agent marks no per-step error, so ``error`` is None.
-
-SWE-agent 1.x with function calling (``history`` has assistant messages with
-``tool_calls``; read by ``steps_from_tool_calls``): one step = one assistant
-turn of ``history``, the turns the agent's ``step()`` executed and handed to its
-hooks (``integrations.swe_agent`` sees the same ones).  Its actions are the
-turn's tool calls rendered by ``core.render.tool_call_text`` (the live hook's
-rendering: ``str_replace_editor`` is ``"view /testbed\nview_range: [1, 400]"``,
-``bash`` its command line, ``submit`` ``"{}"``).  Its observation is what the
-tool returned, the ``observation`` of the turn's own ``trajectory`` entry (the
-``tool`` message holds the same text inside the run's observation template,
-``"OBSERVATION:\n..."``).  ``trajectory`` also holds the turns SWE-agent refused
-and asked again (format, blocklist or bash syntax errors; not in ``history``):
-they are not steps, as in 0.x, and their number is ``meta.requeried_turns``.  A
-turn is paired with its entry by its ``action`` string, from the end (a refused
-entry precedes the executed one).  The last turn of a forced exit has no tool
-call: it is the ``exit_*`` pseudo-action of ``info.exit_status`` (kind submit),
-as in 0.x.  Thoughts are the turns' ``thought`` (mostly empty with gpt-5-mini,
-whose reasoning is hidden); usage is per instance only, as in 0.x.  A 1.x run
-without function calling is read as 0.x, with the 1.x tool bundles' commands
-(``SWE_AGENT_COMMANDS``, the live hook's parser).
+One step per executed turn (0.x: a ``trajectory`` entry; 1.x: an assistant turn of ``history``, the turns the
+live hook sees); usage is per instance only. Commands, refused turns and forced exits: docs/formats.md,
+"SWE-agent".
 """
 
 from __future__ import annotations

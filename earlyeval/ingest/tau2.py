@@ -1,44 +1,8 @@
 """tau2-bench simulation results (customer-service dialogues with a simulated user).
 
-Layouts: the 2025 single file ``{timestamp, info, tasks, simulations}`` and the
-2026 (tau2 v1.x) ``<run>/results.json``, which adds ``simulation_index`` and
-voice/streaming fields (ignored: text runs leave them null).  One file holds
-many simulations; each simulation is one Trajectory.
-
-**One step = one agent turn**: an assistant message (its text and its tool
-calls) plus what answers it before the next assistant message: the results of
-the agent's tool calls and the user's reply.  Every assistant message is a
-step, including the scaffold's opening greeting ("Hi! How can I help you
-today?", hard-coded, no LLM call): the agent spoke and the user answered.  In
-the solo (``no-user``) mode there is no user and no greeting.  What the user
-simulator does on its own device (telecom: user messages with ``tool_calls``
-and tool results with ``requestor == "user"``) is not shown to the agent and is
-left out of the observation.
-
-* action: the tool calls (``name`` + JSON arguments); a turn without tool call
-  is a message to the user, whose text is the action (``final_answer``).
-* thought: ``reasoning`` when present, plus the assistant text of a turn that
-  also called tools.
-* error: True if a result of the agent's tool calls has ``error: true``, False
-  if all are marked false, None otherwise.
-* task prompt: the first user message; in solo mode (no user message) the
-  task's ``ticket`` from the file's ``tasks``.
-
-Usage and cost count **assistant messages only** (the user simulator is part
-of the benchmark, not of the agent): ``usage.prompt_tokens`` is the whole
-context of the call, ``completion_tokens`` its output, cached tokens come from
-``raw_data.usage`` when it says.  A message without ``usage`` made no metered
-call (the greeting; custom agents such as Whissle): its tokens and cost are
-None.  Cost: a file where no assistant message has a cost > 0 ("cost present but
-always 0": LiteLLM did not know the model's price) has *unknown* cost, None on
-every step, never 0; when such a file carries the provider's billed cost in
-``raw_data.usage.cost`` (OpenRouter), that is used instead.
-
-Label: ``reward_info.reward``.  Rewards other than 0/1 are mapped by the
-catalog option ``success_min_reward`` (default ``1 - 1e-6``: success iff the
-reward is 1).  A simulation without a numeric reward, with an empty dialogue or
-with malformed messages is reported as an IngestError naming
-``simulations[i].<field>``; the other simulations of the file still ingest.
+One run per simulation and one step per agent turn (the scripted greeting included); usage counts the
+agent's messages only, and a cost that is always 0 is unknown. Details and the label: docs/formats.md,
+"tau2-bench".
 """
 
 from __future__ import annotations

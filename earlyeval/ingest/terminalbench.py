@@ -1,43 +1,7 @@
 """Terminal-Bench 1 (TB1 harness) mini-swe-agent session logs: ``sessions/agent.log[.gz]``.
 
-The log is the raw tmux transcript of the agent's terminal (ANSI escapes,
-carriage returns, spinner lines "Waiting for the LM to respond...", LiteLLM's own
-log lines; all removed).  Before
-the first step it holds the agent's installation output; then every step is
-printed as::
-
-    mini-swe-agent (step N, $C):        C = cumulative cost so far, in dollars
-    THOUGHT: ...
-    ```bash
-    <command>
-    ```
-    User:
-    <returncode>0</returncode>
-    <output>...</output>
-    ────────────────
-
-**One step = one ``mini-swe-agent (step N, ...)`` block**: the assistant
-message (THOUGHT + one bash block, as in mini-swe-agent's own trajectories)
-plus the ``User:`` reply that answers it (returncode and output), cut at the
-separator rule or, for the last step, at "Saved trajectory to ..." / the shell
-prompt.  error = returncode != 0; a reply without returncode (the agent's
-format was rejected, or the run ended) gives None, or True when the turn had
-no single bash block.
-
-* task prompt: ``instruction`` of the trial's ``results.json`` (the log shows it
-  only inside the agent's rendered prompt).
-* tokens: none in the log (None).  cost: the header prints only the
-  *cumulative* cost, rounded to cents; per-step differences of rounded totals
-  would invent zeros, so per-step cost is None and the printed cumulative
-  values go to ``meta["cumulative_cost_usd"]``.
-* label: ``is_resolved`` of the per-trial ``results.json`` next to ``sessions/``;
-  ``null`` (test timeout, parse error) -> ``outcome=None``, reported as
-  unlabelled.  ``parser_results`` and ``failure_mode`` come from the test
-  phase: labels' evidence, never read.  A log without results.json is an
-  IngestError (no label source).
-* a log with zero agent steps (the agent never started, e.g. ``mini: command
-  not found``) is an IngestError with that reason: an infrastructure failure,
-  not a run of the agent.
+Steps are parsed from the raw tmux transcript, one per ``mini-swe-agent (step N, ...)`` block with its reply;
+the label is the trial's ``results.json``. Details: docs/formats.md, "Terminal-Bench 1".
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """Toolathlon trajectories (``trajs/<model>_<task>.json``, one run of one task per file).
 
-Layout: ``{"pass": bool | null, "messages": [...], "failure": str}`` with
-OpenAI-style messages: the first ``user`` message is the task prompt (no system
-prompt is kept), ``assistant`` messages carry ``tool_calls`` whose
-``function.arguments`` is a JSON string, and ``tool`` messages answer them by
-``tool_call_id`` with the MCP result as a JSON string.
-
-**One step = one assistant message** with its tool calls, plus the tool results
-and any later user message (Toolathlon's "[Context reset] ..." notice when the
-context overflowed) up to the next assistant message.  A text-only assistant
-message is a step whose action is its text (the final answer or a remark).
-
-* action: one Action per tool call, tool = the MCP ``server-tool`` name,
-  text = the arguments as compact JSON.
-* observation: each result's MCP text content (``{"type": "text", "text": ...}``
-  unwrapped; images leave an ``[image]`` marker), joined by newlines.
-* error: True when a result is marked ``"error": true`` or a python-execute
-  result reports a non-zero return code; otherwise None: Toolathlon does not
-  mark success, so an unmarked result is not claimed error-free.
-* tokens and cost: none in this format (None).
-
-Label: ``pass`` (bool).  ``pass: null`` (the run hit the turn limit and was not
-graded) gives ``outcome=None``: kept and reported as unlabelled, unusable for
-training.  A file without ``pass`` is an IngestError.  The ``failure`` field is
-the evaluator's post-hoc checker log: a label artefact, never a feature; it is
-not read into the trajectory at all (not even into ``meta``).
+OpenAI-style messages: one step per assistant message with its MCP tool results; the label is ``pass`` (the
+evaluator's ``failure`` log is never read). Details: docs/formats.md, "Toolathlon".
 """
 
 from __future__ import annotations

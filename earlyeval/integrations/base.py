@@ -1,38 +1,8 @@
 """Framework-free pieces shared by every agent-loop integration.
 
-* ``StepMonitor`` -- the protocol an adapter needs from a monitor
-  (``earlyeval.Monitor`` satisfies it; tests use small scripted fakes).
-* ``HaltedRun`` -- the record of a run that the monitor ended early.
-* ``EarlyStopper`` -- the one place that calls ``monitor.observe``: it numbers
-  the steps, never lets a monitor error reach the agent (fail-open, logged),
-  keeps the per-step probabilities, and says whether and how to stop.
-  Every framework adapter in this package is a thin wrapper around it, and a
-  hand-written loop can use it directly::
-
-      from earlyeval import Monitor
-      from earlyeval.integrations import EarlyStopper
-
-      stopper = EarlyStopper(Monitor.load("models/swe-v1"))
-      stopper.start(task={"task_id": "django-1234", "prompt": issue_text})
-      while True:
-          thought, command = my_llm(history)
-          output, returncode = my_shell(command)
-          d = stopper.after_step(
-              action=command, observation=output, thought=thought,
-              error=returncode != 0, input_tokens=usage.prompt, output_tokens=usage.completion,
-          )
-          if d.halt:  # stopper.halted.exit_status is "PredictedFailure" / "PredictedSuccess"
-              save(result=stopper.halted.to_dict())
-              break
-          if command == "submit":
-              break
-
-* ``build_step`` -- the one Step builder of the live path: every adapter
-  (mini-swe-agent, SWE-agent, OpenHands, inspect_ai, ``EarlyStopper.after_step``)
-  hands it the tool calls, command lines or Actions of one turn and gets the
-  Step, with tool calls rendered by :mod:`earlyeval.core.render` (the renderer the
-  ingestors use) and kinds from :func:`earlyeval.core.trajectory.make_step`'s taxonomy,
-  so a live step is the step the training data had for the same turn.
+``EarlyStopper`` is the one place that calls ``monitor.observe`` (fail-open, step numbering, history, how to
+stop), and ``build_step`` the one Step builder of the live path, so a live step is the step training saw.
+Every framework adapter wraps them; a hand-written loop can use them directly (docs/integrations.md).
 """
 
 from __future__ import annotations

@@ -1,28 +1,8 @@
 """The ``earlyeval`` block of a framework's config, and the Monitor it builds.
 
-Every adapter that can be switched on from its framework's own config (mini-swe-agent's
-``agent.earlyeval``, the inspect_ai approver's policy-file keys and solver's ``-S`` arguments, the
-OpenHands callback's and the SWE-agent hook's ``from_config``) reads the same keys here:
-
-``model``      model directory written by ``earlyeval train`` (required), e.g. ``models/swebench``
-``thresholds`` ``{success: .., failure: .., min_halt_step: ..}`` or a JSON file with them; overrides the
-               model's own thresholds (needs ``Monitor.load(..., thresholds=...)``)
-``tasks``      a ``tasks.parquet`` from ``earlyeval ingest``: completes a task known only by id
-               (gold patch, tests), so the gold and prior families have their inputs
-``halt_on``     which predicted outcomes may halt: ``failure`` (every live adapter's default: only the
-               doomed runs stop), ``success`` or ``both`` (the benchmark runners' default); in a live
-               loop a success halt waits for the agent's candidate patch and submits it
-``strict``, ``explain``, ``budget``, ``halt_on_impossible``: passed to ``Monitor`` as they are
-``require_signature`` refuse a model directory not signed with ``$EARLYEVAL_MODEL_KEY`` (docs/monitor.md)
-``pass``       ``{state: pass.json, audit_share: 0.1, seed: 0}``: the runs are one benchmark pass
-               (``live.benchpass.Pass``, shared by every run and process naming that state file): audit sample,
-               certified thresholds and pass features; the adapter tells it when each run ends
-
-Every value is checked against ``config.schema.ADAPTER`` (the one schema of catalogs, adapter blocks and
-manifests): a wrong type or range is a ``ConfigError`` naming the key, before any model is loaded.
-
-A model directory is loaded once per process (and per set of options); each run gets its own
-``Monitor.spawn()`` on it, so a batch of concurrent runs shares one loaded model.
+Every adapter switched on from its framework's own config reads the same keys, checked against one schema
+before any model is loaded; a model directory is loaded once per process. The keys: docs/integrations.md,
+"The earlyeval block".
 """
 
 from __future__ import annotations

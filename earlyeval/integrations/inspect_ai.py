@@ -1,55 +1,7 @@
 """inspect_ai: an ``on_continue`` callback for ``react()`` that ends a sample the monitor has decided.
 
-No Python: the registered solver ``earlyeval/early_stop`` (:mod:`earlyeval.integrations.inspect_solvers`,
-found through the package's ``inspect_ai`` entry point)::
-
-    inspect eval task.py --solver earlyeval/early_stop -S model=models/swebench -S tools=bash,text_editor
-
-From Python (tested with inspect-ai 0.3.285)::
-
-    from inspect_ai.agent import react
-    from earlyeval import Monitor
-    from earlyeval.integrations.inspect_ai import earlyeval_on_continue
-
-    solver = react(
-        tools=[bash(), text_editor()],
-        on_continue=earlyeval_on_continue(lambda: Monitor.load("models/swebench")),
-    )
-
-``react()`` calls ``on_continue(state)`` after every model turn and its tool
-calls (not after the turn that calls ``submit()``, which ends the loop
-first).  The callback converts the assistant messages it has not seen yet,
-with their tool results, into Steps (``step_from_turn``: the ``inspect-eval``
-reader's ``inspect_steps`` on that turn) and feeds them to the sample's monitor.
-(A user message react adds after a turn without tool call is not yet in the
-state when the callback scores that turn; the approver,
-``inspect_approver.py``, scores turns once complete, as the reader does.)  When the monitor halts it
-raises inspect's own ``LimitExceededError`` (type ``"custom"``), as the
-framework's message/token/cost limits do: the sample ends, is scored as
-usual, and the log records ``sample.limit`` (``type='custom'``, ``limit`` = steps
-observed, ``reason`` = exit status, probabilities and rule).  With
-``halt_as_limit=False`` it returns ``False`` instead (react's way to stop the
-loop; no limit recorded).  The summary (exit status, halt record, per-step
-history, thresholds) is written after every step to the sample store
-(``store().get("earlyeval")``, public ``inspect_ai.util.store``) and, under the
-registered solver, which has the ``TaskState``, to the sample's metadata.
-
-Which outcomes halt is the monitor's ``halt_on`` (the registered solver's ``-S halt_on``, default
-``failure``).  When success halts are on, a predicted success halts only when the sample's sandbox
-has a non-empty working diff (``base.WORKING_DIFF_COMMAND`` through ``sandbox().exec``, read before
-each turn is scored): the sample is then scored on what the sandbox holds.  Without a sandbox or a
-diff the sample goes on and the decision says why.
-
-One monitor per sample: samples run concurrently, and a monitor holds the
-state of one run, so pass a zero-argument factory.  A single monitor instance
-is accepted for sequential runs (``max_samples=1``).  Runs are told apart by the
-sample's Store object.
-
-``then`` keeps the behaviour ``react()`` would have had without this callback:
-``None`` (default) is react's default continue prompt; a ``str`` is played
-back when the model called no tool; an async callable is awaited.  Pass
-``submit=False`` when the agent is ``react(submit=False)``, whose default is to
-end when the model calls no tool.
+It ends the sample with inspect's own ``LimitExceededError`` (type ``custom``), and it is what the registered
+solver ``earlyeval/early_stop`` runs. Usage and behaviour: docs/integrations.md, "inspect_ai".
 """
 
 from __future__ import annotations

@@ -1,50 +1,8 @@
 """inspect_ai approver ``earlyeval/early_stop``: ends any agent's sample from ``--approval`` config alone.
 
-The task's own solver (``react()``, ``basic_agent()``, a custom agent) keeps running; inspect asks
-its approval policy before every tool call, and this approver answers ``terminate`` once the
-Monitor halts.  inspect then ends the sample as an operator limit (``sample.limit.type ==
-"operator"``) and scores it as usual.  With earlyeval installed, a policy file is all it takes::
-
-    # policy.yaml
-    approvers:
-      - name: earlyeval/early_stop
-        tools: "*"
-        model: models/swebench
-        halt_on: failure          # failure (default) | success | both
-
-    inspect eval task.py --approval policy.yaml
-
-Keys: the shared ``earlyeval`` block (``integrations/config.py``: ``model``, ``thresholds``,
-``tasks``, ``strict``, ``explain``, ``budget``, ``halt_on_impossible``) plus
-
-``halt_on``        which predictions end a sample: ``failure`` (default for live use: only doomed
-                   runs stop), ``success``, ``both``;
-``success_needs``  ``diff`` (default): a predicted success ends the sample only once a candidate
-                   patch exists -- ``git status --porcelain`` in the sample's sandbox is not empty,
-                   so the task's scorer (which reads the sandbox, as SWE-bench scorers do) scores
-                   that patch; without a sandbox or git there is never a candidate, so no success
-                   halt (fail open).  ``nothing``: end on the prediction alone (a benchmark pass
-                   that records predicted outcomes);
-``otherwise``      what a call the approver does not end gets: ``approve`` (default) or
-                   ``escalate`` (to the approvers listed after it, e.g. ``human``);
-``metadata_key``   the sample-store key of the summary (default ``earlyeval``).
-
-What the Monitor sees.  An approver gets the tool call and the conversation so far, not the
-call's result.  The steps come from that conversation: at the first tool call of assistant turn
-k, every turn before k is complete (its tool results and any user message are in the history),
-and :func:`earlyeval.ingest.inspect_eval.inspect_steps` -- the function the ``inspect-eval``
-reader applies to the log's ``sample.messages`` -- builds them; usage comes from the sample's
-``ModelEvent`` s (public ``inspect_ai.log.transcript()``), matched by message id, as the reader
-does from the logged events; the task id and metadata from the transcript's ``SampleInitEvent``.
-So live steps are the reader's steps of the same run.  Consequences: a halt after step t ends the
-sample at the first tool call of turn t+1 (that model call is spent, its tools never run); turns
-after the agent's last tool call are never scored (a halt there would save only the final answer).
-An agent that hands off to sub-agents sends their tool calls here too, with their own history:
-not supported (list only the outer agent's tools under ``tools``).
-
-Every decision is fail-open: an error in the approver is logged and the call gets ``otherwise``.
-The summary (exit status, halt, per-step probabilities, thresholds, what was held) is written to
-the sample store (``store().get("earlyeval")``) after every call, so it lands in the log.
+The task's own solver keeps running; the approver answers ``terminate`` once the Monitor halts, scoring the
+conversation inspect hands it with the ``inspect-eval`` reader's steps. Policy file, keys and what the Monitor
+sees: docs/integrations.md, "inspect_ai".
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
 """inspect_ai extension module: registers the ``earlyeval/early_stop`` solver (and approver).
 
-inspect_ai loads it through the package's ``[project.entry-points.inspect_ai]`` entry point
-(``earlyeval = "earlyeval.integrations.inspect_solvers"``) when a name in the ``earlyeval/``
-namespace is looked up, so with earlyeval installed no Python is needed::
-
-    inspect eval task.py --solver earlyeval/early_stop -S model=models/swebench
-    inspect eval task.py --solver earlyeval/early_stop -S model=models/swebench \\
-        -S tools=bash,text_editor -S tasks=data/swebench/tasks.parquet
-
-The solver is ``react()`` with :class:`~earlyeval.integrations.inspect_ai.EarlyStopOnContinue`
-as its ``on_continue``.  Arguments (``-S key=value``): ``model`` (model directory, required),
-``thresholds`` (JSON file or mapping, overrides the model's), ``tasks`` (a ``tasks.parquet``),
-``strict``, ``halt_on`` (``failure`` by default; ``both``/``success``: a predicted success halts once the
-sandbox has a working diff); ``tools`` -- the task's own tools (``use_tools`` in its setup) plus these built-in
-inspect tools by name (``bash``, ``python``, ``text_editor``, ``bash_session``, ``think``;
-default ``bash,text_editor`` when the task has none); ``submit`` (react's submit tool, default
-true); ``halt_as_limit`` (default true: a halt is recorded as ``sample.limit`` type ``custom``).
-The monitor is started with the sample id, its input as prompt and the sample metadata's
-SWE-bench fields (``patch``, ``FAIL_TO_PASS``, ...) when it has them.
+inspect loads it through the package's ``inspect_ai`` entry point when a name in the ``earlyeval/`` namespace is
+looked up, so no Python is needed. The solver's ``-S`` arguments: docs/integrations.md, "inspect_ai".
 """
 
 from __future__ import annotations

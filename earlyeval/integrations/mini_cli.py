@@ -1,26 +1,8 @@
 """``earlyeval-mini``: a SWE-bench batch of mini-swe-agent with the earlyeval agent.
 
-    earlyeval-mini swebench -c swebench.yaml -c earlyeval.yaml --subset verified --split test -o out/ -w 4
-
-Same options, configs, environments, ``preds.json``, trajectory files, ``exit_statuses_*.yaml`` and
-progress display as ``mini-extra swebench``, built from that runner's own functions
-(``minisweagent.run.benchmarks.swebench``: ``filter_instances``, ``get_sb_environment``,
-``update_preds_file``, ``remove_from_preds_file``; its ``RunBatchProgressManager``), with two changes:
-
-* the agent class comes from the config, through mini's own ``agent.agent_class`` mechanism
-  (``minisweagent.agents.get_agent_class``); default, and for ``EarlyStopAgent`` itself:
-  :class:`EarlyStopProgressAgent` (``EarlyStopAgent`` with the runner's progress reporting).
-  ``mini-extra swebench`` 2.4.6 itself reads no ``agent_class``: its ``process_instance`` always builds
-  ``ProgressTrackingAgent(**config["agent"])``, so this runner is its own loop over those functions, and
-  nothing of mini's module is replaced;
-* each instance's whole SWE-bench record (id, problem statement, gold patch, tests) is the
-  ``agent.earlyeval.task`` of that instance's agent, so the gold and prior features have their inputs,
-  and ``agent.earlyeval.halt_on`` defaults to ``both`` (a benchmark pass records predicted outcomes).
-
-A halted instance has ``exit_status`` ``PredictedFailure``/``PredictedSuccess`` in
-``exit_statuses_*.yaml`` and in its trajectory (``info.earlyeval``: probabilities, reason, step,
-thresholds).  A predicted success halts only once the instance's working tree has a diff, and that diff
-is its ``preds.json`` patch; a predicted failure's patch is ``""``.
+``mini-extra swebench``'s options and outputs, built from that runner's own functions, with the agent class
+taken from the config and each instance's SWE-bench record as its task. Details: docs/integrations.md,
+"mini-swe-agent".
 """
 
 from __future__ import annotations

@@ -1,67 +1,8 @@
 """mini-swe-agent: an agent that asks the earlyeval monitor after every step.
 
-Usage (mini-swe-agent 2.x)::
-
-    from minisweagent.environments.local import LocalEnvironment
-    from minisweagent.models import get_model
-    from earlyeval import Monitor
-    from earlyeval.integrations.mini_swe_agent import EarlyStopAgent
-
-    agent = EarlyStopAgent(
-        get_model(config=model_cfg), LocalEnvironment(),
-        monitor=Monitor.load("models/swebench"), run_id="django__django-1234",
-        output_path=Path("out/django__django-1234.traj.json"), **agent_cfg,
-    )
-    info = agent.run(problem_statement)
-    info["exit_status"]  # "Submitted", "LimitsExceeded", ..., or "PredictedFailure" / "PredictedSuccess"
-
-Where it hooks in, and why ``query()``: in both 1.x and 2.x ``step()`` is
-``execute_actions(query())`` (1.x: ``get_observation(query())``) and ``query()``
-is the documented "override to add hooks" point that already raises the
-package's own ``LimitsExceeded``.  When ``query()`` is entered, every message of
-the previous turn is in ``self.messages`` whichever path added it (the
-assistant reply and its observations from ``step()``, or a ``FormatError``
-message that ``run()`` appended), and the next (paid) model call has not been
-made yet.  So the adapter converts the messages added since the last call into
-Steps, feeds them to the monitor, and, when it says halt, raises
-``PredictedFailure``/``PredictedSuccess`` exactly where ``LimitsExceeded``
-would be raised.  Scoring in ``step()`` instead would miss format-error turns
-(2.x adds them in ``run()``, outside ``step()``).  The turn that submits is
-never scored: ``Submitted`` ends the run first.
-
-How the run ends, per version:
-
-* 2.x (tested: 2.4.6): the exceptions subclass ``InterruptAgentFlow`` and carry
-  an ``{"role": "exit", ...}`` message whose ``extra`` has ``exit_status``
-  (``PredictedFailure``/``PredictedSuccess``), ``submission: ""`` and
-  ``earlyeval`` (the halt: probabilities, reason, step).  ``run()`` appends
-  it, saves the trajectory and returns that ``extra``; ``info.exit_status`` of
-  the saved file is the exit status, and ``info.earlyeval`` holds the summary
-  (halt, last decision, per-step probabilities) -- also for runs that were not
-  halted.
-* 1.x (tested: 1.17.5): the exceptions subclass ``TerminatingException``;
-  ``run()`` returns ``(type(e).__name__, str(e))``, i.e. ``("PredictedFailure",
-  "<message with probabilities>")``.  1.x agents do not save themselves: pass
-  ``extra_info=agent.earlyeval_info()`` to ``minisweagent.run.utils.save.save_traj``.
-
-Which outcomes halt (``earlyeval.halt_on``): ``failure`` by default (only the
-doomed runs stop), ``success`` or ``both``.  A predicted success halts only once
-the working tree has a non-empty diff (``diff_command``; default: tracked and
-untracked files against HEAD, through a temporary git index, so the agent's own
-index is never touched), and that diff is the run's ``submission``, which
-``mini-extra swebench`` writes to ``preds.json``.  Without one the run goes on and
-the decision says why.  ``submit_diff`` is on whenever success halts are
-(``submit_diff: false`` with them on is a config error).
-
-Under mini's interactive CLI (``mini``, which builds its agent with
-``get_agent(..., default_type="interactive")``), or with ``InteractiveAgent``'s own
-keys in the config (``mode``, ``whitelist_actions``, ``confirm_exit``),
-``EarlyStopAgent(...)`` builds an :class:`EarlyStopInteractiveAgent`: mini's
-``InteractiveAgent`` (confirm, yolo and human modes, the step display) with the
-monitor, printing the halt (2.x; ``interactive_class``).
-
-No Python: see :class:`EarlyStopAgent` for the YAML, and ``earlyeval-mini
-swebench`` (:mod:`earlyeval.integrations.mini_cli`) for a SWE-bench batch.
+``EarlyStopAgent`` scores each finished turn in ``query()``, before the next paid model call, and ends the run
+through mini-swe-agent's own exit path (1.x and 2.x). Usage, the YAML config and the interactive agent:
+docs/integrations.md, "mini-swe-agent".
 """
 
 from __future__ import annotations

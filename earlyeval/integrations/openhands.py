@@ -1,59 +1,8 @@
 """OpenHands Software Agent SDK (``openhands-sdk``): a conversation callback that ends decided runs.
 
-Usage (tested with openhands-sdk 1.58.2 on Python 3.12; the SDK needs >= 3.12)::
-
-    from openhands.sdk import Conversation
-    from earlyeval.integrations.openhands import EarlyStopCallback
-
-    halt = EarlyStopCallback.from_config({"model": "models/swebench", "task": "django__django-1234"})
-    conversation = Conversation(agent=agent, workspace=repo_dir, callbacks=[halt])
-    halt.attach(conversation)           # the callback needs the conversation to end it
-    conversation.send_message(problem_statement)
-    conversation.run()                  # returns early when the monitor halts
-    conversation.state.execution_status # STUCK (predicted failure) / FINISHED (predicted success)
-    conversation.state.agent_state["earlyeval"]  # summary: halt, probabilities, per-step history
-
-(``EarlyStopCallback(monitor, run_id=...)`` takes any monitor instead of a config.)
-
-The SDK calls every callback with every event.  One step is one LLM response:
-its ``ActionEvent`` s (one per tool call, all emitted before any runs, grouped
-by ``llm_response_id``) and the observation events that answer them
-(``ObservationEvent``, ``UserRejectObservation``, ``AgentErrorEvent``, matched by
-``tool_call_id``).  When the last observation of a response arrives, the step
-is built and scored.  An ``AgentErrorEvent`` that answers no action (an
-unparseable tool call) is a rejected step: no action, ``error=True``.  A
-response that only calls ``finish`` is not scored: the agent has already ended
-the run.  The grouping and the Step are ``earlyeval.ingest.openhands_conversation.StepFolder``'s,
-the ``openhands-conversation`` reader's own, so a persisted conversation read
-back offline gives the steps this callback scored.
-
-Which outcomes halt: ``halt_on`` (``failure`` by default: only the doomed runs stop).  A predicted
-success halts only when the conversation's workspace has a non-empty diff (``workspace.execute_command``
-of ``base.WORKING_DIFF_COMMAND``: tracked and untracked files against HEAD, the index untouched): what
-the workspace holds is the run's result, as when the agent finishes.  Without one the run goes on and
-the decision says why.
-
-Stopping (``end_as="terminal"``, default): the conversation's status is set, under
-the state lock, to the terminal status the SDK's own run-enders use -- ``STUCK`` for
-a predicted failure, as the SDK's stuck detector does
-(``LocalConversation._check_stuck_or_nudge``: it sets ``execution_status = STUCK``
-and the run loop exits at its next iteration), ``FINISHED`` for a predicted
-success, as the agent's ``finish`` does (the run loop then runs the stop hooks
-and exits).  Both are ``is_terminal()``.  ``end_as="pause"`` calls
-``conversation.pause()`` instead (status ``PAUSED``, resumable, a ``PauseEvent``).
-The summary is written to ``conversation.state.agent_state["earlyeval"]`` after
-every step (by reassignment, as the SDK asks, so it is persisted with the
-conversation).
-A step's usage is what ``conversation.conversation_stats`` recorded for its
-``llm_response_id`` (``openhands_conversation.response_usage``: the per-call
-token records; cost only where it pairs with the responses), the record the
-conversation persists in ``base_state.json``: unknown (None) when the LLM
-records none (the SDK's ``TestLLM``).
-
-The module does not import the SDK: it recognises events by their class names
-(``ActionEvent``, ``ObservationEvent``, ...) and attributes, so it imports on
-Python 3.11 too and its logic is unit-tested there with stand-ins; the
-end-to-end test drives a real ``Conversation`` with the SDK's ``TestLLM``.
+It groups events into steps with the ``openhands-conversation`` reader's own ``StepFolder`` and ends a run as
+the SDK's own run-enders do (``STUCK`` / ``FINISHED``), without importing the SDK. Usage and behaviour:
+docs/integrations.md, "OpenHands SDK".
 """
 
 from __future__ import annotations

@@ -1,49 +1,8 @@
 """SWE-agent (1.x; tested: 1.1.0): an agent hook that ends a decided run through the agent's own exit path.
 
-No Python (SWE-agent's YAML has no hook key, so earlyeval adds a console script around its own CLI)::
-
-    earlyeval-sweagent run --earlyeval ee.yaml --config config/default.yaml --agent.model.name ... \
-        --problem_statement.path issue.md --env.repo.path repo/
-
-(``earlyeval.integrations.sweagent_cli``: ``sweagent run``'s own options and config loading; ``ee.yaml`` holds the
-``earlyeval`` block.)  From Python (``agent.add_hook``, SWE-agent's public hook API)::
-
-    from sweagent.agent.agents import DefaultAgent
-    from earlyeval.integrations.swe_agent import EarlyStopHook
-
-    agent = DefaultAgent.from_config(agent_config)
-    agent.add_hook(EarlyStopHook.from_config({"model": "models/swebench"}))
-    result = agent.run(env=env, problem_statement=ps, output_dir=out)
-    result.info["exit_status"]   # e.g. "submitted (PredictedFailure)"
-    json.loads(agent.traj_path.read_text())["info"]["earlyeval"]   # the summary, in the .traj file
-
-Where the summary lands.  The hook writes ``info["earlyeval"]`` into the agent's own ``info`` dict after
-every step (``on_step_done(step=..., info=...)`` hands over that very dict), and ``DefaultAgent.run()``
-saves it into the ``.traj`` file after every step: ``info.earlyeval`` of the ``.traj`` is where SWE-agent
-users read it.  The ``AgentRunResult`` that ``run()`` returns does not carry it: ``AgentInfo`` is a
-validated TypedDict and pydantic drops keys it does not declare; ``exit_status`` and ``submission``, which
-it declares, do carry the halt.
-
-How it works.  ``DefaultAgent.step()`` runs the model and the action, appends the step to history and
-trajectory, updates ``self.info`` and then calls ``on_step_done`` with the very ``StepOutput`` it
-returns; ``run()`` loops ``while not step_output.done``.  The hook turns the ``StepOutput`` into a Step
-(tool calls, or the command line; ``base.build_step``; per-step token/cost deltas from
-``info["model_stats"]``), asks the monitor, and on a halt sets ``step.done = True`` with ``exit_status``
-``PredictedFailure``/``PredictedSuccess`` -- the exit path SWE-agent's own forced exits (``exit_cost``,
-``exit_context``, ...) take.  Which outcomes halt: ``halt_on`` (``failure`` by default).  A predicted
-success halts only when the agent's own autosubmission (``agent.attempt_autosubmission_after_error``:
-``git add -A && git diff --cached`` in the repository, then ``handle_submission``) yields a non-empty
-patch; that patch is the run's submission (``info["submission"]``, status ``submitted
-(PredictedSuccess)``).  Without one the run goes on and the decision says why; while it waits, the repository
-is probed only when it may have changed: never when the step's state already carries SWE-agent's own diff
-(the ``diff_state`` tool) and it is empty, nor after a step of only views and searches that followed an empty
-probe, and the probe's own log lines are kept out of the agent's log.  A halt is one line in the agent's own
-log (``agent.logger``): why, P(success), P(failure) and the step.  A predicted failure is autosubmitted too with ``autosubmit=True`` (default, as
-SWE-agent does for its forced exits): status ``submitted (PredictedFailure)``.  Steps that are already
-``done`` (the agent submitted or exited) are not scored.  Under ``RetryAgent`` the hook is added to every
-attempt's agent (``on_init``) and each attempt is a new monitor run.  The module imports nothing from
-``sweagent``: it implements every ``AbstractAgentHook`` method (unknown future ``on_*`` hooks are
-no-ops), and reads the problem statement from the agent's ``_problem_statement``.
+``EarlyStopHook`` scores each ``StepOutput`` in ``on_step_done`` and, on a halt, sets ``done`` as SWE-agent's
+own forced exits do, with autosubmission; the summary lands in the ``.traj``. Usage and behaviour:
+docs/integrations.md, "SWE-agent".
 """
 
 from __future__ import annotations

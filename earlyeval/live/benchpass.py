@@ -1,23 +1,8 @@
 """A benchmark pass: one object per pass of one agent over a benchmark (issue 28, items 1 and 3).
 
-::
-
-    p = Pass.load("models/swebench", state="pass.json", audit_share=0.10, seed=0)
-    mon = p.monitor(run_id)               # a Monitor on the one loaded model; an audited run's never halts
-    ... mon.observe(step) ...
-    p.finish(run_id, steps=17, tokens=None, cost=0.4, halted=False, outcome=1)   # outcome: audited runs only
-
-* **Audit sample.**  A run is audited iff ``sha256(f"{seed}:{run_id}")`` read as a number in [0, 1) is below
-  ``audit_share``: decided from (seed, run_id) alone, before any prediction, the same in every order and every
-  process.  Its monitor never halts (decisions are still computed and returned, with ``halt=False``).
-* **Thresholds.**  The label-free pair until the audited runs certify another (``certify_pass``): per side, the
-  error rate among audited runs the pair would have halted (halted as success that failed; halted as failure that
-  succeeded) is bounded by an anytime-valid confidence sequence (``model.anytime``), so checking after every
-  graded run does not inflate the error.  A side moves bolder than label-free only to a tau whose upper bound is
-  <= ``max_error``; it moves more cautious only when the label-free tau's lower bound is > ``max_error``.
-* **State.**  One JSON file, read and merged under a file lock before every update and written atomically
-  (``core.atomic``): threads and processes can share a pass, and a pass that crashed resumes from it.  A missing
-  or corrupt file fails open: the pass starts cold (label-free thresholds) and says so in ``status``/``warnings``.
+A hashed audit sample is never halted, and its graded runs move the thresholds only as far as an anytime-valid
+confidence sequence certifies; the state is one JSON file shared by threads and processes. Usage, guarantee
+and state: docs/monitor.md, "A benchmark pass".
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """The shipped budget model, live: what ``Monitor.observe`` puts in ``Decision.budget``.
 
-``earlyeval train`` stores ``evaluation.budget_shipped.fit_shipped``'s JSON as ``extra_budget.json`` in the
-model directory.  ``LiveBudget`` reads it and, per step, for every dimension whose usage
-is known so far (``targets.SpendTracker``), gives what the batch budget code computes
-(``BudgetEstimator.intervals`` / ``prob_within`` x P(success), ``evaluation.budget_shipped.predict_prefixes``):
-
-* the features: the outcome model's fold-free feature values, taken by name from the
-  Monitor's own float32 feature row (the same values the batch blocks hold), and the
-  spend features from ``targets.spend_features`` (the one implementation, called on the
-  streaming spend of every token/cost dimension at once) -- bit-identical to the batch;
-* the quantile boosters of every fold model of a dimension, stacked into one LightGBM
-  model and evaluated with one C call (``fastpredict.StackedPredictor``, bit-identical to
-  ``Booster.predict``);
-* the rest in plain Python floats, the same operations in the same order as the numpy
-  batch code (mean of the fold models' sorted quantiles, CQR widening, sort,
-  ``from_z``, the piecewise-linear CDF of ``quantile_cdf`` as ``np.interp`` evaluates it).
-  Only ``log1p``/``expm1`` come from ``math`` rather than numpy, which may differ in the
-  last bit: the oracle tests hold intervals and probabilities to 1e-9 relative.
-
-Per dimension the result is ``None`` while the run's usage in it is unknown, never 0.
+``LiveBudget`` evaluates ``extra_budget.json`` per step with the batch code's numbers (to 1e-9) and none of its
+dependencies. How: docs/architecture.md, "The remaining budget, in detail"; what it returns: docs/monitor.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,8 @@
 """The threshold policy: the one halting rule, numpy only (the live Monitor imports it).
 
-A run of T steps gives P(success) and P(failure) after each prefix t = 1..T-1
-(halting after the last step saves nothing, so the policy never sees it).
-
-The rule (``step_outcome``): prefix t halts when t >= min_t and p_s >= tau_s or
-p_f >= tau_f.  A NaN probability never crosses its threshold.  When both sides
-cross at the same prefix, the outcome is success iff p_s - tau_s >= p_f - tau_f
-(the larger margin wins; an equal margin goes to success).  A run halts at its
-first prefix that halts, recording that prefix's outcome.
-
-Forms of the rule:
-- ``step_outcome``: elementwise over any broadcastable inputs; the Monitor calls
-  it on one prefix (scalars), the batch forms call it on the halting prefix;
-- ``first_halt``: one (tau_s, tau_f) pair over a batch of runs;
-- ``first_halt_grid``: every pair of a grid over a batch of runs (the sweeps).
-  The halting prefix is found by first crossings: the first t >= min_t where
-  either side crosses is the earlier of the two sides' first crossings, and a
-  side's first crossing is where its running maximum (NaN read as -inf) first
-  reaches tau, a binary search per run.  At that prefix only the side that
-  crossed first holds, unless both first cross there: then ``step_outcome``
-  itself decides.  ``first_halt`` is the grid of one pair.  tests/model/test_policy.py
-  checks every form against a plain per-step loop.
-
-Which outcomes may halt at all (``HALT_ON``, ``halting_pair``): ``"both"`` (a benchmark pass,
-where recording the predicted outcome is the point), ``"failure"`` (a live loop that only stops
-the doomed runs and never throws away a run that may yet produce its patch) or ``"success"``.
-A side that is off gets the threshold ``NEVER``, which no probability reaches; every caller
-(the Monitor, ``score``, the sweeps) turns (tau_s, tau_f, halt_on) into the pair it applies here.
+Prefix t (1 <= t < T) halts when t >= min_t and p_s >= tau_s or p_f >= tau_f (NaN never crosses; when both
+cross, the larger margin wins, a tie going to success); a run halts at its first such prefix. Its scalar and
+batch forms and ``halt_on``: docs/monitor.md, "The halting rule".
 """
 
 from __future__ import annotations

@@ -1,24 +1,8 @@
 """The shipped model trained with LightGBM's own distributed training (``lightgbm.dask``).
 
-``DaskOutcomeModel`` is ``OutcomeModel`` with one step replaced: the boosters are trained by a
-``DaskLGBMClassifier`` with the same settings, on the same fit part of the same task-grouped split; Platt
-scaling is fitted on the held-back split's margins as in-process, and ``to_local`` gives the plain fitted
-``OutcomeModel`` the model directory saves (same format: the Monitor does not change).  The fit part's
-rows are dealt to the workers in contiguous blocks, in address order, so a cluster of the same size
-trains the same booster again.
-
-LightGBM's data-parallel training is not bit-equal to its single-process training: each worker finds
-the bin boundaries of its share of the features on its own rows, and histograms are summed across
-workers.  Nor is it bit-reproducible across cluster starts: which worker LightGBM ranks first follows
-the order of dask's keys in a set (lightgbm.dask's ``who_has``), and the rank decides which features a
-worker bins; with 2 workers there are two boosters, one per order.  The boosters differ from the
-in-process one about as much as the in-process one differs from itself under another LightGBM seed;
-``TOLERANCE`` (full SWE-bench) and ``SAMPLE_TOLERANCE`` (the tests' bounded sample: fewer rows per
-worker, coarser local bins) state by how much they may, on the held-back rows, and the integration tests
-hold both orders to them (docs/scale.md has the measurements).
-
-``TrainRunner``: ``earlyeval train`` on a cluster: the inner folds that choose the thresholds are fold
-tasks (``scale.folds``, results equal to in-process), the fit without anyone left out is this model.
+``DaskOutcomeModel`` gives the same model directory as in-process, with a booster within ``TOLERANCE`` of the
+in-process one (data-parallel LightGBM is not bit-equal); ``TrainRunner`` is ``earlyeval train`` on a cluster.
+Why, and by how much: docs/scale.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,8 @@
 """Export ingested runs as ATIF (v1.8) in a Harbor trial layout.
 
-``write_atif(traj, out_dir)`` writes one trial folder::
-
-    <out_dir>/<task>__<hash>/agent/trajectory.json   ATIF-v1.8, validated by the atif package
-    <out_dir>/<task>__<hash>/result.json             {"task_name", "verifier_result": {"rewards": {"reward": 1.0}}, ...}
-
-so that any run earlyeval can ingest (tau2, Toolathlon, mini-swe-agent, ...)
-can be read back by the ``atif`` ingestor, or by any ATIF consumer.  The
-mapping is the inverse of ``earlyeval.ingest.atif``:
-
-* the task prompt -> one leading ``user`` step (none when the prompt is empty);
-* each Step -> one ``agent`` step: its actions -> ``tool_calls`` (arguments
-  parsed back from the action text when it is a JSON object, a shell tool's
-  command as ``{"command": ...}``), its thought -> ``message``; a step with no
-  action -> ``message`` = the action text (the reply / final answer) and
-  ``reasoning_content`` = the thought;
-* the observation -> one ``observation.results`` entry (Step keeps one text);
-* tokens and cost -> ``metrics`` (fields left out when None: unknown stays
-  unknown); ``final_metrics`` totals only when every step's value is known;
-* the label -> ``result.json`` ``verifier_result.rewards.reward`` = 1.0 / 0.0,
-  ``verifier_result: null`` for an unlabelled run.  The reward is the
-  *outcome* (after the source format's reward rule), so re-ingesting with the
-  default rule gives the same label; the source reward is kept beside it.
-
-What standard ATIF cannot say (the error flag, an action text the arguments do
-not reproduce, a kind the shared taxonomy would not re-derive) goes to
-``extra.earlyeval`` on that step or tool call, and only then.  Every document is
-validated with ``atif.Trajectory`` before it is written.
+``write_atif`` writes one trial folder, so that any run earlyeval can ingest can be read back by the ``atif``
+ingestor, or by any ATIF consumer; what standard ATIF cannot say goes to ``extra.earlyeval``. The mapping:
+docs/formats.md, "Exporting ATIF".
 """
 
 from __future__ import annotations

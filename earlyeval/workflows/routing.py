@@ -1,27 +1,8 @@
 """Escalate instead of only stopping: a routing simulator over real runs of two agents.
 
-Every task both agents ran starts on the cheap agent.  After each of its steps a
-policy says continue, stop, or escalate:
-
-- the run completes: charged the cheap run's full real cost, outcome = the cheap run's;
-- stopped after step t: charged the cheap run's cost up to t, counted unresolved;
-- escalated after step t: charged the cheap run's cost up to t plus the strong
-  agent's full real run on that task, outcome = the strong run's real outcome
-  (t = 0: the task starts on the strong agent).
-
-Nothing is re-run: outcomes and costs are the recorded ones (``prices``).
-
-Honesty.  The predictions that route the pair (cheap, strong) come from a model
-fitted without *both* agents (``FoldRunner.predict({cheap, strong}, cheap)``), and
-every run's task prior is recomputed to exclude both agents' public results, so
-neither agent's label reaches the router, not even through public history.  The
-failure threshold is chosen by ``thresholds.choose_thresholds`` over an inner
-leave-one-agent-out: each remaining large agent b is predicted by a model fitted
-without {cheap, strong, b}.  Routing never halts a run predicted to succeed (its
-patch is the product), so thresholds are selected with the success side disabled.
-The tier policy's cut is set without labels (it sends to the strong agent the
-same share of tasks the learned escalation policy escalates).  Oracles use both
-agents' labels and are labelled as upper bounds, never as results.
+Each task starts on the cheap agent and may be stopped or escalated to the strong one, charged at recorded
+costs; neither agent's label reaches the router. The policies and the protocol: docs/architecture.md,
+"Routing: escalate instead of only stopping".
 """
 
 from __future__ import annotations

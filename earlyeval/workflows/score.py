@@ -1,33 +1,8 @@
 """Score a folder of someone else's completed runs with a trained model.
 
-Each run is read with its format's ingestor (``earlyeval.ingest``: the same
-``discover``/``parse_files``/label readers as ``earlyeval ingest``) and replayed
-step by step through a :class:`~earlyeval.live.monitor.Monitor`, exactly as a live
-loop would feed it.  The replay goes on after a halt (the monitor's halt is
-sticky) so that every prefix t = 1..T-1 has its probabilities, which the
-AUROCs need; the last step is not replayed, since halting after it saves
-nothing (the offline policy never halts at t = T either).
-
-``score.json`` holds, per run, where the monitor halted and what it predicted;
-for labelled runs, per agent, the same metric block as ``loao.json``
-(``blocks.agent_block`` over ``metrics.evaluate_policy``) under the model's
-own thresholds.  These numbers are the offline evaluation's numbers for the
-same model and runs: the tests replay real runs and compare.
-
-Which runs: if the folder (or file) is a run of a catalog (``earlyeval/catalogs/*.toml``)
-under the data root, that entry says its agent, glob, labels and identity (the
-prior family uses the identity to leave the agent's own public results out);
-otherwise the format's default glob is used and the agent is the folder name.
-Tasks (gold patches, for models with the gold family) come from the model's
-training benchmark as ingested (``data/<bench>/tasks.parquet``) unless given.
-
-A read that yields no run (empty folder, wrong format) raises ``NothingScoredError`` before
-anything is written; ``score_checks`` holds the other refusals and warnings (another scoring in the
-output folder, a model of another benchmark, an unknown label format, ``--format auto``, runs without a
-date).  ``training_overlap`` flags runs the model was trained on (by content: the same task and steps,
-whatever the folder; by the scaffold x model the files record; agent name, run id); ``savings`` and each run's ``usage`` give tokens and dollars spent and
-saved (``prices.run_cost``; unknown stays None); ``per_run.csv`` has one row per run; ``what_if``
-(optional) is the frontier over a threshold grid, by ``metrics.apply_policy``/``outcome_metrics``.
+Each run is read by its format's ingestor and replayed step by step through a ``Monitor``, as a live loop
+would feed it, so ``score.json``'s numbers are the offline evaluation's. What it reads, checks and writes:
+docs/monitor.md, "Replaying finished runs".
 """
 
 from __future__ import annotations

@@ -88,6 +88,65 @@ def _since(now: int, at: int) -> float:
     return NAN if at < 0 else float(now - at)
 
 
+def _count_edits(s: BehaviourState, step: Step, t: int) -> None:
+    """An edit step (step ``t``): when edits happened, each edit action, the files it edits, a reproduction it writes."""
+    if s.first_edit < 0:
+        s.first_edit = t
+    s.last_edit = t
+    for a in step.actions or []:
+        if a.kind != "edit":
+            continue
+        s.edit_actions += 1
+        if is_revert(a.text):
+            s.reverts += 1
+        for f in edit_targets(a.text):
+            s.files_edited[f] += 1
+            if s.files_edited[f] > s.max_file_edits:
+                s.max_file_edits = s.files_edited[f]
+        if s.repro_created < 0 and is_reproduction(a.text):
+            s.repro_created = t
+
+
+def _count_errors(s: BehaviourState, step: Step, obs: str, t: int) -> None:
+    """The step's error flag and what its observation says went wrong (traceback, syntax error, not found)."""
+    if step.error is not None:
+        s.err_known += 1
+        s.err_true += int(step.error)
+        s.recent_err.append(int(step.error))
+    if has_traceback(obs):
+        s.n_traceback += 1
+        s.last_traceback = t
+    if has_syntax_error(obs):
+        s.n_syntax += 1
+        s.last_syntax = t
+    if has_not_found(obs):
+        s.n_not_found += 1
+
+
+def _count_repeats(s: BehaviourState, act: str, obs: str) -> None:
+    """Empty, repeated and duplicate actions, and the same error line again: signs of a run going round in circles."""
+    key = act.strip()
+    if not key:
+        s.n_empty += 1
+    if key and key == s.prev_action:
+        s.repeat_run += 1
+    else:
+        s.repeat_run = 0
+    s.max_repeat = max(s.max_repeat, s.repeat_run)
+    if key:
+        if s.action_counts[key] > 0:
+            s.n_dup += 1
+        s.action_counts[key] += 1
+    s.prev_action = key
+    el = last_error_line(obs)
+    if el and el == s.prev_err_line:
+        s.err_repeat_run += 1
+    else:
+        s.err_repeat_run = 0
+    s.max_err_repeat = max(s.max_err_repeat, s.err_repeat_run)
+    s.prev_err_line = el
+
+
 class BehaviourFamily(StatelessFamily):
     name: ClassVar[str] = "behaviour"
 
@@ -126,21 +185,7 @@ class BehaviourFamily(StatelessFamily):
         s.last_obs, s.last_act = len(obs), len(act)
 
         if "edit" in kinds_here:
-            if s.first_edit < 0:
-                s.first_edit = t
-            s.last_edit = t
-            for a in step.actions or []:
-                if a.kind != "edit":
-                    continue
-                s.edit_actions += 1
-                if is_revert(a.text):
-                    s.reverts += 1
-                for f in edit_targets(a.text):
-                    s.files_edited[f] += 1
-                    if s.files_edited[f] > s.max_file_edits:
-                        s.max_file_edits = s.files_edited[f]
-                if s.repro_created < 0 and is_reproduction(a.text):
-                    s.repro_created = t
+            _count_edits(s, step, t)
         if "test" in kinds_here:
             if s.first_test < 0:
                 s.first_test = t
@@ -155,39 +200,8 @@ class BehaviourFamily(StatelessFamily):
             if s.last_edit >= 0 and summ.ok:
                 s.passed_after_edit = 1
 
-        if step.error is not None:
-            s.err_known += 1
-            s.err_true += int(step.error)
-            s.recent_err.append(int(step.error))
-        if has_traceback(obs):
-            s.n_traceback += 1
-            s.last_traceback = t
-        if has_syntax_error(obs):
-            s.n_syntax += 1
-            s.last_syntax = t
-        if has_not_found(obs):
-            s.n_not_found += 1
-
-        key = act.strip()
-        if not key:
-            s.n_empty += 1
-        if key and key == s.prev_action:
-            s.repeat_run += 1
-        else:
-            s.repeat_run = 0
-        s.max_repeat = max(s.max_repeat, s.repeat_run)
-        if key:
-            if s.action_counts[key] > 0:
-                s.n_dup += 1
-            s.action_counts[key] += 1
-        s.prev_action = key
-        el = last_error_line(obs)
-        if el and el == s.prev_err_line:
-            s.err_repeat_run += 1
-        else:
-            s.err_repeat_run = 0
-        s.max_err_repeat = max(s.max_err_repeat, s.err_repeat_run)
-        s.prev_err_line = el
+        _count_errors(s, step, obs, t)
+        _count_repeats(s, act, obs)
 
         if kind == "submit":
             s.n_submit += 1

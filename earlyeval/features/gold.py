@@ -150,6 +150,47 @@ def _may_mention(text: str, files: list[str]) -> bool:
 _LINE_EDIT = re.compile(r"(?:sed\s+-i[^'\"]*['\"](\d+)(?:,(\d+))?|^edit\s+(\d+):(\d+)|insert_line[\"']?\s*[:=]\s*(\d+)|view_range[^\d]*(\d+)\s*,\s*(\d+))", re.M)
 
 
+def _gold_edit(s: GoldState, g: GoldPatch, text: str, t: int) -> None:
+    """One edit action (of step ``t``): the gold files, identifiers, lines and hunks it touches, and the other files."""
+    targets = edit_targets(text)
+    hit = _gold_files_in(targets, g.files)
+    s.last_edit = t
+    if hit:
+        s.last_gold_edit = t
+    if hit and s.first_gold_edit < 0:
+        s.first_gold_edit = t
+    s.edited |= hit
+    s.edited_other |= {p for p in targets if not any(path_matches(p, f) for f in g.files)}
+    ids = identifiers(text)
+    s.edit_idents |= ids & g.added_idents
+    new = ids - s.edit_idents_all
+    if new:
+        s.n_idents_union += len(new - g.added_idents)  # |A u E| = |A| + |E \ A|, counted as E grows
+        s.edit_idents_all |= new
+    s.symbols_edited |= g.symbols & ids
+    lines = {_norm_line(x) for x in text.splitlines() if len(x.strip()) >= _MIN_LINE}
+    s.removed_hit |= lines & g.removed_lines
+    s.added_hit |= lines & g.added_lines
+    for m in _LINE_EDIT.finditer(text):
+        nums = [int(x) for x in m.groups() if x]
+        lo, hi = nums[0], nums[-1]
+        for f in hit or set(g.files if len(g.files) == 1 else []):
+            for i, (a0, a1) in enumerate(g.hunks.get(f, [])):
+                if lo <= a1 + 3 and hi >= a0 - 3:
+                    s.hunk_hit.add((f, i))
+
+
+def _gold_diff(s: GoldState, g: GoldPatch, obs: str, t: int) -> None:
+    """A ``git diff`` the agent printed (step ``t``): the share of gold files and gold added lines it holds."""
+    patch = _patchset(obs[obs.index("diff --git"):])
+    if patch:
+        files = [normalize_path(pf.path) for pf in patch]
+        s.diff_files = len(_gold_files_in(files, g.files)) / max(len(g.files), 1)
+        added = {_norm_line(l.value) for pf in patch for h in pf for l in h if l.is_added and len(l.value.strip()) >= _MIN_LINE}
+        s.diff_added_hit = len(added & g.added_lines) / len(g.added_lines) if g.added_lines else NAN
+        s.diff_seen = t
+
+
 class GoldFamily(StatelessFamily):
     name: ClassVar[str] = "gold"
     needs_task: ClassVar[bool] = True
@@ -208,32 +249,7 @@ class GoldFamily(StatelessFamily):
         s.symbols_mentioned |= g.symbols & act_ids
         for a in step.actions or []:
             if a.kind == "edit":
-                targets = edit_targets(a.text)
-                hit = _gold_files_in(targets, g.files)
-                s.last_edit = t
-                if hit:
-                    s.last_gold_edit = t
-                if hit and s.first_gold_edit < 0:
-                    s.first_gold_edit = t
-                s.edited |= hit
-                s.edited_other |= {p for p in targets if not any(path_matches(p, f) for f in g.files)}
-                ids = identifiers(a.text)
-                s.edit_idents |= ids & g.added_idents
-                new = ids - s.edit_idents_all
-                if new:
-                    s.n_idents_union += len(new - g.added_idents)  # |A u E| = |A| + |E \ A|, counted as E grows
-                    s.edit_idents_all |= new
-                s.symbols_edited |= g.symbols & ids
-                lines = {_norm_line(x) for x in a.text.splitlines() if len(x.strip()) >= _MIN_LINE}
-                s.removed_hit |= lines & g.removed_lines
-                s.added_hit |= lines & g.added_lines
-                for m in _LINE_EDIT.finditer(a.text):
-                    nums = [int(x) for x in m.groups() if x]
-                    lo, hi = nums[0], nums[-1]
-                    for f in hit or set(g.files if len(g.files) == 1 else []):
-                        for i, (a0, a1) in enumerate(g.hunks.get(f, [])):
-                            if lo <= a1 + 3 and hi >= a0 - 3:
-                                s.hunk_hit.add((f, i))
+                _gold_edit(s, g, a.text, t)
             if a.kind == "test":
                 f2p = bool(g.f2p_names) and any(n in a.text for n in g.f2p_names)
                 if not f2p and _may_mention(a.text, g.test_files):
@@ -246,13 +262,7 @@ class GoldFamily(StatelessFamily):
         if not s.test_file_seen and _may_mention(act, g.test_files) and any(path_matches(p, tf) for p in paths_in(act) for tf in g.test_files):
             s.test_file_seen = 1
         if "diff --git" in obs:
-            patch = _patchset(obs[obs.index("diff --git"):])
-            if patch:
-                files = [normalize_path(pf.path) for pf in patch]
-                s.diff_files = len(_gold_files_in(files, g.files)) / max(len(g.files), 1)
-                added = {_norm_line(l.value) for pf in patch for h in pf for l in h if l.is_added and len(l.value.strip()) >= _MIN_LINE}
-                s.diff_added_hit = len(added & g.added_lines) / len(g.added_lines) if g.added_lines else NAN
-                s.diff_seen = t
+            _gold_diff(s, g, obs, t)
 
     def values(self, s: GoldState) -> np.ndarray:
         g = s.gold

@@ -101,72 +101,99 @@ def _new(thought: str = "", calls: list[Action] | None = None, **usage: Any) -> 
     return {"thought": thought, "calls": calls or [], "obs": [], "err": [], "resp": None, **({"input_tokens": None, "output_tokens": None, "cached_tokens": None} | usage)}
 
 
+class _Fold:
+    """The events folded one by one into raw steps, plus what the run's meta needs (prompt, user messages, cost, models)."""
+
+    def __init__(self, f: str) -> None:
+        self.f = f
+        self.raw: list[dict[str, Any]] = []
+        self.step_of_action: dict[Any, int] = {}
+        self.prompt = ""
+        self.user_messages = self.condensations = 0
+        self.cost: float | None = None
+        self.llm_models: list[str] = []  # in order of first use (a conversation may switch model)
+
+    def event(self, i: int, e: Any) -> None:
+        """Event ``i`` of the file, in file order (a step's observations follow the action they answer)."""
+        where = f"[{i}]"
+        if not isinstance(e, dict):
+            raise IngestError(self.f, where, f"expected an event object, got {type(e).__name__}")
+        src = e.get("source")
+        if isinstance(e.get("llm_metrics"), dict) and isinstance(e["llm_metrics"].get("accumulated_cost"), (int, float)):
+            self.cost = float(e["llm_metrics"]["accumulated_cost"])
+        if "action" in e:
+            self.action(where, e, src)
+        elif "observation" in e:
+            self.observation(e, src)
+
+    def action(self, where: str, e: dict[str, Any], src: Any) -> None:
+        """An action event: the prompt or a later user message, bookkeeping, an agent message, or an acting step."""
+        raw = self.raw
+        a = e["action"]
+        if not isinstance(a, str):
+            raise IngestError(self.f, f"{where}.action", f"expected str, got {type(a).__name__}")
+        args = e.get("args") if e.get("args") is not None else {}
+        if not isinstance(args, dict):
+            raise IngestError(self.f, f"{where}.args", f"expected dict, got {type(args).__name__}")
+        text = args.get("content") if isinstance(args.get("content"), str) else (e.get("message") or "")
+        if src == "user" and a == "message":
+            if not self.prompt and not raw:
+                self.prompt = text
+            else:
+                self.user_messages += 1
+                if raw:
+                    raw[-1]["obs"].append(f"[user] {text}")
+            return
+        if src != "agent" or a in _BOOKKEEPING:
+            if a == "condensation":
+                self.condensations += 1
+            return
+        if a == "message":
+            raw.append(_new(thought=text.strip()))
+            return
+        self.acting(e, args)
+
+    def acting(self, e: dict[str, Any], args: dict[str, Any]) -> None:
+        """An agent action that acts: a new step, or one more call of the step its model response began."""
+        raw = self.raw
+        _, resp = _response(e)
+        rid = resp.get("id") if resp else None
+        if resp and isinstance(resp.get("model"), str) and resp["model"] not in self.llm_models:
+            self.llm_models.append(resp["model"])
+        act = action_of(e, args)
+        if rid is not None and raw and raw[-1]["resp"] == rid:
+            raw[-1]["calls"].append(act)
+        else:
+            thought = args.get("thought") if isinstance(args.get("thought"), str) else ""
+            thought = thought or (_message(resp).get("content") or "")
+            raw.append(_new(thought=str(thought).strip(), calls=[act], **_usage(resp)))
+            raw[-1]["resp"] = rid
+        if "id" in e:
+            self.step_of_action[e["id"]] = len(raw) - 1
+
+    def observation(self, e: dict[str, Any], src: Any) -> None:
+        """An observation: appended to the step of the action it answers, or an uncaused agent error as its own step."""
+        cause = e.get("cause")
+        content = e.get("content") if isinstance(e.get("content"), str) else (e.get("message") or "")
+        if cause is not None and cause in self.step_of_action:
+            st = self.raw[self.step_of_action[cause]]
+            st["obs"].append(content)
+            st["err"].append(_obs_error(e))
+        elif src == "agent" and e.get("observation") == "error" and cause is None:
+            self.raw.append(_new())
+            self.raw[-1]["obs"].append(content)
+            self.raw[-1]["err"].append(True)
+
+
 def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     f = str(path)
     events = load_json(path)
     if not isinstance(events, list):
         raise IngestError(f, "<root>", f"expected a list of events, got {type(events).__name__}")
-    raw: list[dict[str, Any]] = []
-    step_of_action: dict[Any, int] = {}
-    prompt = ""
-    user_messages = condensations = 0
-    cost: float | None = None
-    llm_models: list[str] = []  # in order of first use (a conversation may switch model)
+    fold = _Fold(f)
     for i, e in enumerate(events):
-        where = f"[{i}]"
-        if not isinstance(e, dict):
-            raise IngestError(f, where, f"expected an event object, got {type(e).__name__}")
-        src = e.get("source")
-        if isinstance(e.get("llm_metrics"), dict) and isinstance(e["llm_metrics"].get("accumulated_cost"), (int, float)):
-            cost = float(e["llm_metrics"]["accumulated_cost"])
-        if "action" in e:
-            a = e["action"]
-            if not isinstance(a, str):
-                raise IngestError(f, f"{where}.action", f"expected str, got {type(a).__name__}")
-            args = e.get("args") if e.get("args") is not None else {}
-            if not isinstance(args, dict):
-                raise IngestError(f, f"{where}.args", f"expected dict, got {type(args).__name__}")
-            text = args.get("content") if isinstance(args.get("content"), str) else (e.get("message") or "")
-            if src == "user" and a == "message":
-                if not prompt and not raw:
-                    prompt = text
-                else:
-                    user_messages += 1
-                    if raw:
-                        raw[-1]["obs"].append(f"[user] {text}")
-                continue
-            if src != "agent" or a in _BOOKKEEPING:
-                if a == "condensation":
-                    condensations += 1
-                continue
-            if a == "message":
-                raw.append(_new(thought=text.strip()))
-                continue
-            _, resp = _response(e)
-            rid = resp.get("id") if resp else None
-            if resp and isinstance(resp.get("model"), str) and resp["model"] not in llm_models:
-                llm_models.append(resp["model"])
-            act = action_of(e, args)
-            if rid is not None and raw and raw[-1]["resp"] == rid:
-                raw[-1]["calls"].append(act)
-            else:
-                thought = args.get("thought") if isinstance(args.get("thought"), str) else ""
-                thought = thought or (_message(resp).get("content") or "")
-                raw.append(_new(thought=str(thought).strip(), calls=[act], **_usage(resp)))
-                raw[-1]["resp"] = rid
-            if "id" in e:
-                step_of_action[e["id"]] = len(raw) - 1
-        elif "observation" in e:
-            cause = e.get("cause")
-            content = e.get("content") if isinstance(e.get("content"), str) else (e.get("message") or "")
-            if cause is not None and cause in step_of_action:
-                st = raw[step_of_action[cause]]
-                st["obs"].append(content)
-                st["err"].append(_obs_error(e))
-            elif src == "agent" and e.get("observation") == "error" and cause is None:
-                raw.append(_new())
-                raw[-1]["obs"].append(content)
-                raw[-1]["err"].append(True)
+        fold.event(i, e)
+    raw = fold.raw
     if not raw:
         raise IngestError(f, "<events>", "no agent action, message or error event: no agent steps")
     steps = [
@@ -185,10 +212,10 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     task_id = strip_gz(path.name).removesuffix(".json")
     yield run_trajectory(
         spec, bench, f, task_id, steps,
-        prompt=prompt,
-        llm_models=llm_models,
+        prompt=fold.prompt,
+        llm_models=fold.llm_models,
         run_date=first_day(e.get("timestamp") for e in events if isinstance(e, dict)),
-        instance_cost=cost,
-        user_messages=user_messages,
-        condensations=condensations,
+        instance_cost=fold.cost,
+        user_messages=fold.user_messages,
+        condensations=fold.condensations,
     )

@@ -22,10 +22,8 @@ import hashlib
 import io
 import json
 import logging
-import os
 import platform
 import shutil
-import stat
 from importlib.metadata import version as _dist_version
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,10 +40,11 @@ from earlyeval.model import signature
 from earlyeval.model.boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
 from earlyeval.core.errors import ModelDirError, SettingError, UnknownPluginError
 from earlyeval.core.trajectory import Action, Task, make_step
-from earlyeval.features import FAMILIES, Featurizer, RunContext, bind_values
+from earlyeval.features import FAMILIES, FeatureFamily, Featurizer, RunContext, bind_values
 from earlyeval.core.version import __version__  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
 from earlyeval.model.lgbm_capi import load_booster
 from earlyeval.model.outcome import OutcomePredictor
+from earlyeval.model.safedir import OpenDir
 
 FORMAT = "earlyeval-model"
 FORMAT_VERSION = 1
@@ -166,58 +165,6 @@ def max_file_bytes() -> int:
     return env_int("EARLYEVAL_MAX_MODEL_FILE_BYTES", MAX_FILE_BYTES, lo=1, hi=1 << 50)
 
 
-class _Dir:
-    """A model directory opened once: every file is read relative to the same directory (a concurrent
-    ``swap_dir`` cannot mix two versions), without following symlinks, only if regular, size-bounded."""
-
-    def __init__(self, p: Path):
-        self.p = p
-        if not p.is_dir():
-            raise ModelDirError(str(p), "<dir>", "not a directory (train a model with `earlyeval train --bench B`)")
-        try:
-            self.fd = os.open(p, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        except OSError as e:
-            raise ModelDirError(str(p), "<dir>", f"cannot open ({e.strerror})") from e
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-    def swapped(self) -> bool:
-        """Whether ``p`` now names another directory than the one opened (a concurrent save)."""
-        try:
-            a, b = os.fstat(self.fd), os.stat(self.p)
-            return (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
-        except OSError:
-            return True
-
-    def read(self, name: str, limit: int) -> bytes:
-        f = str(self.p / name)
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=self.fd)
-        except FileNotFoundError as e:
-            raise ModelDirError(f, name, "missing") from e
-        except OSError as e:  # ELOOP: a symlink
-            raise ModelDirError(f, name, f"not a regular file ({e.strerror})") from e
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise ModelDirError(f, name, "not a regular file")
-            if st.st_size > limit:
-                raise ModelDirError(f, name, f"{st.st_size} bytes, more than the {limit} a model file may have")
-            chunks, n = [], 0
-            while True:
-                b = os.read(fd, min(1 << 20, limit + 1 - n))
-                if not b:
-                    break
-                chunks.append(b)
-                n += len(b)
-                if n > limit:
-                    raise ModelDirError(f, name, f"more than the {limit} bytes a model file may have")
-            return b"".join(chunks)
-        finally:
-            os.close(fd)
-
-
 def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
     """The manifest's schema (``config.schema.MANIFEST``), every field a reader relies on; a ModelDirError naming
     the field.  The format and its version come first (another version may have another schema), then the
@@ -240,9 +187,9 @@ def _check_thresholds(th: Any, f: str, field: str) -> None:
     schema.check(schema.MODEL_THRESHOLDS, th, lambda key, why: ModelDirError(f, key, why), key=field)
 
 
-def read_manifest(path: str | Path, _d: "_Dir | None" = None) -> dict[str, Any]:
+def read_manifest(path: str | Path, _d: OpenDir | None = None) -> dict[str, Any]:
     p = Path(path)
-    d = _d or _Dir(p)
+    d = _d or OpenDir(p)
     try:
         mf = str(p / MANIFEST)
         m = _json(d.read(MANIFEST, MAX_MANIFEST_BYTES), mf)
@@ -252,7 +199,7 @@ def read_manifest(path: str | Path, _d: "_Dir | None" = None) -> dict[str, Any]:
             d.close()
 
 
-def _verified_bytes(p: Path, manifest: dict[str, Any], d: "_Dir") -> dict[str, bytes]:
+def _verified_bytes(p: Path, manifest: dict[str, Any], d: OpenDir) -> dict[str, bytes]:
     files = manifest["files"]
     limit = max_file_bytes()
     recomputed = _sha("".join(f"{n}:{h}\n" for n, h in sorted(files.items())).encode())
@@ -366,7 +313,7 @@ def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | 
         raise SettingError("environment", "EARLYEVAL_MODEL_KEY",
                            "require_signature needs the signing key (EARLYEVAL_MODEL_KEY, EARLYEVAL_MODEL_KEY_FILE or key=)")
     for attempt in range(3):
-        d = _Dir(p)
+        d = OpenDir(p)
         try:
             return _load(p, d, n_jobs, do_probe, signing_key)
         except ModelDirError:
@@ -384,60 +331,81 @@ def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | 
     raise AssertionError("unreachable")
 
 
-def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool, signing_key: bytes | None = None) -> ModelBundle:
+def _load(p: Path, d: OpenDir, n_jobs: int, do_probe: bool, signing_key: bytes | None = None) -> ModelBundle:
     manifest = read_manifest(p, d)
     blobs = _verified_bytes(p, manifest, d)
     if signing_key is not None:  # the hashes are verified: the signature of manifest_hash now vouches for every byte
-        try:
-            doc = d.read(signature.SIGNATURE, 1 << 16)
-        except ModelDirError as e:
-            if e.reason != "missing":
-                raise
-            doc = None
-        signature.verify(doc, manifest["manifest_hash"], signing_key, str(p))
-    families = []
-    for entry in manifest["families"]:
-        name = entry.get("name")
-        # by registered name only (built-in, entry point, or registered in this process): the directory
-        # never makes the loader import a module it names
-        try:
-            cls = FAMILIES.get(name)
-        except UnknownPluginError as e:
-            raise ModelDirError(str(p / MANIFEST), "families", f"unknown feature family {name!r} (known: {', '.join(e.known)}; "
-                                "a custom family must be installed as an entry point or registered with "
-                                "earlyeval.features.register_family before loading)") from e
-        meta = _json(blobs.get(f"family_{name}.json", b"{}"), str(p / f"family_{name}.json"))
-        arrays: dict[str, np.ndarray] = {}
-        if entry.get("arrays"):
-            key = f"family_{name}.npz"
-            if key not in blobs:
-                raise ModelDirError(str(p / key), key, "missing")
-            try:
-                with np.load(io.BytesIO(blobs[key]), allow_pickle=False) as z:
-                    arrays = {k: z[k] for k in z.files}
-            except Exception as e:  # a corrupt archive must not surface as a zipfile traceback
-                raise ModelDirError(str(p / key), key, f"cannot read arrays ({type(e).__name__}: {e})") from e
-        try:
-            fam = cls.from_state(meta, arrays)
-        except Exception as e:  # a missing key or array: name the family's files, not a KeyError
-            raise ModelDirError(str(p / f"family_{name}.json"), f"family_{name}",
-                                f"cannot rebuild the {name} family ({type(e).__name__}: {e})") from e
-        if len(fam.names) != entry.get("n_features"):
-            raise ModelDirError(str(p / f"family_{name}.json"), f"families.{name}.n_features",
-                                f"the manifest says {entry.get('n_features')}, the stored family makes {len(fam.names)}")
-        families.append(fam)
-    fz = Featurizer(families)
+        _check_signature(p, d, manifest, signing_key)
+    fz = Featurizer([_family(p, entry, blobs) for entry in manifest["families"]])
     _run_once(fz, p)
     if fz.names != manifest["feature_names"]:
         raise ModelDirError(str(p / MANIFEST), "feature_names", "do not match the feature families stored in the directory")
     state = _json(blobs["model.json"], str(p / "model.json")) if "model.json" in blobs else None
     if state is None:
         raise ModelDirError(str(p / "model.json"), "model.json", "missing")
+    boosters = _outcome_boosters(p, blobs, state, len(fz.names), do_probe)
+    extra, extra_errors = _extras(p, blobs, do_probe)
+    model = _outcome_model(p, state, boosters, fz.names, n_jobs)
+    thresholds = _json(blobs["thresholds.json"], str(p / "thresholds.json")) if "thresholds.json" in blobs else None
+    if thresholds is None:
+        raise ModelDirError(str(p / "thresholds.json"), "thresholds.json", "missing")
+    _check_thresholds(thresholds, str(p / "thresholds.json"), "thresholds.json")
+    if thresholds != manifest["thresholds"]:
+        raise ModelDirError(str(p / "thresholds.json"), "thresholds", "differ from the manifest's")
+    return ModelBundle(fz, model, thresholds, manifest.get("training", {}), extra, manifest, extra_errors)
+
+
+def _check_signature(p: Path, d: OpenDir, manifest: dict[str, Any], signing_key: bytes) -> None:
+    """``signature.json`` must sign the manifest's hash with the key; one that is missing is ``signature.verify``'s to refuse."""
+    try:
+        doc = d.read(signature.SIGNATURE, 1 << 16)
+    except ModelDirError as e:
+        if e.reason != "missing":
+            raise
+        doc = None
+    signature.verify(doc, manifest["manifest_hash"], signing_key, str(p))
+
+
+def _family(p: Path, entry: dict[str, Any], blobs: dict[str, bytes]) -> FeatureFamily:
+    """One family of the manifest rebuilt from its verified files, and checked to make as many features as listed."""
+    name = entry.get("name")
+    # by registered name only (built-in, entry point, or registered in this process): the directory
+    # never makes the loader import a module it names
+    try:
+        cls = FAMILIES.get(name)
+    except UnknownPluginError as e:
+        raise ModelDirError(str(p / MANIFEST), "families", f"unknown feature family {name!r} (known: {', '.join(e.known)}; "
+                            "a custom family must be installed as an entry point or registered with earlyeval.features.register_family "
+                            "before loading)") from e
+    meta = _json(blobs.get(f"family_{name}.json", b"{}"), str(p / f"family_{name}.json"))
+    arrays: dict[str, np.ndarray] = {}
+    if entry.get("arrays"):
+        key = f"family_{name}.npz"
+        if key not in blobs:
+            raise ModelDirError(str(p / key), key, "missing")
+        try:
+            with np.load(io.BytesIO(blobs[key]), allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except Exception as e:  # a corrupt archive must not surface as a zipfile traceback
+            raise ModelDirError(str(p / key), key, f"cannot read arrays ({type(e).__name__}: {e})") from e
+    try:
+        fam = cls.from_state(meta, arrays)
+    except Exception as e:  # a missing key or array: name the family's files, not a KeyError
+        raise ModelDirError(str(p / f"family_{name}.json"), f"family_{name}", f"cannot rebuild the {name} family ({type(e).__name__}: {e})") from e
+    if len(fam.names) != entry.get("n_features"):
+        raise ModelDirError(str(p / f"family_{name}.json"), f"families.{name}.n_features",
+                            f"the manifest says {entry.get('n_features')}, the stored family makes {len(fam.names)}")
+    return fam
+
+
+def _outcome_boosters(p: Path, blobs: dict[str, bytes], state: Any, n_features: int, do_probe: bool) -> dict[str, str]:
+    """The outcome model's booster texts, checked (and probed): the success booster always, the failure one if listed
+    or if ``model.json``'s twin needs it."""
     boosters = {}
     for k in ("success", "failure"):
         key = f"booster_{k}.txt"
         if key in blobs:
-            boosters[k] = _checked_booster(_booster_text(blobs[key], str(p / key)), str(p / key), len(fz.names))
+            boosters[k] = _checked_booster(_booster_text(blobs[key], str(p / key)), str(p / key), n_features)
     if "success" not in boosters:
         raise ModelDirError(str(p / "booster_success.txt"), "booster_success.txt", "missing")
     if state.get("twin") in ("flipped", "balanced") and "failure" not in boosters:
@@ -447,8 +415,12 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool, signing_key: bytes | No
             probe(list(boosters.values()))
         except BoosterTextError as e:
             raise ModelDirError(str(p / "booster_success.txt"), "booster_*.txt", str(e)) from e
-    # optional extras (the budget estimators) fail open, as documented: one whose boosters do not pass the
-    # check or the probe is left out (``ModelBundle.extra_errors`` says why; the Monitor's budget_status too)
+    return boosters
+
+
+def _extras(p: Path, blobs: dict[str, bytes], do_probe: bool) -> tuple[dict[str, Any], dict[str, str]]:
+    """Optional extras (the budget estimators) fail open, as documented: one whose boosters do not pass the check or
+    the probe is left out (``ModelBundle.extra_errors`` says why; the Monitor's budget_status too)."""
     extra: dict[str, Any] = {}
     extra_errors: dict[str, str] = {}
     for n, b in blobs.items():
@@ -467,6 +439,12 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool, signing_key: bytes | No
         except ModelDirError as e:
             extra_errors[key] = str(e)
             log.warning("earlyeval: model dir %s: %s left out (%s)", p, n, e)
+    return extra, extra_errors
+
+
+def _outcome_model(p: Path, state: Any, boosters: dict[str, str], names: list[str], n_jobs: int) -> OutcomePredictor:
+    """The outcome predictor from ``model.json`` and the checked booster texts, each booster calibrated and trained on
+    exactly the featurizer's features."""
     if not isinstance(state, dict):
         raise ModelDirError(str(p / "model.json"), "model.json", "expected an object")
     state["boosters"] = {}
@@ -478,18 +456,12 @@ def _load(p: Path, d: _Dir, n_jobs: int, do_probe: bool, signing_key: bytes | No
         model.boosters_[k] = _parse_booster(text, str(p / f"booster_{k}.txt"))
         if k not in model.platt_:
             raise ModelDirError(str(p / "model.json"), f"platt.{k}", "missing calibration for the booster")
-    if list(model.feature_names_in_) != fz.names:
+    if list(model.feature_names_in_) != names:
         raise ModelDirError(str(p / "model.json"), "feature_names", "differ from the featurizer's")
     for k, b in model.boosters_.items():
         nfeat = b.num_feature()
-        if nfeat != len(fz.names):
-            raise ModelDirError(str(p / f"booster_{k}.txt"), "num_feature", f"booster expects {nfeat} features, featurizer makes {len(fz.names)}")
-        if b.feature_name() != [_lgb_name(n) for n in fz.names] and b.feature_name() != [f"Column_{i}" for i in range(nfeat)]:
+        if nfeat != len(names):
+            raise ModelDirError(str(p / f"booster_{k}.txt"), "num_feature", f"booster expects {nfeat} features, featurizer makes {len(names)}")
+        if b.feature_name() != [_lgb_name(n) for n in names] and b.feature_name() != [f"Column_{i}" for i in range(nfeat)]:
             raise ModelDirError(str(p / f"booster_{k}.txt"), "feature_names", "the booster was trained on other features than the featurizer makes")
-    thresholds = _json(blobs["thresholds.json"], str(p / "thresholds.json")) if "thresholds.json" in blobs else None
-    if thresholds is None:
-        raise ModelDirError(str(p / "thresholds.json"), "thresholds.json", "missing")
-    _check_thresholds(thresholds, str(p / "thresholds.json"), "thresholds.json")
-    if thresholds != manifest["thresholds"]:
-        raise ModelDirError(str(p / "thresholds.json"), "thresholds", "differ from the manifest's")
-    return ModelBundle(fz, model, thresholds, manifest.get("training", {}), extra, manifest, extra_errors)
+    return model

@@ -28,7 +28,7 @@ import platform
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -159,6 +159,19 @@ def run_latency_bench(bench: str, model_dir: str | Path | None = None, *, per_ag
             os.sched_setaffinity(0, pinned["affinity"])
 
 
+_Row = tuple[str, str, int, float, float, float, float, bool, float]  # run, format, t, wall, cpu, featurize, predict, halt, budget
+
+
+class _Replay(NamedTuple):
+    """What one replay of the sample recorded: per-step rows of the real (and synthetic) runs, of the long run."""
+
+    rows: list[_Row]
+    runs: list[tuple[Trajectory, str]]
+    long_rows: list[tuple[int, float, float, float, float]]
+    load_before: Any
+    load_after: Any
+
+
 def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min_long_runs: int,
            trajs: list[Trajectory] | None, tasks: dict[str, Task] | None, out: Any, formats: dict[str, str] | None,
            seed: int, pinned: dict[str, Any], budget: bool | tuple[str, ...] | list[str] = ("steps",),
@@ -176,14 +189,49 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
         raise ValueError("no run with at least 2 steps to replay")
     n_long = sum(len(t.steps) >= 100 for t in sample)
     synth = synthetic_long_run(sample, synthetic_steps) if n_long < min_long_runs and synthetic_steps else None
+    rp = _replay(monitor, sample, synth, tasks, formats, long_steps)
 
+    real = [r for r in rp.rows if r[1] != "synthetic"]
+    report: dict[str, Any] = {
+        "bench": bench,
+        "model": str(mdir),
+        "predictor": monitor.predictor_kind,
+        "budget": monitor.budget_status,
+        "families": monitor.featurizer.family_names,
+        "n_features": len(monitor.feature_names),
+        "setup": _setup(pinned, rp),
+        "target": {"median_us": 200, "p99_us": 1000},
+        "sample": {"runs": len(sample), "steps": len(real), "per_agent": per_agent,
+                   "runs_reaching_step_100": n_long,
+                   "formats": sorted({f for _, f in rp.runs if f != "synthetic"})},
+        "synthetic": None if synth is None else _synthetic(synth, n_long, min_long_runs),
+        "per_step": _per_step(real),
+        "by_step_bucket": _by_step_bucket(rp.rows),
+        "by_format": _by_format(rp.rows),
+    }
+    report["step_10_vs_100"] = _step_10_vs_100(report["by_step_bucket"])
+
+    if rp.long_rows:
+        report["long_run"] = _long_run(rp.long_rows)
+    dest = Path(out) if out else reports_dir(bench)
+    dest.mkdir(parents=True, exist_ok=True)
+    pj = dest / "latency.json"
+    atomic_write_text(pj, json.dumps(report, indent=1))
+    pp = _plot(rp.rows, dest / "latency.png", bench)
+    return {"latency": pj, "plot": pp}
+
+
+def _replay(monitor: Any, sample: list[Trajectory], synth: Trajectory | None, tasks: dict[str, Task],
+            formats: dict[str, str], long_steps: int) -> _Replay:
+    """One warm-up run, then every sampled run (and the synthetic one) and the long run, timed with the benchmark's
+    data frozen out of the garbage collector; the load average around it."""
     # warm-up: one run, not recorded (first-call allocations, caches)
     time_run(monitor, sample[0], tasks.get(sample[0].task_id))
     # the whole benchmark's trajectories sit in this process, which a live agent's does not: keep them
     # out of the garbage collector's scans (a full collection over them takes ~100 ms)
     gc.collect()
     gc.freeze()
-    rows: list[tuple[str, str, int, float, float, float, float, bool, float]] = []
+    rows: list[_Row] = []
     runs = [(t, formats.get(str(t.meta.get("run", "")), "?")) for t in sample]
     if synth is not None:
         runs.append((synth, "synthetic"))
@@ -199,74 +247,83 @@ def _bench(bench: str, model_dir: Any, per_agent: int, synthetic_steps: int, min
         long_rows = [(t, w, c, fe, pr) for t, w, c, fe, pr, _, _ in time_run(monitor, lr, tasks.get(lr.task_id))]
     load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
     gc.unfreeze()
+    return _Replay(rows, runs, long_rows, load_before, load_after)
 
-    real = [r for r in rows if r[1] != "synthetic"]
-    report: dict[str, Any] = {
-        "bench": bench,
-        "model": str(mdir),
-        "predictor": monitor.predictor_kind,
-        "budget": monitor.budget_status,
-        "families": monitor.featurizer.family_names,
-        "n_features": len(monitor.feature_names),
-        "setup": {"cpu_pinned": pinned["cpu"], "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
-                  "lightgbm_threads": 1, "python": platform.python_version(), "machine": platform.machine(),
-                  "load_average_before": load_before, "load_average_after": load_after,
-                  "note": "wall = perf_counter around observe(); cpu = thread CPU time of the same call "
-                          "(insensitive to other processes on the machine); featurize/predict = the monitor's own stage timers; "
-                          "the halting step also computes TreeSHAP top features (explain='halt'; ~0.4 ms, once per run); "
-                          "objects loaded before timing are gc.freeze()-d, as a live agent process does not hold the benchmark's data"},
-        "target": {"median_us": 200, "p99_us": 1000},
-        "sample": {"runs": len(sample), "steps": len(real), "per_agent": per_agent,
-                   "runs_reaching_step_100": n_long,
-                   "formats": sorted({f for _, f in runs if f != "synthetic"})},
-        "synthetic": None if synth is None else {
-            "steps": len(synth.steps),
-            "why": f"only {n_long} sampled real runs reach step 100 (< {min_long_runs})",
-            "how": "real steps of the longest sampled runs, cycled and re-indexed into one run",
-        },
-        "per_step": {"wall": _stats([r[3] for r in real]), "cpu": _stats([r[4] for r in real]),
-                     "featurize": _stats([r[5] for r in real]), "predict": _stats([r[6] for r in real]),
-                     "budget": _stats([r[8] for r in real]),
-                     "other": _stats([max(r[3] - r[5] - r[6] - r[8], 0.0) for r in real]),
-                     "halting_steps_wall": _stats([r[3] for r in real if r[7]]),
-                     "non_halting_steps_wall": _stats([r[3] for r in real if not r[7]]),
-                     "non_halting_steps_cpu": _stats([r[4] for r in real if not r[7]])},
-        "by_step_bucket": {},
-        "by_format": {},
-    }
+
+def _setup(pinned: dict[str, Any], rp: _Replay) -> dict[str, Any]:
+    """How the numbers were taken: the pinned CPU, the threads, the machine and its load."""
+    return {"cpu_pinned": pinned["cpu"], "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+            "lightgbm_threads": 1, "python": platform.python_version(), "machine": platform.machine(),
+            "load_average_before": rp.load_before, "load_average_after": rp.load_after,
+            "note": "wall = perf_counter around observe(); cpu = thread CPU time of the same call "
+                    "(insensitive to other processes on the machine); featurize/predict = the monitor's own stage timers; "
+                    "the halting step also computes TreeSHAP top features (explain='halt'; ~0.4 ms, once per run); "
+                    "objects loaded before timing are gc.freeze()-d, as a live agent process does not hold the benchmark's data"}
+
+
+def _per_step(real: list[_Row]) -> dict[str, Any]:
+    """Per-step statistics over the real runs' steps, each stage, and halting against non-halting steps."""
+    return {"wall": _stats([r[3] for r in real]), "cpu": _stats([r[4] for r in real]),
+            "featurize": _stats([r[5] for r in real]), "predict": _stats([r[6] for r in real]),
+            "budget": _stats([r[8] for r in real]),
+            "other": _stats([max(r[3] - r[5] - r[6] - r[8], 0.0) for r in real]),
+            "halting_steps_wall": _stats([r[3] for r in real if r[7]]),
+            "non_halting_steps_wall": _stats([r[3] for r in real if not r[7]]),
+            "non_halting_steps_cpu": _stats([r[4] for r in real if not r[7]])}
+
+
+def _by_step_bucket(rows: list[_Row]) -> dict[str, Any]:
+    """Per bucket of step numbers (``BUCKETS``), real and synthetic steps together: is the cost flat in t?"""
+    out: dict[str, Any] = {}
     for lo, hi in BUCKETS:
         sel = [r for r in rows if lo <= r[2] <= hi]
-        report["by_step_bucket"][_bucket(lo)] = {
+        out[_bucket(lo)] = {
             "wall": _stats([r[3] for r in sel]), "cpu": _stats([r[4] for r in sel]),
             "featurize": _stats([r[5] for r in sel]), "predict": _stats([r[6] for r in sel]),
             "budget": _stats([r[8] for r in sel]),
             "synthetic_share": round(sum(r[1] == "synthetic" for r in sel) / len(sel), 3) if sel else None}
+    return out
+
+
+def _synthetic(synth: Trajectory, n_long: int, min_long_runs: int) -> dict[str, Any]:
+    """Why the synthetic long run was added, and what it is: real steps, not a real run."""
+    return {
+        "steps": len(synth.steps),
+        "why": f"only {n_long} sampled real runs reach step 100 (< {min_long_runs})",
+        "how": "real steps of the longest sampled runs, cycled and re-indexed into one run",
+    }
+
+
+def _step_10_vs_100(by_bucket: dict[str, Any]) -> dict[str, Any]:
+    """The headline flatness check: median wall and CPU time of steps 1-10 against steps 91-100."""
+    b10, b100 = by_bucket["1-10"], by_bucket["91-100"]
+    return {"median_us_steps_1_10": b10["wall"].get("median_us"),
+            "median_us_steps_91_100": b100["wall"].get("median_us"),
+            "cpu_median_us_steps_1_10": b10["cpu"].get("median_us"),
+            "cpu_median_us_steps_91_100": b100["cpu"].get("median_us")}
+
+
+def _by_format(rows: list[_Row]) -> dict[str, Any]:
+    """Per native format of the replayed runs."""
+    out: dict[str, Any] = {}
     for fmt in sorted({r[1] for r in rows}):
         sel = [r for r in rows if r[1] == fmt]
-        report["by_format"][fmt] = {"runs": len({r[0] for r in sel}), "wall": _stats([r[3] for r in sel]),
-                                    "cpu": _stats([r[4] for r in sel]), "featurize": _stats([r[5] for r in sel]),
-                                    "predict": _stats([r[6] for r in sel]), "budget": _stats([r[8] for r in sel])}
-    b10, b100 = report["by_step_bucket"]["1-10"], report["by_step_bucket"]["91-100"]
-    report["step_10_vs_100"] = {"median_us_steps_1_10": b10["wall"].get("median_us"),
-                                "median_us_steps_91_100": b100["wall"].get("median_us"),
-                                "cpu_median_us_steps_1_10": b10["cpu"].get("median_us"),
-                                "cpu_median_us_steps_91_100": b100["cpu"].get("median_us")}
+        out[fmt] = {"runs": len({r[0] for r in sel}), "wall": _stats([r[3] for r in sel]),
+                    "cpu": _stats([r[4] for r in sel]), "featurize": _stats([r[5] for r in sel]),
+                    "predict": _stats([r[6] for r in sel]), "budget": _stats([r[8] for r in sel])}
+    return out
 
-    if long_rows:
-        report["long_run"] = {
-            "steps": len(long_rows),
-            "how": "one synthetic run whose every step edits a new file with new identifiers (benchmark.new_file_run), "
-                   "on a task with a gold patch; replayed through the same monitor after the real runs",
-            "by_step_bucket": {f"{lo}-{hi}": {"wall": _stats([r[1] for r in long_rows if lo <= r[0] <= hi]),
-                                                 "cpu": _stats([r[2] for r in long_rows if lo <= r[0] <= hi]),
-                                                 "featurize": _stats([r[3] for r in long_rows if lo <= r[0] <= hi])}
-                               for lo, hi in LONG_BUCKETS}}
-    dest = Path(out) if out else reports_dir(bench)
-    dest.mkdir(parents=True, exist_ok=True)
-    pj = dest / "latency.json"
-    atomic_write_text(pj, json.dumps(report, indent=1))
-    pp = _plot(rows, dest / "latency.png", bench)
-    return {"latency": pj, "plot": pp}
+
+def _long_run(long_rows: list[tuple[int, float, float, float, float]]) -> dict[str, Any]:
+    """The new-file-every-step run per bucket of ``LONG_BUCKETS``: per-step cost must not grow with t."""
+    return {
+        "steps": len(long_rows),
+        "how": "one synthetic run whose every step edits a new file with new identifiers (benchmark.new_file_run), "
+               "on a task with a gold patch; replayed through the same monitor after the real runs",
+        "by_step_bucket": {f"{lo}-{hi}": {"wall": _stats([r[1] for r in long_rows if lo <= r[0] <= hi]),
+                                             "cpu": _stats([r[2] for r in long_rows if lo <= r[0] <= hi]),
+                                             "featurize": _stats([r[3] for r in long_rows if lo <= r[0] <= hi])}
+                           for lo, hi in LONG_BUCKETS}}
 
 
 def latency_summary(rep: dict[str, Any]) -> str:

@@ -233,10 +233,10 @@ def test_loading_executes_nothing_from_the_directory(mdir, monkeypatch, tmp_path
         assert k.get("allow_pickle") is False, "np.load without allow_pickle=False"
         return real_np_load(*a, **k)
 
-    from earlyeval.model.modeldir import _Dir
+    from earlyeval.model.safedir import OpenDir
 
     opened = []
-    real_read = _Dir.read
+    real_read = OpenDir.read
 
     def tracked(self, name, limit):
         opened.append(name)
@@ -246,7 +246,7 @@ def test_loading_executes_nothing_from_the_directory(mdir, monkeypatch, tmp_path
     monkeypatch.setattr(pickle, "loads", no_pickle)
     monkeypatch.setattr(pickle, "Unpickler", no_pickle)
     monkeypatch.setattr(np, "load", checked_np_load)
-    monkeypatch.setattr(_Dir, "read", tracked)
+    monkeypatch.setattr(OpenDir, "read", tracked)
     before = set(sys.modules)
     mon = Monitor.load(mdir)
     assert mon.feature_names

@@ -290,10 +290,6 @@ def _lgb_name(n: str) -> str:
     return re.sub(r"[\s]", "_", n)
 
 
-def _is_num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | None = None,
                    require_signature: bool = False, key: bytes | str | None = None) -> ModelBundle:
     """Load and verify a model directory (see the module doc); every failure is a ``ModelDirError``.

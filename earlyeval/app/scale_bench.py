@@ -1,19 +1,8 @@
 """``earlyeval bench-scale``: wall time and peak memory per stage as the runs grow, in this process and on a
 LocalCluster, side by side (a benchmark, not a test: nothing here asserts a timing).
 
-For each factor N (1, 10, 100 by default) a data root of N replicated copies of every run is written to a
-temporary directory outside the repository (``scale.resample``: symlinks to the real runs, new run ids),
-with two workspaces: one for the in-process stages, one for the cluster's.  Each stage (ingest,
-featurize, train, evaluate) runs in a fresh subprocess per mode, alternately, on the same data; a
-sampler reads the resident memory of the subprocess and of each of its worker processes four times a
-second, and ``wait4`` gives its CPU time (workers included).  Train is the outcome model (its inner
-folds and the shipped fit, ``--no-budget``); evaluate is ``--no-ablations``; before them the in-process
-subprocess featurizes (its own phase, not in their time: it holds the trajectories as in-process train does)
-and the cluster's reads the featurize stage's parts back.  A point predicted to take longer than
-``max_seconds`` (from the exponent fitted so far) or to need more memory than the machine has is not run,
-except cluster ingest and featurize, which then run for ``max_seconds`` and are measured as ``partial``
-(tasks done, their rate, their memory); the table says which.  time ~ runs^k is fitted by least squares on
-log-log.
+How it measures (subprocesses, memory sampler, skipped and partial points, the fitted exponent) and what was
+measured: docs/scale.md, "Measured: time and memory against the number of runs".
 """
 
 from __future__ import annotations

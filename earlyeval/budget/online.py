@@ -1,21 +1,8 @@
 """Online re-conformalization of the budget intervals (reported BESIDE the label-free LOAO numbers).
 
-Scenario: a user runs a new agent over a benchmark; its runs finish one by one, and a finished
-run's realized totals (steps, tokens, cost) are known without any success label.  Simulation
-per held-out agent A and dimension: A's runs finish in a seeded random order (``run_order``:
-the same order in every dimension).  Run i's prefixes are evaluated with a CQR correction
-recomputed before run i starts, per level:
-
-* fewer than ``ONLINE_MIN_RUNS`` (k = 20) of A's runs have finished: the label-free correction
-  of the calibration agents (``CrossConformalQuantiles.corrections_``, the LOAO headline's);
-* otherwise: the weighted ``level (1 + 1/n)`` quantile (``quantiles.conformal_quantile``) of the CQR
-  scores (``cqr.cqr_scores``) of every prefix of A's n runs finished before run i, prefix
-  weight 1/(T-1) as in calibration; the calibration agents' scores are dropped (A's dominate).
-
-The held-out quantile predictions are the label-free ones (fold models fitted without A); only
-the correction changes.  Inputs are predictions and realized remaining budgets: no outcome
-label of A is read.  This is NOT the label-free headline: it uses A's finished runs' budgets.
-The simplest rule tried; the first k runs of each agent keep the label-free coverage.
+A held-out agent's runs finish in a seeded order; once 20 have finished, the CQR correction comes from its
+finished runs' realized budgets (no outcome label read) instead of the calibration agents'. The rule and why it is
+not the headline: docs/architecture.md, "The remaining budget, in detail".
 """
 
 from __future__ import annotations

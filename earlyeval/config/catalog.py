@@ -1,12 +1,7 @@
 """Benchmark catalogs: ``<bench>.toml``, shipped in ``earlyeval/catalogs/`` (package data).
 
-A workspace may declare its own benchmark, or override a shipped one, in
-``<workspace>/data/<bench>.toml``; that file wins over the packaged catalog.
-
-A benchmark is a catalog plus, at most, an ingestor.  The catalog says, per run
-folder, which agent it is (scaffold x model), its native format, where its labels
-are, its split, and its price; and, for the benchmark, where the tasks and the
-public outcome history are.  Nothing about a benchmark is hard-coded elsewhere.
+``<workspace>/data/<bench>.toml`` declares a benchmark or overrides a shipped one. What a catalog says (per run
+folder: agent, format, labels, split, price; nothing hard-coded elsewhere): docs/architecture.md, "Pipeline".
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """Open registries: feature families and run formats by name, entry point or dotted path.
 
-As mini-swe-agent does for its agent classes, a config may name a class by a
-registered name (``"behaviour"``) or by a dotted path (``"mypkg.fam:MyFamily"``).
-Names come from three places, resolved the same way: the built-in table (dotted
-paths, also declared as entry points in pyproject.toml), installed entry points
-of the group (``earlyeval.families``, ``earlyeval.formats``), and ``register``
-calls in this process (resolving a dotted path registers the class under its
-own ``name``).  A name none of them knows raises ``UnknownPluginError`` listing
-the known ones: nothing named in a config is ever dropped.
-
-``get`` never imports a dotted path: the model-directory loader uses it, so a
-directory can only name classes this process already knows (see modeldir).  A
-registry built with ``import_dotted=False`` (formats: every ``earlyeval score``
-reads every workspace catalog) resolves a dotted path only to an object already
-registered under that path (a built-in, an entry point, a ``register`` call):
-``format = "subprocess:Popen"`` imports and calls nothing, it is an unknown format.
+An unknown name is an error listing the known ones, never dropped; ``get`` never imports a dotted path, so a model
+directory can only name classes this process knows. How names resolve: docs/architecture.md, "Open registries".
 """
 
 from __future__ import annotations

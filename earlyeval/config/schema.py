@@ -1,12 +1,7 @@
 """One schema for earlyeval's settings: benchmark catalogs, adapter config blocks, model manifests, environment.
 
-A setting is checked where it is read, against a declared type and range, so that no value reaches a
-decision with another meaning than the one it was written with (``small = "false"`` is refused, not
-true; ``confidence = 1.0`` is refused, not a NaN bound).  A schema is a tree of small validators
-(``Str``, ``Int``, ``Num``, ``Bool``, ``Choice``, ``Date``, ``Glob``, ``ListOf``, ``Table``, ``OneOf``); ``check``
-runs one on a value and turns the first failure into the caller's error, naming the file and the dotted
-key (``runs[3].price``).  Standard library only: the live path (``Monitor.load`` reads a manifest) imports
-this module, and pydantic would add ~40 modules to every monitored process for what fits here.
+Each setting is checked where it is read, so no value reaches a decision with another meaning; standard library
+only, since the live path imports it. Why and how: docs/architecture.md, "One schema for every setting".
 """
 
 from __future__ import annotations

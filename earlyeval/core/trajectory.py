@@ -1,12 +1,7 @@
 """The one data model every ingestor yields and every later stage reads.
 
-A ``Trajectory`` is one agent run on one task; a ``Step`` is one assistant turn
-with the action(s) it took and the observation that answered it.  What exactly
-one step is in a native format is decided (and documented) by that format's
-ingestor; everything downstream sees only these records.
-
-Unknown is unknown: token counts, costs and error flags the format does not
-carry are ``None``, never 0.
+A ``Trajectory`` is one agent run on one task, a ``Step`` one assistant turn and the observation that answered it;
+what a format does not carry is ``None``, never 0. docs/architecture.md, "Pipeline"; per format: docs/formats.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """Adapting a trained predictor to a new agent.
 
-Label-free: the new agent's outcomes are unknown but its predicted
-probabilities are not.  Under label shift (the agent is better or worse than
-the training agents, p(x|y) otherwise alike) the EM procedure of Saerens,
-Latinne & Decaestecker (2002) re-estimates the new agent's success rate from
-its runs' posteriors and corrects every posterior by the prior ratio.  Only
-predictions are used, never labels.
-
-Warm start: the user runs a small random share of tasks to completion, so
-those labels are known.  Platt scaling is refitted on them (on top of the
-model's log-odds) and thresholds are chosen on them; the rest is halted.  The
-warm-start runs are paid in full, and the savings are counted over all tasks.
+Label-free, EM under label shift on the predictions only; or a warm start, Platt and thresholds refitted on a
+small completed share of the tasks. Both: docs/architecture.md, "Adapting to a new agent".
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """Loading a benchmark for modelling: labelled trajectories, tasks, contexts and
 the fold-independent feature blocks of every prefix, computed once.
 
-Families whose ``fit_scope`` is fold-free (they learn nothing from labels or
-text: behaviour, gold, prior) are the same in every fold, so their prefix rows
-are computed once here; fold-fitted ones (text, peer_prior) are fitted per fold
-by ``evaluate``.  A family name no registry knows raises here, before any work.
-
-Time: every run's context carries its catalog date (``RunContext.as_of``), so
-the prior block sees only public history dated before the run (the ``as_of``
-protocol).  ``prior@current_pool`` is the same family over today's full pool
-(no date cutoff), kept beside it for the ``current_pool`` protocol.
+Fold-free families are computed here once, fold-fitted ones per fold by ``evaluate``; each run's context carries
+its catalog date. Why: docs/architecture.md, "Feature families" (computed once or per fold).
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Behavioural features: reference-free, the family that must carry across agents.
 
-Everything here is read off the run itself (kinds of actions, what the
-observations say), mostly as shares, recencies and flags rather than raw sizes,
-because raw scales differ from one agent to the next.  The state is a handful of
-counters, so ``update`` is O(1) in the prefix length.
-
-Token counts and costs are not read: whether a step carries them depends on the
-scaffold and the adapter (per step, only as a run total, or not at all), and what
-they measure depends on the model's tokenizer and prompt.  An outcome feature made
-of them would make the same run score differently live and offline.  The
-remaining budget reads them (``budget.targets``).
+Shares, recencies and flags read off the run itself, O(1) per step, and no token counts or costs. Why:
+docs/architecture.md, "Feature families".
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Reference-solution features: how far the agent has converged to the gold patch.
 
-Only for benchmarks whose tasks carry a gold patch (SWE-bench).  The gold patch
-and tests are reference metadata about the task, like a grader's key: they are
-compared with what the agent did, never shown as if the agent produced them.
-For a task without a gold patch every value is NaN; a catalog without the
-``gold`` family simply does not list it.
-
-Parsing uses unidiff.  Matching is deliberately format-independent: it looks at
-the files, identifiers and lines that appear in the agent's actions (and in any
-``git diff`` it printed), so it works for bash agents, editor tools and Moatless
-alike.
+Only for tasks that carry a gold patch (else NaN); the patch is compared with what the agent did, never shown as
+its own, and the matching is format-independent. Details: docs/architecture.md, "Feature families".
 """
 
 from __future__ import annotations

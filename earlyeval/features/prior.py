@@ -1,19 +1,7 @@
 """Task-difficulty priors from public outcome history.
 
-``resolved_submissions.json`` says which public leaderboard submissions resolved
-each task.  The share of submissions (of the run's split) that solved a task is
-reference metadata about the task, like the gold patch.  It must never contain
-the evaluated agent's own result: every run's prior excludes the submissions
-named in its catalog entry (``public_submissions``) and every submission that
-matches its scaffold and model (``prior_match`` regexes, or a default built from
-the scaffold and model names).  This holds for training runs too, so the
-feature means the same thing at training and at test time.
-
-Time: a run's prior only counts submissions dated strictly before the run's
-``as_of`` date (``RunContext.as_of``, the run's own date from its catalog
-entry): a new agent never has the leaderboard's future.  A submission without a
-date cannot be shown to precede the run and is left out whenever a date is set.
-An empty ``as_of`` means "today": every submission (``earlyeval score`` default).
+The share of public submissions that solved the task, never counting the evaluated agent's own and only those
+dated before the run. The exclusion and date rules: docs/architecture.md, "Feature families".
 """
 
 from __future__ import annotations

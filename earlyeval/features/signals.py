@@ -1,17 +1,7 @@
 """Parsers for what observations and actions say, shared by the feature families.
 
-All functions are pure and look only at one step's text, so they cost the same
-at step 5 and at step 500.
-
-Speed (the live Monitor calls these on every step): most observations contain
-none of what a regex looks for, so each search is guarded by literals one of
-which any match must contain (``"SyntaxError" in text`` before the SyntaxError
-regex, and so on), and file paths are found by ``iter_path_matches`` (the same
-matches as ``_PATH.finditer``, found from the extensions backwards).  Guards only
-skip searches that cannot match, so every value is unchanged (the tests compare
-against the plain regexes).  Case-insensitive patterns are guarded on the
-lower-cased text only when the text is ASCII (``re.I`` also folds a few
-non-ASCII letters onto ASCII ones).
+Pure functions of one step's text; each search is guarded by literals so that the live Monitor skips the ones
+that cannot match (values unchanged). Details: docs/architecture.md, "Feature families".
 """
 
 from __future__ import annotations

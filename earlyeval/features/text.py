@@ -1,19 +1,7 @@
 """Textual features: five TF-IDF + truncated-SVD blocks, fitted inside the training fold.
 
-Blocks: the task prompt; all actions so far; the latest action; all observations
-so far; the latest observation.  Each block has its own vocabulary (word
-unigrams and bigrams seen in at least ``min_df`` training documents and, by
-default, used by at least ``min_agents`` training agents, so that one agent's
-output format cannot fill the vocabulary), its own IDF and its own SVD.
-
-Streaming: a cumulative block keeps its raw term counts, the running SVD
-projection of the tf-idf vector and its squared norm; one step changes only the
-terms it contains, so an update costs the same at step 5 and step 500.  The
-value is ``projection / norm``, exactly ``TruncatedSVD.transform`` of the
-l2-normalized tf-idf vector of the concatenated text.
-
-Long observations are cut to their first and last ``obs_chars`` characters
-before tokenizing: that keeps the per-step cost bounded.
+Each block has its own vocabulary, IDF and SVD, and streams in time independent of the prefix length. The blocks,
+the vocabulary rule and the streaming update: docs/architecture.md, "Feature families".
 """
 
 from __future__ import annotations

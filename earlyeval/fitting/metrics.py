@@ -1,13 +1,8 @@
 """Evaluation metrics, in one place: the evaluator, the sweep, ``score`` and the
 Monitor replay all call these functions, so a number means the same everywhere.
 
-Vocabulary (ARCHITECTURE §4):
-- a *run* has T steps and a true outcome y; the policy may halt it after prefix
-  t (1 <= t < T) with a predicted outcome; otherwise it completes with y.
-- ``steps_saved`` = sum over halted runs of (T - t) / sum of T, split by where
-  it comes from: ``steps_saved_task_skip`` (halts at t <= 1: the task is skipped
-  on what was known before the agent's trajectory said anything) and
-  ``steps_saved_in_run`` (halts at t >= 2: predicted from the trajectory).
+The vocabulary (runs, halts, ``steps_saved`` split into task skip and in-run): docs/architecture.md, "Metrics: one
+vocabulary".
 """
 
 from __future__ import annotations

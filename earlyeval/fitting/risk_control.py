@@ -1,20 +1,7 @@
 """Thresholds with a stated guarantee for a new agent: each halting side by an order statistic over agents.
 
-Agents, not runs, are the exchangeable units: a new agent is one more draw from the population the
-training agents came from.  Each side of the policy is chosen on its own, on the one-sided policy
-(that side's threshold, the other side off):
-
-- the success side's risk on an agent is the share of its runs that fail yet reach P(success) >= tau_s
-  (``risk="mass"``; ``"recall"`` divides by its failed runs instead), and the failure side's the same
-  with the outcomes swapped.  Both only grow as tau falls (the runs that cross a lower threshold include
-  those that cross a higher one), so every agent a has a boldest safe threshold tau*_a;
-- tau-hat is the (k+1)-th most cautious of the n inner agents' tau*_a (k = 0: the most cautious).
-
-A new agent exchangeable with the n inner agents is above ``alpha`` at tau-hat only if its own tau* is
-among the k+1 most cautious of the n+1, so P(risk > alpha) <= (k+1)/(n+1) per side, and more agents
-tighten it.  The two-sided policy keeps it: a run the combined policy records wrongly on one side is
-recorded wrongly by that side's one-sided policy too.  With ``risk="mass"`` at alpha, a side that holds
-moves the predicted resolve rate by at most alpha, and errs on at most alpha of all runs.
+Agents are the exchangeable units, so P(a new agent's risk > alpha) <= (k+1)/(n+1) per side. The rule and why it
+holds: docs/architecture.md, "The agent-quantile threshold rule".
 """
 
 from __future__ import annotations

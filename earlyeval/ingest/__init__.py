@@ -1,21 +1,8 @@
 """Ingest: native run folders -> normalized trajectories + an ingest report.
 
-One small module per native format.  A format is a module or a class (the
-``Format`` protocol) exposing::
-
-    def parse(path, spec, bench) -> Iterator[Trajectory | IngestError]
-    def discover(run_dir, spec) -> list[Path]     # optional: default, the files matching spec.glob
-
-registered the way feature families are (``earlyeval.config.plugins``): the built-in
-table ``FORMAT_MODULES`` (also entry points of group ``earlyeval.formats`` in
-pyproject.toml), installed entry points, ``register_format``, or a dotted path
-(``format = "mypkg.fmt:MyFormat"`` in a catalog).  An unknown format is an
-``IngestError`` on the catalog's ``format`` field naming the known ones.
-
-``parse`` reads one file (or one trial folder) and yields trajectories with
-``outcome=None`` unless the format carries its own label (tau2, Toolathlon,
-ATIF); run-level label files are applied here.  A bad file is reported with its
-reason and the rest of the batch goes on.
+One small module per native format (the ``Format`` protocol), registered like the feature families; run-level
+label files are applied here, and a bad file is reported while the batch goes on. The protocol and every format:
+docs/formats.md.
 """
 
 from __future__ import annotations

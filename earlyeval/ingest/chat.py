@@ -1,15 +1,7 @@
 """Helpers shared by the chat-style ingestors (tau2, Toolathlon, ATIF) and the ATIF exporter.
 
-These formats all log an OpenAI-style conversation: assistant turns that may
-call tools, tool results, and user messages.  The step definition they share:
-
-    one step = one assistant turn (its text and its tool calls) plus everything
-    that comes back before the next assistant turn (the tool results and any
-    user reply), which is the observation.
-
-The argument rendering and the content flattening are ``earlyeval.core.render``'s (shared
-with every ingestor and live adapter); with the reward rule here, this is what makes ``ingest -> export ATIF -> ingest`` reproduce the same
-action text, observation and label.
+Their one step definition and reward rule, which make ``ingest -> export ATIF -> ingest`` reproduce the same steps
+and label: docs/formats.md, "Chat-style formats".
 """
 
 from __future__ import annotations

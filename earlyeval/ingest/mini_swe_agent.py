@@ -1,14 +1,7 @@
 """mini-swe-agent v1 trajectories (``trajectory_format: mini-swe-agent-1``).
 
-Layout: ``{"info": {...}, "messages": [system, user(task), assistant, user, ...]}``.
-
-One step = one assistant message (``THOUGHT: ...`` and one ```bash block) plus
-the user message that answers it (``<returncode>``/``<output>``).  Per-call
-usage comes from ``extra.response.usage``.  live-swe-agent appends its
-"Reflect on the previous trajectories ..." prompt to the observation message:
-that text is scaffold prompting, not environment output, so it is cut from the
-observation and never becomes a step.  A turn the scaffold rejected for its
-format (no or several bash blocks) is a step with no action and ``error=True``.
+One step per assistant message and the message that answers it, per-call usage, live-swe-agent's reflection
+prompt cut: docs/formats.md, "mini-swe-agent v1".
 """
 
 from __future__ import annotations

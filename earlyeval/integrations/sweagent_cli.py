@@ -2,14 +2,8 @@
 
     earlyeval-sweagent run --earlyeval ee.yaml [every `sweagent run` option: --config ..., --agent.model.name ...]
 
-SWE-agent's configs have no hook key and its CLI adds none, so this is ``sweagent run`` itself -- its
-config loading and options (``sweagent.run.common.BasicCLI`` over ``RunSingleConfig``) and its runner
-(``RunSingle.from_config(...).run()``: environment, trajectory, ``preds.json``, hooks) -- with one change:
-the agent gets an :class:`~earlyeval.integrations.swe_agent.EarlyStopHook` built from the ``earlyeval``
-block of ``ee.yaml`` (``model``, ``thresholds``, ``tasks``, ``halt_on`` (default ``failure``), ...,
-``autosubmit``, ``run_id``; the file is that block, or a mapping with an ``earlyeval`` key), through the
-agent's public ``add_hook``.  A bad block exits 2 before the environment starts.  ``sweagent run-batch``
-builds each instance's agent inside ``RunBatch`` with no hook for it, so only ``run`` is offered.
+``sweagent run`` itself, the agent given an ``EarlyStopHook`` from the ``earlyeval`` block (a bad block exits 2);
+``run-batch`` has no hook, so only ``run``. Why and how: docs/integrations.md, "SWE-agent".
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """Live halting: follow one agent run step by step and say when its outcome is clear.
 
-::
-
-    from earlyeval import Monitor
-
-    monitor = Monitor.load("models/swebench")
-    monitor.start(task={"task_id": "django__django-11099", "prompt": issue, "gold_patch": None})
-    for step in run:                       # earlyeval.Step, or a dict (see ``as_step``)
-        d = monitor.observe(step)
-        if d.halt:                         # d.outcome is "success" / "failure"
-            break
-
-The same numbers as offline (the featurizer's streaming interface, LightGBM's single-row C path, the saved
-Platt maps, ``policy.step_outcome``), O(1) per step, fail-open: missing information never halts a run.  What it
-guarantees, case by case (context, budget, ``halt_on``, sticky halts, reference information), is in
-docs/monitor.md, "What the Monitor guarantees".  One monitor follows one run at a time; ``spawn()`` gives
-another on the same loaded model for a concurrent run.
+The same numbers as offline, O(1) per step, fail-open (missing information never halts a run); one monitor per
+run, ``spawn()`` for another. Use and guarantees: docs/monitor.md, "What the Monitor guarantees".
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """LightGBM model text checked before LightGBM parses it, and parsed where a crash cannot reach us.
 
-LightGBM's text parser trusts its input: a booster with one line deleted can make it
-abort the whole process (SIGABRT from a failed check inside a parallel region), which
-no ``try`` catches.  So a booster read from a model directory goes through two gates:
-
-1. ``check_model_text``: a strict structural validator, in Python, of everything the
-   parser relies on -- the header keys and their counts, every tree's arrays (lengths,
-   integer and float syntax, feature indices within ``max_feature_idx``, child indices
-   that form one tree, categorical boundaries), ``end of trees``.  Its errors name the
-   tree and the key.  The text LightGBM then reads is the checked one with ``tree_sizes``
-   dropped (an offset index the parser may use to parse trees in parallel; without it
-   they are read one by one; predictions do not depend on it).
-2. ``probe``: the checked texts are parsed once by LightGBM in a child process (bounded
-   time); only if the child parses them all and exits normally does this process parse
-   them.  A child killed by a signal or timing out is a refusal, not a crash.  The probe
-   result is remembered per text hash for the life of the process.
+A malformed booster can abort LightGBM's whole process, so ``check_model_text`` validates its structure and
+``probe`` parses it first in a child process. Both gates: docs/monitor.md, "The model directory".
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """One-row raw margins of a LightGBM booster, fast enough for every agent step.
 
-``Booster.predict`` on a single row goes through pandas/numpy checks, a fresh
-C predictor and a result array each call (~55 µs here for 250 trees).  LightGBM's
-C API has a single-row fast path for exactly this case: a ``FastConfig`` built
-once (one thread, raw score, float32 rows of a fixed width) and then one C call
-per row on a preallocated buffer (~13 µs).  It runs LightGBM's own tree code,
-so missing values, default directions and categorical splits are handled exactly
-as ``Booster.predict(raw_score=True)`` handles them; the tests check equality on
-real feature rows.
-
-We also measured a pure-numpy evaluator of the ``dump_model()`` trees (all trees
-at once, level by level): exact too, but ~100 µs per row, slower than
-``Booster.predict`` itself, so it is not kept.  If the C symbols are missing
-(a LightGBM build without them) the predictor falls back to ``Booster.predict``.
-
-One ``SingleRowPredictor`` holds one C FastConfig; calls are serialized by a
-lock, so a predictor may be shared between monitors in different threads.
+LightGBM's own single-row C fast path, bit-identical to ``Booster.predict``, with a fallback and a lock per
+predictor. Measured and why: docs/monitor.md, "LightGBM without the lightgbm package".
 """
 
 from __future__ import annotations

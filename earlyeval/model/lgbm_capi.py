@@ -1,16 +1,8 @@
 """LightGBM boosters through LightGBM's public C API (``lib_lightgbm``), without importing the lightgbm package.
 
-``import lightgbm`` imports pandas and scikit-learn when they are installed (about a
-second and ~1,500 modules); the live path needs none of that to evaluate a saved
-booster.  ``CBooster`` loads a model text with ``LGBM_BoosterLoadModelFromString`` and
-predicts with ``LGBM_BoosterPredictForMat`` / the single-row ``FastInit``/``Fast`` pair:
-the very C calls ``lightgbm.Booster.predict`` makes, with the same arguments, so the
-outputs are bit for bit the package's (the tests compare them).  The shared library is
-the one the installed lightgbm package ships, found with ``importlib.util.find_spec``
-(which does not execute the package).  When it cannot be found or lacks a symbol,
-``LibraryUnavailable`` is raised and callers fall back to ``lightgbm.Booster``.
-
-Documented in LightGBM's C API reference (``c_api.h``).
+The very C calls ``lightgbm.Booster.predict`` makes, bit for bit, without the modules its import loads;
+``LibraryUnavailable`` when the library cannot be used. Why and how: docs/monitor.md, "LightGBM without the
+lightgbm package"; the calls: LightGBM's C API reference (``c_api.h``).
 """
 
 from __future__ import annotations

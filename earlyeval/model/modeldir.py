@@ -1,19 +1,8 @@
 """A model directory that is safe to load.
 
-Nothing in it is pickle.  LightGBM boosters are their own text format
-(``model_to_string``), calibration and thresholds are JSON, vocabularies are
-JSON and SVD components ``.npz`` read with ``allow_pickle=False``.  The manifest
-names the format version, the feature list, what the model was trained on, the
-library versions and the SHA-256 of every file plus a content hash over them;
-loading checks all of it before any file is parsed, so a tampered, truncated or
-mismatched directory gets a ``ModelDirError`` naming the file, not a crash deep
-inside LightGBM.  Loading never imports or executes anything from the directory:
-it reads only the files the manifest lists, by plain name, as bytes (JSON, LightGBM
-text, ``.npz`` without pickle); anything else in the directory is never opened.
-
-The hashes detect corruption and careless edits, not an adversary (who can
-recompute them): ``manifest_hash`` covers the manifest itself (feature names,
-thresholds, file list), ``content_hash`` the files it lists.
+No pickle; every file hashed in the manifest and checked before anything is parsed; nothing imported or executed
+from the directory. The hashes detect corruption, not an adversary. Files and checks: docs/monitor.md, "The model
+directory".
 """
 
 from __future__ import annotations

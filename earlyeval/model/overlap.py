@@ -1,12 +1,7 @@
 """Whether scored runs overlap a model's training data (read from the bundle's manifest): their scores are in-sample.
 
-Names are weak evidence (a copied folder has another name), so ``earlyeval train`` also records the training
-runs' *content* (``training.content``, see ``content_record``): per run a fingerprint of its task and of its
-steps as ingested, which is the same for the same run read from a gzipped or a plain file, from any folder,
-under any agent name; and per training agent the native format and the model names its files record
-(``meta["native_model"]`` and the like), so that another run of the same scaffold x model is recognised from
-its own files too.  The fingerprints live in the manifest (its identity section), not in the hashed files:
-adding them left every file, hence ``content_hash``, unchanged (``manifest_hash`` covers them).
+Names are weak evidence, so ``earlyeval train`` also records the training runs by content. What is recorded and
+where: docs/monitor.md, "Replaying finished runs" (training overlap, by content).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """One self-contained HTML page a person reads, from the reports a benchmark already has.
 
-``earlyeval report --bench B`` reads ``reports/<B>/`` (loao.json, sweep.csv, budget.json, routing.json,
-latency.json: whichever exist) and ``features/<B>/loao_predictions.parquet`` and writes
-``reports/<B>/report.html``: inline CSS, every plot a PNG embedded as a base64 data URI, nothing
-fetched. Nothing is recomputed that a report already states; what the page derives (halt steps,
-calibration bins) comes from the held-out predictions through ``metrics.halting``, the one halting
-rule. A missing or unreadable input gives its section a note saying which command writes it, never
-a crash.
+Nothing fetched, nothing recomputed that a report states; a missing input is a note naming its command. Inputs
+and rules: docs/architecture.md, "The HTML report".
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """Featurize by partition: the fold-free feature blocks of every prefix, one task per part of the dataset.
 
-A task reads one part of ``data/<bench>/trajectories.parquet`` (a part of a cluster ingest, or a slice of
-rows of the one-file dataset) and runs the in-process loader on it (``dataset.load_dataset`` on those
-runs: the same streaming families, the same contexts and dates), so each row is computed by the very code
-the in-process matrix is, and the blocks are bitwise equal to it.  It writes two parts of its own:
-
-- ``features/<bench>/prefixes.parquet/part-NNNNN.parquet``: per prefix row, ``run_id``, ``t`` and every
-  fold-free block's columns (``<block>/<feature>``, float32);
-- ``features/<bench>/runs.parquet/part-NNNNN.parquet``: the part's labelled runs, with their steps' text
-  (observation, thought, action texts) left out when no fold-fitted family of the configuration reads
-  steps (``light``): what the folds, the metrics and the budget read of a run is its identity, labels,
-  step count, per-step tokens, costs and action strings.
-
-A worker holds one part at a time, so featurizing 100x the runs needs no more memory per worker than 1x.
-The driver then reads both back as the modelling ``Dataset`` (``dataset_from_parts``): the prefix table
-rebuilt by ``tables.prefixes.prefix_table`` (one definition) and checked row by row against the parts.
-Fold-fitted families (text, peer_prior) are fitted inside each fold task on its training runs only.
+Each task runs the in-process loader on its part, so the blocks are bitwise equal, and a worker holds one part at
+a time. The parts written and how they are read back: docs/scale.md, "Each stage in detail".
 """
 
 from __future__ import annotations

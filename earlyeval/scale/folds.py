@@ -1,15 +1,7 @@
 """Folds as independent tasks: every model fit of a leave-one-agent-out evaluation runs on the cluster at once.
 
-A LOAO (``evaluate.run_loao``) fits one model per set of agents left out -- each held-out agent, each
-inner agent of the threshold rule (with its scaffold, ``evaluate.inner_exclusion``), the small group,
-each scaffold of leave-one-scaffold-out -- and predicts held-out agents with them.  Which fits and
-predictions it asks for depends only on the agents and the configuration, never on a result, so
-``fold_plan`` lists them up front; each fit and its predictions are one task (``run_fold``), which runs
-the in-process ``FoldRunner`` on the worker's copy of the dataset: the same code, the same data, the same
-LightGBM settings, hence the same models and predictions.  ``PrefetchedRunner`` then hands the results
-to the unchanged ``run_loao`` in the order it asks for them (its reports, counts and "first fit" are the
-in-process ones); anything the plan missed is computed in the driver as before and counted in ``misses``,
-so a change of ``run_loao`` can cost time but never a result.
+The fits a LOAO asks for are planned up front and run as tasks with the in-process code; a fit the plan missed is
+computed in the driver, so results never change. docs/scale.md, "Each stage in detail".
 """
 
 from __future__ import annotations

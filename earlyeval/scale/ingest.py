@@ -1,14 +1,7 @@
 """Ingest on a cluster: each run's files are read in chunks, one task per chunk, each writing its own part.
 
-The driver plans every run as the in-process ingest does (``ingest.plan_run``: files, label sets,
-run-level skips); a task reads one chunk of a run's files with the same code (``ingest.read_run_files``:
-parse, validate at the file boundary, label) and writes its trajectories as one parquet part, atomically,
-under a name fixed by (run, chunk).  A task that dies with its worker is run again by the scheduler and
-writes the same part again: a part is whole or absent, never torn, and never twice.  The driver then gives
-run ids their in-process uniqueness across the chunks of a run (``ingest.unique_run_id``, in file order:
-a part whose ids change is rewritten), checks that every part holds exactly the rows its task reported,
-and swaps the directory of parts in as the dataset (``data/<bench>/trajectories.parquet/``), in run
-order then chunk order: the same trajectories in the same order as the one-file in-process dataset.
+A part is whole or absent, never torn or written twice, and the parts are the in-process dataset in the same
+order. How: docs/scale.md, "Each stage in detail".
 """
 
 from __future__ import annotations

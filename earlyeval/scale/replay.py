@@ -1,13 +1,7 @@
 """``earlyeval score`` on a cluster: the runs replayed through the Monitor on the workers, in chunks.
 
-Each worker loads the model directory itself (``Monitor.load``, the Monitor unchanged; the directory must
-be readable there) with the driver's checks: the same ``require_signature`` (the signing key must be in the
-worker's environment too), and then the ``pin`` the driver's load gave (``signature.pin_of``: its ``manifest_hash``, which
-covers every file's hash, and its thresholds) must match, or the task fails with a ``ModelDirError`` and the verb
-with it: a directory edited or swapped after the driver's check is never used.  It applies the same threshold override and, for a warm start, replays the same warm runs
-first (``fitting.warm.warm_start`` is deterministic), so its monitor is in the driver's state; every run is
-then replayed by ``replay.replay`` exactly as in-process.  A monitor resets between runs, so which worker
-replays a run does not change its record; the records come back in run order.
+Each worker loads the model directory with the driver's checks and pin (an edited or swapped directory is never
+used) and replays exactly as in-process. docs/scale.md, "Each stage in detail".
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """Larger benchmarks made of the real runs, for measuring how the stages scale (``earlyeval bench-scale``).
 
-``replicate`` writes, outside the repository, a data root whose benchmark holds ``copies`` copies of every
-real run: copy k of run folder F is a symlink ``F~cKKK`` to F (no run file is copied or changed), declared
-in a workspace catalog (``<workspace>/data/<bench>.toml``, overriding the packaged one) as its own run
-``<name>~cKKK`` of the same agent, so each copy's trajectories get new run ids (``<name>~cKKK/<task>``)
-and the same labels, dates and identity.  These are replicated copies, not new behaviour: a copy's
-features equal its original's, which is what a measurement of time and memory against the number of runs
-needs and all it may be used for.
+Replicated copies (symlinks, new run ids, the same labels and features): fit for measuring time and memory, and
+only that. How they are made: docs/scale.md, "Measured: time and memory against the number of runs".
 """
 
 from __future__ import annotations

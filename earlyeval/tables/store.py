@@ -1,13 +1,7 @@
 """Columnar storage of trajectories and tasks (parquet via pyarrow).
 
-Stage boundaries are files: ``data/<bench>/trajectories.parquet`` holds one row
-per trajectory with its steps as a nested list, ``data/<bench>/tasks.parquet``
-one row per task.  Nullable columns keep unknown token counts as null.
-
-A dataset path is one parquet file (an in-process ingest) or a directory of parts
-``part-*.parquet`` of the same schema, read in name order (an ingest on a cluster,
-``earlyeval.scale.ingest``: one part per chunk of a run's files); pandas, pyarrow and
-``dask.dataframe`` read either as one table, and so does every reader here.
+Stage boundaries are files: one row per trajectory (steps nested) or per task, unknown counts null; a dataset is
+one file or a directory of parts read as one table. docs/architecture.md, "Pipeline".
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """Latency of ``Monitor.observe`` on real trajectories, on one core (``make bench``).
 
-ARCHITECTURE §6 asks for median <= 200 µs and p99 <= 1 ms per ``observe()``
-(featurize + both models + calibration), flat from step 10 to step 100.  This
-replays a sample of the benchmark's ingested runs (every agent, hence every
-format of the catalog, the longest runs first so that late steps are covered)
-through one monitor, pinned to one CPU with LightGBM and OpenMP on one thread,
-and records per step the wall time of ``observe`` (the headline), its thread
-CPU time (what the machine's other load cannot inflate) and the two stages the
-monitor times itself: featurize and predict.
-
-If few real runs reach step 100, a synthetic long run is added: the steps of
-real runs cycled (re-indexed) to ``synthetic_steps`` steps.  Its steps are real
-steps, but the sequence is not a real run; it is reported separately and in
-the step buckets, and the JSON says so.
-
-Nothing here asserts a time: the numbers go to ``reports/<bench>/latency.json``
-and ``latency.png``.
+A sample of every agent's runs replayed through one pinned monitor, written to ``latency.json`` and a plot;
+nothing asserts a time. Target, method and numbers: docs/monitor.md, "Latency".
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """What ``earlyeval score`` checks so that its numbers cannot mislead in good faith.
 
-Each check is one function, called by ``score.score_runs`` before anything is written:
-
-* ``label_spec``: a ``--labels FORMAT:GLOB`` names a known label format (else a ValueError listing them);
-* ``detect_format``: ``--format auto``, the native format read from the files themselves;
-* ``output_dir`` / ``check_destination``: the default folder is the runs' full folder name, and a folder
-  that holds a scoring of *other* runs is not overwritten without ``force``;
-* ``bench_check``: a model of one benchmark does not silently score another benchmark's runs;
-* ``date_runs``: without ``--as-of``, each run's prior is as of its own date (catalog, else its files'),
-  and runs without one are counted and named in a warning (today's pool on old runs shifts the results);
-* ``catalog_hint``: a folder named like a catalog run but outside the data root (its labels unused);
-* ``load_task_table``: the tasks from ``--tasks`` or the model's benchmark's table, found the same way from any
-  folder; none for a model that needs one is a refusal, never a scoring that halts nothing.
+One function per check, each called by ``score.score_runs`` before anything is written. What each refuses or warns
+about: docs/monitor.md, "Replaying finished runs" (what else ``score`` does).
 """
 
 from __future__ import annotations

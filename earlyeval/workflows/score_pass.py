@@ -1,16 +1,7 @@
 """``earlyeval score --pass``: a folder replayed as one benchmark pass (issue 28 item 1), in simulated time.
 
-* **Order.**  The runs are shuffled by the seed (``numpy.random.default_rng(seed).permutation`` over the runs
-  sorted by run id, so the order does not depend on how the folder was listed); that is the order in which
-  they are handed to workers.
-* **Workers.**  W simulated workers: run i starts when a worker frees up (time 0 for the first W); its duration
-  is its number of steps, or the steps replayed until it halts.  Finish events are delivered to the
-  :class:`~earlyeval.live.benchpass.Pass` in simulated-time order (ties: in start order), and every finish at a
-  time <= a run's start is delivered before that run's monitor is spawned; so run i's monitor (its thresholds)
-  uses only runs finished before it started.
-* **Audit.**  An audited run (``Pass.is_audited``) is never halted; it finishes with its graded outcome when
-  the run has a label (``--labels``, or inline), otherwise with outcome None (no certification).
-* **Deterministic** for a seed: the order, the audit sample and the event order depend on (seed, runs) only.
+Seeded order, W simulated workers, audited runs never halted; each run's thresholds come only from runs finished
+before it started, and the seed fixes everything. docs/monitor.md, "Replaying a folder as a pass".
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """Savings/accuracy frontiers over thresholds: label-free, warm-start, and the baselines.
 
-Reads the held-out predictions that ``earlyeval evaluate`` wrote (every prefix
-of every held-out run, each from a model that never saw its agent) and applies
-every (tau_s, tau_f) of the grid.  A frontier shows what each threshold pair
-would give; the honest operating point is the one ``evaluate`` selected
-without the held-out labels (marked on the plot).
-
-Modes (the ``mode`` column of sweep.csv):
-- ``label_free``: the held-out predictions as they are;
-- ``warm_start_<share>``: a seeded random share of each agent's runs completes
-  first, Platt is refitted on it, the rest is halted; savings count every run,
-  the warm-start runs at full cost (mean over draws);
-- ``step_cap``, ``repeat_action``: the baselines, with their parameter.
+Every threshold pair of the grid applied to ``earlyeval evaluate``'s held-out predictions; the honest operating
+point is the one chosen without the held-out labels. The modes: docs/architecture.md, "Threshold frontiers".
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Cross-benchmark transfer: train on one benchmark, evaluate on another.
 
-This is leave-one-benchmark-out with the same machinery as LOAO: both
-benchmarks go into one dataset (agents named ``<bench>:<agent>``), every target
-agent is predicted by a model fitted without any target agent, and the
-thresholds come from an inner leave-one-agent-out over the source agents only.
-Only families that exist on both sides are used (by default ``behaviour``: gold
-patches and public history exist on SWE-bench only, and text vocabularies do
-not carry across domains -- measurable with ``--families behaviour,text``).
-
-The table tells a user when a model trained elsewhere can be trusted: compare
-its AUROC and accuracy with the target benchmark's own LOAO numbers.
+Leave-one-benchmark-out with the LOAO machinery, on the families both benchmarks have. The protocol and how to
+read its table: docs/architecture.md, "Cross-benchmark transfer".
 """
 
 from __future__ import annotations

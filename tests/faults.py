@@ -666,6 +666,7 @@ def case_not_in_label_list(env: Env):
     from earlyeval.workflows.export import export_runs
     from earlyeval.report.score_table import score_table
     from earlyeval.workflows.score import score_runs
+    from earlyeval.workflows.score_options import ScoreOptions
 
     mdir, _, _, tasks = env.tiny()
     from _monitor_helpers import make_runs
@@ -677,7 +678,8 @@ def case_not_in_label_list(env: Env):
     export_runs(runs, d, fmt="atif")
     listed = sorted({t.task_id for t in runs})[:2]
     (d / "report.json").write_text(json.dumps({"resolved_ids": listed[:1], "unresolved_ids": listed[1:]}))
-    p = score_runs(mdir, d, "atif", out=env.base / "labels_out", labels="sb-cli:report.json", tasks=tasks, progress=False)
+    p = score_runs(mdir, d, ScoreOptions("atif", out=env.base / "labels_out", labels="sb-cli:report.json"), tasks=tasks,
+                   progress=False)
     rep = json.loads(p["score"].read_text())
     n_out = sum(t.task_id not in listed for t in runs)
     table = score_table(rep)

@@ -26,6 +26,7 @@ from earlyeval.features.context import context_absent_counts
 from earlyeval.live.monitor import Monitor
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.workflows.score import score_runs
+from earlyeval.workflows.score_options import ScoreOptions
 from earlyeval.tables.store import read_tasks, read_trajectories
 from earlyeval.tables.tasks import load_tasks
 
@@ -103,11 +104,11 @@ def test_ingesting_and_scoring_the_whole_tau2_folder_keeps_every_simulation(tmp_
     bundle = _small_model(trajs[::10], {}, None, ["behaviour"], {"success": 0.99, "failure": 0.99, "min_halt_step": 1}, bench="tau2")
     mdir = save_model_dir(bundle, tmp_path / "m")
     folder = data_root() / "tau2"
-    rep = json.loads(score_runs(mdir, folder, "tau2", out=tmp_path / "a", progress=False)["score"].read_text())
+    rep = json.loads(score_runs(mdir, folder, ScoreOptions("tau2", out=tmp_path / "a"), progress=False)["score"].read_text())
     assert rep["n_trajectories"] == TAU2_SIMULATIONS and len(rep["runs"]) == len(cat.runs)
     # the same folder read as an unknown one (no catalog entry): the file + record run ids keep every simulation
     monkeypatch.setattr(score_mod, "_catalog_specs", lambda *a, **k: [])
-    rep2 = json.loads(score_runs(mdir, folder, "tau2", out=tmp_path / "b", progress=False)["score"].read_text())
+    rep2 = json.loads(score_runs(mdir, folder, ScoreOptions("tau2", out=tmp_path / "b"), progress=False)["score"].read_text())
     assert rep2["n_trajectories"] == TAU2_SIMULATIONS and len(rep2["runs"]) == 1
     assert not [s for s in rep2["skipped"] if s["field"] == "run_id"]
     assert len({r["run_id"] for r in rep2["per_run"]}) == TAU2_SIMULATIONS

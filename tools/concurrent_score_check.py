@@ -26,11 +26,13 @@ def worker(model: str, runs: str, out: str, barrier: mp.Barrier, trials: int, ta
     import logging
 
     from earlyeval.workflows.score import score_runs
+    from earlyeval.workflows.score_options import ScoreOptions
 
     logging.disable(logging.WARNING)
     for _ in range(trials):
         barrier.wait()
-        score_runs(model, runs, "atif", out=out, progress=False, tasks=Path(tasks_path), force=True)  # each replaces another scoring
+        # each replaces another scoring
+        score_runs(model, runs, ScoreOptions("atif", out=out, force=True), progress=False, tasks=Path(tasks_path))
         barrier.wait()  # the checker looks at the pair between the two waits
 
 

@@ -165,68 +165,81 @@ def sweep(ctx: typer.Context, bench: str = _bench_opt(),
     _say_outputs(**{k: str(v) for k, v in paths.items()})
 
 
+# score's options, named here so that the verb's signature stays a list of what it takes
+_SCORE_MODEL = typer.Option(..., "--model", "-m", help="A model directory written by `earlyeval train`.")
+_SCORE_RUNS = typer.Option(..., "--runs", help="A folder (or file) of completed runs.")
+_SCORE_FORMAT = typer.Option("auto", "--format", "-f", callback=check_format,
+                             help="Native format of the runs (see `earlyeval formats`); auto: read from the files "
+                                  "(refused, naming the candidates, when none or several formats read them).")
+_SCORE_OUT = typer.Option(None, "--out", help="Output folder (default reports/score/<runs folder name>); "
+                                              "one holding a scoring of other runs is refused without --force.")
+_SCORE_FORCE = typer.Option(False, "--force", help="Replace a score.json of other runs in the output folder.")
+_SCORE_CROSS_BENCH = typer.Option(False, "--cross-bench",
+                                  help="Score runs of another benchmark than the model's (refused otherwise: "
+                                       "the numbers would be a transfer experiment).")
+_SCORE_LABELS = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs "
+                                                    "(e.g. sb-cli:'*.json'; formats: " + LABEL_FORMATS + ").")
+_SCORE_AGENT = typer.Option(None, "--agent", help="Agent name to report the runs under (default: the folder name).")
+_SCORE_AS_OF = typer.Option(None, "--as-of", callback=check_as_of,
+                            help="Task prior from public submissions dated strictly before YYYY-MM-DD "
+                                 "('all': every submission, today's pool; default: each run's own date, "
+                                 "its catalog's or its files', with a warning for runs that have none).")
+_SCORE_SAME_AGENT = typer.Option(None, "--same-agent",
+                                 help="Regex naming public submissions of this same agent, left out of the prior "
+                                      "(matched on name/display name/models lower-cased, non-alphanumerics removed).")
+_SCORE_WARM_START = typer.Option(0, "--warm-start",
+                                 help="K labelled runs completed first; each threshold is lowered as far as they certify "
+                                      "it (exact binomial tests, see --warm-rule) and raised only when they show it fails.")
+_SCORE_WARM_RULE = typer.Option("certify", "--warm-rule", callback=check_warm_rule,
+                                help="certify (default: may lower or raise, with a stated guarantee) or check "
+                                     "(issue 14's rule: may only raise).")
+_SCORE_THRESHOLDS = typer.Option(None, "--thresholds", callback=check_thresholds,
+                                 help="Halt with TS,TF (P(success) >= TS or P(failure) >= TF, each in (0.5, 1]) "
+                                      "instead of the model's own thresholds; recorded in score.json.")
+_SCORE_WHAT_IF = typer.Option(False, "--what-if",
+                              help="Also print (and write into score.json) the savings/accuracy frontier of these runs "
+                                   "over a grid of thresholds (default grid: the model's own selection grid).")
+_SCORE_WHAT_IF_GRID = typer.Option(None, "--what-if-grid", callback=check_what_if,
+                                   help="The --what-if grid: a comma list used for both TS and TF "
+                                        "(10 = never halt that way); implies --what-if.")
+_SCORE_CSV = typer.Option(None, "--csv", help="Per-run CSV path (default per_run.csv beside score.json).")
+_SCORE_TASKS = typer.Option(None, "--tasks",
+                            help="The task table (a tasks.parquet of `earlyeval ingest`); default: the model's "
+                                 "benchmark's, beside the model directory's workspace or in --workspace / "
+                                 "$EARLYEVAL_HOME (never the current folder); none for a model that "
+                                 "needs one is an error.")
+_SCORE_HALT_ON = typer.Option("both", "--halt-on", callback=check_halt_on_option,
+                              help="Which predicted outcomes halt: both (a benchmark pass), failure (what a live "
+                                   "adapter, which defaults to it, saves) or success; recorded in score.json.")
+_SCORE_SEED = typer.Option(0, "--seed", help="Seed of the warm-start draw, and of the --pass order and audit sample.")
+_SCORE_PASS = typer.Option(False, "--pass",
+                           help="Replay the folder as one benchmark pass (docs/monitor.md): runs shuffled by "
+                                "--seed, --pass-workers simulated workers, each run's monitor from the runs "
+                                "finished before it started; an audit sample never halted; a 'pass' block.")
+_SCORE_AUDIT_SHARE = typer.Option(0.10, "--audit-share", min=0.0, max=1.0,
+                                  help="With --pass: the share of runs audited (never halted; a labelled "
+                                       "audit run certifies the thresholds as the pass goes).")
+_SCORE_PASS_WORKERS = typer.Option(1, "--pass-workers", min=1,
+                                   help="With --pass: the parallel workers simulated (a run's duration is its "
+                                        "steps, or its steps until it halts).")
+_SCORE_REQUIRE_SIGNATURE = typer.Option(
+    False, "--require-signature",
+    help="Refuse a model directory not signed with the key in $EARLYEVAL_MODEL_KEY (or the file "
+         "$EARLYEVAL_MODEL_KEY_FILE): an edited, re-hashed directory is refused (docs/monitor.md).")
+
+
 @_command()
-def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", help="A model directory written by `earlyeval train`."),
-          runs: Path = typer.Option(..., "--runs", help="A folder (or file) of completed runs."),
-          fmt: str = typer.Option("auto", "--format", "-f", callback=check_format,
-                                  help="Native format of the runs (see `earlyeval formats`); auto: read from the files "
-                                       "(refused, naming the candidates, when none or several formats read them)."),
-          out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default reports/score/<runs folder name>); "
-                                                                "one holding a scoring of other runs is refused without --force."),
-          force: bool = typer.Option(False, "--force", help="Replace a score.json of other runs in the output folder."),
-          data_root: Optional[Path] = DataRoot,
-          cross_bench: bool = typer.Option(False, "--cross-bench",
-                                           help="Score runs of another benchmark than the model's (refused otherwise: "
-                                                "the numbers would be a transfer experiment)."),
-          labels: Optional[str] = typer.Option(None, "--labels", help="Optional label source, FORMAT:GLOB relative to --runs "
-                                                                      "(e.g. sb-cli:'*.json'; formats: " + LABEL_FORMATS + ")."),
-          agent: Optional[str] = typer.Option(None, "--agent", help="Agent name to report the runs under (default: the folder name)."),
-          as_of: Optional[str] = typer.Option(None, "--as-of", callback=check_as_of,
-                                              help="Task prior from public submissions dated strictly before YYYY-MM-DD "
-                                                   "('all': every submission, today's pool; default: each run's own date, "
-                                                   "its catalog's or its files', with a warning for runs that have none)."),
-          same_agent: Optional[str] = typer.Option(None, "--same-agent",
-                                                   help="Regex naming public submissions of this same agent, left out of the prior "
-                                                        "(matched on name/display name/models lower-cased, non-alphanumerics removed)."),
-          warm_start: int = typer.Option(0, "--warm-start",
-                                         help="K labelled runs completed first; each threshold is lowered as far as they certify "
-                                              "it (exact binomial tests, see --warm-rule) and raised only when they show it fails."),
-          warm_rule: str = typer.Option("certify", "--warm-rule", callback=check_warm_rule,
-                                        help="certify (default: may lower or raise, with a stated guarantee) or check "
-                                             "(issue 14's rule: may only raise)."),
-          thresholds: Optional[str] = typer.Option(None, "--thresholds", callback=check_thresholds,
-                                                   help="Halt with TS,TF (P(success) >= TS or P(failure) >= TF, each in (0.5, 1]) "
-                                                        "instead of the model's own thresholds; recorded in score.json."),
-          what_if: bool = typer.Option(False, "--what-if",
-                                       help="Also print (and write into score.json) the savings/accuracy frontier of these runs "
-                                            "over a grid of thresholds (default grid: the model's own selection grid)."),
-          what_if_grid: Optional[str] = typer.Option(None, "--what-if-grid", callback=check_what_if,
-                                                     help="The --what-if grid: a comma list used for both TS and TF "
-                                                          "(10 = never halt that way); implies --what-if."),
-          csv_path: Optional[Path] = typer.Option(None, "--csv", help="Per-run CSV path (default per_run.csv beside score.json)."),
-          tasks: Optional[Path] = typer.Option(None, "--tasks",
-                                               help="The task table (a tasks.parquet of `earlyeval ingest`); default: the model's "
-                                                    "benchmark's, beside the model directory's workspace or in --workspace / "
-                                                    "$EARLYEVAL_HOME (never the current folder); none for a model that "
-                                                    "needs one is an error."),
-          halt_on: str = typer.Option("both", "--halt-on", callback=check_halt_on_option,
-                                      help="Which predicted outcomes halt: both (a benchmark pass), failure (what a live "
-                                           "adapter, which defaults to it, saves) or success; recorded in score.json."),
-          seed: int = typer.Option(0, "--seed", help="Seed of the warm-start draw, and of the --pass order and audit sample."),
-          as_pass: bool = typer.Option(False, "--pass",
-                                       help="Replay the folder as one benchmark pass (docs/monitor.md): runs shuffled by "
-                                            "--seed, --pass-workers simulated workers, each run's monitor from the runs "
-                                            "finished before it started; an audit sample never halted; a 'pass' block."),
-          audit_share: float = typer.Option(0.10, "--audit-share", min=0.0, max=1.0,
-                                            help="With --pass: the share of runs audited (never halted; a labelled "
-                                                 "audit run certifies the thresholds as the pass goes)."),
-          pass_workers: int = typer.Option(1, "--pass-workers", min=1,
-                                           help="With --pass: the parallel workers simulated (a run's duration is its "
-                                                "steps, or its steps until it halts)."),
-          require_signature: bool = typer.Option(
-              False, "--require-signature",
-              help="Refuse a model directory not signed with the key in $EARLYEVAL_MODEL_KEY (or the file "
-                   "$EARLYEVAL_MODEL_KEY_FILE): an edited, re-hashed directory is refused (docs/monitor.md)."),
+def score(ctx: typer.Context, model: Path = _SCORE_MODEL, runs: Path = _SCORE_RUNS, fmt: str = _SCORE_FORMAT,
+          out: Optional[Path] = _SCORE_OUT, force: bool = _SCORE_FORCE, data_root: Optional[Path] = DataRoot,
+          cross_bench: bool = _SCORE_CROSS_BENCH, labels: Optional[str] = _SCORE_LABELS,
+          agent: Optional[str] = _SCORE_AGENT, as_of: Optional[str] = _SCORE_AS_OF,
+          same_agent: Optional[str] = _SCORE_SAME_AGENT, warm_start: int = _SCORE_WARM_START,
+          warm_rule: str = _SCORE_WARM_RULE, thresholds: Optional[str] = _SCORE_THRESHOLDS,
+          what_if: bool = _SCORE_WHAT_IF, what_if_grid: Optional[str] = _SCORE_WHAT_IF_GRID,
+          csv_path: Optional[Path] = _SCORE_CSV, tasks: Optional[Path] = _SCORE_TASKS,
+          halt_on: str = _SCORE_HALT_ON, seed: int = _SCORE_SEED, as_pass: bool = _SCORE_PASS,
+          audit_share: float = _SCORE_AUDIT_SHARE, pass_workers: int = _SCORE_PASS_WORKERS,
+          require_signature: bool = _SCORE_REQUIRE_SIGNATURE,
           as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
           scheduler: Optional[str] = _scheduler(),
           verbose: bool = _verbose()) -> None:
@@ -236,6 +249,7 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
     warn when the runs overlap the training data (by content) or carry no date."""
     from earlyeval.report.score_table import score_table
     from earlyeval.workflows.score import score_runs
+    from earlyeval.workflows.score_options import ScoreOptions
 
     _setup(verbose, ctx)
     if not runs.exists():
@@ -247,12 +261,13 @@ def score(ctx: typer.Context, model: Path = typer.Option(..., "--model", "-m", h
                  else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
     with _cluster(scheduler) as cluster:
-        paths = score_runs(model, runs, fmt, out=out, labels=labels, agent=agent, as_of=as_of, same_agent=same_agent,
-                           warm_start=warm_start, warm_rule=warm_rule, seed=seed, thresholds=thresholds, what_if_taus=grid,
-                           csv=csv_path, data_root=data_root, force=force, cross_bench=cross_bench, halt_on=halt_on,
-                           require_signature=require_signature, **({"tasks": tasks} if tasks is not None else {}),
-                           pass_replay=as_pass, audit_share=audit_share, pass_workers=pass_workers,
-                           replay_all=None if cluster is None else cluster.replay(model, thresholds, halt_on, warm_rule))
+        replay_all = None if cluster is None else cluster.replay(model, thresholds, halt_on, warm_rule)
+        options = ScoreOptions(fmt, out=out, labels=labels, agent=agent, as_of=as_of, same_agent=same_agent,
+                               warm_start=warm_start, warm_rule=warm_rule, seed=seed, thresholds=thresholds,
+                               what_if_taus=grid, csv=csv_path, data_root=data_root, force=force,
+                               cross_bench=cross_bench, halt_on=halt_on, require_signature=require_signature,
+                               pass_replay=as_pass, audit_share=audit_share, pass_workers=pass_workers)
+        paths = score_runs(model, runs, options, replay_all=replay_all, **({"tasks": tasks} if tasks is not None else {}))
     rep = json.loads(Path(paths["score"]).read_text())
     if as_json:
         _print_json(rep)

@@ -156,15 +156,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     if fz.names != full.feature_names:
         raise AssertionError("the shipped featurizer's columns differ from the model's")
     counts = Counter(t.agent for t in ds.trajs)
-    extra: dict[str, Any] = {}
-    budget_summary: dict[str, Any] | None = None
-    if budget:
-        shipped = fit_shipped(ds, *shipped_config(cfg), progress=progress)
-        if shipped is not None:
-            extra["budget"] = shipped
-            budget_summary = {"dimensions": {d: {"B": v["estimator"]["budget"], "tau": v["tau"], "unit": v["estimator"]["unit"]}
-                                             for d, v in shipped["dimensions"].items()},
-                              "skipped_dimensions": shipped["skipped_dimensions"]}
+    extra, budget_summary = _shipped_budget(ds, cfg, progress) if budget else ({}, None)
     bundle = ModelBundle(
         featurizer=fz,
         model=full.model,
@@ -195,6 +187,19 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     )
     path = save_model_dir(bundle, out or models_dir(bench))
     return {"model": path}
+
+
+def _shipped_budget(ds: Dataset, cfg: EvalConfig,
+                    progress: Callable[[str], None] | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The budget estimators the model dir ships (its ``extra``, empty when no dimension could be fitted) and
+    their summary for the manifest (B, tau and unit per dimension, the dimensions skipped)."""
+    shipped = fit_shipped(ds, *shipped_config(cfg), progress=progress)
+    if shipped is None:
+        return {}, None
+    summary = {"dimensions": {d: {"B": v["estimator"]["budget"], "tau": v["tau"], "unit": v["estimator"]["unit"]}
+                              for d, v in shipped["dimensions"].items()},
+               "skipped_dimensions": shipped["skipped_dimensions"]}
+    return {"budget": shipped}, summary
 
 
 def check_step1(runner: FoldRunner, full: Any, th: dict[str, Any], min_halt_step: int) -> dict[str, Any]:

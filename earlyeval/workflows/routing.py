@@ -289,43 +289,12 @@ def simulate_pair(pair: Pair, tau_f: float, *, budget_usd: float | None = None,
     strong_cost = float(np.mean([c.total for c in pair.cost_strong])) if pair.n else 0.0
     esc = on_predicted_failure(pair, tau_f, ESCALATE, min_t)
     share = float((esc.action == ESCALATE).mean()) if pair.n else 0.0
-    routes: dict[str, Route] = {
-        "always_cheap": always_cheap(pair),
-        "always_strong": always_strong(pair),
-        "stop_on_predicted_failure": on_predicted_failure(pair, tau_f, STOP, min_t),
-        "escalate_on_predicted_failure": esc,
-    }
-    for v in values_of_solve:
-        routes[f"failure_escalate_if_value@{v:g}usd"] = expected_value_escalation(pair, tau_f, v, strong_cost, min_t)
-        routes[f"escalate_when_value_positive@{v:g}usd"] = value_triggered_escalation(pair, v, strong_cost, min_t)
     has_prior = bool(np.isfinite(pair.prior).any())
-    if has_prior:
-        routes["tier_by_prior"] = tier_by_prior(pair, share)
-    routes["oracle"] = oracle(pair)
-    routes["oracle_with_stop"] = oracle(pair, stop_both_fail=True)
+    routes = _routes(pair, tau_f, esc, share, has_prior, values_of_solve, strong_cost, min_t)
     policies = {k: policy_metrics(pair, r, budget_usd, seed) for k, r in routes.items()}
     front = oracle_frontier(pair)
     add_comparisons(policies, front)
-    for k in policies:
-        if k.startswith("oracle"):
-            policies[k]["upper_bound"] = True
-    policies["oracle"]["note"] = ("uses both agents' labels: escalates after the cheap run's first step (t=1, that "
-                                  "step charged) exactly the tasks cheap fails and strong solves; the rest run on cheap")
-    policies["oracle_with_stop"]["note"] = "as oracle, and also stops at t=1 the tasks both agents fail"
-    if has_prior:
-        policies["tier_by_prior"]["cut"] = {"share_on_strong": share, "rule": "same share of tasks as "
-                                            "escalate_on_predicted_failure escalates (label-free); hardest by "
-                                            "public solve rate without both agents start on strong"}
-    for v in values_of_solve:
-        price = {"value_of_solve_usd": v, "strong_expected_cost_usd": strong_cost,
-                 "q": "task's public solve rate without both agents (P(strong solves) proxy; 1 without history)",
-                 "strong_expected_cost": "mean real cost of the strong agent's runs on the pair's tasks (a price, no labels)"}
-        policies[f"failure_escalate_if_value@{v:g}usd"]["rule"] = {
-            **price, "decision": "at the predicted failure (p_fail >= tau_f): escalate if p_fail * q * value_of_solve > "
-                                 "strong_expected_cost, else stop"}
-        policies[f"escalate_when_value_positive@{v:g}usd"]["rule"] = {
-            **price, "decision": "escalate at the first step where p_fail * q * value_of_solve > strong_expected_cost; "
-                                 "no failure threshold, never stops"}
+    _describe(policies, values_of_solve, strong_cost, share, has_prior)
     sweeps = {
         "escalate_on_predicted_failure": _sweep(pair, ESCALATE, min_t),
         "stop_on_predicted_failure": _sweep(pair, STOP, min_t),
@@ -365,6 +334,52 @@ def simulate_pair(pair: Pair, tau_f: float, *, budget_usd: float | None = None,
         "oracle_frontier": [[float(c), float(r)] for c, r in front],
         "sweeps": sweeps,
     }
+
+
+def _routes(pair: Pair, tau_f: float, esc: Route, share: float, has_prior: bool, values_of_solve: Sequence[float],
+            strong_cost: float, min_t: int) -> dict[str, Route]:
+    """Every policy's route on the pair, by name, in the order the report lists them (``esc``: the
+    escalation on predicted failure, already routed; ``share``: the share of tasks it escalates)."""
+    routes: dict[str, Route] = {
+        "always_cheap": always_cheap(pair),
+        "always_strong": always_strong(pair),
+        "stop_on_predicted_failure": on_predicted_failure(pair, tau_f, STOP, min_t),
+        "escalate_on_predicted_failure": esc,
+    }
+    for v in values_of_solve:
+        routes[f"failure_escalate_if_value@{v:g}usd"] = expected_value_escalation(pair, tau_f, v, strong_cost, min_t)
+        routes[f"escalate_when_value_positive@{v:g}usd"] = value_triggered_escalation(pair, v, strong_cost, min_t)
+    if has_prior:
+        routes["tier_by_prior"] = tier_by_prior(pair, share)
+    routes["oracle"] = oracle(pair)
+    routes["oracle_with_stop"] = oracle(pair, stop_both_fail=True)
+    return routes
+
+
+def _describe(policies: dict[str, dict[str, Any]], values_of_solve: Sequence[float], strong_cost: float, share: float,
+              has_prior: bool) -> None:
+    """What each policy is, written into its metrics: the oracles marked as upper bounds, with notes; the
+    prior tier's cut; the value rules' prices and decisions."""
+    for k in policies:
+        if k.startswith("oracle"):
+            policies[k]["upper_bound"] = True
+    policies["oracle"]["note"] = ("uses both agents' labels: escalates after the cheap run's first step (t=1, that "
+                                  "step charged) exactly the tasks cheap fails and strong solves; the rest run on cheap")
+    policies["oracle_with_stop"]["note"] = "as oracle, and also stops at t=1 the tasks both agents fail"
+    if has_prior:
+        policies["tier_by_prior"]["cut"] = {"share_on_strong": share, "rule": "same share of tasks as "
+                                            "escalate_on_predicted_failure escalates (label-free); hardest by "
+                                            "public solve rate without both agents start on strong"}
+    for v in values_of_solve:
+        price = {"value_of_solve_usd": v, "strong_expected_cost_usd": strong_cost,
+                 "q": "task's public solve rate without both agents (P(strong solves) proxy; 1 without history)",
+                 "strong_expected_cost": "mean real cost of the strong agent's runs on the pair's tasks (a price, no labels)"}
+        policies[f"failure_escalate_if_value@{v:g}usd"]["rule"] = {
+            **price, "decision": "at the predicted failure (p_fail >= tau_f): escalate if p_fail * q * value_of_solve > "
+                                 "strong_expected_cost, else stop"}
+        policies[f"escalate_when_value_positive@{v:g}usd"]["rule"] = {
+            **price, "decision": "escalate at the first step where p_fail * q * value_of_solve > strong_expected_cost; "
+                                 "no failure threshold, never stops"}
 
 
 def random_escalation(pair: Pair, share: float, policies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -21,21 +21,23 @@ from earlyeval.core.atomic import folder_lock, json_bytes, write_files
 from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.catalog import data_root as _data_root
-from earlyeval.workflows.score_checks import (nothing_read, bench_check, catalog_hint, check_as_of, check_destination, check_runs_path,
+from earlyeval.workflows.score_checks import (nothing_read, bench_check, catalog_hint, check_destination, check_runs_path,
                                               date_runs, detect_format, label_spec, load_task_table, output_dir)
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError, NothingScoredError, ScoreRefusedError, WriteError
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.live.replay import replay, run_context
+from earlyeval.live.replay import replay
 from earlyeval.fitting.warm import _scorable, runset_of, warm_start as fit_warm  # warm_start: score_runs' K option
 from earlyeval.model.overlap import training_overlap
 from earlyeval.model.signature import pin_of
 from earlyeval.workflows.score_csv import csv_text
+from earlyeval.workflows.score_options import ScoreOptions
+from earlyeval.workflows.score_usage import savings_summary, usage_of
 from earlyeval.workflows.score_pass import pass_block, pass_inconsistent, replay_pass
 from earlyeval.config.prices import PriceError, run_cost
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
-from earlyeval.ingest import FORMATS, discover, format_facts, format_module, ingest_run
+from earlyeval.ingest import FORMATS, discover, format_facts, ingest_run
 from earlyeval.fitting.metrics import apply_policy, outcome_metrics
 from earlyeval.fitting.thresholds import WarmStartRule
 from earlyeval.model.thresholds import source_of
@@ -149,48 +151,6 @@ def metric_blocks(rs: Any, thresholds: dict[str, Any], warm: np.ndarray | None =
     return {"agents": blocks, "pooled": pooled}
 
 
-# --------------------------------------------------------------- usage
-
-def usage_of(traj: Trajectory, halt_t: int | None) -> dict[str, Any]:
-    """Tokens and dollars the run spent as it was, and what halting after ``halt_t`` steps saves.
-
-    Tokens are known for a dimension only when every step has a count; dollars come from
-    ``prices.run_cost`` (per-step costs, or the instance total pro rata); unknown stays None."""
-    T = len(traj.steps)
-    t = T if not halt_t else int(halt_t)
-    out: dict[str, Any] = {}
-    for dim in ("input_tokens", "output_tokens"):
-        vals = [getattr(s, dim) for s in traj.steps]
-        if T and all(v is not None for v in vals):
-            tot, spent = float(sum(vals)), float(sum(vals[:t]))
-            out[dim] = {"total": tot, "spent": spent, "saved": tot - spent}
-        else:
-            out[dim] = None
-    try:
-        c = run_cost(traj)
-        out["cost_usd"] = {"total": c.total, "spent": c.upto(t), "saved": c.total - c.upto(t), "source": c.source}
-    except PriceError:
-        out["cost_usd"] = None
-    return out
-
-
-def savings_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals over the runs whose usage is known, and how many runs that is (None when no run has it)."""
-    out: dict[str, Any] = {"runs": len(records)}
-    for dim in ("input_tokens", "output_tokens", "cost_usd"):
-        known = [r["usage"][dim] for r in records if r["usage"].get(dim) is not None]
-        blk: dict[str, Any] = {"runs_known": len(known)}
-        if known:
-            tot, saved = sum(k["total"] for k in known), sum(k["saved"] for k in known)
-            blk.update(total=tot, spent=tot - saved, saved=saved, saved_fraction=saved / tot if tot > 0 else None)
-            if dim == "cost_usd":
-                blk["sources"] = dict(Counter(k["source"] for k in known))
-        else:
-            blk.update(total=None, spent=None, saved=None, saved_fraction=None)
-        out[dim] = blk
-    return out
-
-
 # --------------------------------------------------------------- what-if
 
 WHAT_IF_KEYS = ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
@@ -228,109 +188,157 @@ def what_if(rs: Any, taus: Any, min_t: int = 1, warm: np.ndarray | None = None,
 
 # ------------------------------------------------------------------ main
 
-def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str | Path | None = None,
-               labels: str | None = None, agent: str | None = None, *, tasks: dict[str, Task] | Path | None = None,
-               progress: bool = True, monitor: Any = None, as_of: str | None = None, same_agent: str | None = None,
-               warm_start: int = 0, seed: int = 0, thresholds: Any = None, what_if_taus: Any = None,
-               csv: str | Path | bool | None = None, data_root: str | Path | None = None, force: bool = False,
-               cross_bench: bool = False, halt_on: str = "both", require_signature: bool = False,
-               warm_rule: str = "certify", replay_all: Any = None, pass_replay: bool = False, audit_share: float = 0.10,
-               pass_workers: int = 1) -> dict[str, Path]:
-    """Replay the runs under ``runs_path`` through the Monitor; write ``score.json`` (see module doc).
+def score_runs(model_dir: str | Path, runs_path: str | Path, options: ScoreOptions, *,
+               tasks: dict[str, Task] | Path | None = None, progress: bool = True, monitor: Any = None,
+               replay_all: Any = None) -> dict[str, Path]:
+    """Replay the runs under ``runs_path`` through the Monitor as ``options`` say; write ``score.json`` (see module doc).
 
-    ``fmt`` "auto": the format read from the files (``score_checks.detect_format``).  ``as_of``: None (or
-    "run") each run's own date, its catalog's or its files' (``score_checks.date_runs``: undated runs get
-    today's pool and a warning); "" or "all" every submission; a YYYY-MM-DD cutoff.  ``same_agent``: see
-    ``run_context``.  ``data_root``: where catalog run folders are (default ``config.workspace.data_root``).
-    ``force``: replace a score.json of other runs in the output folder; ``cross_bench``: score runs of
-    another benchmark than the model's (refused otherwise).  ``warm_start`` K:
-    K labelled runs (a seeded random draw) are completed first and used by ``fitting.warm.warm_start`` (rule
-    ``warm_rule``: "certify", the default, or "check"); the rest is halted with the thresholds it gives;
-    the metrics count every run, the warm ones at full cost.  ``thresholds``: halt with this (tau_s, tau_f) instead of the model's
-    (``Monitor.load``).  ``what_if_taus``: also the frontier over this grid (True: the model's own
-    selection grid).  ``csv``: the per-run CSV's path (default ``per_run.csv`` beside score.json; False: none).
-    ``halt_on``: which predicted outcomes halt ("both", the default of a benchmark pass; "failure": what a live
-    adapter saves; "success"), as ``Monitor(halt_on=...)``; recorded in score.json.
-    ``require_signature``: refuse a model dir not signed with the user's key (``Monitor.load``).
+    The keywords are what a record of settings cannot hold: ``tasks`` (Task objects by id, or a task table's
+    path; default the model's benchmark's table, ``score_checks.load_task_table``), ``progress`` (bars on a
+    terminal), ``monitor`` (a loaded Monitor used in place of loading ``model_dir``) and
     ``replay_all(trajs, tasks, as_of, same_agent, warm_runs, pin=...)``: the records of every run, replayed elsewhere
     by monitors loaded, checked against ``pin`` (``signature.pin_of``: this load's manifest hash, thresholds and
     ``require_signature``) and warmed as this one (a cluster: ``earlyeval.scale.replay``); default here.
-    ``pass_replay``: replay the folder as one benchmark pass (``score_pass``: order shuffled by ``seed``,
-    ``pass_workers`` simulated workers, an ``audit_share`` audit sample never halted); a ``pass`` block.
 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
-    as_of, root = _checked_options(runs_path, fmt, as_of, warm_start, monitor, thresholds, data_root)
-    if pass_replay and (warm_start or replay_all is not None):
+    o = options
+    got = _read(runs_path, o, _checked_call(runs_path, o, monitor, replay_all), progress)
+    mon = monitor or Monitor.load(model_dir, thresholds=o.thresholds, halt_on=o.halt_on, require_signature=o.require_signature)
+    bundle = mon.bundle
+    overlap = training_overlap(bundle, got.trajs, got.fmt)
+    if overlap["warning"]:
+        log.warning("%s", overlap["warning"])
+    tasks_by_id, task_info, benches = _task_table(bundle, got, tasks, model_dir, o.cross_bench)
+    cutoff, dates = date_runs(got.trajs, o.as_of, [f.name for f in bundle.featurizer.families], got.fmt)
+    warm_runs, warm_info = _warm_runs(mon, got.trajs, o.warm_start, o.seed, tasks_by_id, cutoff, o.same_agent,
+                                      o.warm_rule, runs_path)
+    records, the_pass = _records(mon, got.trajs, tasks_by_id, cutoff, warm_runs, o, replay_all, progress)
+    model_th = bundle.manifest.get("thresholds") or bundle.thresholds
+    th_source = "pass" if o.pass_replay else source_of(mon.thresholds, model_th, warm=warm_info is not None)
+    report: dict[str, Any] = {
+        **_scored_with(model_dir, runs_path, got, mon, model_th, th_source),
+        "as_of": "each run's own date" if cutoff is None else (cutoff or "all submissions"),
+        "as_of_detail": dates,  # how many runs were dated by their catalog entry, by their files, not at all
+        "bench_check": benches,
+        "catalog_hint": got.hint,
+        "same_agent": o.same_agent,
+        "task_table": task_info,  # where the tasks came from (--tasks, or the model's benchmark's table) and how many
+        "warm_start": warm_info,
+        **_tallies(mon, got, records, overlap, the_pass, o.pass_workers),
+    }
+    report["n_scored"] = sum(_scorable(t, r) for t, r in zip(got.trajs, records))
+    if report["n_scored"]:
+        warm_ids = {t.run_id for t in warm_runs} or {r["run_id"] for r in records if r.get("audited")}
+        report.update(_labelled_metrics(mon, got.trajs, records, warm_ids, th_source, o.what_if_taus))
+    elif o.what_if_taus is not None and o.what_if_taus is not False:
+        report["what_if"] = None
+        log.warning("what-if: no labelled runs with probabilities at every prefix; no frontier")
+    report["per_run"] = [{**r, "p_success": _nan_none(r["p_success"]), "p_failure": _nan_none(r["p_failure"])} for r in records]
+
+    return write_outputs(got.dest, report, records, o.csv)
+
+
+def _checked_call(runs_path: str | Path, options: ScoreOptions, monitor: Any, replay_all: Any) -> Path:
+    """What ``options`` cannot check alone, refused before any work; the data root."""
+    check_runs_path(Path(runs_path))
+    if monitor is not None and options.thresholds is not None:
+        raise ValueError("give thresholds to Monitor.load, or here, not both")
+    if options.pass_replay and replay_all is not None:
         raise ValueError("--pass replays the folder as one pass in this process: not with --warm-start or --scheduler")
-    if pass_replay and not (0.0 <= audit_share <= 1.0 and isinstance(pass_workers, int) and pass_workers >= 1):
-        raise ValueError(f"--audit-share {audit_share!r} must be in [0, 1] and --pass-workers {pass_workers!r} >= 1")
-    detected = fmt == "auto"
+    return _data_root(options.data_root)
+
+
+@dataclasses.dataclass
+class _Read:
+    """The runs as read: their format (and whether it was detected), the output folder, specs and trajectories."""
+
+    fmt: str
+    detected: bool
+    dest: Path
+    specs: list[RunSpec]
+    hint: str | None
+    trajs: list[Trajectory]
+    skipped: list[dict[str, Any]]
+    reports: list[dict[str, Any]]
+
+
+def _read(runs_path: str | Path, o: ScoreOptions, root: Path, progress: bool) -> _Read:
+    """The format, the output folder checked (another scoring there: refused before the read) and the runs
+    read, before the model is loaded: a wrong --format fails fast."""
+    fmt, detected = o.fmt, o.fmt == "auto"
     if detected:
         fmt = detect_format(Path(runs_path), _catalog_specs(Path(runs_path).resolve(), "auto", root),
                             progress=progress)
         log.info("--format auto: %s", fmt)
-    dest = output_dir(Path(runs_path), Path(out) if out else None, workspace_root() / "reports" / "score")
-    check_destination(dest, Path(runs_path), fmt, force)  # another scoring there: refused before the read
-    specs = run_specs(Path(runs_path), fmt, labels, agent, root=root)
+    dest = output_dir(Path(runs_path), Path(o.out) if o.out else None, workspace_root() / "reports" / "score")
+    check_destination(dest, Path(runs_path), fmt, o.force)
+    specs = run_specs(Path(runs_path), fmt, o.labels, o.agent, root=root)
     hint = None if any(s.options.get("bench") for s in specs) else catalog_hint(Path(runs_path), fmt, root)
     if hint:
         log.warning("%s", hint)
     trajs, skipped, reports = read_runs(specs, progress=progress)
-    if not trajs:  # before the model is loaded: a wrong --format fails fast
+    if not trajs:
         raise nothing_read(Path(runs_path), fmt, specs, reports, skipped)
-    mon = monitor or Monitor.load(model_dir, thresholds=thresholds, halt_on=halt_on, require_signature=require_signature)
-    bundle = mon.bundle
-    overlap = training_overlap(bundle, trajs, fmt)
-    if overlap["warning"]:
-        log.warning("%s", overlap["warning"])
+    return _Read(fmt, detected, dest, specs, hint, trajs, skipped, reports)
+
+
+def _task_table(bundle: Any, got: _Read, tasks: dict[str, Task] | Path | None, model_dir: str | Path,
+                cross_bench: bool) -> tuple[dict[str, Task], dict[str, Any], dict[str, Any]]:
+    """The tasks by id, where they came from, and the benchmark check (``score_checks.bench_check``)."""
     try:
         tasks_by_id, task_info = load_task_table(bundle, tasks, model_dir)
     except ScoreRefusedError:
-        bench_check(bundle, specs, trajs, fmt, {}, cross_bench)  # a model of another benchmark: that refusal first
+        bench_check(bundle, got.specs, got.trajs, got.fmt, {}, cross_bench)  # a model of another benchmark: that refusal first
         raise
-    benches = bench_check(bundle, specs, trajs, fmt, tasks_by_id, cross_bench)
-    cutoff, dates = date_runs(trajs, as_of, [f.name for f in bundle.featurizer.families], fmt)
-    warm_runs, warm_info = _warm_runs(mon, trajs, warm_start, seed, tasks_by_id, cutoff, same_agent, warm_rule, runs_path)
-    warm_ids = {t.run_id for t in warm_runs}
-    the_pass = None
-    if pass_replay:
-        records, the_pass = replay_pass(mon, trajs, tasks_by_id, cutoff, same_agent, audit_share=audit_share, seed=seed,
-                                        workers=pass_workers, usage_of=usage_of)
-    else:
-        if replay_all is not None:  # the workers load the directory themselves: they must load the one checked here
-            replay_all = functools.partial(replay_all, pin=pin_of(bundle, require_signature))
-        records = _replayed(mon, trajs, tasks_by_id, cutoff, same_agent, warm_runs, replay_all, progress)
+    return tasks_by_id, task_info, bench_check(bundle, got.specs, got.trajs, got.fmt, tasks_by_id, cross_bench)
 
-    model_th = bundle.manifest.get("thresholds") or bundle.thresholds
-    th_source = "pass" if pass_replay else source_of(mon.thresholds, model_th, warm=warm_info is not None)
-    report: dict[str, Any] = {
+
+def _records(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task], cutoff: str | None,
+             warm_runs: list[Trajectory], o: ScoreOptions, replay_all: Any,
+             progress: bool) -> tuple[list[dict[str, Any]], Any]:
+    """One record per run and the pass (None unless ``o.pass_replay``): the folder replayed as one pass, else
+    run by run (here, or by ``replay_all``)."""
+    if o.pass_replay:
+        records, the_pass = replay_pass(mon, trajs, tasks_by_id, cutoff, o.same_agent, audit_share=o.audit_share,
+                                        seed=o.seed, workers=o.pass_workers, usage_of=usage_of)
+        return records, the_pass
+    if replay_all is not None:  # the workers load the directory themselves: they must load the one checked here
+        replay_all = functools.partial(replay_all, pin=pin_of(mon.bundle, o.require_signature))
+    return _replayed(mon, trajs, tasks_by_id, cutoff, o.same_agent, warm_runs, replay_all, progress), None
+
+
+def _scored_with(model_dir: str | Path, runs_path: str | Path, got: _Read, mon: Any, model_th: dict[str, Any],
+                 th_source: str) -> dict[str, Any]:
+    """score.json's opening keys: which model scored which runs, read how, under which thresholds."""
+    return {
         "model": str(Path(model_dir).resolve()) if model_dir else None,
-        "model_content_hash": bundle.manifest.get("content_hash"),
+        "model_content_hash": mon.bundle.manifest.get("content_hash"),
         "runs_path": str(Path(runs_path).resolve()),
-        "format": fmt,
-        "format_detected": detected,
+        "format": got.fmt,
+        "format_detected": got.detected,
         "runs": [{"name": s.name, "agent": s.agent, "folder": s.folder, "glob": s.glob,
                   "labels": [f"{l.format}:{l.path}" if l.path else l.format for l in s.labels],
-                  "from_catalog": s.options.get("bench")} for s in specs],
+                  "from_catalog": s.options.get("bench")} for s in got.specs],
         "thresholds": mon.thresholds,
         "halt_on": mon.halt_on,  # which predicted outcomes halted (policy.halting_pair: an off side never halts)
         "thresholds_source": th_source,  # model (thresholds.json) / override (--thresholds) / warm start
         "model_thresholds": {k: model_th[k] for k in ("success", "failure", "min_halt_step") if k in model_th},
-        "as_of": "each run's own date" if cutoff is None else (cutoff or "all submissions"),
-        "as_of_detail": dates,  # how many runs were dated by their catalog entry, by their files, not at all
-        "bench_check": benches,
-        "catalog_hint": hint,
-        "same_agent": same_agent,
-        "task_table": task_info,  # where the tasks came from (--tasks, or the model's benchmark's table) and how many
-        "warm_start": warm_info,
+    }
+
+
+def _tallies(mon: Any, got: _Read, records: list[dict[str, Any]], overlap: dict[str, Any], the_pass: Any,
+             pass_workers: int) -> dict[str, Any]:
+    """score.json's counts over the runs: read, labelled, halted, skipped, warned, and what the halts saved."""
+    trajs = got.trajs
+    return {
         "predictor": mon.predictor_kind,
         "n_trajectories": len(trajs),
         "n_labelled": sum(t.outcome is not None for t in trajs),
         "n_halted": sum(r["halted"] for r in records),
         # halts by basis (policy.HALT_RULES): "task prior" = at step 1 or before any action, the task alone decided
         "halted_by_rule": dict(Counter(r.get("halt_rule") or "?" for r in records if r["halted"])),
-        "skipped": skipped,
-        "ingest": reports,
+        "skipped": got.skipped,
+        "ingest": got.reports,
         "training_overlap": overlap,
         "warnings": dict(Counter(w for r in records for w in r["warnings"])),
         # runs whose task is in no label list: scored as failures (the SWE-bench convention), listed here
@@ -340,33 +348,6 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, fmt: str, out: str 
         "savings": savings_summary(records),
         "pass": pass_block(the_pass, records, pass_workers, savings_summary(records)) if the_pass else None,
     }
-    report["n_scored"] = sum(_scorable(t, r) for t, r in zip(trajs, records))
-    if report["n_scored"]:
-        report.update(_labelled_metrics(mon, trajs, records, warm_ids or {r["run_id"] for r in records if r.get("audited")},
-                                        th_source, what_if_taus))
-    elif what_if_taus is not None and what_if_taus is not False:
-        report["what_if"] = None
-        log.warning("what-if: no labelled runs with probabilities at every prefix; no frontier")
-    report["per_run"] = [{**r, "p_success": _nan_none(r["p_success"]), "p_failure": _nan_none(r["p_failure"])} for r in records]
-
-    return write_outputs(dest, report, records, csv)
-
-
-def _checked_options(runs_path: str | Path, fmt: str, as_of: str | None, warm_start: Any, monitor: Any,
-                     thresholds: Any, data_root: str | Path | None) -> tuple[str | None, Path]:
-    """score_runs' options refused before any work: (the as_of to use, the data root)."""
-    if fmt != "auto":
-        format_module(fmt)  # unknown format: IngestError naming the known ones, before any work
-    check_runs_path(Path(runs_path))
-    as_of = check_as_of(as_of)
-    if isinstance(warm_start, bool) or not isinstance(warm_start, int) or warm_start < 0:
-        raise ValueError(f"--warm-start {warm_start!r}: a number of runs >= 0")
-    if monitor is not None and thresholds is not None:
-        raise ValueError("give thresholds to Monitor.load, or here, not both")
-    root = _data_root(data_root)
-    if data_root is not None and not root.is_dir():
-        raise FileNotFoundError(f"--data-root {data_root}: no such folder")
-    return as_of, root
 
 
 def _warm_runs(mon: Any, trajs: list[Trajectory], warm_start: int, seed: int, tasks_by_id: dict[str, Task],

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from earlyeval.workflows.score import score_runs
+from earlyeval.workflows.score_options import IN_PROCESS, ScoreOptions
 from earlyeval.workflows.score_csv import CSV_COLUMNS, per_run_rows
 
 NUMERIC = ("steps", "halted_step", "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent",
@@ -31,8 +32,9 @@ def score(model: str | Path, runs: str | Path, *, format: str = "auto", out: str
     out : str or Path, optional
         Where score.json and per_run.csv go (default ``reports/score/<runs folder name>``).
     **options
-        The other keywords of :func:`earlyeval.workflows.score.score_runs` (``as_of``, ``labels``,
-        ``halt_on``, ``warm_start``, ``thresholds``, ``force``, ...); ``progress`` is off unless given.
+        The other settings, the fields of ``earlyeval.workflows.score_options.ScoreOptions`` (``as_of``,
+        ``labels``, ``halt_on``, ``warm_start``, ``thresholds``, ``force``, ...), and the keywords of
+        ``earlyeval.workflows.score.score_runs`` (``tasks``, ``monitor``, ...); ``progress`` is off unless given.
 
     Returns
     -------
@@ -50,7 +52,8 @@ def score(model: str | Path, runs: str | Path, *, format: str = "auto", out: str
         The scoring would mislead (another scoring in ``out``, a model of another benchmark, ...).
     """
     options.setdefault("progress", False)
-    paths = score_runs(model, runs, format, out=out, **options)
+    in_process = {k: options.pop(k) for k in IN_PROCESS if k in options}
+    paths = score_runs(model, runs, ScoreOptions(format, out=out, **options), **in_process)
     report = json.loads(Path(paths["score"]).read_text())
     rows = [{k: (None if v == "" else v) for k, v in r.items()} for r in per_run_rows(report["per_run"])]
     frame = pd.DataFrame(rows, columns=list(CSV_COLUMNS))

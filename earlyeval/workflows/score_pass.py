@@ -39,7 +39,7 @@ def replay_pass(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task],
                 **pass_options: Any) -> tuple[list[dict[str, Any]], Pass]:
     """One record per run (in ``trajs``' order) replayed as a pass of ``workers`` simulated workers; the Pass.
 
-    ``usage_of(traj, halt_t)``: the run's tokens/dollars spent (``score.usage_of``), told to the Pass.
+    ``usage_of(traj, halt_t)``: the run's tokens/dollars spent (``score_usage.usage_of``), told to the Pass.
     ``on_spawn(run_id, start, finished_ids)``: called at each spawn with the runs the Pass had finished then
     (read from the Pass's own state).  ``pass_options``: ``Pass(alpha=, max_error=)``."""
     p = Pass(mon, None, audit_share=audit_share, seed=seed, **pass_options)

@@ -25,6 +25,7 @@ from earlyeval.fitting.metrics import evaluate_policy
 from earlyeval.model.modeldir import save_model_dir
 from earlyeval.live.monitor import Monitor
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
+from earlyeval.workflows.score_options import ScoreOptions
 from earlyeval.core.trajectory import Task
 from earlyeval.fitting.warm import warm_start
 
@@ -258,8 +259,8 @@ def _offline(bundle, trajs, tasks, as_of):
 
 def test_score_as_of_equals_offline_as_of(scored):
     b, trajs, tasks = scored["bundle"], scored["trajs"], scored["tasks"]
-    rep = json.loads(score_runs(scored["model"], scored["runs"], "atif", out=scored["base"] / "o1", tasks=tasks,
-                                progress=False, as_of="2024-03-15")["score"].read_text())
+    rep = json.loads(score_runs(scored["model"], scored["runs"], ScoreOptions("atif", out=scored["base"] / "o1", as_of="2024-03-15"),
+                                tasks=tasks, progress=False)["score"].read_text())
     assert rep["as_of"] == "2024-03-15" and rep["policy_consistent"] is True
     X, ps = _offline(b, trajs, tasks, "2024-03-15")
     by_id = {r["run_id"]: r for r in rep["per_run"]}
@@ -273,8 +274,8 @@ def test_score_as_of_equals_offline_as_of(scored):
 
 def test_score_warm_start_equals_offline_warm_start(scored):
     b, trajs, tasks = scored["bundle"], scored["trajs"], scored["tasks"]
-    rep = json.loads(score_runs(scored["model"], scored["runs"], "atif", out=scored["base"] / "o2", tasks=tasks,
-                                progress=False, warm_start=8, seed=3)["score"].read_text())
+    rep = json.loads(score_runs(scored["model"], scored["runs"], ScoreOptions("atif", out=scored["base"] / "o2", warm_start=8, seed=3),
+                                tasks=tasks, progress=False)["score"].read_text())
     warm_ids = set(rep["warm_start"]["run_ids"])
     assert len(warm_ids) == 8
     assert all(not r["halted"] for r in rep["per_run"] if r["run_id"] in warm_ids)

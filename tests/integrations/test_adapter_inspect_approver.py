@@ -305,6 +305,7 @@ def test_real_model_live_approver_and_offline_score_agree_on_an_inspect_run(tmp_
 
     from earlyeval.tables.store import read_tasks
     from earlyeval.workflows.score import score_runs
+    from earlyeval.workflows.score_options import ScoreOptions
 
     model, tasks = _paths.REPO / "models" / "swebench", _paths.REPO / "data" / "swebench" / "tasks.parquet"
     if not (model / "manifest.json").exists() or not tasks.exists():
@@ -323,7 +324,7 @@ def test_real_model_live_approver_and_offline_score_agree_on_an_inspect_run(tmp_
     [rec] = recs
     live = sample.store["earlyeval"]
     assert len(rec.steps) >= 1 and all(0.0 < p < 1.0 for p, _ in rec.p)
-    rep = _json.loads(score_runs(model, tmp_path / "logs", "inspect-eval", out=tmp_path / "score", tasks=tasks,
+    rep = _json.loads(score_runs(model, tmp_path / "logs", ScoreOptions("inspect-eval", out=tmp_path / "score"), tasks=tasks,
                                  progress=False)["score"].read_text())
     [run] = rep["per_run"]
     assert run["task_id"] == tid

@@ -42,6 +42,7 @@ from earlyeval.features.passref import PassFamily
 from earlyeval.live.benchpass import Pass, pass_order, run_on_workers
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.workflows.score import score_runs
+from earlyeval.workflows.score_options import ScoreOptions
 from earlyeval.tables.tasks import load_tasks
 
 pytestmark = pytest.mark.integration
@@ -167,7 +168,7 @@ def test_stream_equals_batch_shipped_model(swebench_sample):
 
 def _replay_vs_offline(model_dir: Path, runs: Path, fmt: str, out: Path, tasks=None):
     # as_of="run": each run's prior as of its own catalog date, as the offline (as_of) evaluation computes it
-    rep = json.loads(score_runs(model_dir, runs, fmt, out=out, tasks=tasks, progress=False, as_of="run")["score"].read_text())
+    rep = json.loads(score_runs(model_dir, runs, ScoreOptions(fmt, out=out, as_of="run"), tasks=tasks, progress=False)["score"].read_text())
     mon = Monitor.load(model_dir)
     from earlyeval.workflows.score import read_runs, run_specs
 

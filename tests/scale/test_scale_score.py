@@ -18,6 +18,7 @@ from earlyeval.model.signature import SIGNATURE
 from earlyeval.scale.backend import Backend
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import score_runs
+from earlyeval.workflows.score_options import ScoreOptions
 from faults import rehash
 
 
@@ -33,8 +34,8 @@ def setup(tmp_path_factory):
 
 def _score(setup, name, cluster, **kw):
     replay_all = None if cluster is None else cluster.replay(setup["model"], kw.get("thresholds"))
-    p = score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / name, tasks=setup["tasks"], progress=False,
-                   replay_all=replay_all, **kw)
+    p = score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / name, **kw), tasks=setup["tasks"],
+                   progress=False, replay_all=replay_all)
     rep = json.loads(p["score"].read_text())
     rep.pop("per_run_csv")
     return rep, p["csv"].read_text()
@@ -84,8 +85,8 @@ def test_a_model_dir_swapped_after_the_drivers_check_fails_the_verb_on_the_worke
     replay_all = _swapping(setup["backend"].replay(mdir), mdir, edited)
     with pytest.raises(ModelDirError, match="signature.json: 'signature.json': missing" if signed else
                        "'manifest_hash': .* the directory changed during the verb"):
-        score_runs(mdir, setup["runs"], "atif", out=tmp_path / "out", tasks=setup["tasks"], progress=False,
-                   replay_all=replay_all, require_signature=signed)
+        score_runs(mdir, setup["runs"], ScoreOptions("atif", out=tmp_path / "out", require_signature=signed),
+                   tasks=setup["tasks"], progress=False, replay_all=replay_all)
     assert not (tmp_path / "out" / "score.json").exists()
 
 
@@ -117,8 +118,8 @@ def test_a_chunk_lost_every_time_fails_the_verb_with_one_cluster_error(setup, mo
     monkeypatch.setenv("EARLYEVAL_TASK_TRIES", "2")
     n = _losing(setup["backend"].client, monkeypatch, lambda k: True)
     with pytest.raises(ClusterError, match=r"2 of 2 chunks of runs were lost on the cluster 2 times \(FutureCancelledError"):
-        score_runs(setup["model"], setup["runs"], "atif", out=tmp_path / "out", tasks=setup["tasks"], progress=False,
-                   replay_all=setup["backend"].replay(setup["model"]))
+        score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=tmp_path / "out"), tasks=setup["tasks"],
+                   progress=False, replay_all=setup["backend"].replay(setup["model"]))
     assert n[0] == 4 and not (tmp_path / "out" / "score.json").exists()
 
 
@@ -133,5 +134,5 @@ def test_a_worker_without_the_signing_key_refuses_to_load(setup, tmp_path, monke
         monkeypatch.delenv("EARLYEVAL_MODEL_KEY")
         return inner(*args, **kw)
     with pytest.raises(SettingError, match="of a worker: 'EARLYEVAL_MODEL_KEY': .*give the workers the key"):
-        score_runs(mdir, setup["runs"], "atif", out=tmp_path / "out", tasks=setup["tasks"], progress=False,
-                   replay_all=replay_all, require_signature=True)
+        score_runs(mdir, setup["runs"], ScoreOptions("atif", out=tmp_path / "out", require_signature=True),
+                   tasks=setup["tasks"], progress=False, replay_all=replay_all)

@@ -15,6 +15,7 @@ from earlyeval.fitting.metrics import apply_policy
 from earlyeval.model.modeldir import save_model_dir
 from earlyeval.report.score_table import score_table
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
+from earlyeval.workflows.score_options import ScoreOptions
 
 FIXTURES = _paths.FIXTURES
 
@@ -32,7 +33,8 @@ def setup(tmp_path_factory):
 
 
 def test_replay_equals_offline_evaluation(setup):
-    paths = score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / "out", tasks=setup["tasks"], progress=False)
+    paths = score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / "out"), tasks=setup["tasks"],
+                       progress=False)
     rep = json.loads(paths["score"].read_text())
     th = rep["thresholds"]
     assert rep["n_trajectories"] == 36 and rep["n_labelled"] == 36 and rep["policy_consistent"] is True
@@ -55,7 +57,8 @@ def test_replay_equals_offline_evaluation(setup):
 
 
 def test_skipped_files_are_listed_with_reasons(setup):
-    paths = score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / "out2", tasks=setup["tasks"], progress=False)
+    paths = score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / "out2"), tasks=setup["tasks"],
+                       progress=False)
     rep = json.loads(paths["score"].read_text())
     assert any("broken__trial" in s["file"] and s["reason"] for s in rep["skipped"])
     text = score_table(rep)
@@ -65,14 +68,15 @@ def test_skipped_files_are_listed_with_reasons(setup):
 def test_unlabelled_runs_then_labels_from_a_label_file(setup):
     out = setup["base"] / "swe"
     # the model's own task table (a model that needs one is refused without it, issue 29): the fixture's tasks are not in it
-    rep = json.loads(score_runs(setup["model"], FIXTURES / "swe-agent-traj", "swe-agent-traj", out=out, progress=False,
+    rep = json.loads(score_runs(setup["model"], FIXTURES / "swe-agent-traj", ScoreOptions("swe-agent-traj", out=out), progress=False,
                                 tasks=setup["tasks"])["score"].read_text())
     assert rep["n_trajectories"] == 2 and rep["n_labelled"] == 0 and "agents" not in rep
     assert len(rep["skipped"]) == 4 and all(s["reason"] for s in rep["skipped"])
     assert all(r["p_success"] and r["outcome"] is None for r in rep["per_run"])
     assert "no labels" in score_table(rep)
-    rep2 = json.loads(score_runs(setup["model"], FIXTURES / "swe-agent-traj", "swe-agent-traj", out=out, labels="resolved-list:final_report.json",
-                                 agent="my-agent", progress=False, tasks=setup["tasks"])["score"].read_text())
+    rep2 = json.loads(score_runs(setup["model"], FIXTURES / "swe-agent-traj",
+                                 ScoreOptions("swe-agent-traj", out=out, labels="resolved-list:final_report.json", agent="my-agent"),
+                                 progress=False, tasks=setup["tasks"])["score"].read_text())
     assert rep2["n_labelled"] == 2 and list(rep2["agents"]) == ["my-agent"]
     assert any("no gold patch" in w for w in rep2["warnings"])  # the fixture's tasks are not in the model's benchmark
 
@@ -95,16 +99,16 @@ def test_unknown_format_is_refused(setup):
     from earlyeval.core.errors import IngestError
 
     with pytest.raises(IngestError, match="unknown format"):
-        score_runs(setup["model"], setup["runs"], "no-such-format", out=setup["base"] / "x", progress=False)
+        score_runs(setup["model"], setup["runs"], ScoreOptions("no-such-format", out=setup["base"] / "x"), progress=False)
 
 
 def test_halt_on_failure_scores_what_a_live_adapter_saves(setup):
     """--halt-on failure: the predicted-failure halts of the default (both) and none of its success halts;
     score.json records the mode and its metrics are the policy's under policy.halting_pair."""
-    both = json.loads(score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / "both", tasks=setup["tasks"],
+    both = json.loads(score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / "both"), tasks=setup["tasks"],
                                  progress=False)["score"].read_text())
-    fail = json.loads(score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / "fail", tasks=setup["tasks"],
-                                 progress=False, halt_on="failure")["score"].read_text())
+    fail = json.loads(score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / "fail", halt_on="failure"),
+                                 tasks=setup["tasks"], progress=False)["score"].read_text())
     assert both["halt_on"] == "both" and fail["halt_on"] == "failure" and fail["policy_consistent"] is True
     pb = {r["run_id"]: r for r in both["per_run"]}
     pf = {r["run_id"]: r for r in fail["per_run"]}

@@ -30,6 +30,7 @@ from earlyeval.model.overlap import content_record, fingerprint, native_models, 
 from earlyeval.report.score_table import score_table
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
+from earlyeval.workflows.score_options import ScoreOptions
 from earlyeval.workflows.score_checks import check_destination, date_runs, detect_format, label_spec, output_dir
 
 FIXTURES = _paths.FIXTURES
@@ -63,8 +64,9 @@ def env(tmp_path_factory):
 
 
 def _score(env, runs, out, **kw):
-    kw.setdefault("tasks", env["tasks"])
-    paths = score_runs(env["model"], runs, kw.pop("fmt", "atif"), out=env["base"] / out, progress=False, **kw)
+    tasks = kw.pop("tasks", env["tasks"])
+    paths = score_runs(env["model"], runs, ScoreOptions(kw.pop("fmt", "atif"), out=env["base"] / out, **kw), tasks=tasks,
+                       progress=False)
     return json.loads(paths["score"].read_text())
 
 
@@ -302,9 +304,9 @@ def test_a_model_of_another_benchmark_is_refused(env, tmp_path, monkeypatch):
     mdir = save_model_dir(fake, tmp_path / "tau2-model")
     runs = FIXTURES / "swe-agent-traj"
     with pytest.raises(ScoreRefusedError, match="trained on tau2, the runs are of swebench .*--cross-bench"):
-        score_runs(mdir, runs, "swe-agent-traj", out=tmp_path / "o", progress=False)
+        score_runs(mdir, runs, ScoreOptions("swe-agent-traj", out=tmp_path / "o"), progress=False)
     assert not (tmp_path / "o").exists()
-    rep = json.loads(score_runs(mdir, runs, "swe-agent-traj", out=tmp_path / "o", progress=False, cross_bench=True,
+    rep = json.loads(score_runs(mdir, runs, ScoreOptions("swe-agent-traj", out=tmp_path / "o", cross_bench=True), progress=False,
                                 tasks=env["tasks"])["score"].read_text())  # the model's table (required since issue 29)
     assert rep["bench_check"]["match"] is False and "transfer" in rep["bench_check"]["warning"]
     assert "warning: cross-bench" in score_table(rep)
@@ -312,8 +314,8 @@ def test_a_model_of_another_benchmark_is_refused(env, tmp_path, monkeypatch):
     _one_line_exit_2(r, "trained on tau2", "swe-agent-traj is used by the catalogs of swebench")
     # the model's own benchmark: no refusal, recorded as a match
     swe = dataclasses.replace(env["bundle"], training={**env["bundle"].training, "benchmarks": ["swebench"]})
-    rep = json.loads(score_runs(save_model_dir(swe, tmp_path / "swe-model"), runs, "swe-agent-traj", out=tmp_path / "o3",
-                                progress=False, tasks=env["tasks"])["score"].read_text())
+    rep = json.loads(score_runs(save_model_dir(swe, tmp_path / "swe-model"), runs,
+                                ScoreOptions("swe-agent-traj", out=tmp_path / "o3"), progress=False, tasks=env["tasks"])["score"].read_text())
     assert rep["bench_check"]["match"] is True
 
 

@@ -22,6 +22,7 @@ from earlyeval.report.score_table import score_table
 from earlyeval.tables.store import write_tasks
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import score_runs
+from earlyeval.workflows.score_options import IN_PROCESS, ScoreOptions
 from earlyeval.workflows.score_checks import detect_format
 
 
@@ -48,7 +49,9 @@ def _no_env_workspace(monkeypatch):
 
 
 def _score(ws, model, out, **kw):
-    paths = score_runs(model, ws["runs"], "atif", out=ws["base"] / out, progress=False, force=True, **kw)
+    in_process = {k: kw.pop(k) for k in IN_PROCESS if k in kw}
+    paths = score_runs(model, ws["runs"], ScoreOptions("atif", out=ws["base"] / out, force=True, **kw), progress=False,
+                       **in_process)
     return json.loads(paths["score"].read_text())
 
 

@@ -14,7 +14,9 @@ from earlyeval.live.benchpass import audited, certify_pass
 from earlyeval.live.monitor import Monitor
 from earlyeval.model.modeldir import save_model_dir
 from earlyeval.workflows.export import export_runs
-from earlyeval.workflows.score import read_runs, run_specs, score_runs, usage_of
+from earlyeval.workflows.score import read_runs, run_specs, score_runs
+from earlyeval.workflows.score_options import ScoreOptions
+from earlyeval.workflows.score_usage import usage_of
 from earlyeval.workflows.score_pass import pass_order, replay_pass
 
 
@@ -65,8 +67,8 @@ def test_no_statistic_used_for_run_i_reads_a_run_not_finished_before_it_started(
 
 
 def _score(setup, out, **kw):
-    paths = score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / out, tasks=setup["tasks"],
-                       progress=False, **kw)
+    paths = score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / out, **kw),
+                       tasks=setup["tasks"], progress=False)
     return json.loads(paths["score"].read_text()), paths
 
 

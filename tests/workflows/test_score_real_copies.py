@@ -27,6 +27,7 @@ from earlyeval.model.modeldir import save_model_dir
 from earlyeval.model.overlap import content_record, fingerprint
 from earlyeval.tables.store import read_trajectories, write_trajectories
 from earlyeval.workflows.score import score_runs
+from earlyeval.workflows.score_options import ScoreOptions
 from earlyeval.workflows.score_checks import detect_format
 
 pytestmark = pytest.mark.integration
@@ -86,7 +87,7 @@ def test_a_copied_training_folder_is_flagged_by_content(live, tmp_path):
                                                    "agent_identity": training_identity(t), "run_ids": sorted(x.run_id for x in t),
                                                    "content": content_record(t, formats)})
     mdir = save_model_dir(bundle, tmp_path / "model")
-    rep = json.loads(score_runs(mdir, live["copy"], "auto", out=tmp_path / "o", tasks={}, progress=False)["score"].read_text())
+    rep = json.loads(score_runs(mdir, live["copy"], ScoreOptions("auto", out=tmp_path / "o"), tasks={}, progress=False)["score"].read_text())
     hit = rep["training_overlap"]["agents"]["my-new-agent-runs"]
     assert rep["format"] == "mini-swe-agent-v1" and rep["format_detected"]
     assert hit["runs_in_training"] == 15 and hit["run_ids_in_training"] == 0  # neither its name nor its run ids give it away
@@ -99,7 +100,7 @@ def test_the_shipped_model_flags_the_copy(live, tmp_path):
     mf = mdir / "manifest.json"
     if not mf.exists() or "content" not in json.loads(mf.read_text()).get("training", {}):
         pytest.skip("no shipped model with training.content (run `earlyeval train --bench swebench`)")
-    rep = json.loads(score_runs(mdir, live["copy"], "auto", out=tmp_path / "o", progress=False)["score"].read_text())
+    rep = json.loads(score_runs(mdir, live["copy"], ScoreOptions("auto", out=tmp_path / "o"), progress=False)["score"].read_text())
     hit = rep["training_overlap"]["agents"]["my-new-agent-runs"]
     assert hit["runs_in_training"] == 15 and "content" in hit["by"]
     assert rep["bench_check"]["match"] is True and rep["as_of_detail"]["warning"] is None
@@ -111,7 +112,7 @@ def test_old_runs_without_a_date_warn(tmp_path):
     tasks = make_tasks(12)
     bundle, _, _ = train_bundle(make_runs(60, seed=0), tasks, families=("behaviour", "prior"))
     mdir = save_model_dir(bundle, tmp_path / "model")
-    rep = json.loads(score_runs(mdir, runs, "auto", out=tmp_path / "o", tasks={}, progress=False)["score"].read_text())
+    rep = json.loads(score_runs(mdir, runs, ScoreOptions("auto", out=tmp_path / "o"), tasks={}, progress=False)["score"].read_text())
     assert rep["format"] == "swe-agent-traj" and rep["n_trajectories"] == 12
     assert rep["as_of_detail"]["runs_dated_by"]["none"] == 12
     assert "12 of 12 runs carry no date (the swe-agent-traj files record none" in rep["as_of_detail"]["warning"]

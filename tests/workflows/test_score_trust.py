@@ -27,7 +27,9 @@ from earlyeval.app.pipeline import training_identity
 from earlyeval.report.score_table import score_table
 from earlyeval.model.overlap import training_overlap
 from earlyeval.fitting.warm import runset_of
-from earlyeval.workflows.score import read_runs, run_specs, score_runs, usage_of
+from earlyeval.workflows.score import read_runs, run_specs, score_runs
+from earlyeval.workflows.score_options import ScoreOptions
+from earlyeval.workflows.score_usage import usage_of
 from earlyeval.workflows.score_csv import CSV_COLUMNS
 from earlyeval.core.trajectory import Trajectory, make_step, Action
 
@@ -45,7 +47,8 @@ def setup(tmp_path_factory):
 
 
 def _score(setup, out, **kw):
-    paths = score_runs(setup["model"], setup["runs"], "atif", out=setup["base"] / out, tasks=setup["tasks"], progress=False, **kw)
+    paths = score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / out, **kw), tasks=setup["tasks"],
+                       progress=False)
     return json.loads(paths["score"].read_text()), paths
 
 
@@ -73,7 +76,7 @@ def test_empty_folder_is_an_error_and_overwrites_nothing(setup, tmp_path):
     out = tmp_path / "out"
     before = _previous_report(out, empty, "atif")
     with pytest.raises(NothingScoredError, match="no runs read .* no file matches"):
-        score_runs(setup["model"], empty, "atif", out=out, progress=False)
+        score_runs(setup["model"], empty, ScoreOptions("atif", out=out), progress=False)
     assert (out / "score.json").read_bytes() == before and not (out / "per_run.csv").exists()
     r = _cli(["score", "-m", str(setup["model"]), "--runs", str(empty), "-f", "atif", "--out", str(out)])
     assert r.exit_code == 2
@@ -142,8 +145,8 @@ def test_scoring_a_training_agents_real_runs_warns(setup, tmp_path, caplog):
                                                             "run_ids": sorted(t.run_id for t in trajs)})
     mdir = save_model_dir(bundle, tmp_path / "model")
     with caplog.at_level(logging.WARNING, logger="earlyeval.workflows.score"):
-        rep = json.loads(score_runs(mdir, folder, "mini-swe-agent-v1", out=tmp_path / "o", agent="renamed", progress=False,
-                                    tasks={})["score"].read_text())
+        rep = json.loads(score_runs(mdir, folder, ScoreOptions("mini-swe-agent-v1", out=tmp_path / "o", agent="renamed"),
+                                    progress=False, tasks={})["score"].read_text())
     ov = rep["training_overlap"]
     assert ov["overlap"] and ov["agents"]["renamed"]["by"] == ["run id", "scaffold x model"]
     assert ov["agents"]["renamed"]["training_agents"] == ["live-swe-agent__gpt-5-mini"]

@@ -245,35 +245,7 @@ def budget_report(run: BudgetRun) -> dict[str, Any]:
     row_agent = run_agent[prow]
     group_of_agent = {a: g.name for g in run.groups for a in g.agents}
     group_of_run = {i: group_of_agent[a] for i, a in enumerate(run_agent)}
-    large = [g.name for g in run.groups if not g.small]
-    small = next((g for g in run.groups if g.small), None)
-    dims_out: dict[str, Any] = {}
-    for d, R in run.dims.items():
-        tg = run.targets[d]
-        pred = R.outer >= 0
-        agents_out = {}
-        for a in ds.agents:
-            rows = np.flatnonzero(pred & (row_agent == a))
-            if len(rows):
-                blk = dim_block(run, R, rows, group_of_run)
-                blk["small_n"] = group_of_agent[a] == SMALL
-                agents_out[a] = blk
-        pooled_rows = np.flatnonzero(pred & np.isin(row_agent, large))
-        dims_out[d] = {
-            "budget_B": R.budget,
-            "budget_rule": f"{b.budget_quantile:.0%} quantile of run totals over every labelled run whose {d} is known"
-                           + (" (rounded up)" if d == "steps" else " (2 significant digits)"),
-            "runs_known": int(tg.run_known.sum()),
-            "runs_excluded_unknown": tg.excluded_by_agent(ds),
-            "runs_with_free_opening_turn": tg.free_opening_runs,
-            "holdout_groups": sorted(R.folds),
-            "skipped": R.skipped,
-            "pooled": dim_block(run, R, pooled_rows, group_of_run),
-            "small_group": dim_block(run, R, np.flatnonzero(pred & np.isin(row_agent, small.agents)), group_of_run) if small else None,
-            "agents": agents_out,
-            "folds": R.folds,
-            "online": _online_report(run, R, pred, row_agent, large, group_of_agent),
-        }
+    dims_out = {d: _dimension_report(run, d, R, row_agent, group_of_agent, group_of_run) for d, R in run.dims.items()}
     rep = {
         "bench": ds.bench,
         "version": 1,
@@ -281,46 +253,85 @@ def budget_report(run: BudgetRun) -> dict[str, Any]:
         "protocol": "as_of" if run.cfg.prior_pool == "as_of" else "current_pool",
         "seconds": run.seconds,
         "config": {"budget": b.to_dict(), "outcome_model": run.cfg.to_dict()},
-        "method": {
-            "targets": "remaining usage after prefix t (steps t..T-1) per dimension; runs with any unknown step are excluded "
-                       "from that dimension, never counted as 0; tau2's hard-coded greeting (no LLM call, no usage at all) counts as 0",
-            "estimator": "LightGBM quantile regression of z = log1p(remaining / pace), pace = (spent + unit)/(t + 1); alphas "
-                         f"{list(b.alphas)}; crossing fixed by sorting; features: the outcome model's fold-free blocks "
-                         f"({fold_free(run.cfg.families)}) + spend so far, pace, last step / pace",
-            "conformal": "CQR on calibration agents: training agents dealt into "
-                         + (f"one fold per scaffold (<= {b.max_scaffold_folds}; a leave-one-scaffold-out calibration, the outcome rule's "
-                            "inner_holdout; a dimension whose calibration agents share one scaffold: agent folds)"
-                            if run.cfg.inner_holdout == "scaffold" else f"<= {b.max_folds} agent folds")
-                         + "; fold k's model (fitted without fold k and without the held-out agent) scores fold k; "
-                         + (f"correction = per calibration agent group, the weighted level quantile of its own scores (the correction "
-                            f"giving that group exactly the level), then the ceil({b.agent_quantile:g} (n + 1))-th smallest of the n "
-                            "groups' (the agent group is the exchangeable unit); "
-                            if b.calibration == "agent" else "correction = weighted level*(1+1/n_runs) quantile of the scores; ")
-                         + "weights 1/(T-1) per prefix and "
-                         f"{'equal total weight per agent group' if b.score_weighting == 'agent' else 'equal weight per run'}; "
-                         "held-out prediction = mean of the fold models' quantiles + correction",
-            "guarantee": guarantee_text(b),
-            "feasibility": "feasible = success and total <= B; P(feasible) = P(success) [outcome model without the held-out agent] "
-                           "x P(remaining <= B - spent) [piecewise-linear CDF through the corrected quantiles]; predicted feasible iff "
-                           f"P >= {b.feasible_threshold}",
-            "early_stop": f"halt at the first t with P(feasible) < tau; tau maximizes the budget saved on failed runs of the calibration "
-                          f"agents (inner predictions, corrections without their own fold) s.t. the mean over those agent groups of the "
-                          f"success-rate cost <= {b.max_cost_pp} pp",
-            "linear_baseline": "remaining = spend per step so far x (median T of training runs longer than t - t), symmetric "
-                               "z-interval conformalized on the same calibration agents; its P(remaining <= room) is the weighted CDF "
-                               "of its calibration residuals",
-            "step_cap": "halt every run after k steps; `step_cap` picks k on the calibration agents with the same rule, "
-                        "`step_cap_<k>` are fixed caps at 50/75/100 % of B_steps",
-            "pooled": "over the large held-out agents, each predicted by its own fold; small agents are held out together",
-            "metrics": "coverage: weighted share of prefixes (1/(T-1)) whose remaining usage lies in the interval; bagen_*: on "
-                       "prefixes of feasible runs predicted feasible; width/B; midpoint relative error |mid - y|/y; optimism = share "
-                       "of misses where the interval lies below the truth; late recognition: failed runs, bins of spent/B",
-        },
+        "method": _method(run),
         "holdout_groups": [{"name": g.name, "agents": g.agents, "small": g.small} for g in run.groups],
         "dimensions": dims_out,
     }
     rep["targets"] = target_summary(rep, b)
     return rep
+
+
+def _dimension_report(run: BudgetRun, d: str, R: DimResult, row_agent: np.ndarray, group_of_agent: dict[str, str],
+                      group_of_run: dict[int, str]) -> dict[str, Any]:
+    """One dimension of budget.json: its B, the runs it covers, its blocks per held-out agent, pooled, online."""
+    ds, b = run.ds, run.bcfg
+    tg = run.targets[d]
+    large = [g.name for g in run.groups if not g.small]
+    small = next((g for g in run.groups if g.small), None)
+    pred = R.outer >= 0
+    agents_out = {}
+    for a in ds.agents:
+        rows = np.flatnonzero(pred & (row_agent == a))
+        if len(rows):
+            blk = dim_block(run, R, rows, group_of_run)
+            blk["small_n"] = group_of_agent[a] == SMALL
+            agents_out[a] = blk
+    pooled_rows = np.flatnonzero(pred & np.isin(row_agent, large))
+    return {
+        "budget_B": R.budget,
+        "budget_rule": f"{b.budget_quantile:.0%} quantile of run totals over every labelled run whose {d} is known"
+                       + (" (rounded up)" if d == "steps" else " (2 significant digits)"),
+        "runs_known": int(tg.run_known.sum()),
+        "runs_excluded_unknown": tg.excluded_by_agent(ds),
+        "runs_with_free_opening_turn": tg.free_opening_runs,
+        "holdout_groups": sorted(R.folds),
+        "skipped": R.skipped,
+        "pooled": dim_block(run, R, pooled_rows, group_of_run),
+        "small_group": dim_block(run, R, np.flatnonzero(pred & np.isin(row_agent, small.agents)), group_of_run) if small else None,
+        "agents": agents_out,
+        "folds": R.folds,
+        "online": _online_report(run, R, pred, row_agent, large, group_of_agent),
+    }
+
+
+def _method(run: BudgetRun) -> dict[str, str]:
+    """budget.json's ``method``: how every number was made, in words (settings filled in)."""
+    b = run.bcfg
+    return {
+        "targets": "remaining usage after prefix t (steps t..T-1) per dimension; runs with any unknown step are excluded "
+                   "from that dimension, never counted as 0; tau2's hard-coded greeting (no LLM call, no usage at all) counts as 0",
+        "estimator": "LightGBM quantile regression of z = log1p(remaining / pace), pace = (spent + unit)/(t + 1); alphas "
+                     f"{list(b.alphas)}; crossing fixed by sorting; features: the outcome model's fold-free blocks "
+                     f"({fold_free(run.cfg.families)}) + spend so far, pace, last step / pace",
+        "conformal": "CQR on calibration agents: training agents dealt into "
+                     + (f"one fold per scaffold (<= {b.max_scaffold_folds}; a leave-one-scaffold-out calibration, the outcome rule's "
+                        "inner_holdout; a dimension whose calibration agents share one scaffold: agent folds)"
+                        if run.cfg.inner_holdout == "scaffold" else f"<= {b.max_folds} agent folds")
+                     + "; fold k's model (fitted without fold k and without the held-out agent) scores fold k; "
+                     + (f"correction = per calibration agent group, the weighted level quantile of its own scores (the correction "
+                        f"giving that group exactly the level), then the ceil({b.agent_quantile:g} (n + 1))-th smallest of the n "
+                        "groups' (the agent group is the exchangeable unit); "
+                        if b.calibration == "agent" else "correction = weighted level*(1+1/n_runs) quantile of the scores; ")
+                     + "weights 1/(T-1) per prefix and "
+                     f"{'equal total weight per agent group' if b.score_weighting == 'agent' else 'equal weight per run'}; "
+                     "held-out prediction = mean of the fold models' quantiles + correction",
+        "guarantee": guarantee_text(b),
+        "feasibility": "feasible = success and total <= B; P(feasible) = P(success) [outcome model without the held-out agent] "
+                       "x P(remaining <= B - spent) [piecewise-linear CDF through the corrected quantiles]; predicted feasible iff "
+                       f"P >= {b.feasible_threshold}",
+        "early_stop": f"halt at the first t with P(feasible) < tau; tau maximizes the budget saved on failed runs of the calibration "
+                      f"agents (inner predictions, corrections without their own fold) s.t. the mean over those agent groups of the "
+                      f"success-rate cost <= {b.max_cost_pp} pp",
+        "linear_baseline": "remaining = spend per step so far x (median T of training runs longer than t - t), symmetric "
+                           "z-interval conformalized on the same calibration agents; its P(remaining <= room) is the weighted CDF "
+                           "of its calibration residuals",
+        "step_cap": "halt every run after k steps; `step_cap` picks k on the calibration agents with the same rule, "
+                    "`step_cap_<k>` are fixed caps at 50/75/100 % of B_steps",
+        "pooled": "over the large held-out agents, each predicted by its own fold; small agents are held out together",
+        "metrics": "coverage: weighted share of prefixes (1/(T-1)) whose remaining usage lies in the interval; bagen_*: on "
+                   "prefixes of feasible runs predicted feasible; width/B; midpoint relative error |mid - y|/y; optimism = share "
+                   "of misses where the interval lies below the truth; late recognition: failed runs, bins of spent/B",
+    }
 
 
 def guarantee_text(b: BudgetConfig) -> str:

@@ -66,6 +66,25 @@ def baseline_blocks(rs: RunSet) -> dict[str, dict[str, Any]]:
     return out
 
 
+def pooled_baselines(sets: dict[str, RunSet], holdout: list[str], agents_out: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The baselines over the runs of the held-out agents pooled, each with its agents' own blocks
+    (``agents_out[a]["baselines"]``, from ``baseline_blocks``)."""
+    baselines: dict[str, Any] = {}
+    for name in ("step_cap_20", "step_cap_30", "step_cap_40", "repeat_action"):
+        ys, Ts, ths, prs, tin, tout = [], [], [], [], [], []
+        for a in holdout:
+            rs = sets[a]
+            if name == "repeat_action":
+                t, p = repeat_action_policy(rs.actions, 3)
+            else:
+                t, p = step_cap_policy(rs.T, int(name.rsplit("_", 1)[1]))
+            ys.append(rs.y); Ts.append(rs.T); ths.append(t); prs.append(p); tin += rs.in_tokens; tout += rs.out_tokens
+        b = outcome_metrics(np.concatenate(ys), np.concatenate(Ts), np.concatenate(ths), np.concatenate(prs), tin, tout)
+        b["agents"] = {a: agents_out[a]["baselines"][name] for a in holdout}
+        baselines[name] = b
+    return baselines
+
+
 def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: ThresholdRule) -> dict[str, Any] | None:
     """The model as a failure-only policy, tau_f lowered until it saves at least `target_saved`.
 
@@ -111,6 +130,14 @@ def dollars_at(rs: RunSet, costs: dict[str, Any], t_halt: np.ndarray) -> dict[st
             saved += c.total - c.upto(int(t))
     return {"runs_priced": priced, "runs": len(rs), "total_usd": total, "usd_saved": saved,
             "usd_saved_share": saved / total if total > 0 else None}
+
+
+def sum_dollars(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several agents' ``dollars_block``s summed (the pooled row's), the share recomputed from the sums."""
+    total = sum(b["total_usd"] for b in blocks)
+    saved = sum(b["usd_saved"] for b in blocks)
+    return {"runs_priced": sum(b["runs_priced"] for b in blocks), "runs": sum(b["runs"] for b in blocks),
+            "total_usd": total, "usd_saved": saved, "usd_saved_share": saved / total if total > 0 else None}
 
 
 def oracle_frontier_saved(rs: RunSet, halted_accuracy: float | None, cfg: ThresholdRule) -> float:

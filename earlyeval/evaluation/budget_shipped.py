@@ -13,8 +13,8 @@ import numpy as np
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.features import fold_free
-from earlyeval.evaluation.budget_calibration import (calibration_folds, dim_folds, fit_calibrated, fold_scaffolds, inner_p_success,
-                                          select_on_calibration, setup)
+from earlyeval.evaluation.budget_calibration import (Group, Setup, calibration_folds, dim_folds, fit_calibrated, fold_scaffolds,
+                                          inner_p_success, select_on_calibration, setup)
 from earlyeval.budget.config import BudgetConfig
 from earlyeval.model.budget import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
 from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee
@@ -87,6 +87,12 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
             dims_out = dict(zip(su.dims, pool.map(one_dim, su.dims)))
     else:
         dims_out = {d: one_dim(d) for d in su.dims}
+    return _shipped_document(ds, cfg, bcfg, su, folds, exclusions, dims_out)
+
+
+def _shipped_document(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig, su: Setup, folds: list[list[Group]],
+                      exclusions: list[list[str]], dims_out: dict[str, Any]) -> dict[str, Any]:
+    """The shipped budget file around its fitted dimensions: settings, groups, folds, what tau was selected on."""
     free = free_opening_agents(ds, bcfg.free_opening_formats)
     return {
         "format": SHIPPED_FORMAT,
@@ -103,7 +109,7 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
         "p_success_for_tau": {"families": list(cfg.families), "fitted_without": exclusions,
                               "note": "tau is selected on P(success) of the fold-free outcome model fitted without each "
                                       "calibration fold; live, P(feasible) uses the shipped outcome model's P(success)"},
-        "groups": [{"name": g.name, "agents": g.agents, "small": g.small} for g in groups],
+        "groups": [{"name": g.name, "agents": g.agents, "small": g.small} for g in su.groups],
         "folds": [[g.name for g in f] for f in folds],
         "config": bcfg.to_dict(),
         # no wall-clock value: this dict is a hashed model file, identical for identical trainings

@@ -15,11 +15,11 @@ import numpy as np
 
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
 from earlyeval.features import Featurizer, bind_values, build_family, fold_free, fold_fitted
-from earlyeval.fitting.metrics import RunSet, outcome_metrics, repeat_action_policy, runset_of_runs, spearman, step_cap_policy
+from earlyeval.fitting.metrics import RunSet, runset_of_runs, spearman
 from earlyeval.evaluation.adapt import adapt_em
 from earlyeval.config.prices import price_runs
 from earlyeval.evaluation.blocks import (agent_block, baseline_blocks, dollars_block, failure_only_thresholds, model_at_steps_saved,
-                                         oracle_frontier_saved, pooled_block)
+                                         oracle_frontier_saved, pooled_baselines, pooled_block, sum_dollars)
 from earlyeval.evaluation.pass_sim import pass_block, pass_pooled
 from earlyeval.evaluation.pass_predict import cold, repredictor
 from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
@@ -378,92 +378,66 @@ def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | Non
     return LoaoResult(large, small, sets, thresholds, oracle, {}, runner, alt, fallback, choice, folds)
 
 
-def _sum_dollars(blocks: list[dict[str, Any]]) -> dict[str, Any]:
-    total = sum(b["total_usd"] for b in blocks)
-    saved = sum(b["usd_saved"] for b in blocks)
-    return {"runs_priced": sum(b["runs_priced"] for b in blocks), "runs": sum(b["runs"] for b in blocks),
-            "total_usd": total, "usd_saved": saved, "usd_saved_share": saved / total if total > 0 else None}
+def _agent_report(res: LoaoResult, a: str, cfg: EvalConfig, alt_cfg: EvalConfig, costs: dict[str, Any], light: bool,
+                  pass_features: bool) -> dict[str, Any]:
+    """One held-out agent's block of loao.json: its fold's rule, the failure-only, other-rule and oracle
+    variants, the simulated pass and (unless ``light``) baselines and warm start; what its fold trained on."""
+    rs = res.sets[a]
+    th = res.thresholds[a]
+    base_th = (th["success"], th["failure"])
+    blk = agent_block(rs, th, cfg)
+    fold = res.folds.get(a)
+    blk["pass"] = pass_block(rs, base_th, cfg.min_halt_step, costs,
+                             repredict=repredictor(*fold, a) if fold and pass_features else None)
+    blk["small_n"] = a in res.small
+    blk["dollars"] = dollars_block(rs, costs, th, cfg)
+    fo = agent_block(rs, failure_only_thresholds(th), cfg)
+    fo["dollars"] = dollars_block(rs, costs, failure_only_thresholds(th), cfg)
+    blk["failure_only"] = fo
+    if a in res.alt_thresholds:
+        blk["other_rule"] = agent_block(rs, res.alt_thresholds[a], alt_cfg)
+    orc = agent_block(rs, res.oracle_thresholds[a], cfg)
+    orc["note"] = "thresholds picked on this agent's own labels: an upper bound, never the headline"
+    blk["oracle"] = orc
+    blk["oracle_frontier_steps_saved"] = oracle_frontier_saved(rs, blk.get("halted_accuracy"), cfg)
+    if not light:
+        base = baseline_blocks(rs)
+        for name, b in base.items():
+            b["model_at_equal_steps_saved"] = model_at_steps_saved(rs, b.get("steps_saved") or 0.0, cfg)
+        blk["baselines"] = base
+        blk["warm_start"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th) for sh in cfg.warm_shares}
+        # issue 14's checking rule (may only raise), beside the certifying default for comparison
+        blk["warm_start_check"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th, rule="check")
+                                   for sh in cfg.warm_shares}
+    ad = res.runner.adaptation.get((frozenset([a]) if a in res.holdout else frozenset(res.small), a))
+    if ad:
+        blk["adaptation"] = ad
+    fitted = res.runner.fit(frozenset([a]) if a in res.holdout else frozenset(res.small))
+    blk["trained_on"] = {"agents": fitted.train_agents, "runs": fitted.n_train_runs, "prefixes": fitted.n_train_prefixes}
+    if a in res.model_choice:
+        blk["model_choice"] = res.model_choice[a]
+    return blk
 
 
-def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = False,
-                pass_features: bool = True) -> dict[str, Any]:
-    """The loao.json document; ``light`` skips baselines and warm start (ablation rows need neither);
-    ``pass_features=False`` simulates the passes on the static predictions (cold; the ablation rows)."""
-    agents_out: dict[str, Any] = {}
-    costs = price_runs([t for t in ds.trajs if t.agent in res.sets], ds.catalog, unpriced="skip")  # counted per block
-    alt_cfg = other_rule(cfg)
-    for a, rs in res.sets.items():
-        th = res.thresholds[a]
-        base_th = (th["success"], th["failure"])
-        blk = agent_block(rs, th, cfg)
-        fold = res.folds.get(a)
-        blk["pass"] = pass_block(rs, base_th, cfg.min_halt_step, costs,
-                                 repredict=repredictor(*fold, a) if fold and pass_features else None)
-        blk["small_n"] = a in res.small
-        blk["dollars"] = dollars_block(rs, costs, th, cfg)
-        fo = agent_block(rs, failure_only_thresholds(th), cfg)
-        fo["dollars"] = dollars_block(rs, costs, failure_only_thresholds(th), cfg)
-        blk["failure_only"] = fo
-        if a in res.alt_thresholds:
-            blk["other_rule"] = agent_block(rs, res.alt_thresholds[a], alt_cfg)
-        orc = agent_block(rs, res.oracle_thresholds[a], cfg)
-        orc["note"] = "thresholds picked on this agent's own labels: an upper bound, never the headline"
-        blk["oracle"] = orc
-        blk["oracle_frontier_steps_saved"] = oracle_frontier_saved(rs, blk.get("halted_accuracy"), cfg)
-        if not light:
-            base = baseline_blocks(rs)
-            for name, b in base.items():
-                b["model_at_equal_steps_saved"] = model_at_steps_saved(rs, b.get("steps_saved") or 0.0, cfg)
-            blk["baselines"] = base
-            blk["warm_start"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th) for sh in cfg.warm_shares}
-            # issue 14's checking rule (may only raise), beside the certifying default for comparison
-            blk["warm_start_check"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th, rule="check")
-                                       for sh in cfg.warm_shares}
-        ad = res.runner.adaptation.get((frozenset([a]) if a in res.holdout else frozenset(res.small), a))
-        if ad:
-            blk["adaptation"] = ad
-        fitted = res.runner.fit(frozenset([a]) if a in res.holdout else frozenset(res.small))
-        blk["trained_on"] = {"agents": fitted.train_agents, "runs": fitted.n_train_runs, "prefixes": fitted.n_train_prefixes}
-        if a in res.model_choice:
-            blk["model_choice"] = res.model_choice[a]
-        agents_out[a] = blk
+def _pooled_report(res: LoaoResult, cfg: EvalConfig, alt_cfg: EvalConfig, agents_out: dict[str, Any]) -> dict[str, Any]:
+    """The large held-out agents' runs pooled, each under its own fold's thresholds (and the variants')."""
     items = [(res.sets[a], res.thresholds[a]) for a in res.holdout]
     pooled = pooled_block(items, cfg)
     pooled["failure_only"] = pooled_block([(rs, failure_only_thresholds(t)) for rs, t in items], cfg)
-    pooled["dollars"] = _sum_dollars([agents_out[a]["dollars"] for a in res.holdout])
-    pooled["failure_only"]["dollars"] = _sum_dollars([agents_out[a]["failure_only"]["dollars"] for a in res.holdout])
+    pooled["dollars"] = sum_dollars([agents_out[a]["dollars"] for a in res.holdout])
+    pooled["failure_only"]["dollars"] = sum_dollars([agents_out[a]["failure_only"]["dollars"] for a in res.holdout])
     if all(a in res.alt_thresholds for a in res.holdout):
         pooled["other_rule"] = pooled_block([(res.sets[a], res.alt_thresholds[a]) for a in res.holdout], alt_cfg)
     steps = {a: float(res.sets[a].T.sum()) for a in res.holdout}
     orc_saved = sum(agents_out[a]["oracle_frontier_steps_saved"] * steps[a] for a in res.holdout)
     rule_saved = sum((agents_out[a].get("steps_saved") or 0.0) * steps[a] for a in res.holdout)
     pooled["share_of_oracle_savings"] = rule_saved / orc_saved if orc_saved > 0 else None
-    oracle_pooled = pooled_block([(res.sets[a], res.oracle_thresholds[a]) for a in res.holdout], cfg)
-    # baselines pooled over the held-out agents
-    baselines: dict[str, Any] = {}
-    for name in () if light else ("step_cap_20", "step_cap_30", "step_cap_40", "repeat_action"):
-        ys, Ts, ths, prs, tin, tout = [], [], [], [], [], []
-        for a in res.holdout:
-            rs = res.sets[a]
-            if name == "repeat_action":
-                t, p = repeat_action_policy(rs.actions, 3)
-            else:
-                t, p = step_cap_policy(rs.T, int(name.rsplit("_", 1)[1]))
-            ys.append(rs.y); Ts.append(rs.T); ths.append(t); prs.append(p); tin += rs.in_tokens; tout += rs.out_tokens
-        b = outcome_metrics(np.concatenate(ys), np.concatenate(Ts), np.concatenate(ths), np.concatenate(prs), tin, tout)
-        b["agents"] = {a: agents_out[a]["baselines"][name] for a in res.holdout}
-        baselines[name] = b
-    pred_rates = [agents_out[a]["predicted_resolve_rate"] for a in res.holdout]
-    true_rates = [agents_out[a]["resolve_rate"] for a in res.holdout]
-    mean_ps = [agents_out[a]["mean_p_success"] for a in res.holdout]
-    fits = list(res.runner._fits.values())
-    return {
-        "bench": ds.bench,
-        "version": 1,
-        "config": cfg.to_dict(),
-        "threshold_selection": cfg.threshold_selection,
-        "threshold_selection_detail": (
-            "for each held-out agent A: every other large agent B is predicted by a model fitted without A and B"
+    return pooled
+
+
+def _threshold_detail(cfg: EvalConfig) -> str:
+    """How the thresholds were chosen, in words (loao.json's ``threshold_selection_detail``)."""
+    return ("for each held-out agent A: every other large agent B is predicted by a model fitted without A and B"
             + (" and every other agent of B's scaffold" if cfg.inner_holdout == "scaffold" else "") + "; "
             + (f"rule agent-quantile: per side, tau is the (k+1)-th most cautious of the B's boldest thresholds whose share of "
                f"runs halted wrongly on that side is <= {cfg.risk_alpha:g} (k from delta {cfg.risk_delta:g}; the guarantee per "
@@ -473,8 +447,30 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
                + f" >= {cfg.target_accuracy} on every B")
             + (". Prior guard: each fold ships the model of the task-level features instead when it ranks the B better"
                if cfg.prior_guard else "")
-            + ". Small runs are held out together and use the same rule."
-        ),
+            + ". Small runs are held out together and use the same rule.")
+
+
+def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = False,
+                pass_features: bool = True) -> dict[str, Any]:
+    """The loao.json document; ``light`` skips baselines and warm start (ablation rows need neither);
+    ``pass_features=False`` simulates the passes on the static predictions (cold; the ablation rows)."""
+    costs = price_runs([t for t in ds.trajs if t.agent in res.sets], ds.catalog, unpriced="skip")  # counted per block
+    alt_cfg = other_rule(cfg)
+    agents_out: dict[str, Any] = {a: _agent_report(res, a, cfg, alt_cfg, costs, light, pass_features) for a in res.sets}
+    pooled = _pooled_report(res, cfg, alt_cfg, agents_out)
+    oracle_pooled = pooled_block([(res.sets[a], res.oracle_thresholds[a]) for a in res.holdout], cfg)
+    # baselines pooled over the held-out agents
+    baselines = {} if light else pooled_baselines(res.sets, res.holdout, agents_out)
+    pred_rates = [agents_out[a]["predicted_resolve_rate"] for a in res.holdout]
+    true_rates = [agents_out[a]["resolve_rate"] for a in res.holdout]
+    mean_ps = [agents_out[a]["mean_p_success"] for a in res.holdout]
+    fits = list(res.runner._fits.values())
+    return {
+        "bench": ds.bench,
+        "version": 1,
+        "config": cfg.to_dict(),
+        "threshold_selection": cfg.threshold_selection,
+        "threshold_selection_detail": _threshold_detail(cfg),
         "holdout_agents": res.holdout,
         "small_agents": res.small,
         "agents": agents_out,

@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from earlyeval.core.atomic import savefig
 from earlyeval.evaluation.budget import BudgetRun
-from earlyeval.report.budget import make_view
+from earlyeval.evaluation.budget_metrics import make_view
 from earlyeval.budget.targets import run_slices
 
 FONT = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10, "ytick.labelsize": 10,

@@ -226,50 +226,66 @@ def section_calibration(inp: Inputs) -> str:
     small = small_agents(inp)
     df = inp.preds
     if df is not None and {"agent", "run_id", "t", "y", "p_success"} <= set(df.columns):
-        agents = list(dict.fromkeys(df["agent"].astype(str)))
-        n = len(agents)
-        cols = 3
-        rows_ = max(1, math.ceil(n / cols))
-        fig, axes = plt.subplots(rows_, cols, figsize=(11, 3.3 * rows_), squeeze=False)
-        trows: list[tuple[str, list[Any]]] = []
-        notes: list[tuple[str, float, float]] = []
-        for k, a in enumerate(agents):
-            g = df[df["agent"] == a]
-            nrun = g.groupby("run_id")["t"].transform("size").to_numpy(np.float64)
-            w = 1.0 / nrun
-            y, p = g["y"].to_numpy(np.float64), g["p_success"].to_numpy(np.float64)
-            ax = axes[k // cols][k % cols]
-            ax.plot([0, 1], [0, 1], color="#999", lw=1)
-            pts = _calibration_bins(y, p, w)
-            if pts:
-                px, py, pw = map(np.asarray, zip(*pts))
-                ax.plot(px, py, "-o", color="#1f6feb", ms=3 + 9 * np.sqrt(pw / pw.max()).mean())
-                ax.scatter(px, py, s=10 + 120 * pw / pw.max(), color="#1f6feb", zorder=3)
-            runs = g["run_id"].nunique()
-            ax.set_title(f"{a[:38]}{' (small)' if a in small else ''}\n{runs} runs", fontsize=9)
-            ax.set_xlim(0, 1)
-            ax.set_ylim(-0.02, 1.02)
-            if k % cols == 0:
-                ax.set_ylabel("observed success")
-            if k // cols == rows_ - 1:
-                ax.set_xlabel("predicted P(success)")
-            brier = float(np.average((p - y) ** 2, weights=w))
-            mp, obs = float(np.average(p, weights=w)), float(np.average(y, weights=w))
-            gap = calibration_gap(mp, obs)
-            notes.append((a, mp, obs))
-            trows.append(("small" if a in small else "", [agent_cell(a, a in small, runs), str(runs), fnum(mp), fnum(obs),
-                                                          _gap_cell(gap), fnum(brier)]))
-        for k in range(n, rows_ * cols):
-            axes[k // cols][k % cols].axis("off")
-        fig.tight_layout()
-        return (png(fig) + table(["agent", "runs", "mean P(success)", "observed success", "gap", "Brier"], trows)
-                + calibration_notes(notes, small)
-                + legend({"gap": f"mean P(success) − observed success; beyond ±{CALIBRATION_GAP:.2f} it is marked "
-                                 "(report.targets.CALIBRATION_GAP) and explained above","curve": "prefixes binned by predicted P(success) (10 bins); x = mean prediction, y = share of "
-                                   "those prefixes whose run succeeded; dot size = weight; the grey diagonal is perfect calibration",
-                          "weights": "every prefix weighted 1/(T-1), so each run counts once",
-                          "Brier": "weighted mean of (P(success) - outcome)², lower is better",
-                          "source": "features/<bench>/loao_predictions.parquet: every held-out prefix, from a model that never saw its agent"}))
+        return _calibration_curves(plt, df, small)
+    return _calibration_in_the_large(plt, inp, small)
+
+
+def _calibration_curves(plt: Any, df: pd.DataFrame, small: set[str]) -> str:
+    """The section from the held-out predictions: a reliability curve and a table row per agent."""
+    agents = list(dict.fromkeys(df["agent"].astype(str)))
+    n = len(agents)
+    cols = 3
+    rows_ = max(1, math.ceil(n / cols))
+    fig, axes = plt.subplots(rows_, cols, figsize=(11, 3.3 * rows_), squeeze=False)
+    trows: list[tuple[str, list[Any]]] = []
+    notes: list[tuple[str, float, float]] = []
+    for k, a in enumerate(agents):
+        runs, mp, obs, brier = _calibration_panel(axes[k // cols][k % cols], a, df[df["agent"] == a], small,
+                                                  k % cols == 0, k // cols == rows_ - 1)
+        gap = calibration_gap(mp, obs)
+        notes.append((a, mp, obs))
+        trows.append(("small" if a in small else "", [agent_cell(a, a in small, runs), str(runs), fnum(mp), fnum(obs),
+                                                      _gap_cell(gap), fnum(brier)]))
+    for k in range(n, rows_ * cols):
+        axes[k // cols][k % cols].axis("off")
+    fig.tight_layout()
+    return (png(fig) + table(["agent", "runs", "mean P(success)", "observed success", "gap", "Brier"], trows)
+            + calibration_notes(notes, small)
+            + legend({"gap": f"mean P(success) − observed success; beyond ±{CALIBRATION_GAP:.2f} it is marked "
+                             "(report.targets.CALIBRATION_GAP) and explained above","curve": "prefixes binned by predicted P(success) (10 bins); x = mean prediction, y = share of "
+                               "those prefixes whose run succeeded; dot size = weight; the grey diagonal is perfect calibration",
+                      "weights": "every prefix weighted 1/(T-1), so each run counts once",
+                      "Brier": "weighted mean of (P(success) - outcome)², lower is better",
+                      "source": "features/<bench>/loao_predictions.parquet: every held-out prefix, from a model that never saw its agent"}))
+
+
+def _calibration_panel(ax: Any, a: str, g: pd.DataFrame, small: set[str], ylabel: bool,
+                       xlabel: bool) -> tuple[int, float, float, float]:
+    """One agent's reliability curve drawn on ``ax``; its runs, mean P(success), observed success and Brier."""
+    nrun = g.groupby("run_id")["t"].transform("size").to_numpy(np.float64)
+    w = 1.0 / nrun
+    y, p = g["y"].to_numpy(np.float64), g["p_success"].to_numpy(np.float64)
+    ax.plot([0, 1], [0, 1], color="#999", lw=1)
+    pts = _calibration_bins(y, p, w)
+    if pts:
+        px, py, pw = map(np.asarray, zip(*pts))
+        ax.plot(px, py, "-o", color="#1f6feb", ms=3 + 9 * np.sqrt(pw / pw.max()).mean())
+        ax.scatter(px, py, s=10 + 120 * pw / pw.max(), color="#1f6feb", zorder=3)
+    runs = g["run_id"].nunique()
+    ax.set_title(f"{a[:38]}{' (small)' if a in small else ''}\n{runs} runs", fontsize=9)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    if ylabel:
+        ax.set_ylabel("observed success")
+    if xlabel:
+        ax.set_xlabel("predicted P(success)")
+    brier = float(np.average((p - y) ** 2, weights=w))
+    mp, obs = float(np.average(p, weights=w)), float(np.average(y, weights=w))
+    return runs, mp, obs, brier
+
+
+def _calibration_in_the_large(plt: Any, inp: Inputs, small: set[str]) -> str:
+    """The coarse fallback without the predictions file: one point per agent from loao.json."""
     out = [inp.missing("loao_predictions.parquet")]
     agents = (inp.loao or {}).get("agents") or {}
     pts = [(a, num(b.get("mean_p_success")), num(b.get("resolve_rate"))) for a, b in agents.items() if isinstance(b, dict)]

@@ -20,6 +20,21 @@ def score_table(report: dict[str, Any]) -> str:
     if report.get("format_detected"):
         lines.append(f"format: {report['format']} (--format auto)")
     lines.append(f"task prior as of: {as_of_line(report)}")
+    lines += _agent_lines(report)
+    sv = report.get("savings")
+    if sv:
+        lines += _savings_lines(sv)
+    if report.get("what_if"):
+        lines.append(what_if_table(report["what_if"], th))
+    if report.get("pass"):
+        lines.append(pass_line(report["pass"]))
+    lines += _warning_lines(report)
+    return "\n".join(lines)
+
+
+def _agent_lines(report: dict[str, Any]) -> list[str]:
+    """The per-agent table (and the pooled row) of labelled runs; without labels, the predictions counted."""
+    lines: list[str] = []
     if report.get("agents"):
         hdr = (f"{'agent':<44} {'runs':>5} {'rate%':>6} {'AUROC':>6} {'halt%':>6} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} "
                f"{'skip%':>6} {'inrun%':>6} {'shift':>6}")
@@ -34,24 +49,30 @@ def score_table(report: dict[str, Any]) -> str:
     else:
         by = Counter(r["predicted"] or "continue" for r in report["per_run"])
         lines.append("no labels: predictions " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
-    sv = report.get("savings")
-    if sv:
-        c = sv["cost_usd"]
-        if c["runs_known"]:
-            lines.append(f"dollars: ${c['saved']:.2f} saved of ${c['total']:.2f} spent as recorded "
-                         f"({c['runs_known']}/{sv['runs']} runs have costs: "
-                         + ", ".join(f"{k} {v}" for k, v in sorted(c['sources'].items())) + ")")
-        else:
-            lines.append(f"dollars: unknown (0/{sv['runs']} runs have costs)")
-        for dim in ("input_tokens", "output_tokens"):
-            d = sv[dim]
-            lines.append(f"{dim.replace('_', ' ')}: " + (f"{d['saved']:.0f} saved of {d['total']:.0f} "
-                                                         f"({d['runs_known']}/{sv['runs']} runs have counts)"
-                                                         if d["runs_known"] else f"unknown (0/{sv['runs']} runs have counts)"))
-    if report.get("what_if"):
-        lines.append(what_if_table(report["what_if"], th))
-    if report.get("pass"):
-        lines.append(pass_line(report["pass"]))
+    return lines
+
+
+def _savings_lines(sv: dict[str, Any]) -> list[str]:
+    """Dollars and tokens saved, or why they are unknown."""
+    lines: list[str] = []
+    c = sv["cost_usd"]
+    if c["runs_known"]:
+        lines.append(f"dollars: ${c['saved']:.2f} saved of ${c['total']:.2f} spent as recorded "
+                     f"({c['runs_known']}/{sv['runs']} runs have costs: "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(c['sources'].items())) + ")")
+    else:
+        lines.append(f"dollars: unknown (0/{sv['runs']} runs have costs)")
+    for dim in ("input_tokens", "output_tokens"):
+        d = sv[dim]
+        lines.append(f"{dim.replace('_', ' ')}: " + (f"{d['saved']:.0f} saved of {d['total']:.0f} "
+                                                     f"({d['runs_known']}/{sv['runs']} runs have counts)"
+                                                     if d["runs_known"] else f"unknown (0/{sv['runs']} runs have counts)"))
+    return lines
+
+
+def _warning_lines(report: dict[str, Any]) -> list[str]:
+    """Skipped files and every warning of the scoring (cross-bench, undated, in-sample, unlabelled tasks)."""
+    lines: list[str] = []
     for s in report["skipped"][:5]:
         lines.append(f"skipped {s.get('file')}: {s.get('field')}: {s.get('reason')}")
     if len(report["skipped"]) > 5:
@@ -75,7 +96,7 @@ def score_table(report: dict[str, Any]) -> str:
     if report.get("not_in_label_list"):
         lines.append(f"warning ({len(report['not_in_label_list'])} runs): the task is in no label list, scored as a failure "
                      f"(e.g. {report['not_in_label_list'][0]}; all in score.json 'not_in_label_list')")
-    return "\n".join(lines)
+    return lines
 
 
 def _by_rule(report: dict[str, Any]) -> str:

@@ -45,7 +45,9 @@ def data_root(explicit: str | Path | None = None) -> Path:
     env = os.environ.get("EARLYEVAL_DATA")
     if env:
         return Path(env).expanduser().resolve()
-    return workspace_root().parent / "shared" / "data"
+    # resolved as the other two are: a symlinked ../shared must name the runs' files by one path, whoever reads them
+    # (an in-process ingest and a cluster's chunks recorded two spellings of source_file)
+    return (workspace_root().parent / "shared" / "data").resolve()
 
 
 def is_bench_name(bench: object) -> bool:

@@ -79,3 +79,21 @@ def test_cli_workspace_option_pins_the_workspace(tmp_path):
     assert res.exit_code == 0, res.output
     assert workspace.workspace_root() == (tmp_path / "ws").resolve()
     assert "swe-agent" in res.output or "atif" in res.output
+
+
+def test_the_default_data_root_through_a_symlinked_shared_folder_is_resolved(tmp_path, monkeypatch):
+    """A clone beside a symlinked ../shared (how a fresh clone is often set up): the default data root is the
+    resolved path, as --data-root and $EARLYEVAL_DATA are, so that every reader (an in-process ingest, a
+    cluster's chunks) names a run's files by one path (issue 29: the killed-worker ingest test failed on such a
+    clone, its re-read trajectories carrying the other spelling of source_file)."""
+    real = tmp_path / "elsewhere" / "shared"
+    (real / "data").mkdir(parents=True)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "shared").symlink_to(real, target_is_directory=True)
+    monkeypatch.delenv("EARLYEVAL_DATA", raising=False)
+    workspace.set_workspace(tmp_path / "ws")
+    try:
+        assert workspace.data_root() == (real / "data").resolve()
+        assert workspace.data_root() == workspace.data_root(tmp_path / "shared" / "data") == workspace.data_root(str(workspace.data_root()))
+    finally:
+        workspace.set_workspace(None)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import typer
 
-from earlyeval.app.cli_support import (JSON_HELP, LABEL_FORMATS, SEED_HELP, DataRoot, _bench_opt, _cluster,
+from earlyeval.app.cli_support import (JSON_HELP, LABEL_FORMATS, SEED_HELP, DataRoot, _backend, _bench_opt,
                                        _command, _print_json, _progress, _say_outputs, _scheduler, _setup, say,
                                        _verbose, _version, app)
 from earlyeval.app.options import (Bar, bad_value, check_as_of, check_bench, check_format, check_halt_on_option,
@@ -44,8 +44,8 @@ def ingest(ctx: typer.Context, bench: str = _bench_opt(),
     from earlyeval.app.pipeline import ingest_bench
 
     _setup(verbose, ctx)
-    with _cluster(scheduler) as cluster:
-        out = ingest_bench(bench, data_root, cluster=cluster)
+    with _backend(scheduler) as backend:
+        out = ingest_bench(bench, data_root, backend=backend)
     rep = json.loads(Path(out["report"]).read_text())
     if as_json:
         _print_json(rep)
@@ -81,8 +81,8 @@ def train(ctx: typer.Context, bench: str = _bench_opt(),
     bar = Bar(bench, f"train seed={seed} budget={budget}", "train", verbose)
     ok = False
     try:
-        with _cluster(scheduler) as cluster:
-            paths = train_bench(bench, out, cfg, data_root, progress=bar, budget=budget, cluster=cluster)
+        with _backend(scheduler) as backend:
+            paths = train_bench(bench, out, cfg, data_root, progress=bar, budget=budget, backend=backend)
         ok = True
     finally:
         bar.close(ok)
@@ -125,8 +125,8 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
     bar = Bar(bench, "evaluate " + key, "evaluate: model fits", verbose)
     ok = False
     try:
-        with _cluster(scheduler) as cluster:
-            report, res = evaluate_bench(bench, cfg, data_root, progress=bar, ablations=abl, cluster=cluster)
+        with _backend(scheduler) as backend:
+            report, res = evaluate_bench(bench, cfg, data_root, progress=bar, ablations=abl, backend=backend)
         ok = True
     finally:
         bar.close(ok)
@@ -260,8 +260,8 @@ def score(ctx: typer.Context, model: Path = _SCORE_MODEL, runs: Path = _SCORE_RU
     grid: Any = ([float(x) for x in what_if_grid.split(",") if x.strip()] if what_if_grid and what_if_grid != "model"
                  else True if (what_if or what_if_grid) else None)
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (_command)
-    with _cluster(scheduler) as cluster:
-        replay_all = None if cluster is None else cluster.replay(model, thresholds, halt_on, warm_rule)
+    with _backend(scheduler) as backend:
+        replay_all = backend.replay(model, thresholds, halt_on, warm_rule)  # None in this process: score replays itself
         options = ScoreOptions(fmt, out=out, labels=labels, agent=agent, as_of=as_of, same_agent=same_agent,
                                warm_start=warm_start, warm_rule=warm_rule, seed=seed, thresholds=thresholds,
                                what_if_taus=grid, csv=csv_path, data_root=data_root, force=force,

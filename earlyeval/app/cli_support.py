@@ -58,16 +58,17 @@ def _scheduler() -> Any:
     return typer.Option(None, "--scheduler", envvar="EARLYEVAL_SCHEDULER", help=SCHEDULER_HELP, callback=check_scheduler)
 
 
-def _cluster(scheduler: Optional[str]) -> Any:
-    """The verb's cluster for the ``with`` block (an ``earlyeval.scale.backend.Backend``), or None: in this process.
-    dask is imported only here, only when a scheduler is given."""
+def _backend(scheduler: Optional[str]) -> Any:
+    """Where the verb's stages run, for the ``with`` block (``workflows.backend.Backend``): chosen once, here.
+    In this process without a scheduler; a ``scale.backend.DaskBackend`` with one (dask is imported only then)."""
     import contextlib
 
     from earlyeval.scale.spec import parse_scheduler
+    from earlyeval.workflows.backend import InProcess
 
     spec = parse_scheduler(scheduler)
     if spec is None:
-        return contextlib.nullcontext(None)
+        return contextlib.nullcontext(InProcess())
     try:
         from earlyeval.scale.backend import open_backend
     except ImportError as e:

@@ -29,7 +29,7 @@ from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.blocks import HEADLINE as HEADLINE_KEYS
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, loao_report, run_loao, runset
+from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, in_process_runner, inner_sets, loao_report, run_loao, runset
 from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
 from earlyeval.evaluation.guard import TASK_LEVEL, guard_config, guarded
 from earlyeval.evaluation.learning_curve import learning_curve
@@ -38,16 +38,16 @@ from earlyeval.report.learning_curve_plot import plot_learning_curve
 from earlyeval.fitting.thresholds import choose_thresholds, select_thresholds, step1_halts
 from earlyeval.model.outcome import split_proba
 from earlyeval.features import Featurizer, build_family, fold_free
-from earlyeval.ingest import ingest_catalog
 from earlyeval.model.modeldir import ModelBundle, save_model_dir
 from earlyeval.model.overlap import content_record
 from earlyeval.features.context import context_absent_counts
 from earlyeval.tables.prefixes import drop_report
 from earlyeval.core.errors import CatalogError, IngestError
-from earlyeval.tables.store import bench_dir, write_tasks, write_trajectories
+from earlyeval.tables.store import bench_dir, write_tasks
 from earlyeval.tables.validate import validate_task
 from earlyeval.tables.tasks import load_tasks
 from earlyeval.core.trajectory import Trajectory
+from earlyeval.workflows.backend import Backend, InProcess
 from earlyeval.config.prices import price_runs, pricing_summary
 from earlyeval.report.routing import plot_pair, routing_table
 from earlyeval.workflows.routing import DEFAULT_VALUES_OF_SOLVE, simulate_pair
@@ -61,22 +61,20 @@ INGEST_DONE = "ingest.done"
 
 # ------------------------------------------------------------------ ingest
 
-def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = True, cluster: Any = None,
+def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = True, backend: Backend | None = None,
                  max_files: int | None = None) -> dict[str, Path]:
-    """``cluster`` (an ``earlyeval.scale.backend.Backend``): the runs are read in parallel tasks and the
-    trajectories written as a directory of parts (same rows, same order, same report); else in this process.
+    """``backend`` (``workflows.backend``): where the runs are read, in this process (the default) or on a cluster
+    (parallel tasks, the trajectories written as a directory of parts: same rows, same order, same report).
     ``max_files``: a bounded, evenly spread sample of each run's files (tests)."""
+    backend = backend or InProcess()
     cat = load_catalog(bench)
     r = data_root(root)
     if not r.exists():
         raise FileNotFoundError(f"data root {r} does not exist (set --data-root or EARLYEVAL_DATA)")
     out = bench_dir(bench)
     marker = out / INGEST_DONE
-    if cluster is None:
-        trajs, reports = ingest_catalog(cat, r, show_progress=progress, max_files=max_files)
-    else:  # the trajectories stay in their parts; the report needs only their records
-        parts = cluster.ingest(cat, r, out / "trajectories.parquet", max_files=max_files)
-        trajs, reports = parts.records, parts.reports
+    ingested = backend.ingest(cat, r, out / "trajectories.parquet", max_files=max_files, progress=progress)
+    trajs, reports = ingested.records, ingested.reports  # a cluster's records: what the report needs of each run
     tasks = load_tasks(cat, r) if cat.tasks else {}
     tasks_skipped = []
     for tid in list(tasks):
@@ -88,8 +86,7 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     # each output is replaced atomically; the completion marker (what `make` depends on) goes first and
     # comes back last, so a kill in between leaves the previous outputs whole and the stage marked undone
     marker.unlink(missing_ok=True)
-    p_traj = (write_trajectories(trajs, out / "trajectories.parquet") if cluster is None
-              else parts.commit(out / "trajectories.parquet"))
+    p_traj = ingested.commit(out / "trajectories.parquet")
     p_tasks = write_tasks(tasks.values(), out / "tasks.parquet")
     min_steps = int(cat.settings.get("min_steps", 10))
     report = {
@@ -119,21 +116,22 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
 
 def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = None, root: str | Path | None = None,
                 progress: Callable[[str], None] | None = None, budget: bool = True,
-                ds: Dataset | None = None, cluster: Any = None) -> dict[str, Path]:
+                ds: Dataset | None = None, backend: Backend | None = None) -> dict[str, Path]:
     """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them.
 
     With ``budget`` (the default) the model dir also carries the budget estimators
     (``extra_budget.json``: ``evaluation.budget_shipped.fit_shipped``, every labelled agent a calibration agent).
-    ``cluster`` (an ``earlyeval.scale.backend.Backend``): featurized by partition, the inner folds as tasks,
-    the shipped booster trained with lightgbm.dask (within ``scale.train.TOLERANCE`` of this process's)."""
+    ``backend`` (``workflows.backend``; default this process): on a cluster, featurized by partition, the inner
+    folds as tasks, the shipped booster trained with lightgbm.dask (within ``scale.train.TOLERANCE``)."""
     cfg = cfg or eval_config(bench)
+    backend = backend or InProcess()
     if ds is None:
-        ds = load_dataset(bench, cfg.families, root) if cluster is None else cluster.dataset(bench, cfg.families, root)
+        ds = backend.dataset(bench, cfg.families, root)
     if progress:
         progress(f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}")
 
     def make(c: EvalConfig) -> FoldRunner:
-        return FoldRunner(ds, c, progress) if cluster is None else cluster.train_runner(ds, c, progress)
+        return backend.train_runner(ds, c, progress)
     large = ds.large_agents(cfg.holdout_min_runs)
     methods: dict[str, str] = {}
 
@@ -263,15 +261,17 @@ def budget_bench(bench: str, root: str | Path | None = None, progress: Callable[
 
 def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path | None = None,
                    progress: Callable[[str], None] | None = None, ablations: list[tuple[str, dict[str, Any]]] | None = None,
-                   ds: Dataset | None = None, cluster: Any = None) -> tuple[dict[str, Any], LoaoLike]:
-    """``cluster`` (an ``earlyeval.scale.backend.Backend``): featurized by partition, every fold a task on it."""
+                   ds: Dataset | None = None, backend: Backend | None = None) -> tuple[dict[str, Any], LoaoLike]:
+    """``backend`` (``workflows.backend``; default this process): on a cluster, featurized by partition, every fold
+    a task on it."""
+    backend = backend or InProcess()
     cfg = cfg or eval_config(bench)
     needed = sorted(set(cfg.families) | {f for _, o in (ablations or []) for f in o.get("families", [])})
     if ds is None:
-        ds = load_dataset(bench, needed, root) if cluster is None else cluster.dataset(bench, needed, root)
+        ds = backend.dataset(bench, needed, root)
     if progress:
         progress(f"{FITS_PLANNED}{evaluate_fits(ds, cfg, ablations)}")
-    runners = None if cluster is None else cluster.runners(ds)
+    runners = backend.runners(ds)
     t0 = time.time()
     try:
         res = with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners))
@@ -309,7 +309,7 @@ def with_loso(ds: Dataset, cfg: EvalConfig, res: Any) -> Any:
 
 
 def protocol_report(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
-                    runners: Callable[..., FoldRunner] | None = None) -> dict[str, Any]:
+                    runners: Callable[..., FoldRunner] = in_process_runner) -> dict[str, Any]:
     """One protocol's blocks: LOAO per agent and pooled, and leave-one-scaffold-out per scaffold."""
     return protocol_block(loao_report(ds, cfg, with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners)), light=True))
 
@@ -335,7 +335,7 @@ def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
 
 
 def add_protocols(report: dict[str, Any], ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
-                  runners: Callable[..., FoldRunner] | None = None) -> None:
+                  runners: Callable[..., FoldRunner] = in_process_runner) -> None:
     """``protocols`` (as_of = the report's headline, current_pool, no_prior) and the prior-only baseline.
 
     current_pool only exists where a history family (prior, peer_prior) is used; no_prior drops them.  The prior-only baseline is

@@ -53,7 +53,6 @@ def run_stage(stage: str, bench: str, workspace: str, data: str, scheduler: str,
     the cluster's progress ("ingest: n/N chunks read") goes, one line each, to ``marks_path`` + ".progress"."""
     from earlyeval.app.pipeline import evaluate_bench, ingest_bench, train_bench
     from earlyeval.config.workspace import set_workspace
-    from earlyeval.evaluation.dataset import load_dataset
     from earlyeval.evaluation.settings import eval_config
     from earlyeval.scale.backend import open_backend
     from earlyeval.scale.spec import parse_scheduler
@@ -62,24 +61,19 @@ def run_stage(stage: str, bench: str, workspace: str, data: str, scheduler: str,
     marks: dict[str, float] = {}
     cfg = eval_config(bench)
     prog = open(marks_path + ".progress", "a", buffering=1)
-    with open_backend(parse_scheduler(scheduler), progress=lambda m: prog.write(f"{time.time():.2f} {m}\n")) as cl:
+    with open_backend(parse_scheduler(scheduler), progress=lambda m: prog.write(f"{time.time():.2f} {m}\n")) as be:
         marks["start"] = time.time()
         if stage == "ingest":
-            ingest_bench(bench, data, progress=False, cluster=cl)
+            ingest_bench(bench, data, progress=False, backend=be)
         elif stage == "featurize":
-            if cl is None:
-                load_dataset(bench, cfg.families, data, progress=False)
-            else:
-                from earlyeval.scale.features import featurize_parts
-
-                featurize_parts(cl.client, bench, cfg.families, data)
+            be.featurize(bench, cfg.families, data)
         else:  # the cluster reads the featurize stage's parts back; in-process featurizes (its memory is the stage's)
-            ds = load_dataset(bench, cfg.families, data, progress=False) if cl is None else cl.dataset_of_parts(bench, cfg.families, data)
+            ds = be.featurized(bench, cfg.families, data)
             marks["featurized"] = time.time()
             if stage == "train":
-                train_bench(bench, None, cfg, data, budget=False, ds=ds, cluster=cl)
+                train_bench(bench, None, cfg, data, budget=False, ds=ds, backend=be)
             else:
-                evaluate_bench(bench, cfg, data, ablations=[], ds=ds, cluster=cl)
+                evaluate_bench(bench, cfg, data, ablations=[], ds=ds, backend=be)
         marks["end"] = time.time()
     Path(marks_path).write_text(json.dumps(marks))
 

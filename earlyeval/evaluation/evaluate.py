@@ -334,8 +334,14 @@ def other_rule(cfg: EvalConfig) -> EvalConfig:
     return replace(cfg, threshold_rule="worst-case" if cfg.threshold_rule == "agent-quantile" else "agent-quantile")
 
 
+def in_process_runner(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None,
+                      **_plan: Any) -> FoldRunner:
+    """A FoldRunner fitting in this process (``run_loao``'s default ``runners``; ``InProcess.runners``)."""
+    return FoldRunner(ds, cfg, progress)
+
+
 def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, with_loso: bool = True,
-             with_small: bool = True, runners: Callable[..., FoldRunner] | None = None) -> LoaoResult:
+             with_small: bool = True, runners: Callable[..., FoldRunner] = in_process_runner) -> LoaoResult:
     """Every held-out unit predicted by a model without it, thresholds by ``cfg``'s rule over inner agents
     (the leave-one-scaffold-out protocol is ``loso.run_loso`` on the same runner: ``pipeline.with_loso``).
 
@@ -343,8 +349,7 @@ def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | Non
     ran as parallel tasks: earlyeval.scale.folds; ``with_loso`` says whether leave-one-scaffold-out follows on
     it, so that its fits are planned too); default a FoldRunner fitting in this process."""
     def make(c: EvalConfig) -> FoldRunner:
-        return FoldRunner(ds, c, progress) if runners is None else runners(ds, c, progress, with_loso=with_loso,
-                                                                            with_small=with_small)
+        return runners(ds, c, progress, with_loso=with_loso, with_small=with_small)
 
     runner = make(cfg)
     fallback = make(guard_config(cfg)) if cfg.prior_guard else None

@@ -1,7 +1,7 @@
 """The pipeline's stages on a cluster: what ``earlyeval ingest|train|evaluate|score --scheduler`` hand the
 stages in ``app/pipeline.py`` (and ``score_runs``) instead of doing the work in this process.
 
-``Backend`` holds the client and the one dataset it featurized (scattered once to every worker, where
+``DaskBackend`` (a ``workflows.backend.Backend``) holds the client and the one dataset it featurized (scattered once to every worker, where
 the fold tasks read it); ``open_backend`` connects for the duration of a verb.
 """
 
@@ -17,16 +17,17 @@ from earlyeval.config.catalog import Catalog
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
 from earlyeval.scale.cluster import connect
-from earlyeval.scale.features import dataset_from_parts, featurize
+from earlyeval.scale.features import dataset_from_parts, featurize, featurize_parts
 from earlyeval.scale.folds import run_folds, runner_factory
 from earlyeval.scale.ingest import CHUNK_FILES, IngestedParts, ingest_parts
 from earlyeval.scale.replay import replay_runs
 from earlyeval.scale.spec import SchedulerSpec
 from earlyeval.scale.train import TrainRunner, train_plan
+from earlyeval.workflows.backend import Backend, InProcess
 
 
-class Backend:
-    """The distributed stages on one ``dask.distributed`` client (see the module doc)."""
+class DaskBackend:
+    """The pipeline's stages on one ``dask.distributed`` client: ``workflows.backend.Backend`` (see the module doc)."""
 
     def __init__(self, client: Client, *, chunk_files: int = CHUNK_FILES, progress: Callable[[str], None] | None = None):
         self.client = client
@@ -36,7 +37,9 @@ class Backend:
         self._ds_future: Any = None
         self.fold_runners: list[FoldRunner] = []  # every runner handed out (their ``misses``: fits not planned)
 
-    def ingest(self, cat: Catalog, root: Path, dest: Path, max_files: int | None = None) -> IngestedParts:
+    def ingest(self, cat: Catalog, root: Path, dest: Path, max_files: int | None = None,
+               progress: bool = True) -> IngestedParts:
+        """The runs read in parallel tasks into parts beside ``dest`` (progress: this backend's own callback)."""
         return ingest_parts(self.client, cat, root, dest, chunk_files=self.chunk_files, max_files=max_files,
                             progress=self.progress)
 
@@ -52,6 +55,13 @@ class Backend:
         ds = dataset_from_parts(bench, families, root)
         self._ds, self._ds_future = ds, self.client.scatter(ds, broadcast=True, hash=False)
         return ds
+
+    def featurize(self, bench: str, families: list[str], root: str | Path | None = None) -> None:
+        """The featurize stage alone: the feature parts written to ``features/<bench>/`` (``bench-scale``)."""
+        featurize_parts(self.client, bench, families, root)
+
+    def featurized(self, bench: str, families: list[str], root: str | Path | None = None) -> Dataset:
+        return self.dataset_of_parts(bench, families, root)
 
     def _future(self, ds: Dataset) -> Any:
         if ds is not self._ds:
@@ -86,10 +96,10 @@ class Backend:
 
 
 @contextlib.contextmanager
-def open_backend(spec: SchedulerSpec | None, progress: Callable[[str], None] | None = None) -> Iterator[Backend | None]:
-    """A ``Backend`` on ``spec`` for the block, or None (in this process) when ``spec`` is None."""
+def open_backend(spec: SchedulerSpec | None, progress: Callable[[str], None] | None = None) -> Iterator[Backend]:
+    """A ``DaskBackend`` on ``spec`` for the block, or ``InProcess`` when ``spec`` is None."""
     if spec is None:
-        yield None
+        yield InProcess()
         return
     with connect(spec) as client:
-        yield Backend(client, progress=progress)
+        yield DaskBackend(client, progress=progress)

@@ -173,7 +173,7 @@ def test_evaluate_uses_the_bar(monkeypatch, tmp_path):
 
     seen = []
 
-    def fake(bench, cfg, root, progress=None, ablations=None, cluster=None):
+    def fake(bench, cfg, root, progress=None, ablations=None, backend=None):
         seen.append(progress)
         progress("fits planned: 50")
         for i in range(50):
@@ -202,7 +202,7 @@ def test_json_output_is_the_report_alone(tmp_path, monkeypatch):
     rep = {"runs": [{"run": "r", "trajectories": 3, "resolved": 1, "unresolved": 2, "not_in_label_list": 0, "unlabelled": 0,
                      "skipped": []}]}
     (tmp_path / "ingest.json").write_text(json.dumps(rep))
-    monkeypatch.setattr(pipeline, "ingest_bench", lambda bench, root, cluster=None: {"report": tmp_path / "ingest.json"})
+    monkeypatch.setattr(pipeline, "ingest_bench", lambda bench, root, backend=None: {"report": tmp_path / "ingest.json"})
     r = invoke("ingest", "--bench", "swebench", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout) == rep and "Outputs:" in r.stderr
     r = invoke("ingest", "--bench", "swebench")

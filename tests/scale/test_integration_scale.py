@@ -32,7 +32,8 @@ from earlyeval.evaluation.settings import eval_config
 from earlyeval.ingest import ingest_catalog
 from earlyeval.fitting.estimator import OutcomeModel
 from earlyeval.model.modeldir import load_model_dir
-from earlyeval.scale.backend import Backend
+from earlyeval.scale.backend import DaskBackend
+from earlyeval.workflows.backend import InProcess
 from earlyeval.scale.ingest import ingest_parts
 from earlyeval.scale.train import SAMPLE_TOLERANCE, TOLERANCE, DaskOutcomeModel, booster_gap, within_tolerance
 from earlyeval.tables.store import part_names, read_trajectories
@@ -63,12 +64,12 @@ def runs(cluster, tmp_path_factory):
         for mode in MODES:
             ws = tmp_path_factory.mktemp(mode.replace("-", ""))
             set_workspace(ws)
-            back = None if mode == "in-process" else Backend(cluster)
-            ingest_bench("swebench", root, progress=False, cluster=back, max_files=MAX_FILES)
-            ds = load_dataset("swebench", cfg.families, root, progress=False) if back is None else back.dataset("swebench", cfg.families, root)
-            train_bench("swebench", None, shipped, root, budget=False, ds=ds, cluster=back)
-            rep, _ = evaluate_bench("swebench", cfg, root, ablations=[], ds=ds, cluster=back)
-            misses = [r.misses for r in back.fold_runners] if back is not None else []
+            back = InProcess() if mode == "in-process" else DaskBackend(cluster)
+            ingest_bench("swebench", root, progress=False, backend=back, max_files=MAX_FILES)
+            ds = back.dataset("swebench", cfg.families, root)
+            train_bench("swebench", None, shipped, root, budget=False, ds=ds, backend=back)
+            rep, _ = evaluate_bench("swebench", cfg, root, ablations=[], ds=ds, backend=back)
+            misses = [r.misses for r in getattr(back, "fold_runners", [])]
             out[mode] = (ws, ds, rep, misses)
     finally:
         set_workspace(None)

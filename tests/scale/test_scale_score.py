@@ -15,7 +15,7 @@ from _monitor_helpers import scoring_fixture
 from earlyeval.core.errors import ClusterError, ModelDirError, SettingError
 from earlyeval.model.modeldir import load_model_dir, save_model_dir
 from earlyeval.model.signature import SIGNATURE
-from earlyeval.scale.backend import Backend
+from earlyeval.scale.backend import DaskBackend
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import score_runs
 from earlyeval.workflows.score_options import ScoreOptions
@@ -29,7 +29,7 @@ def setup(tmp_path_factory):
     export_runs(runs, base / "atif", fmt="atif")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as lc, Client(lc) as c:
         yield {"model": save_model_dir(bundle, base / "model"), "tasks": tasks, "runs": base / "atif", "base": base,
-               "backend": Backend(c)}
+               "backend": DaskBackend(c)}
 
 
 def _score(setup, name, cluster, **kw):

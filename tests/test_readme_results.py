@@ -1,0 +1,35 @@
+"""The README's SWE-bench results tables are the reports' (issue 29 item 9): every table row that
+``tools/results_tables.py`` prints from a fresh ``evaluate --no-ablations`` of the ingested runs is in README.md,
+character for character, so a number typed by hand, or left behind by a change of the model, fails here.
+
+Integration tier: it needs the full SWE-bench ingest in the workspace (``make train BENCH=swebench`` makes it, as CI
+does first) and one leave-one-agent-out evaluation (about a minute on 2 cores)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import _paths
+from earlyeval.core.atomic import write_json
+from earlyeval.tables.store import bench_dir
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_readme_results_tables_are_printed_from_the_reports(tmp_path):
+    if not (bench_dir("swebench") / "ingest.done").exists():
+        pytest.skip("no SWE-bench ingest in this workspace (make train BENCH=swebench)")
+    from earlyeval.app.pipeline import evaluate_bench
+
+    report, _ = evaluate_bench("swebench", ablations=[])
+    path = write_json(report, tmp_path / "loao.json")
+    out = subprocess.run([sys.executable, str(_paths.REPO / "tools" / "results_tables.py"), str(path)],
+                         capture_output=True, text=True, check=True, cwd=_paths.REPO).stdout
+    rows = [line for line in out.splitlines() if line.startswith("|")]
+    assert len(rows) >= 60, out[:2000]
+    readme = (_paths.REPO / "README.md").read_text()
+    missing = [r for r in rows if r not in readme]
+    assert not missing, "README.md lacks these rows of tools/results_tables.py (re-print the tables):\n" + "\n".join(missing)

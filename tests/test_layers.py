@@ -371,3 +371,30 @@ def test_no_function_level_imports_of_the_package_outside_the_app_layer():
                         found.append(f"{rel}:{n.lineno} import {n.names[0].name}")
     found = [f for f in found if f.split(":")[0] not in lazy or not f.endswith(lazy[f.split(":")[0]])]
     assert not found, found
+
+
+def _function_lengths():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("function_lengths", REPO / "tools" / "function_lengths.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+MAX_FUNCTION_LINES = 60  # lines of code (issue 30: none over 60 without a stated reason; none has one today)
+
+
+def test_no_function_is_over_60_lines_of_code():
+    long = _function_lengths().long_functions(REPO, MAX_FUNCTION_LINES)
+    assert long == [], "split these by job (tools/function_lengths.py):\n" + "\n".join(f"{n} {w}" for n, w in long)
+
+
+def test_the_function_length_count_skips_docstrings_comments_and_blank_lines(tmp_path):
+    body = "    x = 1\n" * 5
+    (tmp_path / "earlyeval").mkdir()
+    (tmp_path / "earlyeval" / "m.py").write_text(
+        'def f():\n    """doc\n\n    more doc"""\n    # a comment\n\n' + body + '    s = """a\n    b"""\n    return x\n')
+    fl = _function_lengths()
+    assert fl.function_lengths(tmp_path / "earlyeval" / "m.py") == [(9, "f", 1)]  # def, 5 + 2 string lines, return
+    assert fl.long_functions(tmp_path, 8) == [(9, "earlyeval/m.py:1 f")] and fl.long_functions(tmp_path, 9) == []

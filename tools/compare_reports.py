@@ -1,43 +1,45 @@
-"""Compare two JSON reports, ignoring timing fields (`seconds` and keys ending in `_seconds`/`_s`): exit 1 on a difference."""
-
-from __future__ import annotations
-
-import json
-import math
-import sys
-from typing import Any
-
-TIMING = {"seconds", "elapsed", "wall_seconds"}
-
-
-def _timing(key: str) -> bool:
-    return key in TIMING or key.endswith("_seconds")
-
-
-def diff(a: Any, b: Any, path: str = "") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for k in sorted(set(a) | set(b)):
-            if _timing(k):
-                continue
-            if k not in a or k not in b:
-                out.append(f"{path}/{k}: only in {'second' if k not in a else 'first'}")
-            else:
-                out += diff(a[k], b[k], f"{path}/{k}")
-        return out
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{path}: length {len(a)} != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in diff(x, y, f"{path}[{i}]")]
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return []
-    return [] if a == b and type(a) is type(b) else [f"{path}: {a!r} != {b!r}"]
-
-
-if __name__ == "__main__":
-    first, second = (json.load(open(p)) for p in sys.argv[1:3])
-    d = diff(first, second)
-    for line in d[:50]:
-        print(line)
-    print(f"{len(d)} difference(s) (timing fields ignored)")
-    sys.exit(1 if d else 0)
+"""A refactor leaves the outputs as they were: compare every file under reports/ and models/ of two checkouts,
+byte for byte, JSON apart from timing fields (`seconds`, ...) and the checkouts' own paths:
+`python3 tools/compare_reports.py BEFORE AFTER` (each made by `bash tools/refactor_reports.sh DIR`)."""
+import json, sys, hashlib
+from pathlib import Path
+a, b = Path(sys.argv[1]), Path(sys.argv[2])
+TIMING = {"seconds", "elapsed", "wall_seconds", "training_seconds", "created", "elapsed_s", "train_seconds", "time_s"}
+def strip(x):
+    if isinstance(x, dict): return {k: strip(v) for k, v in x.items() if k not in TIMING and not k.endswith("_seconds")}
+    if isinstance(x, list): return [strip(v) for v in x]
+    if isinstance(x, str): return x.replace(str(a), "<ROOT>").replace(str(b), "<ROOT>")
+    return x
+files = sorted(p.relative_to(a) for p in (a / "reports").rglob("*") if p.is_file()) + sorted(p.relative_to(a) for p in (a / "models").rglob("*") if p.is_file())
+bad = 0
+for rel in files:
+    pa, pb = a / rel, b / rel
+    if not pb.exists(): print("MISSING", rel); bad += 1; continue
+    if pa.suffix == ".png": continue
+    ra, rb = pa.read_bytes(), pb.read_bytes()
+    if ra == rb: print("same ", rel); continue
+    if pa.suffix == ".json":
+        ja, jb = strip(json.loads(ra)), strip(json.loads(rb))
+        if ja == jb: print("same*", rel, "(apart from timing/paths)"); continue
+        # show first differing key
+        def diff(x, y, path=""):
+            if type(x) != type(y): return [path]
+            if isinstance(x, dict):
+                out = []
+                for k in set(x) | set(y):
+                    if k not in x or k not in y: out.append(path + "/" + k)
+                    else: out += diff(x[k], y[k], path + "/" + k)
+                return out
+            if isinstance(x, list):
+                if len(x) != len(y): return [path + f"[len {len(x)} vs {len(y)}]"]
+                out = []
+                for i, (u, v) in enumerate(zip(x, y)): out += diff(u, v, path + f"[{i}]")
+                return out
+            return [] if x == y else [path + f": {str(x)[:80]} vs {str(y)[:80]}"]
+        d = diff(ja, jb); print("DIFF ", rel, len(d), d[:6]); bad += 1; continue
+    ta, tb = ra.decode(errors="replace").replace(str(a), "<ROOT>"), rb.decode(errors="replace").replace(str(b), "<ROOT>")
+    if ta == tb: print("same*", rel, "(apart from paths)"); continue
+    la, lb = ta.splitlines(), tb.splitlines()
+    nd = [i for i, (x, y) in enumerate(zip(la, lb)) if x != y]
+    print("DIFF ", rel, f"{len(nd)} lines differ of {len(la)}/{len(lb)}", (la[nd[0]][:150], lb[nd[0]][:150]) if nd else ""); bad += 1
+print("differences:", bad)

@@ -16,35 +16,31 @@ BUDGET_PNGS = (("budget_intervals.png", "remaining-budget intervals (budget.json
                ("budget_late_recognition.png", "early stop: how late a failed run is recognised (budget.json)"))
 
 
+def _saved_usd(d: dict[str, Any]) -> str:
+    return "unknown" if num(d.get("usd_saved")) is None else f"{usd(d.get('usd_saved'))} ({pct(d.get('usd_saved_share'))})"
+
+
 def section_dollars(inp: Inputs) -> str:
     out = []
-    pricing = (inp.routing or {}).get("pricing") or {}
     agents = (inp.loao or {}).get("agents") or {}
     small = small_agents(inp)
-    if pricing and agents:
-        rows, tot_all, tot_saved = [], 0.0, 0.0
+    if agents:
+        rows = []
         for a, b in agents.items():
-            pr = pricing.get(a) or {}
-            total, saved = num(pr.get("total_usd")), num(b.get("steps_saved"))
-            est = None if total is None or saved is None else total * saved
-            if est is not None and a not in small:
-                tot_all += total
-                tot_saved += est
-            rows.append(("small" if a in small else "", [agent_cell(a, a in small, b.get("n_runs")), esc(pr.get("source", "unknown")),
-                                                         usd(total), pct(saved), usd(est)]))
-        rows.append(("pooled", ["large agents", "", usd(tot_all), pct(tot_saved / tot_all) if tot_all else "–", usd(tot_saved)]))
-        out.append("<h3>Halting policy (as_of, honest thresholds), priced</h3>")
-        out.append(table(["agent", "price source", "spend of all runs", "steps saved", "≈ dollars saved"], rows))
-        out.append(legend({"spend of all runs": "routing.json pricing: what the agent's runs cost in total",
-                           "price source": "per-step: the runs' own per-step cost; instance-total-pro-rata: the run's instance_cost "
-                                           "charged t/T for t of T steps; catalog-usd-per-step: a catalog price per step",
-                           "≈ dollars saved": "spend × steps saved: an estimate that charges every step the agent's mean price per "
-                                              "step; exact only for a constant catalog price per step; where runs differ in price "
-                                              "per step (per-step costs, pro-rata instance totals) the true figure differs"}))
+            d, fo = b.get("dollars") or {}, ((b.get("failure_only") or {}).get("dollars") or {})
+            rows.append(("small" if a in small else "", [agent_cell(a, a in small, b.get("n_runs")), usd(d.get("total_usd")),
+                                                         _saved_usd(d), _saved_usd(fo)]))
+        pooled = (inp.loao or {}).get("pooled") or {}
+        rows.append(("pooled", ["large agents", usd((pooled.get("dollars") or {}).get("total_usd")),
+                                _saved_usd(pooled.get("dollars") or {}),
+                                _saved_usd((pooled.get("failure_only") or {}).get("dollars") or {})]))
+        out.append("<h3>Halting policy (as_of, honest thresholds), priced run by run</h3>")
+        out.append(table(["agent", "spend of all runs", "benchmark pass: dollars saved", "failure-only: dollars saved"], rows))
+        out.append(legend({"dollars saved": "each run priced by its own catalog source (per-step costs, an instance total "
+                                            "charged t/T, or a catalog price per step), summed over the steps a halt did not "
+                                            "run (loao.json `dollars`; the summary's figures)"}))
     else:
-        out.append(note("dollars of the halting policy: unknown (needs routing.json's pricing and loao.json)", missing=True))
-        if inp.routing is None:
-            out.append(inp.missing("routing.json"))
+        out.append(note("dollars of the halting policy: unknown (needs loao.json)", missing=True))
     pairs = (inp.routing or {}).get("pairs") or {}
     if pairs:
         rows = []

@@ -21,10 +21,12 @@ from earlyeval.report.html import pyplot as _plt
 from earlyeval.report.page_costs import section_budget, section_dollars, section_latency
 from earlyeval.report.page_inputs import Inputs, small_agents
 from earlyeval.report.page_rules import section_loso, section_rules
+from earlyeval.report.page_summary import section_summary
 from earlyeval.report.provenance import provenance
 from earlyeval.report.targets import CALIBRATION_GAP, TARGETS, calibration_gap, exact, misses
 
 SECTIONS = {  # id -> heading; the test checks every heading is on the page
+    "summary": "Summary",
     "results": "Results by protocol",
     "rules": "Threshold rules and failure-only mode",
     "loso": "Leave-one-scaffold-out",
@@ -406,7 +408,7 @@ def section_halts(inp: Inputs) -> str:
 
 
 BUILDERS: dict[str, Callable[[Inputs], str]] = {
-    "results": section_results, "rules": section_rules, "loso": section_loso, "frontier": section_frontier, "calibration": section_calibration,
+    "summary": section_summary, "results": section_results, "rules": section_rules, "loso": section_loso, "frontier": section_frontier, "calibration": section_calibration,
     "halts": section_halts, "dollars": section_dollars, "budget": section_budget, "latency": section_latency,
 }
 

@@ -62,8 +62,13 @@ def _workspace(ws: Path, with_budget: bool = True, latency: bool = False) -> dic
     agents = ({LARGE[0]: _block(40, False, 0.3, acc=0.97), LARGE[1]: _block(40, False, 0.3)}
               | {a: _block(6, True, 0.6) for a in SMALL})
     prot = {"agents": agents, "pooled": _block(80, False, 0.3), "holdout_agents": LARGE, "mean_abs_resolve_rate_shift_pp": 0.5}
+    for b in [*agents.values(), prot["pooled"]]:  # priced run by run: each policy's own dollars
+        b["dollars"] = {"usd_saved": 100.0 * b["steps_saved"], "total_usd": 100.0, "usd_saved_share": b["steps_saved"]}
+        b["failure_only"] = {**_block(b["n_runs"], b["small_n"], 0.12),
+                             "dollars": {"usd_saved": 12.0, "total_usd": 100.0, "usd_saved_share": 0.12}}
     loao = {"bench": "demo", "threshold_selection": "inner-loao", "holdout_agents": LARGE, "small_agents": SMALL,
             "agents": agents, "pooled": prot["pooled"], "config": {"min_halt_step": 1},
+            "baselines": {"prior_only": _block(80, False, 0.25)}, "warm_start_pooled": {"10%": _block(80, False, 0.28)},
             "protocols": {"doc": {"as_of": "prior as of each run's date"}, "as_of": prot, "current_pool": prot, "no_prior": prot}}
     (rdir / "loao.json").write_text(json.dumps(loao))
     rng = np.random.default_rng(0)
@@ -128,7 +133,12 @@ def test_page_has_every_section_the_small_agents_flagged_and_plots_inline(ws):
     assert "http://" not in page and "https://" not in page  # self-contained: nothing fetched
     assert "latency.json: unreadable" in page
     assert "$14.50" in page  # routing: 50.00 - 35.50 saved
-    assert "≈ dollars saved" in page and "$30.00" in page  # 100 USD x 30 % steps saved
+    # dollars: one figure per policy, the report's own (priced run by run), never an estimate from steps saved
+    assert "≈" not in page and "$30.00 of $100.00 (30.0 %)" in page and "$12.00 (12.0 %)" in page
+    summary = page.split('<section id="summary">')[1].split("</section>")[0]
+    for row in ("benchmark pass (halt on both outcomes)", "failure-only live mode", "prior-only baseline", "warm start 10%"):
+        assert row in summary, row
+    assert "ablations: none" in summary and "Routing (routing.json)" in summary and "$14.50" in summary
 
 
 def test_halt_steps_are_the_planted_ones_split_at_task_skip(ws):
@@ -150,7 +160,8 @@ def test_missing_reports_say_which_command_writes_them(ws):
     for name, cmd in (("budget.json", "make budget"), ("routing.json", "make route"), ("sweep.csv", "make sweep"),
                       ("latency.json", "make bench"), ("loao_predictions.parquet", "make evaluate")):
         assert re.search(rf"not run: {re.escape(cmd)}[^<]*{re.escape(name)}", page), name
-    assert "dollars of the halting policy: unknown" in page
+    summary = page.split('<section id="summary">')[1].split("</section>")[0]
+    assert re.search(r"not run: make route[^<]*routing.json", summary)  # the summary names the missing block's command
     assert "coarse: one point per agent" in page  # the fallback from loao.json's mean P(success)
 
 

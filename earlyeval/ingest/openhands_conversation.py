@@ -203,20 +203,38 @@ def read_events(conv: Path) -> list[dict[str, Any]]:
     d = conv / "events"
     if not d.is_dir():
         raise IngestError(str(d), "events", "missing: no events folder next to base_state.json")
-    files = []
+    files, strays = [], []
     for p in d.iterdir():
         m = EVENT_FILE.match(p.name)
         if m:
             files.append((int(m.group("idx")), p))
+        elif p.name.startswith("event-"):
+            strays.append(p)
+    if strays:  # a gzipped, renamed or partial event: read around it, the steps would shift and the last one go
+        raise IngestError(str(sorted(strays)[0]), "events", "not an event file name the SDK writes "
+                          "(event-<index>-<id>.json); the conversation's events would be read out of order or short")
     if not files:
         raise IngestError(str(d), "events", "no event-<index>-<id>.json file")
+    files.sort()
+    check_event_sequence(d, [i for i, _ in files])
     out = []
-    for _, p in sorted(files):
+    for _, p in files:
         ev = load_json(p)
         if not isinstance(ev, dict) or not isinstance(ev.get("kind"), str):
             raise IngestError(str(p), "kind", "not an SDK event (an object with a string 'kind')")
         out.append(ev)
     return out
+
+
+def check_event_sequence(d: Path, idx: list[int]) -> None:
+    """The SDK appends events 0, 1, 2, ...: a repeated or a missing index is a damaged log, refused by name."""
+    dup = next((a for a, b in zip(idx, idx[1:]) if a == b), None)
+    if dup is not None:
+        raise IngestError(str(d), "events", f"two event files of index {dup}: which one the conversation had is unknown")
+    gap = 0 if idx[0] != 0 else next((a + 1 for a, b in zip(idx, idx[1:]) if b > a + 1), None)
+    if gap is not None:
+        raise IngestError(str(d), "events", f"event {gap} is missing (the indices run {idx[0]}..{idx[-1]} with a gap): "
+                          "a step would be lost or merged without a word")
 
 
 def _task_id(conv: Path, state: Mapping[str, Any], spec: RunSpec) -> str:

@@ -127,3 +127,35 @@ def test_earlyeval_score_on_a_folder_of_conversations(tmp_path):
     by = {x["task_id"]: x for x in rep["per_run"]}
     assert set(by) == {TASK, "django__django-11133"} and by[TASK]["outcome"] == 1 and by["django__django-11133"]["outcome"] == 0
     assert all(x["halted"] and x["halt_step_index"] == 1 for x in rep["per_run"])  # failure threshold 0: halt at step 2
+
+
+def test_a_damaged_event_log_is_refused_by_name_and_the_batch_goes_on(tmp_path):
+    """Issue 29: a missing, misnamed, gzipped or duplicated event file made the steps shift and the last one go,
+    without a word.  Each is now the conversation's skip, naming the file or the events folder; the good one is read."""
+    import gzip
+
+    root = tmp_path / "batch"
+    root.mkdir()
+    shutil.copytree(FIX / TASK, root / "good")
+    conv = {}
+    for name in ("missing", "misnamed", "gzipped", "duplicated", "late-start"):
+        shutil.copytree(FIX / TASK, root / name)
+        [conv[name]] = [p.parent for p in (root / name).glob("*/base_state.json")]
+    ev = {n: sorted((c / "events").glob("event-*.json")) for n, c in conv.items()}
+    ev["missing"][5].unlink()
+    ev["misnamed"][6].rename(ev["misnamed"][6].with_name("evt" + ev["misnamed"][6].name[5:]))
+    g = ev["gzipped"][4]
+    g.with_name(g.name + ".gz").write_bytes(gzip.compress(g.read_bytes()))
+    g.unlink()
+    d = ev["duplicated"][3]
+    d.with_name(d.name[:12] + "ffffffff-0000-0000-0000-000000000000.json").write_bytes(d.read_bytes())
+    ev["late-start"][0].unlink()
+    trajs, rep = _read(root)
+    assert [t.task_id for t in trajs] == ["good"] and len(trajs[0].steps) == 5
+    got = {next(n for n in conv if f"/{n}/" in s["file"]): (Path(s["file"]).name, s["reason"]) for s in rep.skipped}
+    assert set(got) == set(conv) and all(s["field"] == "events" for s in rep.skipped)
+    assert got["missing"] == ("events", got["missing"][1]) and "event 5 is missing" in got["missing"][1]
+    assert "event 6 is missing" in got["misnamed"][1]
+    assert got["gzipped"][0].endswith(".json.gz") and "not an event file name" in got["gzipped"][1]
+    assert "two event files of index 3" in got["duplicated"][1]
+    assert "event 0 is missing" in got["late-start"][1]

@@ -38,11 +38,12 @@ def _policies(rep: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 
 def _ablations(rep: dict[str, Any]) -> str:
-    rows = [("", [esc(str(a.get("name", "?"))), fnum(a.get("auroc_success") or a.get("mean_auroc")),
-                  pct(a.get("halted_accuracy")), pct(a.get("steps_saved"))]) for a in rep.get("ablations") or []]
+    rows = [("", [esc(str(a.get("name", "?"))), fnum(a.get("mean_auroc")), pct((a.get("pooled") or {}).get("halted_accuracy")),
+                  pct((a.get("pooled") or {}).get("steps_saved"))]) for a in rep.get("ablations") or []]
     if not rows:
         return note("ablations: none in this loao.json (`earlyeval evaluate` without --no-ablations writes them)")
-    return "<h3>Ablations (as_of)</h3>" + table(["ablation", "AUROC", "halted acc", "steps saved"], rows)
+    return "<h3>Ablations (as_of)</h3>" + table(["ablation", "mean AUROC per held-out agent", "halted acc (pooled)",
+                                                 "steps saved (pooled)"], rows)
 
 
 def _routing(inp: Inputs) -> str:

@@ -141,6 +141,18 @@ def test_page_has_every_section_the_small_agents_flagged_and_plots_inline(ws):
     assert "ablations: none" in summary and "Routing (routing.json)" in summary and "$14.50" in summary
 
 
+def test_the_summary_shows_each_ablation_as_evaluate_writes_it(ws):
+    """An ablation row of loao.json (pipeline.ablation_row: mean_auroc, pooled halted accuracy and steps saved)."""
+    _workspace(ws)
+    path = ws / "reports" / "demo" / "loao.json"
+    rep = json.loads(path.read_text())
+    rep["ablations"] = [{"name": "no gold", "changes": {}, "agents": {}, "mean_abs_resolve_rate_shift_pp": 1.0,
+                         "pooled": {"halted_accuracy": 0.912, "steps_saved": 0.187}, "mean_auroc": 0.8766}]
+    path.write_text(json.dumps(rep))
+    summary = write_report("demo").read_text().split('<section id="summary">')[1].split("</section>")[0]
+    assert "<td>0.877</td><td>91.2 %</td><td>18.7 %</td>" in summary and "no gold" in summary
+
+
 def test_halt_steps_are_the_planted_ones_split_at_task_skip(ws):
     planted = _workspace(ws)
     h = halt_steps(Inputs("demo", ws / "reports" / "demo", ws / "features" / "demo").preds, min_t=1)

@@ -7,6 +7,7 @@ run, ``spawn()`` for another. Use and guarantees: docs/monitor.md, "What the Mon
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import time
@@ -36,6 +37,12 @@ EXPLAIN = ("halt", "always", "never")
 
 
 
+
+
+def _decision(reason: str, outcome: str | None = None, top: list[tuple[str, float]] | None = None, rule: str = "",
+              **step: Any) -> Decision:
+    """A Decision by name: it halts iff it predicts an outcome; ``step``: the step's probabilities and state."""
+    return Decision(halt=outcome is not None, outcome=outcome, reason=reason, top_features=top or [], halt_rule=rule, **step)
 
 class Monitor:
     """Streaming P(success)/P(failure) and the halting decision for one run at a time."""
@@ -375,50 +382,38 @@ class Monitor:
     def _decide(self, x: np.ndarray, ps: float, pf: float, index: int, budget: dict[str, Any] | None = None,
                 candidate: Callable[[], str | None] | None = None) -> Decision:
         t = self._t
-
-        def decision(reason: str, outcome: str | None = None, top: list[tuple[str, float]] | None = None,
-                     rule: str = "") -> Decision:
-            return Decision(halt=outcome is not None, outcome=outcome, p_success=ps, p_failure=pf, reason=reason,
-                            step_index=index, thresholds=self.thresholds, top_features=top or [], budget=budget,
-                            context=self.context, halt_rule=rule)
-
-        def always() -> list[tuple[str, float]]:  # explain="always": the success side on every step
-            return self.top_features(x, "success") if self.explain == "always" else []
-
-        def explained(outcome: str) -> tuple[list[tuple[str, float]], str]:
-            top = self.top_features(x, outcome) if self.explain != "never" else []
-            return top, (f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else "")
-
+        step = functools.partial(_decision, p_success=ps, p_failure=pf, step_index=index, thresholds=self.thresholds,
+                                 budget=budget, context=self.context)  # this step's fields, named once
         if self._halt is not None:
             h = self._halt
-            return decision(f"already halted at step {h.step_index} ({h.outcome}, {h.halt_rule}); "
-                            f"p_success={ps:.3f}, p_failure={pf:.3f}", h.outcome, rule=h.halt_rule)
+            return step(f"already halted at step {h.step_index} ({h.outcome}, {h.halt_rule}); "
+                        f"p_success={ps:.3f}, p_failure={pf:.3f}", h.outcome, rule=h.halt_rule)
         ts, tf = self.halting_thresholds
         probs = f"{side_reason('success', ps, ts, self.halt_on)}, {side_reason('failure', pf, tf, self.halt_on)}"
         if self.context not in HALTING_CONTEXTS:  # missing information never halts a run
-            return decision(f"continue (never halts: {self._halt_off}): {probs}{self._degraded}", top=always())
+            return step(f"continue (never halts: {self._halt_off}): {probs}{self._degraded}", top=self._always_top(x))
         code = step_outcome(ps, pf, ts, tf, t, self.min_halt_step)  # the one rule, at prefix t
         held = self._success_held(candidate) if code == SUCCESS and candidate is not None else ""
         if held:  # a live loop without a patch yet: the success side waits, the failure side still applies
             code = step_outcome(ps, pf, NEVER, tf, t, self.min_halt_step)
         if code != CONTINUE:
             outcome = "success" if code == SUCCESS else "failure"
-            top, why = explained(outcome)
+            top, why = self._explained(x, outcome)
             rule = halt_rule(t, self._acted)
             basis = f"{rule}: no action of the agent read yet" if rule == TASK_PRIOR else rule
-            self._halt = decision(f"halt after {t} steps, predicting {outcome} ({basis}): {probs}{why}{self._degraded}",
-                                  outcome, top, rule)
+            self._halt = step(f"halt after {t} steps, predicting {outcome} ({basis}): {probs}{why}{self._degraded}",
+                              outcome, top, rule)
             return self._halt
         hits = [k for k in self.halt_on_impossible if budget and budget.get(k) and budget[k]["impossible"]
                 and halts_on_failure(self.halt_on)]
         if hits:
-            top, why = explained("failure")
+            top, why = self._explained(x, "failure")
             rule = ", ".join(f"{k} P(feasible)={budget[k]['p_feasible']:.3f} < {budget[k]['tau']:g} "
                              f"(spent {budget[k]['spent']:g} of B={budget[k]['budget']:g})" for k in hits)
             basis = halt_rule(t, self._acted, budget=True)
             lead = "budget rule" if basis != TASK_PRIOR else f"{TASK_PRIOR}: no action of the agent read yet; budget rule"
-            self._halt = decision(f"halt after {t} steps, predicting failure ({lead}: {rule}): {probs}{why}{self._degraded}",
-                                  "failure", top, basis)
+            self._halt = step(f"halt after {t} steps, predicting failure ({lead}: {rule}): {probs}{why}{self._degraded}",
+                              "failure", top, basis)
             return self._halt
         if held:
             note = f"continue (success predicted, not halted: {held}): {probs}"
@@ -426,7 +421,15 @@ class Monitor:
             note = f"continue: {probs} (halting starts at step {self.min_halt_step})"
         else:
             note = f"continue: {probs}"
-        return decision(note + self._degraded, top=always())
+        return step(note + self._degraded, top=self._always_top(x))
+
+    def _always_top(self, x: np.ndarray) -> list[tuple[str, float]]:
+        """explain="always": the success side's top features on every step."""
+        return self.top_features(x, "success") if self.explain == "always" else []
+
+    def _explained(self, x: np.ndarray, outcome: str) -> tuple[list[tuple[str, float]], str]:
+        top = self.top_features(x, outcome) if self.explain != "never" else []
+        return top, (f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else "")
 
     def _success_held(self, candidate: Callable[[], str | None]) -> str:
         """Why a due success halt of a live loop waits ("" when it may halt): a run of no action yet is

@@ -7,7 +7,8 @@ import copy
 import numpy as np
 import pytest
 
-from earlyeval.evaluation.evaluate import EvalConfig, loao_report, run_loao
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import loao_report, run_loao
 from synth import SMALL_LGBM, make_dataset, make_trajectories, loao_baseline
 
 TEXT = {"dims": {b: 8 for b in ("prompt", "actions", "action_last", "observations", "observation_last")}, "min_df": 2, "min_agents": 1}

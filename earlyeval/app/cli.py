@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import typer
 
-from earlyeval.app.cli_support import (JSON_HELP, LABEL_FORMATS, SEED_HELP, DataRoot, _backend, _bench_opt,
+from earlyeval.app.cli_support import (JSON_HELP, LABEL_FORMATS, SEED_HELP, DataRoot, _backend, _bench_opt, _eval_config,
                                        _command, _print_json, _progress, _say_outputs, _scheduler, _setup, say,
                                        _verbose, _version, app)
 from earlyeval.app.options import (Bar, bad_value, check_as_of, check_bench, check_format, check_halt_on_option,
@@ -73,10 +73,10 @@ def train(ctx: typer.Context, bench: str = _bench_opt(),
           scheduler: Optional[str] = _scheduler(),
           verbose: bool = _verbose()) -> None:
     """Fit the outcome model (and the budget estimators) on all labelled agents and write a safe model directory."""
-    from earlyeval.app.pipeline import eval_config, train_bench
+    from earlyeval.app.pipeline import train_bench
 
     _setup(verbose, ctx)
-    cfg = eval_config(bench, seed=seed)
+    cfg = _eval_config(bench, seed=seed)
     t0 = time.monotonic()
     bar = Bar(bench, f"train seed={seed} budget={budget}", "train", verbose)
     ok = False
@@ -113,13 +113,13 @@ def evaluate(ctx: typer.Context, bench: str = _bench_opt(),
              scheduler: Optional[str] = _scheduler(),
              verbose: bool = _verbose()) -> None:
     """Leave-one-agent-out evaluation with honest thresholds; writes reports/<bench>/loao.json."""
-    from earlyeval.app.pipeline import evaluate_bench, eval_config, write_json
+    from earlyeval.app.pipeline import evaluate_bench, write_json
     from earlyeval.report.reporting import default_ablations, loao_table, write_predictions
     from earlyeval.config.workspace import features_dir, reports_dir
 
     _setup(verbose, ctx)
     fams = [f.strip() for f in families.split(",") if f.strip()] if families else None
-    cfg = eval_config(bench, seed=seed, min_steps=min_steps, target_accuracy=target_accuracy, families=fams)
+    cfg = _eval_config(bench, seed=seed, min_steps=min_steps, target_accuracy=target_accuracy, families=fams)
     abl = default_ablations(bench, cfg) if ablations else []
     key = json.dumps({"ablations": [a for a, _ in abl], "cfg": cfg.to_dict()}, sort_keys=True, default=str)
     bar = Bar(bench, "evaluate " + key, "evaluate: model fits", verbose)

@@ -77,6 +77,19 @@ def _backend(scheduler: Optional[str]) -> Any:
     return open_backend(spec, progress=lambda m: log.info("%s", m))
 
 
+def _eval_config(bench: str, **options: Any) -> Any:
+    """The catalog's ``EvalConfig`` with the verb's options; a bad one is a ``SettingError`` naming the option."""
+    from earlyeval.core.errors import SettingError
+    from earlyeval.evaluation.settings import eval_config
+
+    try:
+        return eval_config(bench, **options)
+    except SettingError as e:
+        if e.key not in options:
+            raise
+        raise SettingError("--" + e.key.replace("_", "-"), e.key, e.reason) from None
+
+
 def _setup(verbose: bool, ctx: Any = None) -> None:
     """Logging to stderr.  Library warnings (``warnings.warn``) are routed into the log (logger
     'py.warnings'): shown with -v, else logged at debug level and summed up in one line at the end."""

@@ -29,7 +29,8 @@ from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.blocks import HEADLINE as HEADLINE_KEYS
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, in_process_runner, inner_sets, loao_report, run_loao, runset
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner, in_process_runner, inner_sets, loao_report, run_loao, runset
 from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
 from earlyeval.evaluation.guard import TASK_LEVEL, guard_config, guarded
 from earlyeval.evaluation.learning_curve import learning_curve
@@ -88,7 +89,7 @@ def ingest_bench(bench: str, root: str | Path | None = None, progress: bool = Tr
     marker.unlink(missing_ok=True)
     p_traj = ingested.commit(out / "trajectories.parquet")
     p_tasks = write_tasks(tasks.values(), out / "tasks.parquet")
-    min_steps = int(cat.settings.get("min_steps", 10))
+    min_steps = cat.config.min_steps
     report = {
         "bench": bench,
         "data_root": str(r),
@@ -233,7 +234,7 @@ def budget_config(bench: str, **overrides: Any) -> tuple[EvalConfig, BudgetConfi
     so the budget evaluation uses the fold-free families only."""
     bcfg = BudgetConfig(**{k: v for k, v in overrides.items() if k in BudgetConfig.__dataclass_fields__})
     cfg = eval_config(bench, n_jobs=bcfg.n_jobs, seed=bcfg.seed)
-    cfg.families = fold_free(cfg.families)
+    cfg = cfg.replace(families=fold_free(cfg.families))
     return cfg, bcfg
 
 
@@ -283,7 +284,7 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
     report["prefix_drops"] = drop_report(ds.trajs, cfg.min_steps).to_dict()
     report["ablations"] = []
     for name, over in ablations or []:
-        c2 = EvalConfig(**{**cfg.__dict__, **over})
+        c2 = cfg.replace(**over)
         r2 = run_loao(ds, c2, progress, with_loso=False, with_small=False, runners=runners)
         rep2 = loao_report(ds, c2, r2, light=True, pass_features=False)
         report["ablations"].append(ablation_row(name, over, rep2))
@@ -372,10 +373,10 @@ def protocol_configs(cfg: EvalConfig) -> dict[str, EvalConfig]:
     family is used) and the prior-only baseline (where a task-level family is)."""
     out: dict[str, EvalConfig] = {}
     if set(HISTORY) & set(cfg.families):
-        out["current_pool"] = EvalConfig(**{**cfg.__dict__, "prior_pool": "current"})
+        out["current_pool"] = cfg.replace(prior_pool="current")
         rest = [f for f in cfg.families if f not in HISTORY]
         if rest:
-            out["no_prior"] = EvalConfig(**{**cfg.__dict__, "families": rest})
+            out["no_prior"] = cfg.replace(families=rest)
     if any(f in TASK_FAMILIES for f in cfg.families):
         out["prior_only"] = guard_config(cfg)
     return out
@@ -384,7 +385,7 @@ def protocol_configs(cfg: EvalConfig) -> dict[str, EvalConfig]:
 def evaluate_fits(ds: Dataset, cfg: EvalConfig, ablations: list[tuple[str, dict[str, Any]]] | None = None) -> int:
     """How many models ``evaluate_bench`` fits (``planned_fits`` of each LOAO it runs): the bar's total."""
     n = planned_fits(ds, cfg) + sum(planned_fits(ds, c) for c in protocol_configs(cfg).values())
-    return n + sum(planned_fits(ds, EvalConfig(**{**cfg.__dict__, **over}), with_loso=False, with_small=False)
+    return n + sum(planned_fits(ds, cfg.replace(**over), with_loso=False, with_small=False)
                    for _, over in ablations or [])
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from earlyeval.config import schema
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.core.errors import CatalogError
 from earlyeval.config.workspace import data_root, is_bench_name, workspace_root
 
@@ -54,7 +55,8 @@ class Catalog:
     tasks: list[dict[str, Any]] = field(default_factory=list)  # [{format, path, split}]
     priors: dict[str, Any] = field(default_factory=dict)  # {format, path}
     families: list[str] = field(default_factory=lambda: ["behaviour", "text"])
-    settings: dict[str, Any] = field(default_factory=dict)  # min_steps, holdout_min_runs, ...
+    settings: dict[str, Any] = field(default_factory=dict)  # the [settings] table as written
+    config: EvalConfig = field(default_factory=EvalConfig)  # the train/evaluate record it builds
 
     def run(self, name: str) -> RunSpec:
         for r in self.runs:
@@ -113,7 +115,7 @@ def _toml(p: Path) -> dict[str, Any]:
 
 
 def load_catalog(bench_or_path: str | Path) -> Catalog:
-    """Read and validate a catalog (``config.schema.CATALOG``): every key is checked for its type and range, and
+    """Read and validate a catalog (``config.schema.CATALOG``, its [settings] as ``EvalConfig``): every key is checked for its type and range, and
     the first bad one is a ``CatalogError`` naming the file and the key (``runs[3].small``)."""
     p = Path(bench_or_path)
     if not p.suffix:
@@ -122,6 +124,8 @@ def load_catalog(bench_or_path: str | Path) -> Catalog:
         raise CatalogError(str(p), "<file>", "no such catalog file")
     err = lambda key, why: CatalogError(str(p), key, why)  # noqa: E731
     raw = schema.check(schema.CATALOG, _toml(p), err)
+    families = list(raw.get("families", ["behaviour", "text"]))
+    config = EvalConfig.of_catalog(raw.get("settings", {}), families, err)
     defaults = raw.get("defaults", {})
     runs = []
     for i, r0 in enumerate(raw.get("runs", [])):
@@ -161,6 +165,7 @@ def load_catalog(bench_or_path: str | Path) -> Catalog:
         runs=runs,
         tasks=list(raw.get("tasks", [])),
         priors=dict(raw.get("priors", {})),
-        families=list(raw.get("families", ["behaviour", "text"])),
+        families=families,
         settings=dict(raw.get("settings", {})),
+        config=config,
     )

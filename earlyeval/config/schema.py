@@ -207,7 +207,7 @@ class ListOf(Validator):
     max_len: int = 100_000
 
     def __call__(self, v: Any, key: str) -> list[Any]:
-        if not isinstance(v, list):
+        if not isinstance(v, (list, tuple)):  # a tuple from a Python caller; files give lists
             raise Invalid(key, f"{_show(v)} is {_kind(v)}, expected {self.describe()}")
         if self.nonempty and not v:
             raise Invalid(key, f"empty, expected {self.describe()}")
@@ -255,18 +255,17 @@ class Table(Validator):
         if not isinstance(v, Mapping):
             raise Invalid(key, f"{_show(v)} is {_kind(v)}, expected {self.what}")
         out: dict[str, Any] = {}
+        for k in v:  # a misspelt key first: it says more than the key it was meant to be, missing
+            if not isinstance(k, str):
+                raise Invalid(key, f"key {_show(k)} is not a string")
+            if self.extra is None and k not in self.fields:
+                raise Invalid(_join(key, k), f"unknown key (known: {', '.join(sorted(self.fields))})")
         for k in self.required:
             if k not in v:
                 raise Invalid(_join(key, k), "missing")
         for k, x in v.items():
-            if not isinstance(k, str):
-                raise Invalid(key, f"key {_show(k)} is not a string")
             sub = _join(key, k)
-            val = self.fields.get(k, self.extra)
-            if val is None:
-                known = ", ".join(sorted(self.fields))
-                raise Invalid(sub, f"unknown key (known: {known})")
-            out[k] = val(x, sub)
+            out[k] = self.fields.get(k, self.extra)(x, sub)  # type: ignore[misc]
         return out
 
     def describe(self) -> str:
@@ -347,34 +346,11 @@ RUN_FIELDS: dict[str, Validator] = {
 RUN = Table(RUN_FIELDS, required=("folder", "agent", "format"), what="a [[runs]] table")
 DEFAULTS = Table(RUN_FIELDS, what="a [defaults] table")
 
-SETTINGS = Table({
-    "model_families": ListOf(PLUGIN, nonempty=True),
-    "min_steps": Int(1, 100_000),
-    "holdout_min_runs": Int(1, 10_000_000),
-    # the recall (or accuracy) every inner agent must reach: below 0.5 a coin would do
-    "target_accuracy": Num(0.5, 1.0, lo_open=True),
-    "constraint": Choice(("recall", "accuracy")),
-    # the Wilson bound's confidence: 1.0 is an infinite z (a NaN bound), 0 a bound above the estimate
-    "confidence": OneOf((Num(0.0, 1.0, lo_open=True, hi_open=True,
-                             why="at 1.0 the Wilson bound's z is infinite and every bound NaN; 'none' = the point estimate"),
-                         Choice(("none",)))),
-    "inner_holdout": Choice(("agent", "scaffold")),
-    # the threshold rule (fitting.thresholds.RULES) and the agent-quantile rule's parameters (fitting.risk_control)
-    "threshold_rule": Choice(("agent-quantile", "worst-case")),
-    "risk_alpha": Num(0.0, 0.5, lo_open=True),
-    "risk_delta": Num(0.0, 1.0, lo_open=True, hi_open=True),
-    "risk": Choice(("mass", "recall", "precision")),
-    "prior_guard": Bool(),
-    "twin": Choice(("mirror", "flipped", "balanced")),
-    "monotone": Table(extra=Choice((-1, 0, 1)), what="a table of feature name -> -1, 0 or 1"),
-    "peer_prior": Table({"strength": Num(0.0, 1e6, lo_open=True), "counts": Bool()}, what="a table {strength, counts}"),
-}, what="a [settings] table")
-
 TASKS = Table({"format": NAME, "path": NAME, "split": TEXT}, required=("format", "path"), what="a [[tasks]] table")
 CATALOG = Table({
     "bench": Str(nonempty=True, pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]*", what="a benchmark name (letters, digits, _ . -)"),
     "families": ListOf(PLUGIN, nonempty=True),
-    "settings": SETTINGS,
+    "settings": Table(extra=Any_(), what="a [settings] table"),  # each key: config.eval_config.EvalConfig
     "tasks": ListOf(TASKS),
     "priors": Table({"format": NAME, "path": NAME}, what="a [priors] table {format, path}"),
     "defaults": DEFAULTS,
@@ -387,20 +363,7 @@ CATALOG = Table({
 THRESHOLD = Num(0.5, 1.0, lo_open=True)
 THRESHOLDS = Table({"success": THRESHOLD, "failure": THRESHOLD, "min_halt_step": Int(1, 1_000_000)},
                    required=("success", "failure"), what="a table {success, failure, min_halt_step}")
-ADAPTER = Table({
-    "model": NAME,
-    "thresholds": OneOf((THRESHOLDS, NAME)),  # the pair, or a JSON file holding it
-    "tasks": NAME,
-    "halt_on": Choice(("failure", "success", "both")),  # model.policy.HALT_ON (a test keeps the two equal)
-    "strict": Bool(),
-    "explain": Choice(("halt", "always", "never")),
-    "budget": OneOf((Bool(), ListOf(NAME))),
-    "halt_on_impossible": OneOf((Bool(), NAME, ListOf(NAME))),
-    "require_signature": Bool(),
-    # a benchmark pass shared by the runs (live.benchpass): its state file, audit share and seed
-    "pass": Table({"state": NAME, "audit_share": Num(0.0, 1.0), "seed": Int(0, 2 ** 63 - 1)}, required=("state",),
-                  what="a table {state, audit_share, seed}"),
-}, what="an earlyeval config block")
+# the block itself: config.monitor_config.MonitorConfig
 
 
 # ------------------------------------------------------------------ model manifests (manifest.json)

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Outcome = Literal["success", "failure"]
+NEVER = 10.0  # a threshold no probability reaches: "never halt this way" (the threshold grids' last value)
 HALTING_CONTEXTS = frozenset({"full", "partial-trained"})
 
 

@@ -13,7 +13,8 @@ from typing import Any, Callable
 import numpy as np
 
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.budget.baseline import LinearExtrapolation, residual_cdf
 from earlyeval.evaluation.budget_calibration import (
     CalFit,

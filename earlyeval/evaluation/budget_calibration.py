@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from earlyeval.evaluation.dataset import Dataset, HoldoutUnit
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, scaffold_of
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner, scaffold_of
 from earlyeval.features import fold_free
 from earlyeval.budget.config import BudgetConfig, SMALL
 from earlyeval.model.budget import DIMENSIONS

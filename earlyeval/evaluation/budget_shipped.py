@@ -11,7 +11,8 @@ from typing import Any, Callable
 import numpy as np
 
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.features import fold_free
 from earlyeval.evaluation.budget_calibration import (Group, Setup, calibration_folds, dim_folds, fit_calibrated, fold_scaffolds,
                                           inner_p_success, select_on_calibration, setup)

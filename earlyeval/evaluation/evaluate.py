@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 
+from earlyeval.config.eval_config import TAU_GRID, EvalConfig
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
 from earlyeval.features import Featurizer, bind_values, build_family, fold_free, fold_fitted
 from earlyeval.fitting.metrics import RunSet, runset_of_runs, spearman
@@ -23,66 +24,14 @@ from earlyeval.evaluation.blocks import (agent_block, baseline_blocks, dollars_b
 from earlyeval.evaluation.pass_sim import pass_block, pass_pooled
 from earlyeval.evaluation.pass_predict import cold, repredictor
 from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
-from earlyeval.fitting.thresholds import DEFAULT_TAUS, choose_thresholds, select_thresholds
+from earlyeval.fitting.thresholds import choose_thresholds, select_thresholds
 from earlyeval.evaluation.guard import guard_config, guarded
-from earlyeval.fitting.estimator import DEFAULT_LGBM, OutcomeModel
+from earlyeval.fitting.estimator import OutcomeModel
 from earlyeval.model.outcome import split_proba
 
 log = logging.getLogger(__name__)
 
-GRID = DEFAULT_TAUS  # the threshold grid (fitting.thresholds: one definition)
-
-
-@dataclass
-class EvalConfig:
-    families: list[str] = field(default_factory=lambda: ["behaviour", "gold", "prior"])
-    min_steps: int = 10
-    holdout_min_runs: int = 100
-    target_accuracy: float = 0.95
-    taus: tuple = GRID
-    min_halt_step: int = 1
-    seed: int = 0
-    twin: str = "mirror"
-    lgbm_params: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LGBM))
-    monotone: dict[str, int] | None = None
-    drop_features: tuple = ()  # fnmatch patterns of feature names left out (ablations)
-    # if set, fnmatch patterns of the only features the model may read: the others stay as columns, masked to NaN
-    # (so a model of the task-level features has the full model's columns: the prior guard's fallback ships as is)
-    only_features: tuple = ()
-    # each fold ships the full model only if its inner agents (or scaffolds) rank at least as well with it as with
-    # the model of the task-level features alone (TASK_LEVEL); else that model: evidence adds, never subtracts
-    prior_guard: bool = False
-    # "as_of": every run's prior (and peer_prior) sees only history dated before the run (the headline);
-    # "current": today's full public pool for every run (the pre-dates behaviour, protocol current_pool)
-    prior_pool: str = "as_of"
-    text_params: dict[str, Any] = field(default_factory=dict)
-    peer_params: dict[str, Any] = field(default_factory=dict)
-    threshold_selection: str = "inner-loao"
-    # the rule over the inner units (fitting.thresholds.choose_thresholds): "agent-quantile" (each side by an order
-    # statistic over the units: risk_alpha, risk_delta, risk) or "worst-case" (the Wilson-bounded recall target on every unit)
-    threshold_rule: str = "worst-case"
-    risk_alpha: float = 0.01
-    risk_delta: float = 0.15
-    risk: str = "mass"
-    # what must hold on every inner agent: "accuracy" (outcome accuracy >= target) or "recall"
-    # (success and failure recall >= target, i.e. accuracy >= target whatever the agent's resolve rate)
-    constraint: str = "recall"
-    # if set, the constraint must hold for the one-sided Wilson lower bound at this confidence
-    # (an inner agent with 28 successes cannot vouch for 96 % as firmly as one with 371)
-    confidence: float | None = 0.9
-    adapt: str = "none"  # none | em (label-free prior re-estimation on the evaluated agent's own predictions)
-    inner_folds: int = 6  # inner leave-one-agent-out up to this many agents, else this many agent groups
-    # what the model predicting an inner agent leaves out besides it: "agent" (only it) or "scaffold"
-    # (every agent of its scaffold: an inner agent as new as a new scaffold is; see inner_exclusion)
-    inner_holdout: str = "agent"
-    warm_shares: tuple = (0.05, 0.1, 0.2)
-    warm_repeats: int = 5
-    n_jobs: int = 2
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["taus"] = list(self.taus)
-        return d
+GRID = TAU_GRID  # the threshold grid (config.eval_config: one definition)
 
 
 @dataclass
@@ -111,8 +60,6 @@ class FoldRunner:
         self.run_agent = np.asarray([t.agent for t in ds.trajs])
         self.prefix_run = ds.prefixes["run"].to_numpy()
         self.prefix_T = ds.prefixes["T"].to_numpy()
-        if cfg.prior_pool not in ("as_of", "current"):
-            raise ValueError(f"prior_pool must be 'as_of' or 'current', not {cfg.prior_pool!r}")
         # the contexts fold-fitted families see: dated (as_of), or all with no cutoff (current pool)
         self.contexts = ds.contexts if cfg.prior_pool == "as_of" else [replace(c, as_of="") for c in ds.contexts]
 
@@ -224,8 +171,6 @@ class FoldRunner:
         if self.cfg.adapt == "em":
             rs, info = adapt_em(rs, fitted.model.base_rate_)
             self.adaptation[key] = info
-        elif self.cfg.adapt != "none":
-            raise ValueError(f"adapt must be 'none' or 'em', not {self.cfg.adapt!r}")
         self._preds[key] = rs
         return rs
 

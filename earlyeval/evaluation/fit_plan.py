@@ -4,7 +4,8 @@ totals, from the same plans the fits follow (``evaluate.inner_plan``, ``loso``).
 from __future__ import annotations
 
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import EvalConfig, inner_plan, scaffold_of
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import inner_plan, scaffold_of
 
 
 def scaffold_groups(ds: Dataset, large: list[str]) -> dict[str, list[str]]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 import numpy as np
+from earlyeval.config.eval_config import TAU_GRID
 from earlyeval.core.numerics import logit
 
 from earlyeval.model.thresholds import EPS, IDENTITY, Recalibration, ThresholdError
@@ -65,8 +66,7 @@ class WarmStartRule:
         return cls(**keep, min_halt_step=min_halt_step)
 
 
-DEFAULT_TAUS = tuple(np.round(np.concatenate([np.arange(0.50, 0.90, 0.05), np.arange(0.90, 0.995, 0.01),
-                                              [0.995, 0.998, NEVER]]), 4).tolist())
+DEFAULT_TAUS = TAU_GRID  # the threshold grid (config.eval_config: one definition)
 
 
 def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str = "inner-loao",

@@ -13,14 +13,12 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
-from earlyeval.config import schema
+from earlyeval.config.monitor_config import MONITOR_KEYS, MonitorConfig, PassConfig
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.model.policy import check_halt_on, halts_on_success
 from earlyeval.live.benchpass import AUDIT_SHARE, Pass, PassMonitor
 from earlyeval.live.monitor import Monitor
 
-MONITOR_KEYS = ("model", "thresholds", "tasks", "halt_on", "strict", "explain", "budget", "halt_on_impossible", "require_signature",
-                "pass")
 LIVE_HALT_ON = "failure"  # what a live adapter halts on unless told otherwise: never throw away a run that may still succeed
 
 _CACHE: dict[tuple, Monitor] = {}
@@ -32,8 +30,12 @@ class ConfigError(EarlyEvalError, ValueError):
     """A bad ``earlyeval`` config block: names the key."""
 
 
-def split_config(cfg: Mapping[str, Any] | None, adapter_keys: tuple[str, ...], where: str) -> tuple[dict, dict]:
-    """(monitor options, adapter options) of an ``earlyeval`` block; an unknown key is an error naming it."""
+def split_config(cfg: Mapping[str, Any] | MonitorConfig | None, adapter_keys: tuple[str, ...],
+                 where: str) -> tuple[MonitorConfig, dict]:
+    """(the monitor's record, the adapter's options) of an ``earlyeval`` block; an unknown key is an error naming
+    it. A ``MonitorConfig`` (from Python) is its own record, with no adapter options."""
+    if isinstance(cfg, MonitorConfig):
+        return cfg, {}
     if cfg is None:
         raise ConfigError(f"{where}: no earlyeval config (need at least `model: <model dir>`)")
     if not isinstance(cfg, Mapping):
@@ -42,17 +44,17 @@ def split_config(cfg: Mapping[str, Any] | None, adapter_keys: tuple[str, ...], w
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(MONITOR_KEYS + adapter_keys)}")
     mon = {k: cfg[k] for k in MONITOR_KEYS if k in cfg and cfg[k] is not None}
-    schema.check(schema.ADAPTER, mon, lambda key, why: ConfigError(f"{where}.{key}: {why}"))
-    rest = {k: cfg[k] for k in adapter_keys if k in cfg}
     if "model" not in mon:
         raise ConfigError(f"{where}.model: missing (the model directory written by `earlyeval train`)")
-    return mon, rest
+    rest = {k: cfg[k] for k in adapter_keys if k in cfg}
+    return MonitorConfig.of_block(mon, where, ConfigError), rest
 
 
-def halt_on_of(cfg: Mapping[str, Any], where: str = "earlyeval", default: str = LIVE_HALT_ON) -> str:
-    """The block's ``halt_on`` (``default`` when absent), checked: a ConfigError names the key and the values."""
+def halt_on_of(cfg: Mapping[str, Any] | MonitorConfig, where: str = "earlyeval", default: str = LIVE_HALT_ON) -> str:
+    """The block's ``halt_on`` (``default`` when unset), checked: a ConfigError names the key and the values."""
+    given = cfg.halt_on if isinstance(cfg, MonitorConfig) else cfg.get("halt_on")
     try:
-        return check_halt_on(default if cfg.get("halt_on") is None else cfg["halt_on"], f"{where}.halt_on")
+        return check_halt_on(default if given is None else given, f"{where}.halt_on")
     except ValueError as e:
         raise ConfigError(str(e)) from None
 
@@ -71,56 +73,48 @@ def submit_required(cfg: Mapping[str, Any], key: str, where: str, default: str =
 PASS_ADAPTERS = "mini-swe-agent and SWE-agent"  # the adapters that tell a pass when each run ends
 
 
-def monitor_from_config(cfg: Mapping[str, Any], where: str = "earlyeval", default_halt_on: str = LIVE_HALT_ON,
+def monitor_from_config(cfg: Mapping[str, Any] | MonitorConfig, where: str = "earlyeval", default_halt_on: str = LIVE_HALT_ON,
                         allow_pass: bool = False) -> Monitor | PassMonitor:
-    """A fresh Monitor for one run, from the monitor keys of an ``earlyeval`` block (see the module doc);
+    """A fresh Monitor for one run, from an ``earlyeval`` block's monitor keys or its record (see the module doc);
     ``halt_on`` defaults to ``default_halt_on`` (``failure``, the live adapters' default).  ``allow_pass``: the
     adapter calls ``EarlyStopper.finish`` when a run ends, so a ``pass`` block may be honoured."""
-    cfg = dict(cfg)
-    halt_on = halt_on_of(cfg, where, default_halt_on)
-    cfg.pop("halt_on", None)
-    pass_cfg = cfg.pop("pass", None)
-    if pass_cfg is not None and not allow_pass:
+    mc = cfg if isinstance(cfg, MonitorConfig) else split_config(cfg, (), where)[0]
+    if mc.pass_ is not None and not allow_pass:
         raise ConfigError(f"{where}.pass: this adapter does not tell a pass when a run ends yet (only the "
                           f"{PASS_ADAPTERS} adapters do); remove the key")
-    model = cfg.pop("model", None)
-    if not model:
-        raise ConfigError(f"{where}.model: missing (the model directory written by `earlyeval train`)")
-    kwargs: dict[str, Any] = {"halt_on": halt_on}
-    if cfg.get("thresholds") is not None:
-        kwargs["thresholds"] = _thresholds(cfg.pop("thresholds"), f"{where}.thresholds")
+    kwargs: dict[str, Any] = {"halt_on": halt_on_of(mc, where, default_halt_on)}
+    if mc.thresholds is not None:
+        kwargs["thresholds"] = _thresholds(mc.thresholds, f"{where}.thresholds")
         if not _accepts("thresholds"):
             raise ConfigError(f"{where}.thresholds: this earlyeval's Monitor.load takes no thresholds override; "
                               "remove the key (the model's own thresholds apply) or upgrade")
-    schema.check(schema.ADAPTER, {k: v for k, v in cfg.items() if k in MONITOR_KEYS and v is not None},
-                 lambda key, why: ConfigError(f"{where}.{key}: {why}"))
     for k in ("tasks", "strict", "explain", "budget", "halt_on_impossible", "require_signature"):
-        if k in cfg and cfg[k] is not None:
-            v = cfg.pop(k)
+        v = getattr(mc, k)
+        if v is not None:
             kwargs[k] = str(Path(v).expanduser()) if k == "tasks" else v
-    key = (str(Path(str(model)).expanduser().resolve()), json.dumps(kwargs, sort_keys=True, default=str))
+    model = Path(mc.model).expanduser()
+    key = (str(model.resolve()), json.dumps(kwargs, sort_keys=True, default=str))
     with _LOCK:
         base = _CACHE.get(key)
         if base is None:
-            base = _CACHE[key] = Monitor.load(Path(str(model)).expanduser(), **kwargs)
-    if pass_cfg is not None:
-        return _pass_monitor(base, dict(pass_cfg), key, where)
+            base = _CACHE[key] = Monitor.load(model, **kwargs)
+    if mc.pass_ is not None:
+        return _pass_monitor(base, mc.pass_, key)
     m = base.spawn()
     if m.thresholds != base.thresholds:  # a spawn that dropped the override: load the run its own
-        m = Monitor.load(Path(str(model)).expanduser(), **kwargs)
+        m = Monitor.load(model, **kwargs)
     return m
 
 
-def _pass_monitor(base: Monitor, cfg: dict[str, Any], model_key: tuple, where: str) -> PassMonitor:
+def _pass_monitor(base: Monitor, cfg: PassConfig, model_key: tuple) -> PassMonitor:
     """One Pass per (model, state file, share, seed) in this process; processes share it through the file."""
-    schema.check(schema.ADAPTER, {"pass": cfg}, lambda key, why: ConfigError(f"{where}.{key}: {why}"))
-    state = Path(str(cfg["state"])).expanduser().resolve()
-    share, seed = float(cfg.get("audit_share", AUDIT_SHARE)), int(cfg.get("seed", 0))
+    state = Path(cfg.state).expanduser().resolve()
+    share = AUDIT_SHARE if cfg.audit_share is None else float(cfg.audit_share)
     with _LOCK:
-        key = (model_key, str(state), share, seed)
+        key = (model_key, str(state), share, cfg.seed)
         p = _PASSES.get(key)
         if p is None:
-            p = _PASSES[key] = Pass(base, state, audit_share=share, seed=seed)
+            p = _PASSES[key] = Pass(base, state, audit_share=share, seed=cfg.seed)
     return PassMonitor(p)
 
 
@@ -150,5 +144,5 @@ def _thresholds(v: Any, where: str) -> dict[str, Any]:
     return dict(v)
 
 
-__all__ = ["ConfigError", "LIVE_HALT_ON", "MONITOR_KEYS", "clear_cache", "halt_on_of", "monitor_from_config", "split_config",
+__all__ = ["ConfigError", "LIVE_HALT_ON", "MONITOR_KEYS", "MonitorConfig", "PassConfig", "clear_cache", "halt_on_of", "monitor_from_config", "split_config",
            "submit_required"]

@@ -209,10 +209,10 @@ def early_stop(model: str | Callable[[], StepMonitor], thresholds: Any = None, t
     mon_cfg, opts = split_config({k: v for k, v in given.items() if v is not None}, ADAPTER_KEYS, WHERE)
     h = _choice(opts, "halt_on", HALT_ON, "failure")
     if _accepts("halt_on"):  # the Monitor's own halting side (when this earlyeval's Monitor has it)
-        mon_cfg["halt_on"] = h
+        mon_cfg = mon_cfg.replace(halt_on=h)
     if factory is None:
-        monitor_from_config(dict(mon_cfg), WHERE)  # load (and check) the model once, before any sample
-    return EarlyStopApprover(factory or (lambda: monitor_from_config(dict(mon_cfg), WHERE)), halt_on=h,
+        monitor_from_config(mon_cfg, WHERE)  # load (and check) the model once, before any sample
+    return EarlyStopApprover(factory or (lambda: monitor_from_config(mon_cfg, WHERE)), halt_on=h,
                              success_needs=_choice(opts, "success_needs", SUCCESS_NEEDS, "diff"),
                              otherwise=_choice(opts, "otherwise", OTHERWISE, "approve"),
                              metadata_key=str(opts.get("metadata_key") or "earlyeval"))

@@ -89,13 +89,13 @@ def check_config(config: dict) -> None:
     if isinstance(ee, dict) and ee.get("halt_on") is None:
         ee = {**ee, "halt_on": BENCHMARK_HALT_ON}
     mon, opts = split_config(ee, ADAPTER_KEYS, "agent.earlyeval")
-    submit_required({**opts, "halt_on": mon["halt_on"]}, "submit_diff", "agent.earlyeval")
+    submit_required({**opts, "halt_on": mon.halt_on}, "submit_diff", "agent.earlyeval")
     try:
         monitor_from_config(mon, "agent.earlyeval", allow_pass=True)  # cached: the instances spawn from this load
     except ConfigError:
         raise
     except Exception as e:
-        raise ConfigError(f"agent.earlyeval.model: cannot load {mon['model']}: {e}") from e
+        raise ConfigError(f"agent.earlyeval.model: cannot load {mon.model}: {e}") from e
 
 
 def process_instance(instance: dict, output_dir: Path, config: dict, progress_manager: RunBatchProgressManager) -> None:

@@ -189,7 +189,7 @@ class EarlyStopAgent(DefaultAgent):
             mon_cfg, opts = split_config(earlyeval, ADAPTER_KEYS, "agent.earlyeval")
             halt_on = halt_on_of(mon_cfg, "agent.earlyeval")
             monitor = monitor_from_config(mon_cfg, "agent.earlyeval", allow_pass=True)
-            self.earlyeval_config: dict[str, Any] = {**mon_cfg, **opts, "halt_on": halt_on}
+            self.earlyeval_config: dict[str, Any] = {**mon_cfg.block(), **opts, "halt_on": halt_on}
         else:
             if earlyeval is not None:
                 _, opts = split_config({"model": "<given monitor>", **earlyeval}, ADAPTER_KEYS, "agent.earlyeval")

@@ -50,7 +50,7 @@ class EarlyStopCallback:
         """From an ``earlyeval`` config block (``integrations/config.py`` keys, ``halt_on`` default ``failure``,
         plus ``run_id``, ``task`` -- a task id, or a mapping of Task / SWE-bench fields -- and ``end_as``)."""
         mon, opts = split_config(cfg, ("run_id", "task", "end_as"), "earlyeval")
-        mon["halt_on"] = halt_on_of(mon, "earlyeval")
+        mon = mon.replace(halt_on=halt_on_of(mon, "earlyeval"))
         task = opts.get("task")
         return cls(monitor_from_config(mon), run_id=opts.get("run_id"), end_as=opts.get("end_as", "terminal"),
                    task_id=task if isinstance(task, str) else None, task=task if isinstance(task, Mapping) else None)

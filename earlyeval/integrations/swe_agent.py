@@ -90,7 +90,7 @@ class EarlyStopHook:
         """From an ``earlyeval`` config block: ``integrations/config.py``'s keys (``model``, ``thresholds``,
         ``tasks``, ``halt_on`` (default ``failure``), ...) plus ``autosubmit`` and ``run_id``."""
         mon, opts = split_config(cfg, ADAPTER_KEYS, where)
-        mon["halt_on"] = halt_on_of(mon, where)
+        mon = mon.replace(halt_on=halt_on_of(mon, where))
         return cls(monitor_from_config(mon, where, allow_pass=True), autosubmit=bool(opts.get("autosubmit", True)), run_id=opts.get("run_id"))
 
     @property

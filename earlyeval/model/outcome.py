@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from earlyeval.config.eval_config import DEFAULT_LGBM  # the shipped LightGBM settings (one definition)
 from earlyeval.core.numerics import expit
 
 from earlyeval.model.lgbm_capi import load_booster
@@ -21,17 +22,6 @@ from earlyeval.model.lgbm_capi import load_booster
 # Fixed a priori, not tuned per agent: small trees, strong regularisation of leaf size.
 # 120 trees at 0.1 on 63 bins give the same held-out AUROC as 250 at 0.05 on 255 bins
 # (0.931 vs 0.931 mean over the six SWE-bench agents) at a third of the fit time.
-DEFAULT_LGBM: dict[str, Any] = {
-    "n_estimators": 120,
-    "learning_rate": 0.1,
-    "max_bin": 63,
-    "num_leaves": 15,
-    "min_child_samples": 40,
-    "subsample": 0.8,
-    "subsample_freq": 1,
-    "colsample_bytree": 0.8,
-    "reg_lambda": 1.0,
-}
 
 CLASSES = np.array([0, 1])  # 0 = failure, 1 = success: predict_proba's columns
 

@@ -11,9 +11,9 @@ from typing import Callable, Literal, Sequence, Union, get_args
 
 import numpy as np
 
-CONTINUE, FAILURE, SUCCESS = -1, 0, 1  # step_outcome's codes; FAILURE/SUCCESS are also the recorded outcome
+from earlyeval.core.decision import NEVER  # a threshold no probability reaches: "never halt this way"
 
-NEVER = 10.0  # a threshold no probability reaches: "never halt this way" (the grids' last value)
+CONTINUE, FAILURE, SUCCESS = -1, 0, 1  # step_outcome's codes; FAILURE/SUCCESS are also the recorded outcome
 
 HaltOn = Literal["failure", "success", "both"]
 HALT_ON: tuple[str, ...] = get_args(HaltOn)  # ("failure", "success", "both")

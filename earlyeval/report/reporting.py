@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from earlyeval.core.atomic import atomic_path
-from earlyeval.evaluation.evaluate import EvalConfig
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.config.catalog import load_catalog
 from earlyeval.features import KNOWN_DIRECTIONS
 

@@ -15,7 +15,8 @@ from distributed import Client
 
 from earlyeval.config.catalog import Catalog
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.scale.cluster import connect
 from earlyeval.scale.features import dataset_from_parts, featurize, featurize_parts
 from earlyeval.scale.folds import run_folds, runner_factory

@@ -14,7 +14,8 @@ from typing import Any, Callable
 from distributed import Client, Future, as_completed
 
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import EvalConfig, Fitted, FoldRunner, inner_exclusion
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import Fitted, FoldRunner, inner_exclusion
 from earlyeval.evaluation.fit_plan import scaffold_groups
 from earlyeval.scale.cluster import result_of
 from earlyeval.features import family_class

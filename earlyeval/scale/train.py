@@ -18,7 +18,8 @@ from distributed import Client
 from lightgbm.dask import DaskLGBMClassifier
 
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import EvalConfig, Fitted
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import Fitted
 from earlyeval.fitting.metrics import auroc
 from earlyeval.fitting.estimator import OutcomeModel
 from earlyeval.scale.cluster import workers_of

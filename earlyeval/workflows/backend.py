@@ -11,7 +11,8 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from earlyeval.config.catalog import Catalog
 from earlyeval.evaluation.dataset import Dataset, load_dataset
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.ingest import ingest_catalog
 from earlyeval.tables.store import write_trajectories
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from earlyeval.config.prices import RunCost
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_exclusion
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner, inner_exclusion
 from earlyeval.fitting.thresholds import choose_thresholds
 from earlyeval.features import Featurizer, build_family
 from earlyeval.features.base import RunContext

@@ -57,7 +57,7 @@ def transfer(source: str, target: str, families: list[str] | None = None, seed: 
     if missing:
         raise ValueError(f"families {missing} do not exist on both {source} and {target}")
     cfg = eval_config(source, families=families, seed=seed)
-    tmin = int(tcat.settings.get("holdout_min_runs", 100))
+    tmin = tcat.config.holdout_min_runs
     ds = combined_dataset([source, target], families)
     src_agents = [a for a in ds.agents if a.startswith(source + ":")]
     tgt_agents = [a for a in ds.agents if a.startswith(target + ":")]

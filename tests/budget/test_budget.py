@@ -14,7 +14,8 @@ from earlyeval.budget.quantiles import BudgetEstimator, conformal_quantile, Cros
 from earlyeval.report.budget import budget_report
 from earlyeval.budget.targets import dim_targets, run_usage
 from earlyeval.evaluation.dataset import load_dataset
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.fitting.metrics import interval_coverage, weighted_quantile
 from earlyeval.core.trajectory import Action, Step, Trajectory
 
@@ -247,7 +248,7 @@ def test_small_agents_are_held_out_together(audited):
 def test_same_seed_same_numbers(ds, audited):
     """A second run with the same seed (fresh FoldRunner, two worker threads instead of one) gives the same report."""
     cfg, bcfg = _cfgs()
-    bcfg.n_workers = 2
+    bcfg = bcfg.replace(n_workers=2)
     a = budget_report(audited[0])
     b = budget_report(run_budget(ds, cfg, bcfg))
     for r in (a, b):

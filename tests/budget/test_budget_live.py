@@ -45,7 +45,7 @@ def ds():
 @pytest.fixture(scope="module")
 def shipped(ds):
     cfg, bcfg = _cfgs()
-    cfg.min_halt_step = TH["min_halt_step"]
+    cfg = cfg.replace(min_halt_step=TH["min_halt_step"])
     return fit_shipped(ds, cfg, bcfg)
 
 
@@ -105,8 +105,8 @@ def test_shipped_is_budget_py_with_every_agent_calibrating(ds, shipped):
 
 def test_shipped_is_deterministic(ds, shipped):
     cfg, bcfg = _cfgs()
-    cfg.min_halt_step = TH["min_halt_step"]
-    bcfg.n_workers = 1  # the fixture fitted the dimensions on two threads
+    cfg = cfg.replace(min_halt_step=TH["min_halt_step"])
+    bcfg = bcfg.replace(n_workers=1)  # the fixture fitted the dimensions on two threads
     again = fit_shipped(ds, cfg, bcfg)
     a, b = dict(again), dict(shipped)
     assert "seconds" not in a and "seconds" not in b  # no wall-clock value in a hashed model file

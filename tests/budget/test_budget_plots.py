@@ -16,7 +16,7 @@ from test_budget import _cfgs, _synthetic
 @pytest.fixture(scope="module")
 def run():
     cfg, bcfg = _cfgs()
-    bcfg.n_example_runs = 8  # more than the runs that have every dimension
+    bcfg = bcfg.replace(n_example_runs=8)  # more than the runs that have every dimension
     ds = load_dataset("tau2", ["behaviour"], trajs=_synthetic(), tasks={}, progress=False)
     return run_budget(ds, cfg, bcfg)
 

@@ -13,7 +13,8 @@ from synth import SMALL_LGBM, make_dataset, make_trajectories
 
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError, ModelDirError, UnknownPluginError
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.features import (BUILTIN_FAMILIES, FAMILIES, FOLD_FITTED, FOLD_FREE, FeatureNamesError, Featurizer,
                                 RunContext, bind_values, build_family, family_class, fold_fitted, fold_free)
 from earlyeval.ingest import FORMAT_MODULES, FORMATS, format_module, parse_files

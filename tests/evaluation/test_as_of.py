@@ -14,7 +14,7 @@ import pytest
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 from earlyeval.evaluation.adapt import warm_split
 from earlyeval.config.catalog import data_root, load_catalog
-from earlyeval.evaluation.evaluate import EvalConfig
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.warm_start import warm_policy_metrics, warm_start_block
 from earlyeval.fitting.thresholds import fit_warm_start
 from earlyeval.workflows.export import export_runs

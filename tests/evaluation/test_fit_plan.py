@@ -9,7 +9,8 @@ import json
 import pytest
 
 from earlyeval.app.pipeline import evaluate_fits, train_bench, with_loso as add_loso
-from earlyeval.evaluation.evaluate import EvalConfig, run_loao
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import run_loao
 from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 

@@ -9,7 +9,8 @@ import pytest
 
 from earlyeval.evaluation.budget_calibration import holdout_groups
 from earlyeval.evaluation.dataset import SMALL_GROUP, HoldoutUnit
-from earlyeval.evaluation.evaluate import EvalConfig, run_loao
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import run_loao
 from earlyeval.workflows.routing_pair import large_agents
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 

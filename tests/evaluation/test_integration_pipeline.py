@@ -6,7 +6,8 @@ import pytest
 
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.evaluation.dataset import load_dataset
-from earlyeval.evaluation.evaluate import EvalConfig, loao_report, run_loao, scaffold_of
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import loao_report, run_loao, scaffold_of
 from earlyeval.evaluation.loso import run_loso
 from earlyeval.ingest import ingest_catalog
 from earlyeval.tables.tasks import load_tasks

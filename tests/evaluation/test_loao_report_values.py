@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from _loao_expect import assert_agent_block_values, plain_auroc, plain_block, plain_halt
-from earlyeval.evaluation.evaluate import EvalConfig, loao_report
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import loao_report
 from synth import SMALL_LGBM, loao_baseline, make_trajectories
 
 FAMILIES = ["behaviour", "gold"]

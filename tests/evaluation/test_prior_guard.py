@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from earlyeval.core.trajectory import Action, Task, Trajectory, make_step
-from earlyeval.evaluation.evaluate import EvalConfig, run_loao
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import run_loao
 from earlyeval.evaluation.guard import guard_config
 from earlyeval.fitting.metrics import auroc
 from synth import SMALL_LGBM, make_dataset

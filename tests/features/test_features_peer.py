@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner, inner_sets, run_loao
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner, inner_sets, run_loao
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.peer import PeerPriorFamily
 from earlyeval.model.modeldir import load_model_dir

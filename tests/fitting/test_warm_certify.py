@@ -10,7 +10,7 @@ import pytest
 from scipy.special import expit
 
 from earlyeval.evaluation.adapt import warm_split
-from earlyeval.evaluation.evaluate import EvalConfig
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.warm_start import warm_start_block
 from earlyeval.fitting.certify import certify, error_counts, min_runs_to_certify, side_level, side_path, warm_path
 from earlyeval.fitting.metrics import NEVER, RunSet

@@ -10,7 +10,7 @@ import pytest
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 from earlyeval.app import pipeline
 from earlyeval.core.errors import CatalogError, ModelDirError
-from earlyeval.evaluation.evaluate import EvalConfig
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.model.modeldir import load_model_dir, save_model_dir
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 

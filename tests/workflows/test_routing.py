@@ -7,7 +7,8 @@ import pytest
 
 from earlyeval.config.catalog import load_catalog
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import EvalConfig, FoldRunner
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.features import Featurizer, PriorFamily, PriorTable, build_family
 from earlyeval.features.base import RunContext
 from earlyeval.tables.prefixes import prefix_table

@@ -252,6 +252,9 @@ def plan_run(spec: RunSpec, root: Path, max_files: int | None = None) -> RunPlan
         rep.skipped.append({"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"})
         return RunPlan(resolved, run_dir, [], [], rep)
     paths, twins = one_file_per_run(discover(run_dir, spec))
+    if spec.options.get("files") is not None:  # the files --format auto detected as this format, of the many it lists
+        only = {str(f) for f in spec.options["files"]}
+        paths = [x for x in paths if str(x) in only]
     rep.skipped += unread_entries(run_dir, spec) + twins  # discover keeps files only: what it leaves is named
     paths = sample_paths(paths, max_files)
     rep.files_read = len(paths)

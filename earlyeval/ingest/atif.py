@@ -36,6 +36,7 @@ from earlyeval.ingest.chat import (
     success_min_reward,
 )
 from earlyeval.ingest.common import first_day, glob_paths, run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -415,3 +416,10 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         final_metrics=main.final_metrics.model_dump(exclude_none=True) if main.final_metrics else None,
         **{k: int(v) for k, v in counts.items()},
     )
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): a trial folder whose ``agent/trajectory.json`` has a ``schema_version``."""
+    f = trajectory_file(path) if path.is_dir() else path
+    h = heads.of(f) if f is not None else None
+    return h is not None and h.root == "{" and "schema_version" in h.keys and ("steps" in h.keys or h.mentions(r'"ATIF-'))

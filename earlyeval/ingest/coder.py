@@ -17,12 +17,15 @@ from earlyeval.core.trajectory import Trajectory, make_step
 from earlyeval.ingest.common import run_trajectory
 from earlyeval.ingest.swe_agent import (
     ACI_COMMANDS,
+    CODER_ROLES,
     first_user_message,
     history_agents,
     instance_stats,
     parse_entries,
+    sniff as swe_sniff,
     task_id_from_name,
 )
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -97,4 +100,10 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
 def looks_native(path: Path) -> bool:
     """For ``--format auto`` (a SWE-agent file parses as CodeR too): several sub-agents speak in the history
     (every one of the 261 real CodeR runs has 2 to 5, starting with the Manager)."""
-    return len(history_agents(load_json(path))) >= 2
+    agents = history_agents(load_json(path))
+    return len(agents) >= 2 or bool(agents & CODER_ROLES)
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto``: SWE-agent's layout (``swe_agent.sniff``); ``looks_native`` tells the two apart."""
+    return swe_sniff(path, heads, fmt)

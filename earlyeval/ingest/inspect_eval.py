@@ -17,6 +17,7 @@ from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Step, Trajectory, call_action
 from earlyeval.ingest.chat import PendingTurn, chat_steps, is_number, join_thought, opt_float, opt_int, reward_outcome, success_min_reward
 from earlyeval.ingest.common import file_key, run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 try:  # the optional extra; the module imports without it (``earlyeval formats`` lists it)
     from inspect_ai.log import read_eval_log, read_eval_log_sample, read_eval_log_sample_summaries
@@ -180,4 +181,10 @@ def _trajectory(sample: Any, header: Any, spec: RunSpec, bench: str, f: str, key
     return t
 
 
-__all__ = ["DEFAULT_GLOB", "inspect_steps", "parse", "sample_outcome", "usage_by_message"]
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): an ``.eval`` archive (a zip), or a JSON log (``version``, ``eval``)."""
+    h = heads.of(path)
+    return h.raw.startswith(b"PK\x03\x04") if path.suffix == ".eval" else (h.root == "{" and h.has("version", "eval"))
+
+
+__all__ = ["DEFAULT_GLOB", "sniff", "inspect_steps", "parse", "sample_outcome", "usage_by_message"]

@@ -16,6 +16,7 @@ from earlyeval.core.jsonio import load_json, require, strip_gz
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import dig, first_day, run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -130,3 +131,15 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         api_calls=stats.get("api_calls"),
     )
 
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): mini-swe-agent saves ``info`` first (its exit status and
+    submission), then ``messages``; ``trajectory_format`` names it when the prefix reaches it."""
+    h = heads.of(path)
+    others = ("trajectory", "transitions", "steps", "nodes", "simulations", "pass", "response", "kwargs")
+    if h.root != "{" or any(k in h.keys for k in others):
+        return False
+    if "trajectory_format" in h.keys and h.mentions(r'"trajectory_format"\s*:\s*"mini-swe-agent'):
+        return True
+    info_first = h.mentions(r'^\s*\{\s*"info"\s*:\s*\{\s*"(exit_status|submission|model_stats|config|mini_version)"')
+    return "messages" in h.keys or (h.keys[:1] == ("info",) and info_first)

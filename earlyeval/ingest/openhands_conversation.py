@@ -18,6 +18,7 @@ from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Step, Trajectory, call_action, make_step
 from earlyeval.ingest.chat import opt_float, opt_int
 from earlyeval.ingest.common import glob_paths, run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 DEFAULT_GLOB = "**/base_state.json"
 BASE_STATE = "base_state.json"
@@ -282,5 +283,10 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     yield t
 
 
-__all__ = ["DEFAULT_GLOB", "StepFolder", "call_of", "discover", "event_kinds", "observation_of", "parse",
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): a conversation folder, ``base_state.json`` an object beside ``events/``."""
+    return path.is_dir() and (path / "events").is_dir() and heads.of(path / BASE_STATE).root == "{"
+
+
+__all__ = ["DEFAULT_GLOB", "sniff", "StepFolder", "call_of", "discover", "event_kinds", "observation_of", "parse",
            "read_events", "response_usage"]

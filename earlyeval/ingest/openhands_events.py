@@ -16,6 +16,7 @@ from earlyeval.core.jsonio import load_json, strip_gz
 from earlyeval.core.trajectory import Action, Trajectory, make_step
 from earlyeval.ingest.common import first_day, glob_paths, run_trajectory
 from earlyeval.ingest.openhands_completions import render_tool_call
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -219,3 +220,10 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         user_messages=fold.user_messages,
         condensations=fold.condensations,
     )
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): a list of events, the first with ``id``, ``source`` and an
+    ``action`` or ``observation``."""
+    h = heads.of(path)
+    return h.root == "[" and h.has("source") and ("action" in h.keys or "observation" in h.keys)

@@ -18,6 +18,7 @@ from earlyeval.core.jsonio import load_json, require, strip_gz
 from earlyeval.core.render import content_text, tool_call_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import dig, run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -207,6 +208,25 @@ def history_agents(d: Any) -> set[str]:
     return {str(m["agent"]) for m in hist if isinstance(m, dict) and m.get("agent")} if isinstance(hist, list) else set()
 
 
+# the sub-agents of CodeR's history (every one of its 261 real runs starts with the Manager)
+CODER_ROLES = frozenset({"Manager", "Reproducer", "Programmer", "Debugger", "Tester"})
+
+
 def looks_native(path: Path) -> bool:
-    """For ``--format auto`` (a CodeR file parses as SWE-agent too): a single agent speaks in the history."""
-    return len(history_agents(load_json(path))) <= 1
+    """For ``--format auto`` (a CodeR file parses as SWE-agent too): one agent speaks in the history, not a
+    CodeR sub-agent (an empty history tells nothing: the folder's other files decide, ``ingest.detect``)."""
+    agents = history_agents(load_json(path))
+    return len(agents) == 1 and not agents & CODER_ROLES
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): a ``trajectory`` list of action/observation steps (a CodeR
+    ``.traj`` too: ``looks_native`` tells the two apart)."""
+    h = heads.of(path)
+    if h.root != "{":
+        return False
+    if "trajectory" in h.keys:
+        return h.mentions(r'"trajectory"\s*:\s*\[\s*(\]|\{\s*"(action|observation|response|thought)")')
+    # ``trajectory`` past the prefix: a history of tagged messages first (key order is the writer's)
+    layout = {"environment", "history", "info", "replay_config"}
+    return "history" in h.keys and set(h.keys) <= layout and h.mentions(r'"agent"\s*:')

@@ -25,6 +25,7 @@ from earlyeval.ingest.chat import (
     success_min_reward,
 )
 from earlyeval.ingest.common import day_of, file_key, run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -234,3 +235,12 @@ def _turn(m: dict, f: str, mw: str, text: str, cost_source: str) -> PendingTurn:
         p.thought = reasoning
         p.final_answer = text
     return p
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): ``simulations`` at the top, or (past the prefix, after a long
+    ``tasks``) an ``info`` naming the agent, user and environment."""
+    h = heads.of(path)
+    if h.root != "{":
+        return False
+    return "simulations" in h.keys or ("tasks" in h.keys and h.mentions(r'"(agent_info|user_info|environment_info)"\s*:'))

@@ -15,6 +15,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, read_text
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -109,3 +110,9 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         instance_cost=blocks[-1][1],
         step_numbers_in_log=[n for n, _, _, _ in blocks],
     )
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): a ``sessions/agent.log`` (its glob) that is a transcript, not JSON."""
+    h = heads.of(path)
+    return h.error is None and h.root == "" and path.parent.name == "sessions"

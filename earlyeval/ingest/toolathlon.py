@@ -18,6 +18,7 @@ from earlyeval.core.trajectory import Action, Step, Trajectory
 from earlyeval.core.render import content_text, tool_call_text
 from earlyeval.ingest.chat import PendingTurn, chat_steps
 from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.sniff import Heads
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -114,3 +115,9 @@ def _turn(m: dict, f: str, mw: str) -> PendingTurn:
     text = content_text(m.get("content"))
     # a turn with tool calls: its text is the thought; without: the text is what it did
     return PendingTurn(actions=actions, call_ids=ids, thought=text if actions else "", final_answer="" if actions else text)
+
+
+def sniff(path: Path, heads: Heads, fmt: str) -> bool:
+    """For ``--format auto`` (``ingest.sniff``): the evaluator's ``pass`` beside the ``messages``."""
+    h = heads.of(path)
+    return h.root == "{" and h.has("pass", "messages")

@@ -94,10 +94,11 @@ def _content(tr: dict[str, Any]) -> tuple[dict[str, str], dict[tuple[str, str], 
     return {str(k): str(v) for k, v in runs.items()}, pairs
 
 
-def training_overlap(bundle: Any, trajs: list[Trajectory], fmt: str | None = None) -> dict[str, Any]:
+def training_overlap(bundle: Any, trajs: list[Trajectory], fmt: str | dict[str, str] | None = None) -> dict[str, Any]:
     """Whether the scored runs overlap the model's training data: by content (a run's fingerprint is a
     training run's: the same run, whatever its folder or name), by the scaffold x model its files record
-    (``fmt`` and the native model names, against the training agents'), by agent identity (catalog scaffold
+    (``fmt``, or per run its catalog run name's in a dict, and the native model names, against the training
+    agents'), by agent identity (catalog scaffold
     x model, compared lower-cased without non-alphanumerics), by agent name or by run id.  Scores on such
     runs are in-sample: they overstate what the model does on a new agent."""
     tr = bundle.training or {}
@@ -118,10 +119,11 @@ def training_overlap(bundle: Any, trajs: list[Trajectory], fmt: str | None = Non
         if all(key) and key in pairs:
             a["by"].add("scaffold x model")
             a["training_agents"].add(pairs[key])
-        for m in native_models(t) if fmt else []:
-            if (fmt, m) in native:
+        f = fmt.get(str(t.meta.get("run", ""))) if isinstance(fmt, dict) else fmt  # a mixed folder: per run
+        for m in native_models(t) if f else []:
+            if (f, m) in native:
                 a["by"].add("scaffold x model in the files")
-                a["training_agents"].add(native[(fmt, m)])
+                a["training_agents"].add(native[(f, m)])
         if t.run_id in run_ids:
             a["run_ids_in_training"] += 1
             a["by"].add("run id")

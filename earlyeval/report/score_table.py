@@ -13,12 +13,17 @@ def score_table(report: dict[str, Any]) -> str:
     """A short human summary of a score.json."""
     th = report["thresholds"]
     src = report.get("thresholds_source")
-    lines = [f"{report['n_trajectories']} runs ({report['n_labelled']} labelled), {report['n_halted']} halted"
+    mixed = report.get("format") == "mixed"  # --format auto on a folder of several formats: runs per format
+    per_fmt = ", ".join(f"{f} {n}" for f, n in (report.get("formats") or {}).items())
+    lines = [f"{report['n_trajectories']} runs ({report['n_labelled']} labelled" + (f"; {per_fmt}" if mixed else "")
+             + f"), {report['n_halted']} halted"
              + _by_rule(report) + "; "
              f"thresholds success={th['success']} failure={th['failure']}"
              + (f" ({src})" if src else "") + f"; {len(report['skipped'])} files skipped"]
     if report.get("format_detected"):
-        lines.append(f"format: {report['format']} (--format auto)")
+        runs = ", ".join(f"{f} {n} run{'s' if n != 1 else ''}" for f, n in report["formats"].items()) if mixed else ""
+        lines.append(f"format: mixed (--format auto): {runs}, each read as its own format" if mixed
+                     else f"format: {report['format']} (--format auto)")
     lines.append(f"task prior as of: {as_of_line(report)}")
     lines += _agent_lines(report)
     sv = report.get("savings")

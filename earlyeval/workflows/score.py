@@ -21,8 +21,8 @@ from earlyeval.core.atomic import folder_lock, json_bytes, write_files
 from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.catalog import data_root as _data_root
-from earlyeval.workflows.score_checks import (nothing_read, bench_check, catalog_hint, check_destination, check_runs_path,
-                                              date_runs, detect_format, label_spec, load_task_table, output_dir)
+from earlyeval.workflows.score_checks import (MIXED, nothing_read, bench_check, catalog_hint, check_destination, check_runs_path,
+                                              date_runs, detect_formats, label_spec, load_task_table, output_dir)
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError, NothingScoredError, ScoreRefusedError, WriteError
 from earlyeval.core.trajectory import Task, Trajectory
@@ -205,14 +205,17 @@ def score_runs(model_dir: str | Path, runs_path: str | Path, options: ScoreOptio
     got = _read(runs_path, o, _checked_call(runs_path, o, monitor, replay_all), progress)
     mon = monitor or Monitor.load(model_dir, thresholds=o.thresholds, halt_on=o.halt_on, require_signature=o.require_signature)
     bundle = mon.bundle
-    overlap = training_overlap(bundle, got.trajs, got.fmt)
+    overlap = training_overlap(bundle, got.trajs, got.fmt if got.fmt != MIXED else {s.name: s.format for s in got.specs})
     if overlap["warning"]:
         log.warning("%s", overlap["warning"])
     tasks_by_id, task_info, benches = _task_table(bundle, got, tasks, model_dir, o.cross_bench)
-    cutoff, dates = date_runs(got.trajs, o.as_of, [f.name for f in bundle.featurizer.families], got.fmt)
+    cutoff, dates = date_runs(got.trajs, o.as_of, [f.name for f in bundle.featurizer.families], ", ".join(got.formats))
     warm_runs, warm_info = _warm_runs(mon, got.trajs, o.warm_start, o.seed, tasks_by_id, cutoff, o.same_agent,
                                       o.warm_rule, runs_path)
     records, the_pass = _records(mon, got.trajs, tasks_by_id, cutoff, warm_runs, o, replay_all, progress)
+    fmt_of = {s.name: s.format for s in got.specs}
+    for t, r in zip(got.trajs, records):  # each run's own format (per_run.csv's format column)
+        r["format"] = fmt_of.get(str(t.meta.get("run")), got.fmt)
     model_th = bundle.manifest.get("thresholds") or bundle.thresholds
     th_source = "pass" if o.pass_replay else source_of(mon.thresholds, model_th, warm=warm_info is not None)
     report: dict[str, Any] = {
@@ -250,7 +253,8 @@ def _checked_call(runs_path: str | Path, options: ScoreOptions, monitor: Any, re
 
 @dataclasses.dataclass
 class _Read:
-    """The runs as read: their format (and whether it was detected), the output folder, specs and trajectories."""
+    """The runs as read: their format (``MIXED`` for several; ``formats``: runs read per format; ``detection``:
+    what --format auto read, or None), the output folder, specs and trajectories."""
 
     fmt: str
     detected: bool
@@ -260,26 +264,59 @@ class _Read:
     trajs: list[Trajectory]
     skipped: list[dict[str, Any]]
     reports: list[dict[str, Any]]
+    formats: dict[str, int] = dataclasses.field(default_factory=dict)
+    detection: dict[str, Any] | None = None
 
 
 def _read(runs_path: str | Path, o: ScoreOptions, root: Path, progress: bool) -> _Read:
-    """The format, the output folder checked (another scoring there: refused before the read) and the runs
-    read, before the model is loaded: a wrong --format fails fast."""
-    fmt, detected = o.fmt, o.fmt == "auto"
-    if detected:
-        fmt = detect_format(Path(runs_path), _catalog_specs(Path(runs_path).resolve(), "auto", root),
-                            progress=progress)
-        log.info("--format auto: %s", fmt)
-    dest = output_dir(Path(runs_path), Path(o.out) if o.out else None, workspace_root() / "reports" / "score")
-    check_destination(dest, Path(runs_path), fmt, o.force)
-    specs = run_specs(Path(runs_path), fmt, o.labels, o.agent, root=root)
-    hint = None if any(s.options.get("bench") for s in specs) else catalog_hint(Path(runs_path), fmt, root)
+    """The format(s), the output folder checked (another scoring there: refused before the read) and the runs
+    read, before the model is loaded: a wrong --format fails fast.  --format auto on a folder of several
+    formats reads each format's files as that format (``_mixed_specs``)."""
+    fmt, found, p = o.fmt, None, Path(runs_path)
+    if o.fmt == "auto":
+        found = detect_formats(p, _catalog_specs(p.resolve(), "auto", root), progress=progress)
+        fmt = next(iter(found.units)) if len(found.units) == 1 else MIXED
+        log.info("--format auto: %s", ", ".join(f"{f} ({len(u)} files)" for f, u in sorted(found.units.items())))
+    dest = output_dir(p, Path(o.out) if o.out else None, workspace_root() / "reports" / "score")
+    check_destination(dest, p, fmt, o.force)
+    specs = _mixed_specs(p, found.units, o, root) if fmt == MIXED else run_specs(p, fmt, o.labels, o.agent, root=root)
+    hint = None if any(s.options.get("bench") for s in specs) else catalog_hint(p, "auto" if fmt == MIXED else fmt, root)
     if hint:
         log.warning("%s", hint)
     trajs, skipped, reports = read_runs(specs, progress=progress)
+    skipped = (found.skipped if found else []) + _once(skipped)
     if not trajs:
-        raise nothing_read(Path(runs_path), fmt, specs, reports, skipped)
-    return _Read(fmt, detected, dest, specs, hint, trajs, skipped, reports)
+        raise nothing_read(p, fmt if fmt != MIXED else f"auto ({', '.join(sorted(found.units))})", specs, reports, skipped)
+    by_run = {s.name: s.format for s in specs}
+    formats = dict(sorted(Counter(by_run.get(str(t.meta.get("run")), fmt) for t in trajs).items()))
+    return _Read(fmt, found is not None, dest, specs, hint, trajs, skipped, reports, formats,
+                 found.summary() if found else None)
+
+
+def _once(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each skip once: two formats' specs over one folder both name a dangling link in it."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for x in entries:
+        key = tuple(sorted((k, str(v)) for k, v in x.items() if k != "run"))
+        if key not in seen:
+            seen.add(key)
+            out.append(x)
+    return out
+
+
+def _mixed_specs(p: Path, units: dict[str, list[Path]], o: ScoreOptions, root: Path) -> list[RunSpec]:
+    """One generic spec per format found, named ``<folder>[<format>]`` (its agent too, unless --agent) and
+    reading only the files detected as that format (``options["files"]``: its glob may list the others')."""
+    out = []
+    for fmt, us in sorted(units.items()):
+        for s in run_specs(p, fmt, o.labels, o.agent, root=root):
+            if not s.options.get("bench"):  # a generic spec: one per format, so that run ids stay apart
+                s.name = s.scaffold = f"{p.resolve().name}[{fmt}]"
+                s.agent = o.agent or s.name
+            s.options = {**s.options, "files": [str(u) for u in us]}
+            out.append(s)
+    return out
 
 
 def _task_table(bundle: Any, got: _Read, tasks: dict[str, Task] | Path | None, model_dir: str | Path,
@@ -316,7 +353,9 @@ def _scored_with(model_dir: str | Path, runs_path: str | Path, got: _Read, mon: 
         "runs_path": str(Path(runs_path).resolve()),
         "format": got.fmt,
         "format_detected": got.detected,
-        "runs": [{"name": s.name, "agent": s.agent, "folder": s.folder, "glob": s.glob,
+        "formats": got.formats,  # runs read per format (a mixed folder under --format auto: several)
+        "format_detection": got.detection,  # files sniffed, the prefix read of each, run files per format
+        "runs": [{"name": s.name, "agent": s.agent, "format": s.format, "folder": s.folder, "glob": s.glob,
                   "labels": [f"{l.format}:{l.path}" if l.path else l.format for l in s.labels],
                   "from_catalog": s.options.get("bench")} for s in got.specs],
         "thresholds": mon.thresholds,

@@ -22,7 +22,8 @@ from earlyeval.config.workspace import explicit_workspace, is_bench_name
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.inputs import task_table
 from earlyeval.tables.store import read_tasks
-from earlyeval.ingest import FORMATS, discover, format_facts, format_module, parse_files
+from earlyeval.ingest import FORMATS, format_module
+from earlyeval.ingest.detect import Detection, detect_units
 from earlyeval.ingest.labels import READERS as LABEL_READERS
 
 log = logging.getLogger("earlyeval.workflows.score")
@@ -50,115 +51,43 @@ def label_spec(labels: str) -> LabelSpec:
 
 # ------------------------------------------------------------------ format
 
-def _generic_spec(folder: Path, fmt: str, glob: str) -> RunSpec:
-    return RunSpec(name=folder.name, folder=str(folder), agent=folder.name, scaffold=folder.name, model="",
-                   format=fmt, glob=glob, labels=[])
+MIXED = "mixed"  # score.json's ``format`` for a folder of several formats (``formats`` counts the runs of each)
 
 
-def _sample(fmt: str, p: Path, sample: int) -> tuple[RunSpec, list[Path]]:
-    """The format's generic spec for ``p`` and up to ``sample`` of the files it would read, spread over the folder."""
-    folder, glob = (p.parent, p.name) if p.is_file() else (p, format_facts(fmt)[0])
-    spec = _generic_spec(folder, fmt, glob)
-    try:
-        files = discover(folder, spec)
-    except Exception:  # noqa: BLE001 - a format that cannot even list this folder does not read it
-        return spec, []
-    step = max(len(files) / sample, 1.0)
-    return spec, [files[int(i * step)] for i in range(min(sample, len(files)))]
-
-
-def _reads(spec: RunSpec, picked: list[Path]) -> tuple[list[Path], int]:
-    """(the sampled files the format reads into at least one run, how many it refuses)."""
-    ok: list[Path] = []
-    bad = 0
-    logging.disable(logging.ERROR)  # a wrong format's parse errors are expected here: not the user's problem
-    try:
-        for f in picked:
-            # read: at least one run out of the file (a file of many records may hold a few broken ones)
-            if any(not isinstance(x, IngestError) for x in parse_files([f], spec, "score")):
-                ok.append(f)
-            else:
-                bad += 1
-    finally:
-        logging.disable(logging.NOTSET)
-    return ok, bad
-
-
-def _claims(fmt: str, picked: list[Path]) -> bool:
-    """Whether the format's own ``looks_native(path)`` (optional: formats whose files others parse too, like
-    CodeR's and SWE-agent's ``.traj``) says yes for most of the files it read."""
-    check = getattr(format_module(fmt), "looks_native", None)
-    if not callable(check) or not picked:
-        return False
-    yes = 0
-    for f in picked:
-        try:
-            yes += bool(check(f))
-        except Exception:  # noqa: BLE001 - unreadable here is simply not a claim
-            pass
-    return 2 * yes > len(picked)
-
-
-def detect_format(runs_path: Path, catalog_specs: list[RunSpec], sample: int = 5, progress: bool = False) -> str:
-    """The one native format the files are in: a catalog entry's when the folder is a catalog run, else the
-    one registered format that reads a sample of the files (at least as many as it refuses; failing that, the
-    one format that reads any: a folder of runs that mostly never started), else among several the one whose
-    ``looks_native`` claims them; a ScoreRefusedError naming the candidates when none or several remain."""
+def detect_formats(runs_path: Path, catalog_specs: list[RunSpec], progress: bool = False) -> Detection:
+    """The run units of ``runs_path`` by format: a catalog entry's format when the folder is a catalog run,
+    else every file sniffed (``ingest.detect.detect_units``: each unit goes to the format that claims it, what
+    no format claims is skipped by name).  No format found: a ScoreRefusedError listing the formats tried."""
     fmts = sorted({s.format for s in catalog_specs})
     if len(fmts) == 1:
-        return fmts[0]
+        return Detection({fmts[0]: []}, by="the catalog entry")
     p = Path(runs_path).resolve()
-    reads: dict[str, list[Path]] = {}
-    partial: dict[str, list[Path]] = {}
-    said: list[str] = []
-    for fmt in tqdm(sorted(FORMATS.known()), desc="score: --format auto", unit="format", leave=False,
-                    disable=None if progress else True):
+    known = []
+    for fmt in sorted(FORMATS.known()):
         try:
             format_module(fmt)
+            known.append(fmt)
         except IngestError:  # a broken optional plugin: not a candidate
-            continue
-        spec, picked = _sample(fmt, p, sample)
-        ok, bad = _reads(spec, picked) if picked else ([], 0)
-        if ok and len(ok) >= bad:
-            reads[fmt] = ok
-        elif ok:
-            partial[fmt] = ok
-            said.append(f"{fmt} read {len(ok)} of {len(ok) + bad} sampled files")
-    everyone = {**partial, **reads}
-    if not reads and len(partial) == 1:  # one format reads some files (the rest, e.g., runs that never started)
-        return _alone(next(iter(partial)), everyone, p)
-    reads = reads or partial
-    if len(reads) == 1:
-        return _alone(next(iter(reads)), everyone, p)
-    claimed = [f for f, picked in reads.items() if _claims(f, picked)]
-    if len(claimed) == 1:
-        return _alone(claimed[0], everyone, p)
-    known = ", ".join(sorted(FORMATS.known()))
-    if not reads:
-        why = f" ({'; '.join(said)})" if said else ""
-        raise ScoreRefusedError(f"--format auto: no known format reads most of the files under {p}{why} (tried: {known}); "
-                                "give --format FMT (`earlyeval formats` lists them)")
-    raise ScoreRefusedError(f"--format auto: the files under {p} read as several formats: {', '.join(sorted(reads))}; "
-                            "give --format with the right one")
+            pass
+    with tqdm(total=len(known), desc="score: --format auto", unit="format", leave=False,
+              disable=None if progress else True) as bar:
+        found = detect_units(p, known, bar)
+    if not found.units:
+        first = f" (e.g. {Path(found.skipped[0]['file']).name}: {found.skipped[0]['reason']})" if found.skipped else ""
+        raise ScoreRefusedError(f"--format auto: no known format reads the files under {p}{first} (tried: "
+                                f"{', '.join(sorted(FORMATS.known()))}); give --format FMT (`earlyeval formats` lists them)")
+    return found
 
 
-def _alone(fmt: str, reads: dict[str, list[Path]], p: Path) -> str:
-    """``fmt``, unless another format reads sampled files that ``fmt`` does not even list (its glob misses them):
-    a mixed folder, whose other runs ``fmt`` would drop without a word (a file it lists and refuses is reported
-    as skipped); then a ScoreRefusedError listing every format found and its files."""
-    spec, _ = _sample(fmt, p, 1)
-    try:
-        mine = set(discover(Path(spec.folder), spec)) | set(reads.get(fmt, []))
-    except Exception:  # noqa: BLE001 - it listed the folder a moment ago; what it read is what it lists
-        mine = set(reads.get(fmt, []))
-    others = {f: [x for x in files if x not in mine] for f, files in reads.items() if f != fmt}
-    others = {f: files for f, files in others.items() if files}
-    if not others:
-        return fmt
-    found = "; ".join(f"{f}: {len(files)} sampled file(s), e.g. {files[0].name!r}"
-                      for f, files in sorted({fmt: sorted(reads.get(fmt, [])), **others}.items()) if files)
-    raise ScoreRefusedError(f"--format auto: the files under {p} are in several formats ({found}); scoring one would drop "
-                            "the others; give --format FMT for each, on folders that hold one format each")
+def detect_format(runs_path: Path, catalog_specs: list[RunSpec], progress: bool = False) -> str:
+    """The one format of the runs under ``runs_path`` (``detect_formats``), for a caller that reads one
+    format; a ScoreRefusedError listing them when the folder holds several (``score`` reads each)."""
+    found = detect_formats(runs_path, catalog_specs, progress)
+    if len(found.units) == 1:
+        return next(iter(found.units))
+    listed = "; ".join(f"{f}: {len(u)} file(s), e.g. {u[0].name!r}" for f, u in sorted(found.units.items()))
+    raise ScoreRefusedError(f"--format auto: the files under {Path(runs_path).resolve()} are in several formats "
+                            f"({listed}); `earlyeval score` scores each run with its own")
 
 
 # ------------------------------------------------------------------ tasks
@@ -262,12 +191,16 @@ def bench_check(bundle: Any, specs: list[RunSpec], trajs: list[Trajectory], fmt:
         out["evidence"] = "the model's benchmark is not a known catalog: not checked"
         return out
     cat = sorted({str(s.options.get("bench")) for s in specs if s.options.get("bench")})
-    by_fmt = format_benches().get(fmt, set())
+    # each format's benchmarks (a mixed folder: every format's runs must be of the model's benchmark)
+    by = {f: format_benches().get(f, set()) for f in (sorted({s.format for s in specs}) if fmt == MIXED else [fmt])}
+    by_fmt = set().union(*by.values()) if all(by.values()) else set()
     ids = {t.task_id for t in trajs}
     if cat:
         out.update(runs=cat, evidence="the runs are a catalog's runs")
     elif by_fmt:
-        out.update(runs=sorted(by_fmt), evidence=f"format {fmt} is used by the catalogs of {', '.join(sorted(by_fmt))}")
+        off = sorted(b for f, bs in by.items() if not bs & set(model_benches) for b in bs)
+        out.update(runs=off or sorted(by_fmt), evidence="; ".join(f"format {f} is used by the catalogs of {', '.join(sorted(bs))}"
+                                                             for f, bs in by.items()))
     elif tasks and ids:
         found = len(ids & set(tasks))
         out.update(runs=model_benches if found else ["another benchmark"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-CSV_COLUMNS = ("run_id", "agent", "task_id", "steps", "halted_step", "halt_rule", "predicted", "recorded_outcome", "true_label",
+CSV_COLUMNS = ("run_id", "agent", "format", "task_id", "steps", "halted_step", "halt_rule", "predicted", "recorded_outcome", "true_label",
                "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent", "input_tokens_saved",
                "output_tokens_spent", "output_tokens_saved", "cost_usd_spent", "cost_usd_saved", "cost_source",
                "audited")  # audited: 1/0 under `score --pass` (an audit run, never halted), empty otherwise
@@ -19,7 +19,8 @@ def per_run_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         u = r.get("usage") or {}
         recorded = r["predicted"] if r["halted"] else lab[r["outcome"]]
-        row = {"run_id": r["run_id"], "agent": r["agent"], "task_id": r["task_id"], "steps": r["n_steps"],
+        row = {"run_id": r["run_id"], "agent": r["agent"], "format": r.get("format", ""), "task_id": r["task_id"],
+               "steps": r["n_steps"],
                "halted_step": r["halt_t"] if r["halted"] else "",
                "halt_rule": (r.get("halt_rule") or "") if r["halted"] else "", "predicted": r["predicted"] or "",
                "recorded_outcome": recorded, "true_label": lab[r["outcome"]],

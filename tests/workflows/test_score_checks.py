@@ -331,12 +331,12 @@ def test_every_format_has_a_fixture_for_auto():
     # terminalbench-log: its real logs (integration); inspect-eval: logs inspect_ai writes in tests/ingest/test_ingest_inspect_eval.py
 
 
-def test_format_auto_ambiguous_or_unknown_exits_2(env, tmp_path, monkeypatch):
+def test_format_auto_unknown_exits_2_and_a_mixed_folder_is_scored_per_format(env, tmp_path, monkeypatch):
     mixed = tmp_path / "mixed"
     shutil.copytree(FIXTURES / "export-atif", mixed / "a")
-    for name in ("b.json", "c.json"):  # as many tau2 files as the sampled files of the other format
+    for name in ("b.json", "c.json"):
         shutil.copy(FIXTURES / "tau2" / "shop_2025.json", mixed / name)
-    with pytest.raises(ScoreRefusedError, match="several formats: mini-swe-agent-v1, tau2"):
+    with pytest.raises(ScoreRefusedError, match="several formats .mini-swe-agent-v1: 1 file.*tau2: 2 file"):
         detect_format(mixed, [])
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -345,7 +345,10 @@ def test_format_auto_ambiguous_or_unknown_exits_2(env, tmp_path, monkeypatch):
     r = _cli(env, monkeypatch, "--runs", str(notes), "--out", str(tmp_path / "o"))
     _one_line_exit_2(r, "--format auto: no known format reads", "give --format FMT")
     r = _cli(env, monkeypatch, "--runs", str(mixed), "--out", str(tmp_path / "o"))
-    _one_line_exit_2(r, "several formats: mini-swe-agent-v1, tau2")
+    assert r.exit_code == 0, r.output
+    rep = json.loads((tmp_path / "o" / "score.json").read_text())
+    assert rep["format"] == "mixed" and set(rep["formats"]) == {"mini-swe-agent-v1", "tau2"}
+    assert rep["formats"]["mini-swe-agent-v1"] == 1 and sum(rep["formats"].values()) == rep["n_trajectories"]
     rep_dir = tmp_path / "o2"
     r = _cli(env, monkeypatch, "--runs", str(env["new"]), "--out", str(rep_dir))  # --format omitted: auto
     assert r.exit_code == 0, r.output

@@ -34,9 +34,6 @@ def env(tmp_path_factory):
     (base / "empty").mkdir()
     (base / "notes").mkdir()
     (base / "notes" / "readme.txt").write_text("not a run")
-    shutil.copytree(FIXTURES / "export-atif", base / "mixed" / "a")
-    for n in ("b.json", "c.json"):
-        shutil.copy(FIXTURES / "tau2" / "shop_2025.json", base / "mixed" / n)
     (base / "not-a-model").mkdir()
     tampered = base / "tampered"
     shutil.copytree(model, tampered)
@@ -59,7 +56,6 @@ CASES = [
     ("--runs does not exist", ["-m", "{model}", "--runs", "{base}/nope"], 2, "no such file or folder"),
     ("unknown --format", ["-m", "{model}", "--runs", "{base}/runs", "-f", "nope"], 2, "unknown format 'nope'"),
     ("--format auto, no format reads the files", ["-m", "{model}", "--runs", "{base}/notes"], 2, "no known format reads"),
-    ("--format auto, several formats do", ["-m", "{model}", "--runs", "{base}/mixed"], 2, "several formats"),
     ("--format that reads no run", ["-m", "{model}", "--runs", "{base}/runs", "-f", "tau2"], 2, "no runs read"),
     ("empty folder", ["-m", "{model}", "--runs", "{base}/empty", "-f", "atif"], 2, "no file matches"),
     ("unknown --labels format", ["-m", "{model}", "--runs", "{base}/runs", "--labels", "sbcli:*.json"], 2, "unknown label format"),

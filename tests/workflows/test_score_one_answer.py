@@ -2,11 +2,12 @@
 
 The task table comes from ``--tasks`` or from the model directory's benchmark, found beside the model's
 workspace (never in the current folder by default); a model that needs one with no table is refused; the
-first summary line and the table count the same halts; ``--format auto`` on a mixed folder refuses and lists
-the formats found instead of dropping the other format's runs."""
+first summary line and the table count the same halts; ``--format auto`` on a mixed folder scores each run
+with its own format, says how many of each, and names the files no format reads: nothing is dropped silently."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 
@@ -115,11 +116,44 @@ def _mixed(tmp_path):
     return mixed
 
 
-def test_format_auto_on_a_mixed_folder_refuses_and_lists_the_formats(ws, tmp_path):
+def test_format_auto_on_a_mixed_folder_scores_each_run_with_its_own_format(ws, tmp_path):
+    """2 mini-swe-agent files and 1 SWE-agent file (whose glob, *.traj*, lists the mini files too) plus a file
+    no format reads: all 3 runs are scored, each as its own format, and the stray file is skipped by name."""
     mixed = _mixed(tmp_path)
-    with pytest.raises(ScoreRefusedError, match=r"several formats \(mini-swe-agent-v1: 2 sampled .*swe-agent-traj: 1 "
-                                                r"sampled file\(s\), e.g. 'astropy__astropy-1.traj'\)"):
-        detect_format(mixed, [])
+    (mixed / "notes.traj.json").write_text('{"hello": 1}')
     r = CliRunner().invoke(app, ["score", "-m", str(ws["model"]), "--runs", str(mixed), "--out", str(tmp_path / "o")])
-    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "several formats" in r.stderr, r.output
-    assert not (tmp_path / "o").exists()
+    assert r.exit_code == 0, r.output
+    rep = json.loads((tmp_path / "o" / "score.json").read_text())
+    assert rep["format"] == "mixed" and rep["format_detected"] is True and rep["n_trajectories"] == 3
+    assert rep["formats"] == {"mini-swe-agent-v1": 2, "swe-agent-traj": 1}
+    by_task = {x["task_id"]: x["format"] for x in rep["per_run"]}
+    assert by_task == {"toy__repo-1": "mini-swe-agent-v1", "toy__repo-2": "mini-swe-agent-v1",
+                       "astropy__astropy-1": "swe-agent-traj"}
+    (stray,) = rep["skipped"]  # nothing else dropped: the three runs are read, the stray file is named
+    assert stray["file"].endswith("notes.traj.json") and "no format recognises it" in stray["reason"]
+    assert rep["format_detection"]["run_files"] == {"mini-swe-agent-v1": 2, "swe-agent-traj": 1}
+    with (tmp_path / "o" / "per_run.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert sorted(x["format"] for x in rows) == ["mini-swe-agent-v1", "mini-swe-agent-v1", "swe-agent-traj"]
+    first, second = r.stdout.splitlines()[:2]
+    assert first.startswith("3 runs (") and "mini-swe-agent-v1 2, swe-agent-traj 1" in first and "1 files skipped" in first
+    assert second == "format: mixed (--format auto): mini-swe-agent-v1 2 runs, swe-agent-traj 1 run, each read as its own format"
+    with pytest.raises(ScoreRefusedError, match=r"several formats \(mini-swe-agent-v1: 2 file\(s\).*swe-agent-traj: 1 "):
+        detect_format(mixed, [])  # a caller that reads one format is told, not handed the majority's
+
+
+def test_format_auto_sniffs_every_file_however_few_of_the_other_format(ws, tmp_path):
+    """11 mini-swe-agent files and 1 SWE-agent file: all 12 sniffed (no sample) and scored, each as its own format."""
+    mixed = _mixed(tmp_path)
+    mini = (mixed / "toy__repo-1.traj.json").read_text()
+    for i in range(3, 12):
+        (mixed / f"toy__repo-{i}.traj.json").write_text(mini.replace("toy__repo-1", f"toy__repo-{i}"))
+    paths = score_runs(ws["model"], mixed, ScoreOptions("auto", out=tmp_path / "o"), progress=False)
+    rep = json.loads(paths["score"].read_text())
+    assert rep.get("formats") == {"mini-swe-agent-v1": 11, "swe-agent-traj": 1} and rep["skipped"] == []
+    assert sorted(x["task_id"] for x in rep["per_run"] if x["task_id"].startswith("astropy")) == ["astropy__astropy-1"]
+    from earlyeval.workflows.score_checks import detect_formats  # new with the sniffing: here, so the rest runs before it
+
+    found = detect_formats(mixed, [])
+    assert {f: len(u) for f, u in found.units.items()} == {"mini-swe-agent-v1": 11, "swe-agent-traj": 1}
+    assert found.files_sniffed == 12 and found.skipped == []

@@ -20,6 +20,7 @@ from earlyeval.report.html import CSS, agent_cell, esc, fnum, legend, missed, no
 from earlyeval.report.html import pyplot as _plt
 from earlyeval.report.page_costs import section_budget, section_dollars, section_latency
 from earlyeval.report.page_inputs import Inputs, small_agents
+from earlyeval.report.page_pass import section_pass
 from earlyeval.report.page_rules import section_loso, section_rules
 from earlyeval.report.page_summary import section_summary
 from earlyeval.report.provenance import provenance
@@ -33,6 +34,7 @@ SECTIONS = {  # id -> heading; the test checks every heading is on the page
     "frontier": "Savings / accuracy frontier",
     "calibration": "Calibration per held-out agent",
     "halts": "Halt steps: task skip vs in-run",
+    "pass": "Benchmark passes",
     "dollars": "Dollars saved",
     "budget": "Budget coverage per agent",
     "latency": "Monitor latency",
@@ -409,7 +411,7 @@ def section_halts(inp: Inputs) -> str:
 
 BUILDERS: dict[str, Callable[[Inputs], str]] = {
     "summary": section_summary, "results": section_results, "rules": section_rules, "loso": section_loso, "frontier": section_frontier, "calibration": section_calibration,
-    "halts": section_halts, "dollars": section_dollars, "budget": section_budget, "latency": section_latency,
+    "halts": section_halts, "pass": section_pass, "dollars": section_dollars, "budget": section_budget, "latency": section_latency,
 }
 
 

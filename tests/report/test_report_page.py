@@ -395,3 +395,26 @@ def test_rules_and_loso_sections_show_the_reports_own_blocks(ws):
     del rep["protocols"]["as_of"]["leave_one_scaffold_out"]
     path.write_text(json.dumps(rep))
     assert "no leave-one-scaffold-out" in section_loso(Inputs("demo", ws / "reports" / "demo", ws / "features" / "demo"))
+
+
+def test_the_pass_section_shows_each_agents_passes_beside_the_static_model(ws):
+    """loao.json's pass blocks (evaluation.pass_sim.pass_block / pass_pooled) become one row per agent and W, with
+    the gain over the static model in points, and the savings-by-fifth plot; none is a note, not an empty table."""
+    _workspace(ws)
+    path = ws / "reports" / "demo" / "loao.json"
+    rep = json.loads(path.read_text())
+    page = write_report("demo").read_text()
+    assert "no benchmark-pass simulation in this loao.json" in page.split('<section id="pass">')[1]
+    blk = {"halted_accuracy": 0.975, "steps_saved": 0.42, "steps_saved_task_skip": 0.30, "steps_saved_in_run": 0.12,
+           "audited_share": 0.1, "threshold_moves": [1, 0, 2], "steps_saved_by_fifth_of_pass": [0.3, 0.4, 0.45, 0.5, 0.45]}
+    for a in LARGE:
+        rep["agents"][a]["pass"] = {"seeds": [0, 1, 2], "audit_share": 0.1, "pass_features": True, "W=1": blk, "W=8": blk}
+    rep["pass_pooled"] = {"W=1": blk, "W=8": blk}
+    path.write_text(json.dumps(rep))
+    section = write_report("demo").read_text().split('<section id="pass">')[1].split("</section>")[0]
+    static = rep["agents"][LARGE[0]]["steps_saved"]
+    gain = f"{100 * (0.42 - static):+.1f} pp"
+    assert section.count("<td>97.5 %</td><td>42.0 %</td><td>30.0 %</td><td>12.0 %</td><td>10.0 %</td><td>3</td>"
+                         f"<td>{gain}</td>") == 2 * (len(LARGE) + 1)  # each agent and the pooled row, per W
+    assert "pooled (large held-out agents)" in section and "data:image/png;base64," in section
+    assert "pass features on" in section and "25.0 %" in section  # the pooled prior-only baseline beside it

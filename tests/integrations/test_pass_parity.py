@@ -1,0 +1,380 @@
+"""A benchmark pass live and simulated (issue 28, "Live"), on real runs (``pytest -m integration``).
+
+Real SWE-bench runs of one agent go through the real mini-swe-agent loop (``EarlyStopAgent`` on ``DefaultAgent.run``
+and ``LocalEnvironment``, the package's scripted model replaying each run's recorded turns) on W parallel workers,
+every run's monitor from one ``earlyeval: {pass: ...}`` block; the pass's decisions must be those of
+``pass_sim.simulate_pass`` (the evaluation's simulator) for the same runs, order, seed, W and audit share.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from earlyeval.config.catalog import data_root, load_catalog
+from earlyeval.config.workspace import models_dir
+from earlyeval.core.trajectory import Task, Trajectory
+from earlyeval.evaluation.pass_sim import simulate_pass
+from earlyeval.features.passref import PassReference, profile_of
+from earlyeval.fitting.metrics import RunSet, runset_of_runs
+from earlyeval.ingest import ingest_run
+from earlyeval.integrations.config import monitor_from_config
+from earlyeval.live.benchpass import AuditMonitor, pass_order
+from earlyeval.model.outcome import split_proba
+from earlyeval.model.policy import SUCCESS, first_halt
+from earlyeval.tables.store import bench_dir
+from earlyeval.tables.tasks import load_tasks
+
+pytestmark = pytest.mark.integration
+
+MINI = "verified__mini-swe-agent-v1.15.0__gemini-3-pro-preview-20251118"
+N_RUNS = 40  # real runs per pass
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # the last recorded turn ends the run the way mini's env ends it
+WAIT = 120.0  # seconds a gate waits before the test fails (a broken schedule, never a timing assertion)
+BOLD = {"success": 0.6, "failure": 0.6, "min_halt_step": 1}  # a label-free pair too bold for this agent: the audit moves it
+
+
+# ---------------------------------------------------------------------------------------------------- the runs
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, Any]:
+    """Every labelled run of MINI (ingested as ``earlyeval ingest`` does), the task prompts and a work tree."""
+    pytest.importorskip("minisweagent")
+    os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
+    if not (models_dir("swebench") / "manifest.json").exists():
+        pytest.skip("no shipped model: run `make train BENCH=swebench`")
+    tasks_file = bench_dir("swebench") / "tasks.parquet"
+    if not data_root().exists() or not tasks_file.exists():
+        pytest.skip(f"real data absent: {data_root()} or {tasks_file} (make ingest BENCH=swebench)")
+    cat = load_catalog("swebench")
+    trajs, _ = ingest_run(cat.run(MINI), "swebench", data_root())
+    trajs = sorted((t for t in trajs if t.outcome is not None), key=lambda t: t.run_id)
+    tasks = load_tasks(cat, data_root())
+    prompts = {t.run_id: tasks[t.task_id].prompt if t.task_id in tasks else "" for t in trajs}
+    return {"trajs": trajs, "prompts": prompts, "tasks_file": tasks_file,
+            "repo": _dirty_repo(tmp_path_factory.mktemp("repo"))}
+
+
+def _runs(corpus: dict[str, Any], trajs: list[Trajectory]) -> dict[str, Any]:
+    """The pass's runs and their recorded messages."""
+    return {**corpus, "trajs": trajs,
+            "messages": {t.run_id: _native(Path(t.meta["source_file"]))["messages"] for t in trajs}}
+
+
+def _spread(trajs: list[Trajectory], n: int) -> list[Trajectory]:
+    return [trajs[int(k * len(trajs) / n)] for k in range(min(n, len(trajs)))]
+
+
+@pytest.fixture(scope="module")
+def real(corpus) -> dict[str, Any]:
+    """N_RUNS runs evenly spread over the agent's runs (sorted by run id)."""
+    return _runs(corpus, _spread(corpus["trajs"], N_RUNS))
+
+
+@pytest.fixture(scope="module")
+def misjudged(corpus, tmp_path_factory) -> dict[str, Any]:
+    """N_RUNS runs for which the BOLD pair is visibly wrong: the first 10 (by run id) it halts as successes that
+    failed, and runs it does not halt as successes, evenly spread.  Their audit sample rejects its success side."""
+    rs, _, _ = batch_runset(corpus, block(corpus, tmp_path_factory.mktemp("s") / "p.json", 0.5, 0, BOLD))
+    t, o = first_halt(rs.p_s, rs.p_f, BOLD["success"], BOLD["failure"], BOLD["min_halt_step"])
+    wrong = [x for x, ti, oi in zip(corpus["trajs"], t, o) if ti > 0 and oi == SUCCESS and x.outcome == 0][:10]
+    others = [x for x, ti, oi in zip(corpus["trajs"], t, o) if not (ti > 0 and oi == SUCCESS)]
+    if len(wrong) < 5:
+        pytest.fail(f"only {len(wrong)} runs the BOLD pair halts wrongly as successes: the moving case needs more")
+    return _runs(corpus, sorted(wrong + _spread(others, N_RUNS - len(wrong)), key=lambda x: x.run_id))
+
+
+def _native(path: Path) -> dict[str, Any]:
+    path = path if path.is_absolute() else data_root() / path
+    with (gzip.open(path, "rt", encoding="utf-8") if path.name.endswith(".gz") else open(path, encoding="utf-8")) as f:
+        return json.load(f)
+
+
+def _dirty_repo(root: Path) -> Path:
+    """A git work tree with an uncommitted change: the candidate patch a success halt submits is never empty."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    (root / "mod.py").write_text("a = 1\n")
+    for cmd in (["git", "init", "-q"], ["git", "add", "mod.py"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(cmd, cwd=root, check=True, env=env)
+    (root / "mod.py").write_text("a = 2\n")
+    return root
+
+
+def _turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
+    """(assistant message, the messages that answered it) per recorded turn."""
+    turns: list[tuple[dict, list[dict]]] = []
+    for m in messages:
+        if m.get("role") == "assistant":
+            turns.append((m, []))
+        elif turns and m.get("role") != "exit":
+            turns[-1][1].append(m)
+    return turns
+
+
+def block(real: dict[str, Any], state: Path, share: float, seed: int, thresholds: dict | None = None,
+          model: Path | None = None) -> dict:
+    """The one ``earlyeval`` block every run's monitor is built from (a benchmark pass: halt_on both)."""
+    cfg = {"model": str(model or models_dir("swebench")), "halt_on": "both", "tasks": str(real["tasks_file"]),
+           "pass": {"state": str(state), "audit_share": share, "seed": seed}}
+    return {**cfg, "thresholds": thresholds} if thresholds else cfg
+
+
+# ---------------------------------------------------------------------------------------------- the simulator
+
+def batch_runset(real: dict[str, Any], cfg: dict) -> tuple[RunSet, tuple[float, float], int]:
+    """The runs' RunSet by the offline path (features of the whole trajectory, then the model), each run in the
+    context the live monitor starts it with; the label-free pair and min_halt_step."""
+    mon = monitor_from_config({k: v for k, v in cfg.items() if k != "pass"})
+    fz, model = mon.bundle.featurizer, mon.bundle.model
+    ps, pf = [], []
+    for t in real["trajs"]:
+        ctx = mon.spawn().start(task=Task(task_id=t.task_id, prompt=real["prompts"][t.run_id]), run_id=t.run_id)
+        X = fz.prefix_matrix([t], [ctx], max_t=[len(t.steps)])[: len(t.steps) - 1]
+        a, b = split_proba(model.predict_proba(X))
+        ps.append(a)
+        pf.append(b)
+    return runset_of_runs(real["trajs"], ps, pf), (mon.tau_s, mon.tau_f), mon.min_halt_step
+
+
+def simulated(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, workers: int, share: float
+              ) -> tuple[dict[str, Any], dict[int, list[int]]]:
+    """``simulate_pass`` and, per run, the audited runs it had delivered when the run started (its reference)."""
+    refs: dict[int, list[int]] = {}
+
+    def repredict(i: int, delivered: list[int]) -> None:
+        refs[i] = list(delivered)
+        return None  # the static predictions: the shipped model has no pass feature
+
+    return simulate_pass(rs, base, min_t, seed, workers, share, repredict=repredict), refs
+
+
+# ------------------------------------------------------------------------------------------ the live workers
+
+class Schedule:
+    """The simulator's order imposed on the live workers (the same order, see the test's docstring).
+
+    Run i spawns its monitor only once every run the simulator delivered before i started (``before[i]``: those
+    started earlier and finished at or before i's start, in steps) has finished in the live pass and, if audited,
+    been graded; and run j's last model call waits until every run the simulator started before delivering j has
+    spawned its monitor.  Nothing else is ordered: the workers run in parallel in between."""
+
+    def __init__(self, sim: dict[str, Any]):
+        pos, start, fin = sim["position"], sim["start"], sim["finish"]
+        n = len(pos)
+        self.before = [{j for j in range(n) if pos[j] < pos[i] and fin[j] <= start[i]} for i in range(n)]
+        self.after = [[k for k in range(n) if k != j and j not in self.before[k]] for j in range(n)]
+        self.last_call = [int(t) if t > 0 else int(T) for t, T in zip(sim["t_halt"], sim["finish"] - sim["start"])]
+        self.spawned = [threading.Event() for _ in range(n)]
+        self.delivered = [threading.Event() for _ in range(n)]
+
+    @staticmethod
+    def wait(events: list[threading.Event], why: str) -> None:
+        for e in events:
+            if not e.wait(WAIT):
+                raise TimeoutError(f"schedule stuck: {why}")
+
+    def on_call(self, i: int) -> Callable[[int], None]:
+        """The hook of run i's model: call c (1-based) is about to be answered."""
+        def hook(c: int) -> None:
+            if c == 1:
+                self.spawned[i].set()  # the agent spawned the run's monitor before its first model call
+            if c == self.last_call[i]:
+                self.wait([self.spawned[k] for k in self.after[i]], f"run {i}'s end waits for later starts")
+        return hook
+
+
+def replay_model(messages: list[dict], hook: Callable[[int], None]) -> Any:
+    """mini-swe-agent's own scripted model replaying one real run: call k returns the k-th recorded assistant message
+    and, as its observation, the recorded answers; the last turn submits, so the real LocalEnvironment ends the run."""
+    from minisweagent.models.test_models import DeterministicModel
+
+    turns = _turns(messages)
+    outputs = [copy.deepcopy(a) for a, _ in turns]
+    outputs[-1]["extra"] = {**(outputs[-1].get("extra") or {}), "actions": [{"command": SUBMIT}]}
+
+    class Replay(DeterministicModel):
+        def query(self, msgs: list[dict], **kwargs: Any) -> dict:
+            hook(self.current_index + 2)
+            return super().query(msgs, **kwargs)
+
+        def format_observation_messages(self, message: dict, outs: list[dict], template_vars: dict | None = None) -> list[dict]:
+            if outs:  # the submitting turn (the environment raised Submitted before this is reached)
+                return super().format_observation_messages(message, outs, template_vars)
+            return copy.deepcopy(turns[self.current_index][1])
+
+    return Replay(outputs=outputs, cost_per_call=0.0)
+
+
+def play(real: dict[str, Any], cfg: dict, i: int, sched: Schedule) -> dict[str, Any]:
+    """Run i through the real mini-swe-agent loop; what its monitor was spawned with and what it decided."""
+    from minisweagent.environments.local import LocalEnvironment
+
+    from earlyeval.integrations.mini_swe_agent import EarlyStopAgent
+
+    t: Trajectory = real["trajs"][i]
+    seen: dict[str, Any] = {}
+
+    def hook(c: int) -> None:
+        if c == 1:  # the monitor was spawned in run() before this call; nothing was delivered in between
+            seen["finished_at_start"] = len(agent.stopper.monitor.the_pass.state["finished"])
+        sched.on_call(i)(c)
+
+    agent = EarlyStopAgent(replay_model(real["messages"][t.run_id], hook), LocalEnvironment(cwd=str(real["repo"])),
+                           earlyeval={**cfg, "task": t.task_id, "run_id": t.run_id}, system_template="Replay.",
+                           instance_template="{{task}}", step_limit=0, cost_limit=0)
+    agent.run(real["prompts"][t.run_id])
+    pm = agent.stopper.monitor
+    mon = pm.current.monitor if isinstance(pm.current, AuditMonitor) else pm.current
+    h = agent.stopper.halted
+    assert agent.stopper.errors == [] and pm.warnings == [], (agent.stopper.errors, pm.warnings)
+    return {**seen, "audited": isinstance(pm.current, AuditMonitor), "pair": (mon.tau_s, mon.tau_f),
+            "t_halt": h.n_steps if h else 0, "pred": -1 if h is None else int(h.outcome == "success"),
+            "ref": mon.pass_reference, "pass": pm.the_pass,
+            "probs": [(d.p_success, d.p_failure) for d in agent.stopper.decisions]}
+
+
+def live_pass(real: dict[str, Any], cfg: dict, sim: dict[str, Any], seed: int, workers: int,
+              late_grades: bool = False) -> list[dict[str, Any]]:
+    """The pass on ``workers`` threads taking runs in pass order; each audited run graded with its real label when
+    it finishes (``late_grades``: only after the last run has started, a deliberately broken delivery)."""
+    sched, order = Schedule(sim), pass_order([t.run_id for t in real["trajs"]], seed)
+    out: dict[int, dict[str, Any]] = {}
+    held: list[tuple[Any, Trajectory]] = []
+    queue, lock, errors = iter(order), threading.Lock(), []
+
+    def worker() -> None:
+        try:
+            while True:
+                with lock:
+                    i = next(queue, None)
+                if i is None:
+                    return
+                sched.wait([sched.delivered[j] for j in sorted(sched.before[i])], f"run {i}'s start")
+                out[i] = rec = play(real, cfg, i, sched)
+                t = real["trajs"][i]
+                if rec["audited"] and late_grades:
+                    held.append((rec["pass"], t))
+                elif rec["audited"]:
+                    rec["pass"].grade(t.run_id, int(t.outcome))  # the harness's grade, right after the run ends
+                sched.delivered[i].set()
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            errors.append(e)
+            for ev in sched.delivered + sched.spawned:
+                ev.set()  # unblock the others: the test fails on the error, not on a hang
+
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if errors:
+        raise errors[0]
+    for p, t in held:
+        p.grade(t.run_id, int(t.outcome))
+    return [out[i] for i in range(len(real["trajs"]))]
+
+
+# ------------------------------------------------------------------------------------------------- compare
+
+def mismatches(real: dict[str, Any], live: list[dict[str, Any]], sim: dict[str, Any], refs: dict[int, list[int]],
+               with_refs: bool) -> list[str]:
+    """Each run's live decisions against the simulator's: audited, the pair in force at its start, the runs
+    finished then, the halt (prefix t, outcome) and, for a model with the pass family (``with_refs``: else the pass
+    keeps no profile), the pass reference its features read (the audited runs the simulator had delivered)."""
+    out = []
+    for i, r in enumerate(live):
+        want = {"audited": bool(sim["audited"][i]), "pair": tuple(float(x) for x in sim["thresholds"][i]),
+                "finished_at_start": int(sim["finished_at_start"][i]), "t_halt": int(sim["t_halt"][i]),
+                "pred": int(sim["pred"][i])}
+        got = {k: r[k] for k in want}
+        if got != want:
+            out.append(f"{real['trajs'][i].run_id}: live {got} != simulated {want}")
+        want_ref = PassReference.of(profile_of(real["trajs"][j]) for j in refs[i]) if with_refs else None
+        if (r["ref"] is None) != (want_ref is None) or (want_ref is not None and r["ref"] != want_ref):
+            out.append(f"{real['trajs'][i].run_id}: its pass reference is not the simulator's ({len(refs[i])} audited runs)")
+    return out
+
+
+def moves(the_pass: Any, base: tuple[float, float]) -> list[tuple[int, int, list[float]]]:
+    """The live pass's threshold moves as the simulator's ``history`` lists them: (runs finished, graded, pair)."""
+    out, pair = [], list(base)
+    for h in the_pass.state["history"]:
+        if h["thresholds"] != pair:
+            out.append((h["n_finished"], h["n_audited_graded"], h["thresholds"]))
+        pair = h["thresholds"]
+    return out
+
+
+def check_probabilities(live: list[dict[str, Any]], rs: RunSet) -> None:
+    """The precondition: the live monitors' probabilities are the offline ones (to 1e-9) at every step scored."""
+    for r, a, b in zip(live, rs.p_s, rs.p_f):
+        got = np.asarray(r["probs"], dtype=float).reshape(-1, 2)
+        n = len(got)
+        assert n == (r["t_halt"] or len(a)), (n, r["t_halt"], len(a))
+        np.testing.assert_allclose(got[:, 0], a[:n], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(got[:, 1], b[:n], rtol=0, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------- tests
+
+def _pass_case(real: dict[str, Any], tmp_path: Path, seed: int, workers: int, share: float,
+               thresholds: dict | None = None, late_grades: bool = False, model: Path | None = None) -> dict[str, Any]:
+    """One pass live and simulated, and what differs between them."""
+    cfg = block(real, tmp_path / f"pass-{seed}-{workers}-{late_grades}.json", share, seed, thresholds, model)
+    rs, base, min_t = batch_runset(real, cfg)
+    sim, refs = simulated(rs, base, min_t, seed, workers, share)
+    live = live_pass(real, cfg, sim, seed, workers, late_grades)
+    the_pass = live[0]["pass"]
+    assert the_pass.base == base
+    with_refs = "pass" in monitor_from_config({"model": cfg["model"]}).bundle.featurizer.family_names
+    return {"rs": rs, "sim": sim, "live": live, "bad": mismatches(real, live, sim, refs, with_refs), "pass": the_pass,
+            "moves": moves(the_pass, base), "base": base}
+
+
+@pytest.mark.parametrize("seed,workers", [(0, 1), (1, 4), (2, 8)])
+def test_a_live_pass_on_parallel_mini_swe_agent_workers_decides_as_the_simulator(real, tmp_path, seed, workers):
+    """The same order: runs spawn in ``pass_order(run ids, seed)``, and each run's monitor is spawned after exactly
+    the finish events (and audited grades) the simulator delivered before that run started, on W workers in time
+    counted in steps (``Schedule``).  Then every run's audit draw, the pair in force at its start, the runs finished
+    then, its halt (step and outcome) and its pass reference are the simulator's.  At the model's own pair and
+    share 0.25 the thresholds do not move in 40 runs (certification needs hundreds of graded halts)."""
+    c = _pass_case(real, tmp_path, seed, workers, 0.25)
+    check_probabilities(c["live"], c["rs"])
+    assert c["bad"] == []
+    assert c["moves"] == [] == c["sim"]["history"] and list(c["pass"].thresholds) == c["sim"]["final_pair"]
+    n_halted = int((c["sim"]["t_halt"] > 0).sum())
+    assert n_halted >= 5 and c["sim"]["audited"].sum() >= 5 and set(c["sim"]["pred"][c["sim"]["t_halt"] > 0]) == {0, 1}
+    print(f"\npass parity, {len(c['live'])} real runs, W={workers}, seed {seed}: {n_halted} halted, "
+          f"{int(c['sim']['audited'].sum())} audited, all decisions equal")
+
+
+def test_a_moving_threshold_pair_moves_at_the_same_run_live_and_simulated(misjudged, tmp_path):
+    """A label-free pair too bold for these runs (0.6, 0.6, the block's ``thresholds``) and half of them audited: the
+    graded audit runs reject its success side mid-pass; live and simulated, the pair moves after the same finished
+    runs and every later run starts under the new pair (W = 4)."""
+    c = _pass_case(misjudged, tmp_path, 3, 4, 0.5, BOLD)
+    check_probabilities(c["live"], c["rs"])
+    assert c["bad"] == []
+    sim_moves = [(h["n_finished"], h["n_audited_graded"], h["pair"]) for h in c["sim"]["history"]]
+    assert c["moves"] == sim_moves and sim_moves, (c["moves"], sim_moves)
+    pairs = {tuple(p) for p in c["sim"]["thresholds"]}
+    assert len(pairs) >= 2  # runs started under different pairs
+    print(f"\npass parity, moving pair: {c['base']} -> {sim_moves}; pairs in force at starts: {sorted(pairs)}")
+
+
+def test_the_parity_check_fails_when_the_grades_are_delivered_late(misjudged, tmp_path):
+    """The comparison is not vacuous: the same pass with every audited grade told to the pass only after the last run
+    started (the finish events late) gives runs started under another pair than the simulator's."""
+    c = _pass_case(misjudged, tmp_path, 3, 4, 0.5, BOLD, late_grades=True)
+    assert any("'pair'" in m for m in c["bad"]), c["bad"][:3]
+

@@ -378,3 +378,17 @@ def test_the_parity_check_fails_when_the_grades_are_delivered_late(misjudged, tm
     c = _pass_case(misjudged, tmp_path, 3, 4, 0.5, BOLD, late_grades=True)
     assert any("'pair'" in m for m in c["bad"]), c["bad"][:3]
 
+
+def test_the_pass_reference_live_is_the_one_training_and_the_simulator_read(real, tmp_path):
+    """With a model of the pass family (constant probabilities, never halting: only the reference is at stake), each
+    audited run's profile in the state file is ``profile_of`` its trajectory, and every run's monitor reads the
+    reference the simulator hands ``repredict``: the audited runs delivered before it started (W = 4)."""
+    from _monitor_helpers import NEVER_HALT, constant_model
+
+    model = constant_model(tmp_path / "m", 0.5, NEVER_HALT, families=("behaviour", "pass"))
+    c = _pass_case(real, tmp_path, 4, 4, 0.5, model=model)
+    fin = c["pass"].state["finished"]
+    got = {t.run_id: fin[t.run_id]["profile"] for t in real["trajs"] if fin[t.run_id]["audited"]}
+    assert got == {r: profile_of(t).to_dict() for t in real["trajs"] if (r := t.run_id) in got}
+    assert c["bad"] == []
+    assert sum(r["ref"] is not None for r in c["live"]) >= 10

@@ -28,9 +28,9 @@ from earlyeval.features.passref import PassReference, profile_of
 from earlyeval.fitting.metrics import RunSet, runset_of_runs
 from earlyeval.ingest import ingest_run
 from earlyeval.integrations.config import monitor_from_config
-from earlyeval.live.benchpass import AuditMonitor, pass_order
+from earlyeval.live.benchpass import AuditMonitor, audited, pass_order
 from earlyeval.model.outcome import split_proba
-from earlyeval.model.policy import SUCCESS, first_halt
+from earlyeval.model.policy import NEVER, SUCCESS, first_halt, halting_pair
 from earlyeval.tables.store import bench_dir
 from earlyeval.tables.tasks import load_tasks
 
@@ -93,6 +93,31 @@ def misjudged(corpus, tmp_path_factory) -> dict[str, Any]:
     return _runs(corpus, sorted(wrong + _spread(others, N_RUNS - len(wrong)), key=lambda x: x.run_id))
 
 
+@pytest.fixture(scope="module")
+def misjudged_failures(corpus, tmp_path_factory) -> dict[str, Any]:
+    """For a failure-only pass (halt_on failure) at BOLD: the runs its rule halts as failures that succeeded while a
+    rule halting on both sides halts them as successes first (so only the rule applied sees these errors), and runs
+    it does not halt, evenly spread; the seed audits at least 3 of the former (``seed``)."""
+    rs, _, _ = batch_runset(corpus, block(corpus, tmp_path_factory.mktemp("f") / "p.json", 0.5, 0, BOLD))
+    tf, _ = first_halt(rs.p_s, rs.p_f, NEVER, BOLD["failure"], BOLD["min_halt_step"])
+    tb, ob = first_halt(rs.p_s, rs.p_f, BOLD["success"], BOLD["failure"], BOLD["min_halt_step"])
+    hidden = [x for x, a, b, c in zip(corpus["trajs"], tf, tb, ob) if a > 0 and x.outcome == 1 and b > 0 and c == SUCCESS]
+    if len(hidden) < 3:
+        pytest.fail(f"{len(hidden)} runs only the failure-only rule halts wrongly: too few for the case")
+    others = _spread([x for x, a in zip(corpus["trajs"], tf) if a == 0], N_RUNS - len(hidden))
+    return _runs(corpus, sorted(hidden + others, key=lambda x: x.run_id))
+
+
+def moving_seed(real: dict[str, Any], share: float, workers: int, halt_on: str) -> int:
+    """The first seed whose simulated pass at BOLD starts runs under two pairs (the audit draw and the order are
+    the seed's): the case then covers runs started after a move, not only a final pair."""
+    rs, pair, min_t = batch_runset(real, block(real, Path("unused.json"), share, 0, BOLD, halt_on=halt_on))
+    for seed in range(50):
+        if len({tuple(p) for p in simulated(rs, pair, min_t, seed, workers, share, halt_on)[0]["thresholds"]}) > 1:
+            return seed
+    pytest.fail("no seed in 0..49 moves the pair before the last start")
+
+
 def _native(path: Path) -> dict[str, Any]:
     path = path if path.is_absolute() else data_root() / path
     with (gzip.open(path, "rt", encoding="utf-8") if path.name.endswith(".gz") else open(path, encoding="utf-8")) as f:
@@ -122,9 +147,9 @@ def _turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
 
 
 def block(real: dict[str, Any], state: Path, share: float, seed: int, thresholds: dict | None = None,
-          model: Path | None = None) -> dict:
-    """The one ``earlyeval`` block every run's monitor is built from (a benchmark pass: halt_on both)."""
-    cfg = {"model": str(model or models_dir("swebench")), "halt_on": "both", "tasks": str(real["tasks_file"]),
+          model: Path | None = None, halt_on: str = "both") -> dict:
+    """The one ``earlyeval`` block every run's monitor is built from (a benchmark pass halts on both by default)."""
+    cfg = {"model": str(model or models_dir("swebench")), "halt_on": halt_on, "tasks": str(real["tasks_file"]),
            "pass": {"state": str(state), "audit_share": share, "seed": seed}}
     return {**cfg, "thresholds": thresholds} if thresholds else cfg
 
@@ -146,8 +171,8 @@ def batch_runset(real: dict[str, Any], cfg: dict) -> tuple[RunSet, tuple[float, 
     return runset_of_runs(real["trajs"], ps, pf), (mon.tau_s, mon.tau_f), mon.min_halt_step
 
 
-def simulated(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, workers: int, share: float
-              ) -> tuple[dict[str, Any], dict[int, list[int]]]:
+def simulated(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, workers: int, share: float,
+              halt_on: str = "both") -> tuple[dict[str, Any], dict[int, list[int]]]:
     """``simulate_pass`` and, per run, the audited runs it had delivered when the run started (its reference)."""
     refs: dict[int, list[int]] = {}
 
@@ -155,7 +180,7 @@ def simulated(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, work
         refs[i] = list(delivered)
         return None  # the static predictions: the shipped model has no pass feature
 
-    return simulate_pass(rs, base, min_t, seed, workers, share, repredict=repredict), refs
+    return simulate_pass(rs, base, min_t, seed, workers, share, repredict=repredict, halt_on=halt_on), refs
 
 
 # ------------------------------------------------------------------------------------------ the live workers
@@ -237,7 +262,7 @@ def play(real: dict[str, Any], cfg: dict, i: int, sched: Schedule) -> dict[str, 
     mon = pm.current.monitor if isinstance(pm.current, AuditMonitor) else pm.current
     h = agent.stopper.halted
     assert agent.stopper.errors == [] and pm.warnings == [], (agent.stopper.errors, pm.warnings)
-    return {**seen, "audited": isinstance(pm.current, AuditMonitor), "pair": (mon.tau_s, mon.tau_f),
+    return {**seen, "audited": isinstance(pm.current, AuditMonitor), "pair": tuple(mon.halting_thresholds),
             "t_halt": h.n_steps if h else 0, "pred": -1 if h is None else int(h.outcome == "success"),
             "ref": mon.pass_reference, "pass": pm.the_pass,
             "probs": [(d.p_success, d.p_failure) for d in agent.stopper.decisions]}
@@ -305,13 +330,13 @@ def mismatches(real: dict[str, Any], live: list[dict[str, Any]], sim: dict[str, 
     return out
 
 
-def moves(the_pass: Any, base: tuple[float, float]) -> list[tuple[int, int, list[float]]]:
-    """The live pass's threshold moves as the simulator's ``history`` lists them: (runs finished, graded, pair)."""
-    out, pair = [], list(base)
-    for h in the_pass.state["history"]:
-        if h["thresholds"] != pair:
-            out.append((h["n_finished"], h["n_audited_graded"], h["thresholds"]))
-        pair = h["thresholds"]
+def moves(history: list[dict[str, Any]], key: str) -> list[list[float]]:
+    """The pairs a pass moved to, in order (the runs finished at a move depend on how finish events the schedule
+    leaves unordered interleave; which runs started under which pair is compared run by run)."""
+    out: list[list[float]] = []
+    for h in history:
+        if not out or h[key] != out[-1]:
+            out.append([float(x) for x in h[key]])
     return out
 
 
@@ -328,17 +353,19 @@ def check_probabilities(live: list[dict[str, Any]], rs: RunSet) -> None:
 # ---------------------------------------------------------------------------------------------------- tests
 
 def _pass_case(real: dict[str, Any], tmp_path: Path, seed: int, workers: int, share: float,
-               thresholds: dict | None = None, late_grades: bool = False, model: Path | None = None) -> dict[str, Any]:
+               thresholds: dict | None = None, late_grades: bool = False, model: Path | None = None,
+               halt_on: str = "both") -> dict[str, Any]:
     """One pass live and simulated, and what differs between them."""
-    cfg = block(real, tmp_path / f"pass-{seed}-{workers}-{late_grades}.json", share, seed, thresholds, model)
-    rs, base, min_t = batch_runset(real, cfg)
-    sim, refs = simulated(rs, base, min_t, seed, workers, share)
+    cfg = block(real, tmp_path / f"pass-{seed}-{workers}-{late_grades}.json", share, seed, thresholds, model, halt_on)
+    rs, model_pair, min_t = batch_runset(real, cfg)
+    sim, refs = simulated(rs, model_pair, min_t, seed, workers, share, halt_on)
     live = live_pass(real, cfg, sim, seed, workers, late_grades)
-    the_pass = live[0]["pass"]
+    the_pass, base = live[0]["pass"], halting_pair(*model_pair, halt_on)
     assert the_pass.base == base
     with_refs = "pass" in monitor_from_config({"model": cfg["model"]}).bundle.featurizer.family_names
+    live_moves = [m for m in moves(the_pass.state["history"], "thresholds") if m != list(base)]
     return {"rs": rs, "sim": sim, "live": live, "bad": mismatches(real, live, sim, refs, with_refs), "pass": the_pass,
-            "moves": moves(the_pass, base), "base": base}
+            "moves": live_moves, "sim_moves": moves(sim["history"], "pair"), "base": base}
 
 
 @pytest.mark.parametrize("seed,workers", [(0, 1), (1, 4), (2, 8)])
@@ -351,7 +378,7 @@ def test_a_live_pass_on_parallel_mini_swe_agent_workers_decides_as_the_simulator
     c = _pass_case(real, tmp_path, seed, workers, 0.25)
     check_probabilities(c["live"], c["rs"])
     assert c["bad"] == []
-    assert c["moves"] == [] == c["sim"]["history"] and list(c["pass"].thresholds) == c["sim"]["final_pair"]
+    assert c["moves"] == [] == c["sim_moves"] and list(c["pass"].thresholds) == c["sim"]["final_pair"]
     n_halted = int((c["sim"]["t_halt"] > 0).sum())
     assert n_halted >= 5 and c["sim"]["audited"].sum() >= 5 and set(c["sim"]["pred"][c["sim"]["t_halt"] > 0]) == {0, 1}
     print(f"\npass parity, {len(c['live'])} real runs, W={workers}, seed {seed}: {n_halted} halted, "
@@ -362,20 +389,19 @@ def test_a_moving_threshold_pair_moves_at_the_same_run_live_and_simulated(misjud
     """A label-free pair too bold for these runs (0.6, 0.6, the block's ``thresholds``) and half of them audited: the
     graded audit runs reject its success side mid-pass; live and simulated, the pair moves after the same finished
     runs and every later run starts under the new pair (W = 4)."""
-    c = _pass_case(misjudged, tmp_path, 3, 4, 0.5, BOLD)
+    c = _pass_case(misjudged, tmp_path, moving_seed(misjudged, 0.5, 4, "both"), 4, 0.5, BOLD)
     check_probabilities(c["live"], c["rs"])
     assert c["bad"] == []
-    sim_moves = [(h["n_finished"], h["n_audited_graded"], h["pair"]) for h in c["sim"]["history"]]
-    assert c["moves"] == sim_moves and sim_moves, (c["moves"], sim_moves)
-    pairs = {tuple(p) for p in c["sim"]["thresholds"]}
+    assert c["moves"] == c["sim_moves"] != [] and list(c["pass"].thresholds) == c["sim"]["final_pair"]
+    pairs = sorted({tuple(float(x) for x in p) for p in c["sim"]["thresholds"]})
     assert len(pairs) >= 2  # runs started under different pairs
-    print(f"\npass parity, moving pair: {c['base']} -> {sim_moves}; pairs in force at starts: {sorted(pairs)}")
+    print(f"\npass parity, moving pair: {c['base']} -> {c['sim_moves']}; pairs in force at starts: {pairs}")
 
 
 def test_the_parity_check_fails_when_the_grades_are_delivered_late(misjudged, tmp_path):
     """The comparison is not vacuous: the same pass with every audited grade told to the pass only after the last run
     started (the finish events late) gives runs started under another pair than the simulator's."""
-    c = _pass_case(misjudged, tmp_path, 3, 4, 0.5, BOLD, late_grades=True)
+    c = _pass_case(misjudged, tmp_path, moving_seed(misjudged, 0.5, 4, "both"), 4, 0.5, BOLD, late_grades=True)
     assert any("'pair'" in m for m in c["bad"]), c["bad"][:3]
 
 
@@ -392,3 +418,16 @@ def test_the_pass_reference_live_is_the_one_training_and_the_simulator_read(real
     assert got == {r: profile_of(t).to_dict() for t in real["trajs"] if (r := t.run_id) in got}
     assert c["bad"] == []
     assert sum(r["ref"] is not None for r in c["live"]) >= 10
+
+
+def test_a_failure_only_pass_certifies_the_halts_its_monitors_make(misjudged_failures, tmp_path):
+    """``halt_on: failure`` (every live adapter's default) at BOLD: the audited runs only the failure-only rule halts
+    wrongly (a rule halting on both sides would halt them as successes first) reject the failure side, live as
+    simulated, and the success side stays off throughout (W = 4)."""
+    seed = moving_seed(misjudged_failures, 0.5, 4, "failure")
+    c = _pass_case(misjudged_failures, tmp_path, seed, 4, 0.5, BOLD, halt_on="failure")
+    check_probabilities(c["live"], c["rs"])
+    assert c["bad"] == []
+    assert c["moves"] == c["sim_moves"] == [[NEVER, NEVER]] and list(c["pass"].thresholds) == [NEVER, NEVER]
+    assert not (c["sim"]["pred"] == SUCCESS).any() and {p[0] for p in c["sim"]["thresholds"]} == {NEVER}
+    print(f"\npass parity, failure-only (seed {seed}): {c['base']} -> {c['sim_moves']}")

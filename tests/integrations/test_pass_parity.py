@@ -1,9 +1,10 @@
 """A benchmark pass live and simulated (issue 28, "Live"), on real runs (``pytest -m integration``).
 
 Real SWE-bench runs of one agent go through the real mini-swe-agent loop (``EarlyStopAgent`` on ``DefaultAgent.run``
-and ``LocalEnvironment``, the package's scripted model replaying each run's recorded turns) on W parallel workers,
-every run's monitor from one ``earlyeval: {pass: ...}`` block; the pass's decisions must be those of
-``pass_sim.simulate_pass`` (the evaluation's simulator) for the same runs, order, seed, W and audit share.
+and ``LocalEnvironment``, the package's scripted model replaying each run's recorded turns) on W parallel workers
+(threads sharing one Pass, or processes sharing its state file), every run's monitor from one ``earlyeval: {pass:
+...}`` block; the pass's decisions must be those of ``pass_sim.simulate_pass`` (the evaluation's simulator) for the
+same runs, order, seed, W and audit share, the simulator's schedule imposed on the workers (``Schedule``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import multiprocessing as mp
 import os
 import subprocess
 import threading
+import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,7 +31,7 @@ from earlyeval.features.passref import PassReference, profile_of
 from earlyeval.fitting.metrics import RunSet, runset_of_runs
 from earlyeval.ingest import ingest_run
 from earlyeval.integrations.config import monitor_from_config
-from earlyeval.live.benchpass import AuditMonitor, audited, pass_order
+from earlyeval.live.benchpass import AuditMonitor, Pass, pass_order
 from earlyeval.model.outcome import split_proba
 from earlyeval.model.policy import NEVER, SUCCESS, first_halt, halting_pair
 from earlyeval.tables.store import bench_dir
@@ -193,17 +196,17 @@ class Schedule:
     been graded; and run j's last model call waits until every run the simulator started before delivering j has
     spawned its monitor.  Nothing else is ordered: the workers run in parallel in between."""
 
-    def __init__(self, sim: dict[str, Any]):
+    def __init__(self, sim: dict[str, Any], event: Callable[[], Any] = threading.Event):
         pos, start, fin = sim["position"], sim["start"], sim["finish"]
         n = len(pos)
         self.before = [{j for j in range(n) if pos[j] < pos[i] and fin[j] <= start[i]} for i in range(n)]
         self.after = [[k for k in range(n) if k != j and j not in self.before[k]] for j in range(n)]
         self.last_call = [int(t) if t > 0 else int(T) for t, T in zip(sim["t_halt"], sim["finish"] - sim["start"])]
-        self.spawned = [threading.Event() for _ in range(n)]
-        self.delivered = [threading.Event() for _ in range(n)]
+        self.spawned = [event() for _ in range(n)]  # threading or multiprocessing events
+        self.delivered = [event() for _ in range(n)]
 
     @staticmethod
-    def wait(events: list[threading.Event], why: str) -> None:
+    def wait(events: list[Any], why: str) -> None:
         for e in events:
             if not e.wait(WAIT):
                 raise TimeoutError(f"schedule stuck: {why}")
@@ -264,49 +267,59 @@ def play(real: dict[str, Any], cfg: dict, i: int, sched: Schedule) -> dict[str, 
     assert agent.stopper.errors == [] and pm.warnings == [], (agent.stopper.errors, pm.warnings)
     return {**seen, "audited": isinstance(pm.current, AuditMonitor), "pair": tuple(mon.halting_thresholds),
             "t_halt": h.n_steps if h else 0, "pred": -1 if h is None else int(h.outcome == "success"),
-            "ref": mon.pass_reference, "pass": pm.the_pass,
+            "ref": mon.pass_reference, "pass": pm.the_pass,  # the Pass stays in the worker
             "probs": [(d.p_success, d.p_failure) for d in agent.stopper.decisions]}
 
 
+def _work(real: dict[str, Any], cfg: dict, order: list[int], sched: Schedule, nxt: Any, late_grades: bool,
+          results: Any) -> None:
+    """One worker, a thread or a process: the next run in pass order until none is left; an audited run is graded
+    with its real label as soon as it ends (``late_grades``: by the test after the pass, a broken delivery)."""
+    try:
+        while True:
+            with nxt.get_lock():
+                k, nxt.value = nxt.value, nxt.value + 1
+            if k >= len(order):
+                return
+            i = order[k]
+            sched.wait([sched.delivered[j] for j in sorted(sched.before[i])], f"run {i}'s start")
+            rec = play(real, cfg, i, sched)
+            the_pass, t = rec.pop("pass"), real["trajs"][i]
+            if rec["audited"] and not late_grades:
+                the_pass.grade(t.run_id, int(t.outcome))  # the harness's grade, right after the run ends
+            sched.delivered[i].set()
+            results.put((i, rec))
+    except BaseException:  # noqa: BLE001 - reported by the test, which fails on it rather than on a hang
+        results.put((-1, traceback.format_exc()))
+        for ev in sched.delivered + sched.spawned:
+            ev.set()
+
+
 def live_pass(real: dict[str, Any], cfg: dict, sim: dict[str, Any], seed: int, workers: int,
-              late_grades: bool = False) -> list[dict[str, Any]]:
-    """The pass on ``workers`` threads taking runs in pass order; each audited run graded with its real label when
-    it finishes (``late_grades``: only after the last run has started, a deliberately broken delivery)."""
-    sched, order = Schedule(sim), pass_order([t.run_id for t in real["trajs"]], seed)
-    out: dict[int, dict[str, Any]] = {}
-    held: list[tuple[Any, Trajectory]] = []
-    queue, lock, errors = iter(order), threading.Lock(), []
-
-    def worker() -> None:
-        try:
-            while True:
-                with lock:
-                    i = next(queue, None)
-                if i is None:
-                    return
-                sched.wait([sched.delivered[j] for j in sorted(sched.before[i])], f"run {i}'s start")
-                out[i] = rec = play(real, cfg, i, sched)
-                t = real["trajs"][i]
-                if rec["audited"] and late_grades:
-                    held.append((rec["pass"], t))
-                elif rec["audited"]:
-                    rec["pass"].grade(t.run_id, int(t.outcome))  # the harness's grade, right after the run ends
-                sched.delivered[i].set()
-        except BaseException as e:  # noqa: BLE001 - reported by the test thread
-            errors.append(e)
-            for ev in sched.delivered + sched.spawned:
-                ev.set()  # unblock the others: the test fails on the error, not on a hang
-
-    threads = [threading.Thread(target=worker) for _ in range(workers)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    if errors:
-        raise errors[0]
-    for p, t in held:
-        p.grade(t.run_id, int(t.outcome))
-    return [out[i] for i in range(len(real["trajs"]))]
+              late_grades: bool = False, processes: bool = False) -> tuple[list[dict[str, Any]], Pass]:
+    """The pass on ``workers`` threads (or processes, sharing it through its state file only) taking runs in pass
+    order; each run's record, and the pass as its state file holds it at the end."""
+    ctx = mp.get_context("spawn")
+    sched, order = Schedule(sim, ctx.Event), pass_order([t.run_id for t in real["trajs"]], seed)
+    nxt, results = ctx.Value("i", 0), ctx.Queue()
+    kind = ctx.Process if processes else threading.Thread
+    ws = [kind(target=_work, args=(real, cfg, order, sched, nxt, late_grades, results)) for _ in range(workers)]
+    for w in ws:
+        w.start()
+    got: dict[int, dict[str, Any]] = {}
+    while len(got) < len(order):
+        i, rec = results.get(timeout=WAIT)
+        assert i >= 0, rec
+        got[i] = rec
+    for w in ws:
+        w.join(WAIT)
+    pc = cfg["pass"]
+    the_pass = Pass(monitor_from_config({k: v for k, v in cfg.items() if k != "pass"}), pc["state"],
+                    audit_share=pc["audit_share"], seed=pc["seed"])
+    for i in sorted(got) if late_grades else []:
+        if got[i]["audited"]:
+            the_pass.grade(real["trajs"][i].run_id, int(real["trajs"][i].outcome))
+    return [got[i] for i in range(len(order))], the_pass
 
 
 # ------------------------------------------------------------------------------------------------- compare
@@ -354,13 +367,13 @@ def check_probabilities(live: list[dict[str, Any]], rs: RunSet) -> None:
 
 def _pass_case(real: dict[str, Any], tmp_path: Path, seed: int, workers: int, share: float,
                thresholds: dict | None = None, late_grades: bool = False, model: Path | None = None,
-               halt_on: str = "both") -> dict[str, Any]:
+               halt_on: str = "both", processes: bool = False) -> dict[str, Any]:
     """One pass live and simulated, and what differs between them."""
     cfg = block(real, tmp_path / f"pass-{seed}-{workers}-{late_grades}.json", share, seed, thresholds, model, halt_on)
     rs, model_pair, min_t = batch_runset(real, cfg)
     sim, refs = simulated(rs, model_pair, min_t, seed, workers, share, halt_on)
-    live = live_pass(real, cfg, sim, seed, workers, late_grades)
-    the_pass, base = live[0]["pass"], halting_pair(*model_pair, halt_on)
+    live, the_pass = live_pass(real, cfg, sim, seed, workers, late_grades, processes)
+    base = halting_pair(*model_pair, halt_on)
     assert the_pass.base == base
     with_refs = "pass" in monitor_from_config({"model": cfg["model"]}).bundle.featurizer.family_names
     live_moves = [m for m in moves(the_pass.state["history"], "thresholds") if m != list(base)]
@@ -368,28 +381,31 @@ def _pass_case(real: dict[str, Any], tmp_path: Path, seed: int, workers: int, sh
             "moves": live_moves, "sim_moves": moves(sim["history"], "pair"), "base": base}
 
 
-@pytest.mark.parametrize("seed,workers", [(0, 1), (1, 4), (2, 8)])
-def test_a_live_pass_on_parallel_mini_swe_agent_workers_decides_as_the_simulator(real, tmp_path, seed, workers):
+@pytest.mark.parametrize("seed,workers,processes", [(0, 1, False), (1, 4, False), (2, 8, False), (5, 3, True)])
+def test_a_live_pass_on_parallel_mini_swe_agent_workers_decides_as_the_simulator(real, tmp_path, seed, workers, processes):
     """The same order: runs spawn in ``pass_order(run ids, seed)``, and each run's monitor is spawned after exactly
     the finish events (and audited grades) the simulator delivered before that run started, on W workers in time
     counted in steps (``Schedule``).  Then every run's audit draw, the pair in force at its start, the runs finished
     then, its halt (step and outcome) and its pass reference are the simulator's.  At the model's own pair and
-    share 0.25 the thresholds do not move in 40 runs (certification needs hundreds of graded halts)."""
-    c = _pass_case(real, tmp_path, seed, workers, 0.25)
+    share 0.25 the thresholds do not move in 40 runs (certification needs hundreds of graded halts).  Workers are
+    threads sharing one Pass, or processes sharing only its state file (each with its own Pass)."""
+    c = _pass_case(real, tmp_path, seed, workers, 0.25, processes=processes)
     check_probabilities(c["live"], c["rs"])
     assert c["bad"] == []
     assert c["moves"] == [] == c["sim_moves"] and list(c["pass"].thresholds) == c["sim"]["final_pair"]
     n_halted = int((c["sim"]["t_halt"] > 0).sum())
     assert n_halted >= 5 and c["sim"]["audited"].sum() >= 5 and set(c["sim"]["pred"][c["sim"]["t_halt"] > 0]) == {0, 1}
-    print(f"\npass parity, {len(c['live'])} real runs, W={workers}, seed {seed}: {n_halted} halted, "
+    kind = "processes" if processes else "threads"
+    print(f"\npass parity, {len(c['live'])} real runs, W={workers} {kind}, seed {seed}: {n_halted} halted, "
           f"{int(c['sim']['audited'].sum())} audited, all decisions equal")
 
 
-def test_a_moving_threshold_pair_moves_at_the_same_run_live_and_simulated(misjudged, tmp_path):
+@pytest.mark.parametrize("processes", [False, True])
+def test_a_moving_threshold_pair_moves_at_the_same_run_live_and_simulated(misjudged, tmp_path, processes):
     """A label-free pair too bold for these runs (0.6, 0.6, the block's ``thresholds``) and half of them audited: the
     graded audit runs reject its success side mid-pass; live and simulated, the pair moves after the same finished
-    runs and every later run starts under the new pair (W = 4)."""
-    c = _pass_case(misjudged, tmp_path, moving_seed(misjudged, 0.5, 4, "both"), 4, 0.5, BOLD)
+    runs and every later run starts under the new pair (W = 4 threads, or 4 processes)."""
+    c = _pass_case(misjudged, tmp_path, moving_seed(misjudged, 0.5, 4, "both"), 4, 0.5, BOLD, processes=processes)
     check_probabilities(c["live"], c["rs"])
     assert c["bad"] == []
     assert c["moves"] == c["sim_moves"] != [] and list(c["pass"].thresholds) == c["sim"]["final_pair"]

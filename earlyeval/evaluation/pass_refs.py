@@ -48,7 +48,8 @@ def training_references(trajs: Sequence[Trajectory], profiles: Sequence[RunProfi
         by_agent[t.agent].append(i)
     out: list[PassReference | None] = [None] * len(trajs)
     for idx in by_agent.values():
-        refs = reference_sets([trajs[i].run_id for i in idx], [profiles[i].steps for i in idx], seed, workers, audit_share)
+        # each run lasts its length T, as in the simulator and ``score --pass`` (a profile counts the T-1 scored steps)
+        refs = reference_sets([trajs[i].run_id for i in idx], [len(trajs[i].steps) for i in idx], seed, workers, audit_share)
         for j, ref in zip(idx, refs):
             out[j] = PassReference.of(profiles[idx[k]] for k in ref)
     return out

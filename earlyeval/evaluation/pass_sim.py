@@ -18,7 +18,7 @@ from earlyeval.evaluation.blocks import dollars_at
 from earlyeval.live.benchpass import ALPHA, AUDIT_SHARE, MAX_ERROR, audited, candidate_taus, certify_counts, pass_order, \
     run_errors, run_on_workers
 from earlyeval.fitting.metrics import RunSet, outcome_metrics
-from earlyeval.model.policy import NEVER, first_halt, first_halt_grid
+from earlyeval.model.policy import NEVER, first_halt, first_halt_grid, halting_pair
 
 SEEDS = (0, 1, 2, 3, 4)
 WORKERS = (1, 8, 32)
@@ -32,12 +32,14 @@ Repredict = Callable[[int, list[int]], "tuple[np.ndarray, np.ndarray] | None"]
 
 def simulate_pass(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, workers: int,
                   audit_share: float = AUDIT_SHARE, alpha: float = ALPHA, max_error: float = MAX_ERROR,
-                  repredict: Repredict | None = None) -> dict[str, Any]:
+                  repredict: Repredict | None = None, halt_on: str = "both") -> dict[str, Any]:
     """One pass of ``rs``'s runs: per run the halting prefix (0 = not halted), the recorded outcome, whether it
     was audited, the pair it ran under and how many runs had finished when it started; the certification history.
 
     ``repredict(i, refs)``: run i's (p_s, p_f) with the pass features read against ``refs``, the audited runs
-    delivered before it started (None: ``rs``'s own, the cold start)."""
+    delivered before it started (None: ``rs``'s own, the cold start).  ``halt_on``: a side it turns off is NEVER
+    from the start and stays off, as in the live Pass (the evaluation's passes halt on both)."""
+    base = halting_pair(*base, halt_on)
     n = len(rs)
     taus = candidate_taus(base)
     grid = [*taus, NEVER]
@@ -80,7 +82,7 @@ def simulate_pass(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, 
             e0, m0 = state["counts"].get(key, (0, 0))
             state["counts"][key] = (e0 + e, m0 + m)
         state["n_audit"] += 1
-        pair = certify_counts(state["counts"], state["n_audit"], base, alpha, max_error)["pair"]
+        pair = list(halting_pair(*certify_counts(state["counts"], state["n_audit"], base, alpha, max_error)["pair"], halt_on))
         if pair != state["pair"]:
             state["history"].append({"n_finished": state["finished"], "n_audited_graded": state["n_audit"], "pair": pair})
         state["pair"] = [float(pair[0]), float(pair[1])]

@@ -141,9 +141,11 @@ class PassFamily(StatelessFamily):
 
 
 def profile_of(traj: Trajectory) -> RunProfile:
-    """A finished run's profile, by the family's own counting (what the live pass records)."""
+    """A finished run's profile as the live pass records it: the family's own counting over the steps a live monitor
+    scores, steps 1..T-1 (no loop scores the final, submitting turn; ``replay`` feeds the same), so that training and
+    the simulator read the references a live pass hands its monitors."""
     fam = PassFamily()
     s = fam.start(RunContext())
-    for step in traj.steps:
+    for step in traj.steps[:-1]:
         fam.update(s, step)
     return s.profile()

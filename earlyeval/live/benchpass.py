@@ -23,7 +23,7 @@ from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.features.passref import PassReference, PassState, RunProfile
 from earlyeval.live.monitor import Monitor
 from earlyeval.model.anytime import cs_bounds, cs_lower_above, cs_upper_at_most
-from earlyeval.model.policy import CONTINUE, NEVER, SUCCESS, step_outcome
+from earlyeval.model.policy import CONTINUE, NEVER, SUCCESS, halting_pair, halts_on_failure, halts_on_success, step_outcome
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,10 @@ class Pass:
         if not 0.0 <= audit_share <= 1.0:
             raise ValueError(f"audit_share must be in [0, 1], not {audit_share!r}")
         self.base_monitor = monitor
-        self.base = (monitor.tau_s, monitor.tau_f)
+        # the pair the monitors' rule applies: a side their halt_on turns off is NEVER and stays off, so that the
+        # audit runs certify the halts the pass makes (not those of a rule that also halts on the other side)
+        self.halt_on = str(getattr(monitor, "halt_on", "both"))
+        self.base = halting_pair(monitor.tau_s, monitor.tau_f, self.halt_on)
         self.min_t = monitor.min_halt_step
         self.audit_share, self.seed, self.alpha, self.max_error = float(audit_share), int(seed), float(alpha), float(max_error)
         self.path = Path(state) if state is not None else None
@@ -237,7 +240,10 @@ class Pass:
                     self.state = self._read()
             ts, tf = self.thresholds
             m = self.base_monitor.spawn()
-            m.tau_s, m.tau_f = min(ts, NEVER), min(tf, NEVER)
+            if halts_on_success(self.halt_on):  # an off side keeps the model's own tau (never applied)
+                m.tau_s = min(ts, NEVER)
+            if halts_on_failure(self.halt_on):
+                m.tau_f = min(tf, NEVER)
             m.pass_reference = self.reference()
             if self.is_audited(run_id):
                 am = AuditMonitor(m)
@@ -320,9 +326,9 @@ class Pass:
         if "outcome" in rec and rec.get("probs") is not None:
             audit = [r for r in st["finished"].values() if "outcome" in r and r.get("probs") is not None]
             cert = certify_pass(audit, self.base, self.min_t, self.alpha, self.max_error)
-            st["thresholds"] = cert["pair"]
-            st["history"].append({"n_finished": len(st["finished"]), "n_audited_graded": len(audit),
-                                  "thresholds": cert["pair"]})
+            pair = list(halting_pair(*cert["pair"], self.halt_on))
+            st["thresholds"] = pair
+            st["history"].append({"n_finished": len(st["finished"]), "n_audited_graded": len(audit), "thresholds": pair})
 
     def summary(self) -> dict[str, Any]:
         fin = self.state["finished"]

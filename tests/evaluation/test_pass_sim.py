@@ -154,3 +154,14 @@ def test_the_pass_features_of_run_i_read_only_audited_runs_finished_before_it_st
     assert sim["with_reference"].any() and not sim["with_reference"].all()
     changed = [i for i in range(len(rs)) if sim["with_reference"][i] and not sim["audited"][i]]
     assert any(sim["t_halt"][i] != plain["t_halt"][i] or sim["pred"][i] != plain["pred"][i] for i in changed)
+
+
+def test_a_failure_only_pass_keeps_the_success_side_off_and_certifies_the_failure_halts_it_makes():
+    """``halt_on="failure"``: no run halts as a success, the success side is NEVER at every start, and the failure
+    side is certified on the failure-only rule's halts: the same pass as a both-sides one given (NEVER, tau_f)."""
+    rs = _agent(noise=0.3)
+    sim = simulate_pass(rs, (0.8, 0.8), 1, seed=3, workers=8, audit_share=0.5, max_error=0.1, halt_on="failure")
+    assert not (sim["pred"] == 1).any() and set(sim["thresholds"][:, 0]) == {NEVER}
+    ref = simulate_pass(rs, (NEVER, 0.8), 1, seed=3, workers=8, audit_share=0.5, max_error=0.1)
+    assert all(np.array_equal(sim[k], ref[k]) for k in ("t_halt", "pred", "thresholds"))
+    assert ref["history"] and all(h["pair"][0] == NEVER for h in ref["history"])  # the failure side moved, alone

@@ -43,7 +43,8 @@ def test_the_values_read_the_step_against_the_reference_runs():
     # test rates 0, 0, .5, .5, .5 against this run's 2 / 5: two are below
     assert v["pass_test_rate_pct"] == pytest.approx(2 / 5)
     assert v["pass_reference_runs"] == 5
-    assert profile_of(type("T", (), {"steps": _run(["read", "edit", "test"])})()) == RunProfile(3, 1, 1)
+    # the steps a live monitor scores: all but the last (the submitting turn, which no loop scores)
+    assert profile_of(type("T", (), {"steps": _run(["read", "edit", "test", "test"])})()) == RunProfile(3, 1, 1)
 
 
 def test_the_cold_start_is_the_missing_value_path():
@@ -121,7 +122,7 @@ def test_the_live_pass_records_audited_profiles_and_hands_later_runs_their_refer
         seen.append(m.pass_reference)
         ctx = m.start_context(RunContext.of(t, tasks.get(t.task_id)), t.run_id)
         assert ctx.pass_reference is m.pass_reference
-        for s in t.steps:
+        for s in t.steps[:-1]:  # as every live loop feeds it: the final turn is never scored
             m.observe(s)
         p.finish(t.run_id, steps=len(t.steps))
     fin = json.loads((tmp_path / "pass.json").read_text())["finished"]

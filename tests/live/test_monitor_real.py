@@ -233,7 +233,7 @@ def test_live_pass_features_equal_the_training_ones_on_real_runs(swebench_sample
             m = p.monitor(ids[j])
             m.start_context(s["ctxs"][i], ids[j])  # the context without a reference: the pass adds its own
             rows, ps = [], []
-            for st in trajs[i].steps:
+            for st in trajs[i].steps[:-1]:  # as every live loop: the final, submitting turn is never scored
                 d = m.observe(st)
                 assert not d.halt
                 rows.append(m.last_features.copy())
@@ -246,7 +246,7 @@ def test_live_pass_features_equal_the_training_ones_on_real_runs(swebench_sample
 
         run_on_workers(pass_order(ids, PASS_SEED), PASS_WORKERS, run, deliver)
         for i in idx:
-            X = bundle.featurizer.prefix_matrix([trajs[i]], [ctxs[i]], max_t=[len(trajs[i].steps)])
+            X = bundle.featurizer.prefix_matrix([trajs[i]], [ctxs[i]], max_t=[len(trajs[i].steps)])[: len(trajs[i].steps) - 1]
             rows, ps = live[i]
             assert rows.shape == X.shape and np.array_equal(rows, X, equal_nan=True), trajs[i].run_id
             np.testing.assert_allclose(ps, split_proba(bundle.model.predict_proba(X))[0], rtol=0, atol=1e-9)

@@ -187,3 +187,20 @@ def test_a_late_grade_certifies_as_an_outcome_given_at_finish(tmp_path, doomed_d
     plain = Pass(Monitor.load(doomed_dir), audit_share=0.0)
     with pytest.raises(ValueError, match="'r0' is not audited"):
         plain.grade("r0", 1)
+
+
+def test_a_failure_only_pass_certifies_the_halts_its_monitors_make(tmp_path):
+    """``halt_on="failure"`` (every live adapter's default): the success side is off from the start and stays off,
+    and a graded run the failure side halts counts against it even when P(success) crossed its tau first (a rule
+    halting on both sides would have halted it as a correct success, and never seen the error)."""
+    model = constant_model(tmp_path / "m", 0.5, {"success": 0.9, "failure": 0.95, "min_halt_step": 1})
+    probs = [[0.95, 0.05], [0.02, 0.98], [0.02, 0.98]]  # success predicted at step 1, failure at step 2; it succeeded
+    passes = {h: Pass(Monitor.load(model, halt_on=h), tmp_path / f"{h}.json", audit_share=1.0) for h in ("failure", "both")}
+    for p in passes.values():
+        for i in range(3):
+            p.finish(f"r{i}", steps=4, outcome=1, probs=probs)
+    assert passes["failure"].base == (NEVER, 0.95)
+    assert passes["failure"].thresholds == (NEVER, NEVER)  # 3 wrong failure halts of 3: the failure side is rejected
+    assert passes["both"].thresholds == (0.9, 0.95)  # 3 right success halts, no failure halt: nothing certified
+    m = passes["failure"].monitor("r9")
+    assert m.monitor.tau_s == 0.9 and m.monitor.halting_thresholds == (NEVER, NEVER)  # the off side keeps its tau

@@ -8,6 +8,8 @@ import sys
 from typing import Any
 
 from earlyeval.config.catalog import load_catalog
+from earlyeval.report.page_rules import rule_sentences
+from earlyeval.report.targets import target_sentences
 
 
 def pct(x: float | None) -> str:
@@ -118,9 +120,8 @@ def extra_tables(rep: dict[str, Any], agents: list[str], small: set[str]) -> Non
               f"{saved(o) if o else '–'} | {pct(orc)} |")
     share = rep["pooled"].get("share_of_oracle_savings")
     print(f"\nshare of the per-agent oracle's savings reached by the rule, pooled: {pct(share)}")
-    g = [rep["agents"][a]["thresholds"].get("guarantee") for a in large if rep["agents"][a].get("thresholds")]
-    if g and g[0]:
-        print(f"the rule's guarantee (first held-out agent's fold): {g[0]}")
+    for line in rule_sentences(rep) + [""] + target_sentences(rep):
+        print(line)
     print()
     for name, prot in rep["protocols"].items():
         if not isinstance(prot, dict) or not prot.get("leave_one_scaffold_out"):

@@ -328,7 +328,7 @@ GAIN_KEYS = ("auroc_success", "halted_accuracy", "outcome_accuracy", "steps_save
 
 def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
     """The per-agent and pooled metric blocks of a loao report (what every protocol carries)."""
-    keep = ("thresholds", "small_n", "total_steps", "failure_only", "dollars", "other_rule", "pass", *HEADLINE_KEYS)
+    keep = ("thresholds", "small_n", "total_steps", "failure_only", "dollars", "other_rule", "pass", "guarantee_check", *HEADLINE_KEYS)
     return {"agents": {a: {k: b.get(k) for k in keep if k in b} for a, b in rep["agents"].items()},
             "pooled": rep["pooled"], "holdout_agents": rep["holdout_agents"], "pass_pooled": rep.get("pass_pooled"),
             "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp"),

@@ -24,6 +24,7 @@ from earlyeval.evaluation.blocks import (agent_block, baseline_blocks, dollars_b
 from earlyeval.evaluation.pass_sim import pass_block, pass_pooled
 from earlyeval.evaluation.pass_predict import cold, repredictor
 from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
+from earlyeval.fitting.risk_control import guarantee_check, guarantee_tally
 from earlyeval.fitting.thresholds import choose_thresholds, select_thresholds
 from earlyeval.evaluation.guard import guard_config, guarded
 from earlyeval.fitting.estimator import OutcomeModel
@@ -336,6 +337,7 @@ def _agent_report(res: LoaoResult, a: str, cfg: EvalConfig, alt_cfg: EvalConfig,
     th = res.thresholds[a]
     base_th = (th["success"], th["failure"])
     blk = agent_block(rs, th, cfg)
+    blk["guarantee_check"] = guarantee_check(rs, th, cfg.min_halt_step)
     fold = res.folds.get(a)
     blk["pass"] = pass_block(rs, base_th, cfg.min_halt_step, costs,
                              repredict=repredictor(*fold, a) if fold and pass_features else None)
@@ -382,6 +384,7 @@ def _pooled_report(res: LoaoResult, cfg: EvalConfig, alt_cfg: EvalConfig, agents
     orc_saved = sum(agents_out[a]["oracle_frontier_steps_saved"] * steps[a] for a in res.holdout)
     rule_saved = sum((agents_out[a].get("steps_saved") or 0.0) * steps[a] for a in res.holdout)
     pooled["share_of_oracle_savings"] = rule_saved / orc_saved if orc_saved > 0 else None
+    pooled["guarantee_held"] = guarantee_tally([agents_out[a].get("guarantee_check") for a in res.holdout])
     return pooled
 
 
@@ -391,7 +394,7 @@ def _threshold_detail(cfg: EvalConfig) -> str:
             + (" and every other agent of B's scaffold" if cfg.inner_holdout == "scaffold" else "") + "; "
             + (f"rule agent-quantile: per side, tau is the (k+1)-th most cautious of the B's boldest thresholds whose share of "
                f"runs halted wrongly on that side is <= {cfg.risk_alpha:g} (k from delta {cfg.risk_delta:g}; the guarantee per "
-               "held-out agent is in its thresholds block)" if cfg.threshold_rule == "agent-quantile" else
+               "held-out agent is in its threshold_selection block, how it held in guarantee_check)" if cfg.threshold_rule == "agent-quantile" else
                "rule worst-case: (tau_s, tau_f) maximize the steps saved over those predictions subject to "
                + ("outcome accuracy" if cfg.constraint == "accuracy" else "success recall and failure recall (accuracy whatever the resolve rate)")
                + f" >= {cfg.target_accuracy} on every B")

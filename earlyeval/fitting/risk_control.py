@@ -133,6 +133,29 @@ def select_agent_quantile(sets: Mapping[str, RunSet], rule: AgentQuantileRule, m
     }
 
 
+def guarantee_check(rs: RunSet, th: Mapping[str, Any], min_t: int = 1) -> dict[str, Any] | None:
+    """How the rule's promise fared on the agent it was made for: each side's realised risk at the fold's
+    thresholds, as the rule measured it on the inner agents (that side alone), against ``alpha``. None when
+    ``th`` was not chosen by this rule."""
+    if th.get("rule") != "agent-quantile" or len(rs) == 0:
+        return None
+    alpha = float(th["alpha"])
+    risk = {side: float(side_risk(rs, np.asarray([th[side]], dtype=np.float64), side, th["risk"], min_t)[0][0])
+            for side in SIDES}
+    return {"alpha": alpha, "risk": th["risk"], "promised_violation_at_most": th.get("guarantee_per_side"),
+            "side_risk": risk, "held": {side: risk[side] <= alpha + 1e-12 for side in SIDES}}
+
+
+def guarantee_tally(checks: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """On how many held-out agents each side's promise held (None when no agent's thresholds came from the rule)."""
+    done = [c for c in checks if c]
+    if not done:
+        return None
+    return {"agents": len(done), "held": {side: sum(bool(c["held"][side]) for c in done) for side in SIDES},
+            "held_both": sum(all(c["held"].values()) for c in done),
+            "promised_violation_at_most": max((c["promised_violation_at_most"] or 0.0) for c in done)}
+
+
 def _what(risk: str, side: str) -> str:
     other = "failed" if side == "success" else "successful"
     base = "runs" if risk == "mass" else f"{other} runs"
@@ -151,4 +174,4 @@ def _pooled_saved(sets: Mapping[str, RunSet], tau_s: float, tau_f: float, min_t:
     return saved / tot if tot else 0.0
 
 
-__all__ = ["AgentQuantileRule", "boldest_safe", "select_agent_quantile", "select_side", "side_risk", "SUCCESS"]
+__all__ = ["AgentQuantileRule", "boldest_safe", "guarantee_check", "guarantee_tally", "select_agent_quantile", "select_side", "side_risk", "SUCCESS"]

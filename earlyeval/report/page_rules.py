@@ -30,6 +30,30 @@ def _usd(d: Any) -> str:
     return f"{usd(d.get('usd_saved'))} ({pct(d.get('usd_saved_share'))})"
 
 
+def rule_sentences(rep: dict[str, Any]) -> list[str]:
+    """The threshold rule in words, its guarantee as stated, and on how many held-out agents it held in each
+    protocol (loao.json's ``guarantee_held``): the page's note and the README's lines (tools/results_tables.py)."""
+    cfg = rep.get("config") or {}
+    agents = rep.get("agents") or {}
+    large = [a for a in rep.get("holdout_agents") or [] if isinstance(agents.get(a), dict)]
+    first = (agents[large[0]].get("threshold_selection") or {}) if large else {}
+    words = f"{cfg.get('threshold_rule', '?')}"
+    if first.get("rule") == "agent-quantile":
+        words += (f", per side the share of runs halted wrongly at most {first['alpha']:g} ({first['risk']}) on all but "
+                  f"{first['violations_allowed']} of the inner agents (delta {first['delta']:g})")
+    out = [f"**The threshold rule** (`fitting/risk_control.py`, docs/architecture.md): {words}, "
+           f"prior guard {'on' if cfg.get('prior_guard') else 'off'}."]
+    if first.get("guarantee"):
+        out.append(f"The rule's guarantee, as stated (the first held-out agent's fold): {first['guarantee']}.")
+    for name, prot in (rep.get("protocols") or {}).items():
+        h = (prot.get("pooled") or {}).get("guarantee_held") if isinstance(prot, dict) else None
+        if h:
+            out.append(f"How it held ({name}): the success side on {h['held']['success']} of {h['agents']} held-out agents, "
+                       f"the failure side on {h['held']['failure']} of {h['agents']}, both on {h['held_both']} (promised: "
+                       f"each side violated with probability at most {h['promised_violation_at_most']:.3f}).")
+    return out
+
+
 def section_rules(inp: Inputs) -> str:
     rep = inp.loao
     if rep is None:
@@ -39,9 +63,7 @@ def section_rules(inp: Inputs) -> str:
     large = [a for a in rep.get("holdout_agents") or agents if a not in small and isinstance(agents.get(a), dict)]
     blocks = [(a, agents[a], "") for a in large] + [("pooled (large held-out agents)", rep.get("pooled") or {}, "pooled")]
     out = []
-    th0 = agents[large[0]].get("thresholds") if large else None
-    if isinstance(th0, dict) and th0.get("guarantee"):
-        out.append(note(f"rule: {th0.get('rule', '?')}; its guarantee (first fold): {th0['guarantee']}"))
+    out.extend(note(line.replace("**", "")) for line in rule_sentences(rep))
     rows = []
     for a, b, cls in blocks:
         o = b.get("other_rule") if isinstance(b.get("other_rule"), dict) else {}

@@ -79,3 +79,20 @@ def calibration_gap(mean_p: float | None, observed: float | None) -> float | Non
 def off_nominal(coverage: Any, level: Any) -> bool:
     c, lv = _num(coverage), _num(level)
     return c is not None and lv is not None and abs(c - lv) > COVERAGE_TOLERANCE
+
+
+def target_sentences(rep: dict[str, Any], protocol: str = "as_of") -> list[str]:
+    """Per target, on how many large held-out agents of ``protocol`` it is met and which miss it (with the
+    number): the README's targets lines (tools/results_tables.py), read off the same ``TARGETS`` as the page."""
+    prot = (rep.get("protocols") or {}).get(protocol) or {}
+    agents = prot.get("agents") or {}
+    small = set(rep.get("small_agents") or [])
+    large = [a for a in prot.get("holdout_agents") or agents if a not in small and isinstance(agents.get(a), dict)]
+    out = []
+    for t in TARGETS:
+        verdicts = {a: t.met(agents[a]) for a in large}
+        known = [a for a, v in verdicts.items() if v is not None]
+        missed = [f"{a} {exact(agents[a], t.key)}" for a in known if verdicts[a] is False]
+        out.append(f"Target {t.text} ({protocol}, label-free): met on {len(known) - len(missed)} of {len(known)} "
+                   f"held-out agents" + (f"; missed by {', '.join(missed)}." if missed else "."))
+    return out

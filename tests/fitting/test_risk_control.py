@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy, outcome_metrics
-from earlyeval.fitting.risk_control import AgentQuantileRule, boldest_safe, select_agent_quantile, select_side, side_risk
+from earlyeval.fitting.risk_control import (AgentQuantileRule, boldest_safe, guarantee_check, guarantee_tally,
+                                            select_agent_quantile, select_side, side_risk)
 from earlyeval.fitting.thresholds import DEFAULT_TAUS, choose_thresholds
 
 TAUS = DEFAULT_TAUS
@@ -132,6 +133,31 @@ def test_the_boldest_agent_alone_would_break_it():
         r, _ = side_risk(agents[-1], np.array([min(per.values())]), "success", "mass")
         viol += int(r[0] > rule.alpha)
     assert viol / reps > 2 / 7
+
+
+def test_guarantee_check_is_the_rules_own_side_risk_on_the_new_agent():
+    """The measured half of the guarantee: each side's risk at the fold's thresholds, as the rule computes it
+    (that side alone), against alpha; a violation is counted, and the tally counts agents per side."""
+    rng = np.random.default_rng(5)
+    rule = AgentQuantileRule(taus=TAUS, alpha=0.03, delta=0.15)
+    inner = {f"a{i}": agent_runs(rng, 60, rng.normal(0, 1)) for i in range(6)}
+    th = select_agent_quantile(inner, rule)
+    new = agent_runs(rng, 80, 0.0)
+    check = guarantee_check(new, th)
+    for side in ("success", "failure"):
+        r, _ = side_risk(new, np.array([th[side]]), side, "mass")
+        assert check["side_risk"][side] == pytest.approx(float(r[0]), abs=1e-12)
+        assert check["held"][side] == (float(r[0]) <= rule.alpha)
+    assert check["promised_violation_at_most"] == pytest.approx(1 / 7)
+    # an over-confident agent (shifted toward success) breaks the success side at the same thresholds
+    bold = agent_runs(rng, 80, 4.0)
+    broken = guarantee_check(bold, {**th, "success": 0.5})
+    assert broken["held"]["success"] is False and broken["side_risk"]["success"] > rule.alpha
+    tally = guarantee_tally([check, broken, None])
+    assert tally["agents"] == 2 and tally["held"]["success"] == int(check["held"]["success"])
+    assert tally["held_both"] == int(all(check["held"].values()))
+    assert guarantee_check(new, {"success": 0.9, "failure": 0.9, "rule": "worst-case"}) is None
+    assert guarantee_tally([None]) is None
 
 
 def test_choose_thresholds_dispatches_and_refuses_unknown_rules():

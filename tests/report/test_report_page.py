@@ -381,7 +381,11 @@ def test_rules_and_loso_sections_show_the_reports_own_blocks(ws):
     rep["agents"][a]["dollars"] = {"usd_saved": 12.5, "total_usd": 50.0, "usd_saved_share": 0.25}
     rep["agents"][a]["other_rule"] = {**_block(40, False, 0.077), "thresholds": {"success": 0.93, "failure": 0.99}}
     rep["agents"][a]["oracle_frontier_steps_saved"] = 0.456
-    rep["agents"][a]["thresholds"]["guarantee"] = "P(mass > 0.02) <= 1/3"
+    rep["agents"][a]["threshold_selection"] = {"rule": "agent-quantile", "alpha": 0.02, "risk": "mass", "delta": 0.15,
+                                               "violations_allowed": 0, "guarantee": "P(mass > 0.02) <= 1/3"}
+    rep["config"]["threshold_rule"] = "agent-quantile"
+    rep["protocols"]["no_prior"]["pooled"]["guarantee_held"] = {
+        "agents": 2, "held": {"success": 2, "failure": 1}, "held_both": 1, "promised_violation_at_most": 1 / 3}
     rep["pooled"]["share_of_oracle_savings"] = 0.789
     rep["protocols"]["as_of"]["leave_one_scaffold_out"] = {
         "scaffold-s": {"agents": {a: _block(40, False, 0.222)}, "pooled": _block(40, False, 0.222), "thresholds": {"success": 0.85, "failure": 0.94}}}
@@ -390,7 +394,9 @@ def test_rules_and_loso_sections_show_the_reports_own_blocks(ws):
     rules, loso = section_rules(inp), section_loso(inp)
     assert "$7.25 (14.5 %)" in rules and "$12.50 (25.0 %)" in rules and "$50.00" in rules
     assert "12.3 %" in rules and "0.93 / 0.99" in rules and "45.6 %" in rules and "78.9 %" in rules
-    assert "P(mass &gt; 0.02) &lt;= 1/3" in rules
+    assert "P(mass &gt; 0.02) &lt;= 1/3" in rules and "at most 0.02 (mass) on all but 0 of the inner agents" in rules
+    assert ("How it held (no_prior): the success side on 2 of 2 held-out agents, the failure side on 1 of 2, both on 1"
+            in rules) and "How it held (as_of)" not in rules  # a protocol without the tally says nothing of it
     assert "scaffold-s" in loso and "22.2 %" in loso and "0.85 / 0.94" in loso
     del rep["protocols"]["as_of"]["leave_one_scaffold_out"]
     path.write_text(json.dumps(rep))

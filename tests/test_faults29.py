@@ -242,3 +242,17 @@ def test_an_unlistable_sub_folder_is_reported(tmp_path, monkeypatch):
                    glob="**/*.traj*", labels=[])
     (skip,) = unread_entries(run, spec)
     assert skip["file"] == str(run / "locked") and "Permission denied" in skip["reason"]
+
+
+def test_a_skip_reason_is_one_line_whatever_the_library_said():
+    """A reader wrapping a library's message (inspect's pydantic ValidationError spans five lines for an impossible
+    ``started_at``): the skip stays one line, naming file and field (the fault suite's inspect date cases)."""
+    from earlyeval.core.errors import IngestError
+
+    e = IngestError("runs/x.eval", "samples/demo-1_epoch_1",
+                    "cannot read the sample (ValidationError: 1 validation error for EvalSample\nstarted_at\n"
+                    "  Value error, month must be in 1..12 [type=value_error]\n    For further information visit x)")
+    assert "\n" not in e.reason and "\n" not in str(e)
+    assert e.reason == ("cannot read the sample (ValidationError: 1 validation error for EvalSample started_at Value "
+                        "error, month must be in 1..12 [type=value_error] For further information visit x)")
+    assert str(e).startswith("runs/x.eval: field 'samples/demo-1_epoch_1': ")

@@ -43,7 +43,7 @@ from earlyeval.model.modeldir import ModelBundle, save_model_dir
 from earlyeval.model.overlap import content_record
 from earlyeval.features.context import context_absent_counts
 from earlyeval.tables.prefixes import drop_report
-from earlyeval.core.errors import CatalogError, IngestError
+from earlyeval.core.errors import CatalogError, EarlyEvalError, IngestError
 from earlyeval.tables.store import bench_dir, write_tasks
 from earlyeval.tables.validate import validate_task
 from earlyeval.tables.tasks import load_tasks
@@ -130,23 +130,13 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
         ds = backend.dataset(bench, cfg.families, root)
     if progress:
         progress(f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}")
-
-    def make(c: EvalConfig) -> FoldRunner:
-        return backend.train_runner(ds, c, progress)
-    large = ds.large_agents(cfg.holdout_min_runs)
-    methods: dict[str, str] = {}
-
-    def inner_of(r: FoldRunner) -> dict[str, Any]:
-        sets, methods["m"] = inner_sets(r, frozenset(), large)
-        return sets
-
-    fallback = make(guard_config(cfg)) if cfg.prior_guard else None
-    runner, held, choice = guarded(make(cfg), fallback, inner_of)
-    th = choose_thresholds(held, cfg, method=methods["m"] + " over the training agents")
-    if choice:
-        th["model_choice"] = choice
-    full = runner.fit(frozenset())
-    step1 = check_step1(runner, full, th, cfg.min_halt_step)  # refuses thresholds that halt most runs at once
+    try:  # a catalog too small for the inner folds or the calibration: one line naming it, as evaluate's
+        _, full, th, step1 = _fit_shipped(ds, cfg, backend, progress)
+        extra, budget_summary = _shipped_budget(ds, cfg, progress) if budget else ({}, None)
+    except ValueError as e:
+        if isinstance(e, EarlyEvalError):
+            raise
+        raise too_little_data(ds, bench, e, "train") from None
     # the order FoldRunner builds its matrix in: fold-free blocks, then the fold-fitted families (text,
     # peer_prior) fitted on every labelled agent, in cfg order
     families = [build_family(name, prior_table=ds.prior_table) for name in fold_free(cfg.families)]
@@ -155,7 +145,6 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     if fz.names != full.feature_names:
         raise AssertionError("the shipped featurizer's columns differ from the model's")
     counts = Counter(t.agent for t in ds.trajs)
-    extra, budget_summary = _shipped_budget(ds, cfg, progress) if budget else ({}, None)
     bundle = ModelBundle(
         featurizer=fz,
         model=full.model,
@@ -186,6 +175,28 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     )
     path = save_model_dir(bundle, out or models_dir(bench))
     return {"model": path}
+
+
+def _fit_shipped(ds: Dataset, cfg: EvalConfig, backend: Backend,
+                 progress: Callable[[str], None] | None) -> tuple[FoldRunner, Any, dict[str, Any], Any]:
+    """``train_bench``'s fits: the (guarded) runner, its fit on every labelled agent, the thresholds chosen over
+    the inner folds, and the step-1 check (which refuses thresholds that halt most runs at once)."""
+    def make(c: EvalConfig) -> FoldRunner:
+        return backend.train_runner(ds, c, progress)
+    large = ds.large_agents(cfg.holdout_min_runs)
+    methods: dict[str, str] = {}
+
+    def inner_of(r: FoldRunner) -> dict[str, Any]:
+        sets, methods["m"] = inner_sets(r, frozenset(), large)
+        return sets
+
+    fallback = make(guard_config(cfg)) if cfg.prior_guard else None
+    runner, held, choice = guarded(make(cfg), fallback, inner_of)
+    th = choose_thresholds(held, cfg, method=methods["m"] + " over the training agents")
+    if choice:
+        th["model_choice"] = choice
+    full = runner.fit(frozenset())
+    return runner, full, th, check_step1(runner, full, th, cfg.min_halt_step)
 
 
 def _shipped_budget(ds: Dataset, cfg: EvalConfig,
@@ -294,11 +305,11 @@ def evaluate_bench(bench: str, cfg: EvalConfig | None = None, root: str | Path |
 LoaoLike = Any
 
 
-def too_little_data(ds: Dataset, bench: str, e: Exception) -> CatalogError:
-    """The one-line error of an evaluation that cannot fit on what the catalog gives, naming the catalog."""
+def too_little_data(ds: Dataset, bench: str, e: Exception, verb: str = "evaluate") -> CatalogError:
+    """The one-line error of an evaluation (or a ``train``) that cannot fit on what the catalog gives, naming it."""
     y = [t.outcome for t in ds.trajs if t.outcome is not None]
     where = getattr(getattr(ds, "catalog", None), "path", None) or bench
-    return CatalogError(str(where), "runs", f"too little data to evaluate {bench}: {len(y)} labelled runs of "
+    return CatalogError(str(where), "runs", f"too little data to {verb} {bench}: {len(y)} labelled runs of "
                         f"{len(set(t.agent for t in ds.trajs))} agents, {sum(y)} successes ({type(e).__name__}: "
                         f"{str(e).splitlines()[0] if str(e) else ''}); add runs or agents to the catalog")
 

@@ -25,8 +25,9 @@ class IngestError(EarlyEvalError):
     def __init__(self, file: str, field: str, reason: str):
         self.file = str(file)
         self.field = field
-        self.reason = reason
-        super().__init__(f"{self.file}: field '{field}': {reason}")
+        # one line, whatever a wrapped library's message holds (pydantic's span several): a skip is one line
+        self.reason = " ".join(line.strip() for line in str(reason).splitlines() if line.strip())
+        super().__init__(f"{self.file}: field '{field}': {self.reason}")
 
     def to_dict(self) -> dict[str, str]:
         return {"file": self.file, "field": self.field, "reason": self.reason}

@@ -74,3 +74,22 @@ def test_budget_on_too_little_data_is_one_error_naming_the_catalog(monkeypatch):
                                            r"agents, \d+ successes \(ValueError: Found array with 0 sample") as e:
         pipeline.budget_bench("swebench", ds=ds)
     assert "\n" not in str(e.value)
+
+
+def test_train_on_too_little_data_is_one_error_naming_the_catalog(tmp_path, monkeypatch):
+    """Issue 29 item 6 (the fault suite's "train on a catalog of 2 runs"): a fit that cannot split what the catalog
+    gives (scikit-learn's 0-sample ValueError, as a two-run catalog gives) is evaluate's one-line CatalogError naming
+    the catalog; before, train printed scikit-learn's "Found array with 0 sample(s)" as the whole message."""
+    trajs, tasks = make_trajectories(2)
+    ds = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
+    cfg = EvalConfig(families=["behaviour"], min_steps=3, holdout_min_runs=2, n_jobs=1, lgbm_params=dict(SMALL_LGBM),
+                     inner_folds=6, warm_repeats=1)
+
+    def no_rows(*a, **k):
+        raise ValueError("Found array with 0 sample(s) (shape=(0, 68)) while a minimum of 1 is required.")
+
+    monkeypatch.setattr(pipeline, "choose_thresholds", no_rows)
+    with pytest.raises(CatalogError, match=r"field 'runs': too little data to train synth: 8 labelled runs of 4 agents, "
+                                           r"\d+ successes \(ValueError: Found array with 0 sample") as e:
+        pipeline.train_bench("synth", tmp_path / "m", cfg, budget=False, ds=ds)
+    assert "\n" not in str(e.value) and not (tmp_path / "m").exists()

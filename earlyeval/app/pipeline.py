@@ -206,8 +206,7 @@ def check_step1(runner: FoldRunner, full: Any, th: dict[str, Any], min_halt_step
     ``thresholds.step1_halts`` refuses more than ``MAX_STEP1_HALT_SHARE`` of them, with the numbers."""
     runs = np.arange(len(runner.ds.trajs))
     rows = runner.rows_of(runs, 2)
-    X, _ = runner.features(full, runs, rows)
-    ps, pf = split_proba(full.model.predict_proba(X))
+    ps, pf = split_proba(runner.proba(full, runs, rows))
     return step1_halts(runset(runner.ds, runs, rows, ps, pf),
                        {"success": th["success"], "failure": th["failure"], "min_halt_step": min_halt_step})
 

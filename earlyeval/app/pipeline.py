@@ -23,7 +23,7 @@ from earlyeval.budget.config import BudgetConfig
 from earlyeval.evaluation.budget import run_budget
 from earlyeval.report.budget_plots import plot_intervals, plot_late_recognition
 from earlyeval.report.budget import budget_report, summary_lines
-from earlyeval.evaluation.budget_shipped import fit_shipped, shipped_config
+from earlyeval.evaluation.budget_shipped import shipped_config
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir
@@ -155,7 +155,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     if fz.names != full.feature_names:
         raise AssertionError("the shipped featurizer's columns differ from the model's")
     counts = Counter(t.agent for t in ds.trajs)
-    extra, budget_summary = _shipped_budget(ds, cfg, progress) if budget else ({}, None)
+    extra, budget_summary = _shipped_budget(ds, cfg, progress, backend) if budget else ({}, None)
     bundle = ModelBundle(
         featurizer=fz,
         model=full.model,
@@ -188,11 +188,11 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
     return {"model": path}
 
 
-def _shipped_budget(ds: Dataset, cfg: EvalConfig,
-                    progress: Callable[[str], None] | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _shipped_budget(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
+                    backend: Backend) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The budget estimators the model dir ships (its ``extra``, empty when no dimension could be fitted) and
     their summary for the manifest (B, tau and unit per dimension, the dimensions skipped)."""
-    shipped = fit_shipped(ds, *shipped_config(cfg), progress=progress)
+    shipped = backend.shipped_budget(ds, *shipped_config(cfg), progress=progress)
     if shipped is None:
         return {}, None
     summary = {"dimensions": {d: {"B": v["estimator"]["budget"], "tau": v["tau"], "unit": v["estimator"]["unit"]}

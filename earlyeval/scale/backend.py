@@ -14,17 +14,18 @@ from typing import Any, Callable, Iterator
 
 from distributed import Client
 
+from earlyeval.budget.config import BudgetConfig
 from earlyeval.config.catalog import Catalog
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import FoldRunner
-from earlyeval.scale.cluster import connect
+from earlyeval.scale.cluster import connect, result_of
 from earlyeval.scale.features import PartsRef, dataset_from_parts, featurize, featurize_parts
 from earlyeval.scale.folds import run_folds, runner_factory
 from earlyeval.scale.ingest import CHUNK_FILES, IngestedParts, ingest_parts
 from earlyeval.scale.replay import replay_runs
 from earlyeval.scale.spec import SchedulerSpec
-from earlyeval.scale.train import TrainRunner, train_plan
+from earlyeval.scale.train import TrainRunner, fit_budget_of_parts, train_plan
 from earlyeval.workflows.backend import Backend, InProcess
 
 
@@ -90,6 +91,19 @@ class DaskBackend:
         runner = TrainRunner(ds, cfg, progress, results, self.client, ref)
         self.fold_runners.append(runner)
         return runner
+
+    def shipped_budget(self, ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig,
+                       progress: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+        """``train``'s budget estimators fitted by one task on the dataset the worker reads from the parts (the
+        same code and data as in the driver: the driver never reads the feature matrix); in the driver for a
+        dataset not made of parts."""
+        ref = getattr(ds.blocks, "ref", None)
+        if not isinstance(ref, PartsRef):
+            return InProcess().shipped_budget(ds, cfg, bcfg, progress)
+        if progress:
+            progress("budget: fitted on a worker")
+        fut = self.client.submit(fit_budget_of_parts, ref, cfg, bcfg, pure=False)
+        return result_of(fut, "the budget estimators")
 
     def replay(self, model_dir: str | Path, thresholds: Any = None, halt_on: str = "both",
                warm_rule: str = "certify") -> Callable[..., list[dict[str, Any]]]:

@@ -18,6 +18,8 @@ import numpy as np
 from distributed import Client
 from lightgbm.dask import DaskLGBMClassifier
 
+from earlyeval.budget.config import BudgetConfig
+from earlyeval.evaluation.budget_shipped import fit_shipped
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import Fitted, FoldRunner
@@ -229,6 +231,11 @@ class TrainRunner(PrefetchedRunner):
             raise ValueError("the shipped fit predicts prefix rows in their order (sorted)")
         out = Partitioned(self.client, job).map(part_proba, fitted.model, rows, "the shipped fit's predictions")
         return np.column_stack([np.concatenate([a for a, _ in out]), np.concatenate([b for _, b in out])])
+
+
+def fit_budget_of_parts(ref: PartsRef, cfg: EvalConfig, bcfg: BudgetConfig) -> dict[str, Any] | None:
+    """A task: ``budget_shipped.fit_shipped`` on the dataset this worker reads from the parts."""
+    return fit_shipped(parts_dataset(ref), cfg, bcfg)
 
 
 def train_plan(ds: Dataset, cfg: EvalConfig) -> FoldPlan:

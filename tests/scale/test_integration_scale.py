@@ -72,7 +72,7 @@ def runs(cluster, tmp_path_factory):
             ds = back.dataset("swebench", cfg.families, root)
             probe = MatrixProbe(len(ds.prefixes))
             with probe.watching(mode == "cluster"):
-                train_bench("swebench", None, shipped, root, budget=False, ds=ds, backend=back)
+                train_bench("swebench", None, shipped, root, ds=ds, backend=back)  # with the budget estimators
             probe.driver_read = getattr(ds.blocks, "loaded", True)
             probes[mode] = probe
             rep, _ = evaluate_bench("swebench", cfg, root, ablations=[], ds=ds, backend=back)
@@ -154,6 +154,7 @@ def test_the_driver_never_holds_the_prefix_matrix_in_train(runs):
     assert probe.seen > 20, probe.seen  # the inner folds' results, the margins, the predictions, the booster
     assert probe.hits == [], probe.hits[:5]
     assert probe.driver_read is False
+    assert (runs["cluster"][0] / "models/swebench/extra_budget.json").is_file()  # the budget fit too, by a task
     assert runs["probes"]["in-process"].driver_read is True  # in this process, the matrix is the driver's own
 
 

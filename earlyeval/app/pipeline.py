@@ -23,7 +23,7 @@ from earlyeval.budget.config import BudgetConfig
 from earlyeval.evaluation.budget import run_budget
 from earlyeval.report.budget_plots import plot_intervals, plot_late_recognition
 from earlyeval.report.budget import budget_report, summary_lines
-from earlyeval.evaluation.budget_shipped import fit_shipped, shipped_config
+from earlyeval.evaluation.budget_shipped import shipped_config
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import models_dir, reports_dir
@@ -132,7 +132,7 @@ def train_bench(bench: str, out: Path | None = None, cfg: EvalConfig | None = No
         progress(f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}")
     try:  # a catalog too small for the inner folds or the calibration: one line naming it, as evaluate's
         _, full, th, step1 = _fit_shipped(ds, cfg, backend, progress)
-        extra, budget_summary = _shipped_budget(ds, cfg, progress) if budget else ({}, None)
+        extra, budget_summary = _shipped_budget(ds, cfg, progress, backend) if budget else ({}, None)
     except ValueError as e:
         if isinstance(e, EarlyEvalError):
             raise
@@ -199,11 +199,11 @@ def _fit_shipped(ds: Dataset, cfg: EvalConfig, backend: Backend,
     return runner, full, th, check_step1(runner, full, th, cfg.min_halt_step)
 
 
-def _shipped_budget(ds: Dataset, cfg: EvalConfig,
-                    progress: Callable[[str], None] | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _shipped_budget(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
+                    backend: Backend) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The budget estimators the model dir ships (its ``extra``, empty when no dimension could be fitted) and
     their summary for the manifest (B, tau and unit per dimension, the dimensions skipped)."""
-    shipped = fit_shipped(ds, *shipped_config(cfg), progress=progress)
+    shipped = backend.shipped_budget(ds, *shipped_config(cfg), progress=progress)
     if shipped is None:
         return {}, None
     summary = {"dimensions": {d: {"B": v["estimator"]["budget"], "tau": v["tau"], "unit": v["estimator"]["unit"]}
@@ -217,8 +217,7 @@ def check_step1(runner: FoldRunner, full: Any, th: dict[str, Any], min_halt_step
     ``thresholds.step1_halts`` refuses more than ``MAX_STEP1_HALT_SHARE`` of them, with the numbers."""
     runs = np.arange(len(runner.ds.trajs))
     rows = runner.rows_of(runs, 2)
-    X, _ = runner.features(full, runs, rows)
-    ps, pf = split_proba(full.model.predict_proba(X))
+    ps, pf = split_proba(runner.proba(full, runs, rows))
     return step1_halts(runset(runner.ds, runs, rows, ps, pf),
                        {"success": th["success"], "failure": th["failure"], "min_halt_step": min_halt_step})
 

@@ -119,6 +119,19 @@ class FoldRunner:
             names = names + [fam.names[j] for j in keep]
         return X, names
 
+    def feature_names(self, fams: list[Any]) -> list[str]:
+        """The columns ``features`` gives with the fold-fitted ``fams``, without reading a block."""
+        names: list[str] = []
+        for fam in fold_free(self.cfg.families):
+            bn = self.ds.block_names[CURRENT_POOL if fam == "prior" and self.cfg.prior_pool == "current" else fam]
+            names += [bn[j] for j in self._kept(bn)]
+        return names + [f.names[j] for f in fams for j in self._kept(f.names)]
+
+    def proba(self, fitted: "Fitted", runs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``fitted``'s [P(failure), P(success)] of ``rows`` (a cluster's runner computes them on the workers)."""
+        X, _ = self.features(fitted, runs, rows)
+        return fitted.model.predict_proba(X)
+
     def rows_of(self, runs: np.ndarray, min_steps: int) -> np.ndarray:
         mask = np.isin(self.prefix_run, runs) & (self.prefix_T >= max(min_steps, 2))
         return np.flatnonzero(mask)
@@ -131,9 +144,20 @@ class FoldRunner:
         train_runs = np.flatnonzero(~np.isin(self.run_agent, list(exclude)))
         long_runs = np.asarray([i for i in train_runs if len(self.ds.trajs[i].steps) >= max(self.cfg.min_steps, 2)], dtype=np.int64)
         rows = self.rows_of(long_runs, self.cfg.min_steps)
+        text, fold_fams = self.fold_families(train_runs)
+        X, names = self.features(fold_fams, long_runs, rows)
+        pf = self.ds.prefixes.iloc[rows]
+        model = self.new_model(exclude)
+        model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=names)
+        f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows, fold_fams)
+        self._fits[exclude] = f
+        return f
+
+    def fold_families(self, train_runs: np.ndarray) -> tuple[Any, list[Any]]:
+        """The fold-fitted families (and the text one, or None), fitted on the training runs only: the agents
+        left out never reach a vocabulary or a table."""
         text = None
         fold_fams = []
-        # fitted on the training runs only: the agents in `exclude` never reach a vocabulary or a table
         train_trajs = [self.ds.trajs[i] for i in train_runs]
         train_ctxs = [self.contexts[i] for i in train_runs]
         for name in fold_fitted(self.cfg.families):
@@ -143,13 +167,7 @@ class FoldRunner:
             fold_fams.append(fam)
             if name == "text":
                 text = fam
-        X, names = self.features(fold_fams, long_runs, rows)
-        pf = self.ds.prefixes.iloc[rows]
-        model = self.new_model(exclude)
-        model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=names)
-        f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows, fold_fams)
-        self._fits[exclude] = f
-        return f
+        return text, fold_fams
 
     def new_model(self, exclude: frozenset) -> OutcomeModel:
         """The estimator the fit without ``exclude`` trains (a cluster's runner trains the shipped model,

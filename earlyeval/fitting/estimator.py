@@ -110,6 +110,18 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
             raise ValueError(f"{len(names)} feature names for {Xm.shape[1]} columns")
         if self.twin not in ("mirror", "flipped", "balanced"):
             raise ValueError(f"twin must be mirror, flipped or balanced, not {self.twin!r}")
+        classes, y, w, tr, va, targets = self._split(Xm, y, sample_weight, groups)
+        boosters: dict[str, Any] = {}
+        platt: dict[str, Platt] = {}
+        for name, (yy, ww, sign) in targets.items():
+            booster = self._train_booster(self._classifier(names, sign), Xm[tr], yy[tr], ww[tr])
+            boosters[name] = booster
+            platt[name] = fit_platt(booster.predict(Xm[va], raw_score=True), yy[va], w[va])
+        return self._fitted(boosters, platt, names, Xm.shape[1], classes, y, w, va)
+
+    def _split(self, Xm: Any, y: np.ndarray, sample_weight: Any, groups: Any) -> tuple[Any, ...]:
+        """The checked labels (1 success) and weights (mean 1), the task-grouped split (fit rows, held-back
+        rows) and each booster's (labels, weights, sign); ``Xm`` only gives the split its row count."""
         check_classification_targets(y)
         labels = np.unique(y)
         if type_of_target(y) != "binary" or len(labels) != 2:
@@ -136,17 +148,15 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
                 pos = np.average(1 - y, weights=w)
                 wf = np.where(y == 0, w * 0.5 / pos, w * 0.5 / (1 - pos))
             targets["failure"] = (1 - y, wf, -1)
-        boosters: dict[str, Any] = {}
-        platt: dict[str, Platt] = {}
-        for name, (yy, ww, sign) in targets.items():
-            booster = self._train_booster(self._classifier(names, sign), Xm[tr], yy[tr], ww[tr])
-            boosters[name] = booster
-            platt[name] = fit_platt(booster.predict(Xm[va], raw_score=True), yy[va], w[va])
+        return classes, y, w, tr, va, targets
+
+    def _fitted(self, boosters: dict[str, Any], platt: dict[str, Platt], names: list[str] | None, n_features: int,
+                classes: np.ndarray, y: np.ndarray, w: np.ndarray, va: np.ndarray) -> "OutcomeModel":
         self.boosters_ = boosters
         self.platt_ = platt
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
-        self.n_features_in_ = Xm.shape[1]
+        self.n_features_in_ = n_features
         self.classes_ = classes
         self.base_rate_ = float(np.average(y, weights=w))
         self.val_index_ = va  # rows used for Platt scaling (whole tasks), kept for threshold fallback

@@ -17,7 +17,8 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import MutableMapping
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -156,15 +157,93 @@ def featurize_parts(client: Client, bench: str, families: list[str], root: str |
     return out
 
 
+@dataclass(frozen=True)
+class PartsRef:
+    """Where a featurized dataset's parts are, as a task needs them to read it itself (``parts_dataset``);
+    ``stamp`` (each part's name, mtime and size) makes a worker's cached copy of an older featurize miss."""
+
+    ws: str
+    root: str
+    bench: str
+    families: tuple[str, ...]
+    prefixes: str
+    stamp: tuple[tuple[str, int, int], ...]
+
+
+def parts_ref(bench: str, families: list[str], root: str | Path | None = None) -> PartsRef:
+    out = features_dir(bench) / PREFIXES
+    if not out.is_dir() or not part_names(out):
+        raise FileNotFoundError(f"{out} has no parts: featurize on the cluster first")
+    stamp = tuple((n, (st := (out / n).stat()).st_mtime_ns, st.st_size) for n in part_names(out))
+    return PartsRef(str(workspace_root()), str(data_root(root)), bench, tuple(families), str(out), stamp)
+
+
+def part_bounds(ref: PartsRef) -> np.ndarray:
+    """The prefix rows of each part, as boundaries [0, n0, n0 + n1, ...] (from the parts' footers alone)."""
+    sizes = [pq.ParquetFile(Path(ref.prefixes) / n).metadata.num_rows for n, *_ in ref.stamp]
+    return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+
+
+def read_blocks(ref: PartsRef, names: dict[str, list[str]]) -> dict[str, np.ndarray]:
+    """Every fold-free block of every part, as the float32 matrices ``load_dataset`` gives."""
+    table = read_table(Path(ref.prefixes))
+    blocks = {}
+    for block, bnames in names.items():  # the loader's order: the fold-free families, then prior@current_pool
+        cols = [table.column(f"{block}/{n}").to_numpy() for n in bnames]
+        blocks[block] = (np.ascontiguousarray(np.column_stack(cols), dtype=np.float32) if cols
+                         else np.zeros((table.num_rows, 0), np.float32))
+    return blocks
+
+
+class PartBlocks(MutableMapping):
+    """``Dataset.blocks`` of a featurized dataset, read from its parts on first use: the driver of ``train
+    --scheduler`` never reads them (the fits read them on the workers), and a pickled copy (a task's argument)
+    travels as the reference, each worker reading the parts itself. A block set here (``pass``) is kept as is."""
+
+    def __init__(self, ref: PartsRef, names: dict[str, list[str]]):
+        self.ref, self.names = ref, dict(names)
+        self._data: dict[str, np.ndarray] | None = None
+        self._extra: dict[str, np.ndarray] = {}
+
+    @property
+    def loaded(self) -> bool:
+        return self._data is not None
+
+    def __getitem__(self, block: str) -> np.ndarray:
+        if block in self._extra:
+            return self._extra[block]
+        if self._data is None:
+            self._data = read_blocks(self.ref, self.names)
+        return self._data[block]
+
+    def __setitem__(self, block: str, value: np.ndarray) -> None:
+        self._extra[block] = value
+
+    def __delitem__(self, block: str) -> None:
+        raise TypeError("the blocks of a featurized dataset are read-only")
+
+    def __contains__(self, block: object) -> bool:
+        return block in self.names or block in self._extra
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self.names, *(b for b in self._extra if b not in self.names)])
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_data": None}
+
+
 def dataset_from_parts(bench: str, families: list[str], root: str | Path | None = None) -> Dataset:
     """The modelling ``Dataset`` from ``featurize``'s parts: what ``load_dataset`` returns for the same runs
-    (the runs possibly without their steps' text, see the module doc)."""
+    (the runs possibly without their steps' text, see the module doc), its blocks read on first use
+    (``PartBlocks``)."""
     out = features_dir(bench)
-    if not (out / PREFIXES).is_dir() or not part_names(out / PREFIXES):
-        raise FileNotFoundError(f"{out / PREFIXES} has no parts: featurize on the cluster first")
+    ref = parts_ref(bench, families, root)
     trajs = read_trajectories(out / RUNS)
-    table = read_table(out / PREFIXES)
-    names: dict[str, list[str]] = json.loads(table.schema.metadata[BLOCKS_KEY])
+    keys = pa.concat_tables([pq.read_table(Path(ref.prefixes) / n, columns=["run_id", "t"]) for n, *_ in ref.stamp])
+    names: dict[str, list[str]] = json.loads(pq.read_schema(Path(ref.prefixes) / ref.stamp[0][0]).metadata[BLOCKS_KEY])
     cat = load_catalog(bench)
     tasks = read_tasks(bench_dir(bench) / "tasks.parquet")
     prior_table = None
@@ -173,14 +252,18 @@ def dataset_from_parts(bench: str, families: list[str], root: str | Path | None 
     contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     prefixes = prefix_table(trajs, min_steps=2)
     run_ids = [trajs[i].run_id for i in prefixes["run"]]
-    if table.column("run_id").to_pylist() != run_ids or not np.array_equal(table.column("t").to_numpy(), prefixes["t"].to_numpy()):
+    if keys.column("run_id").to_pylist() != run_ids or not np.array_equal(keys.column("t").to_numpy(), prefixes["t"].to_numpy()):
         raise AssertionError(f"{out / PREFIXES}: its rows are not the prefixes of {out / RUNS} (a mixed or stale feature set?)")
     ds = Dataset(bench, cat, trajs, tasks, contexts, prefixes, prior_table=prior_table)
-    for block, bnames in names.items():  # the loader's order: the fold-free families, then prior@current_pool
-        cols = [table.column(f"{block}/{n}").to_numpy() for n in bnames]
-        ds.blocks[block] = (np.ascontiguousarray(np.column_stack(cols), dtype=np.float32) if cols
-                            else np.zeros((table.num_rows, 0), np.float32))
-        ds.block_names[block] = list(bnames)
+    ds.blocks = PartBlocks(ref, names)  # type: ignore[assignment]  # a Mapping of the same blocks
+    ds.block_names.update({b: list(n) for b, n in names.items()})
     if PASS in fold_free(families):  # it reads each agent's other runs, which one partition does not hold
         add_pass_block(ds)
     return ds
+
+
+@functools.lru_cache(maxsize=1)
+def parts_dataset(ref: PartsRef) -> Dataset:
+    """A task's ``Dataset`` of ``ref``, read by the worker itself from the parts, once per worker process."""
+    in_workspace(ref.ws)
+    return dataset_from_parts(ref.bench, list(ref.families), ref.root)

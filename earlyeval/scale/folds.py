@@ -18,6 +18,7 @@ from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import Fitted, FoldRunner, inner_exclusion
 from earlyeval.evaluation.fit_plan import scaffold_groups
 from earlyeval.scale.cluster import result_of
+from earlyeval.scale.features import PartsRef, parts_dataset
 from earlyeval.features import family_class
 from earlyeval.fitting.metrics import RunSet
 
@@ -95,9 +96,10 @@ class FoldResult:
     adaptation: dict[str, dict[str, Any]]
 
 
-def run_fold(ds: Dataset, cfg: EvalConfig, exclude: frozenset, agents: list[str]) -> FoldResult:
-    """One task: the in-process ``FoldRunner`` fit without ``exclude`` and its predictions of ``agents``."""
-    runner = FoldRunner(ds, cfg)
+def run_fold(ds: Dataset | PartsRef, cfg: EvalConfig, exclude: frozenset, agents: list[str]) -> FoldResult:
+    """One task: the in-process ``FoldRunner`` fit without ``exclude`` and its predictions of ``agents``, on
+    the dataset a ``PartsRef`` names (read by this worker from the parts) or the one given."""
+    runner = FoldRunner(parts_dataset(ds) if isinstance(ds, PartsRef) else ds, cfg)
     sets = {a: runner.predict(exclude, a) for a in agents}
     fitted = runner.fit(exclude)
     states = [(fam.name, *fam.get_state()) for fam in fitted.fold_families]
@@ -147,9 +149,10 @@ class PrefetchedRunner(FoldRunner):
         return super().predict(exclude, agent)
 
 
-def run_folds(client: Client, ds_future: Future, cfg: EvalConfig, plan: FoldPlan,
+def run_folds(client: Client, ds_future: Future | PartsRef, cfg: EvalConfig, plan: FoldPlan,
               progress: Callable[[str], None] | None = None) -> dict[frozenset, FoldResult]:
-    """Every fold of ``plan`` as one task on the cluster; "fit without ..." reported as each completes."""
+    """Every fold of ``plan`` as one task on the cluster, on the dataset ``ds_future`` holds or the parts it
+    names; "fit without ..." reported as each completes."""
     futs = {client.submit(run_fold, ds_future, cfg, ex, agents, pure=False): ex for ex, agents in plan.predict.items()}
     out: dict[frozenset, FoldResult] = {}
     try:

@@ -8,6 +8,7 @@ Why, and by how much: docs/scale.md.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import dask
@@ -17,12 +18,16 @@ import numpy as np
 from distributed import Client
 from lightgbm.dask import DaskLGBMClassifier
 
+from earlyeval.budget.config import BudgetConfig
+from earlyeval.evaluation.budget_shipped import fit_shipped
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.config.eval_config import EvalConfig
-from earlyeval.evaluation.evaluate import Fitted
+from earlyeval.evaluation.evaluate import Fitted, FoldRunner
+from earlyeval.features import family_class
 from earlyeval.fitting.metrics import auroc
-from earlyeval.fitting.estimator import OutcomeModel
-from earlyeval.scale.cluster import workers_of
+from earlyeval.fitting.estimator import OutcomeModel, Platt, fit_platt
+from earlyeval.scale.cluster import result_of, workers_of
+from earlyeval.scale.features import PartsRef, part_bounds, parts_dataset
 from earlyeval.scale.folds import FoldPlan, FoldResult, PrefetchedRunner, _inner
 
 # how far the distributed booster's calibrated P(success) may be from the in-process one's, on the held-back
@@ -30,6 +35,7 @@ from earlyeval.scale.folds import FoldPlan, FoldResult, PrefetchedRunner, _inner
 # Measured, 2 workers, both rank orders (docs/scale.md): full SWE-bench (38,469 prefixes): 0.032-0.035,
 # 0.218-0.238, 0.0007-0.0028 (another LightGBM seed in-process: 0.027, 0.187, 0.0003); the tests' sample
 # (36 files a run, 5,209 prefixes): 0.028-0.050, 0.161-0.344, 0.026-0.034 (another seed: 0.017, 0.088, 0.013).
+# `train --scheduler local:2` over the parts, full SWE-bench, two starts: 0.029-0.045, 0.191-0.255, 0.0010-0.0025.
 TOLERANCE = {"mean_abs_dp": 0.05, "p99_abs_dp": 0.30, "auroc": 0.01}
 SAMPLE_TOLERANCE = {"mean_abs_dp": 0.08, "p99_abs_dp": 0.45, "auroc": 0.05}
 
@@ -47,6 +53,69 @@ def within_tolerance(gap: dict[str, float], tolerance: dict[str, float] | None =
     return all(gap[k] <= v for k, v in (TOLERANCE if tolerance is None else tolerance).items())
 
 
+@dataclass(frozen=True)
+class PartJob:
+    """What a partition task of the shipped fit needs: the parts, the settings, the fold-fitted families' state."""
+
+    ref: PartsRef
+    cfg: EvalConfig
+    states: list[tuple[str, dict[str, Any], dict[str, Any]]]
+
+
+def part_matrix(job: PartJob, rows: np.ndarray) -> np.ndarray:
+    """A task: the shipped fit's feature matrix of ``rows`` (sorted prefix rows of one part), computed on the
+    worker from the parts it reads itself, by the in-process ``FoldRunner.features``."""
+    ds = parts_dataset(job.ref)
+    fams = [family_class(name).from_state(meta, arrays) for name, meta, arrays in job.states]
+    runs = np.unique(ds.prefixes["run"].to_numpy()[rows])
+    X, _ = FoldRunner(ds, job.cfg).features(fams, runs, rows)
+    return X
+
+
+def part_margins(booster: lgb.Booster, job: PartJob, rows: np.ndarray) -> np.ndarray:
+    """A task: the booster's raw margins on ``rows`` (what Platt scaling needs, one float a row)."""
+    return booster.predict(part_matrix(job, rows), raw_score=True)
+
+
+def part_proba(model: OutcomeModel, job: PartJob, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A task: the fitted model's P(failure) and P(success) of ``rows``, as two vectors."""
+    P = model.predict_proba(part_matrix(job, rows))
+    return np.ascontiguousarray(P[:, 0]), np.ascontiguousarray(P[:, 1])
+
+
+class Partitioned:
+    """The shipped fit's rows over the feature parts: a dask array whose blocks are computed where they are
+    trained on, and per-part tasks whose results are vectors. The driver never holds a block."""
+
+    def __init__(self, client: Client, job: PartJob):
+        self.client, self.job = client, job
+        self.bounds = part_bounds(job.ref)
+        self._job = client.scatter(job, broadcast=True, hash=False)
+
+    def pieces(self, rows: np.ndarray) -> list[np.ndarray]:
+        """``rows`` (sorted) split at the parts' boundaries, empty pieces left out."""
+        cuts = np.searchsorted(rows, self.bounds[1:-1])
+        return [r for r in np.split(rows, cuts) if len(r)]
+
+    def matrix(self, rows: np.ndarray, n_cols: int) -> da.Array:
+        return da.concatenate([da.from_delayed(dask.delayed(part_matrix, pure=False)(self._job, r),
+                                               shape=(len(r), n_cols), dtype=np.float32) for r in self.pieces(rows)])
+
+    def vector(self, v: np.ndarray, rows: np.ndarray) -> da.Array:
+        """``v`` (one value per row of ``rows``) chunked as ``matrix(rows)`` is."""
+        return da.from_array(np.asarray(v), chunks=(tuple(len(r) for r in self.pieces(rows)),))
+
+    def map(self, fn: Callable[..., Any], obj: Any, rows: np.ndarray, what: str) -> list[Any]:
+        """``fn(obj, job, piece)`` on the workers for each piece of ``rows``, the results in row order."""
+        ref = self.client.scatter(obj, broadcast=True, hash=False)
+        futs = [self.client.submit(fn, ref, self._job, r, pure=False) for r in self.pieces(rows)]
+        try:
+            return [result_of(f, what) for f in futs]
+        except BaseException:
+            self.client.cancel(futs)
+            raise
+
+
 class DaskOutcomeModel(OutcomeModel):
     """``OutcomeModel`` whose boosters LightGBM trains on the cluster of ``client`` (see the module doc)."""
 
@@ -55,13 +124,37 @@ class DaskOutcomeModel(OutcomeModel):
         super().__init__(lgbm_params=lgbm_params, val_share=val_share, twin=twin, monotone=monotone, seed=seed, n_jobs=n_jobs)
         self.client = client
 
+    def fit_parts(self, part: Partitioned, rows: np.ndarray, y: np.ndarray, sample_weight: np.ndarray,
+                  groups: np.ndarray, feature_names: list[str]) -> "DaskOutcomeModel":
+        """``fit`` on the prefix ``rows`` of ``part`` (sorted), whose labels, weights and groups are given: the
+        same split and Platt scaling, the boosters trained on the partitions, the margins computed by the workers."""
+        if self.twin not in ("mirror", "flipped", "balanced"):
+            raise ValueError(f"twin must be mirror, flipped or balanced, not {self.twin!r}")
+        y = np.asarray(y)
+        classes, y, w, tr, va, targets = self._split(np.empty((len(y), 1), np.int8), y, sample_weight, groups)
+        boosters: dict[str, Any] = {}
+        platt: dict[str, Platt] = {}
+        n = len(feature_names)
+        for name, (yy, ww, sign) in targets.items():
+            clf = self._classifier(feature_names, sign)
+            boosters[name] = self._fit_dask(clf, part.matrix(rows[tr], n), part.vector(yy[tr], rows[tr]),
+                                            part.vector(ww[tr], rows[tr]))
+            margins = np.concatenate(part.map(part_margins, boosters[name], rows[va], f"margins of {name}"))
+            platt[name] = fit_platt(margins, yy[va], w[va])
+        return self._fitted(boosters, platt, list(feature_names), n, classes, y, w, va)
+
     def _train_booster(self, clf: lgb.LGBMClassifier, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> lgb.Booster:
+        """``fit`` on a matrix in this process: its rows scattered to the workers (``placed``)."""
+        if self.client is None:
+            raise ValueError("DaskOutcomeModel needs a dask.distributed client")
+        return self._fit_dask(clf, *placed(self.client, X, y, w))
+
+    def _fit_dask(self, clf: lgb.LGBMClassifier, dX: da.Array, dy: da.Array, dw: da.Array) -> lgb.Booster:
         if self.client is None:
             raise ValueError("DaskOutcomeModel needs a dask.distributed client")
         params = clf.get_params()
         params.pop("n_jobs", None)  # lightgbm.dask gives each worker its own thread count
         dclf = DaskLGBMClassifier(client=self.client, **params)
-        dX, dy, dw = placed(self.client, X, y, w)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             dclf.fit(dX, dy, sample_weight=dw)
@@ -78,7 +171,8 @@ class DaskOutcomeModel(OutcomeModel):
 
 
 def placed(client: Client, X: np.ndarray, *cols: np.ndarray) -> list[Any]:
-    """``X`` and the row-aligned ``cols`` as dask arrays whose row blocks live one per worker, in address order."""
+    """``X`` and the row-aligned ``cols`` as dask arrays whose row blocks live one per worker, in address order
+    (a matrix already in this process; ``train --scheduler`` never makes one: ``Partitioned``)."""
     workers = workers_of(client)
     bounds = np.linspace(0, len(X), len(workers) + 1).astype(int)
     blocks: list[list[Any]] = [[] for _ in range(1 + len(cols))]
@@ -93,26 +187,56 @@ def placed(client: Client, X: np.ndarray, *cols: np.ndarray) -> list[Any]:
 
 
 class TrainRunner(PrefetchedRunner):
-    """The runner of ``earlyeval train`` on a cluster: inner folds prefetched, the full fit distributed."""
+    """The runner of ``earlyeval train`` on a cluster: inner folds prefetched (tasks reading the parts), the
+    full fit over the partitions (``Partitioned``), its predictions made by the workers."""
 
     def __init__(self, ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
-                 results: dict[frozenset, FoldResult], client: Client):
+                 results: dict[frozenset, FoldResult], client: Client, ref: PartsRef):
         super().__init__(ds, cfg, progress, results)
-        self.client = client
-
-    def new_model(self, exclude: frozenset) -> OutcomeModel:
-        if exclude:
-            return super().new_model(exclude)
-        return DaskOutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
-                                seed=self.cfg.seed, n_jobs=self.cfg.n_jobs, client=self.client)
+        self.client, self.ref = client, ref
+        self._jobs: dict[int, PartJob] = {}
 
     def fit(self, exclude: frozenset) -> Fitted:
         if exclude or exclude in self._fits:
             return super().fit(exclude)
-        fitted = super(PrefetchedRunner, self).fit(exclude)  # FoldRunner.fit, with new_model's DaskOutcomeModel
-        if isinstance(fitted.model, DaskOutcomeModel):
-            fitted.model = fitted.model.to_local()
+        if self.progress:
+            self.progress("fit without []")
+        self._fits[exclude] = self._shipped()
+        return self._fits[exclude]
+
+    def _shipped(self) -> Fitted:
+        """``FoldRunner.fit`` with nothing left out, its matrix never made here."""
+        cfg, trajs = self.cfg, self.ds.trajs
+        train_runs = np.arange(len(trajs))
+        long_runs = np.asarray([i for i in train_runs if len(trajs[i].steps) >= max(cfg.min_steps, 2)], dtype=np.int64)
+        rows = self.rows_of(long_runs, cfg.min_steps)
+        text, fams = self.fold_families(train_runs)
+        job = PartJob(self.ref, cfg, [(f.name, *f.get_state()) for f in fams])
+        part = Partitioned(self.client, job)
+        pf = self.ds.prefixes.iloc[rows]
+        model = DaskOutcomeModel(lgbm_params=cfg.lgbm_params, twin=cfg.twin, monotone=cfg.monotone, seed=cfg.seed,
+                                 n_jobs=cfg.n_jobs, client=self.client)
+        model.fit_parts(part, rows, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(),
+                        self.feature_names(fams))
+        fitted = Fitted(model.to_local(), text, self.feature_names(fams), sorted(set(self.run_agent[train_runs])),
+                        len(long_runs), len(rows), rows, fams)
+        self._jobs[id(fitted)] = job
         return fitted
+
+    def proba(self, fitted: Fitted, runs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The shipped fit's predictions computed by the workers, per part (only the two vectors come back)."""
+        job = self._jobs.get(id(fitted))
+        if job is None:
+            return super().proba(fitted, runs, rows)
+        if np.any(np.diff(rows) < 0):
+            raise ValueError("the shipped fit predicts prefix rows in their order (sorted)")
+        out = Partitioned(self.client, job).map(part_proba, fitted.model, rows, "the shipped fit's predictions")
+        return np.column_stack([np.concatenate([a for a, _ in out]), np.concatenate([b for _, b in out])])
+
+
+def fit_budget_of_parts(ref: PartsRef, cfg: EvalConfig, bcfg: BudgetConfig) -> dict[str, Any] | None:
+    """A task: ``budget_shipped.fit_shipped`` on the dataset this worker reads from the parts."""
+    return fit_shipped(parts_dataset(ref), cfg, bcfg)
 
 
 def train_plan(ds: Dataset, cfg: EvalConfig) -> FoldPlan:
@@ -123,4 +247,4 @@ def train_plan(ds: Dataset, cfg: EvalConfig) -> FoldPlan:
     return plan
 
 
-__all__ = ["DaskOutcomeModel", "SAMPLE_TOLERANCE", "TOLERANCE", "TrainRunner", "booster_gap", "placed", "train_plan", "within_tolerance"]
+__all__ = ["DaskOutcomeModel", "PartJob", "Partitioned", "SAMPLE_TOLERANCE", "TOLERANCE", "TrainRunner", "booster_gap", "placed", "train_plan", "within_tolerance"]

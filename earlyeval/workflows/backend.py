@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
+from earlyeval.budget.config import BudgetConfig
 from earlyeval.config.catalog import Catalog
+from earlyeval.evaluation.budget_shipped import fit_shipped
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import FoldRunner
@@ -45,6 +47,9 @@ class Backend(Protocol):
     def runners(self, ds: Dataset) -> Callable[..., FoldRunner]: ...
 
     def train_runner(self, ds: Dataset, cfg: EvalConfig, progress: Progress | None = None) -> FoldRunner: ...
+
+    def shipped_budget(self, ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig,
+                       progress: Progress | None = None) -> dict[str, Any] | None: ...
 
     def replay(self, model_dir: str | Path, thresholds: Any = None, halt_on: str = "both",
                warm_rule: str = "certify") -> Callable[..., list[dict[str, Any]]] | None: ...
@@ -88,6 +93,11 @@ class InProcess:
 
     def train_runner(self, ds: Dataset, cfg: EvalConfig, progress: Progress | None = None) -> FoldRunner:
         return FoldRunner(ds, cfg, progress)
+
+    def shipped_budget(self, ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig,
+                       progress: Progress | None = None) -> dict[str, Any] | None:
+        """``train``'s budget estimators (``budget_shipped.fit_shipped``), fitted here."""
+        return fit_shipped(ds, cfg, bcfg, progress=progress)
 
     def replay(self, model_dir: str | Path, thresholds: Any = None, halt_on: str = "both",
                warm_rule: str = "certify") -> None:

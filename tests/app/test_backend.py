@@ -22,7 +22,8 @@ def _methods(cls: type) -> dict[str, list[str]]:
 
 def test_both_backends_implement_the_protocol_with_its_parameters():
     want = {n: p for n, p in _methods(Backend).items()}
-    assert set(want) == {"ingest", "dataset", "featurize", "featurized", "runners", "train_runner", "replay"}
+    assert set(want) == {"ingest", "dataset", "featurize", "featurized", "runners", "train_runner", "shipped_budget",
+                         "replay"}
     assert isinstance(InProcess(), Backend)
     assert {n: p for n, p in _methods(InProcess).items() if n in want} == want
     pytest.importorskip("distributed")

@@ -10,6 +10,8 @@ and every part is whole and there once.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -17,17 +19,18 @@ import threading
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.model_selection import GroupShuffleSplit
 
 pytest.importorskip("distributed")
 
-from distributed import Client, LocalCluster
+from distributed import Client, Future, LocalCluster
 
 from earlyeval.app.pipeline import evaluate_bench, ingest_bench, train_bench
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import set_workspace
-from earlyeval.evaluation.dataset import load_dataset
+from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.ingest import ingest_catalog
 from earlyeval.fitting.estimator import OutcomeModel
@@ -59,7 +62,7 @@ def runs(cluster, tmp_path_factory):
         pytest.skip(f"no shared data at {root}")
     cfg = eval_config("swebench", holdout_min_runs=30, lgbm_params=SMALL_LGBM, warm_repeats=1)
     shipped = eval_config("swebench", holdout_min_runs=30)  # train: the shipped LightGBM settings
-    out = {}
+    out, probes = {}, {}
     try:
         for mode in MODES:
             ws = tmp_path_factory.mktemp(mode.replace("-", ""))
@@ -67,13 +70,92 @@ def runs(cluster, tmp_path_factory):
             back = InProcess() if mode == "in-process" else DaskBackend(cluster)
             ingest_bench("swebench", root, progress=False, backend=back, max_files=MAX_FILES)
             ds = back.dataset("swebench", cfg.families, root)
-            train_bench("swebench", None, shipped, root, budget=False, ds=ds, backend=back)
+            probe = MatrixProbe(len(ds.prefixes))
+            with probe.watching(mode == "cluster"):
+                train_bench("swebench", None, shipped, root, ds=ds, backend=back)  # with the budget estimators
+            probe.driver_read = getattr(ds.blocks, "loaded", True)
+            probes[mode] = probe
             rep, _ = evaluate_bench("swebench", cfg, root, ablations=[], ds=ds, backend=back)
             misses = [r.misses for r in getattr(back, "fold_runners", [])]
             out[mode] = (ws, ds, rep, misses)
     finally:
         set_workspace(None)
+    out["probes"] = probes
     return out
+
+
+class MatrixProbe:
+    """What the driver sends to and gets from the cluster during ``train``: every object it scatters, every
+    argument it submits, every result it gathers or reads off a future. A hit is a feature matrix among them
+    (a 2-D array of at least 2 columns and 10 % of the prefix rows, or a dataset with its blocks read)."""
+
+    def __init__(self, n_rows: int):
+        self.n_rows, self.seen, self.hits, self.driver_read = n_rows, 0, [], None
+
+    def check(self, obj, where: str, depth: int = 0) -> None:
+        if depth == 0:
+            self.seen += 1
+        if depth > 6 or obj is None or isinstance(obj, (str, bytes, int, float)):
+            return
+        if isinstance(obj, np.ndarray):
+            if obj.ndim == 2 and obj.shape[1] >= 2 and obj.shape[0] >= 0.1 * self.n_rows:
+                self.hits.append((where, obj.shape))
+        elif isinstance(obj, Dataset):
+            if getattr(obj.blocks, "loaded", True):
+                self.hits.append((where, "a Dataset with its feature blocks"))
+        elif isinstance(obj, pd.DataFrame):
+            self.check(obj.select_dtypes("number").to_numpy(), where, depth + 1)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                self.check(v, where, depth + 1)
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            for v in obj:
+                self.check(v, where, depth + 1)
+        elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            for f in dataclasses.fields(obj):
+                self.check(getattr(obj, f.name, None), where, depth + 1)
+
+    @contextlib.contextmanager
+    def watching(self, on: bool = True):
+        if not on:
+            yield self
+            return
+        probe = self
+        scatter, submit, gather, result = Client.scatter, Client.submit, Client.gather, Future.result
+
+        def scatter_(self, data, *a, **k):
+            probe.check(data, "scatter")
+            return scatter(self, data, *a, **k)
+
+        def submit_(self, fn, *a, **k):
+            probe.check((a, k), f"submit {getattr(fn, '__name__', fn)}")
+            return submit(self, fn, *a, **k)
+
+        def gather_(self, futures, *a, **k):
+            out = gather(self, futures, *a, **k)
+            probe.check(out, "gather")
+            return out
+
+        def result_(self, *a, **k):
+            out = result(self, *a, **k)
+            probe.check(out, "result")
+            return out
+        with pytest.MonkeyPatch.context() as mp:
+            for cls, name, fn in ((Client, "scatter", scatter_), (Client, "submit", submit_),
+                                  (Client, "gather", gather_), (Future, "result", result_)):
+                mp.setattr(cls, name, fn)
+            yield self
+
+
+def test_the_driver_never_holds_the_prefix_matrix_in_train(runs):
+    """``train --scheduler local:2``: no scattered object, submitted argument, gathered or task result is a
+    feature matrix (MatrixProbe), and the driver's dataset never read its blocks (the tasks read the parts)."""
+    probe = runs["probes"]["cluster"]
+    assert probe.seen > 20, probe.seen  # the inner folds' results, the margins, the predictions, the booster
+    assert probe.hits == [], probe.hits[:5]
+    assert probe.driver_read is False
+    assert (runs["cluster"][0] / "models/swebench/extra_budget.json").is_file()  # the budget fit too, by a task
+    assert runs["probes"]["in-process"].driver_read is True  # in this process, the matrix is the driver's own
 
 
 def test_the_ingest_is_the_same(runs):

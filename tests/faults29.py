@@ -348,15 +348,23 @@ def _ingest_one(folder: Path, fmt: str, glob: str, bench: str = "inspect") -> tu
     return trajs, rep.skipped
 
 
+def _inspect_dir(env: Env, name: str) -> tuple[Path | None, Path]:
+    """(a real inspect log, a fresh empty folder ``name`` for the case's files); the log is None when inspect_ai
+    could not write one here."""
+    log = _inspect_log(env)
+    d = _fresh(env.base / name)
+    if log is not None:
+        d.mkdir()
+    return log, d
+
+
 def _zip_bomb_case(member: str):
     """An inspect ``.eval`` whose ``member`` (a sample, the header, the summaries) inflates past the stated input
     limit (2 MB of a few KB stored, limit 1 MB): the file is refused naming the member; the good log beside it is read."""
     def case(env: Env):
-        log = _inspect_log(env)
+        log, d = _inspect_dir(env, f"r_bomb_{member.strip('/').replace('/', '_')}")
         if log is None:
             return ("absent", "inspect_ai could not write an .eval log here")
-        d = _fresh(env.base / f"r_bomb_{member.strip('/').replace('/', '_')}")
-        d.mkdir()
         shutil.copy(log, d / "good.eval")
         hit_members = []
 
@@ -437,11 +445,9 @@ def _inspect_date_case(stamp: str):
     """An inspect sample whose ``started_at`` is not a real date (or a far future one): a skip naming it, never
     stored as the run's date."""
     def case(env: Env):
-        log = _inspect_log(env)
+        log, d = _inspect_dir(env, f"d_inspect_{stamp[:4]}")
         if log is None:
             return ("absent", "inspect_ai could not write an .eval log here")
-        d = _fresh(env.base / f"d_inspect_{stamp[:4]}")
-        d.mkdir()
 
         def redate(name: str, data: bytes) -> bytes:
             return _restamp(data.decode(), "started_at", stamp).encode() if name.startswith("samples/") else data

@@ -141,9 +141,7 @@ class FoldRunner:
             return self._fits[exclude]
         if self.progress:
             self.progress(f"fit without {sorted(exclude)}")
-        train_runs = np.flatnonzero(~np.isin(self.run_agent, list(exclude)))
-        long_runs = np.asarray([i for i in train_runs if len(self.ds.trajs[i].steps) >= max(self.cfg.min_steps, 2)], dtype=np.int64)
-        rows = self.rows_of(long_runs, self.cfg.min_steps)
+        train_runs, long_runs, rows = self.fit_rows(exclude)
         text, fold_fams = self.fold_families(train_runs)
         X, names = self.features(fold_fams, long_runs, rows)
         pf = self.ds.prefixes.iloc[rows]
@@ -152,6 +150,12 @@ class FoldRunner:
         f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows, fold_fams)
         self._fits[exclude] = f
         return f
+
+    def fit_rows(self, exclude: frozenset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What a fit without ``exclude`` trains on: its runs, those long enough to fit on, and their prefix rows."""
+        train_runs = np.flatnonzero(~np.isin(self.run_agent, list(exclude)))
+        long_runs = np.asarray([i for i in train_runs if len(self.ds.trajs[i].steps) >= max(self.cfg.min_steps, 2)], dtype=np.int64)
+        return train_runs, long_runs, self.rows_of(long_runs, self.cfg.min_steps)
 
     def fold_families(self, train_runs: np.ndarray) -> tuple[Any, list[Any]]:
         """The fold-fitted families (and the text one, or None), fitted on the training runs only: the agents

@@ -108,8 +108,6 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
         Xm, y = check_X_y(as_matrix(X) if X is not None else X, y, dtype=None, **{_FINITE: "allow-nan"})
         if names is not None and len(names) != Xm.shape[1]:
             raise ValueError(f"{len(names)} feature names for {Xm.shape[1]} columns")
-        if self.twin not in ("mirror", "flipped", "balanced"):
-            raise ValueError(f"twin must be mirror, flipped or balanced, not {self.twin!r}")
         classes, y, w, tr, va, targets = self._split(Xm, y, sample_weight, groups)
         boosters: dict[str, Any] = {}
         platt: dict[str, Platt] = {}
@@ -122,6 +120,8 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
     def _split(self, Xm: Any, y: np.ndarray, sample_weight: Any, groups: Any) -> tuple[Any, ...]:
         """The checked labels (1 success) and weights (mean 1), the task-grouped split (fit rows, held-back
         rows) and each booster's (labels, weights, sign); ``Xm`` only gives the split its row count."""
+        if self.twin not in ("mirror", "flipped", "balanced"):
+            raise ValueError(f"twin must be mirror, flipped or balanced, not {self.twin!r}")
         check_classification_targets(y)
         labels = np.unique(y)
         if type_of_target(y) != "binary" or len(labels) != 2:

@@ -128,8 +128,6 @@ class DaskOutcomeModel(OutcomeModel):
                   groups: np.ndarray, feature_names: list[str]) -> "DaskOutcomeModel":
         """``fit`` on the prefix ``rows`` of ``part`` (sorted), whose labels, weights and groups are given: the
         same split and Platt scaling, the boosters trained on the partitions, the margins computed by the workers."""
-        if self.twin not in ("mirror", "flipped", "balanced"):
-            raise ValueError(f"twin must be mirror, flipped or balanced, not {self.twin!r}")
         y = np.asarray(y)
         classes, y, w, tr, va, targets = self._split(np.empty((len(y), 1), np.int8), y, sample_weight, groups)
         boosters: dict[str, Any] = {}
@@ -145,16 +143,17 @@ class DaskOutcomeModel(OutcomeModel):
 
     def _train_booster(self, clf: lgb.LGBMClassifier, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> lgb.Booster:
         """``fit`` on a matrix in this process: its rows scattered to the workers (``placed``)."""
+        return self._fit_dask(clf, *placed(self._client(), X, y, w))
+
+    def _client(self) -> Client:
         if self.client is None:
             raise ValueError("DaskOutcomeModel needs a dask.distributed client")
-        return self._fit_dask(clf, *placed(self.client, X, y, w))
+        return self.client
 
     def _fit_dask(self, clf: lgb.LGBMClassifier, dX: da.Array, dy: da.Array, dw: da.Array) -> lgb.Booster:
-        if self.client is None:
-            raise ValueError("DaskOutcomeModel needs a dask.distributed client")
         params = clf.get_params()
         params.pop("n_jobs", None)  # lightgbm.dask gives each worker its own thread count
-        dclf = DaskLGBMClassifier(client=self.client, **params)
+        dclf = DaskLGBMClassifier(client=self._client(), **params)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             dclf.fit(dX, dy, sample_weight=dw)
@@ -206,19 +205,17 @@ class TrainRunner(PrefetchedRunner):
 
     def _shipped(self) -> Fitted:
         """``FoldRunner.fit`` with nothing left out, its matrix never made here."""
-        cfg, trajs = self.cfg, self.ds.trajs
-        train_runs = np.arange(len(trajs))
-        long_runs = np.asarray([i for i in train_runs if len(trajs[i].steps) >= max(cfg.min_steps, 2)], dtype=np.int64)
-        rows = self.rows_of(long_runs, cfg.min_steps)
+        cfg = self.cfg
+        train_runs, long_runs, rows = self.fit_rows(frozenset())
         text, fams = self.fold_families(train_runs)
         job = PartJob(self.ref, cfg, [(f.name, *f.get_state()) for f in fams])
         part = Partitioned(self.client, job)
         pf = self.ds.prefixes.iloc[rows]
+        names = self.feature_names(fams)
         model = DaskOutcomeModel(lgbm_params=cfg.lgbm_params, twin=cfg.twin, monotone=cfg.monotone, seed=cfg.seed,
                                  n_jobs=cfg.n_jobs, client=self.client)
-        model.fit_parts(part, rows, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(),
-                        self.feature_names(fams))
-        fitted = Fitted(model.to_local(), text, self.feature_names(fams), sorted(set(self.run_agent[train_runs])),
+        model.fit_parts(part, rows, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), names)
+        fitted = Fitted(model.to_local(), text, names, sorted(set(self.run_agent[train_runs])),
                         len(long_runs), len(rows), rows, fams)
         self._jobs[id(fitted)] = job
         return fitted

@@ -100,7 +100,9 @@ WORKSPACE_OUTPUTS = {  # what the pipeline writes under <workspace>/<top>/<bench
     "data": {"trajectories.parquet", "tasks.parquet", "ingest.done"},
     "features": {"loao_predictions.parquet", "prefixes.parquet", "runs.parquet"},
     "reports": {"loao.json", "sweep.csv", "sweep_frontier.png", "budget.json", "routing.json", "latency.json", "latency.png",
-                "ingest.json", "report.html", "bench_scale.json", "bench_scale.txt", "bench_scale.png"},
+                "ingest.json", "report.html", "bench_scale.json", "bench_scale.txt", "bench_scale.png",
+                # written by the measurement tools (tools/pass_ceiling.py, tools/dask_train_floor.py, tools/encoder_compare.py)
+                "pass_ceiling.json", "dask_train_floor.json", "encoders.json"},
     "models": set(),
 }
 PATH_RE = re.compile(r"(?<![\w./-])((?:\.\./shared/data|models|data|features|reports|docs|tests|earlyeval|tools)/[\w./*'{}<>-]*)")

@@ -126,10 +126,13 @@ def _read_all(client: Client, cat: Catalog, plans: list[Any], staging: Path, job
                                 key=f"earlyeval-ingest-{staging.name}-{i}-{j}", pure=False)
             jobs[fut] = (i, j)
     results: dict[tuple[int, int], ChunkResult] = {}
+    total = len(jobs)
     for n, fut in enumerate(as_completed(list(jobs)), start=1):
-        results[jobs[fut]] = result_of(fut, f"ingest chunk {jobs[fut]} of {plans[jobs[fut][0]].report.run}")
+        where = jobs[fut]
+        results[where] = result_of(fut, f"ingest chunk {where} of {plans[where[0]].report.run}")
+        del jobs[fut]  # its result is here now: the last reference goes, so its worker frees it (not at the end)
         if progress:
-            progress(f"ingest: {n}/{len(jobs)} chunks read")
+            progress(f"ingest: {n}/{total} chunks read")
     return results, n_chunks
 
 

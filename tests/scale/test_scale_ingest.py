@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,31 @@ def test_a_chunk_never_re_makes_a_removed_staging_and_cleanup_outlasts_a_late_wr
     monkeypatch.setattr(si.shutil, "rmtree", rmtree_racing_a_chunk)
     si.swap_cleanup(staging)
     assert not staging.exists() and len(calls) == 2
+
+
+def _held_chunk_results(client) -> int:
+    """How many chunk results the workers still hold in memory."""
+    held = client.run(lambda dask_worker: sum(1 for k in dask_worker.data if str(k).startswith("earlyeval-ingest-")))
+    return sum(held.values())
+
+
+def test_a_chunk_result_is_freed_on_its_worker_once_the_driver_has_it(client, root, tmp_path):
+    """The workers do not keep every chunk's result until the last one is read (at 100x, 3,580 results): after the
+    driver has read n of them, the workers hold at most the ones it has not read yet and the one it just read. Before the fix every result
+    stayed held to the end (the driver's future dict kept them)."""
+    cat = Catalog("swebench", Path("fx.toml"), [SPEC])
+    seen: list[tuple[int, int, int]] = []
+
+    def progress(msg: str) -> None:
+        n, total = (int(x) for x in msg.split()[1].split("/"))
+        for _ in range(100):  # releases reach the workers asynchronously
+            held = _held_chunk_results(client)
+            if held <= total - n + 1:  # + the one just read, still the loop's variable
+                break
+            time.sleep(0.05)
+        seen.append((n, total, held))
+
+    ingest_parts(client, cat, root, tmp_path / "trajectories.parquet", chunk_files=1, progress=progress)
+    total = seen[-1][1]
+    assert total >= 5 and len(seen) == total
+    assert all(held <= tot - n + 1 for n, tot, held in seen), seen

@@ -32,6 +32,7 @@ import pandas as pd
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
+from earlyeval.app.pipeline import protocol_configs
 from earlyeval.config.workspace import reports_dir
 from earlyeval.core.atomic import write_json
 from earlyeval.evaluation.dataset import Dataset, load_dataset
@@ -137,7 +138,7 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.time()
     base_cfg = eval_config(args.bench)
-    protocols = {"as_of": base_cfg, "no_prior": base_cfg.replace(families=[f for f in base_cfg.families if f not in ("prior", "peer_prior")])}
+    protocols = {"as_of": base_cfg, "no_prior": protocol_configs(base_cfg)["no_prior"]}  # evaluate's own no_prior
     ds = load_dataset(args.bench, sorted(set(base_cfg.families) | {"behaviour"}), progress=False)
     variants = {"shipped": None, "pass_all_runs": pass_all_runs(ds), "agent_rank": agent_rank(ds)}
     report: dict[str, Any] = {"bench": args.bench, "doc": __doc__, "loao": {}, "own_labels": {}}

@@ -139,9 +139,9 @@ def _held_chunk_results(client) -> int:
 
 
 def test_a_chunk_result_is_freed_on_its_worker_once_the_driver_has_it(client, root, tmp_path):
-    """The workers do not keep every chunk's result until the last one is read (at 100x, 3,580 results): after the
-    driver has read n of them, the workers hold at most the ones it has not read yet and the one it just read. Before the fix every result
-    stayed held to the end (the driver's future dict kept them)."""
+    """The workers do not keep every chunk's result until the last one is read (at 100x, 4,200 chunks): after the
+    driver has read n of them, the workers hold at most the ones it has not read yet and the one it just read.
+    Before the fix every result stayed held to the end (the driver's future dict kept them)."""
     cat = Catalog("swebench", Path("fx.toml"), [SPEC])
     seen: list[tuple[int, int, int]] = []
 

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 CATALOG := earlyeval/catalogs/$(BENCH).toml
 
-.PHONY: install install-sweagent lock docs test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench bench-scale score transfer clean help
+.PHONY: install install-sweagent lock docs lint test test-unit test-integration test-openhands test-floors ingest train evaluate sweep budget route bench bench-scale score transfer clean help
 
 # every target with a `## ...` comment on its rule line is listed, in file order (tests/test_docs.py checks that
 # each .PHONY target is)
@@ -57,7 +57,7 @@ lock:  ## rewrite requirements.lock from pyproject.toml (uv, Python 3.11 and 3.1
 	[ -f $(SWEAGENT_TARBALL) ] || { echo "make lock: $(SWEAGENT_TARBALL) missing (SWE-agent's requirements are locked from it)"; exit 1; }
 	echo "sweagent @ file:$(abspath $(SWEAGENT_TARBALL))" | $(UV_VENV)/bin/uv pip compile pyproject.toml - --universal \
 	  --python-version 3.11 --generate-hashes --no-emit-package sweagent \
-	  --extra train --extra cli --extra plots --extra test --extra mini-swe-agent --extra inspect --extra openhands --extra dask --extra docs -o $(LOCK)
+	  --extra train --extra cli --extra plots --extra test --extra lint --extra mini-swe-agent --extra inspect --extra openhands --extra dask --extra docs -o $(LOCK)
 
 data/$(BENCH)/ingest.done: $(STAMP) $(CATALOG)
 	$(EARLYEVAL) ingest --bench $(BENCH)
@@ -95,13 +95,20 @@ docs: $(STAMP)  ## the API reference from the docstrings (mkdocs + mkdocstrings,
 report: $(STAMP)  ## one HTML page from the reports -> reports/$(BENCH)/report.html
 	$(EARLYEVAL) report --bench $(BENCH)
 
-# the README's test command (CI runs exactly this): unit tests, the integration tests on a bounded
+# the README's test command (CI runs exactly this): the lint gate, unit tests, the integration tests on a bounded
 # sample of ../shared/data, then the unit tests again in a Python 3.12 venv from the same lock, where the
 # OpenHands SDK adapter tests run for real (openhands-sdk needs Python >= 3.12). Every stage runs even when an earlier one fails; a summary names each, and the
 # target fails if any stage did.
-test: $(STAMP)  ## unit, integration and OpenHands stages, each reported (what CI runs)
+# the lint gate (make test's first stage): ruff's pyflakes and isort rules and its formatter over the package, the
+# tests and the tools (pyproject.toml [tool.ruff]), and no bare ValueError outside earlyeval/core/errors.py's tree
+LINTED := earlyeval tests tools
+lint: $(STAMP)  ## ruff (pyflakes, isort, format --check) over the package, tests and tools
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+test: $(STAMP)  ## lint, unit, integration and OpenHands stages, each reported (what CI runs)
 	@status=""; fail=0; \
-	for stage in test-unit test-integration test-openhands; do \
+	for stage in lint test-unit test-integration test-openhands; do \
 	  echo "==> $$stage"; \
 	  if $(MAKE) --no-print-directory $$stage; then status="$$status\n  $$stage: passed"; \
 	  else status="$$status\n  $$stage: FAILED"; fail=1; fi; \

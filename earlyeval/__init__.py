@@ -13,8 +13,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from earlyeval.live.monitor import Monitor
     from earlyeval.workflows.score_api import score
 
-__all__ = ["Action", "Decision", "EarlyEvalError", "EarlyStopper", "Monitor", "Pass", "Step", "Task", "ToolCall",
-           "Trajectory", "__version__", "score"]
+__all__ = [
+    "Action",
+    "Decision",
+    "EarlyEvalError",
+    "EarlyStopper",
+    "Monitor",
+    "Pass",
+    "Step",
+    "Task",
+    "ToolCall",
+    "Trajectory",
+    "__version__",
+    "score",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -28,11 +40,16 @@ def __getattr__(name: str) -> Any:
         from earlyeval.live.benchpass import Pass
 
         return Pass
-    if name in ("EarlyStopper", "ToolCall"):  # the agent-loop hook: earlyeval.integrations, imported when asked for
+    if name in (
+        "EarlyStopper",
+        "ToolCall",
+    ):  # the agent-loop hook: earlyeval.integrations, imported when asked for
         from earlyeval.integrations import base
 
         return getattr(base, name)
-    if name == "score":  # the batch entry point: a DataFrame of the runs (pulls in the offline stack)
+    if (
+        name == "score"
+    ):  # the batch entry point: a DataFrame of the runs (pulls in the offline stack)
         from earlyeval.workflows.score_api import score
 
         return score

@@ -18,5 +18,10 @@ ATOL = 1e-12
 
 def assert_same_number(got, want) -> None:
     """``got`` and ``want`` agree within RTOL / ATOL, with NaN in the same places."""
-    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64),
-                               rtol=RTOL, atol=ATOL, equal_nan=True)
+    np.testing.assert_allclose(
+        np.asarray(got, dtype=np.float64),
+        np.asarray(want, dtype=np.float64),
+        rtol=RTOL,
+        atol=ATOL,
+        equal_nan=True,
+    )

@@ -47,7 +47,9 @@ class ActionLengthFamily(FamilyBase):
         return {"mean_len": self.mean_len}, {}
 
     @classmethod
-    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "ActionLengthFamily":
+    def from_state(
+        cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]
+    ) -> "ActionLengthFamily":
         return cls(float(meta["mean_len"]))
 
 
@@ -84,6 +86,16 @@ class LineFormat:
         from earlyeval.core.trajectory import Action, Trajectory, make_step
 
         lines = [l.split("\t", 1) for l in path.read_text().splitlines() if l.strip()]
-        steps = [make_step(i, [Action(tool="bash", text=a)], observation="") for i, (_, a) in enumerate(lines)]
-        yield Trajectory(run_id=f"{spec.name}/{path.stem}", agent=spec.agent, bench=bench, task_id=path.stem, steps=steps,
-                         outcome=None, meta={"source_file": str(path)})
+        steps = [
+            make_step(i, [Action(tool="bash", text=a)], observation="")
+            for i, (_, a) in enumerate(lines)
+        ]
+        yield Trajectory(
+            run_id=f"{spec.name}/{path.stem}",
+            agent=spec.agent,
+            bench=bench,
+            task_id=path.stem,
+            steps=steps,
+            outcome=None,
+            meta={"source_file": str(path)},
+        )

@@ -23,6 +23,9 @@ def exception_classes() -> list[type]:
         except ImportError:
             assert m.name.startswith(OPTIONAL), m.name
             continue
-        out += [c for c in vars(mod).values()
-                if inspect.isclass(c) and issubclass(c, BaseException) and c.__module__ == mod.__name__]
+        out += [
+            c
+            for c in vars(mod).values()
+            if inspect.isclass(c) and issubclass(c, BaseException) and c.__module__ == mod.__name__
+        ]
     return out

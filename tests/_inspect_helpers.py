@@ -5,12 +5,15 @@ Shared by the approver, ``inspect-eval`` reader and solver tests.  Importing thi
 
 from __future__ import annotations
 
-import _paths
 import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import _paths
+from _monitor_helpers import ALWAYS_FAIL as ALWAYS_FAIL  # re-exported for the approver tests
+from _monitor_helpers import ALWAYS_SUCCEED, constant_model
+from _monitor_helpers import NEVER_HALT as NEVER  # noqa: F401 (re-exported)
 from inspect_ai import Task, eval
 from inspect_ai.agent import react
 from inspect_ai.dataset import Sample
@@ -18,14 +21,16 @@ from inspect_ai.model import ChatMessageAssistant, ModelOutput, get_model
 from inspect_ai.scorer import match
 from inspect_ai.tool import ToolCall, ToolError, tool
 
-from _monitor_helpers import ALWAYS_FAIL, ALWAYS_SUCCEED, constant_model
-from _monitor_helpers import NEVER_HALT as NEVER
-
 M = "mockllm/model"
 # ALWAYS_FAIL / ALWAYS_SUCCEED / NEVER (tests/_monitor_helpers.py): on tiny_model's constant probability, which
 # samples halt, and at which step, is known in advance
 
-SHELL = {"ls": "mod.py\ntests/", "cat mod.py": "x = 41", "pytest": "1 failed, 2 passed", "echo x=42 > mod.py": ""}
+SHELL = {
+    "ls": "mod.py\ntests/",
+    "cat mod.py": "x = 41",
+    "pytest": "1 failed, 2 passed",
+    "echo x=42 > mod.py": "",
+}
 
 
 def offline_token_count(monkeypatch) -> None:
@@ -54,13 +59,20 @@ def shell():
 
 
 def call(cmd: str, text: str | None = None, tool: str = "shell") -> ModelOutput:
-    return ModelOutput.for_tool_call(M, tool, {"cmd": cmd}, content=text if text is not None else f"I will run {cmd}")
+    return ModelOutput.for_tool_call(
+        M, tool, {"cmd": cmd}, content=text if text is not None else f"I will run {cmd}"
+    )
 
 
 def calls(*cmds: str) -> ModelOutput:
     """One assistant message with several tool calls (run in parallel by inspect)."""
-    tcs = [ToolCall(id=f"par_{i}_{c.replace(' ', '_')}", function="shell", arguments={"cmd": c}) for i, c in enumerate(cmds)]
-    return ModelOutput.from_message(ChatMessageAssistant(content="two at once", tool_calls=tcs, model=M))
+    tcs = [
+        ToolCall(id=f"par_{i}_{c.replace(' ', '_')}", function="shell", arguments={"cmd": c})
+        for i, c in enumerate(cmds)
+    ]
+    return ModelOutput.from_message(
+        ChatMessageAssistant(content="two at once", tool_calls=tcs, model=M)
+    )
 
 
 def say(text: str) -> ModelOutput:
@@ -82,14 +94,32 @@ def tiny_model(path: Path, thresholds: dict[str, Any]) -> Path:
 
 def react_task(sample_id: str = "demo-1", target: str = "42", **task_kw: Any) -> Task:
     """A task that ships its own agent: react() with the shell tool."""
-    return Task(dataset=[Sample(input="Make x 42.", target=target, id=sample_id, metadata={"repo": "demo"})],
-                solver=react(tools=[shell()]), scorer=match(), **task_kw)
+    return Task(
+        dataset=[
+            Sample(input="Make x 42.", target=target, id=sample_id, metadata={"repo": "demo"})
+        ],
+        solver=react(tools=[shell()]),
+        scorer=match(),
+        **task_kw,
+    )
 
 
-def run_eval(task: Task, outputs: list[ModelOutput], log_dir: Path, approval: Any = None, log_format: str = "eval"):
+def run_eval(
+    task: Task,
+    outputs: list[ModelOutput],
+    log_dir: Path,
+    approval: Any = None,
+    log_format: str = "eval",
+):
     """One real eval; returns (log, its only sample)."""
-    [log] = eval(task, model=get_model(M, custom_outputs=list(outputs)), log_dir=str(log_dir), display="none",
-                 log_format=log_format, approval=approval)
+    [log] = eval(
+        task,
+        model=get_model(M, custom_outputs=list(outputs)),
+        log_dir=str(log_dir),
+        display="none",
+        log_format=log_format,
+        approval=approval,
+    )
     assert log.status == "success", log.error
     [sample] = log.samples
     return log, sample
@@ -97,7 +127,12 @@ def run_eval(task: Task, outputs: list[ModelOutput], log_dir: Path, approval: An
 
 def policy(path: Path, model: Path, name: str = "earlyeval/early_stop", **keys: Any) -> Path:
     """An approval policy file naming the approver, as a user writes it."""
-    lines = ["approvers:", f"  - name: {name}", "    tools: '*'", f"    model: {json.dumps(str(model))}"]
+    lines = [
+        "approvers:",
+        f"  - name: {name}",
+        "    tools: '*'",
+        f"    model: {json.dumps(str(model))}",
+    ]
     lines += [f"    {k}: {json.dumps(v)}" for k, v in keys.items()]
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -109,11 +144,19 @@ def dist_info(root: Path) -> Path:
     py = tomllib.loads((_paths.REPO / "pyproject.toml").read_text())["project"]
     d = root / f"earlyeval-{py['version']}.dist-info"
     d.mkdir(parents=True)
-    (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: earlyeval\nVersion: {py['version']}\n")
+    (d / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: earlyeval\nVersion: {py['version']}\n"
+    )
     groups = {"console_scripts": py.get("scripts", {}), **py.get("entry-points", {})}
-    (d / "entry_points.txt").write_text("".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
-                                                for g, eps in groups.items()))
-    (d / "direct_url.json").write_text(json.dumps({"url": _paths.REPO.as_uri(), "dir_info": {"editable": True}}))
+    (d / "entry_points.txt").write_text(
+        "".join(
+            f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+            for g, eps in groups.items()
+        )
+    )
+    (d / "direct_url.json").write_text(
+        json.dumps({"url": _paths.REPO.as_uri(), "dir_info": {"editable": True}})
+    )
     return root
 
 

@@ -13,7 +13,9 @@ class ScriptedMonitor:
     so saved probabilities can be checked exactly.
     """
 
-    def __init__(self, halt_at: int | None = None, outcome: str = "failure", raise_in_observe: bool = False):
+    def __init__(
+        self, halt_at: int | None = None, outcome: str = "failure", raise_in_observe: bool = False
+    ):
         self.halt_at = halt_at
         self.outcome = outcome
         self.raise_in_observe = raise_in_observe
@@ -41,7 +43,8 @@ class ScriptedMonitor:
             outcome=self.outcome if halt else None,
             p_success=round(1.0 - pf, 6),
             p_failure=pf,
-            reason=f"scripted: step {k}" + (f", halting ({self.outcome})" if halt else ", continue"),
+            reason=f"scripted: step {k}"
+            + (f", halting ({self.outcome})" if halt else ", continue"),
             step_index=step.index,
             thresholds={"failure": 0.4, "success": 0.9},
             top_features=[("n_steps", 0.5)],

@@ -66,7 +66,9 @@ def plain_block(rs, tau_s: float, tau_f: float, min_t: int) -> dict:
         "n_runs": n,
         "resolve_rate": sum(y) / n,
         "halted_fraction": sum(halted) / n,
-        "halted_accuracy": (sum(c for c, h in zip(correct, halted) if h) / sum(halted)) if any(halted) else None,
+        "halted_accuracy": (sum(c for c, h in zip(correct, halted) if h) / sum(halted))
+        if any(halted)
+        else None,
         "outcome_accuracy": sum(correct) / n,
         "success_recall": sr,
         "failure_recall": fr,
@@ -74,7 +76,9 @@ def plain_block(rs, tau_s: float, tau_f: float, min_t: int) -> dict:
         "steps_saved": sum(saved) / sum(T),
         "steps_saved_task_skip": sum(s for s, k in zip(saved, skip) if k) / sum(T),
         "steps_saved_in_run": sum(s for s, k in zip(saved, skip) if not k) / sum(T),
-        "input_tokens_saved": plain_tokens_saved(rs.in_tokens, [h for h, _ in halts]) if rs.in_tokens else None,
+        "input_tokens_saved": plain_tokens_saved(rs.in_tokens, [h for h, _ in halts])
+        if rs.in_tokens
+        else None,
         "predicted_resolve_rate": sum(recorded) / n,
         "resolve_rate_shift_pp": 100.0 * (sum(recorded) - sum(y)) / n,
         "halted_as_success": sum(1 for h, p in halts if h > 0 and p == 1),
@@ -91,16 +95,21 @@ def plain_step_cap(rs, k: int) -> dict:
     n = len(y)
     halted = [t > k for t in T]
     recorded = [0 if h else yy for h, yy in zip(halted, y)]
-    return {"halted_fraction": sum(halted) / n, "outcome_accuracy": sum(r == yy for r, yy in zip(recorded, y)) / n,
-            "steps_saved": sum(t - k for t, h in zip(T, halted) if h) / sum(T)}
+    return {
+        "halted_fraction": sum(halted) / n,
+        "outcome_accuracy": sum(r == yy for r, yy in zip(recorded, y)) / n,
+        "steps_saved": sum(t - k for t, h in zip(T, halted) if h) / sum(T),
+    }
 
 
 def assert_agent_block_values(blk: dict, rs, th: dict, oracle_th: dict, min_t: int) -> None:
     """Every headline number of a loao.json agent block (and of its oracle and step-cap baselines) equals the plain
     re-computation from the fold's predictions and thresholds."""
     assert blk["thresholds"] == {"success": th["success"], "failure": th["failure"]}
-    for got, ref in ((blk, plain_block(rs, th["success"], th["failure"], min_t)),
-                     (blk["oracle"], plain_block(rs, oracle_th["success"], oracle_th["failure"], min_t))):
+    for got, ref in (
+        (blk, plain_block(rs, th["success"], th["failure"], min_t)),
+        (blk["oracle"], plain_block(rs, oracle_th["success"], oracle_th["failure"], min_t)),
+    ):
         for k, v in ref.items():
             assert got[k] == (None if v is None else _approx(v)), (k, got[k], v)
     for k in (20, 30, 40):

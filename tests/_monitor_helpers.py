@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from earlyeval.features import Featurizer, RunContext, build_family
-from earlyeval.features.prior import PriorTable
-from earlyeval.fitting.metrics import RunSet, apply_policy, evaluate_policy
-from earlyeval.fitting.estimator import OutcomeModel
-from earlyeval.model.outcome import split_proba
-from earlyeval.model.modeldir import ModelBundle, save_model_dir
-from earlyeval.features.context import context_absent_counts
-from earlyeval.tables.prefixes import prefix_table
-from earlyeval.core.trajectory import Action, Task, Trajectory, make_step
 from synth import gold_patch
+
+from earlyeval.core.trajectory import Action, Task, Trajectory, make_step
+from earlyeval.features import Featurizer, RunContext, build_family
+from earlyeval.features.context import context_absent_counts
+from earlyeval.features.prior import PriorTable
+from earlyeval.fitting.estimator import OutcomeModel
+from earlyeval.fitting.metrics import RunSet, apply_policy, evaluate_policy
+from earlyeval.model.modeldir import ModelBundle, save_model_dir
+from earlyeval.model.outcome import split_proba
+from earlyeval.tables.prefixes import prefix_table
 
 TEST_PATCH = """diff --git a/tests/test_mod{i}.py b/tests/test_mod{i}.py
 --- a/tests/test_mod{i}.py
@@ -36,19 +36,49 @@ TEST_PATCH = """diff --git a/tests/test_mod{i}.py b/tests/test_mod{i}.py
 """
 
 # the metric keys of a loao.json agent block that score.json must reproduce
-HEADLINE = ("n_runs", "resolve_rate", "auroc_success", "auroc_failure", "halted_fraction", "halted_accuracy", "outcome_accuracy",
-            "success_recall", "failure_recall", "economic_consistency", "steps_saved", "input_tokens_saved",
-            "output_tokens_saved", "resolve_rate_shift_pp", "halted_as_success", "halted_as_failure")
+HEADLINE = (
+    "n_runs",
+    "resolve_rate",
+    "auroc_success",
+    "auroc_failure",
+    "halted_fraction",
+    "halted_accuracy",
+    "outcome_accuracy",
+    "success_recall",
+    "failure_recall",
+    "economic_consistency",
+    "steps_saved",
+    "input_tokens_saved",
+    "output_tokens_saved",
+    "resolve_rate_shift_pp",
+    "halted_as_success",
+    "halted_as_failure",
+)
 
-LIGHT = {"n_estimators": 30, "learning_rate": 0.1, "num_leaves": 7, "min_child_samples": 5, "subsample": 1.0,
-         "subsample_freq": 0, "colsample_bytree": 1.0, "reg_lambda": 1.0}
+LIGHT = {
+    "n_estimators": 30,
+    "learning_rate": 0.1,
+    "num_leaves": 7,
+    "min_child_samples": 5,
+    "subsample": 1.0,
+    "subsample_freq": 0,
+    "colsample_bytree": 1.0,
+    "reg_lambda": 1.0,
+}
 
 
 def make_tasks(n: int, with_gold: bool = True) -> dict[str, Task]:
-    return {f"repo__repo-{i}": Task(task_id=f"repo__repo-{i}", prompt=f"compute_{i} returns the wrong value for x in pkg/mod{i}.py",
-                                    gold_patch=gold_patch(i, "value_{i}") if with_gold else None, test_patch=TEST_PATCH.format(i=i),
-                                    fail_to_pass=[f"tests/test_mod{i}.py::test_compute_{i}"], meta={"split": "lite"})
-            for i in range(n)}
+    return {
+        f"repo__repo-{i}": Task(
+            task_id=f"repo__repo-{i}",
+            prompt=f"compute_{i} returns the wrong value for x in pkg/mod{i}.py",
+            gold_patch=gold_patch(i, "value_{i}") if with_gold else None,
+            test_patch=TEST_PATCH.format(i=i),
+            fail_to_pass=[f"tests/test_mod{i}.py::test_compute_{i}"],
+            meta={"split": "lite"},
+        )
+        for i in range(n)
+    }
 
 
 def make_run(i: int, agent: str, success: bool, rng: np.random.Generator) -> Trajectory:
@@ -64,37 +94,66 @@ def make_run(i: int, agent: str, success: bool, rng: np.random.Generator) -> Tra
             acts = [Action("bash", f"grep -rn compute_{i} pkg/ | head")]
             obs = f"pkg/mod{i}.py:10:def compute_{i}(x):\npkg/other.py:3: import compute_{i}"
         elif r < 0.45:
-            acts = [Action(style, f"view /testbed/pkg/mod{i}.py") if style != "bash" else Action("bash", f"cat pkg/mod{i}.py")]
+            acts = [
+                Action(style, f"view /testbed/pkg/mod{i}.py")
+                if style != "bash"
+                else Action("bash", f"cat pkg/mod{i}.py")
+            ]
             obs = "\n".join(f"{n:4d}  line {n} of mod{i}" for n in range(1, 30))
         elif r < 0.65:
             target = f"pkg/mod{i}.py" if (success or rng.random() < 0.3) else f"pkg/other{k}.py"
-            acts = [Action("bash", f"sed -i '13s/return x + a/return x + a + b + value_{i}/' {target}")]
+            acts = [
+                Action("bash", f"sed -i '13s/return x + a/return x + a + b + value_{i}/' {target}")
+            ]
             obs = ""
         elif r < 0.85:
             acts = [Action("bash", f"python -m pytest tests/test_mod{i}.py -q")]
             good = success and k > T // 2
-            obs = ("4 passed in 0.12s" if good else
-                   "Traceback (most recent call last):\n  File \"x.py\", line 3\nAssertionError: 6 != 7\n"
-                   f"=== 1 failed, {int(rng.integers(0, 5))} passed in 0.3s ===")
+            obs = (
+                "4 passed in 0.12s"
+                if good
+                else 'Traceback (most recent call last):\n  File "x.py", line 3\nAssertionError: 6 != 7\n'
+                f"=== 1 failed, {int(rng.integers(0, 5))} passed in 0.3s ==="
+            )
         else:
             acts = [Action("bash", "python reproduce_issue.py")]
             obs = "ValueError: bad value" if not success else "ok é"
-        steps.append(make_step(k, acts, thought=f"step {k}: let me look", observation=obs,
-                               input_tokens=int(1000 + 200 * k), output_tokens=int(rng.integers(20, 200)),
-                               cost_usd=0.001 * (k + 1), error=("Error" in obs) or None))
-    return Trajectory(run_id=f"{agent}/{i}", agent=agent, bench="synth", task_id=f"repo__repo-{i % 12}", steps=steps,
-                      outcome=int(success), meta={"scaffold": agent, "model": "m", "split": "lite"},
-                      prompt=f"compute_{i % 12} returns the wrong value")
+        steps.append(
+            make_step(
+                k,
+                acts,
+                thought=f"step {k}: let me look",
+                observation=obs,
+                input_tokens=int(1000 + 200 * k),
+                output_tokens=int(rng.integers(20, 200)),
+                cost_usd=0.001 * (k + 1),
+                error=("Error" in obs) or None,
+            )
+        )
+    return Trajectory(
+        run_id=f"{agent}/{i}",
+        agent=agent,
+        bench="synth",
+        task_id=f"repo__repo-{i % 12}",
+        steps=steps,
+        outcome=int(success),
+        meta={"scaffold": agent, "model": "m", "split": "lite"},
+        prompt=f"compute_{i % 12} returns the wrong value",
+    )
 
 
-def make_runs(n: int = 80, seed: int = 0, agents: tuple[str, ...] = ("agent-a", "agent-b")) -> list[Trajectory]:
+def make_runs(
+    n: int = 80, seed: int = 0, agents: tuple[str, ...] = ("agent-a", "agent-b")
+) -> list[Trajectory]:
     rng = np.random.default_rng(seed)
     return [make_run(i, agents[i % len(agents)], bool(rng.random() < 0.4), rng) for i in range(n)]
 
 
 def prior_table(tasks: dict[str, Task]) -> PriorTable:
     subs = {f"sub{j}": {"split": "lite", "text": f"sub{j}"} for j in range(5)}
-    resolved = {tid: [f"sub{j}" for j in range(k % 5)] for k, tid in enumerate(sorted(tasks)) if k % 6 != 5}
+    resolved = {
+        tid: [f"sub{j}" for j in range(k % 5)] for k, tid in enumerate(sorted(tasks)) if k % 6 != 5
+    }
     return PriorTable(subs, resolved)
 
 
@@ -104,26 +163,54 @@ def prior_table(tasks: dict[str, Task]) -> PriorTable:
 BLAS_FREE = ("behaviour", "gold", "prior")
 
 
-def train_bundle(trajs: list[Trajectory], tasks: dict[str, Task], families: tuple[str, ...] = BLAS_FREE,
-                 thresholds: dict[str, Any] | None = None, twin: str = "mirror", text_dims: int = 6,
-                 text_cache: Any = None) -> tuple[ModelBundle, np.ndarray, list[RunContext]]:
+def train_bundle(
+    trajs: list[Trajectory],
+    tasks: dict[str, Task],
+    families: tuple[str, ...] = BLAS_FREE,
+    thresholds: dict[str, Any] | None = None,
+    twin: str = "mirror",
+    text_dims: int = 6,
+    text_cache: Any = None,
+) -> tuple[ModelBundle, np.ndarray, list[RunContext]]:
     """Fit a tiny featurizer + OutcomeModel on ``trajs``; returns (bundle, batch matrix of all prefixes, contexts)."""
     table = prior_table(tasks)
     fams = []
     for f in families:
-        params = {"dims": {b: text_dims for b in ("prompt", "actions", "action_last", "observations", "observation_last")},
-                  "min_df": 1, "min_agents": 1, "cache": text_cache}
+        params = {
+            "dims": {
+                b: text_dims
+                for b in ("prompt", "actions", "action_last", "observations", "observation_last")
+            },
+            "min_df": 1,
+            "min_agents": 1,
+            "cache": text_cache,
+        }
         fams.append(build_family(f, prior_table=table, text_params=params))
     ctxs = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     fz = Featurizer(fams).fit(trajs, ctxs)
     X = fz.prefix_matrix(trajs, ctxs)
     pf = prefix_table(trajs, min_steps=2)
     model = OutcomeModel(lgbm_params=dict(LIGHT), twin=twin, n_jobs=1)
-    model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=fz.names)
+    model.fit(
+        X,
+        pf["y"].to_numpy(),
+        sample_weight=pf["weight"].to_numpy(),
+        groups=pf["task_id"].to_numpy(),
+        feature_names=fz.names,
+    )
     th = thresholds or {"success": 0.7, "failure": 0.75, "min_halt_step": 1}
     # as train_bench records it: which training runs lacked a family's inputs (monitor.context_state reads it)
-    bundle = ModelBundle(fz, model, th, training={"benchmarks": ["synth"], "runs": len(trajs), "context_runs": len(trajs),
-                                                  "context_absent_runs": context_absent_counts(fz, ctxs)})
+    bundle = ModelBundle(
+        fz,
+        model,
+        th,
+        training={
+            "benchmarks": ["synth"],
+            "runs": len(trajs),
+            "context_runs": len(trajs),
+            "context_absent_runs": context_absent_counts(fz, ctxs),
+        },
+    )
     return bundle, X, ctxs
 
 
@@ -135,8 +222,9 @@ def save_tiny(path: Path, **kw: Any) -> tuple[Path, ModelBundle, list[Trajectory
     return path, bundle, trajs, tasks
 
 
-def scoring_fixture(n_new: int = 36, min_halt_step: int = 1,
-                    need: tuple[Any, ...] | None = None) -> tuple[dict[str, Task], ModelBundle, list[Trajectory]]:
+def scoring_fixture(
+    n_new: int = 36, min_halt_step: int = 1, need: tuple[Any, ...] | None = None
+) -> tuple[dict[str, Task], ModelBundle, list[Trajectory]]:
     """The score tests' set-up: a tiny model trained on 80 runs of two agents, and ``n_new`` runs of a new agent
     (seed 11) with thresholds derived from those runs' own probabilities (``quantile_thresholds``)."""
     tasks = make_tasks(12)
@@ -147,7 +235,9 @@ def scoring_fixture(n_new: int = 36, min_halt_step: int = 1,
     return tasks, bundle, runs
 
 
-def offline_policy(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str, Task], th: dict[str, Any]) -> tuple[RunSet, dict[str, Any]]:
+def offline_policy(
+    bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str, Task], th: dict[str, Any]
+) -> tuple[RunSet, dict[str, Any]]:
     """Batch features + predict_proba, grouped by run: the offline evaluation, built independently of score.py."""
     ctxs = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     X = bundle.featurizer.prefix_matrix(trajs, ctxs)
@@ -155,14 +245,21 @@ def offline_policy(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str
     p_s, p_f, k = [], [], 0
     for t in trajs:
         n = max(len(t.steps) - 1, 0)
-        p_s.append(ps[k:k + n])
-        p_f.append(pf[k:k + n])
+        p_s.append(ps[k : k + n])
+        p_f.append(pf[k : k + n])
         k += n
     tok = lambda xs: None if any(x is None for x in xs) else np.asarray(xs, dtype=float)
-    rs = RunSet([t.agent for t in trajs], [t.run_id for t in trajs], np.asarray([t.outcome for t in trajs]),
-                np.asarray([len(t.steps) for t in trajs]), p_s, p_f,
-                [tok([s.input_tokens for s in t.steps]) for t in trajs], [tok([s.output_tokens for s in t.steps]) for t in trajs],
-                [[s.action.strip() for s in t.steps] for t in trajs])
+    rs = RunSet(
+        [t.agent for t in trajs],
+        [t.run_id for t in trajs],
+        np.asarray([t.outcome for t in trajs]),
+        np.asarray([len(t.steps) for t in trajs]),
+        p_s,
+        p_f,
+        [tok([s.input_tokens for s in t.steps]) for t in trajs],
+        [tok([s.output_tokens for s in t.steps]) for t in trajs],
+        [[s.action.strip() for s in t.steps] for t in trajs],
+    )
     return rs, evaluate_policy(rs, th["success"], th["failure"], th["min_halt_step"])
 
 
@@ -179,20 +276,34 @@ def both_sides(rs: RunSet, th: dict[str, Any]) -> bool:
 
 def some_halt(rs: RunSet, th: dict[str, Any]) -> bool:
     """Some runs halt and some do not."""
-    return 0 < evaluate_policy(rs, th["success"], th["failure"], th["min_halt_step"])["halted_fraction"] < 1
+    return (
+        0
+        < evaluate_policy(rs, th["success"], th["failure"], th["min_halt_step"])["halted_fraction"]
+        < 1
+    )
 
 
 def differs_from(other: dict[str, Any]) -> Any:
     """Some run halts at another step under ``th`` than under ``other``."""
+
     def check(rs: RunSet, th: dict[str, Any]) -> bool:
         a, _ = apply_policy(rs, th["success"], th["failure"], th["min_halt_step"])
-        b, _ = apply_policy(rs, other["success"], other["failure"], other.get("min_halt_step", th["min_halt_step"]))
+        b, _ = apply_policy(
+            rs, other["success"], other["failure"], other.get("min_halt_step", th["min_halt_step"])
+        )
         return bool((a != b).any())
+
     return check
 
 
-def quantile_thresholds(bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str, Task], min_halt_step: int,
-                        q: float = 0.75, need: tuple[Any, ...] = (some_halt,)) -> dict[str, Any]:
+def quantile_thresholds(
+    bundle: ModelBundle,
+    trajs: list[Trajectory],
+    tasks: dict[str, Task],
+    min_halt_step: int,
+    q: float = 0.75,
+    need: tuple[Any, ...] = (some_halt,),
+) -> dict[str, Any]:
     """Thresholds derived from the fixture's own probabilities, never hand-picked, and valid by construction.
 
     Per run, the highest P(success) and P(failure) over the prefixes a halt may use (t >= min_halt_step); among
@@ -202,10 +313,14 @@ def quantile_thresholds(bundle: ModelBundle, trajs: list[Trajectory], tasks: dic
     (``some_halt``, ``both_sides``, ``differs_from(th)``); q is tried first, then other quantiles in a fixed
     order, and a fixture that supports none raises ValueError (the test cannot be made, it is never passed by
     luck).  What a test asserts about halting thus holds whatever the fitted numbers are on a given machine."""
-    rs, _ = offline_policy(bundle, trajs, tasks, {"success": 2.0, "failure": 2.0, "min_halt_step": min_halt_step})
+    rs, _ = offline_policy(
+        bundle, trajs, tasks, {"success": 2.0, "failure": 2.0, "min_halt_step": min_halt_step}
+    )
 
     def cut(per_run: list[np.ndarray], qq: float) -> float | None:
-        top = np.unique([float(np.max(p[min_halt_step - 1:])) for p in per_run if len(p) >= min_halt_step])
+        top = np.unique(
+            [float(np.max(p[min_halt_step - 1 :])) for p in per_run if len(p) >= min_halt_step]
+        )
         top = top[top > 0.5 + MARGIN]
         gaps = [i for i in range(len(top) - 1) if top[i + 1] - top[i] >= MARGIN]
         if not gaps:
@@ -220,10 +335,17 @@ def quantile_thresholds(bundle: ModelBundle, trajs: list[Trajectory], tasks: dic
         th = {"success": ts, "failure": tf, "min_halt_step": min_halt_step}
         if all(check(rs, th) for check in need):
             return th
-    raise ValueError("the fixture's probabilities support no threshold pair in (0.5, 1] with the properties asked for")
+    raise ValueError(
+        "the fixture's probabilities support no threshold pair in (0.5, 1] with the properties asked for"
+    )
 
 
-def constant_model(path: Path, p_success: float, thresholds: dict[str, Any], families: tuple[str, ...] = ("behaviour",)) -> Path:
+def constant_model(
+    path: Path,
+    p_success: float,
+    thresholds: dict[str, Any],
+    families: tuple[str, ...] = ("behaviour",),
+) -> Path:
     """A valid model directory whose calibrated P(success) is ``p_success`` at every step (Platt with a = 0):
     with thresholds in (0.5, 1] such a model halts at ``min_halt_step`` (or never) by construction, which is
     what the adapter tests need -- thresholds of 0.0, which once did that, are refused by the loader."""
@@ -231,7 +353,9 @@ def constant_model(path: Path, p_success: float, thresholds: dict[str, Any], fam
 
     from earlyeval.model.outcome import Platt
 
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=families, thresholds=dict(thresholds))
+    bundle, _, _ = train_bundle(
+        make_runs(40, 0), make_tasks(12), families=families, thresholds=dict(thresholds)
+    )
     bundle.model.platt_["success"] = Platt(0.0, math.log(1.0 / p_success - 1.0))
     save_model_dir(bundle, path)
     return path

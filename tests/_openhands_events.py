@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import re
 
-from _openhands_standin import ActionEvent, MessageToolCall, Observation, ObservationEvent, TextContent
+from _openhands_standin import (
+    ActionEvent,
+    MessageToolCall,
+    Observation,
+    ObservationEvent,
+    TextContent,
+)
 
 _EXIT = re.compile(r"\[Command finished with exit code (-?\d+)\]")
 
@@ -17,10 +23,18 @@ class StandinEvents:
         return TextContent(text)
 
     def action(self, tool: str, call_id: str, response_id: str, arguments: str, thought: list):
-        return ActionEvent(tool, call_id, response_id, MessageToolCall(call_id, tool, arguments), thought)
+        return ActionEvent(
+            tool, call_id, response_id, MessageToolCall(call_id, tool, arguments), thought
+        )
 
-    def observation(self, tool: str, call_id: str, text: str, exit_code: int | None, is_error: bool | None):
-        return ObservationEvent(tool, call_id, Observation(content=[TextContent(text)], exit_code=exit_code, is_error=is_error))
+    def observation(
+        self, tool: str, call_id: str, text: str, exit_code: int | None, is_error: bool | None
+    ):
+        return ObservationEvent(
+            tool,
+            call_id,
+            Observation(content=[TextContent(text)], exit_code=exit_code, is_error=is_error),
+        )
 
 
 class SdkEvents:
@@ -33,21 +47,39 @@ class SdkEvents:
         from openhands.sdk.event import ObservationEvent as SdkObsEvent
         from openhands.sdk.llm import MessageToolCall as SdkCall
 
-        class ToolObservation(SdkObservation):  # a tool's observation: the SDK's fields plus an exit code
+        class ToolObservation(
+            SdkObservation
+        ):  # a tool's observation: the SDK's fields plus an exit code
             exit_code: int | None = None
 
-        self.Text, self.Action, self.ObsEvent, self.Call, self.Obs = SdkText, SdkAction, SdkObsEvent, SdkCall, ToolObservation
+        self.Text, self.Action, self.ObsEvent, self.Call, self.Obs = (
+            SdkText,
+            SdkAction,
+            SdkObsEvent,
+            SdkCall,
+            ToolObservation,
+        )
 
     def text(self, text: str):
         return self.Text(text=text)
 
     def action(self, tool: str, call_id: str, response_id: str, arguments: str, thought: list):
-        return self.Action(tool_name=tool, tool_call_id=call_id, llm_response_id=response_id, thought=thought, action=None,
-                           tool_call=self.Call(id=call_id, name=tool, arguments=arguments, origin="completion"))
+        return self.Action(
+            tool_name=tool,
+            tool_call_id=call_id,
+            llm_response_id=response_id,
+            thought=thought,
+            action=None,
+            tool_call=self.Call(id=call_id, name=tool, arguments=arguments, origin="completion"),
+        )
 
-    def observation(self, tool: str, call_id: str, text: str, exit_code: int | None, is_error: bool | None):
+    def observation(
+        self, tool: str, call_id: str, text: str, exit_code: int | None, is_error: bool | None
+    ):
         obs = self.Obs.from_text(text, is_error=bool(is_error), exit_code=exit_code)
-        return self.ObsEvent(tool_name=tool, tool_call_id=call_id, observation=obs, action_id=f"action-{call_id}")
+        return self.ObsEvent(
+            tool_name=tool, tool_call_id=call_id, observation=obs, action_id=f"action-{call_id}"
+        )
 
 
 def tool_result(tool: str, text: str) -> tuple[int | None, bool | None]:
@@ -62,13 +94,18 @@ def tool_result(tool: str, text: str) -> tuple[int | None, bool | None]:
 
 def content(m: dict) -> str:
     c = m.get("content")
-    return c if isinstance(c, str) else "\n".join(p.get("text", "") for p in c or [] if isinstance(p, dict))
+    return (
+        c
+        if isinstance(c, str)
+        else "\n".join(p.get("text", "") for p in c or [] if isinstance(p, dict))
+    )
 
 
 def conversation(d: dict) -> list[dict]:
     """The agent's side of a completions file: its messages after the prompt, then the final response."""
     return [m for m in d["messages"] if m["role"] not in ("system", "user")] + [
-        {**d["response"]["choices"][0]["message"], "role": "assistant"}]
+        {**d["response"]["choices"][0]["message"], "role": "assistant"}
+    ]
 
 
 def all_turns_call_tools(d: dict) -> bool:

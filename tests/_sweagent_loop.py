@@ -15,8 +15,19 @@ import os
 import subprocess
 from pathlib import Path
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm, imported by sweagent: no network fetch
+# litellm, imported by sweagent: no network fetch
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from sweagent.agent.agents import DefaultAgent, DefaultAgentConfig  # noqa: E402
+from sweagent.agent.models import (  # noqa: E402
+    InstanceStats,
+    InstantEmptySubmitModelConfig,
+    PredeterminedTestModel,
+)
+from sweagent.agent.problem_statement import TextProblemStatement  # noqa: E402
+from sweagent.environment.swe_env import EnvironmentConfig, SWEEnv  # noqa: E402
+from sweagent.tools.parsing import FunctionCallingParser, ThoughtActionParser  # noqa: E402
+from sweagent.tools.tools import ToolConfig  # noqa: E402
 from swerex.deployment.config import DummyDeploymentConfig  # noqa: E402
 from swerex.runtime.abstract import (  # noqa: E402
     BashAction,
@@ -26,13 +37,6 @@ from swerex.runtime.abstract import (  # noqa: E402
     WriteFileResponse,
 )
 from swerex.runtime.dummy import DummyRuntime  # noqa: E402
-
-from sweagent.agent.agents import DefaultAgent, DefaultAgentConfig  # noqa: E402
-from sweagent.agent.models import InstanceStats, InstantEmptySubmitModelConfig, PredeterminedTestModel  # noqa: E402
-from sweagent.agent.problem_statement import TextProblemStatement  # noqa: E402
-from sweagent.environment.swe_env import EnvironmentConfig, SWEEnv  # noqa: E402
-from sweagent.tools.parsing import FunctionCallingParser, ThoughtActionParser  # noqa: E402
-from sweagent.tools.tools import ToolConfig  # noqa: E402
 
 SUBMIT = "git add -A && git diff --cached > /root/model.patch && echo '<<SWE_AGENT_SUBMISSION>>'"  # what `submit` runs
 
@@ -49,7 +53,13 @@ class RepoRuntime(DummyRuntime):
         return text.replace("/root/", f"{self.root}/root/")
 
     def _run(self, command: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", "-c", self._map(command)], cwd=self.repo, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            ["bash", "-c", self._map(command)],
+            cwd=self.repo,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     async def run_in_session(self, action):
         if not isinstance(action, BashAction):  # an interrupt: nothing runs in the background here
@@ -58,11 +68,15 @@ class RepoRuntime(DummyRuntime):
         return BashObservation(output=(r.stdout + r.stderr).rstrip("\n"), exit_code=r.returncode)
 
     async def execute(self, command):
-        r = self._run(command.command if isinstance(command.command, str) else " ".join(command.command))
+        r = self._run(
+            command.command if isinstance(command.command, str) else " ".join(command.command)
+        )
         return CommandResponse(stdout=r.stdout, stderr=r.stderr, exit_code=r.returncode)
 
     async def read_file(self, request):
-        return ReadFileResponse(content=Path(self._map(str(request.path))).read_text(errors="backslashreplace"))
+        return ReadFileResponse(
+            content=Path(self._map(str(request.path))).read_text(errors="backslashreplace")
+        )
 
     async def write_file(self, request):
         p = Path(self._map(str(request.path)))
@@ -75,21 +89,32 @@ class CountingModel(PredeterminedTestModel):
     """PredeterminedTestModel whose ``stats`` follow the calls: per-call tokens and cost (``usage="per_step"``), the
     totals in one go on the last call (``"totals"``), or nothing known (``"none"``: counts None)."""
 
-    def __init__(self, outputs: list, usage: str = "per_step", per_call: tuple[int, int, float] = (200, 10, 0.01)):
+    def __init__(
+        self,
+        outputs: list,
+        usage: str = "per_step",
+        per_call: tuple[int, int, float] = (200, 10, 0.01),
+    ):
         super().__init__(outputs)
         self.usage, self.per_call = usage, per_call
         if usage == "none":
-            self.stats = InstanceStats.model_construct(instance_cost=None, tokens_sent=None, tokens_received=None, api_calls=0)
+            self.stats = InstanceStats.model_construct(
+                instance_cost=None, tokens_sent=None, tokens_received=None, api_calls=0
+            )
 
     def query(self, *args, **kwargs) -> dict:
         out = super().query(*args, **kwargs)
         s, r, c = self.per_call
         n = self._idx + 1
         if self.usage == "per_step":
-            self.stats = InstanceStats(instance_cost=c * n, tokens_sent=s * n, tokens_received=r * n, api_calls=n)
+            self.stats = InstanceStats(
+                instance_cost=c * n, tokens_sent=s * n, tokens_received=r * n, api_calls=n
+            )
         elif self.usage == "totals" and n == len(self._outputs):
             k = len(self._outputs)
-            self.stats = InstanceStats(instance_cost=c * k, tokens_sent=s * k, tokens_received=r * k, api_calls=k)
+            self.stats = InstanceStats(
+                instance_cost=c * k, tokens_sent=s * k, tokens_received=r * k, api_calls=k
+            )
         return out
 
 
@@ -97,26 +122,47 @@ def tool_call(i: int, command: str, thought: str) -> dict:
     """One function-calling reply that runs ``command`` with SWE-agent's ``bash`` tool."""
     import json
 
-    return {"message": thought, "tool_calls": [{"id": f"call_{i}", "type": "function",
-                                                 "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]}
+    return {
+        "message": thought,
+        "tool_calls": [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+            }
+        ],
+    }
 
 
 def git_repo(path: Path, files: dict[str, str]) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (path / name).write_text(text)
-    subprocess.run("git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init", shell=True,
-                   cwd=path, check=True)
+    subprocess.run(
+        "git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init",
+        shell=True,
+        cwd=path,
+        check=True,
+    )
     return path
 
 
-def agent_and_env(repo: Path, sandbox: Path, outputs: list, *, function_calling: bool = True,
-                  usage: str = "per_step") -> tuple[DefaultAgent, SWEEnv]:
+def agent_and_env(
+    repo: Path,
+    sandbox: Path,
+    outputs: list,
+    *,
+    function_calling: bool = True,
+    usage: str = "per_step",
+) -> tuple[DefaultAgent, SWEEnv]:
     """A real ``DefaultAgent`` (bash tool, no tool bundles) with a ``CountingModel`` and a started ``SWEEnv`` on
     SWE-ReX's dummy deployment whose runtime is a :class:`RepoRuntime` on ``repo``."""
     parser = FunctionCallingParser() if function_calling else ThoughtActionParser()
-    agent = DefaultAgent.from_config(DefaultAgentConfig(model=InstantEmptySubmitModelConfig(),
-                                                        tools=ToolConfig(parse_function=parser)))
+    agent = DefaultAgent.from_config(
+        DefaultAgentConfig(
+            model=InstantEmptySubmitModelConfig(), tools=ToolConfig(parse_function=parser)
+        )
+    )
     agent.model = CountingModel(outputs, usage=usage)
     env = SWEEnv.from_config(EnvironmentConfig(deployment=DummyDeploymentConfig(), repo=None))
     env.deployment.runtime = RepoRuntime(repo, sandbox)  # type: ignore[assignment]

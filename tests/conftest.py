@@ -44,8 +44,15 @@ def ingest_workspace(tmp_path: Path):
     The one set-up of every ingest test (tests/ingest/test_ingest_*.py); each test keeps its own assertions.
     """
 
-    def make(src: Path, spec, bench: str, *, gz: tuple[str, ...] = (), drop: tuple[str, ...] = (),
-             dest: str | None = None) -> IngestWorkspace:
+    def make(
+        src: Path,
+        spec,
+        bench: str,
+        *,
+        gz: tuple[str, ...] = (),
+        drop: tuple[str, ...] = (),
+        dest: str | None = None,
+    ) -> IngestWorkspace:
         run = tmp_path / (dest or spec.folder)
         shutil.copytree(src, run)
         for name in gz:  # the same content, gzipped as in the shared data
@@ -67,8 +74,13 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     reason = rep.longrepr[2] if rep.skipped and isinstance(rep.longrepr, tuple) else ""
-    if (("openhands.sdk" in reason or "openhands-sdk" in reason) and item.get_closest_marker("openhands") is None
-            and item.get_closest_marker("integration") is None):
+    if (
+        ("openhands.sdk" in reason or "openhands-sdk" in reason)
+        and item.get_closest_marker("openhands") is None
+        and item.get_closest_marker("integration") is None
+    ):
         rep.outcome = "failed"
-        rep.longrepr = (f"{item.nodeid}: skipped for want of openhands-sdk but not marked "
-                        "@pytest.mark.openhands, so the Python 3.12 stage would not run it")
+        rep.longrepr = (
+            f"{item.nodeid}: skipped for want of openhands-sdk but not marked "
+            "@pytest.mark.openhands, so the Python 3.12 stage would not run it"
+        )

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import io
 import json
-import math
 import os
 import shutil
 import signal
@@ -49,12 +47,17 @@ class Env:
     def tiny(self) -> tuple[Path, Any, list, dict]:
         if "tiny" not in self._cache:
             from _monitor_helpers import make_runs, make_tasks, train_bundle
+
             from earlyeval.model.modeldir import save_model_dir
 
             tasks = make_tasks(12)
             trajs = make_runs(80, seed=0)
-            bundle, _, _ = train_bundle(trajs, tasks, families=("behaviour", "gold", "prior"),
-                                        thresholds={"success": 0.62, "failure": 0.62, "min_halt_step": 1})
+            bundle, _, _ = train_bundle(
+                trajs,
+                tasks,
+                families=("behaviour", "gold", "prior"),
+                thresholds={"success": 0.62, "failure": 0.62, "min_halt_step": 1},
+            )
             d = save_model_dir(bundle, self.base / "tiny")
             self._cache["tiny"] = (d, bundle, trajs, tasks)
         return self._cache["tiny"]
@@ -79,6 +82,7 @@ def rehash(mdir: Path) -> None:
 
 
 # ------------------------------------------------------------------ 1. Monitor
+
 
 def _monitor(env: Env, **kw: Any):
     from earlyeval import Monitor
@@ -109,8 +113,14 @@ def _stopper_halts(env: Env, start: Callable[[Any, Any], None], runs: list) -> t
     for t in runs:
         start(stopper, t)
         for s in t.steps[:-1]:
-            d = stopper.after_step(action=s.action, observation=s.observation, thought=s.thought, error=s.error,
-                                   input_tokens=s.input_tokens, output_tokens=s.output_tokens)
+            d = stopper.after_step(
+                action=s.action,
+                observation=s.observation,
+                thought=s.thought,
+                error=s.error,
+                input_tokens=s.input_tokens,
+                output_tokens=s.output_tokens,
+            )
             ds.append(d)
             if d.halt:
                 halts += 1
@@ -135,15 +145,25 @@ def case_task_none(env: Env):
     assert _halts_with_full_context(env) > 0
     _, _, trajs, _ = env.tiny()
     h, ds = _stopper_halts(env, lambda st, t: st.start(task=None, run_id=t.run_id), trajs[:30])
-    return ("ok" if h == 0 and ds[0].context == "none" else "silent", f"{h} of 30 runs halted with task=None")
+    return (
+        "ok" if h == 0 and ds[0].context == "none" else "silent",
+        f"{h} of 30 runs halted with task=None",
+    )
 
 
 def case_unknown_task(env: Env):
     _, _, trajs, _ = env.tiny()
-    h, ds = _stopper_halts(env, lambda st, t: st.start(task={"task_id": "nobody__knows-1", "prompt": "fix"}, run_id=t.run_id),
-                           trajs[:30])
-    return ("ok" if h == 0 and ds[0].context == "partial" else "silent",
-            f"{h} of 30 runs halted with an unknown task id (context {ds[0].context})")
+    h, ds = _stopper_halts(
+        env,
+        lambda st, t: st.start(
+            task={"task_id": "nobody__knows-1", "prompt": "fix"}, run_id=t.run_id
+        ),
+        trajs[:30],
+    )
+    return (
+        "ok" if h == 0 and ds[0].context == "partial" else "silent",
+        f"{h} of 30 runs halted with an unknown task id (context {ds[0].context})",
+    )
 
 
 def case_garbage_runs(env: Env):
@@ -170,8 +190,15 @@ def _predictor_case(value: float):
         mon.loaded.raw["success"] = lambda x: value
         d = mon.observe(t.steps[0])
         d2 = mon.observe(t.steps[1])
-        ok = not d.halt and d.p_success is None and d.flags and "non-finite" in d.flags[-1] and not d2.halt
+        ok = (
+            not d.halt
+            and d.p_success is None
+            and d.flags
+            and "non-finite" in d.flags[-1]
+            and not d2.halt
+        )
         return ("ok" if ok else "silent", f"predictor {value}: halt={d.halt}, flags={d.flags}")
+
     return case
 
 
@@ -184,9 +211,18 @@ def _bad_step_case(make: Callable[[Any], Any], what: str):
         mon.observe(t.steps[0])
         d = mon.observe(make(t.steps[1]))
         later = [mon.observe(s) for s in t.steps[2:5]]
-        ok = (not d.halt and d.p_success is None and "skipped" in d.reason and d.flags
-              and all(x.p_success is not None for x in later))
-        return ("ok" if ok else "silent", f"{what}: skipped={('skipped' in d.reason)}, later monitored={all(x.p_success is not None for x in later)}")
+        ok = (
+            not d.halt
+            and d.p_success is None
+            and "skipped" in d.reason
+            and d.flags
+            and all(x.p_success is not None for x in later)
+        )
+        return (
+            "ok" if ok else "silent",
+            f"{what}: skipped={('skipped' in d.reason)}, later monitored={all(x.p_success is not None for x in later)}",
+        )
+
     return case
 
 
@@ -203,6 +239,7 @@ def _bad_usage_case(field_name: str, value: Any):
         # the usage is dropped as unknown and said so; the outcome features never read usage
         ok = d.p_success is not None and bool(d.flags) and "unknown" in d.flags[0]
         return ("ok" if ok else "silent", f"{field_name}={value!r}: flags={d.flags}")
+
     return case
 
 
@@ -218,10 +255,12 @@ def _bad_dict_field(key: str, value: Any, expect: str):
         else:
             ok = d.p_success is not None and d.flags and d2.p_success is not None
         return ("ok" if ok else "silent", f"dict step {key}={value!r}: {d.reason[:80]}")
+
     return case
 
 
 # ------------------------------------------------------------------ 2. tau2 run ids
+
 
 def case_tau2_folder(env: Env):
     from earlyeval.workflows.score import read_runs, run_specs
@@ -230,7 +269,11 @@ def case_tau2_folder(env: Env):
     if d.exists():
         shutil.rmtree(d)
     d.mkdir()
-    for name in ("a.json", "b.json", "c.json"):  # the same task ids in every file: other agents, other runs
+    for name in (
+        "a.json",
+        "b.json",
+        "c.json",
+    ):  # the same task ids in every file: other agents, other runs
         shutil.copy(FIXTURES / "tau2" / "shop_2025.json", d / name)
     (d / "nested").mkdir()
     shutil.copytree(FIXTURES / "tau2" / "run_2026", d / "nested" / "run_2026")
@@ -241,10 +284,14 @@ def case_tau2_folder(env: Env):
     expect = 3 * len(one) + 2 * len(nested)
     dups = [s for s in skipped if s["field"] == "run_id"]
     ok = len(trajs) == expect and not dups and len({t.run_id for t in trajs}) == len(trajs)
-    return ("ok" if ok else "silent", f"{len(trajs)} of {expect} simulations kept, {len(dups)} 'duplicates'")
+    return (
+        "ok" if ok else "silent",
+        f"{len(trajs)} of {expect} simulations kept, {len(dups)} 'duplicates'",
+    )
 
 
 # ------------------------------------------------------------------ 3. per-file validation
+
 
 def _tau2_variant(edit: Callable[[dict], None], name: str, base: Path) -> Path:
     doc = json.loads((FIXTURES / "tau2" / "shop_2025.json").read_text())
@@ -266,27 +313,41 @@ def _validation_case(edit: Callable[[dict], None], what: str, field_part: str):
         (d / "runs").mkdir(parents=True)
         shutil.copy(FIXTURES / "tau2" / "solo_no_user.json", d / "runs" / "good.json")
         _tau2_variant(edit, "bad.json", d / "runs")
-        spec = RunSpec(name="r", folder="runs", agent="a", scaffold="a", model="m", format="tau2", glob="*.json",
-                       labels=[LabelSpec("inline", "")])
+        spec = RunSpec(
+            name="r",
+            folder="runs",
+            agent="a",
+            scaffold="a",
+            model="m",
+            format="tau2",
+            glob="*.json",
+            labels=[LabelSpec("inline", "")],
+        )
         trajs, rep = ingest_run(spec, "tau2", d)
-        write_trajectories(trajs, d / "t.parquet")  # the batch is stored: no UnicodeEncodeError / OverflowError
+        # the batch is stored: no UnicodeEncodeError / OverflowError
+        write_trajectories(trajs, d / "t.parquet")
         back = read_trajectories(d / "t.parquet")
-        named = [s for s in rep.skipped if s["file"].endswith("bad.json") and field_part in s["field"]]
+        named = [
+            s for s in rep.skipped if s["file"].endswith("bad.json") and field_part in s["field"]
+        ]
         good = [t for t in back if t.meta["source_file"].endswith("good.json")]
         ok = bool(named) and len(good) >= 1 and len(back) == len(trajs)
         return ("named" if ok else "silent", f"{what}: {named[:1] or rep.skipped[:1]}")
+
     return case
 
 
 def _sim0_msg(i: int, key: str, value: Any) -> Callable[[dict], None]:
     def edit(doc: dict) -> None:
         doc["simulations"][0]["messages"][i][key] = value
+
     return edit
 
 
 def _sim0_usage(value: Any) -> Callable[[dict], None]:
     def edit(doc: dict) -> None:
         doc["simulations"][0]["messages"][2]["usage"]["prompt_tokens"] = value
+
     return edit
 
 
@@ -301,8 +362,12 @@ def case_score_validates_too(env: Env):
     shutil.copy(FIXTURES / "tau2" / "solo_no_user.json", d / "good.json")
     _tau2_variant(_sim0_msg(1, "content", "bad \udc80 byte"), "bad.json", d)
     trajs, skipped, _ = read_runs(run_specs(d, "tau2"))
-    named = [s for s in skipped if s["file"].endswith("bad.json")
-             and ("observation" in s["field"] + s["reason"] or "prompt" in s["field"])]
+    named = [
+        s
+        for s in skipped
+        if s["file"].endswith("bad.json")
+        and ("observation" in s["field"] + s["reason"] or "prompt" in s["field"])
+    ]
     ok = bool(named) and any(t.meta["source_file"].endswith("good.json") for t in trajs)
     return ("named" if ok else "silent", f"score: {skipped[:1]}")
 
@@ -335,8 +400,13 @@ while True:
 
 
 def _spawn(code: str, *args: str) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-c", code.format(tests=str(HERE)), *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, env={**os.environ, "EARLYEVAL_BOOSTER_PROBE": "0"})
+    p = subprocess.Popen(
+        [sys.executable, "-c", code.format(tests=str(HERE)), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "EARLYEVAL_BOOSTER_PROBE": "0"},
+    )
     assert p.stdout is not None and p.stdout.readline().strip() == "ready"
     return p
 
@@ -348,8 +418,9 @@ def _kill(p: subprocess.Popen) -> None:
 
 
 def case_kill_parquet_write(env: Env):
-    from earlyeval.tables.store import read_trajectories, write_trajectories
     from _monitor_helpers import make_runs
+
+    from earlyeval.tables.store import read_trajectories, write_trajectories
 
     path = env.base / "atomic" / "trajectories.parquet"
     path.parent.mkdir(exist_ok=True)
@@ -367,12 +438,16 @@ def case_kill_parquet_write(env: Env):
         except Exception:
             torn += 1
     left = [q.name for q in path.parent.iterdir() if q.name != path.name]
-    return ("ok" if torn == 0 else "silent", f"4 kills mid-write: {torn} unreadable/torn; temp files left: {len(left)}")
+    return (
+        "ok" if torn == 0 else "silent",
+        f"4 kills mid-write: {torn} unreadable/torn; temp files left: {len(left)}",
+    )
 
 
 def case_concurrent_parquet(env: Env):
-    from earlyeval.tables.store import read_trajectories, write_trajectories
     from _monitor_helpers import make_runs
+
+    from earlyeval.tables.store import read_trajectories, write_trajectories
 
     path = env.base / "atomic2" / "trajectories.parquet"
     path.parent.mkdir(exist_ok=True)
@@ -393,7 +468,10 @@ def case_concurrent_parquet(env: Env):
     finally:
         for w in ws:
             _kill(w)
-    return ("ok" if torn == 0 and reads > 0 else "silent", f"{reads} reads during two concurrent writers: {torn} torn {errs[:2]}")
+    return (
+        "ok" if torn == 0 and reads > 0 else "silent",
+        f"{reads} reads during two concurrent writers: {torn} torn {errs[:2]}",
+    )
 
 
 def case_kill_model_save(env: Env):
@@ -438,7 +516,10 @@ def case_racing_saves(env: Env):
     finally:
         for w in ws:
             _kill(w)
-    return ("ok" if bad == 0 and loads > 0 else "silent", f"{loads} loads during two racing saves: {bad} failed")
+    return (
+        "ok" if bad == 0 and loads > 0 else "silent",
+        f"{loads} loads during two racing saves: {bad} failed",
+    )
 
 
 # ------------------------------------------------------------------ 5. loader
@@ -464,7 +545,13 @@ def _load_in_child(dirs: list[Path], probe: bool = True) -> list[list[Any]] | No
     """Load each dir in one child process (an abort kills the child, not us); None when the child died.
     ``probe=False``: the structural check alone stands between LightGBM and the text (any abort shows)."""
     env = {**os.environ, "EARLYEVAL_BOOSTER_PROBE": "1" if probe else "0"}
-    r = subprocess.run([sys.executable, "-c", _LOAD_CHILD, *map(str, dirs)], capture_output=True, text=True, timeout=600, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", _LOAD_CHILD, *map(str, dirs)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     if r.returncode != 0:
         return None
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -477,14 +564,15 @@ def _booster_line_variants(env: Env) -> list[tuple[str, Path]]:
     src = env.tiny()[0]
     lines = (src / "booster_success.txt").read_text().split("\n")
     t1 = lines.index("Tree=1")
-    cands = list(range(1, 10)) + list(range(t1, t1 + 19))  # 9 header lines, then "Tree=1" and its 18 lines
+    # 9 header lines, then "Tree=1" and its 18 lines
+    cands = list(range(1, 10)) + list(range(t1, t1 + 19))
     out = []
     for i in cands:
         d = env.base / "lines" / f"v{i}"
         if d.exists():
             shutil.rmtree(d)
         shutil.copytree(src, d)
-        (d / "booster_success.txt").write_text("\n".join(lines[:i] + lines[i + 1:]))
+        (d / "booster_success.txt").write_text("\n".join(lines[:i] + lines[i + 1 :]))
         rehash(d)
         out.append((lines[i][:24] or "<blank>", d))
     env._cache["line_variants"] = out
@@ -505,9 +593,12 @@ def _line_case(k: int):
         line = variants[k][0]
         if kind == "named":
             return ("named", f"line {line!r} deleted: ModelDirError {detail}")
-        if kind == "loaded":  # an optional line (split_gain, tree_sizes, ...): LightGBM reads it fine
+        if (
+            kind == "loaded"
+        ):  # an optional line (split_gain, tree_sizes, ...): LightGBM reads it fine
             return ("ok", f"line {line!r} deleted: still a valid model, loaded")
         return ("silent", f"line {line!r} deleted: raw {detail}")
+
     return case
 
 
@@ -517,7 +608,7 @@ def case_budget_booster_line(env: Env):
     text = (d / "booster_success.txt").read_text()
     lines = text.split("\n")
     i = lines.index("Tree=1") + 3  # a line of tree 1
-    bad = "\n".join(lines[:i] + lines[i + 1:])
+    bad = "\n".join(lines[:i] + lines[i + 1 :])
     (d / "extra_budget.json").write_text(json.dumps({"dimensions": {"steps": {"boosters": [bad]}}}))
     m = json.loads((d / "manifest.json").read_text())
     m["files"]["extra_budget.json"] = ""
@@ -528,7 +619,10 @@ def case_budget_booster_line(env: Env):
         raise RuntimeError("the loading child process died")
     kind, detail = res[0]
     ok = kind == "loaded" and detail == ["budget"]
-    return ("named" if ok else "silent", f"corrupt budget booster: {kind} {detail} (budget left out, named in extra_errors)")
+    return (
+        "named" if ok else "silent",
+        f"corrupt budget booster: {kind} {detail} (budget left out, named in extra_errors)",
+    )
 
 
 _PROBE_CHILD = r"""
@@ -549,13 +643,18 @@ def case_probe_alone(env: Env):
     d = env.copy_model("probe_alone")
     lines = (d / "booster_success.txt").read_text().split("\n")
     i = lines.index("Tree=1") + 2  # split_feature of tree 1: LightGBM aborts on this one
-    (d / "booster_success.txt").write_text("\n".join(lines[:i] + lines[i + 1:]))
+    (d / "booster_success.txt").write_text("\n".join(lines[:i] + lines[i + 1 :]))
     rehash(d)
-    r = subprocess.run([sys.executable, "-c", _PROBE_CHILD, str(d)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", _PROBE_CHILD, str(d)], capture_output=True, text=True, timeout=300
+    )
     if r.returncode != 0:
         raise RuntimeError(f"the loading process died (rc {r.returncode})")
     kind, why = json.loads(r.stdout.strip().splitlines()[-1])
-    return ("named" if kind == "named" and "child process" in why else "silent", f"probe alone: {kind}: {why}")
+    return (
+        "named" if kind == "named" and "child process" in why else "silent",
+        f"probe alone: {kind}: {why}",
+    )
 
 
 def _manifest_case(edit: Callable[[dict, Path], None], what: str, field_part: str):
@@ -569,8 +668,12 @@ def _manifest_case(edit: Callable[[dict, Path], None], what: str, field_part: st
         try:
             load_model_dir(d)
         except ModelDirError as e:
-            return ("named" if field_part in f"{e.field} {e.reason}" else "silent", f"{what}: {e.field}: {e.reason[:70]}")
+            return (
+                "named" if field_part in f"{e.field} {e.reason}" else "silent",
+                f"{what}: {e.field}: {e.reason[:70]}",
+            )
         return ("silent", f"{what}: loaded")
+
     return case
 
 
@@ -645,6 +748,7 @@ def _threshold_nan(m: dict, d: Path) -> None:
 
 # ------------------------------------------------------------------ 6. smaller items
 
+
 def case_dangling_symlink(env: Env):
     from earlyeval.config.catalog import LabelSpec, RunSpec
     from earlyeval.ingest import ingest_run
@@ -655,16 +759,24 @@ def case_dangling_symlink(env: Env):
     d.mkdir(parents=True)
     shutil.copy(FIXTURES / "tau2" / "solo_no_user.json", d / "good.json")
     os.symlink(d / "gone.json", d / "link.json")
-    spec = RunSpec(name="r", folder="runs", agent="a", scaffold="a", model="m", format="tau2", glob="*.json",
-                   labels=[LabelSpec("inline", "")])
+    spec = RunSpec(
+        name="r",
+        folder="runs",
+        agent="a",
+        scaffold="a",
+        model="m",
+        format="tau2",
+        glob="*.json",
+        labels=[LabelSpec("inline", "")],
+    )
     trajs, rep = ingest_run(spec, "tau2", d.parent)
     hit = [s for s in rep.skipped if s["file"].endswith("link.json") and "dangling" in s["reason"]]
     return ("named" if hit and trajs else "silent", f"dangling symlink: {hit[:1]}")
 
 
 def case_not_in_label_list(env: Env):
-    from earlyeval.workflows.export import export_runs
     from earlyeval.report.score_table import score_table
+    from earlyeval.workflows.export import export_runs
     from earlyeval.workflows.score import score_runs
     from earlyeval.workflows.score_options import ScoreOptions
 
@@ -677,14 +789,24 @@ def case_not_in_label_list(env: Env):
         shutil.rmtree(d)
     export_runs(runs, d, fmt="atif")
     listed = sorted({t.task_id for t in runs})[:2]
-    (d / "report.json").write_text(json.dumps({"resolved_ids": listed[:1], "unresolved_ids": listed[1:]}))
-    p = score_runs(mdir, d, ScoreOptions("atif", out=env.base / "labels_out", labels="sb-cli:report.json"), tasks=tasks,
-                   progress=False)
+    (d / "report.json").write_text(
+        json.dumps({"resolved_ids": listed[:1], "unresolved_ids": listed[1:]})
+    )
+    p = score_runs(
+        mdir,
+        d,
+        ScoreOptions("atif", out=env.base / "labels_out", labels="sb-cli:report.json"),
+        tasks=tasks,
+        progress=False,
+    )
     rep = json.loads(p["score"].read_text())
     n_out = sum(t.task_id not in listed for t in runs)
     table = score_table(rep)
     ok = len(rep["not_in_label_list"]) == n_out > 0 and "in no label list" in table
-    return ("named" if ok else "silent", f"{len(rep['not_in_label_list'])} of {n_out} unlisted runs flagged")
+    return (
+        "named" if ok else "silent",
+        f"{len(rep['not_in_label_list'])} of {n_out} unlisted runs flagged",
+    )
 
 
 def _atif_reward_case(writer: Callable[[Path], None], what: str):
@@ -702,12 +824,24 @@ def _atif_reward_case(writer: Callable[[Path], None], what: str):
             (victim / f).unlink(missing_ok=True)
         shutil.rmtree(victim / "verifier", ignore_errors=True)
         writer(victim)
-        spec = RunSpec(name="r", folder="runs", agent="a", scaffold="a", model="m", format="atif", glob="**/*",
-                       labels=[LabelSpec("inline", "")])
+        spec = RunSpec(
+            name="r",
+            folder="runs",
+            agent="a",
+            scaffold="a",
+            model="m",
+            format="atif",
+            glob="**/*",
+            labels=[LabelSpec("inline", "")],
+        )
         trajs, rep = ingest_run(spec, "atif", d)
         hit = [s for s in rep.skipped if str(victim) in s["file"]]
         kept = [t for t in trajs if str(victim) in t.meta.get("source_file", "")]
-        return ("named" if hit and not kept else "silent", f"{what}: {hit[:1] or [t.outcome for t in kept]}")
+        return (
+            "named" if hit and not kept else "silent",
+            f"{what}: {hit[:1] or [t.outcome for t in kept]}",
+        )
+
     return case
 
 
@@ -715,13 +849,17 @@ def _reward_txt(text: str) -> Callable[[Path], None]:
     def w(trial: Path) -> None:
         (trial / "verifier").mkdir(exist_ok=True)
         (trial / "verifier" / "reward.txt").write_text(text)
+
     return w
 
 
 def _reward_json(value: Any) -> Callable[[Path], None]:
     def w(trial: Path) -> None:
         (trial / "verifier").mkdir(exist_ok=True)
-        (trial / "verifier" / "reward.json").write_text(json.dumps({"reward": value}) if not isinstance(value, str) else value)
+        (trial / "verifier" / "reward.json").write_text(
+            json.dumps({"reward": value}) if not isinstance(value, str) else value
+        )
+
     return w
 
 
@@ -738,8 +876,16 @@ def case_atif_symlink_outside(env: Env):
     outside = d / "outside.json"
     shutil.move(victim / "agent" / "trajectory.json", outside)
     os.symlink(outside, victim / "agent" / "trajectory.json")
-    spec = RunSpec(name="r", folder="runs", agent="a", scaffold="a", model="m", format="atif", glob="**/*",
-                   labels=[LabelSpec("inline", "")])
+    spec = RunSpec(
+        name="r",
+        folder="runs",
+        agent="a",
+        scaffold="a",
+        model="m",
+        format="atif",
+        glob="**/*",
+        labels=[LabelSpec("inline", "")],
+    )
     trajs, rep = ingest_run(spec, "atif", d)
     hit = [s for s in rep.skipped if "outside the trial" in s["reason"]]
     return ("named" if hit else "silent", f"symlinked trajectory.json outside its trial: {hit[:1]}")
@@ -758,8 +904,16 @@ def case_gz_bomb(env: Env):
         chunk = b" " * (1 << 20)
         for _ in range(64):
             f.write(chunk)
-    spec = RunSpec(name="r", folder="runs", agent="a", scaffold="a", model="m", format="tau2", glob="*.json*",
-                   labels=[LabelSpec("inline", "")])
+    spec = RunSpec(
+        name="r",
+        folder="runs",
+        agent="a",
+        scaffold="a",
+        model="m",
+        format="tau2",
+        glob="*.json*",
+        labels=[LabelSpec("inline", "")],
+    )
     old = os.environ.get("EARLYEVAL_MAX_INPUT_BYTES")
     os.environ["EARLYEVAL_MAX_INPUT_BYTES"] = str(8 << 20)
     try:
@@ -769,13 +923,26 @@ def case_gz_bomb(env: Env):
             os.environ.pop("EARLYEVAL_MAX_INPUT_BYTES")
         else:
             os.environ["EARLYEVAL_MAX_INPUT_BYTES"] = old
-    hit = [s for s in rep.skipped if s["file"].endswith("bomb.json.gz") and "EARLYEVAL_MAX_INPUT_BYTES" in s["reason"]]
-    return ("named" if hit and trajs else "silent", f"gz bomb (64 MB of 64 KB, limit 8 MB): {hit[:1]}")
+    hit = [
+        s
+        for s in rep.skipped
+        if s["file"].endswith("bomb.json.gz") and "EARLYEVAL_MAX_INPUT_BYTES" in s["reason"]
+    ]
+    return (
+        "named" if hit and trajs else "silent",
+        f"gz bomb (64 MB of 64 KB, limit 8 MB): {hit[:1]}",
+    )
 
 
 def _cli(args: list[str], cwd: Path) -> tuple[int, str]:
-    r = subprocess.run([sys.executable, "-m", "earlyeval.app.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
-                       env={**os.environ, "EARLYEVAL_HOME": str(cwd)})
+    r = subprocess.run(
+        [sys.executable, "-m", "earlyeval.app.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+        env={**os.environ, "EARLYEVAL_HOME": str(cwd)},
+    )
     return r.returncode, (r.stderr or r.stdout)[-300:]
 
 
@@ -787,23 +954,40 @@ def _bench_escape_case(verb: list[str]):
         rc, msg = _cli([*verb, "--bench", "../.."], ws)
         after = {p.name for p in env.base.iterdir()}
         created = after - before
-        return ("named" if rc != 0 and not created and "bench" in msg.lower() else "silent",
-                f"{' '.join(verb)} --bench ../..: rc {rc}, created outside {sorted(created)}; {msg.strip()[-90:]}")
+        return (
+            "named" if rc != 0 and not created and "bench" in msg.lower() else "silent",
+            f"{' '.join(verb)} --bench ../..: rc {rc}, created outside {sorted(created)}; {msg.strip()[-90:]}",
+        )
+
     return case
 
 
 def case_score_missing_runs(env: Env):
-    rc, msg = _cli(["score", "--model", str(env.tiny()[0]), "--runs", str(env.base / "no_such_folder"), "--format", "atif"], env.base)
-    return ("named" if rc != 0 and "no such" in msg else "silent", f"score --runs <missing>: rc {rc}")
+    rc, msg = _cli(
+        [
+            "score",
+            "--model",
+            str(env.tiny()[0]),
+            "--runs",
+            str(env.base / "no_such_folder"),
+            "--format",
+            "atif",
+        ],
+        env.base,
+    )
+    return (
+        "named" if rc != 0 and "no such" in msg else "silent",
+        f"score --runs <missing>: rc {rc}",
+    )
 
 
 def case_o1_features_equal(env: Env):
     """The O(1) counters equal the O(n) expressions they replaced, bit for bit, on every step of a
     new-file-every-step run (and on the tiny model's real-looking runs)."""
-    from earlyeval.workflows.benchmark import new_file_run
     from earlyeval.features import RunContext
     from earlyeval.features.behaviour import BehaviourFamily
     from earlyeval.features.gold import GoldFamily
+    from earlyeval.workflows.benchmark import new_file_run
 
     _, _, trajs, tasks = env.tiny()
     runs = [new_file_run(trajs[0], 400)] + trajs[:20]
@@ -820,8 +1004,11 @@ def case_o1_features_equal(env: Env):
             vb, vg = beh.values(sb), gold.values(sg)
             ref_b = float(max(sb.files_edited.values())) if sb.files_edited else 0.0
             g = sg.gold
-            ref_g = (len(sg.edit_idents) / len(g.added_idents | sg.edit_idents_all)
-                     if g is not None and (g.added_idents or sg.edit_idents_all) else float("nan"))
+            ref_g = (
+                len(sg.edit_idents) / len(g.added_idents | sg.edit_idents_all)
+                if g is not None and (g.added_idents or sg.edit_idents_all)
+                else float("nan")
+            )
             bad += vb[j].tobytes() != np.float64(ref_b).tobytes()
             bad += g is not None and vg[k].tobytes() != np.float64(ref_g).tobytes()
     return ("ok" if bad == 0 else "silent", f"{bad} feature values differ from the O(n) formulas")
@@ -829,6 +1016,7 @@ def case_o1_features_equal(env: Env):
 
 def case_hash_determinism(env: Env):
     from _monitor_helpers import make_runs, make_tasks, train_bundle
+
     from earlyeval.model.modeldir import save_model_dir
 
     tasks = make_tasks(12)
@@ -838,10 +1026,14 @@ def case_hash_determinism(env: Env):
         d = save_model_dir(b, env.base / f"det{k}")
         m = json.loads((d / "manifest.json").read_text())
         hs.append((m["content_hash"], m["manifest_hash"]))
-    return ("ok" if hs[0] == hs[1] else "silent", f"two identical trainings: {hs[0][0][:12]} / {hs[1][0][:12]}")
+    return (
+        "ok" if hs[0] == hs[1] else "silent",
+        f"two identical trainings: {hs[0][0][:12]} / {hs[1][0][:12]}",
+    )
 
 
 # ------------------------------------------------------------------ the registry
+
 
 def _surrogate_obs(doc: dict) -> None:
     doc["simulations"][0]["messages"][3]["content"] = "order \udc80 B-17"
@@ -855,10 +1047,34 @@ CASES: list[tuple[str, str, Callable[[Env], tuple[str, str]]]] = [
     ("1 monitor", "predictor +inf", _predictor_case(float("inf"))),
     ("1 monitor", "predictor -inf", _predictor_case(float("-inf"))),
     ("1 monitor", "predictor NaN", _predictor_case(float("nan"))),
-    ("1 monitor", "observation is an int", _bad_step_case(lambda s: __import__("dataclasses").replace(s, observation=123), "observation=123")),
-    ("1 monitor", "observation is bytes", _bad_step_case(lambda s: __import__("dataclasses").replace(s, observation=b"x"), "observation=b'x'")),
-    ("1 monitor", "action is a dict", _bad_step_case(lambda s: __import__("dataclasses").replace(s, action={"a": 1}), "action={}")),
-    ("1 monitor", "actions not a list", _bad_step_case(lambda s: __import__("dataclasses").replace(s, actions="ls"), "actions='ls'")),
+    (
+        "1 monitor",
+        "observation is an int",
+        _bad_step_case(
+            lambda s: __import__("dataclasses").replace(s, observation=123), "observation=123"
+        ),
+    ),
+    (
+        "1 monitor",
+        "observation is bytes",
+        _bad_step_case(
+            lambda s: __import__("dataclasses").replace(s, observation=b"x"), "observation=b'x'"
+        ),
+    ),
+    (
+        "1 monitor",
+        "action is a dict",
+        _bad_step_case(
+            lambda s: __import__("dataclasses").replace(s, action={"a": 1}), "action={}"
+        ),
+    ),
+    (
+        "1 monitor",
+        "actions not a list",
+        _bad_step_case(
+            lambda s: __import__("dataclasses").replace(s, actions="ls"), "actions='ls'"
+        ),
+    ),
     ("1 monitor", "step is an int", _bad_step_case(lambda s: 12345, "step=12345")),
     ("1 monitor", "step is None", _bad_step_case(lambda s: None, "step=None")),
     ("1 monitor", "input_tokens NaN", _bad_usage_case("input_tokens", float("nan"))),
@@ -875,12 +1091,36 @@ CASES: list[tuple[str, str, Callable[[Env], tuple[str, str]]]] = [
     ("1 monitor", "dict step: input_tokens 1e30", _bad_dict_field("input_tokens", 1e30, "unknown")),
     ("1 monitor", "dict step: cost 'free'", _bad_dict_field("cost_usd", "free", "unknown")),
     ("2 tau2 ids", "folder of result files with the same task ids", case_tau2_folder),
-    ("3 validation", "lone surrogate in a tool result", _validation_case(_surrogate_obs, "surrogate in observation", "observation")),
-    ("3 validation", "lone surrogate in the first user message", _validation_case(_sim0_msg(1, "content", "refund \udcff now"), "surrogate in prompt", "")),
-    ("3 validation", "lone surrogate in assistant text", _validation_case(_sim0_msg(2, "content", "look \ud800"), "surrogate in thought", "")),
-    ("3 validation", "prompt_tokens 1e30", _validation_case(_sim0_usage(10**30), "tokens 1e30", "input_tokens")),
-    ("3 validation", "prompt_tokens 2**63", _validation_case(_sim0_usage(2**63), "tokens 2**63", "input_tokens")),
-    ("3 validation", "prompt_tokens negative", _validation_case(_sim0_usage(-3), "tokens -3", "input_tokens")),
+    (
+        "3 validation",
+        "lone surrogate in a tool result",
+        _validation_case(_surrogate_obs, "surrogate in observation", "observation"),
+    ),
+    (
+        "3 validation",
+        "lone surrogate in the first user message",
+        _validation_case(_sim0_msg(1, "content", "refund \udcff now"), "surrogate in prompt", ""),
+    ),
+    (
+        "3 validation",
+        "lone surrogate in assistant text",
+        _validation_case(_sim0_msg(2, "content", "look \ud800"), "surrogate in thought", ""),
+    ),
+    (
+        "3 validation",
+        "prompt_tokens 1e30",
+        _validation_case(_sim0_usage(10**30), "tokens 1e30", "input_tokens"),
+    ),
+    (
+        "3 validation",
+        "prompt_tokens 2**63",
+        _validation_case(_sim0_usage(2**63), "tokens 2**63", "input_tokens"),
+    ),
+    (
+        "3 validation",
+        "prompt_tokens negative",
+        _validation_case(_sim0_usage(-3), "tokens -3", "input_tokens"),
+    ),
     ("3 validation", "score: surrogate file", case_score_validates_too),
     ("4 atomic", "kill -9 during parquet write (x4)", case_kill_parquet_write),
     ("4 atomic", "readers during two concurrent writers", case_concurrent_parquet),
@@ -891,18 +1131,42 @@ CASES: list[tuple[str, str, Callable[[Env], tuple[str, str]]]] = [
     ("5 loader", "probe alone refuses an aborting booster", case_probe_alone),
     ("5 loader", "100k-deep manifest", _manifest_case(_deep, "deep manifest", "nested too deeply")),
     ("5 loader", "families as a string", _manifest_case(_families_str, "families str", "families")),
-    ("5 loader", "families entry n_features a string", _manifest_case(_families_entry_bad, "families n_features", "families")),
+    (
+        "5 loader",
+        "families entry n_features a string",
+        _manifest_case(_families_entry_bad, "families n_features", "families"),
+    ),
     ("5 loader", "files as a list", _manifest_case(_files_not_dict, "files list", "files")),
     ("5 loader", "min_halt_step 'soon'", _manifest_case(_soon, "soon", "min_halt_step")),
-    ("5 loader", "threshold 'NaN'", _manifest_case(_threshold_nan, "nan threshold", "thresholds.success")),
-    ("5 loader", "manifest_hash deleted", _manifest_case(_no_hash, "no manifest_hash", "manifest_hash")),
-    ("5 loader", "manifest.json -> /dev/zero", _manifest_case(_dev_zero, "dev zero", "regular file")),
-    ("5 loader", "model.json a symlink", _manifest_case(_symlinked_file, "symlinked file", "regular file")),
+    (
+        "5 loader",
+        "threshold 'NaN'",
+        _manifest_case(_threshold_nan, "nan threshold", "thresholds.success"),
+    ),
+    (
+        "5 loader",
+        "manifest_hash deleted",
+        _manifest_case(_no_hash, "no manifest_hash", "manifest_hash"),
+    ),
+    (
+        "5 loader",
+        "manifest.json -> /dev/zero",
+        _manifest_case(_dev_zero, "dev zero", "regular file"),
+    ),
+    (
+        "5 loader",
+        "model.json a symlink",
+        _manifest_case(_symlinked_file, "symlinked file", "regular file"),
+    ),
     ("5 loader", "thresholds.json a FIFO", _manifest_case(_fifo, "fifo", "regular file")),
     ("5 loader", "file over the size bound", _manifest_case(_huge, "huge", "bytes")),
     ("6 small", "dangling symlink run file", case_dangling_symlink),
     ("6 small", "runs in no label list", case_not_in_label_list),
-    ("6 small", "ATIF reward inf (reward.json)", _atif_reward_case(_reward_json("{\"reward\": Infinity}"), "reward inf")),
+    (
+        "6 small",
+        "ATIF reward inf (reward.json)",
+        _atif_reward_case(_reward_json('{"reward": Infinity}'), "reward inf"),
+    ),
     ("6 small", "ATIF reward 2.0", _atif_reward_case(_reward_json(2.0), "reward 2.0")),
     ("6 small", "ATIF reward -0.5", _atif_reward_case(_reward_json(-0.5), "reward -0.5")),
     ("6 small", "ATIF reward.txt '1_0'", _atif_reward_case(_reward_txt("1_0"), "reward 1_0")),
@@ -920,12 +1184,21 @@ CASES: list[tuple[str, str, Callable[[Env], tuple[str, str]]]] = [
 
 
 # the class of each finding's cases in the table by class (tools/fault_summary.py)
-CLASS_OF_FINDING = {"1 monitor": "monitor inputs", "2 tau2 ids": "run files", "3 validation": "run files",
-                    "4 atomic": "machine faults", "5 loader": "model dirs"}
-CLASS_OF_CASE = {"--bench ../.. (bench)": "verbs and options", "--bench ../.. (ingest)": "verbs and options",
-                 "--bench ../.. (export)": "verbs and options", "score --runs <missing>": "verbs and options",
-                 "O(1) counters equal the O(n) formulas": "determinism",
-                 "two identical trainings, one content hash": "determinism"}
+CLASS_OF_FINDING = {
+    "1 monitor": "monitor inputs",
+    "2 tau2 ids": "run files",
+    "3 validation": "run files",
+    "4 atomic": "machine faults",
+    "5 loader": "model dirs",
+}
+CLASS_OF_CASE = {
+    "--bench ../.. (bench)": "verbs and options",
+    "--bench ../.. (ingest)": "verbs and options",
+    "--bench ../.. (export)": "verbs and options",
+    "score --runs <missing>": "verbs and options",
+    "O(1) counters equal the O(n) formulas": "determinism",
+    "two identical trainings, one content hash": "determinism",
+}
 
 
 def class_of(finding: str, name: str) -> str:

@@ -23,22 +23,63 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from hypothesis import strategies as st
-
 from faults import FIXTURES, Env, rehash
 from faults24 import _env
+from hypothesis import strategies as st
 
 # ------------------------------------------------------------------ values
 
-WEIRD_STRINGS = ["false", "true", "none", "None", "2024-13-45", "9999-99-99", "2024-02-30", "/etc/*", "../../x", "**a",
-                 "", " ", "tau2", "subprocess:Popen", "os:system", "1e999", "nan", "-1", "0", "\x00", "\udc80"]
-SCALARS = st.one_of(st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
-                    st.text(max_size=12), st.sampled_from(WEIRD_STRINGS), st.dates(), st.datetimes())
-VALUES = st.recursive(SCALARS, lambda ch: st.lists(ch, max_size=3) | st.dictionaries(st.text(min_size=1, max_size=6), ch, max_size=3),
-                      max_leaves=6)
-JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
-                                 st.text(max_size=16), st.sampled_from(WEIRD_STRINGS)),
-                       lambda ch: st.lists(ch, max_size=3) | st.dictionaries(st.text(max_size=6), ch, max_size=3), max_leaves=6)
+WEIRD_STRINGS = [
+    "false",
+    "true",
+    "none",
+    "None",
+    "2024-13-45",
+    "9999-99-99",
+    "2024-02-30",
+    "/etc/*",
+    "../../x",
+    "**a",
+    "",
+    " ",
+    "tau2",
+    "subprocess:Popen",
+    "os:system",
+    "1e999",
+    "nan",
+    "-1",
+    "0",
+    "\x00",
+    "\udc80",
+]
+SCALARS = st.one_of(
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(WEIRD_STRINGS),
+    st.dates(),
+    st.datetimes(),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda ch: (
+        st.lists(ch, max_size=3) | st.dictionaries(st.text(min_size=1, max_size=6), ch, max_size=3)
+    ),
+    max_leaves=6,
+)
+JSONISH = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=16),
+        st.sampled_from(WEIRD_STRINGS),
+    ),
+    lambda ch: st.lists(ch, max_size=3) | st.dictionaries(st.text(max_size=6), ch, max_size=3),
+    max_leaves=6,
+)
 
 
 def _is_num(v: Any) -> bool:
@@ -60,23 +101,31 @@ def _real_date(v: Any) -> str | None:
 
 # ------------------------------------------------------------------ TOML (tomllib reads, nothing writes)
 
+
 def toml_value(v: Any, depth: int = 0) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
+        return (
+            "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
+        )
     if isinstance(v, dt.datetime):
         return v.isoformat()
     if isinstance(v, dt.date):
         return v.isoformat()
     if isinstance(v, str):
-        return json.dumps(v)  # JSON's escapes are TOML's (a lone surrogate makes invalid TOML: a named error)
+        # JSON's escapes are TOML's (a lone surrogate makes invalid TOML: a named error)
+        return json.dumps(v)
     if isinstance(v, list):
         return "[" + ", ".join(toml_value(x, depth + 1) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(x, depth + 1)}" for k, x in v.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{json.dumps(k)} = {toml_value(x, depth + 1)}" for k, x in v.items())
+            + "}"
+        )
     raise TypeError(type(v))
 
 
@@ -87,30 +136,112 @@ def toml_doc(doc: dict[str, Any]) -> str:
 # ------------------------------------------------------------------ catalogs
 
 BASE_CATALOG: dict[str, Any] = {
-    "bench": "fz", "families": ["behaviour"],
-    "settings": {"min_steps": 3, "holdout_min_runs": 10, "target_accuracy": 0.95, "confidence": 0.9, "constraint": "recall",
-                 "inner_holdout": "agent"},
-    "runs": [{"folder": "runs/a", "agent": "a", "format": "tau2", "glob": "*.json", "date": "2024-06-01", "small": False,
-              "public_submissions": ["s1"], "price": {"source": "per-step", "usd_per_step": 0.01},
-              "labels": [{"format": "inline"}], "scaffold": "sc", "model": "m", "split": "x"}],
+    "bench": "fz",
+    "families": ["behaviour"],
+    "settings": {
+        "min_steps": 3,
+        "holdout_min_runs": 10,
+        "target_accuracy": 0.95,
+        "confidence": 0.9,
+        "constraint": "recall",
+        "inner_holdout": "agent",
+    },
+    "runs": [
+        {
+            "folder": "runs/a",
+            "agent": "a",
+            "format": "tau2",
+            "glob": "*.json",
+            "date": "2024-06-01",
+            "small": False,
+            "public_submissions": ["s1"],
+            "price": {"source": "per-step", "usd_per_step": 0.01},
+            "labels": [{"format": "inline"}],
+            "scaffold": "sc",
+            "model": "m",
+            "split": "x",
+        }
+    ],
 }
-SETTINGS_KEYS = ["min_steps", "holdout_min_runs", "target_accuracy", "confidence", "constraint", "inner_holdout", "twin",
-                 "model_families", "monotone", "peer_prior", "min_step"]
-RUN_KEYS = ["folder", "agent", "format", "glob", "date", "small", "public_submissions", "price", "labels", "scaffold", "model",
-            "split", "name", "prior_match", "success_min_reward", "smal", "options"]
-TARGETS = ([("bench",), ("families",), ("settings",), ("runs",), ("defaults",), ("priors",), ("tasks",), ("extra_top",)]
-           + [("settings", k) for k in SETTINGS_KEYS] + [("runs", 0, k) for k in RUN_KEYS]
-           + [("runs", 0, "labels", 0, k) for k in ("format", "path", "success_min_reward")]
-           + [("runs", 0, "price", k) for k in ("usd_per_step", "source")] + [("defaults", k) for k in ("small", "date", "glob")])
+SETTINGS_KEYS = [
+    "min_steps",
+    "holdout_min_runs",
+    "target_accuracy",
+    "confidence",
+    "constraint",
+    "inner_holdout",
+    "twin",
+    "model_families",
+    "monotone",
+    "peer_prior",
+    "min_step",
+]
+RUN_KEYS = [
+    "folder",
+    "agent",
+    "format",
+    "glob",
+    "date",
+    "small",
+    "public_submissions",
+    "price",
+    "labels",
+    "scaffold",
+    "model",
+    "split",
+    "name",
+    "prior_match",
+    "success_min_reward",
+    "smal",
+    "options",
+]
+TARGETS = (
+    [
+        ("bench",),
+        ("families",),
+        ("settings",),
+        ("runs",),
+        ("defaults",),
+        ("priors",),
+        ("tasks",),
+        ("extra_top",),
+    ]
+    + [("settings", k) for k in SETTINGS_KEYS]
+    + [("runs", 0, k) for k in RUN_KEYS]
+    + [("runs", 0, "labels", 0, k) for k in ("format", "path", "success_min_reward")]
+    + [("runs", 0, "price", k) for k in ("usd_per_step", "source")]
+    + [("defaults", k) for k in ("small", "date", "glob")]
+)
 
-DOCUMENTED_RUN_KEYS = {"name", "folder", "agent", "scaffold", "model", "format", "split", "glob", "labels", "public_submissions",
-                       "small", "price", "date", "prior_match", "success_min_reward", "reward_key", "trailing_commas", "domain",
-                       "user_model", "options"}
+DOCUMENTED_RUN_KEYS = {
+    "name",
+    "folder",
+    "agent",
+    "scaffold",
+    "model",
+    "format",
+    "split",
+    "glob",
+    "labels",
+    "public_submissions",
+    "small",
+    "price",
+    "date",
+    "prior_match",
+    "success_min_reward",
+    "reward_key",
+    "trailing_commas",
+    "domain",
+    "user_model",
+    "options",
+}
 
 
 def catalog_examples() -> Any:
     op = st.sampled_from(["set", "set", "set", "delete"])
-    return st.tuples(st.sampled_from(TARGETS), op, VALUES | st.integers(0, 400).map(lambda n: "[" * n + "]" * n))
+    return st.tuples(
+        st.sampled_from(TARGETS), op, VALUES | st.integers(0, 400).map(lambda n: "[" * n + "]" * n)
+    )
 
 
 def _apply(doc: dict[str, Any], path: tuple, op: str, value: Any) -> None:
@@ -146,23 +277,43 @@ def _run_meaning(raw: dict[str, Any], spec: Any) -> list[str]:
             bad.append(k)
     if "small" in raw and not (isinstance(raw["small"], bool) and spec.small is raw["small"]):
         bad.append("small")
-    if "public_submissions" in raw and not (isinstance(raw["public_submissions"], list) and all(
-            isinstance(x, str) and x for x in raw["public_submissions"]) and spec.public_submissions == raw["public_submissions"]):
+    if "public_submissions" in raw and not (
+        isinstance(raw["public_submissions"], list)
+        and all(isinstance(x, str) and x for x in raw["public_submissions"])
+        and spec.public_submissions == raw["public_submissions"]
+    ):
         bad.append("public_submissions")
     if "date" in raw and not (_real_date(raw["date"]) and spec.date == _real_date(raw["date"])):
         bad.append("date")
     g = raw.get("glob", "**/*")
-    if not (isinstance(g, str) and g and not g.startswith(("/", "~", "\\")) and ".." not in re.split(r"[/\\]", g) and spec.glob == g):
+    if not (
+        isinstance(g, str)
+        and g
+        and not g.startswith(("/", "~", "\\"))
+        and ".." not in re.split(r"[/\\]", g)
+        and spec.glob == g
+    ):
         bad.append("glob")
     if "price" in raw:
         p = raw["price"]
-        if not (isinstance(p, dict) and spec.price == p and ("usd_per_step" not in p or (
-                _is_num(p["usd_per_step"]) and math.isfinite(p["usd_per_step"]) and p["usd_per_step"] >= 0))):
+        if not (
+            isinstance(p, dict)
+            and spec.price == p
+            and (
+                "usd_per_step" not in p
+                or (
+                    _is_num(p["usd_per_step"])
+                    and math.isfinite(p["usd_per_step"])
+                    and p["usd_per_step"] >= 0
+                )
+            )
+        ):
             bad.append("price")
     if "labels" in raw:
         ls = raw["labels"] if isinstance(raw["labels"], list) else [raw["labels"]]
-        if not all(isinstance(x, dict) and isinstance(x.get("format"), str) and x["format"] for x in ls) or \
-                [x["format"] for x in ls] != [x.format for x in spec.labels]:
+        if not all(
+            isinstance(x, dict) and isinstance(x.get("format"), str) and x["format"] for x in ls
+        ) or [x["format"] for x in ls] != [x.format for x in spec.labels]:
             bad.append("labels")
     bad += [k for k in raw if k not in DOCUMENTED_RUN_KEYS]
     return bad
@@ -179,10 +330,19 @@ def _settings_meaning(s: Any) -> list[str]:
         "constraint": lambda v: v in ("recall", "accuracy"),
         "inner_holdout": lambda v: v in ("agent", "scaffold"),
         "twin": lambda v: v in ("mirror", "flipped", "balanced"),
-        "model_families": lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, str) and x for x in v),
-        "monotone": lambda v: isinstance(v, dict) and all(x in (-1, 0, 1) and not isinstance(x, bool) for x in v.values()),
-        "peer_prior": lambda v: isinstance(v, dict) and set(v) <= {"strength", "counts"} and (
-            "strength" not in v or (_is_num(v["strength"]) and 0 < v["strength"] < math.inf)) and isinstance(v.get("counts", False), bool),
+        "model_families": lambda v: (
+            isinstance(v, list) and bool(v) and all(isinstance(x, str) and x for x in v)
+        ),
+        "monotone": lambda v: (
+            isinstance(v, dict)
+            and all(x in (-1, 0, 1) and not isinstance(x, bool) for x in v.values())
+        ),
+        "peer_prior": lambda v: (
+            isinstance(v, dict)
+            and set(v) <= {"strength", "counts"}
+            and ("strength" not in v or (_is_num(v["strength"]) and 0 < v["strength"] < math.inf))
+            and isinstance(v.get("counts", False), bool)
+        ),
     }
     return [k for k, v in s.items() if k not in ok or not ok[k](v)]
 
@@ -204,16 +364,25 @@ def check_catalog(env: Env, ex: tuple) -> tuple[str, str]:
     try:
         cat = load_catalog(p)
     except CatalogError as e:
-        return ("named" if str(p) in str(e) and e.field else "silent", f"{path} {op}: {str(e)[-90:]}")
+        return (
+            "named" if str(p) in str(e) and e.field else "silent",
+            f"{path} {op}: {str(e)[-90:]}",
+        )
     finally:
         shutil.rmtree(p.parent, ignore_errors=True)
     import tomllib
 
     raw = tomllib.loads(text)
-    bad = [k for k in raw if k not in ("bench", "families", "settings", "runs", "defaults", "priors", "tasks")]
+    bad = [
+        k
+        for k in raw
+        if k not in ("bench", "families", "settings", "runs", "defaults", "priors", "tasks")
+    ]
     if not (isinstance(raw.get("bench"), str) and cat.bench == raw["bench"]):
         bad.append("bench")
-    if "families" in raw and not (isinstance(raw["families"], list) and all(isinstance(x, str) for x in raw["families"])):
+    if "families" in raw and not (
+        isinstance(raw["families"], list) and all(isinstance(x, str) for x in raw["families"])
+    ):
         bad.append("families")
     bad += _settings_meaning(raw.get("settings", {}))
     runs = raw.get("runs", [])
@@ -223,21 +392,36 @@ def check_catalog(env: Env, ex: tuple) -> tuple[str, str]:
         defaults = raw.get("defaults", {}) if isinstance(raw.get("defaults", {}), dict) else {}
         for r, spec in zip(runs, cat.runs):
             bad += _run_meaning({**defaults, **r} if isinstance(r, dict) else {}, spec)
-    return ("silent" if bad else "ok", f"{path} {op} {str(value)[:40]!r}: accepted" + (f" with another meaning: {bad}" if bad else ""))
+    return (
+        "silent" if bad else "ok",
+        f"{path} {op} {str(value)[:40]!r}: accepted"
+        + (f" with another meaning: {bad}" if bad else ""),
+    )
 
 
 # ------------------------------------------------------------------ run files (every format's reader)
 
-RUN_FORMATS = [("swe-agent-traj", "swe-agent-traj"), ("coder-traj", "coder-traj"), ("moatless-transitions", "moatless-transitions"),
-               ("moatless-steps", "moatless-steps"), ("tau2", "tau2"), ("toolathlon", "toolathlon"),
-               ("openhands-events", "openhands-events"), ("openhands-completions", "openhands-completions"),
-               ("mini-swe-agent-v1", "export-atif/mini-swe-agent"), ("atif", "atif")]
+RUN_FORMATS = [
+    ("swe-agent-traj", "swe-agent-traj"),
+    ("coder-traj", "coder-traj"),
+    ("moatless-transitions", "moatless-transitions"),
+    ("moatless-steps", "moatless-steps"),
+    ("tau2", "tau2"),
+    ("toolathlon", "toolathlon"),
+    ("openhands-events", "openhands-events"),
+    ("openhands-completions", "openhands-completions"),
+    ("mini-swe-agent-v1", "export-atif/mini-swe-agent"),
+    ("atif", "atif"),
+]
 
 
 def run_file_examples() -> Any:
-    mutation = st.one_of(st.tuples(st.just("set"), st.integers(0, 10**6), JSONISH), st.tuples(st.just("delete"), st.integers(0, 10**6), st.none()),
-                         st.tuples(st.just("truncate"), st.integers(0, 10**6), st.none()),
-                         st.tuples(st.just("bytes"), st.integers(0, 10**6), st.binary(min_size=1, max_size=8)))
+    mutation = st.one_of(
+        st.tuples(st.just("set"), st.integers(0, 10**6), JSONISH),
+        st.tuples(st.just("delete"), st.integers(0, 10**6), st.none()),
+        st.tuples(st.just("truncate"), st.integers(0, 10**6), st.none()),
+        st.tuples(st.just("bytes"), st.integers(0, 10**6), st.binary(min_size=1, max_size=8)),
+    )
     return st.tuples(st.sampled_from(RUN_FORMATS), st.integers(0, 100), mutation)
 
 
@@ -290,7 +474,9 @@ def check_run_file(env: Env, ex: tuple) -> tuple[str, str]:
     shutil.copytree(FIXTURES / fixture, d)
     try:
         key = f"fz_files_{fmt}"
-        if key not in env._cache:  # the fixture's files the format reads, relative to the folder (once per format)
+        if (
+            key not in env._cache
+        ):  # the fixture's files the format reads, relative to the folder (once per format)
             plain, _, _ = read_runs(run_specs(d, fmt))
             found = sorted({Path(str(t.meta.get("source_file", ""))) for t in plain})
             found = [f / "agent" / "trajectory.json" if f.is_dir() else f for f in found]
@@ -315,7 +501,10 @@ def check_run_file(env: Env, ex: tuple) -> tuple[str, str]:
         if bad:
             return ("silent", f"{fmt}: outcome not 0/1/None for {bad[:2]}")
         if named:
-            return ("named", f"{fmt} {mutation[0]}: {named[0]['field']}: {str(named[0]['reason'])[:60]}")
+            return (
+                "named",
+                f"{fmt} {mutation[0]}: {named[0]['field']}: {str(named[0]['reason'])[:60]}",
+            )
         if read:
             return ("ok", f"{fmt} {mutation[0]}: still read ({len(read)} runs)")
         return ("silent", f"{fmt} {mutation[0]}: {f.name} neither read nor named in the skips")
@@ -326,12 +515,24 @@ def check_run_file(env: Env, ex: tuple) -> tuple[str, str]:
 
 # ------------------------------------------------------------------ model directories
 
-MODEL_FILES = ["thresholds.json", "model.json", "family_behaviour.json", "family_gold.json", "family_prior.json", "manifest.json"]
+MODEL_FILES = [
+    "thresholds.json",
+    "model.json",
+    "family_behaviour.json",
+    "family_gold.json",
+    "family_prior.json",
+    "manifest.json",
+]
 
 
 def model_dir_examples() -> Any:
-    return st.tuples(st.sampled_from(MODEL_FILES), st.sampled_from(["set", "set", "delete"]), st.integers(0, 10**6), JSONISH,
-                     st.booleans())
+    return st.tuples(
+        st.sampled_from(MODEL_FILES),
+        st.sampled_from(["set", "set", "delete"]),
+        st.integers(0, 10**6),
+        JSONISH,
+        st.booleans(),
+    )
 
 
 def _model_invariants(bundle: Any, env: Env) -> list[str]:
@@ -404,13 +605,30 @@ def check_model_dir(env: Env, ex: tuple) -> tuple[str, str]:
 
 # ------------------------------------------------------------------ Monitor inputs
 
-STEP_KEYS = ["action", "observation", "thought", "tool", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "error",
-             "kind", "actions", "index", "final_answer"]
+STEP_KEYS = [
+    "action",
+    "observation",
+    "thought",
+    "tool",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "cost_usd",
+    "error",
+    "kind",
+    "actions",
+    "index",
+    "final_answer",
+]
 STEP_VALUES = st.one_of(JSONISH, st.binary(max_size=6), st.just(float("nan")), st.just(10**30))
 
 
 def step_examples() -> Any:
-    one = st.one_of(st.dictionaries(st.sampled_from(STEP_KEYS), STEP_VALUES, max_size=5), JSONISH, st.binary(max_size=4))
+    one = st.one_of(
+        st.dictionaries(st.sampled_from(STEP_KEYS), STEP_VALUES, max_size=5),
+        JSONISH,
+        st.binary(max_size=4),
+    )
     return st.lists(one, min_size=1, max_size=4)
 
 
@@ -431,8 +649,19 @@ def _wrong_fields(step: Any) -> list[str]:
         elif k == "index":
             ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
         elif k == "actions":  # a list of {tool, text, kind} text fields
-            ok = v is None or v == [] or (isinstance(v, list) and all(
-                isinstance(a, dict) and set(a) <= {"tool", "text", "kind"} and all(isinstance(x, str) for x in a.values()) for a in v))
+            ok = (
+                v is None
+                or v == []
+                or (
+                    isinstance(v, list)
+                    and all(
+                        isinstance(a, dict)
+                        and set(a) <= {"tool", "text", "kind"}
+                        and all(isinstance(x, str) for x in a.values())
+                        for a in v
+                    )
+                )
+            )
         else:  # a key no step has: ignored, so it must be said
             ok = False
         if not ok:
@@ -442,10 +671,11 @@ def _wrong_fields(step: Any) -> list[str]:
 
 def check_steps(env: Env, steps: list) -> tuple[str, str]:
     from earlyeval import Monitor
-    from earlyeval.fitting.warm import warm_start
 
     mdir, _, trajs, tasks = env.tiny()
-    mon = env._cache.get("fz_monitor") or env._cache.setdefault("fz_monitor", Monitor.load(mdir, budget=False))
+    mon = env._cache.get("fz_monitor") or env._cache.setdefault(
+        "fz_monitor", Monitor.load(mdir, budget=False)
+    )
     t = trajs[1]
     mon.start(task=tasks[t.task_id], run_id="fz")
     mon.observe(t.steps[0])
@@ -453,7 +683,9 @@ def check_steps(env: Env, steps: list) -> tuple[str, str]:
     for s in steps:
         d = mon.observe(s)
         if "disabled" in d.reason:
-            raise RuntimeError(f"the monitor broke on a step: {d.reason[:120]} (step {str(s)[:80]})")
+            raise RuntimeError(
+                f"the monitor broke on a step: {d.reason[:120]} (step {str(s)[:80]})"
+            )
         if d.p_success is not None and not (0 <= d.p_success <= 1 and math.isfinite(d.p_success)):
             return ("silent", f"p_success={d.p_success}")
         wrong = _wrong_fields(s)
@@ -467,8 +699,19 @@ def check_steps(env: Env, steps: list) -> tuple[str, str]:
     return ("named" if "named" in kinds else "ok", f"{len(steps)} steps, {kinds}")
 
 
-TASK_KEYS = ["task_id", "prompt", "gold_patch", "test_patch", "fail_to_pass", "pass_to_pass", "meta", "instance_id", "patch",
-             "FAIL_TO_PASS", "problem_statement"]
+TASK_KEYS = [
+    "task_id",
+    "prompt",
+    "gold_patch",
+    "test_patch",
+    "fail_to_pass",
+    "pass_to_pass",
+    "meta",
+    "instance_id",
+    "patch",
+    "FAIL_TO_PASS",
+    "problem_statement",
+]
 
 
 def task_examples() -> Any:
@@ -479,12 +722,25 @@ def check_task(env: Env, task: dict) -> tuple[str, str]:
     from earlyeval import Monitor
 
     mdir, _, trajs, _ = env.tiny()
-    mon = env._cache.get("fz_monitor") or env._cache.setdefault("fz_monitor", Monitor.load(mdir, budget=False))
+    mon = env._cache.get("fz_monitor") or env._cache.setdefault(
+        "fz_monitor", Monitor.load(mdir, budget=False)
+    )
     mon.start(task=task, run_id="fz")
     ds = [mon.observe(s) for s in trajs[2].steps[:3]]
     d = ds[-1]
     if "disabled" in d.reason:
-        named = any(f in d.reason for f in ("task_id", "gold_patch", "prompt", "fail_to_pass", "test_patch", "meta", "task must"))
+        named = any(
+            f in d.reason
+            for f in (
+                "task_id",
+                "gold_patch",
+                "prompt",
+                "fail_to_pass",
+                "test_patch",
+                "meta",
+                "task must",
+            )
+        )
         if not named:
             raise RuntimeError(f"start broke: {d.reason[:140]}")
         return ("named", d.reason[:100])
@@ -498,12 +754,22 @@ def check_task(env: Env, task: dict) -> tuple[str, str]:
 
 # ------------------------------------------------------------------ environment, dates, warm start, selection settings
 
-ENV_VARS = ["EARLYEVAL_MAX_MODEL_FILE_BYTES", "EARLYEVAL_MAX_INPUT_BYTES", "EARLYEVAL_BOOSTER_PROBE"]
+ENV_VARS = [
+    "EARLYEVAL_MAX_MODEL_FILE_BYTES",
+    "EARLYEVAL_MAX_INPUT_BYTES",
+    "EARLYEVAL_BOOSTER_PROBE",
+]
 
 
 def env_examples() -> Any:
-    vals = st.one_of(st.text(max_size=8), st.integers(-10**6, 10**12).map(str), st.sampled_from(["0", "1", "yes", "off", " 42 ", "1e9", "0x10", "1_000"]))
-    return st.tuples(st.sampled_from(ENV_VARS), vals.filter(lambda v: "\x00" not in v and "\udc80" not in v))
+    vals = st.one_of(
+        st.text(max_size=8),
+        st.integers(-(10**6), 10**12).map(str),
+        st.sampled_from(["0", "1", "yes", "off", " 42 ", "1e9", "0x10", "1_000"]),
+    )
+    return st.tuples(
+        st.sampled_from(ENV_VARS), vals.filter(lambda v: "\x00" not in v and "\udc80" not in v)
+    )
 
 
 def _env_valid(name: str, v: str) -> bool:
@@ -533,8 +799,14 @@ def check_env(env: Env, ex: tuple) -> tuple[str, str]:
                 probe_enabled()
             else:
                 load_model_dir(env.tiny()[0], probe_boosters=False)
-        except (ModelDirError, IngestError) as e:  # a limit smaller than the file: refused by the limit, said
-            return ("named" if valid and ("bytes" in str(e)) else "silent", f"{name}={value!r}: {str(e)[-70:]}")
+        except (
+            ModelDirError,
+            IngestError,
+        ) as e:  # a limit smaller than the file: refused by the limit, said
+            return (
+                "named" if valid and ("bytes" in str(e)) else "silent",
+                f"{name}={value!r}: {str(e)[-70:]}",
+            )
         except ValueError as e:
             return ("named" if name in str(e) else "silent", f"{name}={value!r}: {str(e)[-70:]}")
     del RunSpec
@@ -542,23 +814,32 @@ def check_env(env: Env, ex: tuple) -> tuple[str, str]:
 
 
 def date_examples() -> Any:
-    return st.one_of(st.dates().map(dt.date.isoformat), st.text(max_size=12),
-                     st.tuples(st.integers(0, 9999), st.integers(0, 99), st.integers(0, 99)).map(lambda t: f"{t[0]:04d}-{t[1]:02d}-{t[2]:02d}"))
+    return st.one_of(
+        st.dates().map(dt.date.isoformat),
+        st.text(max_size=12),
+        st.tuples(st.integers(0, 9999), st.integers(0, 99), st.integers(0, 99)).map(
+            lambda t: f"{t[0]:04d}-{t[1]:02d}-{t[2]:02d}"
+        ),
+    )
 
 
 def check_date(env: Env, value: str) -> tuple[str, str]:
     from earlyeval import Monitor
-    from earlyeval.fitting.warm import warm_start
 
     mdir, _, trajs, tasks = env.tiny()
-    mon = env._cache.get("fz_monitor") or env._cache.setdefault("fz_monitor", Monitor.load(mdir, budget=False))
+    mon = env._cache.get("fz_monitor") or env._cache.setdefault(
+        "fz_monitor", Monitor.load(mdir, budget=False)
+    )
     t = trajs[0]
     mon.start(task=tasks[t.task_id], run_id="fz", as_of=value)
     d = mon.observe(t.steps[0])
     valid = value == "" or _real_date(value) is not None
     if valid:
         return ("ok" if d.p_success is not None else "silent", f"as_of={value!r}: {d.reason[:60]}")
-    return ("named" if d.p_success is None and "as_of" in d.reason else "silent", f"as_of={value!r}: {d.reason[:70]}")
+    return (
+        "named" if d.p_success is None and "as_of" in d.reason else "silent",
+        f"as_of={value!r}: {d.reason[:70]}",
+    )
 
 
 def outcome_examples() -> Any:
@@ -573,7 +854,10 @@ def check_outcome(env: Env, value: Any) -> tuple[str, str]:
 
     mdir, _, trajs, tasks = env.tiny()
     mon = Monitor.load(mdir, budget=False)
-    runs = [dataclasses.replace(t, outcome=value if i == 0 else t.outcome) for i, t in enumerate(trajs[:4])]
+    runs = [
+        dataclasses.replace(t, outcome=value if i == 0 else t.outcome)
+        for i, t in enumerate(trajs[:4])
+    ]
     valid = type(value) in (int, bool) and value in (0, 1)
     try:
         mon.use_warm_start(warm_start(mon, runs, tasks))
@@ -583,39 +867,59 @@ def check_outcome(env: Env, value: Any) -> tuple[str, str]:
 
 
 def selection_examples() -> Any:
-    num = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, 1.0, 0.5, 0.9, 0.999, 1e-9, -0.1]), st.none())
-    return st.tuples(num, num.filter(lambda x: x is not None), st.sampled_from(["recall", "accuracy"]))
+    num = st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.sampled_from([0.0, 1.0, 0.5, 0.9, 0.999, 1e-9, -0.1]),
+        st.none(),
+    )
+    return st.tuples(
+        num, num.filter(lambda x: x is not None), st.sampled_from(["recall", "accuracy"])
+    )
 
 
 def check_selection(env: Env, ex: tuple) -> tuple[str, str]:
     from earlyeval import Monitor
     from earlyeval.fitting.thresholds import WarmStartRule, select_thresholds
-    from earlyeval.live.replay import replay
     from earlyeval.fitting.warm import runset_of
+    from earlyeval.live.replay import replay
 
     if "fz_rs" not in env._cache:
         mdir, _, trajs, tasks = env.tiny()
         mon = Monitor.load(mdir, budget=False, explain="never")
-        env._cache["fz_rs"] = {a: runset_of(ts, [replay(mon, t, tasks.get(t.task_id)) for t in ts])
-                               for a in ("agent-a", "agent-b") for ts in [[t for t in trajs[:40] if t.agent == a]]}
+        env._cache["fz_rs"] = {
+            a: runset_of(ts, [replay(mon, t, tasks.get(t.task_id)) for t in ts])
+            for a in ("agent-a", "agent-b")
+            for ts in [[t for t in trajs[:40] if t.agent == a]]
+        }
     conf, target, constraint = ex
     valid = (conf is None or (0 < conf < 1)) and (0.5 < target <= 1)
-    rule = WarmStartRule(taus=tuple(x / 100 for x in range(55, 100, 5)) + (10.0,), target_accuracy=target, constraint=constraint,
-                         confidence=conf)
+    rule = WarmStartRule(
+        taus=tuple(x / 100 for x in range(55, 100, 5)) + (10.0,),
+        target_accuracy=target,
+        constraint=constraint,
+        confidence=conf,
+    )
     try:
         th = select_thresholds(env._cache["fz_rs"], rule)
     except ValueError as e:
         return ("named", f"confidence={conf!r}, target={target!r}: {str(e)[:70]}")
     if not valid:
-        return ("silent", f"confidence={conf!r}, target={target!r}: selected {th['success']}/{th['failure']}")
+        return (
+            "silent",
+            f"confidence={conf!r}, target={target!r}: selected {th['success']}/{th['failure']}",
+        )
     halts = th["success"] < 10 or th["failure"] < 10
     m = th["selection_min_accuracy"]
     if halts and not (m is not None and math.isfinite(m) and m >= target - 1e-9):
-        return ("silent", f"selected {th['success']}/{th['failure']} with min accuracy {m} < target {target}")
+        return (
+            "silent",
+            f"selected {th['success']}/{th['failure']} with min accuracy {m} < target {target}",
+        )
     return ("ok", f"{th['success']}/{th['failure']}")
 
 
 # ------------------------------------------------------------------ the classes
+
 
 @dataclass(frozen=True)
 class FuzzClass:
@@ -644,20 +948,31 @@ def fuzz_seed() -> int:
     return int(raw) if raw else int.from_bytes(os.urandom(4), "little")
 
 
-def run_fuzz(fc: FuzzClass, env: Env, seed: int, on_example: Callable[[str, str, Any], None], n: int | None = None,
-             shrink: bool = True) -> None:
+def run_fuzz(
+    fc: FuzzClass,
+    env: Env,
+    seed: int,
+    on_example: Callable[[str, str, Any], None],
+    n: int | None = None,
+    shrink: bool = True,
+) -> None:
     """Draw ``n`` (default ``fc.n``) examples of ``fc`` with hypothesis from ``seed``; ``on_example(kind, detail,
     example)`` sees each (it may raise to fail the run: hypothesis then shrinks and reports the example)."""
+    from faults import run_case
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as with_seed
-
-    from faults import run_case
 
     phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
 
     @with_seed(seed)
-    @settings(max_examples=n or fc.n, deadline=None, database=None, phases=phases, print_blob=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=n or fc.n,
+        deadline=None,
+        database=None,
+        phases=phases,
+        print_blob=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(fc.examples())
     def inner(ex: Any) -> None:
         kind, detail = run_case(env, lambda e: fc.check(e, ex))

@@ -7,7 +7,6 @@ class with the same cases and counts."""
 from __future__ import annotations
 
 import pytest
-
 from faults import CASES, Env, class_of, run_case
 from faults24 import CASES24
 from faults29 import CASES29
@@ -33,7 +32,9 @@ def test_fault(env, cls, name, fn):
 @pytest.mark.parametrize("fc", FUZZ, ids=[fc.name for fc in FUZZ])
 def test_fuzz(env, fc):
     def gate(kind: str, detail: str, example: object) -> None:
-        assert kind in ("ok", "named"), f"{fc.name}: {kind}: {detail} (EARLYEVAL_FUZZ_SEED={SEED} replays this run)"
+        assert kind in ("ok", "named"), (
+            f"{fc.name}: {kind}: {detail} (EARLYEVAL_FUZZ_SEED={SEED} replays this run)"
+        )
 
     print(f"{fc.name}: {fc.n} examples, EARLYEVAL_FUZZ_SEED={SEED}")
     run_fuzz(fc, env, SEED, gate)

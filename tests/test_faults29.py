@@ -12,8 +12,8 @@ import pytest
 from earlyeval.core import atomic
 from earlyeval.core.errors import WriteError
 
-
 # ------------------------------------------------------------------ item 1: write only where the user said
+
 
 def test_a_symlinked_lock_file_is_not_followed(tmp_path):
     """main: the link's target was truncated and the PID written into it."""
@@ -107,6 +107,7 @@ def test_export_through_a_symlinked_trial_folder_is_refused(tmp_path):
 
 # ------------------------------------------------------------------ item 3: bounded reads
 
+
 def test_a_key_file_without_end_is_refused(monkeypatch):
     """main: ``EARLYEVAL_MODEL_KEY_FILE=/dev/zero`` was read without limit (memory until killed)."""
     from earlyeval.core.errors import SettingError
@@ -128,7 +129,9 @@ def test_a_key_file_within_the_limit_still_reads(tmp_path, monkeypatch):
     assert signature.model_key() == b"k" * 32
 
 
-@pytest.mark.parametrize("bad", ["9999-99-99", "2026-02-30", "3001-01-01", "1970-01-01", "tomorrow", 20240101])
+@pytest.mark.parametrize(
+    "bad", ["9999-99-99", "2026-02-30", "3001-01-01", "1970-01-01", "tomorrow", 20240101]
+)
 def test_an_impossible_run_date_is_one_error_naming_file_and_field(bad):
     """main: ``meta.date`` from a run file (inspect ``started_at``, OpenHands event timestamps) was taken
     as it came (``9999-99-99`` stored, future years accepted)."""
@@ -156,6 +159,7 @@ def test_a_real_run_date_passes():
 
 # ------------------------------------------------------------------ silent data problems
 
+
 def test_a_bracketed_run_file_name_is_taken_literally(tmp_path):
     """main: ``--runs '[a].traj.gz'`` was read as a glob and scored ``a.traj.gz``."""
     import shutil
@@ -169,10 +173,21 @@ def test_a_bracketed_run_file_name_is_taken_literally(tmp_path):
     src = _paths.FIXTURES / "swe-agent-traj" / "astropy__astropy-1.traj"
     for name in ("a.traj", "[a].traj"):
         shutil.copy(src, tmp_path / name)
-    spec = RunSpec(name="r", folder=str(tmp_path), agent="a", scaffold="a", model="", format="swe-agent-traj",
-                   glob="[a].traj", labels=[])
+    spec = RunSpec(
+        name="r",
+        folder=str(tmp_path),
+        agent="a",
+        scaffold="a",
+        model="",
+        format="swe-agent-traj",
+        glob="[a].traj",
+        labels=[],
+    )
     assert discover(tmp_path, spec) == [tmp_path / "[a].traj"]
-    assert discover(tmp_path, replace(spec, glob="*.traj")) == [tmp_path / "[a].traj", tmp_path / "a.traj"]
+    assert discover(tmp_path, replace(spec, glob="*.traj")) == [
+        tmp_path / "[a].traj",
+        tmp_path / "a.traj",
+    ]
     (tmp_path / "[a].traj").unlink()  # no file by that name: the glob is a glob
     assert discover(tmp_path, spec) == [tmp_path / "a.traj"]
 
@@ -184,7 +199,9 @@ def test_control_characters_in_a_file_name_are_escaped_on_the_terminal(tmp_path)
     from earlyeval.app.cli import app
 
     evil = tmp_path / "\x1b[2J\x1b[31mevil\u202e"
-    r = CliRunner().invoke(app, ["score", "--model", str(evil), "--runs", str(tmp_path), "--out", str(tmp_path / "o")])
+    r = CliRunner().invoke(
+        app, ["score", "--model", str(evil), "--runs", str(tmp_path), "--out", str(tmp_path / "o")]
+    )
     assert r.exit_code == 2
     assert "\x1b" not in r.output and "\u202e" not in r.output
     assert "\\x1b[2J\\x1b[31mevil\\u202e" in r.output  # the name is still there, escaped
@@ -195,8 +212,13 @@ def test_the_log_escapes_control_characters_too():
 
     from earlyeval.app.cli_support import LOG_FORMAT, _PrintableFormatter, printable
 
-    rec = logging.LogRecord("earlyeval", logging.WARNING, __file__, 1, "skipped %s", ("a\x1b[31mb\rc",), None)
-    assert _PrintableFormatter(LOG_FORMAT).format(rec) == "WARNING earlyeval: skipped a\\x1b[31mb\\x0dc"
+    rec = logging.LogRecord(
+        "earlyeval", logging.WARNING, __file__, 1, "skipped %s", ("a\x1b[31mb\rc",), None
+    )
+    assert (
+        _PrintableFormatter(LOG_FORMAT).format(rec)
+        == "WARNING earlyeval: skipped a\\x1b[31mb\\x0dc"
+    )
     assert printable("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
 
 
@@ -216,11 +238,23 @@ def test_a_symlinked_sub_folder_is_reported_not_skipped_without_a_word(tmp_path)
     shutil.copy(src, run / "kept" / "a.traj")
     shutil.copy(src, other / "b.traj")
     (run / "linked").symlink_to(other, target_is_directory=True)
-    spec = RunSpec(name="r", folder=str(run), agent="a", scaffold="a", model="", format="swe-agent-traj",
-                   glob="**/*.traj*", labels=[])
+    spec = RunSpec(
+        name="r",
+        folder=str(run),
+        agent="a",
+        scaffold="a",
+        model="",
+        format="swe-agent-traj",
+        glob="**/*.traj*",
+        labels=[],
+    )
     assert discover(run, spec) == [run / "kept" / "a.traj"]  # still not followed
     (skip,) = unread_entries(run, spec)
-    assert skip["file"] == str(run / "linked") and skip["field"] == "<folder>" and "not followed" in skip["reason"]
+    assert (
+        skip["file"] == str(run / "linked")
+        and skip["field"] == "<folder>"
+        and "not followed" in skip["reason"]
+    )
 
 
 def test_an_unlistable_sub_folder_is_reported(tmp_path, monkeypatch):
@@ -238,8 +272,16 @@ def test_an_unlistable_sub_folder_is_reported(tmp_path, monkeypatch):
         return real(p)
 
     monkeypatch.setattr(os, "scandir", scandir)
-    spec = RunSpec(name="r", folder=str(run), agent="a", scaffold="a", model="", format="swe-agent-traj",
-                   glob="**/*.traj*", labels=[])
+    spec = RunSpec(
+        name="r",
+        folder=str(run),
+        agent="a",
+        scaffold="a",
+        model="",
+        format="swe-agent-traj",
+        glob="**/*.traj*",
+        labels=[],
+    )
     (skip,) = unread_entries(run, spec)
     assert skip["file"] == str(run / "locked") and "Permission denied" in skip["reason"]
 
@@ -249,10 +291,15 @@ def test_a_skip_reason_is_one_line_whatever_the_library_said():
     ``started_at``): the skip stays one line, naming file and field (the fault suite's inspect date cases)."""
     from earlyeval.core.errors import IngestError
 
-    e = IngestError("runs/x.eval", "samples/demo-1_epoch_1",
-                    "cannot read the sample (ValidationError: 1 validation error for EvalSample\nstarted_at\n"
-                    "  Value error, month must be in 1..12 [type=value_error]\n    For further information visit x)")
+    e = IngestError(
+        "runs/x.eval",
+        "samples/demo-1_epoch_1",
+        "cannot read the sample (ValidationError: 1 validation error for EvalSample\nstarted_at\n"
+        "  Value error, month must be in 1..12 [type=value_error]\n    For further information visit x)",
+    )
     assert "\n" not in e.reason and "\n" not in str(e)
-    assert e.reason == ("cannot read the sample (ValidationError: 1 validation error for EvalSample started_at Value "
-                        "error, month must be in 1..12 [type=value_error] For further information visit x)")
+    assert e.reason == (
+        "cannot read the sample (ValidationError: 1 validation error for EvalSample started_at Value "
+        "error, month must be in 1..12 [type=value_error] For further information visit x)"
+    )
     assert str(e).startswith("runs/x.eval: field 'samples/demo-1_epoch_1': ")

@@ -12,23 +12,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _monitor_helpers import LIGHT
 
 import earlyeval.ingest as ingest_mod
 import earlyeval.workflows.score as score_mod
-from _monitor_helpers import LIGHT
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.features import Featurizer, RunContext, build_family
-from earlyeval.features.prior import PriorTable
-from earlyeval.integrations import EarlyStopper
-from earlyeval.fitting.estimator import OutcomeModel
-from earlyeval.model.modeldir import ModelBundle, load_model_dir, save_model_dir
 from earlyeval.features.context import context_absent_counts
+from earlyeval.features.prior import PriorTable
+from earlyeval.fitting.estimator import OutcomeModel
+from earlyeval.integrations import EarlyStopper
 from earlyeval.live.monitor import Monitor
+from earlyeval.model.modeldir import ModelBundle, load_model_dir, save_model_dir
 from earlyeval.tables.prefixes import prefix_table
-from earlyeval.workflows.score import score_runs
-from earlyeval.workflows.score_options import ScoreOptions
 from earlyeval.tables.store import read_tasks, read_trajectories
 from earlyeval.tables.tasks import load_tasks
+from earlyeval.workflows.score import score_runs
+from earlyeval.workflows.score_options import ScoreOptions
 
 pytestmark = pytest.mark.integration
 
@@ -47,9 +47,23 @@ def _small_model(trajs, tasks, prior, families, th, bench="swebench"):
     X = fz.prefix_matrix(trajs, ctxs)
     pf = prefix_table(trajs, min_steps=2)
     model = OutcomeModel(lgbm_params=dict(LIGHT), n_jobs=1)
-    model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=fz.names)
-    return ModelBundle(fz, model, th, training={"benchmarks": [bench], "context_runs": len(trajs),
-                                                "context_absent_runs": context_absent_counts(fz, ctxs)})
+    model.fit(
+        X,
+        pf["y"].to_numpy(),
+        sample_weight=pf["weight"].to_numpy(),
+        groups=pf["task_id"].to_numpy(),
+        feature_names=fz.names,
+    )
+    return ModelBundle(
+        fz,
+        model,
+        th,
+        training={
+            "benchmarks": [bench],
+            "context_runs": len(trajs),
+            "context_absent_runs": context_absent_counts(fz, ctxs),
+        },
+    )
 
 
 def test_readme_loop_without_task_never_halts_a_resolved_swebench_run(tmp_path):
@@ -64,7 +78,13 @@ def test_readme_loop_without_task_never_halts_a_resolved_swebench_run(tmp_path):
     trajs = [t for t in trajs if t.outcome is not None and len(t.steps) >= 3]
     tasks = load_tasks(cat, data_root())
     prior = PriorTable.load(data_root() / cat.priors["path"])
-    bundle = _small_model(trajs, tasks, prior, ["behaviour", "gold", "prior"], {"success": 0.8, "failure": 0.8, "min_halt_step": 1})
+    bundle = _small_model(
+        trajs,
+        tasks,
+        prior,
+        ["behaviour", "gold", "prior"],
+        {"success": 0.8, "failure": 0.8, "min_halt_step": 1},
+    )
     mdir = save_model_dir(bundle, tmp_path / "m")
     resolved = [t for t in trajs if t.outcome == 1]
     assert len(resolved) >= 30
@@ -75,16 +95,25 @@ def test_readme_loop_without_task_never_halts_a_resolved_swebench_run(tmp_path):
         for t in resolved:
             start(stopper, t)
             for s in t.steps[:-1]:
-                d = stopper.after_step(action=s.action, observation=s.observation, thought=s.thought, error=s.error,
-                                       input_tokens=s.input_tokens, output_tokens=s.output_tokens)
+                d = stopper.after_step(
+                    action=s.action,
+                    observation=s.observation,
+                    thought=s.thought,
+                    error=s.error,
+                    input_tokens=s.input_tokens,
+                    output_tokens=s.output_tokens,
+                )
                 if d.halt:
                     halts += 1
                     wrong += d.outcome == "failure"
                     break
         return halts, wrong
 
-    with_task, _ = loop(lambda st, t: st.start(task={"task_id": t.task_id, "prompt": t.prompt}, run_id=t.run_id))
-    assert with_task > 0  # the model does halt when it has its context: "never halts" below is not vacuous
+    with_task, _ = loop(
+        lambda st, t: st.start(task={"task_id": t.task_id, "prompt": t.prompt}, run_id=t.run_id)
+    )
+    # the model does halt when it has its context: "never halts" below is not vacuous
+    assert with_task > 0
 
     def no_start(st, t):
         st.decisions, st.halted, st.n_steps = [], None, 0
@@ -101,14 +130,29 @@ def test_ingesting_and_scoring_the_whole_tau2_folder_keeps_every_simulation(tmp_
     assert len(trajs) == TAU2_SIMULATIONS and len({t.run_id for t in trajs}) == TAU2_SIMULATIONS
     assert not [s for r in reports for s in r.skipped if s["field"] == "run_id"]
     # a small behaviour-only model: only the count of scored runs matters here
-    bundle = _small_model(trajs[::10], {}, None, ["behaviour"], {"success": 0.99, "failure": 0.99, "min_halt_step": 1}, bench="tau2")
+    bundle = _small_model(
+        trajs[::10],
+        {},
+        None,
+        ["behaviour"],
+        {"success": 0.99, "failure": 0.99, "min_halt_step": 1},
+        bench="tau2",
+    )
     mdir = save_model_dir(bundle, tmp_path / "m")
     folder = data_root() / "tau2"
-    rep = json.loads(score_runs(mdir, folder, ScoreOptions("tau2", out=tmp_path / "a"), progress=False)["score"].read_text())
+    rep = json.loads(
+        score_runs(mdir, folder, ScoreOptions("tau2", out=tmp_path / "a"), progress=False)[
+            "score"
+        ].read_text()
+    )
     assert rep["n_trajectories"] == TAU2_SIMULATIONS and len(rep["runs"]) == len(cat.runs)
     # the same folder read as an unknown one (no catalog entry): the file + record run ids keep every simulation
     monkeypatch.setattr(score_mod, "_catalog_specs", lambda *a, **k: [])
-    rep2 = json.loads(score_runs(mdir, folder, ScoreOptions("tau2", out=tmp_path / "b"), progress=False)["score"].read_text())
+    rep2 = json.loads(
+        score_runs(mdir, folder, ScoreOptions("tau2", out=tmp_path / "b"), progress=False)[
+            "score"
+        ].read_text()
+    )
     assert rep2["n_trajectories"] == TAU2_SIMULATIONS and len(rep2["runs"]) == 1
     assert not [s for s in rep2["skipped"] if s["field"] == "run_id"]
     assert len({r["run_id"] for r in rep2["per_run"]}) == TAU2_SIMULATIONS
@@ -140,18 +184,35 @@ runpy.run_module("earlyeval.app.cli", run_name="__main__")
 
 
 def _env(ws: Path) -> dict[str, str]:
-    return {**os.environ, "EARLYEVAL_HOME": str(ws), "EARLYEVAL_DATA": str(data_root()), "EARLYEVAL_BOOSTER_PROBE": "0"}
+    return {
+        **os.environ,
+        "EARLYEVAL_HOME": str(ws),
+        "EARLYEVAL_DATA": str(data_root()),
+        "EARLYEVAL_BOOSTER_PROBE": "0",
+    }
 
 
 def _run(args: list[str], ws: Path) -> None:
-    p = subprocess.run([sys.executable, "-m", "earlyeval.app.cli", *args], cwd=ws, env=_env(ws),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=900)
+    p = subprocess.run(
+        [sys.executable, "-m", "earlyeval.app.cli", *args],
+        cwd=ws,
+        env=_env(ws),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=900,
+    )
     assert p.returncode == 0, (args, p.stderr[-2000:])
 
 
 def _killed_at_commit(args: list[str], ws: Path, watched: set[str], k: int) -> int:
-    p = subprocess.run([sys.executable, "-c", _KILL_AT_COMMIT, ",".join(sorted(watched)), str(k), *args],
-                       cwd=ws, env=_env(ws), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=900)
+    p = subprocess.run(
+        [sys.executable, "-c", _KILL_AT_COMMIT, ",".join(sorted(watched)), str(k), *args],
+        cwd=ws,
+        env=_env(ws),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=900,
+    )
     return p.returncode
 
 
@@ -170,25 +231,39 @@ def test_kill_9_during_ingest_and_train_leaves_the_previous_outputs_usable(tmp_p
     data = ws / "data" / bench
     n_prev = len(read_trajectories(data / "trajectories.parquet"))
     assert (data / "ingest.done").exists() and n_prev > 0
-    for k in range(len(INGEST_OUTPUTS)):  # one commit per output: trajectories, tasks, report, marker
-        assert _killed_at_commit(["ingest", "--bench", bench], ws, INGEST_OUTPUTS, k) == -signal.SIGKILL, k
+    for k in range(
+        len(INGEST_OUTPUTS)
+    ):  # one commit per output: trajectories, tasks, report, marker
+        assert (
+            _killed_at_commit(["ingest", "--bench", bench], ws, INGEST_OUTPUTS, k)
+            == -signal.SIGKILL
+        ), k
         assert len(read_trajectories(data / "trajectories.parquet")) == n_prev
         read_tasks(data / "tasks.parquet")
         json.loads((ws / "reports" / bench / "ingest.json").read_text())
-        assert not (data / "ingest.done").exists(), k  # killed inside the write stage: marked undone
+        # killed inside the write stage: marked undone
+        assert not (data / "ingest.done").exists(), k
     # past the last commit nothing is killed: the count of commits above is the whole write stage
-    assert _killed_at_commit(["ingest", "--bench", bench], ws, INGEST_OUTPUTS, len(INGEST_OUTPUTS)) == 0
+    assert (
+        _killed_at_commit(["ingest", "--bench", bench], ws, INGEST_OUTPUTS, len(INGEST_OUTPUTS))
+        == 0
+    )
     assert (data / "ingest.done").exists()
 
     _run(["train", "--bench", bench, "--no-budget"], ws)
     mdir = ws / "models" / bench
     h = json.loads((mdir / "manifest.json").read_text())["content_hash"]
-    assert _killed_at_commit(["train", "--bench", bench, "--no-budget"], ws, {bench}, 0) == -signal.SIGKILL
+    assert (
+        _killed_at_commit(["train", "--bench", bench, "--no-budget"], ws, {bench}, 0)
+        == -signal.SIGKILL
+    )
     b = load_model_dir(mdir, probe_boosters=False)
     assert b.manifest["content_hash"] == h  # the previous model, whole
     assert not [q for q in mdir.parent.iterdir() if q.name != bench and not q.name.startswith(".")]
-    assert _killed_at_commit(["train", "--bench", bench, "--no-budget"], ws, {bench}, 1) == 0  # one swap
-    assert load_model_dir(mdir, probe_boosters=False).manifest["content_hash"] == h  # deterministic refit
+    # one swap
+    assert _killed_at_commit(["train", "--bench", bench, "--no-budget"], ws, {bench}, 1) == 0
+    # deterministic refit
+    assert load_model_dir(mdir, probe_boosters=False).manifest["content_hash"] == h
 
 
 def test_o1_counters_equal_the_on_formulas_on_real_runs():
@@ -215,8 +290,11 @@ def test_o1_counters_equal_the_on_formulas_on_real_runs():
             gold.update(sg, s)
             ref_b = float(max(sb.files_edited.values())) if sb.files_edited else 0.0
             g = sg.gold
-            ref_g = (len(sg.edit_idents) / len(g.added_idents | sg.edit_idents_all)
-                     if g is not None and (g.added_idents or sg.edit_idents_all) else float("nan"))
+            ref_g = (
+                len(sg.edit_idents) / len(g.added_idents | sg.edit_idents_all)
+                if g is not None and (g.added_idents or sg.edit_idents_all)
+                else float("nan")
+            )
             bad += beh.values(sb)[j].tobytes() != np.float64(ref_b).tobytes()
             bad += gold.values(sg)[k].tobytes() != np.float64(ref_g).tobytes()
             n += 1

@@ -6,24 +6,40 @@ import copy
 
 import numpy as np
 import pytest
+from synth import SMALL_LGBM, loao_baseline, make_dataset, make_trajectories
 
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import loao_report, run_loao
-from synth import SMALL_LGBM, make_dataset, make_trajectories, loao_baseline
 
-TEXT = {"dims": {b: 8 for b in ("prompt", "actions", "action_last", "observations", "observation_last")}, "min_df": 2, "min_agents": 1}
+TEXT = {
+    "dims": {
+        b: 8 for b in ("prompt", "actions", "action_last", "observations", "observation_last")
+    },
+    "min_df": 2,
+    "min_agents": 1,
+}
 
 
 def config(**kw) -> EvalConfig:
-    base = dict(families=["behaviour", "gold", "text"], min_steps=3, holdout_min_runs=20, lgbm_params=SMALL_LGBM,
-                warm_repeats=2, text_params=TEXT, n_jobs=1, seed=0)
+    base = dict(
+        families=["behaviour", "gold", "text"],
+        min_steps=3,
+        holdout_min_runs=20,
+        lgbm_params=SMALL_LGBM,
+        warm_repeats=2,
+        text_params=TEXT,
+        n_jobs=1,
+        seed=0,
+    )
     base.update(kw)
     return EvalConfig(**base)
 
 
 @pytest.fixture(scope="module")
 def data():
-    trajs, tasks = make_trajectories(n_tasks=24, seed=1, rates={"agent-a": 0.3, "agent-b": 0.5, "agent-c": 0.4, "agent-d": 0.6})
+    trajs, tasks = make_trajectories(
+        n_tasks=24, seed=1, rates={"agent-a": 0.3, "agent-b": 0.5, "agent-c": 0.4, "agent-d": 0.6}
+    )
     for t in trajs:  # a token only agent-a ever prints
         if t.agent == "agent-a":
             for s in t.steps:
@@ -49,7 +65,9 @@ def test_flipping_held_out_labels_changes_nothing_about_its_evaluation(data, bas
         np.testing.assert_array_equal(p, q)
     assert res1.thresholds["agent-a"] == res2.thresholds["agent-a"]
     # positive control: agent-a's labels do reach the models of the other agents' folds
-    changed = any(not np.array_equal(p, q) for p, q in zip(res1.sets["agent-b"].p_s, res2.sets["agent-b"].p_s))
+    changed = any(
+        not np.array_equal(p, q) for p, q in zip(res1.sets["agent-b"].p_s, res2.sets["agent-b"].p_s)
+    )
     assert changed
 
 
@@ -64,7 +82,7 @@ def test_vocabulary_and_fits_exclude_the_held_out_agent(baseline):
     assert any("zzqxmarker" in w for w in other.text.blocks["observations"].vocab)
     for agent, th in res.thresholds.items():
         assert agent not in th["selected_on"]
-    for (excluded, agent) in res.runner._preds:
+    for excluded, agent in res.runner._preds:
         assert agent in excluded
 
 
@@ -113,14 +131,20 @@ def test_inner_models_leave_out_the_inner_agents_whole_scaffold(data):
     for mode, mate_seen in (("scaffold", False), ("agent", True)):
         cfg = config(families=["behaviour", "gold"], inner_holdout=mode)
         runner = FoldRunner(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg)
-        sets, method = inner_sets(runner, frozenset(["agent-a"]), ["agent-a", "agent-b", "agent-c", "agent-d"])
+        sets, method = inner_sets(
+            runner, frozenset(["agent-a"]), ["agent-a", "agent-b", "agent-c", "agent-d"]
+        )
         assert sorted(sets) == ["agent-b", "agent-c", "agent-d"]
-        for (ex, agent) in runner._preds:
+        for ex, agent in runner._preds:
             fitted = runner.fit(ex)
             assert "agent-a" not in fitted.train_agents and agent not in fitted.train_agents
             if agent in ("agent-b", "agent-c"):
                 mate = "agent-c" if agent == "agent-b" else "agent-b"
-                assert (mate in fitted.train_agents) is mate_seen, (mode, agent, fitted.train_agents)
+                assert (mate in fitted.train_agents) is mate_seen, (
+                    mode,
+                    agent,
+                    fitted.train_agents,
+                )
             else:  # agent-d has a scaffold of its own: both modes train on b and c
                 assert {"agent-b", "agent-c"} <= set(fitted.train_agents)
         assert ("scaffold" in method) is (mode == "scaffold")
@@ -141,7 +165,9 @@ def test_scaffold_exclusion_falls_back_to_the_agent_when_it_would_leave_nothing_
     for t in trajs:  # with a second scaffold left to train on, the scaffold rule applies again
         t.meta["scaffold"] = "other" if t.agent == "agent-d" else "one-scaffold"
     ds2 = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
-    assert inner_exclusion(ds2, held, inner, "scaffold") == frozenset(["agent-a", "agent-b", "agent-c"])
+    assert inner_exclusion(ds2, held, inner, "scaffold") == frozenset(
+        ["agent-a", "agent-b", "agent-c"]
+    )
 
 
 def test_the_agent_quantile_rule_and_the_guard_never_see_the_held_out_agent(data):
@@ -152,10 +178,13 @@ def test_the_agent_quantile_rule_and_the_guard_never_see_the_held_out_agent(data
     res = run_loao(make_dataset(cfg.families, trajs=trajs, tasks=tasks), cfg)
     for agent, th in res.thresholds.items():
         assert th["rule"] == "agent-quantile" and agent not in th["selected_on"]
-        assert agent not in th["boldest_safe"]["success"] and agent not in th["boldest_safe"]["failure"]
+        assert (
+            agent not in th["boldest_safe"]["success"]
+            and agent not in th["boldest_safe"]["failure"]
+        )
     for runner in (res.runner, res.runner_prior):
         assert runner._preds
-        for (excluded, agent) in runner._preds:
+        for excluded, agent in runner._preds:
             assert agent in excluded
     for a in res.holdout:
         assert res.model_choice[a]["chosen"] in ("model", "task-level features only")
@@ -189,7 +218,9 @@ def test_leave_one_scaffold_out_never_shows_a_model_the_scaffold_it_predicts(dat
         assert set(blk["thresholds"]["selected_on"]) == set(loso) - {held}
     assert calls
     for excluded, agent in calls:
-        assert {a for a in sc if sc[a] == sc[agent]} <= excluded  # the predicted agent's whole scaffold is out
+        assert {
+            a for a in sc if sc[a] == sc[agent]
+        } <= excluded  # the predicted agent's whole scaffold is out
     # the inner units of a held-out scaffold are predicted without it too
     held_ab = {"agent-a", "agent-b"}
     inner_of_ab = [(ex, a) for ex, a in calls if a not in held_ab and held_ab <= ex and len(ex) > 2]

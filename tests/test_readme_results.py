@@ -10,9 +10,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import _paths
 import pytest
 
-import _paths
 from earlyeval.core.atomic import write_json
 from earlyeval.tables.store import bench_dir
 
@@ -20,7 +20,14 @@ pytestmark = pytest.mark.integration
 
 # the lines the README takes as printed: table rows, the threshold rule's sentences (rule, guarantee, how it
 # held) and the targets' (report/targets.py)
-PRINTED = ("|", "**The threshold rule**", "The rule's guarantee", "How it held (", "share of the per-agent oracle", "Target ")
+PRINTED = (
+    "|",
+    "**The threshold rule**",
+    "The rule's guarantee",
+    "How it held (",
+    "share of the per-agent oracle",
+    "Target ",
+)
 
 
 def test_the_readme_results_tables_are_printed_from_the_reports(tmp_path):
@@ -30,10 +37,18 @@ def test_the_readme_results_tables_are_printed_from_the_reports(tmp_path):
 
     report, _ = evaluate_bench("swebench", ablations=[])
     path = write_json(report, tmp_path / "loao.json")
-    out = subprocess.run([sys.executable, str(_paths.REPO / "tools" / "results_tables.py"), str(path)],
-                         capture_output=True, text=True, check=True, cwd=_paths.REPO).stdout
+    out = subprocess.run(
+        [sys.executable, str(_paths.REPO / "tools" / "results_tables.py"), str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=_paths.REPO,
+    ).stdout
     rows = [line for line in out.splitlines() if line.startswith(PRINTED)]
     assert len(rows) >= 60, out[:2000]
     readme = (_paths.REPO / "README.md").read_text()
     missing = [r for r in rows if r not in readme]
-    assert not missing, "README.md lacks these rows of tools/results_tables.py (re-print the tables):\n" + "\n".join(missing)
+    assert not missing, (
+        "README.md lacks these rows of tools/results_tables.py (re-print the tables):\n"
+        + "\n".join(missing)
+    )

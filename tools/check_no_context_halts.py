@@ -25,8 +25,18 @@ def main() -> None:
     modes = {
         "no start()": (no_start, None),
         "start(task=None)": (lambda st, t: st.start(task=None, run_id=t.run_id), None),
-        "task id + prompt, no task table": (lambda st, t: st.start(task={"task_id": t.task_id, "prompt": t.prompt}, run_id=t.run_id), None),
-        "task id + prompt + task table (README)": (lambda st, t: st.start(task={"task_id": t.task_id, "prompt": t.prompt}, run_id=t.run_id), tasks),
+        "task id + prompt, no task table": (
+            lambda st, t: st.start(
+                task={"task_id": t.task_id, "prompt": t.prompt}, run_id=t.run_id
+            ),
+            None,
+        ),
+        "task id + prompt + task table (README)": (
+            lambda st, t: st.start(
+                task={"task_id": t.task_id, "prompt": t.prompt}, run_id=t.run_id
+            ),
+            tasks,
+        ),
     }
     print(f"{len(resolved)} resolved SWE-bench runs, model {mdir}")
     for name, (start, table) in modes.items():
@@ -35,16 +45,27 @@ def main() -> None:
         for t in resolved:
             start(stopper, t)
             for s in t.steps[:-1]:
-                d = stopper.after_step(action=s.action, observation=s.observation, thought=s.thought, error=s.error,
-                                       input_tokens=s.input_tokens, output_tokens=s.output_tokens, cost_usd=s.cost_usd)
+                d = stopper.after_step(
+                    action=s.action,
+                    observation=s.observation,
+                    thought=s.thought,
+                    error=s.error,
+                    input_tokens=s.input_tokens,
+                    output_tokens=s.output_tokens,
+                    cost_usd=s.cost_usd,
+                )
                 c[d.context] += 1
                 if d.halt:
                     c["halted"] += 1
                     c["halted as failure (wrong)"] += d.outcome == "failure"
                     break
-        print(f"  {name:<42} halted {c['halted']:>4}, wrongly (as failure) {c['halted as failure (wrong)']:>4}; "
-              f"decisions by context {dict((k, v) for k, v in c.items() if not k.startswith('halted'))}")
-    print("(the model was trained on these runs: the last line is in-sample, not an accuracy estimate)")
+        print(
+            f"  {name:<42} halted {c['halted']:>4}, wrongly (as failure) {c['halted as failure (wrong)']:>4}; "
+            f"decisions by context {dict((k, v) for k, v in c.items() if not k.startswith('halted'))}"
+        )
+    print(
+        "(the model was trained on these runs: the last line is in-sample, not an accuracy estimate)"
+    )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 
 
-def worker(model: str, runs: str, out: str, barrier: mp.Barrier, trials: int, tasks_path: str) -> None:
+def worker(
+    model: str, runs: str, out: str, barrier: mp.Barrier, trials: int, tasks_path: str
+) -> None:
     import logging
 
     from earlyeval.workflows.score import score_runs
@@ -32,7 +34,13 @@ def worker(model: str, runs: str, out: str, barrier: mp.Barrier, trials: int, ta
     for _ in range(trials):
         barrier.wait()
         # each replaces another scoring
-        score_runs(model, runs, ScoreOptions("atif", out=out, force=True), progress=False, tasks=Path(tasks_path))
+        score_runs(
+            model,
+            runs,
+            ScoreOptions("atif", out=out, force=True),
+            progress=False,
+            tasks=Path(tasks_path),
+        )
         barrier.wait()  # the checker looks at the pair between the two waits
 
 
@@ -41,27 +49,34 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=50)
     a = ap.parse_args()
     sys.path.insert(0, str(TESTS))
+    import os
+
     from faults import Env
 
     from earlyeval.tables.store import write_tasks
     from earlyeval.workflows.export import export_runs
 
-    import os
-
-    os.environ["EARLYEVAL_BOOSTER_PROBE"] = "0"  # the workers load the model once per trial: no probe child each time
+    os.environ["EARLYEVAL_BOOSTER_PROBE"] = (
+        "0"  # the workers load the model once per trial: no probe child each time
+    )
     base = Path(tempfile.mkdtemp(prefix="earlyeval-concurrent-"))
     env = Env(base)
     model, _, trajs, tasks = env.tiny()
     sets = []
     for k in range(3):
         d = base / f"runs{k}"
-        export_runs(trajs[12 * k:12 * (k + 1)], d, fmt="atif")
+        export_runs(trajs[12 * k : 12 * (k + 1)], d, fmt="atif")
         sets.append(d)
     tasks_path = write_tasks(tasks.values(), base / "tasks.parquet")
     out = base / "out"
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(4)
-    ps = [ctx.Process(target=worker, args=(str(model), str(d), str(out), barrier, a.trials, str(tasks_path))) for d in sets]
+    ps = [
+        ctx.Process(
+            target=worker, args=(str(model), str(d), str(out), barrier, a.trials, str(tasks_path))
+        )
+        for d in sets
+    ]
     for p in ps:
         p.start()
     mixed = 0
@@ -71,14 +86,21 @@ def main() -> int:
         barrier.wait()
         rep = json.loads((out / "score.json").read_text())
         ids_json = sorted(r["run_id"] for r in rep["per_run"])
-        ids_csv = sorted(line.split(",")[0] for line in (out / "per_run.csv").read_text().splitlines()[1:])
+        ids_csv = sorted(
+            line.split(",")[0] for line in (out / "per_run.csv").read_text().splitlines()[1:]
+        )
         ok = ids_json == ids_csv and Path(rep["runs_path"]).name in {d.name for d in sets}
         mixed += not ok
         if not ok:
-            print(f"trial {k}: MIXED (score.json from {Path(rep['runs_path']).name}, per_run.csv {len(ids_csv)} runs)", flush=True)
+            print(
+                f"trial {k}: MIXED (score.json from {Path(rep['runs_path']).name}, per_run.csv {len(ids_csv)} runs)",
+                flush=True,
+            )
     for p in ps:
         p.join(timeout=60)
-    print(f"{mixed} mixed sets in {a.trials} trials of 3 concurrent writers on one --out ({time.time() - t0:.0f} s)")
+    print(
+        f"{mixed} mixed sets in {a.trials} trials of 3 concurrent writers on one --out ({time.time() - t0:.0f} s)"
+    )
     shutil.rmtree(base, ignore_errors=True)
     return 1 if mixed else 0
 

@@ -65,7 +65,11 @@ def real_matrix(bench: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     _, long_runs, rows = runner.fit_rows(frozenset())
     X, _ = runner.features([], long_runs, rows)
     pf = ds.prefixes.iloc[rows]
-    return np.ascontiguousarray(X, dtype=np.float32), pf["y"].to_numpy().astype(np.int32), pf["weight"].to_numpy()
+    return (
+        np.ascontiguousarray(X, dtype=np.float32),
+        pf["y"].to_numpy().astype(np.int32),
+        pf["weight"].to_numpy(),
+    )
 
 
 def _rows_of(a: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -76,18 +80,40 @@ def _rows_of(a: np.ndarray, start: int, stop: int) -> np.ndarray:
 def tiled(client: Client, a: np.ndarray, n: int, chunks: int) -> da.Array:
     """``a`` repeated to ``n`` rows as a dask array whose chunks are built on the workers from one broadcast copy."""
     ref = client.scatter(a, broadcast=True, hash=False)
-    return da.concatenate([da.from_delayed(dask.delayed(_rows_of)(ref, s, min(n, s + chunks)),
-                                           shape=(min(n, s + chunks) - s, *a.shape[1:]), dtype=a.dtype)
-                           for s in range(0, n, chunks)])
+    return da.concatenate(
+        [
+            da.from_delayed(
+                dask.delayed(_rows_of)(ref, s, min(n, s + chunks)),
+                shape=(min(n, s + chunks) - s, *a.shape[1:]),
+                dtype=a.dtype,
+            )
+            for s in range(0, n, chunks)
+        ]
+    )
 
 
-def one_size(rows: int, features: int, workers: int, chunk_rows: int, seed: int,
-             real: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=0,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+def one_size(
+    rows: int,
+    features: int,
+    workers: int,
+    chunk_rows: int,
+    seed: int,
+    real: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=0,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         client.run(lambda: __import__("lightgbm"))
         base = client.run(start_sampler)
-        chunks = max(1, min(chunk_rows, -(-rows // (4 * workers))))  # at least 4 chunks a worker, balanced below
+        # at least 4 chunks a worker, balanced below
+        chunks = max(1, min(chunk_rows, -(-rows // (4 * workers))))
         if real is None:
             rng = da.random.default_rng(seed)
             X = rng.random((rows, features), dtype=np.float32, chunks=(chunks, features))
@@ -98,7 +124,11 @@ def one_size(rows: int, features: int, workers: int, chunk_rows: int, seed: int,
         X, y, w = client.persist([X, y, w])
         wait([X, y, w])
         client.rebalance()
-        held = client.run(lambda dask_worker: sum(getattr(v, "nbytes", 0) for v in dask_worker.data.values()) / 2**20)
+        held = client.run(
+            lambda dask_worker: (
+                sum(getattr(v, "nbytes", 0) for v in dask_worker.data.values()) / 2**20
+            )
+        )
         t0 = time.time()
         params = {k: v for k, v in DEFAULT_LGBM.items() if k != "n_jobs"}
         with warnings.catch_warnings():
@@ -106,9 +136,17 @@ def one_size(rows: int, features: int, workers: int, chunk_rows: int, seed: int,
             DaskLGBMClassifier(client=client, **params).fit(X, y, sample_weight=w)
         fit_s = time.time() - t0
         peak = client.run(peak_mb)
-    return {"rows": rows, "features": features, "workers": workers, "float32_mb_per_worker": rows * features * 4 / workers / 2**20,
-            "data_mb_held": sorted(held.values()), "baseline_mb": sorted(base.values()), "peak_mb": sorted(peak.values()), "largest_peak_mb": max(peak.values()),
-            "fit_seconds": round(fit_s, 1)}
+    return {
+        "rows": rows,
+        "features": features,
+        "workers": workers,
+        "float32_mb_per_worker": rows * features * 4 / workers / 2**20,
+        "data_mb_held": sorted(held.values()),
+        "baseline_mb": sorted(base.values()),
+        "peak_mb": sorted(peak.values()),
+        "largest_peak_mb": max(peak.values()),
+        "fit_seconds": round(fit_s, 1),
+    }
 
 
 def main() -> None:
@@ -118,10 +156,20 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--chunk-rows", type=int, default=200_000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--bench", default="swebench", help="where the report goes (reports/<bench>/), and with --real whose matrix")
-    ap.add_argument("--real", action="store_true", help="the bench's real 1x shipped-fit matrix repeated --factors times, "
-                    "instead of uniform random features (needs `make train`'s ingest)")
-    ap.add_argument("--factors", default="1,10,100", help="with --real: how many copies of the 1x rows")
+    ap.add_argument(
+        "--bench",
+        default="swebench",
+        help="where the report goes (reports/<bench>/), and with --real whose matrix",
+    )
+    ap.add_argument(
+        "--real",
+        action="store_true",
+        help="the bench's real 1x shipped-fit matrix repeated --factors times, "
+        "instead of uniform random features (needs `make train`'s ingest)",
+    )
+    ap.add_argument(
+        "--factors", default="1,10,100", help="with --real: how many copies of the 1x rows"
+    )
     args = ap.parse_args()
     real = real_matrix(args.bench) if args.real else None
     if real is not None:
@@ -131,18 +179,35 @@ def main() -> None:
         sizes = [int(r) for r in args.rows.split(",")]
     out = []
     for k, n in enumerate(sizes, 1):
-        print(f"[{k}/{len(sizes)}] {n:,} rows x {args.features} on {args.workers} workers", flush=True)
+        print(
+            f"[{k}/{len(sizes)}] {n:,} rows x {args.features} on {args.workers} workers", flush=True
+        )
         out.append(one_size(n, args.features, args.workers, args.chunk_rows, args.seed, real))
-        print(f"    largest worker peak {out[-1]['largest_peak_mb']:,.0f} MB (baseline {max(out[-1]['baseline_mb']):,.0f} MB), "
-              f"fit {out[-1]['fit_seconds']} s", flush=True)
+        print(
+            f"    largest worker peak {out[-1]['largest_peak_mb']:,.0f} MB (baseline {max(out[-1]['baseline_mb']):,.0f} MB), "
+            f"fit {out[-1]['fit_seconds']} s",
+            flush=True,
+        )
     first = out[0]["largest_peak_mb"]
-    print("\n| rows | float32 per worker MB | worker baseline MB | largest worker peak MB | x the first size | fit s |")
+    print(
+        "\n| rows | float32 per worker MB | worker baseline MB | largest worker peak MB | x the first size | fit s |"
+    )
     print("|---|---|---|---|---|---|")
     for r in out:
-        print(f"| {r['rows']:,} | {r['float32_mb_per_worker']:,.0f} | {max(r['baseline_mb']):,.0f} | {r['largest_peak_mb']:,.0f} | "
-              f"{r['largest_peak_mb'] / first:.2f} | {r['fit_seconds']} |")
-    path = write_json({"data": f"{args.bench} 1x shipped-fit matrix repeated" if real is not None else "uniform random float32",
-                       "sizes": out, "lgbm_params": DEFAULT_LGBM}, reports_dir(args.bench) / "dask_train_floor.json")
+        print(
+            f"| {r['rows']:,} | {r['float32_mb_per_worker']:,.0f} | {max(r['baseline_mb']):,.0f} | {r['largest_peak_mb']:,.0f} | "
+            f"{r['largest_peak_mb'] / first:.2f} | {r['fit_seconds']} |"
+        )
+    path = write_json(
+        {
+            "data": f"{args.bench} 1x shipped-fit matrix repeated"
+            if real is not None
+            else "uniform random float32",
+            "sizes": out,
+            "lgbm_params": DEFAULT_LGBM,
+        },
+        reports_dir(args.bench) / "dask_train_floor.json",
+    )
     print(f"\nOutputs:\n  report       {path}")
 
 

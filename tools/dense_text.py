@@ -80,12 +80,21 @@ def load_encoder(config: str = "l2_supercat", dim: int = 64) -> Encoder:
     files (``weights/``, ``tokenizers/``), and ``disable_download`` makes a missing one an error, never a fetch."""
     wordllama = _import_wordllama()
     pkg = Path(wordllama.__file__).parent
-    wl = wordllama.WordLlama.load(config, cache_dir=pkg, dim=256, trunc_dim=dim, disable_download=True)
+    wl = wordllama.WordLlama.load(
+        config, cache_dir=pkg, dim=256, trunc_dim=dim, disable_download=True
+    )
     tok = wl.tokenizer
     tok.no_padding()
     tok.no_truncation()
     emb = np.ascontiguousarray(wl.embedding, dtype=np.float32)
-    return Encoder(config, dim, wordllama.__version__, tok, emb.astype(np.float64), hashlib.sha256(emb.tobytes()).hexdigest())
+    return Encoder(
+        config,
+        dim,
+        wordllama.__version__,
+        tok,
+        emb.astype(np.float64),
+        hashlib.sha256(emb.tobytes()).hexdigest(),
+    )
 
 
 class RunningMean:
@@ -140,25 +149,37 @@ class DenseTextFamily(FamilyBase):
         return s
 
     def update(self, s: DenseTextState, step: Step) -> None:
-        for block, text in (("action", step.action or ""), ("observation", clip(step.observation or "", self.obs_chars))):
+        for block, text in (
+            ("action", step.action or ""),
+            ("observation", clip(step.observation or "", self.obs_chars)),
+        ):
             vec, n = self.encoder.sum(text)
             getattr(s, block + "s").add(vec, n)
             setattr(s, block + "_last", vec / n if n else np.zeros(self.dim))
 
     def values(self, s: DenseTextState) -> np.ndarray:
-        return np.concatenate([s.prompt, s.actions.value(), s.action_last, s.observations.value(), s.observation_last])
+        return np.concatenate(
+            [s.prompt, s.actions.value(), s.action_last, s.observations.value(), s.observation_last]
+        )
 
     # -------------------------------------------------------- serialization
     def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The settings and which weights: the vectors stay in the wheel (16 MB), named by their hash."""
         e = self.encoder
-        return {"config": self.config, "dim": self.dim, "obs_chars": self.obs_chars, "wordllama": e.version,
-                "sha256": e.sha256}, {}
+        return {
+            "config": self.config,
+            "dim": self.dim,
+            "obs_chars": self.obs_chars,
+            "wordllama": e.version,
+            "sha256": e.sha256,
+        }, {}
 
     @classmethod
     def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "DenseTextFamily":
         fam = cls(config=meta["config"], dim=meta["dim"], obs_chars=meta["obs_chars"])
         if fam.encoder.sha256 != meta["sha256"]:
-            raise ValueError(f"dense_text: the installed wordllama {fam.encoder.version} ships other {meta['config']} "
-                             f"weights than the saved family's (wordllama {meta['wordllama']}, sha256 {meta['sha256'][:12]}...)")
+            raise ValueError(
+                f"dense_text: the installed wordllama {fam.encoder.version} ships other {meta['config']} "
+                f"weights than the saved family's (wordllama {meta['wordllama']}, sha256 {meta['sha256'][:12]}...)"
+            )
         return fam

@@ -24,7 +24,8 @@ from typing import Any
 # before LightGBM starts its OpenMP threads: on a shared machine, threads that spin while they wait compete with the
 # other work for the cores (measured on 2 busy cores: one fit 1.4 s spinning, 0.7 s passive; the numbers are the same)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # dense_text beside this file, however it is run
+# dense_text beside this file, however it is run
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dense_text import DenseTextFamily  # noqa: E402
 
@@ -42,8 +43,15 @@ from earlyeval.report.html import fnum, pct  # noqa: E402
 
 ADDED = {"shipped": [], "+text": ["text"], "+dense_text": [DenseTextFamily.name]}
 PROTOCOLS = ("as_of", "no_prior")
-KEYS = ("n_runs", "auroc_success", "halted_accuracy", "steps_saved", "steps_saved_in_run", "steps_saved_task_skip",
-        "resolve_rate_shift_pp")
+KEYS = (
+    "n_runs",
+    "auroc_success",
+    "halted_accuracy",
+    "steps_saved",
+    "steps_saved_in_run",
+    "steps_saved_task_skip",
+    "resolve_rate_shift_pp",
+)
 
 
 class Progress:
@@ -55,8 +63,11 @@ class Progress:
     def __call__(self, msg: str) -> None:
         if msg.startswith("fit without"):
             self.n += 1
-            print(f"  [{self.label}] fit {self.n} of at most {self.total} ({time.time() - self.t0:.0f} s)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  [{self.label}] fit {self.n} of at most {self.total} ({time.time() - self.t0:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def configs(base: EvalConfig) -> dict[str, dict[str, EvalConfig]]:
@@ -88,13 +99,27 @@ def measure(ds: Dataset, cfg: EvalConfig, label: str) -> dict[str, Any]:
     res = with_loso(ds, cfg, run_loao(ds, cfg, prog))
     rep = loao_report(ds, cfg, res, light=True)
     pick = lambda b: {k: b.get(k) for k in KEYS}  # noqa: E731
-    scaffolds = {sc: {"held_out_agents": b["held_out_agents"], "thresholds": b["thresholds"], **pick(b["pooled"])}
-                 for sc, b in res.loso.items()}
-    out = {"families": list(cfg.families), "fits": prog.n, "seconds": round(time.time() - t0, 1),
-           "loso": {"pooled": pick(loso_pooled(res, cfg)), "scaffolds": scaffolds},
-           "loao": {"pooled": pick(rep["pooled"]), "holdout_agents": rep["holdout_agents"]}}
-    print(f"[{label}] {out['seconds']:.0f} s, {prog.n} fits: LOSO pooled AUROC {fnum(out['loso']['pooled']['auroc_success'])}, "
-          f"LOAO pooled AUROC {fnum(out['loao']['pooled']['auroc_success'])}", file=sys.stderr, flush=True)
+    scaffolds = {
+        sc: {
+            "held_out_agents": b["held_out_agents"],
+            "thresholds": b["thresholds"],
+            **pick(b["pooled"]),
+        }
+        for sc, b in res.loso.items()
+    }
+    out = {
+        "families": list(cfg.families),
+        "fits": prog.n,
+        "seconds": round(time.time() - t0, 1),
+        "loso": {"pooled": pick(loso_pooled(res, cfg)), "scaffolds": scaffolds},
+        "loao": {"pooled": pick(rep["pooled"]), "holdout_agents": rep["holdout_agents"]},
+    }
+    print(
+        f"[{label}] {out['seconds']:.0f} s, {prog.n} fits: LOSO pooled AUROC {fnum(out['loso']['pooled']['auroc_success'])}, "
+        f"LOAO pooled AUROC {fnum(out['loao']['pooled']['auroc_success'])}",
+        file=sys.stderr,
+        flush=True,
+    )
     return out
 
 
@@ -105,25 +130,38 @@ def saved(b: dict[str, Any]) -> str:
 def table(results: dict[str, dict[str, Any]]) -> str:
     """The markdown table: a row per configuration and protocol."""
     scs = list(next(iter(next(iter(results.values())).values()))["loso"]["scaffolds"])
-    head = (["configuration", "protocol", "LOSO pooled: AUROC", "halted acc", "steps saved"]
-            + [f"LOSO {sc}: AUROC" for sc in scs] + ["LOAO pooled: AUROC", "halted acc", "steps saved"])
+    head = (
+        ["configuration", "protocol", "LOSO pooled: AUROC", "halted acc", "steps saved"]
+        + [f"LOSO {sc}: AUROC" for sc in scs]
+        + ["LOAO pooled: AUROC", "halted acc", "steps saved"]
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, prots in results.items():
         for p, r in prots.items():
             lo, la = r["loso"]["pooled"], r["loao"]["pooled"]
-            cells = ([name, p, fnum(lo["auroc_success"]), pct(lo["halted_accuracy"]), saved(lo)]
-                     + [fnum(r["loso"]["scaffolds"][sc]["auroc_success"]) for sc in scs]
-                     + [fnum(la["auroc_success"]), pct(la["halted_accuracy"]), saved(la)])
+            cells = (
+                [name, p, fnum(lo["auroc_success"]), pct(lo["halted_accuracy"]), saved(lo)]
+                + [fnum(r["loso"]["scaffolds"][sc]["auroc_success"]) for sc in scs]
+                + [fnum(la["auroc_success"]), pct(la["halted_accuracy"]), saved(la)]
+            )
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def encoder_info() -> dict[str, Any]:
     meta, _ = DenseTextFamily().get_state()
-    return {"dense_text": {**meta, "width": 5 * meta["dim"],
-                           "reduction": "matryoshka truncation of the 256-d vectors to their first dim columns, per block; "
-                                        "nothing fitted, so the family is fold-free"},
-            "text": {"width": 320, "reduction": "TF-IDF + truncated SVD to 64 per block, fitted inside each training fold"}}
+    return {
+        "dense_text": {
+            **meta,
+            "width": 5 * meta["dim"],
+            "reduction": "matryoshka truncation of the 256-d vectors to their first dim columns, per block; "
+            "nothing fitted, so the family is fold-free",
+        },
+        "text": {
+            "width": 320,
+            "reduction": "TF-IDF + truncated SVD to 64 per block, fitted inside each training fold",
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -132,22 +170,38 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     t0 = time.time()
-    register_family(DenseTextFamily)  # the public plugin registry: the name now resolves like a built-in's
+    # the public plugin registry: the name now resolves like a built-in's
+    register_family(DenseTextFamily)
     grid = configs(eval_config(args.bench, seed=args.seed))
     needed = sorted({f for prots in grid.values() for c in prots.values() for f in c.families})
-    print(f"loading {args.bench} and featurizing the fold-free families of {needed} ...", file=sys.stderr, flush=True)
+    print(
+        f"loading {args.bench} and featurizing the fold-free families of {needed} ...",
+        file=sys.stderr,
+        flush=True,
+    )
     ds = load_dataset(args.bench, needed)
-    print(f"  {len(ds.trajs)} runs, {len(ds.prefixes)} prefixes ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+    print(
+        f"  {len(ds.trajs)} runs, {len(ds.prefixes)} prefixes ({time.time() - t0:.0f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
     results: dict[str, dict[str, Any]] = {}
     n, k = sum(len(p) for p in grid.values()), 0
     for name, prots in grid.items():
         for p, cfg in prots.items():
             k += 1
             results.setdefault(name, {})[p] = measure(ds, cfg, f"{k}/{n} {name} {p}")
-    doc = {"bench": args.bench, "seed": args.seed, "command": "tools/encoder_compare.py " + " ".join(argv or sys.argv[1:]),
-           "runs": len(ds.trajs), "prefixes": len(ds.prefixes), "encoders": encoder_info(),
-           "note": "LOSO pooled: every held-out scaffold's large agents, each under its fold's thresholds",
-           "results": results, "seconds": round(time.time() - t0, 1)}
+    doc = {
+        "bench": args.bench,
+        "seed": args.seed,
+        "command": "tools/encoder_compare.py " + " ".join(argv or sys.argv[1:]),
+        "runs": len(ds.trajs),
+        "prefixes": len(ds.prefixes),
+        "encoders": encoder_info(),
+        "note": "LOSO pooled: every held-out scaffold's large agents, each under its fold's thresholds",
+        "results": results,
+        "seconds": round(time.time() - t0, 1),
+    }
     path = write_json(doc, reports_dir(args.bench) / "encoders.json")
     print(table(results))
     print(f"\nwall time {doc['seconds']:.0f} s")

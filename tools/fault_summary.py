@@ -51,26 +51,49 @@ def main() -> int:
                 fuzz[fc.name][kind] += 1
                 if (kind in ("silent", "crash") and shown[0] < 3) or verbose:
                     shown[0] += 1
-                    print(f"  [{kind:6}] fuzz {fc.name}: {detail} <- {repr(example)[:120]}", flush=True)
+                    print(
+                        f"  [{kind:6}] fuzz {fc.name}: {detail} <- {repr(example)[:120]}",
+                        flush=True,
+                    )
                 if kind in ("silent", "crash"):
                     bad.append(fc.name)
 
             run_fuzz(fc, env, seed, record, n=_arg("--examples", None), shrink=False)
-    print("\n| class | cases | crash | named | silent | ok | not stageable here |\n|---|---|---|---|---|---|---|")
+    print(
+        "\n| class | cases | crash | named | silent | ok | not stageable here |\n|---|---|---|---|---|---|---|"
+    )
     tot: Counter = Counter()
     for cls in sorted(cases):
         c = cases[cls]
         tot.update(c)
-        print(f"| {cls} | {sum(c[k] for k in COLS)} | " + " | ".join(str(c[k]) for k in COLS) + f" | {c['absent']} |")
+        print(
+            f"| {cls} | {sum(c[k] for k in COLS)} | "
+            + " | ".join(str(c[k]) for k in COLS)
+            + f" | {c['absent']} |"
+        )
     if cases:
-        print(f"| **all cases** | {sum(tot[k] for k in COLS)} | " + " | ".join(str(tot[k]) for k in COLS) + f" | {tot['absent']} |")
+        print(
+            f"| **all cases** | {sum(tot[k] for k in COLS)} | "
+            + " | ".join(str(tot[k]) for k in COLS)
+            + f" | {tot['absent']} |"
+        )
     if fuzz:
-        print(f"\n| fuzzed class (hypothesis, seed {seed}) | examples | crash | named | silent | ok |\n|---|---|---|---|---|---|")
+        print(
+            f"\n| fuzzed class (hypothesis, seed {seed}) | examples | crash | named | silent | ok |\n|---|---|---|---|---|---|"
+        )
         ft: Counter = Counter()
         for name, c in fuzz.items():
             ft.update(c)
-            print(f"| {name} | {sum(c[k] for k in COLS)} | " + " | ".join(str(c[k]) for k in COLS) + " |")
-        print(f"| **all examples** | {sum(ft[k] for k in COLS)} | " + " | ".join(str(ft[k]) for k in COLS) + " |")
+            print(
+                f"| {name} | {sum(c[k] for k in COLS)} | "
+                + " | ".join(str(c[k]) for k in COLS)
+                + " |"
+            )
+        print(
+            f"| **all examples** | {sum(ft[k] for k in COLS)} | "
+            + " | ".join(str(ft[k]) for k in COLS)
+            + " |"
+        )
     print(f"\n{time.time() - t0:.0f} s")
     if "--keep" in sys.argv:
         print(f"temp folder kept: {env.base}")

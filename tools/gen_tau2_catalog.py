@@ -53,7 +53,11 @@ def policy_variant(fname: str, impl: str, domain: str, tools: set[str]) -> str:
     if impl == "llm_agent_scala" or "run" in tools:
         return "tau2-scala-codeact"  # Linyxus' fork: the agent calls the domain API by writing Scala code in a `run` tool
     if impl in ("context_agent", "enhanced_agent", "retry_agent"):
-        return {"context_agent": "tau2-enhanced-context", "enhanced_agent": "tau2-enhanced-full", "retry_agent": "tau2-enhanced-retry"}[impl]
+        return {
+            "context_agent": "tau2-enhanced-context",
+            "enhanced_agent": "tau2-enhanced-full",
+            "retry_agent": "tau2-enhanced-retry",
+        }[impl]
     if impl in ("whissle", "whissle_voice"):
         return impl.replace("_", "-")
     if impl == "experimental_agent":
@@ -73,7 +77,10 @@ def policy_variant(fname: str, impl: str, domain: str, tools: set[str]) -> str:
 def model_of(fname: str, llm: str) -> tuple[str, str]:
     """(model used in the agent name, model text for the catalog)."""
     if fname.startswith("toolorchestra_"):
-        return "gpt-5", "gpt-5 (ToolOrchestra orchestrator per the submission; agent_info.llm says gpt-4.1-mini-2025-04-14)"
+        return (
+            "gpt-5",
+            "gpt-5 (ToolOrchestra orchestrator per the submission; agent_info.llm says gpt-4.1-mini-2025-04-14)",
+        )
     m = model_name(llm)
     return m, m
 
@@ -100,7 +107,11 @@ def scan(path: Path) -> dict:
                 continue
             if isinstance(m.get("cost"), (int, float)):
                 costs.append(float(m["cost"]))
-            ru = ((m.get("raw_data") or {}).get("usage") or {}) if isinstance(m.get("raw_data"), dict) else {}
+            ru = (
+                ((m.get("raw_data") or {}).get("usage") or {})
+                if isinstance(m.get("raw_data"), dict)
+                else {}
+            )
             if isinstance(ru.get("cost"), (int, float)):
                 raw_costs.append(float(ru["cost"]))
     if any(c > 0 for c in costs):
@@ -111,7 +122,9 @@ def scan(path: Path) -> dict:
         source, per_step = "none", None
     return {
         "file": path.name,
-        "date": str(d.get("timestamp") or "")[:10],  # the result file's own timestamp: the run's date
+        "date": str(d.get("timestamp") or "")[
+            :10
+        ],  # the result file's own timestamp: the run's date
         "impl": ai.get("implementation") or "",
         "llm": ai.get("llm") or "",
         "user_llm": ui.get("llm") or "",
@@ -142,12 +155,16 @@ def build(root: Path) -> str:
         if r["usd_per_step"] is None:
             if by_model.get(r["model_key"]):
                 r["usd_per_step"] = statistics.mean(by_model[r["model_key"]])
-                r["price_basis"] = "estimate: mean agent cost per step of priced files of the same model"
+                r["price_basis"] = (
+                    "estimate: mean agent cost per step of priced files of the same model"
+                )
             else:
                 r["usd_per_step"] = overall
                 r["price_basis"] = "estimate: median agent cost per step over all priced tau2 files"
         elif r["raw_billed"]:
-            r["price_basis"] = "measured: provider-billed raw_data.usage.cost (tau2 cost field was 0)"
+            r["price_basis"] = (
+                "measured: provider-billed raw_data.usage.cost (tau2 cost field was 0)"
+            )
         else:
             r["price_basis"] = "measured: mean agent cost per step in this file"
 

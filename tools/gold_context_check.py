@@ -27,9 +27,15 @@ from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectori
 
 def decision(mon: Monitor, traj, task) -> tuple[int, str | None]:
     """(halt step or 0, predicted outcome) of one run fed step by step through ``start(task=...)``/``observe``."""
-    mon.start(task=task, run_id=traj.run_id, agent=traj.agent, scaffold=str(traj.meta.get("scaffold", "")),
-              model=str(traj.meta.get("model", "")), exclude_submissions=list(traj.meta.get("public_submissions", [])),
-              prior_match=list(traj.meta.get("prior_match", [])))
+    mon.start(
+        task=task,
+        run_id=traj.run_id,
+        agent=traj.agent,
+        scaffold=str(traj.meta.get("scaffold", "")),
+        model=str(traj.meta.get("model", "")),
+        exclude_submissions=list(traj.meta.get("public_submissions", [])),
+        prior_match=list(traj.meta.get("prior_match", [])),
+    )
     for t, s in enumerate(traj.steps[:-1], start=1):
         d = mon.observe(s)
         if d.halt:
@@ -52,18 +58,27 @@ def main() -> int:
     for t in trajs:
         if t.task_id in tasks and tasks[t.task_id].gold_patch and len(t.steps) >= 3:
             by_task[t.task_id].append(t)
-    pool = sorted((t for ts in by_task.values() if len(ts) >= 2 for t in ts), key=lambda t: t.run_id)
+    pool = sorted(
+        (t for ts in by_task.values() if len(ts) >= 2 for t in ts), key=lambda t: t.run_id
+    )
     rng = np.random.default_rng(a.seed)
-    picked = [pool[i] for i in sorted(rng.choice(len(pool), size=min(a.n, len(pool)), replace=False))]
+    picked = [
+        pool[i] for i in sorted(rng.choice(len(pool), size=min(a.n, len(pool)), replace=False))
+    ]
     others = sorted(tid for tid in tasks if tasks[tid].gold_patch)
-    shared = Monitor.load(model, budget=False)  # one loaded model; every run gets a spawn of it, as adapters do
+    # one loaded model; every run gets a spawn of it, as adapters do
+    shared = Monitor.load(model, budget=False)
     fresh = Monitor.load(model, budget=False)  # a second load: never sees another patch of any id
     changed, halts = [], 0
     for k, r in enumerate(picked):
         decoy = next(t for t in by_task[r.task_id] if t.run_id != r.run_id)
         other = tasks[others[(others.index(r.task_id) + 1 + k) % len(others)]]
-        variant = dataclasses.replace(tasks[r.task_id], gold_patch=other.gold_patch, test_patch=other.test_patch,
-                                      fail_to_pass=other.fail_to_pass)
+        variant = dataclasses.replace(
+            tasks[r.task_id],
+            gold_patch=other.gold_patch,
+            test_patch=other.test_patch,
+            fail_to_pass=other.fail_to_pass,
+        )
         assert variant.gold_patch != tasks[r.task_id].gold_patch
         decision(shared.spawn(), decoy, variant)  # the same id, another reference patch, first
         got = decision(shared.spawn(), r, tasks[r.task_id])
@@ -71,8 +86,10 @@ def main() -> int:
         halts += ref[0] > 0
         if got != ref:
             changed.append((r.run_id, ref, got))
-    print(f"{len(changed)} of {len(picked)} same-id runs with a changed decision "
-          f"(reference: {halts} of them halt; model {model}, seed {a.seed})")
+    print(
+        f"{len(changed)} of {len(picked)} same-id runs with a changed decision "
+        f"(reference: {halts} of them halt; model {model}, seed {a.seed})"
+    )
     for rid, ref, got in changed[:10]:
         print(f"  {rid}: alone {ref}, after the other patch {got}")
     return 1 if changed else 0

@@ -46,7 +46,9 @@ def main() -> None:
     need = core_names()
     missing = need - {n for n, _, _ in lock}
     if missing:
-        sys.exit(f"lock_subset: {sorted(missing)} in pyproject.toml but not in requirements.lock (run make lock)")
+        sys.exit(
+            f"lock_subset: {sorted(missing)} in pyproject.toml but not in requirements.lock (run make lock)"
+        )
     while True:
         more = {n for n, _, via in lock if n not in need and via & need}
         if not more:

@@ -79,7 +79,9 @@ def with_columns(ds: Dataset, extra: tuple[np.ndarray, list[str]] | None) -> Dat
     if extra is None:
         return ds
     blocks, names = dict(ds.blocks), dict(ds.block_names)
-    blocks["behaviour"] = np.hstack([ds.blocks["behaviour"], extra[0].astype(ds.blocks["behaviour"].dtype)])
+    blocks["behaviour"] = np.hstack(
+        [ds.blocks["behaviour"], extra[0].astype(ds.blocks["behaviour"].dtype)]
+    )
     names["behaviour"] = ds.block_names["behaviour"] + extra[1]
     return dataclasses.replace(ds, blocks=blocks, block_names=names)
 
@@ -118,13 +120,22 @@ def own_label_ceilings(ds: Dataset, cfg: Any) -> dict[str, Any]:
         p = np.clip(p_loao, 1e-4, 1 - 1e-4)
         t = ds.prefixes["t"].to_numpy()[rows].astype(float)
         lengths = np.sort(np.asarray([len(ds.trajs[r].steps) for r in runs], dtype=float))
-        F = np.c_[np.log(p / (1 - p)), t / np.median(lengths), 1 - np.searchsorted(lengths, t, side="right") / len(lengths)]
+        F = np.c_[
+            np.log(p / (1 - p)),
+            t / np.median(lengths),
+            1 - np.searchsorted(lengths, t, side="right") / len(lengths),
+        ]
         stack = None
         if len(np.unique(y[aud])) == 2:
             lr = LogisticRegression().fit(F[aud], y[aud], sample_weight=w[aud])
             stack = auroc(y[~aud], lr.predict_proba(F[~aud])[:, 1], w[~aud])
-        out[a] = {"loao": auroc(y, p_loao, w), "own_labels_80": auroc(y, oof, w), "audit_10": stack,
-                  "loao_on_audit_10_rows": auroc(y[~aud], p_loao[~aud], w[~aud]), "audited_runs": len(audit)}
+        out[a] = {
+            "loao": auroc(y, p_loao, w),
+            "own_labels_80": auroc(y, oof, w),
+            "audit_10": stack,
+            "loao_on_audit_10_rows": auroc(y[~aud], p_loao[~aud], w[~aud]),
+            "audited_runs": len(audit),
+        }
     return out
 
 
@@ -138,7 +149,11 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.time()
     base_cfg = eval_config(args.bench)
-    protocols = {"as_of": base_cfg, "no_prior": protocol_configs(base_cfg)["no_prior"]}  # evaluate's own no_prior
+    # evaluate's own no_prior
+    protocols = {
+        "as_of": base_cfg,
+        "no_prior": protocol_configs(base_cfg)["no_prior"],
+    }
     ds = load_dataset(args.bench, sorted(set(base_cfg.families) | {"behaviour"}), progress=False)
     variants = {"shipped": None, "pass_all_runs": pass_all_runs(ds), "agent_rank": agent_rank(ds)}
     report: dict[str, Any] = {"bench": args.bench, "doc": __doc__, "loao": {}, "own_labels": {}}
@@ -154,14 +169,28 @@ def main() -> None:
     report["seconds"] = round(time.time() - t0, 1)
     for prot in protocols:
         print(f"\n{prot}: prefix AUROC / halted accuracy / steps saved (in-run)")
-        print("| agent | " + " | ".join(variants) + " | own labels 80 % | audit 10 % (LOAO same rows) |")
+        print(
+            "| agent | "
+            + " | ".join(variants)
+            + " | own labels 80 % | audit 10 % (LOAO same rows) |"
+        )
         print("|---" * (len(variants) + 3) + "|")
         lo, own = report["loao"][prot], report["own_labels"][prot]
         for a in lo["shipped"]:
-            cells = [f"{fmt(lo[v][a]['auroc_success'])} / {fmt(lo[v][a]['halted_accuracy'])} / "
-                     f"{fmt(lo[v][a]['steps_saved'])} ({fmt(lo[v][a]['steps_saved_in_run'])})" for v in variants]
+            cells = [
+                f"{fmt(lo[v][a]['auroc_success'])} / {fmt(lo[v][a]['halted_accuracy'])} / "
+                f"{fmt(lo[v][a]['steps_saved'])} ({fmt(lo[v][a]['steps_saved_in_run'])})"
+                for v in variants
+            ]
             o = own.get(a)
-            tail = [fmt(o["own_labels_80"]), f"{fmt(o['audit_10'])} ({fmt(o['loao_on_audit_10_rows'])})"] if o else ["", ""]
+            tail = (
+                [
+                    fmt(o["own_labels_80"]),
+                    f"{fmt(o['audit_10'])} ({fmt(o['loao_on_audit_10_rows'])})",
+                ]
+                if o
+                else ["", ""]
+            )
             print(f"| {a} | " + " | ".join(cells + tail) + " |")
     path = write_json(report, reports_dir(args.bench) / "pass_ceiling.json")
     print(f"\nOutputs:\n  report       {path}")

@@ -24,8 +24,12 @@ def cells(b: dict[str, Any] | None) -> list[str]:
     if not b:
         return ["–"] * 4
     auc = b.get("auroc_success")
-    return ["–" if auc is None else f"{auc:.3f}", pct(b.get("halted_accuracy")), saved(b),
-            f"{b.get('resolve_rate_shift_pp') or 0:+.1f}"]
+    return [
+        "–" if auc is None else f"{auc:.3f}",
+        pct(b.get("halted_accuracy")),
+        saved(b),
+        f"{b.get('resolve_rate_shift_pp') or 0:+.1f}",
+    ]
 
 
 def main(path: str, bench: str = "swebench") -> None:
@@ -35,18 +39,34 @@ def main(path: str, bench: str = "swebench") -> None:
     names = ["as_of", "current_pool", "no_prior"]
     agents = list(prot["as_of"]["agents"])
     small = set(rep.get("small_agents", []))
-    print("| held-out agent (date) | " + " | ".join(f"{p}: AUROC | halted acc | steps saved | shift pp" for p in names) + " |")
+    print(
+        "| held-out agent (date) | "
+        + " | ".join(f"{p}: AUROC | halted acc | steps saved | shift pp" for p in names)
+        + " |"
+    )
     print("|---|" + "---|" * (4 * len(names)))
     for a in [x for x in agents if x not in small]:
-        print(f"| {a} ({dates.get(a, '?')}) | " + " | ".join(" | ".join(cells(prot[p]["agents"].get(a))) for p in names) + " |")
-    print("| **pooled** | " + " | ".join(" | ".join(cells(prot[p]["pooled"])) for p in names) + " |")
+        print(
+            f"| {a} ({dates.get(a, '?')}) | "
+            + " | ".join(" | ".join(cells(prot[p]["agents"].get(a))) for p in names)
+            + " |"
+        )
+    print(
+        "| **pooled** | " + " | ".join(" | ".join(cells(prot[p]["pooled"])) for p in names) + " |"
+    )
     for a in [x for x in agents if x in small]:
         n = prot["as_of"]["agents"][a]["n_runs"]
-        print(f"| *small:* {a} ({dates.get(a, '?')}; {n} runs) | " + " | ".join(" | ".join(cells(prot[p]["agents"].get(a))) for p in names) + " |")
+        print(
+            f"| *small:* {a} ({dates.get(a, '?')}; {n} runs) | "
+            + " | ".join(" | ".join(cells(prot[p]["agents"].get(a))) for p in names)
+            + " |"
+        )
     print()
     po = rep["baselines"]["prior_only"]
     gain = po.get("model_gain", {})
-    print("| held-out agent | prior-only: AUROC | halted acc | steps saved (all task skip) | model − prior-only: steps saved | in-run | halted acc |")
+    print(
+        "| held-out agent | prior-only: AUROC | halted acc | steps saved (all task skip) | model − prior-only: steps saved | in-run | halted acc |"
+    )
     print("|---|---|---|---|---|---|---|")
     # per agent, the baseline is the model's block minus its gain (the report keeps the gains per agent)
     keys = ("auroc_success", "halted_accuracy", "steps_saved", "steps_saved_in_run")
@@ -56,34 +76,73 @@ def main(path: str, bench: str = "swebench") -> None:
         if a in small or not g:
             continue
         m = prot["as_of"]["agents"][a]
-        rows.append((a, {k: None if m.get(k) is None or g.get(k) is None else m[k] - g[k] for k in keys}, g))
+        rows.append(
+            (a, {k: None if m.get(k) is None or g.get(k) is None else m[k] - g[k] for k in keys}, g)
+        )
     for a, b, g in rows + [("**pooled**", po, gain.get("pooled"))]:
-        gs = ["–"] * 3 if not g else ["–" if g.get(k) is None else f"{100 * g[k]:+.1f} pp" for k in ("steps_saved", "steps_saved_in_run", "halted_accuracy")]
+        gs = (
+            ["–"] * 3
+            if not g
+            else [
+                "–" if g.get(k) is None else f"{100 * g[k]:+.1f} pp"
+                for k in ("steps_saved", "steps_saved_in_run", "halted_accuracy")
+            ]
+        )
         auc = "–" if b.get("auroc_success") is None else f"{b['auroc_success']:.3f}"
-        print(f"| {a} | {auc} | {pct(b.get('halted_accuracy'))} | {pct(b.get('steps_saved'))} | " + " | ".join(gs) + " |")
+        print(
+            f"| {a} | {auc} | {pct(b.get('halted_accuracy'))} | {pct(b.get('steps_saved'))} | "
+            + " | ".join(gs)
+            + " |"
+        )
     print()
-    print("| warm start (as_of) | " + " | ".join(a for a in agents if a not in small) + " | pooled |")
+    print(
+        "| warm start (as_of) | " + " | ".join(a for a in agents if a not in small) + " | pooled |"
+    )
     print("|---|" + "---|" * (len(agents) - len(small) + 1))
     for sh in rep["warm_start_pooled"]:
         per = [rep["agents"][a]["warm_start"][sh] for a in agents if a not in small]
         pool = rep["warm_start_pooled"][sh]
-        print(f"| {sh} (halted acc / saved) | " + " | ".join(f"{pct(w['halted_accuracy'])} / {pct(w['steps_saved'])}" for w in per + [pool]) + " |")
+        print(
+            f"| {sh} (halted acc / saved) | "
+            + " | ".join(
+                f"{pct(w['halted_accuracy'])} / {pct(w['steps_saved'])}" for w in per + [pool]
+            )
+            + " |"
+        )
     print()
-    print("| warm start, check rule (as_of) | " + " | ".join(a for a in agents if a not in small) + " | pooled |")
+    print(
+        "| warm start, check rule (as_of) | "
+        + " | ".join(a for a in agents if a not in small)
+        + " | pooled |"
+    )
     print("|---|" + "---|" * (len(agents) - len(small) + 1))
     for sh in rep.get("warm_start_check_pooled", {}):
         per = [rep["agents"][a]["warm_start_check"][sh] for a in agents if a not in small]
         pool = rep["warm_start_check_pooled"][sh]
-        print(f"| {sh} (halted acc / saved) | " + " | ".join(f"{pct(w['halted_accuracy'])} / {pct(w['steps_saved'])}" for w in per + [pool]) + " |")
+        print(
+            f"| {sh} (halted acc / saved) | "
+            + " | ".join(
+                f"{pct(w['halted_accuracy'])} / {pct(w['steps_saved'])}" for w in per + [pool]
+            )
+            + " |"
+        )
     print()
     extra_tables(rep, agents, small)
-    print("| ablation (as_of) | mean AUROC | pooled halted acc | pooled saved (in-run) | min halted acc | mean abs shift pp |")
+    print(
+        "| ablation (as_of) | mean AUROC | pooled halted acc | pooled saved (in-run) | min halted acc | mean abs shift pp |"
+    )
     print("|---|---|---|---|---|---|")
     for ab in rep.get("ablations", []):
-        hs = [b["halted_accuracy"] for b in ab["agents"].values() if b.get("halted_accuracy") is not None]
+        hs = [
+            b["halted_accuracy"]
+            for b in ab["agents"].values()
+            if b.get("halted_accuracy") is not None
+        ]
         p = ab["pooled"]
-        print(f"| {ab['name']} | {ab['mean_auroc']:.3f} | {pct(p['halted_accuracy'])} | {saved(p)} | {pct(min(hs) if hs else None)} | "
-              f"{ab['mean_abs_resolve_rate_shift_pp']:.2f} |")
+        print(
+            f"| {ab['name']} | {ab['mean_auroc']:.3f} | {pct(p['halted_accuracy'])} | {saved(p)} | {pct(min(hs) if hs else None)} | "
+            f"{ab['mean_abs_resolve_rate_shift_pp']:.2f} |"
+        )
 
 
 def usd(d: dict[str, Any] | None) -> str:
@@ -97,16 +156,21 @@ def extra_tables(rep: dict[str, Any], agents: list[str], small: set[str]) -> Non
     and leave-one-scaffold-out per protocol."""
     large = [a for a in agents if a not in small]
     blocks = {**rep["agents"], "**pooled**": rep["pooled"]}
-    print("| held-out agent (as_of) | benchmark pass: halted acc | steps saved | dollars saved | failure-only: halted acc | steps saved | dollars saved |")
+    print(
+        "| held-out agent (as_of) | benchmark pass: halted acc | steps saved | dollars saved | failure-only: halted acc | steps saved | dollars saved |"
+    )
     print("|---|---|---|---|---|---|---|")
     for a in large + ["**pooled**"]:
         b = blocks[a]
         fo = b.get("failure_only") or {}
-        print(f"| {a} | {pct(b.get('halted_accuracy'))} | {saved(b)} | {usd(b.get('dollars'))} | "
-              f"{pct(fo.get('halted_accuracy'))} | {saved(fo)} | {usd(fo.get('dollars'))} |")
+        print(
+            f"| {a} | {pct(b.get('halted_accuracy'))} | {saved(b)} | {usd(b.get('dollars'))} | "
+            f"{pct(fo.get('halted_accuracy'))} | {saved(fo)} | {usd(fo.get('dollars'))} |"
+        )
     print()
-    sel = rep.get("threshold_selection_detail") or {}
-    print("| held-out agent (as_of) | thresholds (τ_s, τ_f) | halted acc | steps saved | other rule: thresholds | halted acc | steps saved | oracle frontier: steps saved at the same halted acc |")
+    print(
+        "| held-out agent (as_of) | thresholds (τ_s, τ_f) | halted acc | steps saved | other rule: thresholds | halted acc | steps saved | oracle frontier: steps saved at the same halted acc |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for a in large + ["**pooled**"]:
         b = blocks[a]
@@ -116,8 +180,10 @@ def extra_tables(rep: dict[str, Any], agents: list[str], small: set[str]) -> Non
         tau = f"{th.get('success', '–')}, {th.get('failure', '–')}" if th else "–"
         otau = f"{oth.get('success', '–')}, {oth.get('failure', '–')}" if oth else "–"
         orc = b.get("oracle_frontier_steps_saved")
-        print(f"| {a} | {tau} | {pct(b.get('halted_accuracy'))} | {saved(b)} | {otau} | {pct(o.get('halted_accuracy'))} | "
-              f"{saved(o) if o else '–'} | {pct(orc)} |")
+        print(
+            f"| {a} | {tau} | {pct(b.get('halted_accuracy'))} | {saved(b)} | {otau} | {pct(o.get('halted_accuracy'))} | "
+            f"{saved(o) if o else '–'} | {pct(orc)} |"
+        )
     share = rep["pooled"].get("share_of_oracle_savings")
     print(f"\nshare of the per-agent oracle's savings reached by the rule, pooled: {pct(share)}")
     for line in rule_sentences(rep) + [""] + target_sentences(rep):
@@ -126,7 +192,9 @@ def extra_tables(rep: dict[str, Any], agents: list[str], small: set[str]) -> Non
     for name, prot in rep["protocols"].items():
         if not isinstance(prot, dict) or not prot.get("leave_one_scaffold_out"):
             continue
-        print(f"| leave-one-scaffold-out, {name} | held-out agents | AUROC | halted acc | steps saved | shift pp |")
+        print(
+            f"| leave-one-scaffold-out, {name} | held-out agents | AUROC | halted acc | steps saved | shift pp |"
+        )
         print("|---|---|---|---|---|---|")
         for sc, blk in prot["leave_one_scaffold_out"].items():
             for a, b in blk["agents"].items():

@@ -20,8 +20,14 @@ HELP = """earlyeval: predict agent-run outcomes early, and halt runs whose end i
 Most verbs take --bench (a catalog: earlyeval/catalogs/<bench>.toml, or the workspace's data/<bench>.toml); every verb ends by printing where its outputs are.
 """
 # click's conventions: -h and --help everywhere, usage errors as click prints them (exit 2, no traceback, no box)
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=HELP, rich_markup_mode=None,
-                  pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help=HELP,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 log = logging.getLogger("earlyeval.app.cli")
 
@@ -34,11 +40,18 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def _bench_opt(default: Any = ..., help: str = "Benchmark catalog name, e.g. swebench (see earlyeval/catalogs/).") -> Any:
+def _bench_opt(
+    default: Any = ...,
+    help: str = "Benchmark catalog name, e.g. swebench (see earlyeval/catalogs/).",
+) -> Any:
     return typer.Option(default, "--bench", "-b", help=help, callback=check_bench)
 
 
-DataRoot = typer.Option(None, "--data-root", help="Folder holding the shared runs (default: $EARLYEVAL_DATA, else ../shared/data).")
+DataRoot = typer.Option(
+    None,
+    "--data-root",
+    help="Folder holding the shared runs (default: $EARLYEVAL_DATA, else ../shared/data).",
+)
 VERBOSE_HELP = "Log progress detail and library warnings (INFO level) to stderr."
 LABEL_FORMATS = "sb-cli, instance-reports, harness-lists, resolved-list, openhands-md, csv-summary, resolved-submissions"  # ingest.labels.READERS (checked by a test)
 JSON_HELP = "Print the report as JSON on stdout (and nothing else there) instead of the table."
@@ -49,13 +62,21 @@ def _verbose() -> Any:
     return typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
 
 
-SCHEDULER_HELP = ("Run on a dask.distributed cluster: local (a LocalCluster, one worker process per core), local:N "
-                  "(N worker processes), or a running scheduler's address tcp://HOST:PORT (docs/scale.md). "
-                  "Default: $EARLYEVAL_SCHEDULER, else everything in this process.")
+SCHEDULER_HELP = (
+    "Run on a dask.distributed cluster: local (a LocalCluster, one worker process per core), local:N "
+    "(N worker processes), or a running scheduler's address tcp://HOST:PORT (docs/scale.md). "
+    "Default: $EARLYEVAL_SCHEDULER, else everything in this process."
+)
 
 
 def _scheduler() -> Any:
-    return typer.Option(None, "--scheduler", envvar="EARLYEVAL_SCHEDULER", help=SCHEDULER_HELP, callback=check_scheduler)
+    return typer.Option(
+        None,
+        "--scheduler",
+        envvar="EARLYEVAL_SCHEDULER",
+        help=SCHEDULER_HELP,
+        callback=check_scheduler,
+    )
 
 
 def _backend(scheduler: Optional[str]) -> Any:
@@ -72,8 +93,13 @@ def _backend(scheduler: Optional[str]) -> Any:
     try:
         from earlyeval.scale.backend import open_backend
     except ImportError as e:
-        raise _user_error(ImportError(f"needs the dask extra ({e}): make install, or pip install '.[dask]' in the "
-                                      "repository (docs/scale.md)"), "--scheduler")
+        raise _user_error(
+            ImportError(
+                f"needs the dask extra ({e}): make install, or pip install '.[dask]' in the "
+                "repository (docs/scale.md)"
+            ),
+            "--scheduler",
+        )
     return open_backend(spec, progress=lambda m: log.info("%s", m))
 
 
@@ -94,14 +120,18 @@ def _setup(verbose: bool, ctx: Any = None) -> None:
     """Logging to stderr.  Library warnings (``warnings.warn``) are routed into the log (logger
     'py.warnings'): shown with -v, else logged at debug level and summed up in one line at the end."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT)
-    for h in logging.getLogger().handlers:  # the log reaches the terminal too: names escaped there as well
+    for h in (
+        logging.getLogger().handlers
+    ):  # the log reaches the terminal too: names escaped there as well
         if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stderr:
             h.setFormatter(_PrintableFormatter(LOG_FORMAT))
     pyw = logging.getLogger("py.warnings")
     prev = warnings.showwarning
     count = [0]
 
-    def _show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    def _show(
+        message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
         count[0] += 1
         text = warnings.formatwarning(message, category, filename, lineno, line).rstrip()
         pyw.log(logging.WARNING if verbose else logging.DEBUG, "%s", text)
@@ -118,6 +148,8 @@ def _setup(verbose: bool, ctx: Any = None) -> None:
 
 
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
 def say(message: Any = "", err: bool = False, nl: bool = True) -> None:
     """Every line the CLI prints goes through here (``printable``)."""
     typer.echo(printable(str(message)), err=err, nl=nl)
@@ -132,6 +164,7 @@ def _command() -> Any:
     """``app.command()`` whose errors a user can fix (a missing file, a malformed catalog or model dir, an
     unknown agent: ``EarlyEvalError``, ``FileNotFoundError``, ``ValueError``) print one line and exit 2
     instead of a traceback; with --verbose the traceback follows in the log."""
+
     def deco(f: Any) -> Any:
         @functools.wraps(f)
         def run(*args: Any, **kwargs: Any) -> Any:
@@ -145,16 +178,25 @@ def _command() -> Any:
                 raise _user_error(e) from None
             except BrokenPipeError:
                 raise
-            except KeyboardInterrupt:  # Ctrl-C: one line, no traceback; locks are released, staging removed on the way
+            except (
+                KeyboardInterrupt
+            ):  # Ctrl-C: one line, no traceback; locks are released, staging removed on the way
                 if kwargs.get("verbose"):
                     log.info("traceback of the interruption", exc_info=True)
-                say("error: interrupted (Ctrl-C): stopped; no output was replaced by a partial one", err=True)
+                say(
+                    "error: interrupted (Ctrl-C): stopped; no output was replaced by a partial one",
+                    err=True,
+                )
                 raise typer.Exit(130) from None
             except OSError as e:  # a fault of the machine outside the atomic writers (reading, a library's own write)
                 if kwargs.get("verbose"):
                     log.info("traceback of the error below", exc_info=True)
-                raise _user_error(e if not e.filename else OSError(f"{e.strerror or e}: {e.filename}")) from None
+                raise _user_error(
+                    e if not e.filename else OSError(f"{e.strerror or e}: {e.filename}")
+                ) from None
+
         return app.command()(run)
+
     return deco
 
 
@@ -177,5 +219,3 @@ def _progress(msg: str) -> None:
 
 def _print_json(obj: Any) -> None:
     say(json.dumps(obj, indent=1, default=str))
-
-

@@ -9,7 +9,8 @@ from typing import Any, Optional, TextIO
 
 import typer
 
-log = logging.getLogger("earlyeval.app.cli")  # the CLI's logger: the bar's messages log under the same name as before
+# the CLI's logger: the bar's messages log under the same name as before
+log = logging.getLogger("earlyeval.app.cli")
 
 # C0 controls but tab and newline, DEL, C1, and the bidi overrides: what lets a file name move the cursor,
 # recolour or rewrite what the terminal shows
@@ -19,14 +20,17 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 def printable(text: str) -> str:
     """``text`` with every control character escaped (``\\x1b``): a run file named with ANSI codes reaches
     the terminal as its escaped name, never as codes the terminal obeys."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                        text)
+    return _CONTROL.sub(
+        lambda m: (
+            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
+        ),
+        text,
+    )
 
 
 def bad_value(message: str, **kw: Any) -> typer.BadParameter:
     """A usage error whose text is ``printable`` (click prints it itself, past ``cli_support.say``)."""
     return typer.BadParameter(printable(message), **kw)
-
 
 
 def check_bench(value: Optional[str]) -> Optional[str]:
@@ -84,6 +88,8 @@ def check_halt_on_option(value: str) -> str:
         return check_halt_on(value, "--halt-on")
     except ValueError as e:
         raise bad_value(str(e))
+
+
 def check_warm_rule(value: str) -> str:
     from earlyeval.fitting.thresholds import WARM_RULES
 
@@ -98,7 +104,9 @@ def check_what_if(value: Optional[str]) -> Optional[str]:
     try:
         taus = [float(x) for x in value.split(",") if x.strip()]
     except ValueError:
-        raise bad_value(f"expected 'model' or a comma list of thresholds (e.g. 0.8,0.9,0.95,10), not {value!r}")
+        raise bad_value(
+            f"expected 'model' or a comma list of thresholds (e.g. 0.8,0.9,0.95,10), not {value!r}"
+        )
     if not taus or any(not (0.5 < t <= 1.0 or t == 10.0) for t in taus):
         raise bad_value(f"thresholds must be in (0.5, 1] (or 10 = never), got {value!r}")
     return value
@@ -121,7 +129,9 @@ class Bar:
     before the first fit); drawn on a terminal only (quiet when stderr is a file or a pipe); every message
     goes to the debug log (shown with -v)."""
 
-    def __init__(self, bench: str, key: str, desc: str, verbose: bool, file: TextIO | None = None) -> None:
+    def __init__(
+        self, bench: str, key: str, desc: str, verbose: bool, file: TextIO | None = None
+    ) -> None:
         from tqdm.auto import tqdm
 
         self.key = key  # the stage and its configuration (kept for the log)
@@ -129,7 +139,15 @@ class Bar:
         self.file = file or sys.stderr
         self.total: int | None = None
         self.n = 0
-        self.bar = tqdm(total=None, desc=desc, unit="fit", dynamic_ncols=True, file=self.file, leave=True, disable=None)
+        self.bar = tqdm(
+            total=None,
+            desc=desc,
+            unit="fit",
+            dynamic_ncols=True,
+            file=self.file,
+            leave=True,
+            disable=None,
+        )
 
     def __call__(self, msg: str) -> None:
         from earlyeval.evaluation.fit_plan import FITS_PLANNED
@@ -138,7 +156,7 @@ class Bar:
         if self.verbose:
             self.bar.write(f"  … {msg}", file=self.file)
         if msg.startswith(FITS_PLANNED):
-            self.total = int(msg[len(FITS_PLANNED):])
+            self.total = int(msg[len(FITS_PLANNED) :])
             self.bar.total = self.total
             self.bar.refresh()
         elif msg.startswith("fit without"):
@@ -149,5 +167,7 @@ class Bar:
 
     def close(self, ok: bool) -> None:
         self.bar.close()
-        if ok and self.total is not None and self.n != self.total:  # the plan and the fits are one rule: say if not
+        if (
+            ok and self.total is not None and self.n != self.total
+        ):  # the plan and the fits are one rule: say if not
             log.debug("%s: planned %d fits, made %d", self.key, self.total, self.n)

@@ -23,7 +23,9 @@ class LinearExtrapolation:
     def expected_T(self, t: np.ndarray) -> np.ndarray:
         t = np.asarray(t, dtype=np.int64)
         inside = t < len(self.cond_median_)
-        return np.where(inside, self.cond_median_[np.minimum(t, len(self.cond_median_) - 1)], t + 1.0)
+        return np.where(
+            inside, self.cond_median_[np.minimum(t, len(self.cond_median_) - 1)], t + 1.0
+        )
 
     def predict(self, t: np.ndarray, spent: np.ndarray, unit: float) -> np.ndarray:
         rate = np.where(spent > 0, spent / np.maximum(t, 1), unit)

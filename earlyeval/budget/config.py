@@ -12,10 +12,11 @@ import numpy as np
 from earlyeval.config.records import Record, setting
 from earlyeval.config.schema import Any_, Choice, Int, ListOf, Num, Str, Table
 
-
 ALPHAS: tuple[float, ...] = (0.05, 0.1, 0.5, 0.9, 0.95)
 LEVELS: tuple[float, ...] = (0.8, 0.9)
-BUDGET_LGBM: dict[str, Any] = {  # 40 x 0.2: same held-out pinball loss as 100 x 0.1 on tau2, 3x faster
+BUDGET_LGBM: dict[
+    str, Any
+] = {  # 40 x 0.2: same held-out pinball loss as 100 x 0.1 on tau2, 3x faster
     "n_estimators": 40,
     "learning_rate": 0.2,
     "num_leaves": 15,
@@ -35,8 +36,10 @@ class BudgetConfig(Record):
 
     alphas: tuple = setting(ListOf(_OPEN_UNIT, nonempty=True), ALPHAS, cast=tuple)
     levels: tuple = setting(ListOf(_OPEN_UNIT, nonempty=True), LEVELS, cast=tuple)
-    lgbm_params: dict[str, Any] = setting(Table(extra=Any_(), what="a table of LightGBM parameters"),
-                                          factory=lambda: dict(BUDGET_LGBM))
+    lgbm_params: dict[str, Any] = setting(
+        Table(extra=Any_(), what="a table of LightGBM parameters"),
+        factory=lambda: dict(BUDGET_LGBM),
+    )
     # evenly spaced training prefixes per run (weights stay 1/run)
     max_prefixes_per_run: int = setting(Int(1, 100_000), 8)
     max_folds: int = setting(Int(1, 1_000), 3)
@@ -49,15 +52,21 @@ class BudgetConfig(Record):
     # exchangeable unit); "pooled" -- the level (1 + 1/n_runs) quantile of every calibration row's score
     calibration: str = setting(Choice(("agent", "pooled")), "agent")
     agent_quantile: float = setting(Num(0.0, 1.0), 0.5)
-    budget_quantile: float = setting(Num(0.0, 1.0, lo_open=True), 0.75)  # B = this quantile of run totals
+    # B = this quantile of run totals
+    budget_quantile: float = setting(Num(0.0, 1.0, lo_open=True), 0.75)
     feasible_threshold: float = setting(Num(0.0, 1.0), 0.5)
     max_cost_pp: float = setting(Num(0.0, 100.0), 2.0)
-    taus: tuple = setting(ListOf(Num(0.0, 1.0), nonempty=True), tuple(np.round(np.arange(0.0, 0.605, 0.02), 2).tolist()),
-                          cast=tuple)
+    taus: tuple = setting(
+        ListOf(Num(0.0, 1.0), nonempty=True),
+        tuple(np.round(np.arange(0.0, 0.605, 0.02), 2).tolist()),
+        cast=tuple,
+    )
     free_opening_formats: tuple = setting(ListOf(Str(nonempty=True)), ("tau2",), cast=tuple)
-    min_groups: int = setting(Int(1, 1_000), 2)  # a dimension needs this many agent groups to be calibrated honestly
-    seed: int = setting(Int(0, 2 ** 63 - 1), 0)
-    n_jobs: int = setting(Int(1, 1024), 1)  # LightGBM threads per booster: 2 threads on 2 busy cores is 10x slower than 1
+    # a dimension needs this many agent groups to be calibrated honestly
+    min_groups: int = setting(Int(1, 1_000), 2)
+    seed: int = setting(Int(0, 2**63 - 1), 0)
+    # LightGBM threads per booster: 2 threads on 2 busy cores is 10x slower than 1
+    n_jobs: int = setting(Int(1, 1024), 1)
     n_workers: int = setting(Int(1, 1024), 2)  # held-out groups evaluated side by side (threads)
     n_example_runs: int = setting(Int(0, 100_000), 4)
 

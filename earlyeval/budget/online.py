@@ -12,16 +12,20 @@ from typing import Any
 
 import numpy as np
 
+from earlyeval.budget.quantiles import conformal_quantile
 from earlyeval.fitting.metrics import interval_coverage, interval_width
 from earlyeval.model.cqr import corrected_quantiles, cqr_scores, from_z, pair_for
-from earlyeval.budget.quantiles import conformal_quantile
 
-ONLINE_MIN_RUNS = 20  # k: A's own scores replace the calibration agents' once k of A's runs have finished
+ONLINE_MIN_RUNS = (
+    20  # k: A's own scores replace the calibration agents' once k of A's runs have finished
+)
 ONLINE_SEED = 0
-NOTE = ("online re-conformalization: run i of the held-out agent uses a CQR correction from the realized budgets "
-        f"(no outcome labels) of that agent's runs finished before i (seeded random order) once >= {ONLINE_MIN_RUNS} "
-        "have finished, the calibration agents' correction before; it uses the new agent's finished runs and is "
-        "NOT the label-free headline (coverage/width there are the LOAO numbers)")
+NOTE = (
+    "online re-conformalization: run i of the held-out agent uses a CQR correction from the realized budgets "
+    f"(no outcome labels) of that agent's runs finished before i (seeded random order) once >= {ONLINE_MIN_RUNS} "
+    "have finished, the calibration agents' correction before; it uses the new agent's finished runs and is "
+    "NOT the label-free headline (coverage/width there are the LOAO numbers)"
+)
 
 
 def run_order(runs: np.ndarray, agent: str, seed: int = ONLINE_SEED) -> np.ndarray:
@@ -30,8 +34,15 @@ def run_order(runs: np.ndarray, agent: str, seed: int = ONLINE_SEED) -> np.ndarr
     return np.random.default_rng([int(seed), zlib.crc32(agent.encode())]).permutation(rs)
 
 
-def online_corrections(scores: np.ndarray, w: np.ndarray, run_of_row: np.ndarray, order: np.ndarray, fallback: float,
-                       level: float, min_runs: int = ONLINE_MIN_RUNS) -> tuple[np.ndarray, np.ndarray]:
+def online_corrections(
+    scores: np.ndarray,
+    w: np.ndarray,
+    run_of_row: np.ndarray,
+    order: np.ndarray,
+    fallback: float,
+    level: float,
+    min_runs: int = ONLINE_MIN_RUNS,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per run of `order` (position i): its correction and how many own finished runs it used (0: fallback).
 
     Only rows of runs at positions < i enter run i's correction."""
@@ -46,9 +57,18 @@ def online_corrections(scores: np.ndarray, w: np.ndarray, run_of_row: np.ndarray
     return Q, n_own
 
 
-def online_quantiles(q_raw: np.ndarray, z: np.ndarray, w: np.ndarray, run_of_row: np.ndarray, agent_of_row: np.ndarray,
-                     fallback: dict[float, float], alphas: tuple, levels: tuple, orders: dict[str, np.ndarray],
-                     min_runs: int = ONLINE_MIN_RUNS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def online_quantiles(
+    q_raw: np.ndarray,
+    z: np.ndarray,
+    w: np.ndarray,
+    run_of_row: np.ndarray,
+    agent_of_row: np.ndarray,
+    fallback: dict[float, float],
+    alphas: tuple,
+    levels: tuple,
+    orders: dict[str, np.ndarray],
+    min_runs: int = ONLINE_MIN_RUNS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Online-corrected quantiles of held-out prefix rows.
 
     q_raw: (n, len(alphas)) uncorrected sorted quantiles (z scale); z: realized z of each row; w: prefix
@@ -66,29 +86,49 @@ def online_quantiles(q_raw: np.ndarray, z: np.ndarray, w: np.ndarray, run_of_row
         for li, lv in enumerate(levels):
             i, j = pair_for(lv, alphas)
             s = cqr_scores(q_raw[ra, i], q_raw[ra, j], z[ra])
-            Q, used = online_corrections(s, w[ra], run_of_row[ra], order, fallback[lv], lv, min_runs)
+            Q, used = online_corrections(
+                s, w[ra], run_of_row[ra], order, fallback[lv], lv, min_runs
+            )
             Qrow[ra, li] = Q[rpos]
             nown[ra] = used[rpos]
-    q = corrected_quantiles(q_raw, {lv: Qrow[:, li] for li, lv in enumerate(levels)}, alphas) if n else q_raw.copy()
+    q = (
+        corrected_quantiles(q_raw, {lv: Qrow[:, li] for li, lv in enumerate(levels)}, alphas)
+        if n
+        else q_raw.copy()
+    )
     return q, Qrow, nown
 
 
-def online_block(q: np.ndarray, nown: np.ndarray, rate: np.ndarray, remaining: np.ndarray, w: np.ndarray,
-                 run_of_row: np.ndarray, alphas: tuple, levels: tuple, B: float) -> dict[str, Any]:
+def online_block(
+    q: np.ndarray,
+    nown: np.ndarray,
+    rate: np.ndarray,
+    remaining: np.ndarray,
+    w: np.ndarray,
+    run_of_row: np.ndarray,
+    alphas: tuple,
+    levels: tuple,
+    B: float,
+) -> dict[str, Any]:
     """Coverage and width/B of the online intervals on a set of held-out rows (all runs, and runs after the switch)."""
     if len(q) == 0:
         return {"n_runs": 0}
     own = nown > 0
-    out: dict[str, Any] = {"n_runs": int(len(np.unique(run_of_row))),
-                           "runs_with_own_correction": int(len(np.unique(run_of_row[own]))),
-                           "coverage": {}, "width_over_B_median": {}, "coverage_runs_with_own_correction": {}}
+    out: dict[str, Any] = {
+        "n_runs": int(len(np.unique(run_of_row))),
+        "runs_with_own_correction": int(len(np.unique(run_of_row[own]))),
+        "coverage": {},
+        "width_over_B_median": {},
+        "coverage_runs_with_own_correction": {},
+    }
     for lv in levels:
         i, j = pair_for(lv, alphas)
         lo, hi = from_z(q[:, i], rate), from_z(q[:, j], rate)
         out["coverage"][str(lv)] = _r(interval_coverage(remaining, lo, hi, w))
         out["width_over_B_median"][str(lv)] = _r(interval_width(lo, hi, B, w))
         out["coverage_runs_with_own_correction"][str(lv)] = (
-            _r(interval_coverage(remaining[own], lo[own], hi[own], w[own])) if own.any() else None)
+            _r(interval_coverage(remaining[own], lo[own], hi[own], w[own])) if own.any() else None
+        )
     return out
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.model.policy import first_halt_below
 from earlyeval.budget.targets import DimTargets
+from earlyeval.model.policy import first_halt_below
 
 
 def halt_indices(ps: list[np.ndarray], taus: np.ndarray, lo: int) -> np.ndarray:
@@ -70,8 +70,12 @@ def stop_stats(ss: StopSet, halt: np.ndarray) -> dict[str, Any]:
     R = len(ss)
     if R == 0:
         return {"n_runs": 0}
-    saved_cap = np.asarray([ss.saved_capped(r, h) if ok else 0.0 for r, (h, ok) in enumerate(zip(halt, halted))])
-    saved_unc = np.asarray([ss.rem[r][h] if ok else 0.0 for r, (h, ok) in enumerate(zip(halt, halted))])
+    saved_cap = np.asarray(
+        [ss.saved_capped(r, h) if ok else 0.0 for r, (h, ok) in enumerate(zip(halt, halted))]
+    )
+    saved_unc = np.asarray(
+        [ss.rem[r][h] if ok else 0.0 for r, (h, ok) in enumerate(zip(halt, halted))]
+    )
     steps_cap = np.asarray([ss.steps_capped(r) for r in range(R)], dtype=np.float64)
     steps_saved_cap = np.where(halted, np.maximum(steps_cap - (halt + 1), 0), 0)
     infeas, feas, fail, succ = ss.feas == 0, ss.feas == 1, ss.y == 0, ss.y == 1
@@ -80,12 +84,16 @@ def stop_stats(ss: StopSet, halt: np.ndarray) -> dict[str, Any]:
         "n_runs": int(R),
         "halted_fraction": float(halted.mean()),
         "saved_on_failed": float(saved_cap[infeas].sum() / den) if den > 0 else None,
-        "steps_saved_on_failed": float(steps_saved_cap[infeas].sum() / steps_cap[infeas].sum()) if infeas.any() else None,
+        "steps_saved_on_failed": float(steps_saved_cap[infeas].sum() / steps_cap[infeas].sum())
+        if infeas.any()
+        else None,
         "failed_runs_halted": float(halted[infeas].mean()) if infeas.any() else None,
         "false_abort_rate": float(halted[feas].mean()) if feas.any() else None,
         "success_rate_cost_pp": float(100.0 * (halted & feas).sum() / R),
         "uncapped": {
-            "saved_on_unresolved": float(saved_unc[fail].sum() / ss.total[fail].sum()) if ss.total[fail].sum() > 0 else None,
+            "saved_on_unresolved": float(saved_unc[fail].sum() / ss.total[fail].sum())
+            if ss.total[fail].sum() > 0
+            else None,
             "false_abort_rate": float(halted[succ].mean()) if succ.any() else None,
             "resolve_rate_cost_pp": float(100.0 * (halted & succ).sum() / R),
         },
@@ -125,8 +133,13 @@ def select_tau(ss: StopSet, taus: tuple, max_cost_pp: float, lo: int) -> dict[st
     saved = _saved_failed(ss, halts)
     score = np.where(cost <= max_cost_pp + 1e-9, saved, -1.0)
     i = int(np.flatnonzero(score == score.max())[0])
-    return {"tau": float(tv[i]), "selection_saved_on_failed": float(saved[i]), "selection_cost_pp": float(cost[i]),
-            "selected_on": sorted(set(ss.group)), "max_cost_pp": max_cost_pp}
+    return {
+        "tau": float(tv[i]),
+        "selection_saved_on_failed": float(saved[i]),
+        "selection_cost_pp": float(cost[i]),
+        "selected_on": sorted(set(ss.group)),
+        "max_cost_pp": max_cost_pp,
+    }
 
 
 def cap_halts(ss: StopSet, k: int) -> np.ndarray:
@@ -147,17 +160,32 @@ def select_cap(ss: StopSet, max_cost_pp: float, max_k: int) -> dict[str, Any]:
     i = int(np.flatnonzero(score == score.max())[-1])  # ties: the larger (more conservative) cap
     if score[i] <= 0:
         return {"k": None, "note": "no cap meets the cost bound with any saving"}
-    return {"k": int(ks[i]), "selection_saved_on_failed": float(saved[i]), "selection_cost_pp": float(cost[i])}
+    return {
+        "k": int(ks[i]),
+        "selection_saved_on_failed": float(saved[i]),
+        "selection_cost_pp": float(cost[i]),
+    }
 
 
-def make_stopset(tg: DimTargets, rows: np.ndarray, prow: np.ndarray, p_rows: np.ndarray, row_group: np.ndarray,
-             y_run: np.ndarray, T_run: np.ndarray, slices: dict[int, tuple[int, int]], require: np.ndarray,
-             budget: float) -> StopSet:
+def make_stopset(
+    tg: DimTargets,
+    rows: np.ndarray,
+    prow: np.ndarray,
+    p_rows: np.ndarray,
+    row_group: np.ndarray,
+    y_run: np.ndarray,
+    T_run: np.ndarray,
+    slices: dict[int, tuple[int, int]],
+    require: np.ndarray,
+    budget: float,
+) -> StopSet:
     """Group prefix rows (a subset of the prefix table, run-contiguous) into per-run arrays.
 
     `p_rows`, `row_group` and `require` are aligned with `rows`."""
     pr = prow[rows]
-    starts = np.flatnonzero(np.r_[True, pr[1:] != pr[:-1]]) if len(pr) else np.zeros(0, dtype=np.int64)
+    starts = (
+        np.flatnonzero(np.r_[True, pr[1:] != pr[:-1]]) if len(pr) else np.zeros(0, dtype=np.int64)
+    )
     ends = np.r_[starts[1:], len(pr)]
     grp, ys, Ts, ps, rems, tots = [], [], [], [], [], []
     for s0, e0 in zip(starts, ends):
@@ -181,4 +209,13 @@ def make_stopset(tg: DimTargets, rows: np.ndarray, prow: np.ndarray, p_rows: np.
 
 
 def one_run(ss: StopSet, i: int) -> StopSet:
-    return StopSet([ss.group[i]], ss.y[i:i + 1], ss.feas[i:i + 1], ss.T[i:i + 1], [ss.p[i]], [ss.rem[i]], ss.total[i:i + 1], ss.budget)
+    return StopSet(
+        [ss.group[i]],
+        ss.y[i : i + 1],
+        ss.feas[i : i + 1],
+        ss.T[i : i + 1],
+        [ss.p[i]],
+        [ss.rem[i]],
+        ss.total[i : i + 1],
+        ss.budget,
+    )

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.model.budget import pace, spend_feature_names, spend_features, unmetered_opening
+from earlyeval.model.budget import spend_feature_names, spend_features, unmetered_opening
 
 
 class PrefixTable(Protocol):
@@ -93,7 +93,9 @@ def dim_targets(ds: PrefixTable, dim: str, free_agents: set[str] | None = None) 
         spent[a:b] = cum[t - 1]
         last[a:b] = u[t - 1]
         rem[a:b] = cum[-1] - cum[t - 1]
-    return DimTargets(dim, known, totals, usage, spent, last, rem, known[prow] if N else np.zeros(0, bool), n_free)
+    return DimTargets(
+        dim, known, totals, usage, spent, last, rem, known[prow] if N else np.zeros(0, bool), n_free
+    )
 
 
 def run_slices(prow: np.ndarray) -> dict[int, tuple[int, int]]:
@@ -105,7 +107,9 @@ def run_slices(prow: np.ndarray) -> dict[int, tuple[int, int]]:
     return {int(prow[s]): (int(s), int(e)) for s, e in zip(starts, ends)}
 
 
-def budget_features(tg: DimTargets, rows: np.ndarray, t: np.ndarray, unit: float) -> tuple[np.ndarray, list[str]]:
+def budget_features(
+    tg: DimTargets, rows: np.ndarray, t: np.ndarray, unit: float
+) -> tuple[np.ndarray, list[str]]:
     """Spend so far, pace and last-step spend relative to pace (token/cost dims only)."""
     if tg.dim == "steps":
         return np.zeros((len(rows), 0), np.float32), []

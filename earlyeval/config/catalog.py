@@ -14,10 +14,18 @@ from typing import Any
 
 from earlyeval.config import schema
 from earlyeval.config.eval_config import EvalConfig
-from earlyeval.core.errors import CatalogError
 from earlyeval.config.workspace import data_root, is_bench_name, workspace_root
+from earlyeval.core.errors import CatalogError
 
-__all__ = ["Catalog", "LabelSpec", "RunSpec", "available_benches", "catalog_path", "data_root", "load_catalog"]
+__all__ = [
+    "Catalog",
+    "LabelSpec",
+    "RunSpec",
+    "available_benches",
+    "catalog_path",
+    "data_root",
+    "load_catalog",
+]
 
 
 @dataclass
@@ -44,7 +52,9 @@ class RunSpec:
     small: bool = False  # too small to be a held-out agent on its own
     price: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
-    date: str = ""  # "YYYY-MM-DD" the run was made: its priors see only public history dated before it
+    date: str = (
+        ""  # "YYYY-MM-DD" the run was made: its priors see only public history dated before it
+    )
 
 
 @dataclass
@@ -90,12 +100,19 @@ def available_benches() -> dict[str, Path]:
 
 def catalog_path(bench: str) -> Path:
     if not is_bench_name(bench):
-        raise CatalogError(bench, "--bench", f"not a benchmark name; available: {', '.join(sorted(available_benches()))}")
+        raise CatalogError(
+            bench,
+            "--bench",
+            f"not a benchmark name; available: {', '.join(sorted(available_benches()))}",
+        )
     found = available_benches().get(bench)
     if found is None:
-        raise CatalogError(f"{bench}.toml", "<file>",
-                           f"no such catalog; available: {', '.join(sorted(available_benches()))} "
-                           "(a new benchmark is declared in <workspace>/data/<bench>.toml)")
+        raise CatalogError(
+            f"{bench}.toml",
+            "<file>",
+            f"no such catalog; available: {', '.join(sorted(available_benches()))} "
+            "(a new benchmark is declared in <workspace>/data/<bench>.toml)",
+        )
     return found
 
 
@@ -133,8 +150,14 @@ def load_catalog(bench_or_path: str | Path) -> Catalog:
         labels = r.get("labels", [])
         if isinstance(labels, dict):
             labels = [labels]
-        lspecs = [LabelSpec(format=l["format"], path=l.get("path", ""), options={k: v for k, v in l.items() if k not in ("format", "path")})
-                  for l in labels]
+        lspecs = [
+            LabelSpec(
+                format=l["format"],
+                path=l.get("path", ""),
+                options={k: v for k, v in l.items() if k not in ("format", "path")},
+            )
+            for l in labels
+        ]
         options = {k: v for k, v in r.items() if k in schema.RUN_OPTIONS and k != "options"}
         options.update(r.get("options", {}))
         runs.append(
@@ -158,7 +181,11 @@ def load_catalog(bench_or_path: str | Path) -> Catalog:
     names = [r.name for r in runs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise CatalogError(str(p), f"runs[{names.index(dup[0])}].name", f"run names must be unique ({dup[0]!r} is used twice)")
+        raise CatalogError(
+            str(p),
+            f"runs[{names.index(dup[0])}].name",
+            f"run names must be unique ({dup[0]!r} is used twice)",
+        )
     return Catalog(
         bench=raw["bench"],
         path=p,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from earlyeval.config.records import Record, file_schema, setting
-from earlyeval.config.schema import NAME, Bool, Choice, Int, ListOf, Num, OneOf, THRESHOLDS
+from earlyeval.config.schema import NAME, THRESHOLDS, Bool, Choice, Int, ListOf, Num, OneOf
 
 __all__ = ["ADAPTER", "MonitorConfig", "PassConfig"]
 
@@ -19,8 +19,9 @@ class PassConfig(Record):
     """A benchmark pass shared by the runs (``live.benchpass.Pass``): its state file, audit share and seed."""
 
     state: str = setting(NAME)
-    audit_share: float | None = setting(Num(0.0, 1.0), None, optional=True)  # None: the Pass's default
-    seed: int = setting(Int(0, 2 ** 63 - 1), 0)
+    # None: the Pass's default
+    audit_share: float | None = setting(Num(0.0, 1.0), None, optional=True)
+    seed: int = setting(Int(0, 2**63 - 1), 0)
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,11 @@ class MonitorConfig(Record):
     """What a monitor of one run is loaded with; None: unset (the Monitor's or the adapter's default)."""
 
     model: str = setting(NAME)  # the model directory written by `earlyeval train`
-    thresholds: Any = setting(OneOf((THRESHOLDS, NAME)), None, optional=True)  # the pair, or a JSON file of it
+    # the pair, or a JSON file of it
+    thresholds: Any = setting(OneOf((THRESHOLDS, NAME)), None, optional=True)
     tasks: str | None = setting(NAME, None, optional=True)
-    halt_on: str | None = setting(Choice(("failure", "success", "both")), None, optional=True)  # model.policy.HALT_ON
+    # model.policy.HALT_ON
+    halt_on: str | None = setting(Choice(("failure", "success", "both")), None, optional=True)
     strict: bool | None = setting(Bool(), None, optional=True)
     explain: str | None = setting(Choice(("halt", "always", "never")), None, optional=True)
     budget: bool | list[str] | None = setting(OneOf((Bool(), ListOf(NAME))), None, optional=True)
@@ -39,7 +42,9 @@ class MonitorConfig(Record):
     pass_: PassConfig | None = setting(PassConfig, None, key="pass", optional=True)
 
     @classmethod
-    def of_block(cls, block: Mapping[str, Any], where: str, error: Callable[[str], Exception]) -> MonitorConfig:
+    def of_block(
+        cls, block: Mapping[str, Any], where: str, error: Callable[[str], Exception]
+    ) -> MonitorConfig:
         """The record of a block's monitor keys (None values: unset); ``error(message)`` names ``where.key``."""
         given = {k: v for k, v in block.items() if v is not None}
         return cls.from_mapping(given, lambda key, why: error(f"{where}.{key}: {why}"))
@@ -50,7 +55,9 @@ class MonitorConfig(Record):
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if v is not None:
-                out[f.metadata.get("key") or f.name] = dataclasses.asdict(v) if isinstance(v, PassConfig) else v
+                out[f.metadata.get("key") or f.name] = (
+                    dataclasses.asdict(v) if isinstance(v, PassConfig) else v
+                )
         return out
 
 

@@ -35,12 +35,20 @@ def is_dotted_path(name: str) -> bool:
 class Registry:
     """name -> object, filled from a built-in table of dotted paths, entry points and ``register``."""
 
-    def __init__(self, kind: str, group: str, builtins: dict[str, str],
-                 check: Callable[[str, Any], Any] | None = None, key: Callable[[str, Any], str] | None = None,
-                 import_dotted: bool = True):
+    def __init__(
+        self,
+        kind: str,
+        group: str,
+        builtins: dict[str, str],
+        check: Callable[[str, Any], Any] | None = None,
+        key: Callable[[str, Any], str] | None = None,
+        import_dotted: bool = True,
+    ):
         self.kind = kind
         self.import_dotted = import_dotted
-        self._origin: dict[str, str] = {}  # name -> "module:qualname" of what ``register`` was given
+        self._origin: dict[
+            str, str
+        ] = {}  # name -> "module:qualname" of what ``register`` was given
         self._key = key or _name_attr
         self.group = group
         self.builtins = dict(builtins)
@@ -58,8 +66,12 @@ class Registry:
         for ep in entry_points(group=self.group):
             if ep.name in self.builtins:
                 if ep.value.replace(" ", "") != self.builtins[ep.name]:
-                    raise UnknownPluginError(self.kind, ep.name, self.known(),
-                                             f"entry point {ep.value!r} would shadow the built-in {self.builtins[ep.name]!r}")
+                    raise UnknownPluginError(
+                        self.kind,
+                        ep.name,
+                        self.known(),
+                        f"entry point {ep.value!r} would shadow the built-in {self.builtins[ep.name]!r}",
+                    )
                 continue
             self._paths.setdefault(ep.name, ep.value.replace(" ", ""))
 
@@ -77,7 +89,13 @@ class Registry:
         if have is None and name in self._paths:
             have = self.get(name)
         if have is not None and have is not obj:
-            raise UnknownPluginError(self.kind, name, self.known(), f"the name is taken by {have!r}; {obj!r} cannot have it too", group=self.group)
+            raise UnknownPluginError(
+                self.kind,
+                name,
+                self.known(),
+                f"the name is taken by {have!r}; {obj!r} cannot have it too",
+                group=self.group,
+            )
         self._objects[name] = obj
         self._origin.setdefault(name, origin)
         return obj
@@ -85,7 +103,9 @@ class Registry:
     def unregister(self, name: str) -> None:
         """Forget a name registered in this process (built-ins and entry points stay)."""
         if name in self._paths:
-            raise ValueError(f"{self.kind} '{name}' is built in or an entry point: it cannot be unregistered")
+            raise ValueError(
+                f"{self.kind} '{name}' is built in or an entry point: it cannot be unregistered"
+            )
         self._objects.pop(name, None)
 
     def get(self, name: str) -> Any:
@@ -99,7 +119,13 @@ class Registry:
         try:
             obj = load_object(self._paths[name])
         except ImportError as e:
-            raise UnknownPluginError(self.kind, name, self.known(), f"its class could not be imported ({e})", group=self.group) from e
+            raise UnknownPluginError(
+                self.kind,
+                name,
+                self.known(),
+                f"its class could not be imported ({e})",
+                group=self.group,
+            ) from e
         self._objects[name] = obj = self._check(name, obj)
         return obj
 
@@ -122,9 +148,14 @@ class Registry:
         for n, declared in {**self._paths, **self._origin}.items():
             if declared == path or n == path:
                 return self.get(n)
-        raise UnknownPluginError(self.kind, path, self.known(),
-                                 f"a dotted path must name a registered {self.kind} (an entry point, or registered in this "
-                                 f"process); '{path}' is not one, and nothing was imported", group=self.group)
+        raise UnknownPluginError(
+            self.kind,
+            path,
+            self.known(),
+            f"a dotted path must name a registered {self.kind} (an entry point, or registered in this "
+            f"process); '{path}' is not one, and nothing was imported",
+            group=self.group,
+        )
 
     def key(self, name: str, obj: Any) -> str:
         """The name a dotted-path object is registered under (families: their ``name``)."""

@@ -20,8 +20,13 @@ from earlyeval.core.trajectory import Trajectory
 
 # meta keys holding a run's real total cost, in the order they are trusted
 INSTANCE_TOTAL_KEYS: tuple[str, ...] = ("instance_cost", "total_cost", "agent_cost_total")
-SOURCES: tuple[str, ...] = ("per-step", "per-step+remainder-of-total", "per-step-filled", "instance-total-pro-rata",
-                            "catalog-usd-per-step")
+SOURCES: tuple[str, ...] = (
+    "per-step",
+    "per-step+remainder-of-total",
+    "per-step-filled",
+    "instance-total-pro-rata",
+    "catalog-usd-per-step",
+)
 
 
 class PriceError(EarlyEvalError, ValueError):
@@ -40,7 +45,9 @@ class RunCost:
     run_id: str
     source: str
     cum: np.ndarray  # (T + 1,)
-    instance_total: float | None = None  # the meta total, when the format has one (for cross-checks)
+    instance_total: float | None = (
+        None  # the meta total, when the format has one (for cross-checks)
+    )
 
     @property
     def T(self) -> int:
@@ -75,7 +82,10 @@ def run_cost(traj: Trajectory, price: Mapping[str, Any] | None = None) -> RunCos
     if T and have:
         if total is not None and total >= sum(have) - 1e-9:
             # the run's total says what its unmetered steps cost together: share the remainder
-            fill, source = max(total - sum(have), 0.0) / (T - len(have)), "per-step+remainder-of-total"
+            fill, source = (
+                max(total - sum(have), 0.0) / (T - len(have)),
+                "per-step+remainder-of-total",
+            )
         else:
             fill, source = float(np.mean(have)), "per-step-filled"
         per = np.asarray([fill if c is None else c for c in known], dtype=np.float64)
@@ -85,8 +95,16 @@ def run_cost(traj: Trajectory, price: Mapping[str, Any] | None = None) -> RunCos
         return RunCost(traj.run_id, "instance-total-pro-rata", total * frac, total)
     usd = (price or {}).get("usd_per_step")
     if isinstance(usd, (int, float)) and usd >= 0:
-        return RunCost(traj.run_id, "catalog-usd-per-step", float(usd) * np.arange(T + 1, dtype=np.float64), None)
-    raise PriceError(traj.run_id, "no per-step cost, no instance total in meta and no price.usd_per_step in the catalog")
+        return RunCost(
+            traj.run_id,
+            "catalog-usd-per-step",
+            float(usd) * np.arange(T + 1, dtype=np.float64),
+            None,
+        )
+    raise PriceError(
+        traj.run_id,
+        "no per-step cost, no instance total in meta and no price.usd_per_step in the catalog",
+    )
 
 
 def catalog_prices(cat: Catalog) -> dict[str, dict[str, Any]]:
@@ -94,7 +112,9 @@ def catalog_prices(cat: Catalog) -> dict[str, dict[str, Any]]:
     return {r.name: dict(r.price) for r in cat.runs}
 
 
-def price_runs(trajs: Iterable[Trajectory], cat: Catalog, unpriced: str = "raise") -> dict[str, RunCost]:
+def price_runs(
+    trajs: Iterable[Trajectory], cat: Catalog, unpriced: str = "raise"
+) -> dict[str, RunCost]:
     """RunCost of every trajectory, keyed by run_id, each priced by its own run folder's catalog entry.
     ``unpriced``: "raise" (PriceError) or "skip" (the run is left out: its cost is unknown, never 0)."""
     prices = catalog_prices(cat)
@@ -110,7 +130,9 @@ def price_runs(trajs: Iterable[Trajectory], cat: Catalog, unpriced: str = "raise
     return out
 
 
-def pricing_summary(trajs: Iterable[Trajectory], costs: Mapping[str, RunCost], cat: Catalog) -> dict[str, Any]:
+def pricing_summary(
+    trajs: Iterable[Trajectory], costs: Mapping[str, RunCost], cat: Catalog
+) -> dict[str, Any]:
     """Per agent: which pricing source was used on how many runs, totals, and the catalog's declared source.
 
     Where a run has both per-step costs and a meta total, the two are compared:
@@ -120,8 +142,19 @@ def pricing_summary(trajs: Iterable[Trajectory], costs: Mapping[str, RunCost], c
     agg: dict[str, dict[str, Any]] = {}
     for t in trajs:
         c = costs[t.run_id]
-        a = agg.setdefault(t.agent, {"runs": 0, "sources": Counter(), "total": 0.0, "steps": 0,
-                                     "checked": 0, "disagree": 0, "sum_charged": 0.0, "sum_meta": 0.0})
+        a = agg.setdefault(
+            t.agent,
+            {
+                "runs": 0,
+                "sources": Counter(),
+                "total": 0.0,
+                "steps": 0,
+                "checked": 0,
+                "disagree": 0,
+                "sum_charged": 0.0,
+                "sum_meta": 0.0,
+            },
+        )
         a["runs"] += 1
         a["sources"][c.source] += 1
         a["total"] += c.total
@@ -145,11 +178,15 @@ def pricing_summary(trajs: Iterable[Trajectory], costs: Mapping[str, RunCost], c
             "mean_usd_per_step": round(a["total"] / max(a["steps"], 1), 5),
         }
         if src == "instance-total-pro-rata":
-            block["truncation"] = "pro-rata: a run halted after t of T steps is charged instance_cost * t / T"
+            block["truncation"] = (
+                "pro-rata: a run halted after t of T steps is charged instance_cost * t / T"
+            )
         if a["checked"]:
             block["per_step_vs_instance_total"] = {
-                "runs_compared": a["checked"], "runs_differing_over_1pct": a["disagree"],
-                "sum_per_step_usd": round(a["sum_charged"], 4), "sum_instance_total_usd": round(a["sum_meta"], 4),
+                "runs_compared": a["checked"],
+                "runs_differing_over_1pct": a["disagree"],
+                "sum_per_step_usd": round(a["sum_charged"], 4),
+                "sum_instance_total_usd": round(a["sum_meta"], 4),
             }
         out[agent] = block
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping, TypeVar
 
-from earlyeval.config.schema import Invalid, Table, Validator, check
+from earlyeval.config.schema import Invalid, Table, Validator
 from earlyeval.core.errors import SettingError
 
 __all__ = ["Record", "file_schema", "setting"]
@@ -17,8 +17,16 @@ R = TypeVar("R", bound="Record")
 _MISSING: Any = dataclasses.MISSING
 
 
-def setting(check_: Validator | type, default: Any = _MISSING, *, factory: Callable[[], Any] | None = None,
-            key: str | None = None, optional: bool = False, in_file: bool = True, cast: type | None = None) -> Any:
+def setting(
+    check_: Validator | type,
+    default: Any = _MISSING,
+    *,
+    factory: Callable[[], Any] | None = None,
+    key: str | None = None,
+    optional: bool = False,
+    in_file: bool = True,
+    cast: type | None = None,
+) -> Any:
     """A record field with its check beside it.
 
     ``check_``: a schema validator, or a Record class (the value is a table of that record); ``key``: its name in
@@ -52,11 +60,18 @@ class Record:
             except Invalid as e:
                 raise SettingError(type(self).__name__, e.key, e.reason) from None
             cast = f.metadata.get("cast")
-            object.__setattr__(self, f.name, cast(v) if cast is not None and not isinstance(v, cast) else v)
+            object.__setattr__(
+                self, f.name, cast(v) if cast is not None and not isinstance(v, cast) else v
+            )
 
     @classmethod
-    def from_mapping(cls: type[R], values: Mapping[str, Any], error: Callable[[str, str], Exception],
-                     prefix: str = "", **fixed: Any) -> R:
+    def from_mapping(
+        cls: type[R],
+        values: Mapping[str, Any],
+        error: Callable[[str, str], Exception],
+        prefix: str = "",
+        **fixed: Any,
+    ) -> R:
         """The record of a file's table (keys as in files), every failure raised as ``error(dotted key, why)``;
         ``fixed``: fields given by the caller (by field name), checked the same way."""
         if not isinstance(values, Mapping):
@@ -101,6 +116,9 @@ def file_schema(cls: type[Record], what: str) -> Table:
             continue
         chk = f.metadata["check"]
         fields[_key(f)] = file_schema(chk, chk.__name__) if _is_record(chk) else chk
-    required = tuple(_key(f) for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-                     if f.default is _MISSING and f.default_factory is _MISSING)
+    required = tuple(
+        _key(f)
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if f.default is _MISSING and f.default_factory is _MISSING
+    )
     return Table(fields, required=required, what=what)

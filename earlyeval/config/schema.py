@@ -13,11 +13,26 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Callable, Mapping, Sequence
 
-from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.env import env_flag, env_int
+from earlyeval.core.errors import EarlyEvalError
 
-__all__ = ["Bool", "Choice", "Date", "Glob", "Int", "Invalid", "ListOf", "Num", "OneOf", "Str", "Table", "check",
-           "env_flag", "env_int", "parse_date"]
+__all__ = [
+    "Bool",
+    "Choice",
+    "Date",
+    "Glob",
+    "Int",
+    "Invalid",
+    "ListOf",
+    "Num",
+    "OneOf",
+    "Str",
+    "Table",
+    "check",
+    "env_flag",
+    "env_int",
+    "parse_date",
+]
 
 MAX_DEPTH = 64  # a settings value nested deeper than this is refused before anything walks it
 
@@ -28,7 +43,9 @@ class Invalid(EarlyEvalError, ValueError):
     def __init__(self, key: str, reason: str, typed: bool = False) -> None:
         super().__init__(f"{key}: {reason}")
         self.key, self.reason = key, reason
-        self.typed = typed  # the value had the right type and failed its range (``OneOf`` reports this one)
+        self.typed = (
+            typed  # the value had the right type and failed its range (``OneOf`` reports this one)
+        )
 
 
 def _show(v: Any) -> str:
@@ -37,8 +54,14 @@ def _show(v: Any) -> str:
 
 
 def _kind(v: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
-            dict: "a table"}.get(type(v), type(v).__name__)
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }.get(type(v), type(v).__name__)
 
 
 def _join(key: str, sub: str | int) -> str:
@@ -94,7 +117,11 @@ class Int(Validator):
         lo, hi = self.lo, self.hi
         if lo is not None and hi is not None:
             return f"an integer in [{lo}, {hi}]"
-        return f"an integer >= {lo}" if lo is not None else (f"an integer <= {hi}" if hi is not None else "an integer")
+        return (
+            f"an integer >= {lo}"
+            if lo is not None
+            else (f"an integer <= {hi}" if hi is not None else "an integer")
+        )
 
 
 @dataclass(frozen=True)
@@ -119,8 +146,12 @@ class Num(Validator):
         lo_bad = self.lo is not None and (x <= self.lo if self.lo_open else x < self.lo)
         hi_bad = self.hi is not None and (x >= self.hi if self.hi_open else x > self.hi)
         if lo_bad or hi_bad:
-            raise Invalid(key, f"{_show(v)} is out of range, expected {self.describe()}" + (f" ({self.why})" if self.why else ""),
-                          typed=True)
+            raise Invalid(
+                key,
+                f"{_show(v)} is out of range, expected {self.describe()}"
+                + (f" ({self.why})" if self.why else ""),
+                typed=True,
+            )
         return x
 
     def describe(self) -> str:
@@ -149,7 +180,11 @@ class Choice(Validator):
     choices: tuple[Any, ...] = ()
 
     def __call__(self, v: Any, key: str) -> Any:
-        if isinstance(v, bool) or v not in self.choices or type(v) not in {type(c) for c in self.choices}:
+        if (
+            isinstance(v, bool)
+            or v not in self.choices
+            or type(v) not in {type(c) for c in self.choices}
+        ):
             raise Invalid(key, f"{_show(v)} is not one of {', '.join(map(repr, self.choices))}")
         return v
 
@@ -186,12 +221,18 @@ class Glob(Validator):
 
     def __call__(self, v: Any, key: str) -> str:
         Str(nonempty=True, what="a relative glob")(v, key)
-        if v.startswith(("/", "\\", "~")) or PurePosixPath(v).is_absolute() or PureWindowsPath(v).is_absolute() \
-                or PureWindowsPath(v).drive:
+        if (
+            v.startswith(("/", "\\", "~"))
+            or PurePosixPath(v).is_absolute()
+            or PureWindowsPath(v).is_absolute()
+            or PureWindowsPath(v).drive
+        ):
             raise Invalid(key, f"{_show(v)} is an absolute path: a glob is relative to its folder")
         parts = re.split(r"[/\\]", v)
         if ".." in parts:
-            raise Invalid(key, f"{_show(v)} has a '..' component: a glob may not reach outside its folder")
+            raise Invalid(
+                key, f"{_show(v)} has a '..' component: a glob may not reach outside its folder"
+            )
         if any("**" in p and p != "**" for p in parts):
             raise Invalid(key, f"{_show(v)}: '**' must be a whole path component")
         return v
@@ -259,7 +300,9 @@ class Table(Validator):
             if not isinstance(k, str):
                 raise Invalid(key, f"key {_show(k)} is not a string")
             if self.extra is None and k not in self.fields:
-                raise Invalid(_join(key, k), f"unknown key (known: {', '.join(sorted(self.fields))})")
+                raise Invalid(
+                    _join(key, k), f"unknown key (known: {', '.join(sorted(self.fields))})"
+                )
         for k in self.required:
             if k not in v:
                 raise Invalid(_join(key, k), "missing")
@@ -295,7 +338,9 @@ def _depth(v: Any, key: str) -> None:
             stack.extend((y, d + 1, _join(k, i) if d < 3 else k) for i, y in enumerate(x))
 
 
-def check(schema: Validator, value: Any, error: Callable[[str, str], Exception], key: str = "") -> Any:
+def check(
+    schema: Validator, value: Any, error: Callable[[str, str], Exception], key: str = ""
+) -> Any:
     """``schema(value)``, with a failure raised as ``error(dotted_key, reason)`` (the caller's error type)."""
     try:
         _depth(value, key)
@@ -315,54 +360,103 @@ NAME = Str(nonempty=True, what="a non-empty string")
 TEXT = Str()
 # a format or family: a registered name, or a dotted path "package.module:Class" (resolved later, by the
 # registry, to a registered class only: see config.plugins)
-PLUGIN = Str(nonempty=True, pattern=r"[A-Za-z0-9_.\-]+(:[A-Za-z_][A-Za-z0-9_.]*)?", what="a plugin name or 'package.module:Class'")
+PLUGIN = Str(
+    nonempty=True,
+    pattern=r"[A-Za-z0-9_.\-]+(:[A-Za-z_][A-Za-z0-9_.]*)?",
+    what="a plugin name or 'package.module:Class'",
+)
 REGEX = Str(nonempty=True, what="a regular expression")
 PROPORTION = Num(0.0, 1.0)
 
-PRICE = Table({"source": NAME, "usd_per_step": Num(0.0, 1e6), "basis": Any_()}, what="a price table {source, usd_per_step}")
+PRICE = Table(
+    {"source": NAME, "usd_per_step": Num(0.0, 1e6), "basis": Any_()},
+    what="a price table {source, usd_per_step}",
+)
 
 # keys an inline or file label entry may carry besides format and path (read by the label readers)
-LABEL_OPTIONS: dict[str, Validator] = {"success_min_reward": PROPORTION, "reward_key": NAME, "trailing_commas": Bool(),
-                                     "submission": NAME}  # resolved-submissions: which submission's list
-LABEL = Table({"format": NAME, "path": OneOf((Glob(), Str(pattern=r"", what="empty"))), **LABEL_OPTIONS},
-              required=("format",), what="a label table {format, path}")
+# resolved-submissions: which submission's list
+LABEL_OPTIONS: dict[str, Validator] = {
+    "success_min_reward": PROPORTION,
+    "reward_key": NAME,
+    "trailing_commas": Bool(),
+    "submission": NAME,
+}
+LABEL = Table(
+    {"format": NAME, "path": OneOf((Glob(), Str(pattern=r"", what="empty"))), **LABEL_OPTIONS},
+    required=("format",),
+    what="a label table {format, path}",
+)
 LABELS = OneOf((LABEL, ListOf(LABEL)))
 
 # run keys a format reads from its catalog entry (``RunSpec.options``): documented here, so a typo is an error
 RUN_OPTIONS: dict[str, Validator] = {
-    "prior_match": ListOf(REGEX),  # regexes naming this agent's own public submissions (features.prior)
+    "prior_match": ListOf(
+        REGEX
+    ),  # regexes naming this agent's own public submissions (features.prior)
     "success_min_reward": PROPORTION,  # graded rewards: success iff reward >= this (ingest.chat)
     "reward_key": NAME,  # ATIF: which reward of verifier/reward.json decides
     "trailing_commas": Bool(),
     "domain": TEXT,  # tau2: the domain of a result file (metadata)
     "user_model": TEXT,  # tau2: the user simulator's model (metadata)
-    "options": Table(extra=Any_(), what="a table of format-specific options"),  # a plug-in format's own keys
+    "options": Table(
+        extra=Any_(), what="a table of format-specific options"
+    ),  # a plug-in format's own keys
 }
 RUN_FIELDS: dict[str, Validator] = {
-    "name": NAME, "folder": NAME, "agent": NAME, "scaffold": TEXT, "model": TEXT, "format": PLUGIN, "split": TEXT,
-    "glob": Glob(), "labels": LABELS, "public_submissions": ListOf(NAME), "small": Bool(), "price": PRICE,
-    "date": Date(), **RUN_OPTIONS,
+    "name": NAME,
+    "folder": NAME,
+    "agent": NAME,
+    "scaffold": TEXT,
+    "model": TEXT,
+    "format": PLUGIN,
+    "split": TEXT,
+    "glob": Glob(),
+    "labels": LABELS,
+    "public_submissions": ListOf(NAME),
+    "small": Bool(),
+    "price": PRICE,
+    "date": Date(),
+    **RUN_OPTIONS,
 }
 RUN = Table(RUN_FIELDS, required=("folder", "agent", "format"), what="a [[runs]] table")
 DEFAULTS = Table(RUN_FIELDS, what="a [defaults] table")
 
-TASKS = Table({"format": NAME, "path": NAME, "split": TEXT}, required=("format", "path"), what="a [[tasks]] table")
-CATALOG = Table({
-    "bench": Str(nonempty=True, pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]*", what="a benchmark name (letters, digits, _ . -)"),
-    "families": ListOf(PLUGIN, nonempty=True),
-    "settings": Table(extra=Any_(), what="a [settings] table"),  # each key: config.eval_config.EvalConfig
-    "tasks": ListOf(TASKS),
-    "priors": Table({"format": NAME, "path": NAME}, what="a [priors] table {format, path}"),
-    "defaults": DEFAULTS,
-    "runs": ListOf(Table(extra=Any_(), what="a [[runs]] table")),  # each run: RUN, after [defaults] are merged
-}, required=("bench",), what="a catalog")
+TASKS = Table(
+    {"format": NAME, "path": NAME, "split": TEXT},
+    required=("format", "path"),
+    what="a [[tasks]] table",
+)
+CATALOG = Table(
+    {
+        "bench": Str(
+            nonempty=True,
+            pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]*",
+            what="a benchmark name (letters, digits, _ . -)",
+        ),
+        "families": ListOf(PLUGIN, nonempty=True),
+        "settings": Table(
+            extra=Any_(), what="a [settings] table"
+        ),  # each key: config.eval_config.EvalConfig
+        "tasks": ListOf(TASKS),
+        "priors": Table({"format": NAME, "path": NAME}, what="a [priors] table {format, path}"),
+        "defaults": DEFAULTS,
+        "runs": ListOf(
+            Table(extra=Any_(), what="a [[runs]] table")
+        ),  # each run: RUN, after [defaults] are merged
+    },
+    required=("bench",),
+    what="a catalog",
+)
 
 
 # ------------------------------------------------------------------ adapter config (the ``earlyeval`` block)
 
 THRESHOLD = Num(0.5, 1.0, lo_open=True)
-THRESHOLDS = Table({"success": THRESHOLD, "failure": THRESHOLD, "min_halt_step": Int(1, 1_000_000)},
-                   required=("success", "failure"), what="a table {success, failure, min_halt_step}")
+THRESHOLDS = Table(
+    {"success": THRESHOLD, "failure": THRESHOLD, "min_halt_step": Int(1, 1_000_000)},
+    required=("success", "failure"),
+    what="a table {success, failure, min_halt_step}",
+)
 # the block itself: config.monitor_config.MonitorConfig
 
 
@@ -371,20 +465,38 @@ THRESHOLDS = Table({"success": THRESHOLD, "failure": THRESHOLD, "min_halt_step":
 HEX64 = Str(pattern=r"[0-9a-f]{64}", what="a SHA-256 (64 hex digits)")
 # a threshold in a model dir: (0.5, 1], or above 1 for "never halt on this outcome" (model.policy.NEVER)
 MODEL_THRESHOLD = OneOf((THRESHOLD, Num(1.0, 1e9, lo_open=True)))
-MODEL_THRESHOLDS = Table({"success": MODEL_THRESHOLD, "failure": MODEL_THRESHOLD, "min_halt_step": Int(1, 1_000_000)},
-                         required=("success", "failure"), what="an object {success, failure, min_halt_step}")
-FAMILY_ENTRY = Table({"name": NAME, "n_features": Int(0, 1_000_000), "arrays": Bool()}, required=("name", "n_features"),
-                     what="a family entry {name, n_features, arrays}")
-MANIFEST = Table({
-    "format": Choice(("earlyeval-model",)),
-    "format_version": Int(),
-    "families": ListOf(FAMILY_ENTRY),
-    "feature_names": ListOf(Str()),
-    "thresholds": MODEL_THRESHOLDS,
-    "training": Table(extra=Any_(), what="an object"),
-    "library_versions": Table(extra=Any_(), what="an object"),
-    "files": Table(extra=HEX64, what="an object of file name -> SHA-256"),
-    "content_hash": HEX64,
-    "manifest_hash": HEX64,
-}, required=("format", "format_version", "files", "content_hash", "feature_names", "families", "thresholds", "manifest_hash"),
-    what="a model manifest")
+MODEL_THRESHOLDS = Table(
+    {"success": MODEL_THRESHOLD, "failure": MODEL_THRESHOLD, "min_halt_step": Int(1, 1_000_000)},
+    required=("success", "failure"),
+    what="an object {success, failure, min_halt_step}",
+)
+FAMILY_ENTRY = Table(
+    {"name": NAME, "n_features": Int(0, 1_000_000), "arrays": Bool()},
+    required=("name", "n_features"),
+    what="a family entry {name, n_features, arrays}",
+)
+MANIFEST = Table(
+    {
+        "format": Choice(("earlyeval-model",)),
+        "format_version": Int(),
+        "families": ListOf(FAMILY_ENTRY),
+        "feature_names": ListOf(Str()),
+        "thresholds": MODEL_THRESHOLDS,
+        "training": Table(extra=Any_(), what="an object"),
+        "library_versions": Table(extra=Any_(), what="an object"),
+        "files": Table(extra=HEX64, what="an object of file name -> SHA-256"),
+        "content_hash": HEX64,
+        "manifest_hash": HEX64,
+    },
+    required=(
+        "format",
+        "format_version",
+        "files",
+        "content_hash",
+        "feature_names",
+        "families",
+        "thresholds",
+        "manifest_hash",
+    ),
+    what="a model manifest",
+)

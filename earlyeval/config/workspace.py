@@ -52,13 +52,19 @@ def data_root(explicit: str | Path | None = None) -> Path:
 
 def is_bench_name(bench: object) -> bool:
     """A benchmark name is one plain path component: ``--bench ../..`` never reaches outside the workspace."""
-    return (isinstance(bench, str) and bool(bench) and not bench.startswith(".")
-            and not any(c in bench for c in ("/", "\\", "\0")))
+    return (
+        isinstance(bench, str)
+        and bool(bench)
+        and not bench.startswith(".")
+        and not any(c in bench for c in ("/", "\\", "\0"))
+    )
 
 
 def _bench(bench: str) -> str:
     if not is_bench_name(bench):
-        raise ValueError(f"--bench {bench!r}: not a benchmark name (one plain name such as swebench, no path)")
+        raise ValueError(
+            f"--bench {bench!r}: not a benchmark name (one plain name such as swebench, no path)"
+        )
     return bench
 
 

@@ -67,7 +67,7 @@ def _clean_stale(parent: Path, stem: str) -> None:
     except OSError:
         return
     for q in entries:
-        rest = q.name[len(stem) + 2:] if q.name.startswith(f".{stem}.") else ""
+        rest = q.name[len(stem) + 2 :] if q.name.startswith(f".{stem}.") else ""
         pid = rest.split(".", 1)[0].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             if q.is_dir() and not q.is_symlink():
@@ -79,11 +79,20 @@ def _clean_stale(parent: Path, stem: str) -> None:
 
 # what the machine said, in words (``WriteError``): the faults a full disk, a read-only mount, a file-size
 # limit or a folder in the way produce
-_FAULTS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
-           errno.EFBIG: "file too large (the file-size limit of this process)", errno.EISDIR: "a folder is in the way",
-           errno.ENOTDIR: "a file is in the way of a folder", errno.EEXIST: "a file is in the way of a folder",
-           errno.EACCES: "permission denied", errno.EPERM: "operation not permitted", errno.EIO: "I/O error",
-           errno.EMFILE: "too many open files", errno.ENAMETOOLONG: "file name too long"}
+_FAULTS = {
+    errno.ENOSPC: "disk full",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EFBIG: "file too large (the file-size limit of this process)",
+    errno.EISDIR: "a folder is in the way",
+    errno.ENOTDIR: "a file is in the way of a folder",
+    errno.EEXIST: "a file is in the way of a folder",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EIO: "I/O error",
+    errno.EMFILE: "too many open files",
+    errno.ENAMETOOLONG: "file name too long",
+}
 
 
 def write_error(e: OSError, target: str | Path) -> WriteError:
@@ -109,8 +118,12 @@ def machine_faults(target: str | Path) -> Iterator[None]:
         raise write_error(e, target) from e
 
 
-_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
-          (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _inside(p: Path, root: Path) -> bool:
@@ -126,8 +139,12 @@ def check_target(target: str | Path, root: str | Path | None = None) -> None:
     t = Path(target)
     base = Path(root).resolve() if root is not None else t.parent.resolve()
     if root is not None and not _inside(t.parent.resolve(), base):
-        raise WriteError(str(t), f"a symbolic link in the path leads outside {root} (to {t.parent.resolve()}); "
-                                 "not followed", errno.ELOOP)
+        raise WriteError(
+            str(t),
+            f"a symbolic link in the path leads outside {root} (to {t.parent.resolve()}); "
+            "not followed",
+            errno.ELOOP,
+        )
     try:
         st = os.lstat(t)
     except FileNotFoundError:
@@ -137,7 +154,11 @@ def check_target(target: str | Path, root: str | Path | None = None) -> None:
     if stat.S_ISLNK(st.st_mode):
         dest = t.resolve()
         if not _inside(dest.parent, base):
-            raise WriteError(str(t), f"a symbolic link leading outside {base} (to {dest}); not followed", errno.ELOOP)
+            raise WriteError(
+                str(t),
+                f"a symbolic link leading outside {base} (to {dest}); not followed",
+                errno.ELOOP,
+            )
         return
     for test, what in _KINDS:
         if test(st.st_mode):
@@ -151,7 +172,9 @@ def _write_fd(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _stage(target: Path, data: bytes | None = None, root: str | Path | None = None, parents: bool = True) -> Path:
+def _stage(
+    target: Path, data: bytes | None = None, root: str | Path | None = None, parents: bool = True
+) -> Path:
     """A temp file beside ``target`` (the permissions a plain open() would give), holding ``data`` fsynced;
     ``target`` checked first (``check_target``), before any folder is made (none with ``parents=False``: a
     writer into a folder another process may remove must not re-create it)."""
@@ -159,7 +182,9 @@ def _stage(target: Path, data: bytes | None = None, root: str | Path | None = No
     if parents:
         target.parent.mkdir(parents=True, exist_ok=True)
     _clean_stale(target.parent, target.name)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent
+    )
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # not mkstemp's 0600
         if data is not None:
@@ -214,7 +239,9 @@ def write_files(files: dict[Path, bytes]) -> list[Path]:
     Use it under ``folder_lock`` so that two writers of one folder never interleave their renames."""
     targets = [Path(t) for t in files]
     for t in targets:
-        if t.is_dir() and not t.is_symlink():  # checked before any rename: the set goes in whole or not at all
+        if (
+            t.is_dir() and not t.is_symlink()
+        ):  # checked before any rename: the set goes in whole or not at all
             raise WriteError(str(t), "a folder is in the way", errno.EISDIR)
         check_target(t)
     staged: list[tuple[Path, Path]] = []
@@ -277,7 +304,9 @@ def _open_lock(lock: Path) -> int:
     anything but a regular file there is refused (``WriteError``), never truncated."""
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     if os.path.islink(lock):
-        raise WriteError(str(lock), "a symbolic link is in the place of the lock file: not followed", errno.ELOOP)
+        raise WriteError(
+            str(lock), "a symbolic link is in the place of the lock file: not followed", errno.ELOOP
+        )
     try:
         st = os.lstat(lock)
     except FileNotFoundError:
@@ -288,8 +317,11 @@ def _open_lock(lock: Path) -> int:
         fd = os.open(lock, flags, 0o666 & ~_umask())
     except OSError as e:
         if e.errno == errno.ELOOP:  # a link planted between the check and the open
-            raise WriteError(str(lock), "a symbolic link is in the place of the lock file: not followed",
-                             errno.ELOOP) from None
+            raise WriteError(
+                str(lock),
+                "a symbolic link is in the place of the lock file: not followed",
+                errno.ELOOP,
+            ) from None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
@@ -324,8 +356,12 @@ def folder_lock(folder: str | Path, timeout: float = 300.0) -> Iterator[None]:
                         holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
                     except OSError:
                         holder = "?"
-                    raise WriteError(str(d), f"another earlyeval process (pid {holder}) holds {LOCK_FILE} "
-                                             f"after {timeout:g} s", errno.EAGAIN) from None
+                    raise WriteError(
+                        str(d),
+                        f"another earlyeval process (pid {holder}) holds {LOCK_FILE} "
+                        f"after {timeout:g} s",
+                        errno.EAGAIN,
+                    ) from None
                 time.sleep(0.02)
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
@@ -365,7 +401,12 @@ def _exchange(a: Path, b: Path) -> bool:
     if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
     err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)):
+    if err in (
+        errno.ENOSYS,
+        errno.EINVAL,
+        errno.EOPNOTSUPP,
+        getattr(errno, "ENOTSUP", errno.EOPNOTSUPP),
+    ):
         return False  # no renameat2 here, or a file system without RENAME_EXCHANGE
     raise OSError(err, os.strerror(err), str(a))
 

@@ -20,12 +20,15 @@ class Decision:
     step_index: int = -1
     thresholds: dict[str, float] = field(default_factory=dict)
     top_features: list[tuple[str, float]] = field(default_factory=list)  # (name, contribution)
-    budget: dict[str, Any] | None = None  # remaining-budget intervals and P(feasible), when the model has them
+    budget: dict[str, Any] | None = (
+        None  # remaining-budget intervals and P(feasible), when the model has them
+    )
     # what the monitor knew (docs/monitor.md, "Missing context"): "full"; "partial-trained" (a family's inputs
     # are absent, a state the model was trained on: halting stays on); "partial" (absent inputs the model was
     # not trained without: never halts); "none" (no task although the model needs one: never halts)
     context: str = "full"
-    flags: list[str] = field(default_factory=list)  # what went wrong at this step and was failed open on
+    # what went wrong at this step and was failed open on
+    flags: list[str] = field(default_factory=list)
     # which predicted outcomes may halt this run ("failure", "success" or "both"; model.policy.HALT_ON)
     halt_on: str = "both"
     # where the run's reference information came from, per field ("gold_patch": "start(task)" / "task table" /
@@ -41,10 +44,25 @@ class Decision:
         return self.context in HALTING_CONTEXTS
 
     @classmethod
-    def proceed(cls, reason: str, step_index: int = -1, *, context: str = "full", flags: list[str] | None = None) -> "Decision":
+    def proceed(
+        cls,
+        reason: str,
+        step_index: int = -1,
+        *,
+        context: str = "full",
+        flags: list[str] | None = None,
+    ) -> "Decision":
         """The fail-open decision: continue the run."""
-        return cls(halt=False, outcome=None, p_success=None, p_failure=None, reason=reason, step_index=step_index,
-                   context=context, flags=list(flags or []))
+        return cls(
+            halt=False,
+            outcome=None,
+            p_success=None,
+            p_failure=None,
+            reason=reason,
+            step_index=step_index,
+            context=context,
+            flags=list(flags or []),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -23,10 +23,14 @@ def env_int(name: str, default: int, lo: int = 1, hi: int | None = None) -> int:
         return default
     text = raw.strip()
     if not re.fullmatch(r"\+?[0-9]{1,30}", text):
-        raise SettingError("environment", name, f"{raw!r} is not an integer (expected {_describe(lo, hi)})")
+        raise SettingError(
+            "environment", name, f"{raw!r} is not an integer (expected {_describe(lo, hi)})"
+        )
     v = int(text, 10)
     if v < lo or (hi is not None and v > hi):
-        raise SettingError("environment", name, f"{v} is out of range (expected {_describe(lo, hi)})")
+        raise SettingError(
+            "environment", name, f"{v} is out of range (expected {_describe(lo, hi)})"
+        )
     return v
 
 

@@ -56,8 +56,10 @@ class UnknownPluginError(EarlyEvalError, ValueError):
         self.kind, self.name, self.known = kind, name, list(known)
         why = f": {reason}" if reason else ""
         ep = f", or an entry point of group '{group}'" if group else ""
-        super().__init__(f"unknown {kind} '{name}'{why} (known: {', '.join(self.known) or 'none'}; "
-                         f"or a dotted path 'package.module:Class'{ep})")
+        super().__init__(
+            f"unknown {kind} '{name}'{why} (known: {', '.join(self.known) or 'none'}; "
+            f"or a dotted path 'package.module:Class'{ep})"
+        )
 
 
 class NothingScoredError(EarlyEvalError, ValueError):
@@ -67,6 +69,8 @@ class NothingScoredError(EarlyEvalError, ValueError):
 class ScoreRefusedError(EarlyEvalError, ValueError):
     """`earlyeval score` would mislead and stops before writing: an output folder holding another scoring,
     a model of another benchmark, a format it cannot tell.  The message names the way past it."""
+
+
 class SettingError(EarlyEvalError, ValueError):
     """A setting outside its type or range (an environment variable, an option), named where it was read."""
 
@@ -98,5 +102,7 @@ class MissingExtraError(EarlyEvalError, ImportError):
 
     def __init__(self, what: str, extra: str, modules: list[str]):
         self.what, self.extra, self.modules = what, extra, list(modules)
-        super().__init__(f"{what} needs the [{extra}] extra, which is not installed (missing: {', '.join(modules)}): "
-                         f"make install, or pip install '.[{extra}]' in the earlyeval repository")
+        super().__init__(
+            f"{what} needs the [{extra}] extra, which is not installed (missing: {', '.join(modules)}): "
+            f"make install, or pip install '.[{extra}]' in the earlyeval repository"
+        )

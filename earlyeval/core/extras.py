@@ -27,5 +27,8 @@ def require(extra: str, what: str, modules: tuple[str, ...] | None = None) -> No
 def _importable(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a parent that fails to import, or a module set to None in sys.modules
+    except (
+        ImportError,
+        ValueError,
+    ):  # a parent that fails to import, or a module set to None in sys.modules
         return False

@@ -11,7 +11,6 @@ from typing import Any
 from earlyeval.core.env import env_int
 from earlyeval.core.errors import IngestError
 
-
 # the most bytes one input file may hold once decompressed (the largest shared run file is ~8 MB): a
 # small .gz that expands to gigabytes is refused, named, instead of filling memory.  Configurable with
 # EARLYEVAL_MAX_INPUT_BYTES (read at each call) or ``max_bytes``.
@@ -29,7 +28,9 @@ def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
     limit = max_input_bytes() if max_bytes is None else int(max_bytes)
     try:
         opener = gzip.open if p.suffix == ".gz" else open
-        with opener(p, "rb") as f:  # in chunks: a read(limit + 1) would allocate the whole limit up front
+        with opener(
+            p, "rb"
+        ) as f:  # in chunks: a read(limit + 1) would allocate the whole limit up front
             chunks, n = [], 0
             while n <= limit:
                 b = f.read(min(1 << 20, limit + 1 - n))
@@ -41,8 +42,12 @@ def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
     except (OSError, EOFError) as e:  # truncated gzip, unreadable file
         raise IngestError(str(p), "<file>", f"cannot read: {e}") from e
     if len(data) > limit:
-        raise IngestError(str(p), "<file>", f"more than {limit} bytes{' once decompressed' if p.suffix == '.gz' else ''} "
-                                            f"({'EARLYEVAL_MAX_INPUT_BYTES' if max_bytes is None else 'the limit'}): not read")
+        raise IngestError(
+            str(p),
+            "<file>",
+            f"more than {limit} bytes{' once decompressed' if p.suffix == '.gz' else ''} "
+            f"({'EARLYEVAL_MAX_INPUT_BYTES' if max_bytes is None else 'the limit'}): not read",
+        )
     return data
 
 
@@ -60,14 +65,22 @@ def check_size(path: str | Path, max_bytes: int | None = None) -> None:
             with zipfile.ZipFile(p) as z:
                 for info in z.infolist():
                     if info.file_size > limit:
-                        raise IngestError(str(p), info.filename, f"{info.file_size} bytes once decompressed, more "
-                                                                 f"than {limit} (EARLYEVAL_MAX_INPUT_BYTES): not read")
+                        raise IngestError(
+                            str(p),
+                            info.filename,
+                            f"{info.file_size} bytes once decompressed, more "
+                            f"than {limit} (EARLYEVAL_MAX_INPUT_BYTES): not read",
+                        )
             return
         size = p.stat().st_size
     except (OSError, zipfile.BadZipFile) as e:
         raise IngestError(str(p), "<file>", f"cannot read: {e}") from e
     if size > limit:
-        raise IngestError(str(p), "<file>", f"{size} bytes, more than {limit} (EARLYEVAL_MAX_INPUT_BYTES): not read")
+        raise IngestError(
+            str(p),
+            "<file>",
+            f"{size} bytes, more than {limit} (EARLYEVAL_MAX_INPUT_BYTES): not read",
+        )
 
 
 def read_text(path: str | Path, max_bytes: int | None = None) -> str:
@@ -87,7 +100,9 @@ def load_json(path: str | Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise IngestError(str(path), "<json>", f"invalid JSON at line {e.lineno} col {e.colno}: {e.msg}") from e
+        raise IngestError(
+            str(path), "<json>", f"invalid JSON at line {e.lineno} col {e.colno}: {e.msg}"
+        ) from e
 
 
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")
@@ -106,7 +121,11 @@ def load_json_trailing_commas(path: str | Path) -> Any:
     try:
         return json.loads(_TRAILING_COMMA.sub(r"\1", text))
     except json.JSONDecodeError as e:
-        raise IngestError(str(path), "<json>", f"invalid JSON even after removing trailing commas: line {e.lineno}: {e.msg}") from e
+        raise IngestError(
+            str(path),
+            "<json>",
+            f"invalid JSON even after removing trailing commas: line {e.lineno}: {e.msg}",
+        ) from e
 
 
 def load_jsonl(path: str | Path) -> list[Any]:
@@ -125,11 +144,15 @@ def strip_gz(name: str) -> str:
     return name[:-3] if name.endswith(".gz") else name
 
 
-def require(obj: Any, key: str, typ: type | tuple[type, ...], file: str | Path, where: str = "") -> Any:
+def require(
+    obj: Any, key: str, typ: type | tuple[type, ...], file: str | Path, where: str = ""
+) -> Any:
     """obj[key], checked for presence and type, else an IngestError naming the field."""
     field = f"{where}.{key}" if where else key
     if not isinstance(obj, dict):
-        raise IngestError(str(file), where or "<root>", f"expected an object, got {type(obj).__name__}")
+        raise IngestError(
+            str(file), where or "<root>", f"expected an object, got {type(obj).__name__}"
+        )
     if key not in obj:
         raise IngestError(str(file), field, "missing")
     v = obj[key]

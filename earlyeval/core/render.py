@@ -12,7 +12,14 @@ from typing import Any
 
 # tools that edit or view files with (command, path, ...) arguments
 EDITOR_TOOLS = frozenset(
-    {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_file", "editor", "text_editor"}
+    {
+        "str_replace_editor",
+        "str_replace_based_edit_tool",
+        "file_editor",
+        "edit_file",
+        "editor",
+        "text_editor",
+    }
 )
 EDITOR_EXTRA = ("view_range", "insert_line", "old_str", "new_str", "file_text")
 
@@ -100,4 +107,11 @@ def tool_call_text(tool: str, arguments: Any) -> str:
     return json.dumps(args, ensure_ascii=False)
 
 
-__all__ = ["EDITOR_TOOLS", "SHELL_TOOLS", "TEXT_TOOLS", "content_text", "parse_arguments", "tool_call_text"]
+__all__ = [
+    "EDITOR_TOOLS",
+    "SHELL_TOOLS",
+    "TEXT_TOOLS",
+    "content_text",
+    "parse_arguments",
+    "tool_call_text",
+]

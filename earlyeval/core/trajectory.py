@@ -297,7 +297,10 @@ _API_READ_VERBS = frozenset(
 _API_SEARCH_VERBS = frozenset("search find query lookup browse buscar consultar".split())
 _HTTP_VERBS = frozenset({"post", "put", "patch"})
 _API_HANDOFF = re.compile(r"(transfer|escalate)_?to_?(human|agent)", re.I)
-_API_RUNNER = re.compile(r"(run|execute|exec)[_\-]?(command|cmd|shell|bash)|(^|[_\-])(terminal|shell)[_\-](run|exec)", re.I)
+_API_RUNNER = re.compile(
+    r"(run|execute|exec)[_\-]?(command|cmd|shell|bash)|(^|[_\-])(terminal|shell)[_\-](run|exec)",
+    re.I,
+)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -315,7 +318,14 @@ def _classify_api(tool: str, body: str) -> str | None:
             args = json.loads(body) if body.strip().startswith("{") else None
         except ValueError:
             args = None
-        cmd = next((args[k] for k in ("command", "cmd", "script") if isinstance(args, dict) and isinstance(args.get(k), str)), None)
+        cmd = next(
+            (
+                args[k]
+                for k in ("command", "cmd", "script")
+                if isinstance(args, dict) and isinstance(args.get(k), str)
+            ),
+            None,
+        )
         return _classify_shell(cmd if cmd is not None else body)
     words = _tool_words(name)
     for i, w in enumerate(words):
@@ -337,12 +347,29 @@ def classify_action(tool: str, text: str) -> str:
     body = text or ""
     if t in _TOOL_KIND:
         return _TOOL_KIND[t]
-    if t in {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_file", "editor"}:
+    if t in {
+        "str_replace_editor",
+        "str_replace_based_edit_tool",
+        "file_editor",
+        "edit_file",
+        "editor",
+    }:
         sub = body.split(None, 1)[0].lower() if body.strip() else ""
         if sub in {"create", "str_replace", "insert", "undo_edit", "write"}:
             return "edit"
         return "view"
-    if t in {"bash", "execute_bash", "shell", "cmd", "run", "terminal", "execute_command", "ipython", "execute_ipython_cell", ""}:
+    if t in {
+        "bash",
+        "execute_bash",
+        "shell",
+        "cmd",
+        "run",
+        "terminal",
+        "execute_command",
+        "ipython",
+        "execute_ipython_cell",
+        "",
+    }:
         return _classify_shell(body)
     # API-style tools: decide by the verb in the tool name
     if _SUBMIT_RE.search(t):
@@ -371,7 +398,9 @@ def _classify_shell(cmd: str) -> str:
     if not c:
         return "other"
     first = c.splitlines()[0] if c else ""
-    if re.search(r"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT", c) or re.match(r"^\s*(submit|finish)\b", first, re.I):
+    if re.search(
+        r"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT", c
+    ) or re.match(r"^\s*(submit|finish)\b", first, re.I):
         return "submit"
     if re.match(r"^\s*git\s+(checkout|restore|stash)\b", first):
         return "edit"  # reverting the working tree is an edit of the diff
@@ -414,9 +443,13 @@ def make_step(
 ) -> Step:
     """Build a Step with kinds filled in by the shared taxonomy.  The caller's Actions are not changed: an
     Action without a kind is copied with the kind filled in (the same Action may be handed to two steps)."""
-    actions = [replace(a, kind=classify_action(a.tool, a.text)) if not a.kind or a.kind == "other" else a
-               for a in actions]
-    text = "\n".join(a.text if a.tool in ("bash", "") else f"{a.tool} {a.text}".strip() for a in actions)
+    actions = [
+        replace(a, kind=classify_action(a.tool, a.text)) if not a.kind or a.kind == "other" else a
+        for a in actions
+    ]
+    text = "\n".join(
+        a.text if a.tool in ("bash", "") else f"{a.tool} {a.text}".strip() for a in actions
+    )
     if not actions and final_answer:
         text = final_answer
     kind = primary_kind(a.kind for a in actions) if actions else "other"

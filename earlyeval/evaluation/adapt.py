@@ -6,7 +6,6 @@ small completed share of the tasks. Both: docs/architecture.md, "Adapting to a n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,9 @@ def prior_shift(p: np.ndarray, train_prior: float, new_prior: float) -> np.ndarr
     return a / (a + b)
 
 
-def em_prior(p_runs: np.ndarray, train_prior: float, max_iter: int = 200, tol: float = 1e-8) -> float:
+def em_prior(
+    p_runs: np.ndarray, train_prior: float, max_iter: int = 200, tol: float = 1e-8
+) -> float:
     """Saerens EM estimate of the success rate of a set of runs, from their posteriors only."""
     if len(p_runs) == 0:
         return train_prior
@@ -58,7 +59,9 @@ def adapt_em(rs: RunSet, train_prior: float, t_max: int = 1) -> tuple[RunSet, di
     pi = em_prior(scores, train_prior)
     p_s = [prior_shift(a, train_prior, pi) for a in rs.p_s]
     p_f = [prior_shift(b, 1 - train_prior, 1 - pi) for b in rs.p_f]
-    out = RunSet(rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions)
+    out = RunSet(
+        rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions
+    )
     return out, {"train_prior": train_prior, "estimated_prior": pi, "runs": int(len(scores))}
 
 

@@ -10,15 +10,41 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.fitting.metrics import (NEVER, RunSet, apply_policy, auroc, evaluate_policy, grid_metrics,
-                                        outcome_metrics, repeat_action_policy, step_cap_policy)
+from earlyeval.fitting.metrics import (
+    NEVER,
+    RunSet,
+    apply_policy,
+    auroc,
+    evaluate_policy,
+    grid_metrics,
+    outcome_metrics,
+    repeat_action_policy,
+    step_cap_policy,
+)
 from earlyeval.fitting.thresholds import ThresholdRule
 
-
-HEADLINE = ("n_runs", "resolve_rate", "auroc_success", "auroc_failure", "halted_fraction", "halted_accuracy",
-            "outcome_accuracy", "success_recall", "failure_recall", "economic_consistency", "steps_saved",
-            "steps_saved_task_skip", "steps_saved_in_run", "input_tokens_saved", "output_tokens_saved", "resolve_rate_shift_pp", "predicted_resolve_rate",
-            "mean_p_success", "halted_as_success", "halted_as_failure")
+HEADLINE = (
+    "n_runs",
+    "resolve_rate",
+    "auroc_success",
+    "auroc_failure",
+    "halted_fraction",
+    "halted_accuracy",
+    "outcome_accuracy",
+    "success_recall",
+    "failure_recall",
+    "economic_consistency",
+    "steps_saved",
+    "steps_saved_task_skip",
+    "steps_saved_in_run",
+    "input_tokens_saved",
+    "output_tokens_saved",
+    "resolve_rate_shift_pp",
+    "predicted_resolve_rate",
+    "mean_p_success",
+    "halted_as_success",
+    "halted_as_failure",
+)
 
 
 def agent_block(rs: RunSet, th: dict[str, Any], cfg: ThresholdRule) -> dict[str, Any]:
@@ -48,7 +74,9 @@ def pooled_block(items: list[tuple[RunSet, dict[str, Any]]], cfg: ThresholdRule)
         pss.append(b)
         pff.append(c)
         ww.append(d)
-    m = outcome_metrics(np.concatenate(ys), np.concatenate(Ts), np.concatenate(th), np.concatenate(pr), tin, tout)
+    m = outcome_metrics(
+        np.concatenate(ys), np.concatenate(Ts), np.concatenate(th), np.concatenate(pr), tin, tout
+    )
     y, ps, pf, w = map(np.concatenate, (yy, pss, pff, ww))
     m["auroc_success"] = auroc(y, ps, w)
     m["auroc_failure"] = auroc(1 - y, pf, w)
@@ -66,7 +94,9 @@ def baseline_blocks(rs: RunSet) -> dict[str, dict[str, Any]]:
     return out
 
 
-def pooled_baselines(sets: dict[str, RunSet], holdout: list[str], agents_out: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def pooled_baselines(
+    sets: dict[str, RunSet], holdout: list[str], agents_out: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
     """The baselines over the runs of the held-out agents pooled, each with its agents' own blocks
     (``agents_out[a]["baselines"]``, from ``baseline_blocks``)."""
     baselines: dict[str, Any] = {}
@@ -78,14 +108,28 @@ def pooled_baselines(sets: dict[str, RunSet], holdout: list[str], agents_out: di
                 t, p = repeat_action_policy(rs.actions, 3)
             else:
                 t, p = step_cap_policy(rs.T, int(name.rsplit("_", 1)[1]))
-            ys.append(rs.y); Ts.append(rs.T); ths.append(t); prs.append(p); tin += rs.in_tokens; tout += rs.out_tokens
-        b = outcome_metrics(np.concatenate(ys), np.concatenate(Ts), np.concatenate(ths), np.concatenate(prs), tin, tout)
+            ys.append(rs.y)
+            Ts.append(rs.T)
+            ths.append(t)
+            prs.append(p)
+            tin += rs.in_tokens
+            tout += rs.out_tokens
+        b = outcome_metrics(
+            np.concatenate(ys),
+            np.concatenate(Ts),
+            np.concatenate(ths),
+            np.concatenate(prs),
+            tin,
+            tout,
+        )
         b["agents"] = {a: agents_out[a]["baselines"][name] for a in holdout}
         baselines[name] = b
     return baselines
 
 
-def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: ThresholdRule) -> dict[str, Any] | None:
+def model_at_steps_saved(
+    rs: RunSet, target_saved: float, cfg: ThresholdRule
+) -> dict[str, Any] | None:
     """The model as a failure-only policy, tau_f lowered until it saves at least `target_saved`.
 
     Steps saved depends on predictions only, never on labels, so matching a
@@ -100,8 +144,13 @@ def model_at_steps_saved(rs: RunSet, target_saved: float, cfg: ThresholdRule) ->
         return {"reached": False, "max_steps_saved": float(np.nanmax(g.steps_saved[0]))}
     j = ok[0]
     m = evaluate_policy(rs, NEVER, float(taus[j]), cfg.min_halt_step)
-    return {"reached": True, "failure_threshold": float(taus[j]), "steps_saved": m["steps_saved"],
-            "outcome_accuracy": m["outcome_accuracy"], "halted_accuracy": m["halted_accuracy"]}
+    return {
+        "reached": True,
+        "failure_threshold": float(taus[j]),
+        "steps_saved": m["steps_saved"],
+        "outcome_accuracy": m["outcome_accuracy"],
+        "halted_accuracy": m["halted_accuracy"],
+    }
 
 
 def failure_only_thresholds(th: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +158,9 @@ def failure_only_thresholds(th: dict[str, Any]) -> dict[str, Any]:
     return {**th, "success": NEVER}
 
 
-def dollars_block(rs: RunSet, costs: dict[str, Any], th: dict[str, Any], cfg: ThresholdRule) -> dict[str, Any]:
+def dollars_block(
+    rs: RunSet, costs: dict[str, Any], th: dict[str, Any], cfg: ThresholdRule
+) -> dict[str, Any]:
     """Dollars of the runs and of the steps the policy saved, from ``config.prices`` (each run's own price source);
     runs without a price are left out and counted."""
     t_halt, _ = apply_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
@@ -128,16 +179,26 @@ def dollars_at(rs: RunSet, costs: dict[str, Any], t_halt: np.ndarray) -> dict[st
         total += c.total
         if t > 0:
             saved += c.total - c.upto(int(t))
-    return {"runs_priced": priced, "runs": len(rs), "total_usd": total, "usd_saved": saved,
-            "usd_saved_share": saved / total if total > 0 else None}
+    return {
+        "runs_priced": priced,
+        "runs": len(rs),
+        "total_usd": total,
+        "usd_saved": saved,
+        "usd_saved_share": saved / total if total > 0 else None,
+    }
 
 
 def sum_dollars(blocks: list[dict[str, Any]]) -> dict[str, Any]:
     """Several agents' ``dollars_block``s summed (the pooled row's), the share recomputed from the sums."""
     total = sum(b["total_usd"] for b in blocks)
     saved = sum(b["usd_saved"] for b in blocks)
-    return {"runs_priced": sum(b["runs_priced"] for b in blocks), "runs": sum(b["runs"] for b in blocks),
-            "total_usd": total, "usd_saved": saved, "usd_saved_share": saved / total if total > 0 else None}
+    return {
+        "runs_priced": sum(b["runs_priced"] for b in blocks),
+        "runs": sum(b["runs"] for b in blocks),
+        "total_usd": total,
+        "usd_saved": saved,
+        "usd_saved_share": saved / total if total > 0 else None,
+    }
 
 
 def oracle_frontier_saved(rs: RunSet, halted_accuracy: float | None, cfg: ThresholdRule) -> float:

@@ -12,10 +12,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from earlyeval.evaluation.dataset import Dataset
-from earlyeval.config.eval_config import EvalConfig
-from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.budget.baseline import LinearExtrapolation, residual_cdf
+from earlyeval.budget.config import SMALL, BudgetConfig
+from earlyeval.budget.online import online_quantiles, run_order
+from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee, conformal_quantile
+from earlyeval.budget.stopping import make_stopset, select_cap
+from earlyeval.budget.targets import DimTargets
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.budget_calibration import (
     CalFit,
     Group,
@@ -29,12 +32,9 @@ from earlyeval.evaluation.budget_calibration import (
     select_on_calibration,
     setup,
 )
-from earlyeval.budget.config import SMALL, BudgetConfig
+from earlyeval.evaluation.dataset import Dataset
+from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.model.cqr import corrected_quantiles, to_z, within
-from earlyeval.budget.online import online_quantiles, run_order
-from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee, conformal_quantile
-from earlyeval.budget.stopping import make_stopset, select_cap
-from earlyeval.budget.targets import DimTargets
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,16 @@ class DimResult:
     p_within_lin: np.ndarray
     outer: np.ndarray  # (N,) index of the outer group that predicted the row, -1 = none
     taus: dict[str, dict[str, Any]] = field(default_factory=dict)  # group -> method -> selection
-    folds: dict[str, dict[str, Any]] = field(default_factory=dict)  # group -> audit of what was seen
+    # group -> audit of what was seen
+    folds: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     estimators: dict[str, BudgetEstimator] = field(default_factory=dict)
     # online re-conformalization (``budget.online``; beside the label-free q, never replacing it)
     q_online: np.ndarray | None = None  # (N, len(alphas))
     Q_online: np.ndarray | None = None  # (N, len(levels)) correction each row was evaluated with
-    n_own_online: np.ndarray | None = None  # (N,) held-out agent's finished runs in that correction (0: calibration agents')
+    n_own_online: np.ndarray | None = (
+        None  # (N,) held-out agent's finished runs in that correction (0: calibration agents')
+    )
 
 
 @dataclass
@@ -76,8 +79,13 @@ class BudgetRun:
     seconds: float = 0.0
 
 
-def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
-               progress: Callable[[str], None] | None = None, only: list[str] | None = None) -> BudgetRun:
+def run_budget(
+    ds: Dataset,
+    cfg: EvalConfig,
+    bcfg: BudgetConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+    only: list[str] | None = None,
+) -> BudgetRun:
     """Leave-one-agent-out budget evaluation (see the package docstring for every choice).
 
     `only` restricts the held-out groups evaluated (debugging); folds still use every other group."""
@@ -85,11 +93,17 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
     t_start = time.time()
     su = setup(ds, cfg, bcfg)
     N = len(ds.prefixes)
-    ev = _Evaluation(runner=FoldRunner(ds, cfg, None), su=su, bcfg=bcfg, lo=max(cfg.min_halt_step, 1) - 1,
-                     say=progress or (lambda m: log.info(m)),
-                     orders={a: run_order(np.flatnonzero(su.run_agent == a), a) for a in ds.agents},
-                     scaffolds=fold_scaffolds(ds, cfg),
-                     p_out=np.full(N, np.nan), res={d: _empty_result(d, su.budgets[d], N, bcfg) for d in su.dims})
+    ev = _Evaluation(
+        runner=FoldRunner(ds, cfg, None),
+        su=su,
+        bcfg=bcfg,
+        lo=max(cfg.min_halt_step, 1) - 1,
+        say=progress or (lambda m: log.info(m)),
+        orders={a: run_order(np.flatnonzero(su.run_agent == a), a) for a in ds.agents},
+        scaffolds=fold_scaffolds(ds, cfg),
+        p_out=np.full(N, np.nan),
+        res={d: _empty_result(d, su.budgets[d], N, bcfg) for d in su.dims},
+    )
     todo = [(gi, G) for gi, G in enumerate(su.groups) if only is None or G.name in only]
     if bcfg.n_workers > 1 and len(todo) > 1:
         # LightGBM releases the GIL (ctypes) and each booster is single-threaded, so two held-out
@@ -100,7 +114,17 @@ def run_budget(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
     else:
         for gi, G in todo:
             evaluate_group(ev, gi, G)
-    return BudgetRun(ds, cfg, bcfg, su.groups, su.targets, su.budgets, ev.p_out, ev.res, round(time.time() - t_start, 1))
+    return BudgetRun(
+        ds,
+        cfg,
+        bcfg,
+        su.groups,
+        su.targets,
+        su.budgets,
+        ev.p_out,
+        ev.res,
+        round(time.time() - t_start, 1),
+    )
 
 
 @dataclass
@@ -113,7 +137,8 @@ class _Evaluation:
     lo: int  # first prefix index the halting rule may stop at
     say: Callable[[str], None]
     orders: dict[str, np.ndarray]  # per agent, the order its runs finish in (online mode)
-    scaffolds: dict[str, str] | None  # agent -> scaffold, kept in one calibration fold (calibration.fold_scaffolds)
+    # agent -> scaffold, kept in one calibration fold (calibration.fold_scaffolds)
+    scaffolds: dict[str, str] | None
     p_out: np.ndarray  # (N,) held-out P(success)
     res: dict[str, DimResult]
 
@@ -135,9 +160,17 @@ class _Fold:
 
 def _empty_result(d: str, B: float, N: int, bcfg: BudgetConfig) -> DimResult:
     A_, L_ = len(bcfg.alphas), len(bcfg.levels)
-    R = DimResult(d, B, *(np.full(N, np.nan) for _ in range(2)), np.full((N, A_), np.nan),
-                  np.full(N, np.nan), np.full((N, L_), np.nan), np.full(N, np.nan), np.full(N, np.nan),
-                  np.full(N, -1, dtype=np.int64))
+    R = DimResult(
+        d,
+        B,
+        *(np.full(N, np.nan) for _ in range(2)),
+        np.full((N, A_), np.nan),
+        np.full(N, np.nan),
+        np.full((N, L_), np.nan),
+        np.full(N, np.nan),
+        np.full(N, np.nan),
+        np.full(N, -1, dtype=np.int64),
+    )
     R.q_online, R.Q_online = np.full((N, A_), np.nan), np.full((N, L_), np.nan)
     R.n_own_online = np.full(N, -1, dtype=np.int64)
     return R
@@ -153,8 +186,17 @@ def evaluate_group(ev: _Evaluation, gi: int, G: Group) -> None:
     train_groups = [g for g in su.groups if g.name != G.name]
     folds = calibration_folds(train_groups, su.dims_of, ev.scaffolds, bcfg)
     p_in, ps_exclusions = inner_p_success(ev.runner, su, folds, A)
-    fo = _Fold(gi, G, train_groups, folds, su.row_fold(folds), p_in, ps_exclusions, np.isin(su.row_agent, G.agents),
-               ev.scaffolds is not None)
+    fo = _Fold(
+        gi,
+        G,
+        train_groups,
+        folds,
+        su.row_fold(folds),
+        p_in,
+        ps_exclusions,
+        np.isin(su.row_agent, G.agents),
+        ev.scaffolds is not None,
+    )
     for d in su.dims:
         evaluate_dim(ev, fo, d)
 
@@ -169,19 +211,31 @@ def evaluate_dim(ev: _Evaluation, fo: _Fold, d: str) -> None:
     if len(rows_ho) == 0:
         return
     if len(dgroups) < bcfg.min_groups:
-        R.skipped[G.name] = f"only {len(dgroups)} training agent group(s) with known {d}: cannot calibrate without the held-out agent"
+        R.skipped[G.name] = (
+            f"only {len(dgroups)} training agent group(s) with known {d}: cannot calibrate without the held-out agent"
+        )
         return
     B = su.budgets[d]
     folds = dim_folds(su, fo.folds, d, bcfg)
-    fit = fit_calibrated(su, tg, np.flatnonzero(~fo.held & tg.row_known), su.row_fold(folds), len(folds), B, bcfg)
+    fit = fit_calibrated(
+        su, tg, np.flatnonzero(~fo.held & tg.row_known), su.row_fold(folds), len(folds), B, bcfg
+    )
     rate_ho = _predict_held_out(ev, R, tg, fit, rows_ho, fo.gi, G, B)
     Q_lin, pwl_in = _linear_baseline(su, R, tg, fit, rows_ho, rate_ho, len(folds), B, bcfg)
     R.taus[G.name] = _thresholds(ev, tg, fit, fo.p_in[fit.rows], pwl_in, B)
     R.folds[G.name] = _audit(su, fo, d, fit, Q_lin, R.taus[G.name], bcfg, folds)
 
 
-def _predict_held_out(ev: _Evaluation, R: DimResult, tg: DimTargets, fit: CalFit, rows_ho: np.ndarray, gi: int,
-                      G: Group, B: float) -> np.ndarray:
+def _predict_held_out(
+    ev: _Evaluation,
+    R: DimResult,
+    tg: DimTargets,
+    fit: CalFit,
+    rows_ho: np.ndarray,
+    gi: int,
+    G: Group,
+    B: float,
+) -> np.ndarray:
     """The conformalized model's and the online mode's predictions of the held-out rows; returns their pace."""
     su, bcfg, ccq = ev.su, ev.bcfg, fit.ccq
     X_ho, rate_ho, z_ho, _ = su.design(tg, rows_ho, fit.unit)
@@ -189,8 +243,16 @@ def _predict_held_out(ev: _Evaluation, R: DimResult, tg: DimTargets, fit: CalFit
     q_ho = corrected_quantiles(q_raw, ccq.corrections_, bcfg.alphas)
     # online mode: realized budgets of the held-out agent's finished runs only (never its outcome labels)
     R.q_online[rows_ho], R.Q_online[rows_ho], R.n_own_online[rows_ho] = online_quantiles(
-        q_raw, z_ho, su.run_w[rows_ho], su.prow[rows_ho], su.row_agent[rows_ho], ccq.corrections_, bcfg.alphas,
-        bcfg.levels, ev.orders)
+        q_raw,
+        z_ho,
+        su.run_w[rows_ho],
+        su.prow[rows_ho],
+        su.row_agent[rows_ho],
+        ccq.corrections_,
+        bcfg.alphas,
+        bcfg.levels,
+        ev.orders,
+    )
     room_ho = B - tg.spent[rows_ho]
     R.z[rows_ho], R.rate[rows_ho], R.q[rows_ho] = z_ho, rate_ho, q_ho
     R.p_within[rows_ho] = within(q_ho, bcfg.alphas, room_ho, rate_ho)
@@ -199,8 +261,17 @@ def _predict_held_out(ev: _Evaluation, R: DimResult, tg: DimTargets, fit: CalFit
     return rate_ho
 
 
-def _linear_baseline(su: Setup, R: DimResult, tg: DimTargets, fit: CalFit, rows_ho: np.ndarray, rate_ho: np.ndarray,
-                     n_folds: int, B: float, bcfg: BudgetConfig) -> tuple[list[float], np.ndarray]:
+def _linear_baseline(
+    su: Setup,
+    R: DimResult,
+    tg: DimTargets,
+    fit: CalFit,
+    rows_ho: np.ndarray,
+    rate_ho: np.ndarray,
+    n_folds: int,
+    B: float,
+    bcfg: BudgetConfig,
+) -> tuple[list[float], np.ndarray]:
     """Linear extrapolation, same folds, same conformal treatment (symmetric in z): writes its held-out
     predictions into R; returns its corrections and its inner P(remaining <= B - spent) on the calibration rows."""
     prow, tt, T_run, unit = su.prow, su.tt, su.T_run, fit.unit
@@ -223,33 +294,65 @@ def _linear_baseline(su: Setup, R: DimResult, tg: DimTargets, fit: CalFit, rows_
     R.Q_lin[rows_ho] = np.asarray(Q_lin)[None, :]
     room_ho = B - tg.spent[rows_ho]
     zx_ho = np.log1p(np.maximum(room_ho, 0) / rate_ho)
-    R.p_within_lin[rows_ho] = np.where(room_ho < 0, 0.0, residual_cdf(resid[ok_lin], sw[ok_lin], zx_ho - zhat_ho))
+    R.p_within_lin[rows_ho] = np.where(
+        room_ho < 0, 0.0, residual_cdf(resid[ok_lin], sw[ok_lin], zx_ho - zhat_ho)
+    )
     pwl_in = np.full(len(rows_tr), np.nan)
     zx_tr = np.log1p(np.maximum(room_tr, 0) / rate_tr)
     for k in range(n_folds):
         m = fold_tr == k
         other = ok_lin & (fold_tr != k)
         if m.any() and other.any():
-            pwl_in[m] = np.where(room_tr[m] < 0, 0.0, residual_cdf(resid[other], sw[other], zx_tr[m] - zhat_in[m]))
+            pwl_in[m] = np.where(
+                room_tr[m] < 0, 0.0, residual_cdf(resid[other], sw[other], zx_tr[m] - zhat_in[m])
+            )
     return Q_lin, pwl_in
 
 
-def _thresholds(ev: _Evaluation, tg: DimTargets, fit: CalFit, p_in_rows: np.ndarray, pwl_in: np.ndarray,
-                B: float) -> dict[str, Any]:
+def _thresholds(
+    ev: _Evaluation,
+    tg: DimTargets,
+    fit: CalFit,
+    p_in_rows: np.ndarray,
+    pwl_in: np.ndarray,
+    B: float,
+) -> dict[str, Any]:
     """tau per method and the step cap, on the large calibration agents (never the held-out ones)."""
     su, bcfg = ev.su, ev.bcfg
     rows_tr = fit.rows
     sel: dict[str, Any] = {}
-    for name, pw in (("model", fit.pw_in), ("linear", pwl_in), ("outcome_only", np.ones(len(rows_tr)))):
+    for name, pw in (
+        ("model", fit.pw_in),
+        ("linear", pwl_in),
+        ("outcome_only", np.ones(len(rows_tr))),
+    ):
         sel[name] = select_on_calibration(su, tg, fit, p_in_rows * pw, B, bcfg, ev.lo)
-    ss = make_stopset(tg, rows_tr, su.prow, np.ones(len(rows_tr)), su.row_group[rows_tr], su.y_run, su.T_run, su.slices,
-                      require=su.row_group[rows_tr] != SMALL, budget=B)
+    ss = make_stopset(
+        tg,
+        rows_tr,
+        su.prow,
+        np.ones(len(rows_tr)),
+        su.row_group[rows_tr],
+        su.y_run,
+        su.T_run,
+        su.slices,
+        require=su.row_group[rows_tr] != SMALL,
+        budget=B,
+    )
     sel["step_cap"] = select_cap(ss, bcfg.max_cost_pp, int(su.T_run[fit.runs].max()))
     return sel
 
 
-def _audit(su: Setup, fo: _Fold, d: str, fit: CalFit, Q_lin: list[float], sel: dict[str, Any],
-           bcfg: BudgetConfig, folds: list[list[Group]]) -> dict[str, Any]:
+def _audit(
+    su: Setup,
+    fo: _Fold,
+    d: str,
+    fit: CalFit,
+    Q_lin: list[float],
+    sel: dict[str, Any],
+    bcfg: BudgetConfig,
+    folds: list[list[Group]],
+) -> dict[str, Any]:
     """What every stage of one held-out group's evaluation saw (the leakage audit in the report)."""
     ccq = fit.ccq
     return {
@@ -259,13 +362,20 @@ def _audit(su: Setup, fo: _Fold, d: str, fit: CalFit, Q_lin: list[float], sel: d
         "quantile_models_fitted_on": [m.fit_agents_ for m in ccq.models_],
         "conformity_scores_from": ccq.calibration_agents_,
         "thresholds_selected_on": sel["model"].get("selected_on", []),
-        "p_success_fitted_without": {"held_out": sorted(fo.group.agents), "inner": fo.ps_exclusions},
+        "p_success_fitted_without": {
+            "held_out": sorted(fo.group.agents),
+            "inner": fo.ps_exclusions,
+        },
         "unit": fit.unit,
         "corrections_z": {str(k): v for k, v in ccq.corrections_.items()},
         "unit_corrections_z": {str(k): v for k, v in ccq.unit_corrections_.items()},
         "calibration": ccq.calibration,
-        "coverage_guarantee": {str(lv): agent_guarantee(len(v), ccq.agent_quantile) for lv, v in ccq.unit_corrections_.items()}
-                              if ccq.calibration == "agent" else None,
+        "coverage_guarantee": {
+            str(lv): agent_guarantee(len(v), ccq.agent_quantile)
+            for lv, v in ccq.unit_corrections_.items()
+        }
+        if ccq.calibration == "agent"
+        else None,
         "corrections_z_linear": {str(lv): q for lv, q in zip(bcfg.levels, Q_lin)},
         "n_calibration_runs": int(len(np.unique(su.prow[fit.rows][~np.isnan(ccq.oof_[:, 0])]))),
         "n_training_runs": int(len(fit.runs)),

@@ -8,18 +8,22 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.evaluation.dataset import Dataset, HoldoutUnit
-from earlyeval.config.eval_config import EvalConfig
-from earlyeval.evaluation.evaluate import FoldRunner, scaffold_of
-from earlyeval.features import fold_free
-from earlyeval.budget.config import BudgetConfig, SMALL
-from earlyeval.model.budget import DIMENSIONS
-from earlyeval.model.cqr import corrected_quantiles, to_z, within
+from earlyeval.budget.config import SMALL, BudgetConfig
 from earlyeval.budget.quantiles import CrossConformalQuantiles
 from earlyeval.budget.stopping import make_stopset, select_tau
-from earlyeval.budget.targets import DimTargets, budget_features, dim_targets, free_opening_agents, run_slices
-from earlyeval.model.budget import pace
-
+from earlyeval.budget.targets import (
+    DimTargets,
+    budget_features,
+    dim_targets,
+    free_opening_agents,
+    run_slices,
+)
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.dataset import Dataset, HoldoutUnit
+from earlyeval.evaluation.evaluate import FoldRunner, scaffold_of
+from earlyeval.features import fold_free
+from earlyeval.model.budget import DIMENSIONS, pace
+from earlyeval.model.cqr import corrected_quantiles, to_z, within
 
 Group = HoldoutUnit  # a held-out unit: one large agent, or all small agents together
 
@@ -29,8 +33,12 @@ def holdout_groups(ds: Dataset, cfg: EvalConfig) -> list[HoldoutUnit]:
     return ds.holdout_units(cfg.holdout_min_runs)
 
 
-def agent_folds(groups: list[Group], k: int, dims_of: dict[str, set[str]],
-                scaffold_of: dict[str, str] | None = None) -> list[list[Group]]:
+def agent_folds(
+    groups: list[Group],
+    k: int,
+    dims_of: dict[str, set[str]],
+    scaffold_of: dict[str, str] | None = None,
+) -> list[list[Group]]:
     """Deal groups into k folds so that every dimension's groups are spread as evenly as possible.
 
     With ``scaffold_of`` (agent -> scaffold; given when the outcome rule's ``inner_holdout`` is "scaffold"),
@@ -44,10 +52,16 @@ def agent_folds(groups: list[Group], k: int, dims_of: dict[str, set[str]],
     folds: list[list[Group]] = [[] for _ in range(max(min(k, len(clusters)), 1))]
     counts = [dict.fromkeys(DIMENSIONS, 0) for _ in folds]
     dims_c = [set().union(*(dims_of[g.name] for g in c)) for c in clusters]
-    order = sorted(range(len(clusters)), key=lambda i: (-len(dims_c[i]), -len(clusters[i]), clusters[i][0].name))
+    order = sorted(
+        range(len(clusters)),
+        key=lambda i: (-len(dims_c[i]), -len(clusters[i]), clusters[i][0].name),
+    )
     for i in order:
         c = clusters[i]
-        f = min(range(len(folds)), key=lambda j: (sum(counts[j][d] for g in c for d in dims_of[g.name]), len(folds[j]), j))
+        f = min(
+            range(len(folds)),
+            key=lambda j: (sum(counts[j][d] for g in c for d in dims_of[g.name]), len(folds[j]), j),
+        )
         folds[f].extend(c)
         for g in c:
             for d in dims_of[g.name]:
@@ -84,15 +98,21 @@ def fold_scaffolds(ds: Dataset, cfg: EvalConfig) -> dict[str, str] | None:
     return scaffold_of(ds) if cfg.inner_holdout == "scaffold" else None
 
 
-def calibration_folds(groups: list[Group], dims_of: dict[str, set[str]], scaffolds: dict[str, str] | None,
-                      bcfg: BudgetConfig) -> list[list[Group]]:
+def calibration_folds(
+    groups: list[Group],
+    dims_of: dict[str, set[str]],
+    scaffolds: dict[str, str] | None,
+    bcfg: BudgetConfig,
+) -> list[list[Group]]:
     """The calibration folds of ``run_budget`` and ``fit_shipped``: with scaffolds, one per scaffold (up to
     ``max_scaffold_folds``); else ``max_folds`` agent folds."""
     k = bcfg.max_scaffold_folds if scaffolds else bcfg.max_folds
     return agent_folds(groups, min(k, len(groups)), dims_of, scaffolds)
 
 
-def dim_folds(su: "Setup", folds: list[list[Group]], d: str, bcfg: BudgetConfig) -> list[list[Group]]:
+def dim_folds(
+    su: "Setup", folds: list[list[Group]], d: str, bcfg: BudgetConfig
+) -> list[list[Group]]:
     """The folds one dimension is calibrated on: the shared ones, unless its calibration groups (those whose
     usage in `d` is known) all fall in one of them -- every agent logging `d` shares one scaffold (cost on
     SWE-bench without gemini: the Moatless versions) -- when they are dealt alone, as agent folds
@@ -155,11 +175,18 @@ class Setup:
     fit_w: np.ndarray
     run_w: np.ndarray
 
-    def design(self, tg: DimTargets, rows: np.ndarray, unit: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    def design(
+        self, tg: DimTargets, rows: np.ndarray, unit: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """Features, pace and target z of prefix rows of one dimension."""
         rate = pace(tg.spent[rows], self.tt[rows], unit)
         Xb, bn = budget_features(tg, rows, self.tt[rows], unit)
-        return np.hstack([self.X_static[rows], Xb]), rate, to_z(tg.remaining[rows], rate), self.static_names + bn
+        return (
+            np.hstack([self.X_static[rows], Xb]),
+            rate,
+            to_z(tg.remaining[rows], rate),
+            self.static_names + bn,
+        )
 
     def row_fold(self, folds: list[list[Group]]) -> np.ndarray:
         fold_of = {a: k for k, f in enumerate(folds) for g in f for a in g.agents}
@@ -175,21 +202,36 @@ def setup(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig) -> Setup:
     row_agent = run_agent[prow] if N else np.zeros(0, dtype=str)
     free = free_opening_agents(ds, bcfg.free_opening_formats)
     targets = {d: dim_targets(ds, d, free) for d in DIMENSIONS}
-    dims_of = {g.name: {d for d in DIMENSIONS if targets[d].run_known[np.isin(run_agent, g.agents)].any()} for g in groups}
+    dims_of = {
+        g.name: {d for d in DIMENSIONS if targets[d].run_known[np.isin(run_agent, g.agents)].any()}
+        for g in groups
+    }
     # a dimension is evaluated (and shipped) when, with any one group held out, min_groups groups remain to calibrate it
-    dims = [d for d in DIMENSIONS if sum(d in dims_of[g.name] for g in groups) >= bcfg.min_groups + 1]
+    dims = [
+        d for d in DIMENSIONS if sum(d in dims_of[g.name] for g in groups) >= bcfg.min_groups + 1
+    ]
     budgets = {d: choose_budget(targets[d], bcfg.budget_quantile) for d in dims}
     fams = fold_free(cfg.families)
     group_of = {a: g.name for g in groups for a in g.agents}
     return Setup(
-        groups=groups, targets=targets, dims_of=dims_of, dims=dims, budgets=budgets, prow=prow,
-        tt=pf["t"].to_numpy().astype(np.float64), run_agent=run_agent, row_agent=row_agent,
+        groups=groups,
+        targets=targets,
+        dims_of=dims_of,
+        dims=dims,
+        budgets=budgets,
+        prow=prow,
+        tt=pf["t"].to_numpy().astype(np.float64),
+        run_agent=run_agent,
+        row_agent=row_agent,
         row_group=np.asarray([group_of[a] for a in row_agent]) if N else np.zeros(0, dtype=str),
-        y_run=np.asarray([int(t.outcome) for t in ds.trajs]), T_run=np.asarray([len(t.steps) for t in ds.trajs]),
+        y_run=np.asarray([int(t.outcome) for t in ds.trajs]),
+        T_run=np.asarray([len(t.steps) for t in ds.trajs]),
         slices=run_slices(prow),
         X_static=np.hstack([ds.blocks[f] for f in fams]) if fams else np.zeros((N, 0), np.float32),
         static_names=[n for f in fams for n in ds.block_names[f]],
-        fit_w=_fit_weights(prow, bcfg.max_prefixes_per_run), run_w=pf["weight"].to_numpy())
+        fit_w=_fit_weights(prow, bcfg.max_prefixes_per_run),
+        run_w=pf["weight"].to_numpy(),
+    )
 
 
 def fill_ps(runner: FoldRunner, su: Setup, arr: np.ndarray, exclude: frozenset, agent: str) -> None:
@@ -201,7 +243,9 @@ def fill_ps(runner: FoldRunner, su: Setup, arr: np.ndarray, exclude: frozenset, 
             arr[a:b] = p
 
 
-def inner_p_success(runner: FoldRunner, su: Setup, folds: list[list[Group]], held: frozenset) -> tuple[np.ndarray, list[list[str]]]:
+def inner_p_success(
+    runner: FoldRunner, su: Setup, folds: list[list[Group]], held: frozenset
+) -> tuple[np.ndarray, list[list[str]]]:
     """P(success) of every calibration agent from the outcome model fitted without its fold (and without `held`)."""
     p_in = np.full(len(su.prow), np.nan)
     exclusions = []
@@ -230,20 +274,51 @@ class CalFit:
     pw_in: np.ndarray  # P(remaining <= B - spent) from fold models + corrections without their fold
 
 
-def fit_calibrated(su: Setup, tg: DimTargets, rows_tr: np.ndarray, row_fold: np.ndarray, n_folds: int, B: float,
-                    bcfg: BudgetConfig) -> CalFit:
+def fit_calibrated(
+    su: Setup,
+    tg: DimTargets,
+    rows_tr: np.ndarray,
+    row_fold: np.ndarray,
+    n_folds: int,
+    B: float,
+    bcfg: BudgetConfig,
+) -> CalFit:
     """CQR on agent folds (module docstring): the unit, the fold models, the corrections, the inner P(within B)."""
     prow = su.prow
     tr_runs = np.unique(prow[rows_tr])
     unit = 1.0 if tg.dim == "steps" else _unit(np.concatenate([tg.usage[r] for r in tr_runs]))
     X_tr, rate_tr, z_tr, names = su.design(tg, rows_tr, unit)
     row_group = su.row_group
-    gsize = {g: len(np.unique(prow[rows_tr][row_group[rows_tr] == g])) for g in np.unique(row_group[rows_tr])}
-    sw = su.run_w[rows_tr] / (np.asarray([gsize[g] for g in row_group[rows_tr]]) if bcfg.score_weighting == "agent" else 1.0)
-    ccq = CrossConformalQuantiles(bcfg.alphas, bcfg.levels, bcfg.lgbm_params, bcfg.seed, bcfg.n_jobs, n_folds,
-                                  calibration=bcfg.calibration, agent_quantile=bcfg.agent_quantile)
-    ccq.fit(X_tr, z_tr, sample_weight=su.fit_w[rows_tr], groups=su.row_agent[rows_tr], fold=row_fold[rows_tr],
-            score_weight=sw, units=prow[rows_tr], calibration_units=row_group[rows_tr], feature_names=names)
+    gsize = {
+        g: len(np.unique(prow[rows_tr][row_group[rows_tr] == g]))
+        for g in np.unique(row_group[rows_tr])
+    }
+    sw = su.run_w[rows_tr] / (
+        np.asarray([gsize[g] for g in row_group[rows_tr]])
+        if bcfg.score_weighting == "agent"
+        else 1.0
+    )
+    ccq = CrossConformalQuantiles(
+        bcfg.alphas,
+        bcfg.levels,
+        bcfg.lgbm_params,
+        bcfg.seed,
+        bcfg.n_jobs,
+        n_folds,
+        calibration=bcfg.calibration,
+        agent_quantile=bcfg.agent_quantile,
+    )
+    ccq.fit(
+        X_tr,
+        z_tr,
+        sample_weight=su.fit_w[rows_tr],
+        groups=su.row_agent[rows_tr],
+        fold=row_fold[rows_tr],
+        score_weight=sw,
+        units=prow[rows_tr],
+        calibration_units=row_group[rows_tr],
+        feature_names=names,
+    )
     # inner predictions of the calibration agents (fold models, corrections without their fold)
     fold_tr = row_fold[rows_tr]
     q_in = np.full((len(rows_tr), len(bcfg.alphas)), np.nan)
@@ -258,12 +333,29 @@ def fit_calibrated(su: Setup, tg: DimTargets, rows_tr: np.ndarray, row_fold: np.
     return CalFit(unit, names, rows_tr, tr_runs, rate_tr, z_tr, sw, fold_tr, ccq, pw_in)
 
 
-def select_on_calibration(su: Setup, tg: DimTargets, fit: CalFit, p_rows: np.ndarray, B: float, bcfg: BudgetConfig,
-                           lo: int) -> dict[str, Any]:
+def select_on_calibration(
+    su: Setup,
+    tg: DimTargets,
+    fit: CalFit,
+    p_rows: np.ndarray,
+    B: float,
+    bcfg: BudgetConfig,
+    lo: int,
+) -> dict[str, Any]:
     """tau on the large calibration agents' runs (a 25-run group would make one false abort worth 4 pp of
     the constraint, as in evaluate.run_loao); `p_rows` is P(feasible) on the calibration rows (nan: none)."""
     rows_tr = fit.rows
     large_tr = su.row_group[rows_tr] != SMALL
-    ss = make_stopset(tg, rows_tr, su.prow, p_rows, su.row_group[rows_tr], su.y_run, su.T_run, su.slices,
-                  require=~np.isnan(p_rows) & large_tr, budget=B)
+    ss = make_stopset(
+        tg,
+        rows_tr,
+        su.prow,
+        p_rows,
+        su.row_group[rows_tr],
+        su.y_run,
+        su.T_run,
+        su.slices,
+        require=~np.isnan(p_rows) & large_tr,
+        budget=B,
+    )
     return select_tau(ss, bcfg.taus, bcfg.max_cost_pp, lo)

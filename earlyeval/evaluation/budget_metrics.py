@@ -8,14 +8,27 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.fitting.metrics import auroc, class_f1, interval_coverage, interval_width, macro_f1, weighted_quantile
 from earlyeval.budget.config import SMALL
-from earlyeval.model.cqr import from_z, pair_for
-from earlyeval.evaluation.budget import BudgetRun, DimResult
 from earlyeval.budget.online import NOTE, ONLINE_MIN_RUNS, ONLINE_SEED, online_block
-from earlyeval.budget.stopping import cap_halts, halt_index, make_stopset, one_run, select_tau, stop_stats
+from earlyeval.budget.stopping import (
+    cap_halts,
+    halt_index,
+    make_stopset,
+    one_run,
+    select_tau,
+    stop_stats,
+)
 from earlyeval.budget.targets import run_slices
-
+from earlyeval.evaluation.budget import BudgetRun, DimResult
+from earlyeval.fitting.metrics import (
+    auroc,
+    class_f1,
+    interval_coverage,
+    interval_width,
+    macro_f1,
+    weighted_quantile,
+)
+from earlyeval.model.cqr import from_z, pair_for
 
 BINS = np.r_[np.round(np.arange(0.0, 1.01, 0.1), 2), np.inf]
 METHODS = ("model", "linear")
@@ -34,7 +47,8 @@ class View:
     remaining: np.ndarray
     spent: np.ndarray
     p_feas: dict[str, np.ndarray]
-    bounds: dict[tuple[str, float], tuple[np.ndarray, np.ndarray]]  # (method, level) -> (lo, hi) in budget units
+    # (method, level) -> (lo, hi) in budget units
+    bounds: dict[tuple[str, float], tuple[np.ndarray, np.ndarray]]
     mid: dict[str, np.ndarray]
     run_key: np.ndarray  # per row, its run
 
@@ -54,13 +68,26 @@ def make_view(run: BudgetRun, R: DimResult, rows: np.ndarray) -> View:
         lo_i, hi_i = pair_for(lv, b.alphas)
         bounds[("model", lv)] = (from_z(R.q[rows, lo_i], rate), from_z(R.q[rows, hi_i], rate))
         Q = R.Q_lin[rows, i]
-        bounds[("linear", lv)] = (from_z(R.zhat_lin[rows] - Q, rate), from_z(R.zhat_lin[rows] + Q, rate))
+        bounds[("linear", lv)] = (
+            from_z(R.zhat_lin[rows] - Q, rate),
+            from_z(R.zhat_lin[rows] + Q, rate),
+        )
     mid["model"] = from_z(R.q[rows, med], rate)
     mid["linear"] = from_z(R.zhat_lin[rows], rate)
-    return View(rows, list(dict.fromkeys(prow.tolist())), pf["weight"].to_numpy()[rows], pf["t"].to_numpy()[rows],
-                y_run[prow], feas_run[prow].astype(int), tg.remaining[rows], tg.spent[rows],
-                {"model": ps * R.p_within[rows], "linear": ps * R.p_within_lin[rows], "outcome_only": ps},
-                bounds, mid, prow)
+    return View(
+        rows,
+        list(dict.fromkeys(prow.tolist())),
+        pf["weight"].to_numpy()[rows],
+        pf["t"].to_numpy()[rows],
+        y_run[prow],
+        feas_run[prow].astype(int),
+        tg.remaining[rows],
+        tg.spent[rows],
+        {"model": ps * R.p_within[rows], "linear": ps * R.p_within_lin[rows], "outcome_only": ps},
+        bounds,
+        mid,
+        prow,
+    )
 
 
 def _round(d: Any) -> Any:
@@ -90,7 +117,9 @@ def feasibility_block(v: View, p: np.ndarray, thr: float) -> dict[str, Any]:
     return {k: rounded(x) for k, x in out.items()}
 
 
-def interval_block(v: View, method: str, level: float, B: float, p_feas: np.ndarray, thr: float) -> dict[str, Any]:
+def interval_block(
+    v: View, method: str, level: float, B: float, p_feas: np.ndarray, thr: float
+) -> dict[str, Any]:
     """Plain coverage over every prefix, and BAGEN's interval scores on feasible runs predicted feasible."""
     lo, hi = v.bounds[(method, level)]
     W = np.sum(v.w)
@@ -109,14 +138,18 @@ def interval_block(v: View, method: str, level: float, B: float, p_feas: np.ndar
         mid = (l + h) / 2
         rel = np.abs(mid - y) / np.maximum(y, 1e-12)
         rel_med = np.abs(v.mid[method][sel] - y) / np.maximum(y, 1e-12)
-        out.update({
-            "median_prediction_rel_error_median": weighted_quantile(rel_med, 0.5, w),
-            "bagen_coverage": interval_coverage(y, l, h, w),
-            "bagen_width_over_B_median": interval_width(l, h, B, w),
-            "bagen_midpoint_rel_error_median": weighted_quantile(rel, 0.5, w),
-            "bagen_midpoint_rel_error_mean": float(np.sum(w * rel) / np.sum(w)),
-            "bagen_optimism": float(np.sum(w * (miss & (h < y))) / np.sum(w * miss)) if miss.any() else None,
-        })
+        out.update(
+            {
+                "median_prediction_rel_error_median": weighted_quantile(rel_med, 0.5, w),
+                "bagen_coverage": interval_coverage(y, l, h, w),
+                "bagen_width_over_B_median": interval_width(l, h, B, w),
+                "bagen_midpoint_rel_error_median": weighted_quantile(rel, 0.5, w),
+                "bagen_midpoint_rel_error_mean": float(np.sum(w * rel) / np.sum(w)),
+                "bagen_optimism": float(np.sum(w * (miss & (h < y))) / np.sum(w * miss))
+                if miss.any()
+                else None,
+            }
+        )
     return {k: rounded(x) for k, x in out.items()}
 
 
@@ -133,14 +166,35 @@ def late_recognition(v: View, p: np.ndarray, B: float) -> dict[str, Any]:
             continue
         _, inv = np.unique(v.run_key[m], return_inverse=True)
         per_run = np.bincount(inv, weights=p[m]) / np.bincount(inv)
-        table.append({"bin": _bin_label(k), "mean_p_feasible": rounded(float(per_run.mean())), "n_runs": int(len(per_run))})
-    first_below = next((row["bin"] for row in table if row["mean_p_feasible"] is not None and row["mean_p_feasible"] < 0.5), None)
+        table.append(
+            {
+                "bin": _bin_label(k),
+                "mean_p_feasible": rounded(float(per_run.mean())),
+                "n_runs": int(len(per_run)),
+            }
+        )
+    first_below = next(
+        (
+            row["bin"]
+            for row in table
+            if row["mean_p_feasible"] is not None and row["mean_p_feasible"] < 0.5
+        ),
+        None,
+    )
     # per run: P(feasible) < 0.5 at some prefix with less than 60 % of the budget used
     _, inv = np.unique(v.run_key[fail], return_inverse=True)
     early = ((p[fail] < 0.5) & (used[fail] < 0.6)).astype(float)
-    rec = np.bincount(inv, weights=early, minlength=inv.max() + 1 if len(inv) else 0) > 0 if len(inv) else np.zeros(0, bool)
-    return {"bins": table, "first_bin_below_0.5": first_below,
-            "failed_runs_recognized_before_60pct": rounded(float(rec.mean())) if len(rec) else None, "n_failed_runs": int(len(rec))}
+    rec = (
+        np.bincount(inv, weights=early, minlength=inv.max() + 1 if len(inv) else 0) > 0
+        if len(inv)
+        else np.zeros(0, bool)
+    )
+    return {
+        "bins": table,
+        "first_bin_below_0.5": first_below,
+        "failed_runs_recognized_before_60pct": rounded(float(rec.mean())) if len(rec) else None,
+        "n_failed_runs": int(len(rec)),
+    }
 
 
 def _bin_label(k: int) -> str:
@@ -148,7 +202,9 @@ def _bin_label(k: int) -> str:
     return f">={lo:.0%}" if np.isinf(BINS[k + 1]) else f"{lo:.0%}-{BINS[k + 1]:.0%}"
 
 
-def _width_at_coverage(v: View, R: DimResult, target: float | None, B: float) -> dict[str, Any] | None:
+def _width_at_coverage(
+    v: View, R: DimResult, target: float | None, B: float
+) -> dict[str, Any] | None:
     """Diagnostic (uses held-out labels, never a decision): the linear baseline's median width/B when its
     symmetric z-interval is widened or narrowed until its coverage equals `target`."""
     if target is None:
@@ -160,10 +216,15 @@ def _width_at_coverage(v: View, R: DimResult, target: float | None, B: float) ->
     if Q is None:
         return None
     lo, hi = from_z(zhat - Q, rate), from_z(zhat + Q, rate)
-    return {"coverage": rounded(interval_coverage(v.remaining, lo, hi, v.w)), "width_over_B_median": rounded(interval_width(lo, hi, B, v.w))}
+    return {
+        "coverage": rounded(interval_coverage(v.remaining, lo, hi, v.w)),
+        "width_over_B_median": rounded(interval_width(lo, hi, B, v.w)),
+    }
 
 
-def early_stop_block(run: BudgetRun, R: DimResult, v: View, method: str, group_of_run: dict[int, str]) -> dict[str, Any]:
+def early_stop_block(
+    run: BudgetRun, R: DimResult, v: View, method: str, group_of_run: dict[int, str]
+) -> dict[str, Any]:
     """Early stop on P(feasible) < tau (tau from the run's own outer fold) or a step cap."""
     ds = run.ds
     pf = ds.prefixes
@@ -174,12 +235,24 @@ def early_stop_block(run: BudgetRun, R: DimResult, v: View, method: str, group_o
     T_run = np.asarray([len(t.steps) for t in ds.trajs])
     rows_all = v.rows
     p_rows = np.ones(len(rows_all)) if method.startswith("step_cap") else v.p_feas[method]
-    ss = make_stopset(tg, rows_all, pf["run"].to_numpy(), p_rows, _row_groups(pf, rows_all, group_of_run), y_run, T_run, slices,
-                  np.ones(len(rows_all), bool), R.budget)
+    ss = make_stopset(
+        tg,
+        rows_all,
+        pf["run"].to_numpy(),
+        p_rows,
+        _row_groups(pf, rows_all, group_of_run),
+        y_run,
+        T_run,
+        slices,
+        np.ones(len(rows_all), bool),
+        R.budget,
+    )
     if method.startswith("step_cap"):
         if method == "step_cap":
             ks = [R.taus[g]["step_cap"].get("k") for g in ss.group]
-            halt = np.asarray([cap_halts(one_run(ss, i), k)[0] if k else len(ss.p[i]) for i, k in enumerate(ks)])
+            halt = np.asarray(
+                [cap_halts(one_run(ss, i), k)[0] if k else len(ss.p[i]) for i, k in enumerate(ks)]
+            )
             out = stop_stats(ss, halt)
             out["caps"] = {g: R.taus[g]["step_cap"].get("k") for g in sorted(set(ss.group))}
         else:
@@ -187,15 +260,23 @@ def early_stop_block(run: BudgetRun, R: DimResult, v: View, method: str, group_o
             out = stop_stats(ss, cap_halts(ss, k))
             out["cap"] = k
         return _round(out)
-    halt = np.asarray([halt_index(p, np.asarray([R.taus[g][method]["tau"]]), lo)[0] for p, g in zip(ss.p, ss.group)])
+    halt = np.asarray(
+        [
+            halt_index(p, np.asarray([R.taus[g][method]["tau"]]), lo)[0]
+            for p, g in zip(ss.p, ss.group)
+        ]
+    )
     out = stop_stats(ss, halt)
     out["tau"] = {g: R.taus[g][method]["tau"] for g in sorted(set(ss.group))}
     # frontier diagnostic: one tau chosen on these held-out labels with the same rule (never the headline)
     orc = select_tau(ss, run.bcfg.taus, run.bcfg.max_cost_pp, lo)
     o = stop_stats(ss, np.asarray([halt_index(p, np.asarray([orc["tau"]]), lo)[0] for p in ss.p]))
-    out["oracle_tau"] = {"tau": orc["tau"], "saved_on_failed": o.get("saved_on_failed"),
-                         "success_rate_cost_pp": o.get("success_rate_cost_pp"),
-                         "note": "tau picked on the held-out labels: an upper bound for this P(feasible), never the headline"}
+    out["oracle_tau"] = {
+        "tau": orc["tau"],
+        "saved_on_failed": o.get("saved_on_failed"),
+        "success_rate_cost_pp": o.get("success_rate_cost_pp"),
+        "note": "tau picked on the held-out labels: an upper bound for this P(feasible), never the headline",
+    }
     return _round(out)
 
 
@@ -203,7 +284,9 @@ def _row_groups(pf: Any, rows: np.ndarray, group_of_run: dict[int, str]) -> np.n
     return np.asarray([group_of_run[int(r)] for r in pf["run"].to_numpy()[rows]])
 
 
-def dim_block(run: BudgetRun, R: DimResult, rows: np.ndarray, group_of_run: dict[int, str]) -> dict[str, Any]:
+def dim_block(
+    run: BudgetRun, R: DimResult, rows: np.ndarray, group_of_run: dict[int, str]
+) -> dict[str, Any]:
     """Every BAGEN metric of one dimension on a set of held-out rows."""
     b = run.bcfg
     if len(rows) == 0:
@@ -214,19 +297,46 @@ def dim_block(run: BudgetRun, R: DimResult, rows: np.ndarray, group_of_run: dict
         "n_runs": len(v.runs),
         "n_prefixes": int(len(rows)),
         "resolve_rate": rounded(float(np.mean([run.ds.trajs[r].outcome for r in v.runs]))),
-        "feasible_rate": rounded(float(np.mean(v.feasible[v.t == 1]))) if (v.t == 1).any() else None,
-        "coverage": {m: {str(lv): rounded(interval_coverage(v.remaining, *v.bounds[(m, lv)], v.w)) for lv in b.levels} for m in METHODS},
-        "intervals": {m: {str(lv): interval_block(v, m, lv, B, v.p_feas[m], b.feasible_threshold) for lv in b.levels} for m in METHODS},
-        "feasibility": {m: feasibility_block(v, v.p_feas[m], b.feasible_threshold) for m in ("model", "linear", "outcome_only")},
-        "late_recognition": {m: late_recognition(v, v.p_feas[m], B) for m in ("model", "linear", "outcome_only")},
+        "feasible_rate": rounded(float(np.mean(v.feasible[v.t == 1])))
+        if (v.t == 1).any()
+        else None,
+        "coverage": {
+            m: {
+                str(lv): rounded(interval_coverage(v.remaining, *v.bounds[(m, lv)], v.w))
+                for lv in b.levels
+            }
+            for m in METHODS
+        },
+        "intervals": {
+            m: {
+                str(lv): interval_block(v, m, lv, B, v.p_feas[m], b.feasible_threshold)
+                for lv in b.levels
+            }
+            for m in METHODS
+        },
+        "feasibility": {
+            m: feasibility_block(v, v.p_feas[m], b.feasible_threshold)
+            for m in ("model", "linear", "outcome_only")
+        },
+        "late_recognition": {
+            m: late_recognition(v, v.p_feas[m], B) for m in ("model", "linear", "outcome_only")
+        },
     }
-    out["linear_at_model_coverage"] = {str(lv): _width_at_coverage(v, R, out["coverage"]["model"][str(lv)], B) for lv in b.levels}
+    out["linear_at_model_coverage"] = {
+        str(lv): _width_at_coverage(v, R, out["coverage"]["model"][str(lv)], B) for lv in b.levels
+    }
     # systematic shift of this agent against the training agents: weighted median of z_true - z_predicted
     # (z = log1p(remaining / pace); +0.69 means the truth is about twice the predicted median)
     med = list(b.alphas).index(0.5)
-    out["median_z_residual"] = {"model": rounded(weighted_quantile(R.z[rows] - R.q[rows, med], 0.5, v.w)),
-                                "linear": rounded(weighted_quantile(R.z[rows] - R.zhat_lin[rows], 0.5, v.w))}
-    caps = sorted({int(np.ceil(f * run.budgets["steps"])) for f in (0.5, 0.75, 1.0)}) if "steps" in run.budgets else []
+    out["median_z_residual"] = {
+        "model": rounded(weighted_quantile(R.z[rows] - R.q[rows, med], 0.5, v.w)),
+        "linear": rounded(weighted_quantile(R.z[rows] - R.zhat_lin[rows], 0.5, v.w)),
+    }
+    caps = (
+        sorted({int(np.ceil(f * run.budgets["steps"])) for f in (0.5, 0.75, 1.0)})
+        if "steps" in run.budgets
+        else []
+    )
     methods = ["model", "linear", "outcome_only", "step_cap"] + [f"step_cap_{k}" for k in caps]
     out["early_stop"] = {m: early_stop_block(run, R, v, m, group_of_run) for m in methods}
     return out
@@ -254,11 +364,20 @@ def budget_metrics(run: BudgetRun) -> dict[str, DimensionMetrics]:
     row_agent = run_agent[prow]
     group_of_agent = {a: g.name for g in run.groups for a in g.agents}
     group_of_run = {i: group_of_agent[a] for i, a in enumerate(run_agent)}
-    return {d: _dimension_metrics(run, d, R, row_agent, group_of_agent, group_of_run) for d, R in run.dims.items()}
+    return {
+        d: _dimension_metrics(run, d, R, row_agent, group_of_agent, group_of_run)
+        for d, R in run.dims.items()
+    }
 
 
-def _dimension_metrics(run: BudgetRun, d: str, R: DimResult, row_agent: np.ndarray, group_of_agent: dict[str, str],
-                       group_of_run: dict[int, str]) -> DimensionMetrics:
+def _dimension_metrics(
+    run: BudgetRun,
+    d: str,
+    R: DimResult,
+    row_agent: np.ndarray,
+    group_of_agent: dict[str, str],
+    group_of_run: dict[int, str],
+) -> DimensionMetrics:
     """One dimension: each held-out agent's rows (predicted by its own fold), the large ones pooled, the small group."""
     ds, tg = run.ds, run.targets[d]
     large = [g.name for g in run.groups if not g.small]
@@ -273,24 +392,58 @@ def _dimension_metrics(run: BudgetRun, d: str, R: DimResult, row_agent: np.ndarr
             agents_out[a] = blk
     pooled_rows = np.flatnonzero(pred & np.isin(row_agent, large))
     pooled = dim_block(run, R, pooled_rows, group_of_run)
-    small_group = dim_block(run, R, np.flatnonzero(pred & np.isin(row_agent, small.agents)), group_of_run) if small else None
+    small_group = (
+        dim_block(run, R, np.flatnonzero(pred & np.isin(row_agent, small.agents)), group_of_run)
+        if small
+        else None
+    )
     online = _online_report(run, R, pred, row_agent, large, group_of_agent)
-    return DimensionMetrics(agents_out, pooled, small_group, online, int(tg.run_known.sum()), tg.excluded_by_agent(ds),
-                            tg.free_opening_runs)
+    return DimensionMetrics(
+        agents_out,
+        pooled,
+        small_group,
+        online,
+        int(tg.run_known.sum()),
+        tg.excluded_by_agent(ds),
+        tg.free_opening_runs,
+    )
 
 
-def _online_report(run: BudgetRun, R: DimResult, pred: np.ndarray, row_agent: np.ndarray, large: list[str],
-                   group_of_agent: dict[str, str]) -> dict[str, Any]:
+def _online_report(
+    run: BudgetRun,
+    R: DimResult,
+    pred: np.ndarray,
+    row_agent: np.ndarray,
+    large: list[str],
+    group_of_agent: dict[str, str],
+) -> dict[str, Any]:
     """``budget.online``'s intervals per held-out agent and pooled over the large ones (beside the label-free ones)."""
     b, tg = run.bcfg, run.targets[R.dim]
     prow = run.ds.prefixes["run"].to_numpy()
     w = run.ds.prefixes["weight"].to_numpy()
 
     def blk(rows: np.ndarray) -> dict[str, Any]:
-        return online_block(R.q_online[rows], R.n_own_online[rows], R.rate[rows], tg.remaining[rows], w[rows], prow[rows],
-                            b.alphas, b.levels, R.budget)
+        return online_block(
+            R.q_online[rows],
+            R.n_own_online[rows],
+            R.rate[rows],
+            tg.remaining[rows],
+            w[rows],
+            prow[rows],
+            b.alphas,
+            b.levels,
+            R.budget,
+        )
 
-    agents = {a: dict(blk(np.flatnonzero(pred & (row_agent == a))), small_n=group_of_agent[a] == SMALL)
-              for a in run.ds.agents if (pred & (row_agent == a)).any()}
-    return {"note": NOTE, "min_runs": ONLINE_MIN_RUNS, "order_seed": ONLINE_SEED,
-            "pooled": blk(np.flatnonzero(pred & np.isin(row_agent, large))), "agents": agents}
+    agents = {
+        a: dict(blk(np.flatnonzero(pred & (row_agent == a))), small_n=group_of_agent[a] == SMALL)
+        for a in run.ds.agents
+        if (pred & (row_agent == a)).any()
+    }
+    return {
+        "note": NOTE,
+        "min_runs": ONLINE_MIN_RUNS,
+        "order_seed": ONLINE_SEED,
+        "pooled": blk(np.flatnonzero(pred & np.isin(row_agent, large))),
+        "agents": agents,
+    }

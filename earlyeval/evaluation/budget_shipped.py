@@ -10,29 +10,43 @@ from typing import Any, Callable
 
 import numpy as np
 
-from earlyeval.evaluation.dataset import Dataset
-from earlyeval.config.eval_config import EvalConfig
-from earlyeval.evaluation.evaluate import FoldRunner
-from earlyeval.features import fold_free
-from earlyeval.evaluation.budget_calibration import (Group, Setup, calibration_folds, dim_folds, fit_calibrated, fold_scaffolds,
-                                          inner_p_success, select_on_calibration, setup)
 from earlyeval.budget.config import BudgetConfig
-from earlyeval.model.budget import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION
 from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee
 from earlyeval.budget.targets import budget_features, dim_targets, free_opening_agents
-from earlyeval.model.budget import spend_feature_names
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.budget_calibration import (
+    Group,
+    Setup,
+    calibration_folds,
+    dim_folds,
+    fit_calibrated,
+    fold_scaffolds,
+    inner_p_success,
+    select_on_calibration,
+    setup,
+)
+from earlyeval.evaluation.dataset import Dataset
+from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.features import fold_free
+from earlyeval.model.budget import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, spend_feature_names
 
 log = logging.getLogger(__name__)
 
 
-def shipped_config(cfg: EvalConfig, bcfg: BudgetConfig | None = None) -> tuple[EvalConfig, BudgetConfig]:
+def shipped_config(
+    cfg: EvalConfig, bcfg: BudgetConfig | None = None
+) -> tuple[EvalConfig, BudgetConfig]:
     """``budget_config`` for a given outcome config: its fold-free families, the budget's n_jobs and seed."""
     bcfg = bcfg or BudgetConfig()
     return replace(cfg, families=fold_free(cfg.families), n_jobs=bcfg.n_jobs, seed=bcfg.seed), bcfg
 
 
-def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
-                progress: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+def fit_shipped(
+    ds: Dataset,
+    cfg: EvalConfig,
+    bcfg: BudgetConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any] | None:
     """The budget model ``earlyeval train`` ships (JSON-able; ``live.budget.LiveBudget`` reads it).
 
     It is what ``run_budget`` builds for a held-out agent, with no agent held out: every
@@ -49,19 +63,25 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
     say = progress or (lambda m: log.info(m))
     su = setup(ds, cfg, bcfg)
     if not su.dims:
-        say("budget: no dimension has enough agent groups to be calibrated; no budget model shipped")
+        say(
+            "budget: no dimension has enough agent groups to be calibrated; no budget model shipped"
+        )
         return None
     groups = su.groups
     folds = calibration_folds(groups, su.dims_of, fold_scaffolds(ds, cfg), bcfg)
     lo = max(cfg.min_halt_step, 1) - 1
-    say(f"budget: {', '.join(su.dims)} on {len(groups)} agent group(s) in {len(folds)} calibration folds")
+    say(
+        f"budget: {', '.join(su.dims)} on {len(groups)} agent group(s) in {len(folds)} calibration folds"
+    )
     runner = FoldRunner(ds, cfg, None)
     p_in, exclusions = inner_p_success(runner, su, folds, frozenset())
 
     def one_dim(d: str) -> dict[str, Any]:
         tg, B = su.targets[d], su.budgets[d]
         fd = dim_folds(su, folds, d, bcfg)
-        fit = fit_calibrated(su, tg, np.flatnonzero(tg.row_known), su.row_fold(fd), len(fd), B, bcfg)
+        fit = fit_calibrated(
+            su, tg, np.flatnonzero(tg.row_known), su.row_fold(fd), len(fd), B, bcfg
+        )
         sel = select_on_calibration(su, tg, fit, p_in[fit.rows] * fit.pw_in, B, bcfg, lo)
         ccq = fit.ccq
         return {
@@ -69,7 +89,7 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
             "tau": float(sel["tau"]),
             "tau_selection": sel,
             "budget_rule": f"{bcfg.budget_quantile:.0%} quantile of run totals over every labelled run whose {d} is known"
-                           + (" (rounded up)" if d == "steps" else " (2 significant digits)"),
+            + (" (rounded up)" if d == "steps" else " (2 significant digits)"),
             "runs_known": int(tg.run_known.sum()),
             "runs_excluded_unknown": tg.excluded_by_agent(ds),
             "calibration_folds": [[g.name for g in f if d in su.dims_of[g.name]] for f in fd],
@@ -78,21 +98,36 @@ def fit_shipped(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig | None = None,
             "corrections_z": {str(k): v for k, v in ccq.corrections_.items()},
             "calibration": ccq.calibration,
             "unit_corrections_z": {str(k): v for k, v in ccq.unit_corrections_.items()},
-            "coverage_guarantee": ({str(lv): agent_guarantee(len(v), ccq.agent_quantile) for lv, v in ccq.unit_corrections_.items()}
-                                   if ccq.calibration == "agent" else None),
+            "coverage_guarantee": (
+                {
+                    str(lv): agent_guarantee(len(v), ccq.agent_quantile)
+                    for lv, v in ccq.unit_corrections_.items()
+                }
+                if ccq.calibration == "agent"
+                else None
+            ),
             "n_calibration_runs": int(len(np.unique(su.prow[fit.rows][~np.isnan(ccq.oof_[:, 0])]))),
         }
 
     if bcfg.n_workers > 1 and len(su.dims) > 1:
-        with ThreadPoolExecutor(max_workers=bcfg.n_workers) as pool:  # see run_budget: single-threaded boosters
+        with ThreadPoolExecutor(
+            max_workers=bcfg.n_workers
+        ) as pool:  # see run_budget: single-threaded boosters
             dims_out = dict(zip(su.dims, pool.map(one_dim, su.dims)))
     else:
         dims_out = {d: one_dim(d) for d in su.dims}
     return _shipped_document(ds, cfg, bcfg, su, folds, exclusions, dims_out)
 
 
-def _shipped_document(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig, su: Setup, folds: list[list[Group]],
-                      exclusions: list[list[str]], dims_out: dict[str, Any]) -> dict[str, Any]:
+def _shipped_document(
+    ds: Dataset,
+    cfg: EvalConfig,
+    bcfg: BudgetConfig,
+    su: Setup,
+    folds: list[list[Group]],
+    exclusions: list[list[str]],
+    dims_out: dict[str, Any],
+) -> dict[str, Any]:
     """The shipped budget file around its fitted dimensions: settings, groups, folds, what tau was selected on."""
     free = free_opening_agents(ds, bcfg.free_opening_formats)
     return {
@@ -105,11 +140,17 @@ def _shipped_document(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig, su: Setu
         "free_opening": bool(free) and set(ds.agents) <= free,
         "free_opening_formats": list(bcfg.free_opening_formats),
         "dimensions": dims_out,
-        "skipped_dimensions": {d: f"fewer than {bcfg.min_groups + 1} agent groups with known {d}" for d in DIMENSIONS
-                               if d not in su.dims},
-        "p_success_for_tau": {"families": list(cfg.families), "fitted_without": exclusions,
-                              "note": "tau is selected on P(success) of the fold-free outcome model fitted without each "
-                                      "calibration fold; live, P(feasible) uses the shipped outcome model's P(success)"},
+        "skipped_dimensions": {
+            d: f"fewer than {bcfg.min_groups + 1} agent groups with known {d}"
+            for d in DIMENSIONS
+            if d not in su.dims
+        },
+        "p_success_for_tau": {
+            "families": list(cfg.families),
+            "fitted_without": exclusions,
+            "note": "tau is selected on P(success) of the fold-free outcome model fitted without each "
+            "calibration fold; live, P(feasible) uses the shipped outcome model's P(success)",
+        },
         "groups": [{"name": g.name, "agents": g.agents, "small": g.small} for g in su.groups],
         "folds": [[g.name for g in f] for f in folds],
         "config": bcfg.to_dict(),
@@ -117,14 +158,19 @@ def _shipped_document(ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig, su: Setu
     }
 
 
-def predict_prefixes(shipped: dict[str, Any], ds: Dataset, p_success: np.ndarray,
-                     families: list[str]) -> dict[str, dict[str, np.ndarray]]:
+def predict_prefixes(
+    shipped: dict[str, Any], ds: Dataset, p_success: np.ndarray, families: list[str]
+) -> dict[str, dict[str, np.ndarray]]:
     """Batch predictions of a shipped budget model on every prefix row of `ds` (nan where the run's
     usage is unknown): the same design and code as ``run_budget``'s held-out predictions.  `families`
     are the outcome config's (their fold-free blocks are the static features); `p_success` is aligned
     with ``ds.prefixes``.  The reference the Monitor's live budget is tested against."""
     N = len(ds.prefixes)
-    free = free_opening_agents(ds, tuple(shipped.get("free_opening_formats", ()))) if shipped.get("free_opening") else set()
+    free = (
+        free_opening_agents(ds, tuple(shipped.get("free_opening_formats", ())))
+        if shipped.get("free_opening")
+        else set()
+    )
     fams = fold_free(families)
     X_static = np.hstack([ds.blocks[f] for f in fams]) if fams else np.zeros((N, 0), np.float32)
     tt = ds.prefixes["t"].to_numpy().astype(np.float64)

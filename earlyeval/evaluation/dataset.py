@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 
 from earlyeval.config.catalog import Catalog, data_root, load_catalog
+from earlyeval.core.trajectory import Task, Trajectory
+from earlyeval.evaluation.pass_refs import training_references
 from earlyeval.features import Featurizer, PriorTable, RunContext, build_family, fold_free
+from earlyeval.features.text import TokenCache
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
-from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.features.text import TokenCache
-from earlyeval.evaluation.pass_refs import training_references
 
 log = logging.getLogger(__name__)
 CURRENT_POOL = "prior@current_pool"  # the prior block without a date cutoff
@@ -36,7 +36,8 @@ class Dataset:
     tasks: dict[str, Task]
     contexts: list[RunContext]
     prefixes: pd.DataFrame  # every prefix t = 1..T-1 of every labelled run with T >= 2
-    blocks: dict[str, np.ndarray] = field(default_factory=dict)  # family -> rows aligned with `prefixes`
+    # family -> rows aligned with `prefixes`
+    blocks: dict[str, np.ndarray] = field(default_factory=dict)
     block_names: dict[str, list[str]] = field(default_factory=dict)
     prior_table: PriorTable | None = None
     _token_cache: object | None = None
@@ -52,7 +53,9 @@ class Dataset:
         return list(dict.fromkeys(t.agent for t in self.trajs))
 
     def runs_of(self, agents: set[str]) -> np.ndarray:
-        return np.asarray([i for i, t in enumerate(self.trajs) if t.agent in agents], dtype=np.int64)
+        return np.asarray(
+            [i for i, t in enumerate(self.trajs) if t.agent in agents], dtype=np.int64
+        )
 
     def n_runs(self, agent: str) -> int:
         return sum(1 for t in self.trajs if t.agent == agent)
@@ -89,13 +92,20 @@ class HoldoutUnit:
     small: bool = False
 
 
-def load_dataset(bench: str, families: list[str], root: Path | None = None, progress: bool = True,
-                 trajs: list[Trajectory] | None = None, tasks: dict[str, Task] | None = None,
-                 whole: bool = True) -> Dataset:
+def load_dataset(
+    bench: str,
+    families: list[str],
+    root: Path | None = None,
+    progress: bool = True,
+    trajs: list[Trajectory] | None = None,
+    tasks: dict[str, Task] | None = None,
+    whole: bool = True,
+) -> Dataset:
     """Read the ingested benchmark (``earlyeval ingest`` output) and featurize the fold-free families.
     ``whole=False`` (a partition of the runs): the pass family, which reads each agent's other runs, is left
     to ``add_pass_block`` over all of them."""
-    free = fold_free(families)  # resolves every entry: an unknown family is an error, never a silent drop
+    # resolves every entry: an unknown family is an error, never a silent drop
+    free = fold_free(families)
     cat = load_catalog(bench)
     if trajs is None:
         trajs = read_ingested_trajectories(bench)
@@ -115,12 +125,16 @@ def load_dataset(bench: str, families: list[str], root: Path | None = None, prog
     ds = Dataset(bench, cat, trajs, tasks, contexts, prefixes, prior_table=prior_table)
     for fam in (f for f in free if f != PASS):
         fz = Featurizer([build_family(fam, prior_table=prior_table)])
-        ds.blocks[fam] = fz.prefix_matrix(trajs, contexts, progress=progress, desc=f"features: {fam}")
+        ds.blocks[fam] = fz.prefix_matrix(
+            trajs, contexts, progress=progress, desc=f"features: {fam}"
+        )
         ds.block_names[fam] = fz.names
     if "prior" in ds.blocks:
         today = [dataclasses.replace(c, as_of="") for c in contexts]
         fz = Featurizer([build_family("prior", prior_table=prior_table)])
-        ds.blocks[CURRENT_POOL] = fz.prefix_matrix(trajs, today, progress=progress, desc="features: prior (current pool)")
+        ds.blocks[CURRENT_POOL] = fz.prefix_matrix(
+            trajs, today, progress=progress, desc="features: prior (current pool)"
+        )
         ds.block_names[CURRENT_POOL] = fz.names
     if whole and PASS in free:  # last, as dataset_from_parts adds it over every partition's runs
         add_pass_block(ds, progress)
@@ -132,5 +146,7 @@ def add_pass_block(ds: Dataset, progress: bool = False) -> None:
     refs = training_references(ds.trajs)
     ds.contexts[:] = [dataclasses.replace(c, pass_reference=r) for c, r in zip(ds.contexts, refs)]
     fz = Featurizer([build_family(PASS)])
-    ds.blocks[PASS] = fz.prefix_matrix(ds.trajs, ds.contexts, progress=progress, desc="features: pass")
+    ds.blocks[PASS] = fz.prefix_matrix(
+        ds.trajs, ds.contexts, progress=progress, desc="features: pass"
+    )
     ds.block_names[PASS] = fz.names

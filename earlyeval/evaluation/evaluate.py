@@ -14,20 +14,29 @@ from typing import Any, Callable
 import numpy as np
 
 from earlyeval.config.eval_config import TAU_GRID, EvalConfig
-from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
-from earlyeval.features import Featurizer, bind_values, build_family, fold_free, fold_fitted
-from earlyeval.fitting.metrics import RunSet, runset_of_runs, spearman
-from earlyeval.evaluation.adapt import adapt_em
 from earlyeval.config.prices import price_runs
-from earlyeval.evaluation.blocks import (agent_block, baseline_blocks, dollars_block, failure_only_thresholds, model_at_steps_saved,
-                                         oracle_frontier_saved, pooled_baselines, pooled_block, sum_dollars)
-from earlyeval.evaluation.pass_sim import pass_block, pass_pooled
+from earlyeval.evaluation.adapt import adapt_em
+from earlyeval.evaluation.blocks import (
+    agent_block,
+    baseline_blocks,
+    dollars_block,
+    failure_only_thresholds,
+    model_at_steps_saved,
+    oracle_frontier_saved,
+    pooled_baselines,
+    pooled_block,
+    sum_dollars,
+)
+from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
+from earlyeval.evaluation.guard import guard_config, guarded
 from earlyeval.evaluation.pass_predict import cold, repredictor
+from earlyeval.evaluation.pass_sim import pass_block, pass_pooled
 from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
+from earlyeval.features import Featurizer, bind_values, build_family, fold_fitted, fold_free
+from earlyeval.fitting.estimator import OutcomeModel
+from earlyeval.fitting.metrics import RunSet, runset_of_runs, spearman
 from earlyeval.fitting.risk_control import guarantee_check, guarantee_tally
 from earlyeval.fitting.thresholds import choose_thresholds, select_thresholds
-from earlyeval.evaluation.guard import guard_config, guarded
-from earlyeval.fitting.estimator import OutcomeModel
 from earlyeval.model.outcome import split_proba
 
 log = logging.getLogger(__name__)
@@ -44,7 +53,8 @@ class Fitted:
     n_train_runs: int
     n_train_prefixes: int
     train_rows: np.ndarray | None = None
-    fold_families: list[Any] = field(default_factory=list)  # text, peer_prior ... fitted on this fold, cfg order
+    # text, peer_prior ... fitted on this fold, cfg order
+    fold_families: list[Any] = field(default_factory=list)
 
 
 class FoldRunner:
@@ -62,20 +72,29 @@ class FoldRunner:
         self.prefix_run = ds.prefixes["run"].to_numpy()
         self.prefix_T = ds.prefixes["T"].to_numpy()
         # the contexts fold-fitted families see: dated (as_of), or all with no cutoff (current pool)
-        self.contexts = ds.contexts if cfg.prior_pool == "as_of" else [replace(c, as_of="") for c in ds.contexts]
+        self.contexts = (
+            ds.contexts
+            if cfg.prior_pool == "as_of"
+            else [replace(c, as_of="") for c in ds.contexts]
+        )
 
     def _kept(self, names: list[str]) -> list[int]:
         cfg = self.cfg
-        return [j for j, n in enumerate(names)
-                if not any(fnmatch.fnmatch(n, pat) for pat in cfg.drop_features)]
+        return [
+            j
+            for j, n in enumerate(names)
+            if not any(fnmatch.fnmatch(n, pat) for pat in cfg.drop_features)
+        ]
 
     def _static(self, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
         mats, names = [], []
         for fam in fold_free(self.cfg.families):
             block = CURRENT_POOL if fam == "prior" and self.cfg.prior_pool == "current" else fam
             if block not in self.ds.blocks:
-                raise KeyError(f"fold-free family '{fam}' is in the config but the dataset has no '{block}' block "
-                               f"(load_dataset was given {sorted(self.ds.blocks)})")
+                raise KeyError(
+                    f"fold-free family '{fam}' is in the config but the dataset has no '{block}' block "
+                    f"(load_dataset was given {sorted(self.ds.blocks)})"
+                )
             keep = self._kept(self.ds.block_names[block])
             mats.append(self.ds.blocks[block][rows][:, keep])
             names += [self.ds.block_names[block][j] for j in keep]
@@ -87,8 +106,13 @@ class FoldRunner:
             # start() + values() once per run, repeated over its prefixes: update() is a no-op for such a
             # family, so this is the streaming loop without the per-step calls (tested equal to it)
             fnames = list(fam.names)
-            vals = [np.asarray(bind_values(fam.name, fnames, fam.values(fam.start(self.contexts[i]))), dtype=np.float32)
-                    for i in runs]
+            vals = [
+                np.asarray(
+                    bind_values(fam.name, fnames, fam.values(fam.start(self.contexts[i]))),
+                    dtype=np.float32,
+                )
+                for i in runs
+            ]
             reps = [max(len(self.ds.trajs[i].steps) - 1, 0) for i in runs]
             if not vals:
                 return np.zeros((0, len(fam.names)), np.float32)
@@ -96,19 +120,33 @@ class FoldRunner:
         fz = Featurizer([fam])
         return fz.prefix_matrix([self.ds.trajs[i] for i in runs], [self.contexts[i] for i in runs])
 
-    def features(self, fitted: "Fitted | list[Any] | None", runs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    def features(
+        self, fitted: "Fitted | list[Any] | None", runs: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, list[str]]:
         """Fold-free blocks (precomputed) then the fold's fitted families, in cfg order (``only_features``: the
         other columns masked to NaN)."""
         X, names = self._features(fitted, runs, rows)
         if self.cfg.only_features:
-            off = [j for j, n in enumerate(names) if not any(fnmatch.fnmatch(n, p) for p in self.cfg.only_features)]
+            off = [
+                j
+                for j, n in enumerate(names)
+                if not any(fnmatch.fnmatch(n, p) for p in self.cfg.only_features)
+            ]
             if off:
-                X = np.array(X, dtype=np.float32 if X.dtype == np.float32 else np.float64, copy=True)
+                X = np.array(
+                    X, dtype=np.float32 if X.dtype == np.float32 else np.float64, copy=True
+                )
                 X[:, off] = np.nan
         return X, names
 
-    def _features(self, fitted: "Fitted | list[Any] | None", runs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
-        fams = fitted.fold_families if isinstance(fitted, Fitted) else ([] if fitted is None else list(fitted))
+    def _features(
+        self, fitted: "Fitted | list[Any] | None", runs: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, list[str]]:
+        fams = (
+            fitted.fold_families
+            if isinstance(fitted, Fitted)
+            else ([] if fitted is None else list(fitted))
+        )
         X, names = self._static(rows)
         for fam in fams:
             B = self._fold_block(fam, runs)
@@ -123,7 +161,9 @@ class FoldRunner:
         """The columns ``features`` gives with the fold-fitted ``fams``, without reading a block."""
         names: list[str] = []
         for fam in fold_free(self.cfg.families):
-            bn = self.ds.block_names[CURRENT_POOL if fam == "prior" and self.cfg.prior_pool == "current" else fam]
+            bn = self.ds.block_names[
+                CURRENT_POOL if fam == "prior" and self.cfg.prior_pool == "current" else fam
+            ]
             names += [bn[j] for j in self._kept(bn)]
         return names + [f.names[j] for f in fams for j in self._kept(f.names)]
 
@@ -146,15 +186,33 @@ class FoldRunner:
         X, names = self.features(fold_fams, long_runs, rows)
         pf = self.ds.prefixes.iloc[rows]
         model = self.new_model(exclude)
-        model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=names)
-        f = Fitted(model, text, names, sorted(set(self.run_agent[train_runs])), len(long_runs), len(rows), rows, fold_fams)
+        model.fit(
+            X,
+            pf["y"].to_numpy(),
+            sample_weight=pf["weight"].to_numpy(),
+            groups=pf["task_id"].to_numpy(),
+            feature_names=names,
+        )
+        f = Fitted(
+            model,
+            text,
+            names,
+            sorted(set(self.run_agent[train_runs])),
+            len(long_runs),
+            len(rows),
+            rows,
+            fold_fams,
+        )
         self._fits[exclude] = f
         return f
 
     def fit_rows(self, exclude: frozenset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """What a fit without ``exclude`` trains on: its runs, those long enough to fit on, and their prefix rows."""
         train_runs = np.flatnonzero(~np.isin(self.run_agent, list(exclude)))
-        long_runs = np.asarray([i for i in train_runs if len(self.ds.trajs[i].steps) >= max(self.cfg.min_steps, 2)], dtype=np.int64)
+        long_runs = np.asarray(
+            [i for i in train_runs if len(self.ds.trajs[i].steps) >= max(self.cfg.min_steps, 2)],
+            dtype=np.int64,
+        )
         return train_runs, long_runs, self.rows_of(long_runs, self.cfg.min_steps)
 
     def fold_families(self, train_runs: np.ndarray) -> tuple[Any, list[Any]]:
@@ -165,8 +223,12 @@ class FoldRunner:
         train_trajs = [self.ds.trajs[i] for i in train_runs]
         train_ctxs = [self.contexts[i] for i in train_runs]
         for name in fold_fitted(self.cfg.families):
-            fam = build_family(name, text_params={**self.cfg.text_params, "cache": self.token_cache}, seed=self.cfg.seed,
-                               peer_params=self.cfg.peer_params)
+            fam = build_family(
+                name,
+                text_params={**self.cfg.text_params, "cache": self.token_cache},
+                seed=self.cfg.seed,
+                peer_params=self.cfg.peer_params,
+            )
             fam.fit(train_trajs, train_ctxs)
             fold_fams.append(fam)
             if name == "text":
@@ -176,8 +238,13 @@ class FoldRunner:
     def new_model(self, exclude: frozenset) -> OutcomeModel:
         """The estimator the fit without ``exclude`` trains (a cluster's runner trains the shipped model,
         nothing left out, with lightgbm.dask: earlyeval.scale.train)."""
-        return OutcomeModel(lgbm_params=self.cfg.lgbm_params, twin=self.cfg.twin, monotone=self.cfg.monotone,
-                            seed=self.cfg.seed, n_jobs=self.cfg.n_jobs)
+        return OutcomeModel(
+            lgbm_params=self.cfg.lgbm_params,
+            twin=self.cfg.twin,
+            monotone=self.cfg.monotone,
+            seed=self.cfg.seed,
+            n_jobs=self.cfg.n_jobs,
+        )
 
     def predict(self, exclude: frozenset, agent: str) -> RunSet:
         key = (exclude, agent)
@@ -189,14 +256,14 @@ class FoldRunner:
         runs = np.flatnonzero(self.run_agent == agent)
         rows = self.rows_of(runs, 2)
         X, names = self.features(fitted, runs, rows)
-        ps, pf = split_proba(fitted.model.predict_proba(cold(X, names)))  # static: the first run of its agent
+        # static: the first run of its agent
+        ps, pf = split_proba(fitted.model.predict_proba(cold(X, names)))
         rs = runset(self.ds, runs, rows, ps, pf)
         if self.cfg.adapt == "em":
             rs, info = adapt_em(rs, fitted.model.base_rate_)
             self.adaptation[key] = info
         self._preds[key] = rs
         return rs
-
 
     def validation_sets(self, exclude: frozenset) -> dict[str, RunSet]:
         """Per training agent, its runs in the model's own task-grouped calibration split.
@@ -243,7 +310,9 @@ def inner_exclusion(ds: Dataset, held_out: frozenset, inner: frozenset, mode: st
     return wide if set(sc) - wide else held_out | inner
 
 
-def inner_plan(ds: Dataset, cfg: EvalConfig, held_out: frozenset, large: list[str]) -> tuple[list[tuple[frozenset, list[str]]], str]:
+def inner_plan(
+    ds: Dataset, cfg: EvalConfig, held_out: frozenset, large: list[str]
+) -> tuple[list[tuple[frozenset, list[str]]], str]:
     """The inner fits ``inner_sets`` makes: (agents left out of the model, the inner agents it predicts), and
     the method's name; no pair means the training agents' validation split (one fit, without ``held_out``)."""
     remaining = [b for b in large if b not in held_out]
@@ -251,17 +320,23 @@ def inner_plan(ds: Dataset, cfg: EvalConfig, held_out: frozenset, large: list[st
     mode = cfg.inner_holdout
     suffix = "" if mode == "agent" else " (each inner agent's whole scaffold left out)"
     if 2 <= len(remaining) <= k:
-        return [(inner_exclusion(ds, held_out, frozenset([b]), mode), [b]) for b in remaining], "inner-loao" + suffix
+        return [
+            (inner_exclusion(ds, held_out, frozenset([b]), mode), [b]) for b in remaining
+        ], "inner-loao" + suffix
     if len(remaining) > k:
         # many agents (tau2): leave-one-GROUP-of-agents-out, k groups dealt round-robin by size
         order = sorted(remaining, key=lambda b: (-ds.n_runs(b), b))
         groups = [frozenset(order[i::k]) for i in range(k)]
-        return ([(inner_exclusion(ds, held_out, g, mode), sorted(g)) for g in groups],
-                f"inner leave-{k}-groups-of-agents-out" + suffix)
+        return (
+            [(inner_exclusion(ds, held_out, g, mode), sorted(g)) for g in groups],
+            f"inner leave-{k}-groups-of-agents-out" + suffix,
+        )
     return [], "training agents' task-grouped validation split"
 
 
-def inner_sets(runner: FoldRunner, held_out: frozenset, large: list[str]) -> tuple[dict[str, RunSet], str]:
+def inner_sets(
+    runner: FoldRunner, held_out: frozenset, large: list[str]
+) -> tuple[dict[str, RunSet], str]:
     """Predictions of every other large agent from models that see neither it nor the held-out set
     (nor, with ``inner_holdout = "scaffold"``, any agent of its scaffold)."""
     plan, method = inner_plan(runner.ds, runner.cfg, held_out, large)
@@ -270,7 +345,9 @@ def inner_sets(runner: FoldRunner, held_out: frozenset, large: list[str]) -> tup
     return {b: runner.predict(ex, b) for ex, agents in plan for b in agents}, method
 
 
-def runset(ds: Dataset, runs: np.ndarray, rows: np.ndarray, ps: np.ndarray, pf: np.ndarray) -> RunSet:
+def runset(
+    ds: Dataset, runs: np.ndarray, rows: np.ndarray, ps: np.ndarray, pf: np.ndarray
+) -> RunSet:
     """Group prefix predictions by run (prefix rows are stored run by run, t ascending)."""
     prow = ds.prefixes["run"].to_numpy()[rows]
     by_run: dict[int, list[int]] = {}
@@ -294,28 +371,40 @@ class LoaoResult:
     # with prior_guard: the task-level model's runner, and per held-out agent which model its fold ships
     runner_prior: FoldRunner | None = None
     model_choice: dict[str, dict[str, Any]] = field(default_factory=dict)
-    folds: dict[str, tuple[FoldRunner, frozenset]] = field(default_factory=dict)  # agent -> what predicted it
+    # agent -> what predicted it
+    folds: dict[str, tuple[FoldRunner, frozenset]] = field(default_factory=dict)
 
 
 def other_rule(cfg: EvalConfig) -> EvalConfig:
     """``cfg`` with the other threshold rule (agent-quantile <-> worst-case), for the report's comparison."""
-    return replace(cfg, threshold_rule="worst-case" if cfg.threshold_rule == "agent-quantile" else "agent-quantile")
+    return replace(
+        cfg,
+        threshold_rule="worst-case" if cfg.threshold_rule == "agent-quantile" else "agent-quantile",
+    )
 
 
-def in_process_runner(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None,
-                      **_plan: Any) -> FoldRunner:
+def in_process_runner(
+    ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, **_plan: Any
+) -> FoldRunner:
     """A FoldRunner fitting in this process (``run_loao``'s default ``runners``; ``InProcess.runners``)."""
     return FoldRunner(ds, cfg, progress)
 
 
-def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, with_loso: bool = True,
-             with_small: bool = True, runners: Callable[..., FoldRunner] = in_process_runner) -> LoaoResult:
+def run_loao(
+    ds: Dataset,
+    cfg: EvalConfig,
+    progress: Callable[[str], None] | None = None,
+    with_loso: bool = True,
+    with_small: bool = True,
+    runners: Callable[..., FoldRunner] = in_process_runner,
+) -> LoaoResult:
     """Every held-out unit predicted by a model without it, thresholds by ``cfg``'s rule over inner agents
     (the leave-one-scaffold-out protocol is ``loso.run_loso`` on the same runner: ``pipeline.with_loso``).
 
     ``runners(ds, cfg, progress, with_loso=, with_small=)``: the FoldRunner to use (a cluster's, whose fits
     ran as parallel tasks: earlyeval.scale.folds; ``with_loso`` says whether leave-one-scaffold-out follows on
     it, so that its fits are planned too); default a FoldRunner fitting in this process."""
+
     def make(c: EvalConfig) -> FoldRunner:
         return runners(ds, c, progress, with_loso=with_loso, with_small=with_small)
 
@@ -348,11 +437,20 @@ def run_loao(ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | Non
             if ch:
                 choice[a] = ch
             oracle[a] = select_thresholds({a: sets[a]}, cfg, method="oracle: held-out labels")
-    return LoaoResult(large, small, sets, thresholds, oracle, {}, runner, alt, fallback, choice, folds)
+    return LoaoResult(
+        large, small, sets, thresholds, oracle, {}, runner, alt, fallback, choice, folds
+    )
 
 
-def _agent_report(res: LoaoResult, a: str, cfg: EvalConfig, alt_cfg: EvalConfig, costs: dict[str, Any], light: bool,
-                  pass_features: bool) -> dict[str, Any]:
+def _agent_report(
+    res: LoaoResult,
+    a: str,
+    cfg: EvalConfig,
+    alt_cfg: EvalConfig,
+    costs: dict[str, Any],
+    light: bool,
+    pass_features: bool,
+) -> dict[str, Any]:
     """One held-out agent's block of loao.json: its fold's rule, the failure-only, other-rule and oracle
     variants, the simulated pass and (unless ``light``) baselines and warm start; what its fold trained on."""
     rs = res.sets[a]
@@ -361,8 +459,13 @@ def _agent_report(res: LoaoResult, a: str, cfg: EvalConfig, alt_cfg: EvalConfig,
     blk = agent_block(rs, th, cfg)
     blk["guarantee_check"] = guarantee_check(rs, th, cfg.min_halt_step)
     fold = res.folds.get(a)
-    blk["pass"] = pass_block(rs, base_th, cfg.min_halt_step, costs,
-                             repredict=repredictor(*fold, a) if fold and pass_features else None)
+    blk["pass"] = pass_block(
+        rs,
+        base_th,
+        cfg.min_halt_step,
+        costs,
+        repredict=repredictor(*fold, a) if fold and pass_features else None,
+    )
     blk["small_n"] = a in res.small
     blk["dollars"] = dollars_block(rs, costs, th, cfg)
     fo = agent_block(rs, failure_only_thresholds(th), cfg)
@@ -377,63 +480,104 @@ def _agent_report(res: LoaoResult, a: str, cfg: EvalConfig, alt_cfg: EvalConfig,
     if not light:
         base = baseline_blocks(rs)
         for name, b in base.items():
-            b["model_at_equal_steps_saved"] = model_at_steps_saved(rs, b.get("steps_saved") or 0.0, cfg)
+            b["model_at_equal_steps_saved"] = model_at_steps_saved(
+                rs, b.get("steps_saved") or 0.0, cfg
+            )
         blk["baselines"] = base
-        blk["warm_start"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th) for sh in cfg.warm_shares}
+        blk["warm_start"] = {
+            f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th) for sh in cfg.warm_shares
+        }
         # issue 14's checking rule (may only raise), beside the certifying default for comparison
-        blk["warm_start_check"] = {f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th, rule="check")
-                                   for sh in cfg.warm_shares}
-    ad = res.runner.adaptation.get((frozenset([a]) if a in res.holdout else frozenset(res.small), a))
+        blk["warm_start_check"] = {
+            f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th, rule="check")
+            for sh in cfg.warm_shares
+        }
+    ad = res.runner.adaptation.get(
+        (frozenset([a]) if a in res.holdout else frozenset(res.small), a)
+    )
     if ad:
         blk["adaptation"] = ad
     fitted = res.runner.fit(frozenset([a]) if a in res.holdout else frozenset(res.small))
-    blk["trained_on"] = {"agents": fitted.train_agents, "runs": fitted.n_train_runs, "prefixes": fitted.n_train_prefixes}
+    blk["trained_on"] = {
+        "agents": fitted.train_agents,
+        "runs": fitted.n_train_runs,
+        "prefixes": fitted.n_train_prefixes,
+    }
     if a in res.model_choice:
         blk["model_choice"] = res.model_choice[a]
     return blk
 
 
-def _pooled_report(res: LoaoResult, cfg: EvalConfig, alt_cfg: EvalConfig, agents_out: dict[str, Any]) -> dict[str, Any]:
+def _pooled_report(
+    res: LoaoResult, cfg: EvalConfig, alt_cfg: EvalConfig, agents_out: dict[str, Any]
+) -> dict[str, Any]:
     """The large held-out agents' runs pooled, each under its own fold's thresholds (and the variants')."""
     items = [(res.sets[a], res.thresholds[a]) for a in res.holdout]
     pooled = pooled_block(items, cfg)
-    pooled["failure_only"] = pooled_block([(rs, failure_only_thresholds(t)) for rs, t in items], cfg)
+    pooled["failure_only"] = pooled_block(
+        [(rs, failure_only_thresholds(t)) for rs, t in items], cfg
+    )
     pooled["dollars"] = sum_dollars([agents_out[a]["dollars"] for a in res.holdout])
-    pooled["failure_only"]["dollars"] = sum_dollars([agents_out[a]["failure_only"]["dollars"] for a in res.holdout])
+    pooled["failure_only"]["dollars"] = sum_dollars(
+        [agents_out[a]["failure_only"]["dollars"] for a in res.holdout]
+    )
     if all(a in res.alt_thresholds for a in res.holdout):
-        pooled["other_rule"] = pooled_block([(res.sets[a], res.alt_thresholds[a]) for a in res.holdout], alt_cfg)
+        pooled["other_rule"] = pooled_block(
+            [(res.sets[a], res.alt_thresholds[a]) for a in res.holdout], alt_cfg
+        )
     steps = {a: float(res.sets[a].T.sum()) for a in res.holdout}
     orc_saved = sum(agents_out[a]["oracle_frontier_steps_saved"] * steps[a] for a in res.holdout)
     rule_saved = sum((agents_out[a].get("steps_saved") or 0.0) * steps[a] for a in res.holdout)
     pooled["share_of_oracle_savings"] = rule_saved / orc_saved if orc_saved > 0 else None
-    pooled["guarantee_held"] = guarantee_tally([agents_out[a].get("guarantee_check") for a in res.holdout])
+    pooled["guarantee_held"] = guarantee_tally(
+        [agents_out[a].get("guarantee_check") for a in res.holdout]
+    )
     return pooled
 
 
 def _threshold_detail(cfg: EvalConfig) -> str:
     """How the thresholds were chosen, in words (loao.json's ``threshold_selection_detail``)."""
-    return ("for each held-out agent A: every other large agent B is predicted by a model fitted without A and B"
-            + (" and every other agent of B's scaffold" if cfg.inner_holdout == "scaffold" else "") + "; "
-            + (f"rule agent-quantile: per side, tau is the (k+1)-th most cautious of the B's boldest thresholds whose share of "
-               f"runs halted wrongly on that side is <= {cfg.risk_alpha:g} (k from delta {cfg.risk_delta:g}; the guarantee per "
-               "held-out agent is in its threshold_selection block, how it held in guarantee_check)" if cfg.threshold_rule == "agent-quantile" else
-               "rule worst-case: (tau_s, tau_f) maximize the steps saved over those predictions subject to "
-               + ("outcome accuracy" if cfg.constraint == "accuracy" else "success recall and failure recall (accuracy whatever the resolve rate)")
-               + f" >= {cfg.target_accuracy} on every B")
-            + (". Prior guard: each fold ships the model of the task-level features instead when it ranks the B better"
-               if cfg.prior_guard else "")
-            + ". Small runs are held out together and use the same rule.")
+    return (
+        "for each held-out agent A: every other large agent B is predicted by a model fitted without A and B"
+        + (" and every other agent of B's scaffold" if cfg.inner_holdout == "scaffold" else "")
+        + "; "
+        + (
+            f"rule agent-quantile: per side, tau is the (k+1)-th most cautious of the B's boldest thresholds whose share of "
+            f"runs halted wrongly on that side is <= {cfg.risk_alpha:g} (k from delta {cfg.risk_delta:g}; the guarantee per "
+            "held-out agent is in its threshold_selection block, how it held in guarantee_check)"
+            if cfg.threshold_rule == "agent-quantile"
+            else "rule worst-case: (tau_s, tau_f) maximize the steps saved over those predictions subject to "
+            + (
+                "outcome accuracy"
+                if cfg.constraint == "accuracy"
+                else "success recall and failure recall (accuracy whatever the resolve rate)"
+            )
+            + f" >= {cfg.target_accuracy} on every B"
+        )
+        + (
+            ". Prior guard: each fold ships the model of the task-level features instead when it ranks the B better"
+            if cfg.prior_guard
+            else ""
+        )
+        + ". Small runs are held out together and use the same rule."
+    )
 
 
-def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = False,
-                pass_features: bool = True) -> dict[str, Any]:
+def loao_report(
+    ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = False, pass_features: bool = True
+) -> dict[str, Any]:
     """The loao.json document; ``light`` skips baselines and warm start (ablation rows need neither);
     ``pass_features=False`` simulates the passes on the static predictions (cold; the ablation rows)."""
-    costs = price_runs([t for t in ds.trajs if t.agent in res.sets], ds.catalog, unpriced="skip")  # counted per block
+    # counted per block
+    costs = price_runs([t for t in ds.trajs if t.agent in res.sets], ds.catalog, unpriced="skip")
     alt_cfg = other_rule(cfg)
-    agents_out: dict[str, Any] = {a: _agent_report(res, a, cfg, alt_cfg, costs, light, pass_features) for a in res.sets}
+    agents_out: dict[str, Any] = {
+        a: _agent_report(res, a, cfg, alt_cfg, costs, light, pass_features) for a in res.sets
+    }
     pooled = _pooled_report(res, cfg, alt_cfg, agents_out)
-    oracle_pooled = pooled_block([(res.sets[a], res.oracle_thresholds[a]) for a in res.holdout], cfg)
+    oracle_pooled = pooled_block(
+        [(res.sets[a], res.oracle_thresholds[a]) for a in res.holdout], cfg
+    )
     # baselines pooled over the held-out agents
     baselines = {} if light else pooled_baselines(res.sets, res.holdout, agents_out)
     pred_rates = [agents_out[a]["predicted_resolve_rate"] for a in res.holdout]
@@ -450,16 +594,38 @@ def loao_report(ds: Dataset, cfg: EvalConfig, res: LoaoResult, light: bool = Fal
         "small_agents": res.small,
         "agents": agents_out,
         "pooled": pooled,
-        "oracle_pooled": {**oracle_pooled, "note": "thresholds picked per agent on its own labels: upper bound only"},
+        "oracle_pooled": {
+            **oracle_pooled,
+            "note": "thresholds picked per agent on its own labels: upper bound only",
+        },
         "spearman": spearman(pred_rates, true_rates),
         "spearman_mean_p_success": spearman(mean_ps, true_rates),
-        "mean_abs_resolve_rate_shift_pp": float(np.mean([abs(agents_out[a]["resolve_rate_shift_pp"]) for a in res.holdout])) if res.holdout else None,
+        "mean_abs_resolve_rate_shift_pp": float(
+            np.mean([abs(agents_out[a]["resolve_rate_shift_pp"]) for a in res.holdout])
+        )
+        if res.holdout
+        else None,
         "baselines": baselines,
         "leave_one_scaffold_out": res.loso,
-        "models": {"twin": cfg.twin, "fits": len(fits),
-                   "mirror_gap": float(max((np.max(np.abs(b - (1 - a))) for rs in res.sets.values() for a, b in zip(rs.p_s, rs.p_f) if len(a)), default=0.0)),
-                   "top_features": fits[0].model.feature_importance(15) if fits else []},
+        "models": {
+            "twin": cfg.twin,
+            "fits": len(fits),
+            "mirror_gap": float(
+                max(
+                    (
+                        np.max(np.abs(b - (1 - a)))
+                        for rs in res.sets.values()
+                        for a, b in zip(rs.p_s, rs.p_f)
+                        if len(a)
+                    ),
+                    default=0.0,
+                )
+            ),
+            "top_features": fits[0].model.feature_importance(15) if fits else [],
+        },
         "pass_pooled": pass_pooled(agents_out, res.sets, res.holdout),
         "warm_start_pooled": {} if light else warm_pooled(agents_out, res.holdout),
-        "warm_start_check_pooled": {} if light else warm_pooled(agents_out, res.holdout, "warm_start_check"),
+        "warm_start_check_pooled": {}
+        if light
+        else warm_pooled(agents_out, res.holdout, "warm_start_check"),
     }

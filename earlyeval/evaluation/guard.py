@@ -18,7 +18,14 @@ C = TypeVar("C")  # an evaluate.EvalConfig (a dataclass with only_features and p
 R = TypeVar("R")  # an evaluate.FoldRunner
 
 # the task-level features (known before the agent's first step): the prior-only baseline and the prior guard
-TASK_LEVEL = ("prior_*", "task_difficulty", "gold_n_files", "gold_n_hunks", "gold_log_lines", "peer_*")
+TASK_LEVEL = (
+    "prior_*",
+    "task_difficulty",
+    "gold_n_files",
+    "gold_n_hunks",
+    "gold_log_lines",
+    "peer_*",
+)
 
 
 def guard_config(cfg: C) -> C:
@@ -37,8 +44,9 @@ def mean_auroc(sets: dict[str, RunSet]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
-def guarded(runner: R, fallback: R | None, units: Callable[[R], dict[str, RunSet]]
-            ) -> tuple[R, dict[str, RunSet], dict[str, Any]]:
+def guarded(
+    runner: R, fallback: R | None, units: Callable[[R], dict[str, RunSet]]
+) -> tuple[R, dict[str, RunSet], dict[str, Any]]:
     """The runner whose inner units (``units(runner)``) rank best on average: the full model unless the
     task-level model ranks the inner units better (``prior_guard``); with the units and the choice made."""
     inner = units(runner)
@@ -47,6 +55,9 @@ def guarded(runner: R, fallback: R | None, units: Callable[[R], dict[str, RunSet
     inner_p = units(fallback)
     am, ap = mean_auroc(inner), mean_auroc(inner_p)
     keep = am is None or ap is None or am >= ap
-    choice = {"chosen": "model" if keep else "task-level features only", "inner_auroc_model": am,
-              "inner_auroc_task_level": ap}
+    choice = {
+        "chosen": "model" if keep else "task-level features only",
+        "inner_auroc_model": am,
+        "inner_auroc_task_level": ap,
+    }
     return (runner, inner, choice) if keep else (fallback, inner_p, choice)

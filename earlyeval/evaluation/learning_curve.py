@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.blocks import agent_block
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
 from earlyeval.fitting.metrics import auroc
 from earlyeval.fitting.thresholds import choose_thresholds
@@ -26,7 +26,9 @@ from earlyeval.fitting.thresholds import choose_thresholds
 METRICS = ("auroc_success", "steps_saved", "steps_saved_in_run", "halted_accuracy")
 
 
-def training_subsets(others: list[str], k: int, limit: int, rng: np.random.Generator) -> list[tuple[str, ...]]:
+def training_subsets(
+    others: list[str], k: int, limit: int, rng: np.random.Generator
+) -> list[tuple[str, ...]]:
     """Up to ``limit`` distinct k-subsets of ``others``, seeded (all of them when there are at most ``limit``)."""
     allk = list(itertools.combinations(sorted(others), k))
     if len(allk) <= limit:
@@ -43,13 +45,18 @@ def fit_curve(ks: list[int], ys: list[float]) -> dict[str, Any] | None:
     X = np.column_stack([np.ones(len(pts)), [-1.0 / k for k, _ in pts]])
     coef, *_ = np.linalg.lstsq(X, np.asarray([y for _, y in pts]), rcond=None)
     a, b = float(coef[0]), float(coef[1])
-    return {"form": "a - b/k", "a": a, "b": b,
-            "forecast": {str(k): a - b / k for k in (max(ks) + 1, 2 * max(ks), 4 * max(ks))},
-            "plateau": a}
+    return {
+        "form": "a - b/k",
+        "a": a,
+        "b": b,
+        "forecast": {str(k): a - b / k for k in (max(ks) + 1, 2 * max(ks), 4 * max(ks))},
+        "plateau": a,
+    }
 
 
-def learning_curve(ds: Dataset, cfg: EvalConfig, subsets: int = 2, progress: Callable[[str], None] | None = None
-                   ) -> dict[str, Any]:
+def learning_curve(
+    ds: Dataset, cfg: EvalConfig, subsets: int = 2, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     runner = FoldRunner(ds, cfg, progress)
     units = ds.holdout_units(cfg.holdout_min_runs)
     large = [u.agents[0] for u in units if not u.small]
@@ -66,19 +73,35 @@ def learning_curve(ds: Dataset, cfg: EvalConfig, subsets: int = 2, progress: Cal
                 th = choose_thresholds(inner, cfg, method=method)
                 blk = agent_block(rs, th, cfg)
                 y, ps, _, w = rs.prefix_arrays()
-                points.append({"held_out": a, "k": k, "training_agents": list(S), "auroc_success": auroc(y, ps, w),
-                               **{m: blk.get(m) for m in METRICS if m != "auroc_success"},
-                               "thresholds": {"success": th["success"], "failure": th["failure"]}})
+                points.append(
+                    {
+                        "held_out": a,
+                        "k": k,
+                        "training_agents": list(S),
+                        "auroc_success": auroc(y, ps, w),
+                        **{m: blk.get(m) for m in METRICS if m != "auroc_success"},
+                        "thresholds": {"success": th["success"], "failure": th["failure"]},
+                    }
+                )
     by_k: dict[str, Any] = {}
     ks = sorted({p["k"] for p in points})
     for k in ks:
         row = [p for p in points if p["k"] == k]
         by_k[str(k)] = {m: _mean([p.get(m) for p in row]) for m in METRICS}
         by_k[str(k)]["n_points"] = len(row)
-    curves = {m: fit_curve(ks, [by_k[str(k)][m] for k in ks]) for m in ("auroc_success", "steps_saved")}
-    return {"doc": __doc__.strip().splitlines()[0], "subsets_per_k": subsets, "held_out_agents": large,
-            "points": points, "by_k": by_k, "fit": curves, "protocol": cfg.prior_pool,
-            "threshold_rule": cfg.threshold_rule}
+    curves = {
+        m: fit_curve(ks, [by_k[str(k)][m] for k in ks]) for m in ("auroc_success", "steps_saved")
+    }
+    return {
+        "doc": __doc__.strip().splitlines()[0],
+        "subsets_per_k": subsets,
+        "held_out_agents": large,
+        "points": points,
+        "by_k": by_k,
+        "fit": curves,
+        "protocol": cfg.prior_pool,
+        "threshold_rule": cfg.threshold_rule,
+    }
 
 
 def _mean(xs: list[Any]) -> float | None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import FoldRunner, other_rule
 from earlyeval.evaluation.fit_plan import scaffold_groups
 from earlyeval.evaluation.guard import guarded
@@ -21,7 +21,9 @@ from earlyeval.fitting.metrics import RunSet
 from earlyeval.fitting.thresholds import choose_thresholds
 
 
-def inner_scaffold_units(runner: FoldRunner, held_out: frozenset, large: list[str]) -> dict[str, RunSet]:
+def inner_scaffold_units(
+    runner: FoldRunner, held_out: frozenset, large: list[str]
+) -> dict[str, RunSet]:
     """Per other scaffold with a large agent, its large agents' runs predicted by a model that saw neither the
     held-out scaffold nor that scaffold: the units of the threshold rule in leave-one-scaffold-out."""
     groups = scaffold_groups(runner.ds, large)
@@ -34,8 +36,13 @@ def inner_scaffold_units(runner: FoldRunner, held_out: frozenset, large: list[st
     return out
 
 
-def run_loso(ds: Dataset, cfg: EvalConfig, runner: FoldRunner, large: list[str],
-             fallback: FoldRunner | None = None) -> dict[str, Any]:
+def run_loso(
+    ds: Dataset,
+    cfg: EvalConfig,
+    runner: FoldRunner,
+    large: list[str],
+    fallback: FoldRunner | None = None,
+) -> dict[str, Any]:
     """Leave-one-scaffold-out: each held-out scaffold (all its agents) predicted by a model without any of them,
     thresholds chosen by the same rule with the other scaffolds as the units (inner leave-one-scaffold-out),
     reported per agent of the scaffold and pooled over its large agents.  With a ``fallback`` runner (the prior
@@ -59,6 +66,11 @@ def run_loso(ds: Dataset, cfg: EvalConfig, runner: FoldRunner, large: list[str],
             if a in large:
                 items.append((rs, th))
                 items_alt.append((rs, th_alt))
-        out[scaffold] = {"held_out_agents": ags, "thresholds": th, "agents": blocks, "pooled": pooled_block(items, cfg),
-                         "other_rule": {"thresholds": th_alt, "pooled": pooled_block(items_alt, alt_cfg)}}
+        out[scaffold] = {
+            "held_out_agents": ags,
+            "thresholds": th,
+            "agents": blocks,
+            "pooled": pooled_block(items, cfg),
+            "other_rule": {"thresholds": th_alt, "pooled": pooled_block(items_alt, alt_cfg)},
+        }
     return out

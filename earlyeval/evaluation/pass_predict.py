@@ -32,7 +32,9 @@ def cold(X: np.ndarray, names: list[str]) -> np.ndarray:
     return X
 
 
-def repredictor(runner: Any, exclude: frozenset, agent: str) -> Callable[[int, list[int]], Any] | None:
+def repredictor(
+    runner: Any, exclude: frozenset, agent: str
+) -> Callable[[int, list[int]], Any] | None:
     """``repredict(k, refs)`` for the pass simulator over ``runner.predict(exclude, agent)``'s runs (k and refs
     index them): run k's (p_s, p_f) with its pass features read against runs ``refs``; None below
     MIN_REFERENCE.  None when the fold's model has no pass feature."""
@@ -60,7 +62,7 @@ def repredictor(runner: Any, exclude: frozenset, agent: str) -> Callable[[int, l
         ref = PassReference.of(profiles[j] for j in key[1])
         if ref is None or starts[k + 1] == starts[k]:
             return None
-        Xk = X[starts[k]:starts[k + 1]].copy()
+        Xk = X[starts[k] : starts[k + 1]].copy()
         Xk[:, cols] = fz.prefix_matrix([trajs[k]], [RunContext(pass_reference=ref)])[:, where]
         ps, pf = split_proba(fitted.model.predict_proba(Xk))
         cache[key] = (ps, pf)

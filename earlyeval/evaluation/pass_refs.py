@@ -19,8 +19,13 @@ from earlyeval.live.benchpass import AUDIT_SHARE, audited, pass_order, run_on_wo
 SEED, WORKERS = 0, 8  # the simulated training pass of every agent
 
 
-def reference_sets(run_ids: Sequence[str], steps: Sequence[int], seed: int = SEED, workers: int = WORKERS,
-                   audit_share: float = AUDIT_SHARE) -> list[list[int]]:
+def reference_sets(
+    run_ids: Sequence[str],
+    steps: Sequence[int],
+    seed: int = SEED,
+    workers: int = WORKERS,
+    audit_share: float = AUDIT_SHARE,
+) -> list[list[int]]:
     """Per run (indices into ``run_ids``), the audited runs delivered before it started, in delivery order,
     for one agent's pass with no halts (each run lasts its ``steps``)."""
     aud = [audited(seed, r, audit_share) for r in run_ids]
@@ -39,8 +44,13 @@ def reference_sets(run_ids: Sequence[str], steps: Sequence[int], seed: int = SEE
     return refs
 
 
-def training_references(trajs: Sequence[Trajectory], profiles: Sequence[RunProfile] | None = None, seed: int = SEED,
-                        workers: int = WORKERS, audit_share: float = AUDIT_SHARE) -> list[PassReference | None]:
+def training_references(
+    trajs: Sequence[Trajectory],
+    profiles: Sequence[RunProfile] | None = None,
+    seed: int = SEED,
+    workers: int = WORKERS,
+    audit_share: float = AUDIT_SHARE,
+) -> list[PassReference | None]:
     """Per run, its ``PassReference`` in its agent's simulated pass (None while fewer than MIN_REFERENCE)."""
     profiles = list(profiles) if profiles is not None else [profile_of(t) for t in trajs]
     by_agent: dict[str, list[int]] = defaultdict(list)
@@ -49,7 +59,13 @@ def training_references(trajs: Sequence[Trajectory], profiles: Sequence[RunProfi
     out: list[PassReference | None] = [None] * len(trajs)
     for idx in by_agent.values():
         # each run lasts its length T, as in the simulator and ``score --pass`` (a profile counts the T-1 scored steps)
-        refs = reference_sets([trajs[i].run_id for i in idx], [len(trajs[i].steps) for i in idx], seed, workers, audit_share)
+        refs = reference_sets(
+            [trajs[i].run_id for i in idx],
+            [len(trajs[i].steps) for i in idx],
+            seed,
+            workers,
+            audit_share,
+        )
         for j, ref in zip(idx, refs):
             out[j] = PassReference.of(profiles[idx[k]] for k in ref)
     return out

@@ -15,24 +15,51 @@ from typing import Any, Callable
 import numpy as np
 
 from earlyeval.evaluation.blocks import dollars_at
-from earlyeval.live.benchpass import ALPHA, AUDIT_SHARE, MAX_ERROR, audited, candidate_taus, certify_counts, pass_order, \
-    run_errors, run_on_workers
 from earlyeval.fitting.metrics import RunSet, outcome_metrics
+from earlyeval.live.benchpass import (
+    ALPHA,
+    AUDIT_SHARE,
+    MAX_ERROR,
+    audited,
+    candidate_taus,
+    certify_counts,
+    pass_order,
+    run_errors,
+    run_on_workers,
+)
 from earlyeval.model.policy import NEVER, first_halt, first_halt_grid, halting_pair
 
 SEEDS = (0, 1, 2, 3, 4)
 WORKERS = (1, 8, 32)
-KEYS = ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_task_skip",
-        "steps_saved_in_run", "resolve_rate_shift_pp", "input_tokens_saved", "output_tokens_saved")
+KEYS = (
+    "halted_fraction",
+    "halted_accuracy",
+    "outcome_accuracy",
+    "steps_saved",
+    "steps_saved_task_skip",
+    "steps_saved_in_run",
+    "resolve_rate_shift_pp",
+    "input_tokens_saved",
+    "output_tokens_saved",
+)
 QUANTILES = 5  # savings by pass position: the runs in each fifth of the order
 
 
 Repredict = Callable[[int, list[int]], "tuple[np.ndarray, np.ndarray] | None"]
 
 
-def simulate_pass(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, workers: int,
-                  audit_share: float = AUDIT_SHARE, alpha: float = ALPHA, max_error: float = MAX_ERROR,
-                  repredict: Repredict | None = None, halt_on: str = "both") -> dict[str, Any]:
+def simulate_pass(
+    rs: RunSet,
+    base: tuple[float, float],
+    min_t: int,
+    seed: int,
+    workers: int,
+    audit_share: float = AUDIT_SHARE,
+    alpha: float = ALPHA,
+    max_error: float = MAX_ERROR,
+    repredict: Repredict | None = None,
+    halt_on: str = "both",
+) -> dict[str, Any]:
     """One pass of ``rs``'s runs: per run the halting prefix (0 = not halted), the recorded outcome, whether it
     was audited, the pair it ran under and how many runs had finished when it started; the certification history.
 
@@ -52,8 +79,14 @@ def simulate_pass(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, 
     finished_at_start = np.zeros(n, dtype=np.int64)
     position = np.zeros(n, dtype=np.int64)
     start_at = np.zeros(n, dtype=np.int64)
-    state: dict[str, Any] = {"pair": [float(base[0]), float(base[1])], "counts": {}, "n_audit": 0, "finished": 0,
-                             "history": [], "refs": []}
+    state: dict[str, Any] = {
+        "pair": [float(base[0]), float(base[1])],
+        "counts": {},
+        "n_audit": 0,
+        "finished": 0,
+        "history": [],
+        "refs": [],
+    }
     probs_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     with_refs = np.zeros(n, dtype=bool)
 
@@ -82,18 +115,41 @@ def simulate_pass(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, 
             e0, m0 = state["counts"].get(key, (0, 0))
             state["counts"][key] = (e0 + e, m0 + m)
         state["n_audit"] += 1
-        pair = list(halting_pair(*certify_counts(state["counts"], state["n_audit"], base, alpha, max_error)["pair"], halt_on))
+        pair = list(
+            halting_pair(
+                *certify_counts(state["counts"], state["n_audit"], base, alpha, max_error)["pair"],
+                halt_on,
+            )
+        )
         if pair != state["pair"]:
-            state["history"].append({"n_finished": state["finished"], "n_audited_graded": state["n_audit"], "pair": pair})
+            state["history"].append(
+                {
+                    "n_finished": state["finished"],
+                    "n_audited_graded": state["n_audit"],
+                    "pair": pair,
+                }
+            )
         state["pair"] = [float(pair[0]), float(pair[1])]
 
     run_on_workers(pass_order(list(rs.run_ids), seed), workers, run, deliver)
-    return {"t_halt": t_halt, "pred": pred, "audited": aud, "thresholds": used, "finished_at_start": finished_at_start,
-            "position": position, "start": start_at, "finish": start_at + np.where(t_halt > 0, t_halt, rs.T),
-            "history": state["history"], "final_pair": state["pair"], "with_reference": with_refs}
+    return {
+        "t_halt": t_halt,
+        "pred": pred,
+        "audited": aud,
+        "thresholds": used,
+        "finished_at_start": finished_at_start,
+        "position": position,
+        "start": start_at,
+        "finish": start_at + np.where(t_halt > 0, t_halt, rs.T),
+        "history": state["history"],
+        "final_pair": state["pair"],
+        "with_reference": with_refs,
+    }
 
 
-def pass_metrics(rs: RunSet, sim: dict[str, Any], costs: dict[str, Any] | None = None) -> dict[str, Any]:
+def pass_metrics(
+    rs: RunSet, sim: dict[str, Any], costs: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Policy metrics of one simulated pass over every run (audited runs at full cost), and by pass position."""
     m = outcome_metrics(rs.y, rs.T, sim["t_halt"], sim["pred"], rs.in_tokens, rs.out_tokens)
     out = {k: m.get(k) for k in KEYS}
@@ -121,28 +177,50 @@ def _mean(draws: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def pass_block(rs: RunSet, base: tuple[float, float], min_t: int, costs: dict[str, Any] | None = None,
-               seeds: tuple[int, ...] = SEEDS, workers: tuple[int, ...] = WORKERS,
-               audit_share: float = AUDIT_SHARE, repredict: Repredict | None = None) -> dict[str, Any]:
+def pass_block(
+    rs: RunSet,
+    base: tuple[float, float],
+    min_t: int,
+    costs: dict[str, Any] | None = None,
+    seeds: tuple[int, ...] = SEEDS,
+    workers: tuple[int, ...] = WORKERS,
+    audit_share: float = AUDIT_SHARE,
+    repredict: Repredict | None = None,
+) -> dict[str, Any]:
     """One agent's passes: per W, the metrics averaged over ``seeds`` (the order and the audit draw both);
     ``repredict`` as in ``simulate_pass`` (None: every run cold, the static predictions)."""
-    out: dict[str, Any] = {"seeds": list(seeds), "audit_share": audit_share, "label_free": list(base),
-                           "pass_features": repredict is not None}
+    out: dict[str, Any] = {
+        "seeds": list(seeds),
+        "audit_share": audit_share,
+        "label_free": list(base),
+        "pass_features": repredict is not None,
+    }
     for w in workers:
-        draws = [pass_metrics(rs, simulate_pass(rs, base, min_t, s, w, audit_share, repredict=repredict), costs)
-                 for s in seeds]
+        draws = [
+            pass_metrics(
+                rs, simulate_pass(rs, base, min_t, s, w, audit_share, repredict=repredict), costs
+            )
+            for s in seeds
+        ]
         blk = _mean(draws, (*KEYS, "audited_share", "with_reference_share", "usd_saved_share"))
         blk["threshold_moves"] = [d["threshold_moves"] for d in draws]
         blk["final_pairs"] = [d["final_pair"] for d in draws]
-        fifths = np.asarray([[np.nan if v is None else v for v in d["steps_saved_by_fifth_of_pass"]] for d in draws])
-        blk["steps_saved_by_fifth_of_pass"] = [None if np.all(np.isnan(c)) else float(np.nanmean(c)) for c in fifths.T]
+        fifths = np.asarray(
+            [[np.nan if v is None else v for v in d["steps_saved_by_fifth_of_pass"]] for d in draws]
+        )
+        blk["steps_saved_by_fifth_of_pass"] = [
+            None if np.all(np.isnan(c)) else float(np.nanmean(c)) for c in fifths.T
+        ]
         out[f"W={w}"] = blk
     return out
 
 
-def pass_pooled(agents: dict[str, dict[str, Any]], sets: dict[str, RunSet], holdout: list[str]) -> dict[str, Any]:
+def pass_pooled(
+    agents: dict[str, dict[str, Any]], sets: dict[str, RunSet], holdout: list[str]
+) -> dict[str, Any]:
     """The pass blocks pooled over the held-out agents: savings weighted by steps, halted accuracy by halted runs
     (the seed-averaged halted share), the rest by runs."""
+
     def weight(a: str, w: str, k: str) -> float:
         if k.startswith(("steps_saved", "input", "output")):
             return float(sets[a].T.sum())
@@ -155,7 +233,12 @@ def pass_pooled(agents: dict[str, dict[str, Any]], sets: dict[str, RunSet], hold
     for w in [k for k in keys if k.startswith("W=")]:
         blk: dict[str, Any] = {}
         for k in (*KEYS, "audited_share", "with_reference_share"):
-            v = np.asarray([np.nan if agents[a]["pass"][w].get(k) is None else agents[a]["pass"][w][k] for a in holdout])
+            v = np.asarray(
+                [
+                    np.nan if agents[a]["pass"][w].get(k) is None else agents[a]["pass"][w][k]
+                    for a in holdout
+                ]
+            )
             wt = np.asarray([weight(a, w, k) for a in holdout])
             ok = ~np.isnan(v)
             blk[k] = float(np.sum(v[ok] * wt[ok]) / np.sum(wt[ok])) if ok.any() else None

@@ -12,4 +12,6 @@ from earlyeval.config.eval_config import EvalConfig
 def eval_config(bench: str, **overrides: Any) -> EvalConfig:
     """The catalog's record ([settings] and families), with the given fields (None: the catalog's) replaced and
     checked as the record checks them (a ``SettingError`` naming the field)."""
-    return load_catalog(bench).config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    return load_catalog(bench).config.replace(
+        **{k: v for k, v in overrides.items() if v is not None}
+    )

@@ -13,15 +13,25 @@ from typing import Any, Iterable
 import numpy as np
 from tqdm.auto import tqdm
 
-from earlyeval.core.trajectory import Step, Trajectory
-from earlyeval.core.errors import UnknownPluginError
 from earlyeval.config.plugins import Registry
-from earlyeval.features.base import (FIT_SCOPES, FOLD_FITTED, FOLD_FREE, FamilyBase, FamilyResources, FeatureFamily, FeatureNamesError,
-                   RunContext, bind_values)
+from earlyeval.core.errors import UnknownPluginError
+from earlyeval.core.trajectory import Step, Trajectory
+from earlyeval.features.base import (
+    FIT_SCOPES,
+    FOLD_FITTED,
+    FOLD_FREE,
+    FamilyBase,
+    FamilyResources,
+    FeatureFamily,
+    FeatureNamesError,
+    RunContext,
+    bind_values,
+)
 from earlyeval.features.behaviour import BehaviourFamily
 from earlyeval.features.gold import GoldFamily
 from earlyeval.features.peer import PeerPriorFamily, PeerTable
 from earlyeval.features.prior import PriorFamily, PriorTable
+
 # the text family (TF-IDF + scikit-learns TruncatedSVD) is imported only when a config or a model dir names it:
 # by its registered dotted path below, so that a model without it never loads scikit-learn
 
@@ -35,7 +45,16 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "pass": "earlyeval.features.passref:PassFamily",
     "phase": "earlyeval.features.phase:PhaseFamily",
 }
-_REQUIRED = ("fit", "start", "update", "values", "check_context", "get_state", "from_state", "from_config")
+_REQUIRED = (
+    "fit",
+    "start",
+    "update",
+    "values",
+    "check_context",
+    "get_state",
+    "from_state",
+    "from_config",
+)
 
 
 def _check_family(name: str, cls: Any) -> type:
@@ -44,14 +63,26 @@ def _check_family(name: str, cls: Any) -> type:
     if not isinstance(cls, type):
         raise UnknownPluginError("feature family", name, known, f"{cls!r} is not a class")
     if getattr(cls, "name", None) != name:
-        raise UnknownPluginError("feature family", name, known, f"{cls.__qualname__}.name is {getattr(cls, 'name', None)!r}, not {name!r}")
+        raise UnknownPluginError(
+            "feature family",
+            name,
+            known,
+            f"{cls.__qualname__}.name is {getattr(cls, 'name', None)!r}, not {name!r}",
+        )
     if getattr(cls, "fit_scope", None) not in FIT_SCOPES:
-        raise UnknownPluginError("feature family", name, known,
-                                 f"{cls.__qualname__}.fit_scope is {getattr(cls, 'fit_scope', None)!r}, not one of {FIT_SCOPES}")
-    missing = [m for m in _REQUIRED if not callable(getattr(cls, m, None))] + \
-              [a for a in ("names", "needs_task") if not hasattr(cls, a)]
+        raise UnknownPluginError(
+            "feature family",
+            name,
+            known,
+            f"{cls.__qualname__}.fit_scope is {getattr(cls, 'fit_scope', None)!r}, not one of {FIT_SCOPES}",
+        )
+    missing = [m for m in _REQUIRED if not callable(getattr(cls, m, None))] + [
+        a for a in ("names", "needs_task") if not hasattr(cls, a)
+    ]
     if missing:
-        raise UnknownPluginError("feature family", name, known, f"{cls.__qualname__} lacks {', '.join(missing)}")
+        raise UnknownPluginError(
+            "feature family", name, known, f"{cls.__qualname__} lacks {', '.join(missing)}"
+        )
     return cls
 
 
@@ -85,7 +116,9 @@ def fold_fitted(names: Iterable[str]) -> list[str]:
 class Featurizer:
     def __init__(self, families: list[Any]):
         self.families = families
-        self._bound: list[tuple[str, list[str]]] | None = None  # (name, names) per family, read at start()
+        self._bound: list[tuple[str, list[str]]] | None = (
+            None  # (name, names) per family, read at start()
+        )
 
     @property
     def names(self) -> list[str]:
@@ -114,17 +147,32 @@ class Featurizer:
             return np.zeros(0)
         if self._bound is None:
             self._bound = [(f.name, list(f.names)) for f in self.families]
-        return np.concatenate([bind_values(name, names, f.values(s))
-                               for (name, names), f, s in zip(self._bound, self.families, states)])
+        return np.concatenate(
+            [
+                bind_values(name, names, f.values(s))
+                for (name, names), f, s in zip(self._bound, self.families, states)
+            ]
+        )
 
-    def prefix_matrix(self, trajs: list[Trajectory], contexts: list[RunContext], max_t: Iterable[int] | None = None,
-                      progress: bool = False, desc: str = "featurize") -> np.ndarray:
+    def prefix_matrix(
+        self,
+        trajs: list[Trajectory],
+        contexts: list[RunContext],
+        max_t: Iterable[int] | None = None,
+        progress: bool = False,
+        desc: str = "featurize",
+    ) -> np.ndarray:
         """Rows for prefixes t = 1..T-1 of each trajectory (or 1..max_t[i]), in order."""
         limits = list(max_t) if max_t is not None else [len(t.steps) - 1 for t in trajs]
         n_rows = sum(max(m, 0) for m in limits)
         X = np.empty((n_rows, len(self.names)), dtype=np.float32)
         r = 0
-        for traj, ctx, m in tqdm(list(zip(trajs, contexts, limits)), desc=desc, disable=None if progress else True, leave=False):
+        for traj, ctx, m in tqdm(
+            list(zip(trajs, contexts, limits)),
+            desc=desc,
+            disable=None if progress else True,
+            leave=False,
+        ):
             states = self.start(ctx)
             for step in traj.steps[: max(m, 0)]:
                 self.update(states, step)
@@ -150,8 +198,15 @@ KNOWN_DIRECTIONS: dict[str, int] = {
 }
 
 
-def build_family(name: str, *, prior_table: PriorTable | None = None, text_params: dict | None = None, seed: int = 0,
-                 peer_params: dict | None = None, params: dict[str, dict] | None = None) -> Any:
+def build_family(
+    name: str,
+    *,
+    prior_table: PriorTable | None = None,
+    text_params: dict | None = None,
+    seed: int = 0,
+    peer_params: dict | None = None,
+    params: dict[str, dict] | None = None,
+) -> Any:
     """A family, unfitted, from its config entry (name or dotted path); ``params``: family name -> kwargs
     (``text_params`` / ``peer_params`` are those of text and peer_prior)."""
     cls = family_class(name)
@@ -159,7 +214,30 @@ def build_family(name: str, *, prior_table: PriorTable | None = None, text_param
     return cls.from_config(FamilyResources(prior_table=prior_table, seed=seed, params=p))
 
 
-__all__ = ["KNOWN_DIRECTIONS", "Featurizer", "RunContext", "FeatureFamily", "FamilyBase", "FamilyResources", "BehaviourFamily",
-           "GoldFamily", "PriorFamily", "PriorTable", "PeerPriorFamily", "PeerTable", "FOLD_FREE", "FOLD_FITTED",
-           "FIT_SCOPES", "FAMILIES", "BUILTIN_FAMILIES", "FeatureNamesError", "bind_values", "build_family", "family_class",
-           "fit_scope", "fold_free", "fold_fitted", "register_family"]
+__all__ = [
+    "KNOWN_DIRECTIONS",
+    "Featurizer",
+    "RunContext",
+    "FeatureFamily",
+    "FamilyBase",
+    "FamilyResources",
+    "BehaviourFamily",
+    "GoldFamily",
+    "PriorFamily",
+    "PriorTable",
+    "PeerPriorFamily",
+    "PeerTable",
+    "FOLD_FREE",
+    "FOLD_FITTED",
+    "FIT_SCOPES",
+    "FAMILIES",
+    "BUILTIN_FAMILIES",
+    "FeatureNamesError",
+    "bind_values",
+    "build_family",
+    "family_class",
+    "fit_scope",
+    "fold_free",
+    "fold_fitted",
+    "register_family",
+]

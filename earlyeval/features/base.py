@@ -27,7 +27,8 @@ class RunContext:
     model: str = ""
     split: str = ""
     prompt: str = ""  # the task as the agent saw it
-    exclude_submissions: list[str] = field(default_factory=list)  # public results of this same agent
+    # public results of this same agent
+    exclude_submissions: list[str] = field(default_factory=list)
     prior_match: list[str] = field(default_factory=list)  # regexes naming the same scaffold x model
     task_id: str = ""  # the task's id even without a task table (tau2): what peer_prior looks up
     # public history (prior) and other agents' runs (peer_prior) dated strictly before this ISO date are
@@ -38,8 +39,13 @@ class RunContext:
     pass_reference: Any = None
 
     @classmethod
-    def of(cls, traj: Trajectory, task: Task | None, exclude: list[str] | None = None,
-           as_of: str | None = None) -> "RunContext":
+    def of(
+        cls,
+        traj: Trajectory,
+        task: Task | None,
+        exclude: list[str] | None = None,
+        as_of: str | None = None,
+    ) -> "RunContext":
         """The run's context; ``as_of`` None means the run's own date (``meta["date"]``), "" no cutoff."""
         return cls(
             task=task,
@@ -55,8 +61,12 @@ class RunContext:
         )
 
 
-FOLD_FREE = "fold_free"  # the same in every fold: computed once per dataset (behaviour, gold, prior)
-FOLD_FITTED = "fold_fitted"  # fitted from the training fold's runs (text: vocabulary; peer_prior: labels)
+FOLD_FREE = (
+    "fold_free"  # the same in every fold: computed once per dataset (behaviour, gold, prior)
+)
+FOLD_FITTED = (
+    "fold_fitted"  # fitted from the training fold's runs (text: vocabulary; peer_prior: labels)
+)
 FIT_SCOPES = (FOLD_FREE, FOLD_FITTED)
 
 
@@ -70,7 +80,8 @@ class FamilyResources:
 
     prior_table: Any = None  # the benchmark's public-history table (features.prior.PriorTable)
     seed: int = 0
-    params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # family name -> constructor kwargs
+    # family name -> constructor kwargs
+    params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def bind_values(family: str, names: list[str], v: Any) -> np.ndarray:
@@ -80,11 +91,15 @@ def bind_values(family: str, names: list[str], v: Any) -> np.ndarray:
         if len(v) != len(names) or not all(n in v for n in names):
             missing = [n for n in names if n not in v][:5]
             extra = [k for k in v if k not in set(names)][:5]
-            raise FeatureNamesError(f"family '{family}': values keys differ from its names (missing {missing}, extra {extra})")
+            raise FeatureNamesError(
+                f"family '{family}': values keys differ from its names (missing {missing}, extra {extra})"
+            )
         return np.fromiter((v[n] for n in names), dtype=np.float64, count=len(names))
     a = v if isinstance(v, np.ndarray) else np.asarray(v, dtype=np.float64)
     if a.shape != (len(names),):
-        raise FeatureNamesError(f"family '{family}': values has shape {a.shape}, its names are {len(names)}")
+        raise FeatureNamesError(
+            f"family '{family}': values has shape {a.shape}, its names are {len(names)}"
+        )
     return a
 
 
@@ -92,7 +107,8 @@ def bind_values(family: str, names: list[str], v: Any) -> np.ndarray:
 class FeatureFamily(Protocol):
     name: ClassVar[str]
     fit_scope: ClassVar[str]  # FOLD_FREE or FOLD_FITTED
-    needs_task: ClassVar[bool]  # without any task its features are meaningless (Decision.context "none")
+    # without any task its features are meaningless (Decision.context "none")
+    needs_task: ClassVar[bool]
 
     @classmethod
     def from_config(cls, resources: FamilyResources) -> "FeatureFamily": ...

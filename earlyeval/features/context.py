@@ -24,15 +24,21 @@ def context_gaps(featurizer: Featurizer, ctx: RunContext) -> list[tuple[str, str
     for f in featurizer.families:
         try:
             msg = f.check_context(ctx)
-        except Exception as e:  # a family that cannot tell is a gap (halting off), never a crash at start
+        except (
+            Exception
+        ) as e:  # a family that cannot tell is a gap (halting off), never a crash at start
             msg = f"the {f.name} family could not check the context ({type(e).__name__}: {e}): taken as absent"
         if msg:
             out.append((f.name, str(msg)))
     return out
 
 
-def context_state(featurizer: Featurizer, ctx: RunContext, gaps: list[tuple[str, str]],
-                  training: Mapping[str, Any]) -> tuple[str, str]:
+def context_state(
+    featurizer: Featurizer,
+    ctx: RunContext,
+    gaps: list[tuple[str, str]],
+    training: Mapping[str, Any],
+) -> tuple[str, str]:
     """(Decision.context, why halting is off or "") for a run's context; see the module doc."""
     needs_task = [f.name for f in featurizer.families if f.needs_task]
     if needs_task and ctx.task is None and not task_of(ctx):
@@ -44,12 +50,20 @@ def context_state(featurizer: Featurizer, ctx: RunContext, gaps: list[tuple[str,
     untrained = []
     for fam, _ in gaps:
         n = absent.get(fam) if isinstance(absent, Mapping) else None
-        if not (isinstance(n, int) and isinstance(runs, int) and runs > 0
-                and n >= TRAINED_STATE_MIN_RUNS and n >= TRAINED_STATE_MIN_SHARE * runs):
+        if not (
+            isinstance(n, int)
+            and isinstance(runs, int)
+            and runs > 0
+            and n >= TRAINED_STATE_MIN_RUNS
+            and n >= TRAINED_STATE_MIN_SHARE * runs
+        ):
             untrained.append(fam)
     if not untrained:
         return "partial-trained", ""
-    return "partial", f"the {', '.join(untrained)} inputs are missing and the model was not trained on runs without them"
+    return (
+        "partial",
+        f"the {', '.join(untrained)} inputs are missing and the model was not trained on runs without them",
+    )
 
 
 def context_absent_counts(featurizer: Featurizer, contexts: Iterable[RunContext]) -> dict[str, int]:

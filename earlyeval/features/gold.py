@@ -17,7 +17,14 @@ from unidiff.errors import UnidiffParseError
 
 from earlyeval.core.trajectory import Step
 from earlyeval.features.base import RunContext, StatelessFamily
-from earlyeval.features.signals import edit_targets, identifiers, normalize_path, parse_test_summary, path_matches, paths_in
+from earlyeval.features.signals import (
+    edit_targets,
+    identifiers,
+    normalize_path,
+    parse_test_summary,
+    path_matches,
+    paths_in,
+)
 
 NAN = float("nan")
 _MIN_LINE = 8  # shorter lines ("return x", "}") match by accident
@@ -45,7 +52,9 @@ class GoldPatch:
     n_removed: int
 
     @classmethod
-    def parse(cls, gold: str, test_patch: str | None, fail_to_pass: list[str] | None) -> "GoldPatch":
+    def parse(
+        cls, gold: str, test_patch: str | None, fail_to_pass: list[str] | None
+    ) -> "GoldPatch":
         files, hunks, added, removed, idents, symbols = [], {}, set(), set(), set(), set()
         n_h = n_a = n_r = 0
         for pf in _patchset(gold):
@@ -83,7 +92,9 @@ class GoldPatch:
 @functools.lru_cache(maxsize=256)
 def _parsed(gold: str, test_patch: str | None, fail_to_pass: tuple[str, ...] | None) -> GoldPatch:
     """A parsed patch, keyed by the texts themselves (read-only: no run state writes into it)."""
-    return GoldPatch.parse(gold, test_patch, list(fail_to_pass) if fail_to_pass is not None else None)
+    return GoldPatch.parse(
+        gold, test_patch, list(fail_to_pass) if fail_to_pass is not None else None
+    )
 
 
 def _patchset(text: str) -> list:
@@ -96,10 +107,32 @@ def _patchset(text: str) -> list:
 
 
 class GoldState:
-    __slots__ = ("gold", "t", "mentioned", "surfaced", "edited", "edited_other", "symbols_mentioned", "symbols_edited",
-                 "edit_idents", "edit_idents_all", "n_idents_union", "removed_hit", "added_hit", "first_gold_edit", "f2p_run",
-                 "test_file_seen", "diff_files", "diff_added_hit", "diff_seen", "hunk_hit", "last_edit", "last_gold_edit",
-                 "f2p_verdict", "f2p_verdict_at")
+    __slots__ = (
+        "gold",
+        "t",
+        "mentioned",
+        "surfaced",
+        "edited",
+        "edited_other",
+        "symbols_mentioned",
+        "symbols_edited",
+        "edit_idents",
+        "edit_idents_all",
+        "n_idents_union",
+        "removed_hit",
+        "added_hit",
+        "first_gold_edit",
+        "f2p_run",
+        "test_file_seen",
+        "diff_files",
+        "diff_added_hit",
+        "diff_seen",
+        "hunk_hit",
+        "last_edit",
+        "last_gold_edit",
+        "f2p_verdict",
+        "f2p_verdict_at",
+    )
 
     def __init__(self, gold: GoldPatch | None) -> None:
         self.gold = gold
@@ -112,7 +145,9 @@ class GoldState:
         self.symbols_edited: set[str] = set()
         self.edit_idents: set[str] = set()
         self.edit_idents_all: set[str] = set()
-        self.n_idents_union = 0  # len(gold.added_idents | edit_idents_all), kept as it grows (O(1) per step)
+        self.n_idents_union = (
+            0  # len(gold.added_idents | edit_idents_all), kept as it grows (O(1) per step)
+        )
         self.removed_hit: set[str] = set()
         self.added_hit: set[str] = set()
         self.first_gold_edit = -1
@@ -124,7 +159,9 @@ class GoldState:
         self.hunk_hit: set[tuple[str, int]] = set()
         self.last_edit = -1  # step of the newest edit (any file)
         self.last_gold_edit = -1
-        self.f2p_verdict: float = NAN  # 1 passed / 0 failed: the newest parsed result of a FAIL_TO_PASS test run
+        self.f2p_verdict: float = (
+            NAN  # 1 passed / 0 failed: the newest parsed result of a FAIL_TO_PASS test run
+        )
         self.f2p_verdict_at = -1
 
 
@@ -139,7 +176,10 @@ def _may_mention(text: str, files: list[str]) -> bool:
     return any(f.rsplit("/", 1)[-1] in text for f in files)
 
 
-_LINE_EDIT = re.compile(r"(?:sed\s+-i[^'\"]*['\"](\d+)(?:,(\d+))?|^edit\s+(\d+):(\d+)|insert_line[\"']?\s*[:=]\s*(\d+)|view_range[^\d]*(\d+)\s*,\s*(\d+))", re.M)
+_LINE_EDIT = re.compile(
+    r"(?:sed\s+-i[^'\"]*['\"](\d+)(?:,(\d+))?|^edit\s+(\d+):(\d+)|insert_line[\"']?\s*[:=]\s*(\d+)|view_range[^\d]*(\d+)\s*,\s*(\d+))",
+    re.M,
+)
 
 
 def _gold_edit(s: GoldState, g: GoldPatch, text: str, t: int) -> None:
@@ -174,11 +214,17 @@ def _gold_edit(s: GoldState, g: GoldPatch, text: str, t: int) -> None:
 
 def _gold_diff(s: GoldState, g: GoldPatch, obs: str, t: int) -> None:
     """A ``git diff`` the agent printed (step ``t``): the share of gold files and gold added lines it holds."""
-    patch = _patchset(obs[obs.index("diff --git"):])
+    patch = _patchset(obs[obs.index("diff --git") :])
     if patch:
         files = [normalize_path(pf.path) for pf in patch]
         s.diff_files = len(_gold_files_in(files, g.files)) / max(len(g.files), 1)
-        added = {_norm_line(l.value) for pf in patch for h in pf for l in h if l.is_added and len(l.value.strip()) >= _MIN_LINE}
+        added = {
+            _norm_line(l.value)
+            for pf in patch
+            for h in pf
+            for l in h
+            if l.is_added and len(l.value.strip()) >= _MIN_LINE
+        }
         s.diff_added_hit = len(added & g.added_lines) / len(g.added_lines) if g.added_lines else NAN
         s.diff_seen = t
 
@@ -188,22 +234,41 @@ class GoldFamily(StatelessFamily):
     needs_task: ClassVar[bool] = True
 
     _names: ClassVar[list[str]] = [
-        "gold_n_files", "gold_n_hunks", "gold_log_lines",
-        "gold_files_mentioned", "gold_files_surfaced", "gold_files_edited", "edited_precision",
-        "gold_symbols_mentioned", "gold_symbols_edited", "gold_idents_recall", "gold_idents_jaccard",
-        "gold_removed_lines_touched", "gold_added_lines_written", "edits_in_gold_hunks",
-        "since_first_gold_edit", "f2p_tests_run", "since_f2p_run", "test_patch_file_seen",
-        "diff_gold_files", "diff_gold_added", "since_diff_seen",
+        "gold_n_files",
+        "gold_n_hunks",
+        "gold_log_lines",
+        "gold_files_mentioned",
+        "gold_files_surfaced",
+        "gold_files_edited",
+        "edited_precision",
+        "gold_symbols_mentioned",
+        "gold_symbols_edited",
+        "gold_idents_recall",
+        "gold_idents_jaccard",
+        "gold_removed_lines_touched",
+        "gold_added_lines_written",
+        "edits_in_gold_hunks",
+        "since_first_gold_edit",
+        "f2p_tests_run",
+        "since_f2p_run",
+        "test_patch_file_seen",
+        "diff_gold_files",
+        "diff_gold_added",
+        "since_diff_seen",
         # trajectory evidence that settles an outcome without a public history (issue 14)
-        "edits_off_gold_only", "since_last_gold_edit_rel", "f2p_passed_after_last_edit", "f2p_failed_after_last_edit",
+        "edits_off_gold_only",
+        "since_last_gold_edit_rel",
+        "f2p_passed_after_last_edit",
+        "f2p_failed_after_last_edit",
     ]
-
 
     def check_context(self, ctx: RunContext) -> str | None:
         gp = ctx.task.gold_patch if ctx.task is not None else None
         if gp is not None and not isinstance(gp, str):
-            return (f"the task's gold patch is {type(gp).__name__}, not text: refused, so the gold family's "
-                    f"{len(self.names)} features are NaN (decode it before start(), e.g. bytes.decode('utf-8'))")
+            return (
+                f"the task's gold patch is {type(gp).__name__}, not text: refused, so the gold family's "
+                f"{len(self.names)} features are NaN (decode it before start(), e.g. bytes.decode('utf-8'))"
+            )
         if not gp:
             return f"the model uses the gold family but the task has no gold patch: its {len(self.names)} features are NaN"
         return None
@@ -216,7 +281,11 @@ class GoldFamily(StatelessFamily):
         if task is None or not isinstance(task.gold_patch, str) or not task.gold_patch:
             return None
         test = task.test_patch if isinstance(task.test_patch, str) else None
-        f2p = tuple(x for x in task.fail_to_pass if isinstance(x, str)) if isinstance(task.fail_to_pass, list) else None
+        f2p = (
+            tuple(x for x in task.fail_to_pass if isinstance(x, str))
+            if isinstance(task.fail_to_pass, list)
+            else None
+        )
         return _parsed(task.gold_patch, test, f2p)
 
     def start(self, ctx: RunContext) -> GoldState:
@@ -251,7 +320,11 @@ class GoldFamily(StatelessFamily):
                     summ = parse_test_summary(obs)
                     if summ is not None:
                         s.f2p_verdict, s.f2p_verdict_at = float(summ.ok), t
-        if not s.test_file_seen and _may_mention(act, g.test_files) and any(path_matches(p, tf) for p in paths_in(act) for tf in g.test_files):
+        if (
+            not s.test_file_seen
+            and _may_mention(act, g.test_files)
+            and any(path_matches(p, tf) for p in paths_in(act) for tf in g.test_files)
+        ):
             s.test_file_seen = 1
         if "diff --git" in obs:
             _gold_diff(s, g, obs, t)
@@ -264,19 +337,29 @@ class GoldFamily(StatelessFamily):
         nf = max(len(g.files), 1)
         n_edited = len(s.edited) + len(s.edited_other)
         v = [
-            float(len(g.files)), float(g.n_hunks), float(np.log1p(g.n_added + g.n_removed)),
-            len(s.mentioned) / nf, len(s.surfaced) / nf, len(s.edited) / nf,
+            float(len(g.files)),
+            float(g.n_hunks),
+            float(np.log1p(g.n_added + g.n_removed)),
+            len(s.mentioned) / nf,
+            len(s.surfaced) / nf,
+            len(s.edited) / nf,
             len(s.edited) / n_edited if n_edited else NAN,
             len(s.symbols_mentioned) / len(g.symbols) if g.symbols else NAN,
             len(s.symbols_edited) / len(g.symbols) if g.symbols else NAN,
             len(s.edit_idents) / len(g.added_idents) if g.added_idents else NAN,
-            len(s.edit_idents) / (len(g.added_idents) + s.n_idents_union) if (g.added_idents or s.edit_idents_all) else NAN,
+            len(s.edit_idents) / (len(g.added_idents) + s.n_idents_union)
+            if (g.added_idents or s.edit_idents_all)
+            else NAN,
             len(s.removed_hit) / len(g.removed_lines) if g.removed_lines else NAN,
             len(s.added_hit) / len(g.added_lines) if g.added_lines else NAN,
             len(s.hunk_hit) / max(g.n_hunks, 1),
             NAN if s.first_gold_edit < 0 else float(now - s.first_gold_edit),
-            float(s.f2p_run >= 0), NAN if s.f2p_run < 0 else float(now - s.f2p_run), float(s.test_file_seen),
-            s.diff_files, s.diff_added_hit, NAN if s.diff_seen < 0 else float(now - s.diff_seen),
+            float(s.f2p_run >= 0),
+            NAN if s.f2p_run < 0 else float(now - s.f2p_run),
+            float(s.test_file_seen),
+            s.diff_files,
+            s.diff_added_hit,
+            NAN if s.diff_seen < 0 else float(now - s.diff_seen),
             float(s.last_edit >= 0 and not s.edited),
             NAN if s.last_gold_edit < 0 else (now - s.last_gold_edit) / max(s.t, 1),
             float(s.f2p_verdict_at >= s.last_edit >= 0 and s.f2p_verdict == 1.0),

@@ -38,6 +38,7 @@ class RunProfile:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "profile") -> "RunProfile":
         """A profile from its dict; a ValueError names the field that is not a count."""
+
         def count(k: str, none_ok: bool = False) -> Any:
             v = d.get(k) if isinstance(d, Mapping) else None
             if v is None and none_ok:
@@ -48,7 +49,9 @@ class RunProfile:
 
         p = cls(count("steps"), count("first_edit", none_ok=True), count("tests"))
         if p.first_edit is not None and p.first_edit >= p.steps:
-            raise ValueError(f"{where}.first_edit: {p.first_edit} is not a step of a {p.steps}-step run")
+            raise ValueError(
+                f"{where}.first_edit: {p.first_edit} is not a step of a {p.steps}-step run"
+            )
         if p.tests > p.steps:
             raise ValueError(f"{where}.tests: {p.tests} test steps in a {p.steps}-step run")
         return p
@@ -65,8 +68,14 @@ class PassReference:
     median_steps: float  # of ``steps``: read at every step, computed once
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, PassReference) and self.n == other.n and all(
-            np.array_equal(getattr(self, k), getattr(other, k)) for k in ("steps", "first_edit", "test_rate"))
+        return (
+            isinstance(other, PassReference)
+            and self.n == other.n
+            and all(
+                np.array_equal(getattr(self, k), getattr(other, k))
+                for k in ("steps", "first_edit", "test_rate")
+            )
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -75,10 +84,18 @@ class PassReference:
         ps = [p for p in profiles if p.steps > 0]
         if len(ps) < MIN_REFERENCE:
             return None
-        return cls(np.sort(np.asarray([p.steps for p in ps], dtype=np.float64)),
-                   np.sort(np.asarray([math.inf if p.first_edit is None else p.first_edit for p in ps], dtype=np.float64)),
-                   np.sort(np.asarray([p.tests / p.steps for p in ps], dtype=np.float64)), len(ps),
-                   float(np.median([p.steps for p in ps])))
+        return cls(
+            np.sort(np.asarray([p.steps for p in ps], dtype=np.float64)),
+            np.sort(
+                np.asarray(
+                    [math.inf if p.first_edit is None else p.first_edit for p in ps],
+                    dtype=np.float64,
+                )
+            ),
+            np.sort(np.asarray([p.tests / p.steps for p in ps], dtype=np.float64)),
+            len(ps),
+            float(np.median([p.steps for p in ps])),
+        )
 
 
 def _below(a: np.ndarray, x: float, n: int) -> float:
@@ -103,13 +120,21 @@ class PassFamily(StatelessFamily):
     """The step against the pass's reference runs; counts as the behaviour family counts them."""
 
     name: ClassVar[str] = "pass"
-    _names: ClassVar[list[str]] = ["pass_still_running", "pass_step_over_median", "pass_edited_by_now",
-                                   "pass_edit_earlier_than", "pass_test_rate_pct", "pass_reference_runs"]
+    _names: ClassVar[list[str]] = [
+        "pass_still_running",
+        "pass_step_over_median",
+        "pass_edited_by_now",
+        "pass_edit_earlier_than",
+        "pass_test_rate_pct",
+        "pass_reference_runs",
+    ]
 
     def check_context(self, ctx: RunContext) -> str | None:
         if ctx.pass_reference is None:
-            return (f"no pass reference (fewer than {MIN_REFERENCE} audited runs of this agent finished in its pass):"
-                    " the pass features are missing")
+            return (
+                f"no pass reference (fewer than {MIN_REFERENCE} audited runs of this agent finished in its pass):"
+                " the pass features are missing"
+            )
         return None
 
     def start(self, ctx: RunContext) -> PassState:
@@ -130,14 +155,23 @@ class PassFamily(StatelessFamily):
             return np.full(len(self._names), NAN)
         t, n = s.t, r.n
         edited = s.first_edit >= 0
-        return np.asarray([
-            1.0 - float(np.searchsorted(r.steps, t, side="right")) / n,  # reference runs longer than t steps
-            t / r.median_steps,
-            _below(r.first_edit, t, n),  # reference runs that had edited within their first t steps
-            1.0 - _below(r.first_edit, s.first_edit + 1, n) if edited else NAN,  # ... that edited later than this one
-            _below(r.test_rate, s.tests / t, n),
-            float(n),
-        ], dtype=np.float64)
+        return np.asarray(
+            [
+                1.0
+                - float(np.searchsorted(r.steps, t, side="right"))
+                / n,  # reference runs longer than t steps
+                t / r.median_steps,
+                _below(
+                    r.first_edit, t, n
+                ),  # reference runs that had edited within their first t steps
+                1.0 - _below(r.first_edit, s.first_edit + 1, n)
+                if edited
+                else NAN,  # ... that edited later than this one
+                _below(r.test_rate, s.tests / t, n),
+                float(n),
+            ],
+            dtype=np.float64,
+        )
 
 
 def profile_of(traj: Trajectory) -> RunProfile:

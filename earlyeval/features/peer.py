@@ -9,7 +9,6 @@ out, so that no row sees its own label. The features, the shrinkage and the time
 from __future__ import annotations
 
 import math
-
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -33,7 +32,8 @@ class PeerTable:
 
     counts: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     base_rate: float = NAN
-    dates: dict[str, str] = field(default_factory=dict)  # agent -> its earliest run date ("" unknown)
+    # agent -> its earliest run date ("" unknown)
+    dates: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def fit(cls, trajs: list[Trajectory], contexts: list[RunContext]) -> "PeerTable":
@@ -44,15 +44,20 @@ class PeerTable:
             if t.outcome is None:
                 continue
             d = dates.get(t.agent)
-            dates[t.agent] = ctx.as_of if d is None else (min(d, ctx.as_of) if d and ctx.as_of else "")
+            dates[t.agent] = (
+                ctx.as_of if d is None else (min(d, ctx.as_of) if d and ctx.as_of else "")
+            )
             tid = task_of(ctx) or t.task_id
             c = counts[tid].setdefault(t.agent, [0, 0])
             c[0] += int(t.outcome)
             c[1] += 1
             k_all += int(t.outcome)
             n_all += 1
-        return cls({tid: dict(sorted(by.items())) for tid, by in sorted(counts.items())},
-                   k_all / n_all if n_all else NAN, dict(sorted(dates.items())))
+        return cls(
+            {tid: dict(sorted(by.items())) for tid, by in sorted(counts.items())},
+            k_all / n_all if n_all else NAN,
+            dict(sorted(dates.items())),
+        )
 
     def visible(self, agent: str, as_of: str) -> bool:
         """An agent's runs count for a run dated ``as_of`` only if the agent is dated strictly before it."""
@@ -78,11 +83,19 @@ class PeerPriorFamily(FamilyBase):
     name: ClassVar[str] = "peer_prior"
     fit_scope: ClassVar[str] = FOLD_FITTED  # fitted from the training fold's outcome labels
     needs_task: ClassVar[bool] = True
-    _names: ClassVar[list[str]] = ["peer_rate", "peer_agent_rate", "peer_shrunk", "peer_n_runs", "peer_n_agents"]
+    _names: ClassVar[list[str]] = [
+        "peer_rate",
+        "peer_agent_rate",
+        "peer_shrunk",
+        "peer_n_runs",
+        "peer_n_agents",
+    ]
     # values depend on the context only: batch may compute them once per run and repeat them
     constant_per_run: ClassVar[bool] = True
 
-    def __init__(self, table: PeerTable | None = None, strength: float = 4.0, counts: bool = False) -> None:
+    def __init__(
+        self, table: PeerTable | None = None, strength: float = 4.0, counts: bool = False
+    ) -> None:
         self.table = table
         self.strength = float(strength)
         self.counts = bool(counts)
@@ -120,18 +133,31 @@ class PeerPriorFamily(FamilyBase):
     def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         t = self.table
         base = None if t is None or np.isnan(t.base_rate) else t.base_rate  # JSON has no NaN
-        return ({"strength": self.strength, "with_counts": self.counts, "base_rate": base,
-                 "counts": None if t is None else t.counts, "dates": None if t is None else t.dates}, {})
+        return (
+            {
+                "strength": self.strength,
+                "with_counts": self.counts,
+                "base_rate": base,
+                "counts": None if t is None else t.counts,
+                "dates": None if t is None else t.dates,
+            },
+            {},
+        )
 
     @classmethod
     def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "PeerPriorFamily":
         with_counts = bool(meta.get("with_counts", False))
         if meta.get("counts") is None:
             return cls(None, float(meta.get("strength", 4.0)), with_counts)
-        counts = {str(tid): {str(a): [int(c[0]), int(c[1])] for a, c in by.items()} for tid, by in meta["counts"].items()}
+        counts = {
+            str(tid): {str(a): [int(c[0]), int(c[1])] for a, c in by.items()}
+            for tid, by in meta["counts"].items()
+        }
         base = meta.get("base_rate")
         dates = {str(a): str(d or "") for a, d in (meta.get("dates") or {}).items()}
         strength = float(meta["strength"])
         if not (math.isfinite(strength) and strength > 0):
             raise ValueError(f"strength: {meta['strength']!r} is not a positive number")
-        return cls(PeerTable(counts, NAN if base is None else float(base), dates), strength, with_counts)
+        return cls(
+            PeerTable(counts, NAN if base is None else float(base), dates), strength, with_counts
+        )

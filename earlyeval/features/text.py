@@ -69,7 +69,10 @@ class TokenCache:
         key = id(step)
         got = self._steps.get(key)
         if got is None:
-            got = (self._intern(tokenize(step.action or "")), self._intern(tokenize(clip(step.observation or "", self.obs_chars))))
+            got = (
+                self._intern(tokenize(step.action or "")),
+                self._intern(tokenize(clip(step.observation or "", self.obs_chars))),
+            )
             self._steps[key] = got
             self._keep.append(step)
         return got
@@ -177,10 +180,24 @@ class TextFamily(FamilyBase):
     fit_scope: ClassVar[str] = FOLD_FITTED  # vocabulary, IDF and SVD from the training fold's runs
     needs_task: ClassVar[bool] = True
 
-    def __init__(self, dims: dict[str, int] | None = None, min_df: int = 5, min_agents: int = 2,
-                 max_features: int = 20000, obs_chars: int = 1500, max_step_docs: int = 20000, seed: int = 0,
-                 cache: TokenCache | None = None):
-        self.dims = dims or {"prompt": 64, "actions": 64, "action_last": 64, "observations": 64, "observation_last": 64}
+    def __init__(
+        self,
+        dims: dict[str, int] | None = None,
+        min_df: int = 5,
+        min_agents: int = 2,
+        max_features: int = 20000,
+        obs_chars: int = 1500,
+        max_step_docs: int = 20000,
+        seed: int = 0,
+        cache: TokenCache | None = None,
+    ):
+        self.dims = dims or {
+            "prompt": 64,
+            "actions": 64,
+            "action_last": 64,
+            "observations": 64,
+            "observation_last": 64,
+        }
         self.min_df = min_df
         self.min_agents = min_agents
         self.max_features = max_features
@@ -199,7 +216,11 @@ class TextFamily(FamilyBase):
 
     # ------------------------------------------------------------------ fit
     def fit(self, trajs: list[Trajectory], contexts: list[RunContext]) -> "TextFamily":
-        cache = self.cache if self.cache is not None and self.cache.obs_chars == self.obs_chars else TokenCache(self.obs_chars)
+        cache = (
+            self.cache
+            if self.cache is not None and self.cache.obs_chars == self.obs_chars
+            else TokenCache(self.obs_chars)
+        )
         rng = np.random.default_rng(self.seed)
         docs: dict[str, list[np.ndarray]] = defaultdict(list)
         agents: dict[str, list[str]] = defaultdict(list)
@@ -231,7 +252,9 @@ class TextFamily(FamilyBase):
                 blk.bind(self.cache)
         return self
 
-    def _fit_block(self, docs: list[np.ndarray], agents: list[str], dim: int, cache: TokenCache) -> Block:
+    def _fit_block(
+        self, docs: list[np.ndarray], agents: list[str], dim: int, cache: TokenCache
+    ) -> Block:
         from scipy.sparse import csr_matrix
 
         G = len(cache.terms) + 1
@@ -246,16 +269,23 @@ class TextFamily(FamilyBase):
         need_agents = min(self.min_agents, len(per_agent))
         cand = np.flatnonzero((df >= self.min_df) & (n_agents_term >= need_agents))
         # most frequent first; ties broken by the term itself, so the choice does not depend on data order
-        order = sorted(cand.tolist(), key=lambda g: (-int(df[g]), cache.terms[g]))[: self.max_features]
+        order = sorted(cand.tolist(), key=lambda g: (-int(df[g]), cache.terms[g]))[
+            : self.max_features
+        ]
         terms = sorted(cache.terms[g] for g in order)
         vocab = {w: i for i, w in enumerate(terms)}
         n = len(docs)
-        idf = np.log((1 + n) / (1 + np.asarray([df[cache.ids[w]] for w in terms], dtype=np.float64))) + 1.0
+        idf = (
+            np.log((1 + n) / (1 + np.asarray([df[cache.ids[w]] for w in terms], dtype=np.float64)))
+            + 1.0
+        )
         block = Block(vocab, idf if len(terms) else np.ones(1), np.zeros((dim, max(len(terms), 1))))
         block.bind(cache)
         rows, cols, vals = [], [], []
         for r, d in enumerate(docs):
-            idx, cnt = block.indices_from_ids(d) if len(terms) else (np.zeros(0, np.int64), np.zeros(0))
+            idx, cnt = (
+                block.indices_from_ids(d) if len(terms) else (np.zeros(0, np.int64), np.zeros(0))
+            )
             if idx.size:
                 rows.append(np.full(idx.size, r))
                 cols.append(idx)
@@ -263,7 +293,10 @@ class TextFamily(FamilyBase):
         if not terms or not rows or n < 3 or len(terms) < 2:
             block.lookup = None
             return block
-        X = csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, len(terms)))
+        X = csr_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(n, len(terms)),
+        )
         norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
         norms[norms == 0] = 1.0
         X = csr_matrix(X.multiply(1.0 / norms[:, None]))
@@ -281,7 +314,9 @@ class TextFamily(FamilyBase):
     def names(self) -> list[str]:
         return [f"txt_{b}_{i}" for b in BLOCKS for i in range(self.dims[b])]
 
-    def _idx(self, block: Block, text_ids: np.ndarray | None, tokens: list[str] | Counter | None) -> tuple[np.ndarray, np.ndarray]:
+    def _idx(
+        self, block: Block, text_ids: np.ndarray | None, tokens: list[str] | Counter | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         if text_ids is not None and block.lookup is not None:
             return block.indices_from_ids(text_ids)
         return block.indices(tokens if tokens is not None else [])
@@ -293,8 +328,12 @@ class TextFamily(FamilyBase):
             s.prompt = pb.project(*pb.indices_from_ids(self.cache.prompt(ctx.prompt)))
         else:
             s.prompt = pb.project(*pb.indices(tokenize(ctx.prompt)))
-        s.actions = CumulativeBlockState(self.blocks["actions"].dim, len(self.blocks["actions"].idf))
-        s.observations = CumulativeBlockState(self.blocks["observations"].dim, len(self.blocks["observations"].idf))
+        s.actions = CumulativeBlockState(
+            self.blocks["actions"].dim, len(self.blocks["actions"].idf)
+        )
+        s.observations = CumulativeBlockState(
+            self.blocks["observations"].dim, len(self.blocks["observations"].idf)
+        )
         s.action_last = np.zeros(self.blocks["action_last"].dim)
         s.observation_last = np.zeros(self.blocks["observation_last"].dim)
         return s
@@ -316,13 +355,23 @@ class TextFamily(FamilyBase):
         s.observation_last = bo.project(*self._idx(bo, o_ids, o))
 
     def values(self, s: TextState) -> np.ndarray:
-        return np.concatenate([s.prompt, s.actions.value(), s.action_last, s.observations.value(), s.observation_last])
+        return np.concatenate(
+            [s.prompt, s.actions.value(), s.action_last, s.observations.value(), s.observation_last]
+        )
 
     # -------------------------------------------------------- serialization
     def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta = {"dims": self.dims, "min_df": self.min_df, "min_agents": self.min_agents, "max_features": self.max_features,
-                "obs_chars": self.obs_chars, "seed": self.seed,
-                "vocab": {b: sorted(self.blocks[b].vocab, key=self.blocks[b].vocab.get) for b in BLOCKS}}
+        meta = {
+            "dims": self.dims,
+            "min_df": self.min_df,
+            "min_agents": self.min_agents,
+            "max_features": self.max_features,
+            "obs_chars": self.obs_chars,
+            "seed": self.seed,
+            "vocab": {
+                b: sorted(self.blocks[b].vocab, key=self.blocks[b].vocab.get) for b in BLOCKS
+            },
+        }
         arrays = {}
         for b in BLOCKS:
             arrays[f"{b}.idf"] = self.blocks[b].idf
@@ -331,8 +380,14 @@ class TextFamily(FamilyBase):
 
     @classmethod
     def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "TextFamily":
-        fam = cls(dims=meta["dims"], min_df=meta["min_df"], min_agents=meta["min_agents"], max_features=meta["max_features"],
-                  obs_chars=meta["obs_chars"], seed=meta["seed"])
+        fam = cls(
+            dims=meta["dims"],
+            min_df=meta["min_df"],
+            min_agents=meta["min_agents"],
+            max_features=meta["max_features"],
+            obs_chars=meta["obs_chars"],
+            seed=meta["seed"],
+        )
         for b in BLOCKS:
             vocab = {w: i for i, w in enumerate(meta["vocab"][b])}
             fam.blocks[b] = Block(vocab, arrays[f"{b}.idf"], arrays[f"{b}.components"])

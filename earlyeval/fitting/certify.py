@@ -19,7 +19,9 @@ Pair = tuple[float, float]
 
 def lower_tail(errors: int, n: int, eps: float) -> float:
     """P(Bin(n, eps) <= errors): the exact p-value of "error rate >= eps" (1.0 without a trial)."""
-    from scipy.stats import binom  # here, not at the top: the live Monitor imports this module (as metrics.wilson_lower)
+    from scipy.stats import (
+        binom,  # here, not at the top: the live Monitor imports this module (as metrics.wilson_lower)
+    )
 
     return 1.0 if n <= 0 else float(binom.cdf(errors, n, eps))
 
@@ -48,7 +50,9 @@ def warm_path(taus: Sequence[float], base: Pair) -> tuple[list[Pair], list[Pair]
     def walk(steps: list[np.ndarray]) -> list[Pair]:
         out: list[Pair] = []
         for k in range(max(len(s) for s in steps)):
-            pair = tuple(float(s[min(k, len(s) - 1)]) if len(s) else float(b) for s, b in zip(steps, base))
+            pair = tuple(
+                float(s[min(k, len(s) - 1)]) if len(s) else float(b) for s, b in zip(steps, base)
+            )
             if not out or pair != out[-1]:
                 out.append(pair)  # type: ignore[arg-type]
         return out
@@ -106,11 +110,21 @@ def side_level(delta: float) -> float:
 def side_path(taus: Sequence[float], base: Pair, side: int) -> list[Pair]:
     """Pairs bolder than ``base`` on one side only (0: tau_s, 1: tau_f), one grid step at a time, the other side fixed."""
     grid = np.unique(np.asarray(list(taus) + [NEVER], dtype=np.float64))
-    return [((float(v), base[1]) if side == 0 else (base[0], float(v))) for v in grid[grid < base[side] - 1e-12][::-1]]
+    return [
+        ((float(v), base[1]) if side == 0 else (base[0], float(v)))
+        for v in grid[grid < base[side] - 1e-12][::-1]
+    ]
 
 
-def certify(warm: RunSet, base: Pair, taus: Sequence[float], target: float, delta: float,
-            constraint: str = "recall", min_t: int = 1) -> dict[str, Any]:
+def certify(
+    warm: RunSet,
+    base: Pair,
+    taus: Sequence[float],
+    target: float,
+    delta: float,
+    constraint: str = "recall",
+    min_t: int = 1,
+) -> dict[str, Any]:
     """The warm start's pair on K labelled runs (module docstring): bolder only if certified, more cautious
     only if the base is shown to miss the target; otherwise the base.  Reads ``warm``'s labels only."""
     if not 0.0 < delta < 1.0:
@@ -142,7 +156,14 @@ def certify(warm: RunSet, base: Pair, taus: Sequence[float], target: float, delt
         for side, (e_key, n_key) in ((1, ("e_s", "n_pos")), (0, ("e_f", "n_neg"))):
             for pair in sides[side]:
                 c = counts[pair]
-                if record(pair, f"certify {'tau_f' if side else 'tau_s'}", lower_tail(c[e_key], c[n_key], eps)) > level:
+                if (
+                    record(
+                        pair,
+                        f"certify {'tau_f' if side else 'tau_s'}",
+                        lower_tail(c[e_key], c[n_key], eps),
+                    )
+                    > level
+                ):
                     break
                 out[side] = pair[side]
         chosen = (out[0], out[1])
@@ -155,20 +176,35 @@ def certify(warm: RunSet, base: Pair, taus: Sequence[float], target: float, delt
     n_pos, n_neg = int((warm.y == 1).sum()), int((warm.y == 0).sum())
     what = "success and failure recall" if constraint == "recall" else "outcome accuracy"
     return {
-        "success": chosen[0], "failure": chosen[1], "decision": decision, "base": list(base),
-        "target_accuracy": target, "delta": delta, "constraint": constraint, "n_pos": n_pos, "n_neg": n_neg,
-        "min_runs_per_side_to_certify": min_runs_to_certify(target, side_level(delta) if constraint == "recall" else delta),
+        "success": chosen[0],
+        "failure": chosen[1],
+        "decision": decision,
+        "base": list(base),
+        "target_accuracy": target,
+        "delta": delta,
+        "constraint": constraint,
+        "n_pos": n_pos,
+        "n_neg": n_neg,
+        "min_runs_per_side_to_certify": min_runs_to_certify(
+            target, side_level(delta) if constraint == "recall" else delta
+        ),
         "tests": tests,
-        "guarantee": GUARANTEE[constraint].format(conf=1 - delta, k=len(warm), target=target, delta=delta, what=what),
+        "guarantee": GUARANTEE[constraint].format(
+            conf=1 - delta, k=len(warm), target=target, delta=delta, what=what
+        ),
     }
 
 
 GUARANTEE = {
-    "recall": ("with probability >= {conf:g} over the {k} warm runs (i.i.d. from the agent's run distribution): if tau_f "
-               "is lowered, success recall >= {target:g}; if tau_s is lowered, failure recall >= {target:g}; a side not "
-               "lowered keeps at least the label-free pair's recall (exact binomial tails, one fixed sequence per side "
-               "at 1 - sqrt(1 - {delta:g}) each); a label-free pair meeting the target is raised with probability <= {delta:g}"),
-    "accuracy": ("with probability >= {conf:g} over the {k} warm runs (i.i.d. from the agent's run distribution), a pair "
-                 "bolder than the label-free one has outcome accuracy >= {target:g} (exact binomial tail, fixed-sequence "
-                 "testing from the label-free pair); a label-free pair meeting the target is raised with probability <= {delta:g}"),
+    "recall": (
+        "with probability >= {conf:g} over the {k} warm runs (i.i.d. from the agent's run distribution): if tau_f "
+        "is lowered, success recall >= {target:g}; if tau_s is lowered, failure recall >= {target:g}; a side not "
+        "lowered keeps at least the label-free pair's recall (exact binomial tails, one fixed sequence per side "
+        "at 1 - sqrt(1 - {delta:g}) each); a label-free pair meeting the target is raised with probability <= {delta:g}"
+    ),
+    "accuracy": (
+        "with probability >= {conf:g} over the {k} warm runs (i.i.d. from the agent's run distribution), a pair "
+        "bolder than the label-free one has outcome accuracy >= {target:g} (exact binomial tail, fixed-sequence "
+        "testing from the label-free pair); a label-free pair meeting the target is raised with probability <= {delta:g}"
+    ),
 }

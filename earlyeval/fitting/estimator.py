@@ -20,10 +20,22 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, check_X_y
 
 from earlyeval.core.numerics import expit
-from earlyeval.model.outcome import CLASSES, DEFAULT_LGBM, CalibratedOutcome, OutcomePredictor, Platt, as_matrix, column_names
+from earlyeval.model.outcome import (
+    CLASSES,
+    DEFAULT_LGBM,
+    CalibratedOutcome,
+    OutcomePredictor,
+    Platt,
+    as_matrix,
+    column_names,
+)
 
 # scikit-learn 1.6 renamed check_X_y's force_all_finite to ensure_all_finite
-_FINITE = ("ensure_all_finite" if "ensure_all_finite" in check_X_y.__code__.co_varnames else "force_all_finite")
+_FINITE = (
+    "ensure_all_finite"
+    if "ensure_all_finite" in check_X_y.__code__.co_varnames
+    else "force_all_finite"
+)
 
 __all__ = ["DEFAULT_LGBM", "OutcomeModel", "OutcomePredictor", "Platt", "fit_platt"]
 
@@ -38,9 +50,15 @@ def fit_platt(margins: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | No
     private attribute, and need no ``decision_function`` on the estimator."""
     f = np.asarray(margins, dtype=np.float64).ravel()
     y = np.asarray(y).ravel()
-    w = np.ones_like(f) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64).ravel()
+    w = (
+        np.ones_like(f)
+        if sample_weight is None
+        else np.asarray(sample_weight, dtype=np.float64).ravel()
+    )
     if not (len(f) == len(y) == len(w)) or len(f) == 0:
-        raise ValueError(f"fit_platt needs equal, non-empty margins, labels and weights ({len(f)}, {len(y)}, {len(w)})")
+        raise ValueError(
+            f"fit_platt needs equal, non-empty margins, labels and weights ({len(f)}, {len(y)}, {len(w)})"
+        )
     scale = 1.0
     top = float(np.max(np.abs(f)))
     if top >= 30.0:  # large margins make the loss flat in a: fit on rescaled margins
@@ -57,7 +75,13 @@ def fit_platt(margins: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | No
         return loss, np.array([-g @ f, -g.sum()], dtype=np.float64)
 
     ab0 = np.array([0.0, math.log((prior0 + 1.0) / (prior1 + 1.0))])
-    res = minimize(loss_grad, ab0, method="L-BFGS-B", jac=True, options={"gtol": 1e-8, "ftol": 64 * np.finfo(float).eps})
+    res = minimize(
+        loss_grad,
+        ab0,
+        method="L-BFGS-B",
+        jac=True,
+        options={"gtol": 1e-8, "ftol": 64 * np.finfo(float).eps},
+    )
     return Platt(float(res.x[0] / scale), float(res.x[1]))
 
 
@@ -67,8 +91,15 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
     ``lgbm_params=None`` means ``DEFAULT_LGBM``; ``monotone``: feature name -> +1 / -1, the direction
     for P(success); ``twin``: "mirror", "flipped" or "balanced"."""
 
-    def __init__(self, lgbm_params: dict[str, Any] | None = None, val_share: float = 0.25, twin: str = "mirror",
-                 monotone: dict[str, int] | None = None, seed: int = 0, n_jobs: int = 2):
+    def __init__(
+        self,
+        lgbm_params: dict[str, Any] | None = None,
+        val_share: float = 0.25,
+        twin: str = "mirror",
+        monotone: dict[str, int] | None = None,
+        seed: int = 0,
+        n_jobs: int = 2,
+    ):
         self.lgbm_params = lgbm_params
         self.val_share = val_share
         self.twin = twin
@@ -88,24 +119,48 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
     # ----------------------------------------------------------------- fit
     def _classifier(self, feature_names: list[str] | None, sign: int) -> lgb.LGBMClassifier:
         params = dict(DEFAULT_LGBM if self.lgbm_params is None else self.lgbm_params)
-        cons = [sign * int(self.monotone.get(n, 0)) for n in feature_names] if self.monotone and feature_names else []
-        if any(cons):  # a catalog's constraints on features this model lacks leave it unconstrained, as without them
+        cons = (
+            [sign * int(self.monotone.get(n, 0)) for n in feature_names]
+            if self.monotone and feature_names
+            else []
+        )
+        if any(
+            cons
+        ):  # a catalog's constraints on features this model lacks leave it unconstrained, as without them
             params["monotone_constraints"] = cons
             params["monotone_constraints_method"] = "advanced"
         return lgb.LGBMClassifier(
-            **params, random_state=self.seed, n_jobs=self.n_jobs, deterministic=True, force_row_wise=True, verbose=-1
+            **params,
+            random_state=self.seed,
+            n_jobs=self.n_jobs,
+            deterministic=True,
+            force_row_wise=True,
+            verbose=-1,
         )
 
-    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, groups: Any = None,
-            feature_names: list[str] | None = None) -> "OutcomeModel":
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        *,
+        sample_weight: Any = None,
+        groups: Any = None,
+        feature_names: list[str] | None = None,
+    ) -> "OutcomeModel":
         """Fit on rows X (a DataFrame, whose columns name the features, or a matrix with ``feature_names``),
         binary outcomes y (1 success), ``sample_weight`` (default 1; rescaled to mean 1) and ``groups``
         (rows of one group, a task, stay on one side of the calibration split; default: each row its own)."""
         names = column_names(X)
         if names is not None and feature_names is not None and list(feature_names) != names:
             raise ValueError("feature_names differ from the DataFrame's columns")
-        names = names if names is not None else (list(feature_names) if feature_names is not None else None)
-        Xm, y = check_X_y(as_matrix(X) if X is not None else X, y, dtype=None, **{_FINITE: "allow-nan"})
+        names = (
+            names
+            if names is not None
+            else (list(feature_names) if feature_names is not None else None)
+        )
+        Xm, y = check_X_y(
+            as_matrix(X) if X is not None else X, y, dtype=None, **{_FINITE: "allow-nan"}
+        )
         if names is not None and len(names) != Xm.shape[1]:
             raise ValueError(f"{len(names)} feature names for {Xm.shape[1]} columns")
         classes, y, w, tr, va, targets = self._split(Xm, y, sample_weight, groups)
@@ -125,22 +180,41 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         labels = np.unique(y)
         if type_of_target(y) != "binary" or len(labels) != 2:
-            raise ValueError(f"Only binary classification is supported: two outcomes, failure and success; got labels {labels[:5].tolist()}")
+            raise ValueError(
+                f"Only binary classification is supported: two outcomes, failure and success; got labels {labels[:5].tolist()}"
+            )
         classes = labels if set(labels.tolist()) != {0, 1} else CLASSES.copy()
         y = (y == classes[1]).astype(int)  # 1 = success (the larger label)
-        w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        w = (
+            np.ones(len(y))
+            if sample_weight is None
+            else np.asarray(sample_weight, dtype=np.float64)
+        )
         if w.shape != y.shape:
-            raise ValueError(f"sample_weight must have one weight per row ({len(y)}), got shape {w.shape}")
+            raise ValueError(
+                f"sample_weight must have one weight per row ({len(y)}), got shape {w.shape}"
+            )
         if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
-            raise ValueError("sample_weight must be finite and non-negative, and not all weights may be zero")
+            raise ValueError(
+                "sample_weight must be finite and non-negative, and not all weights may be zero"
+            )
         w = w / w.mean()
         g = np.arange(len(y)) if groups is None else np.asarray(groups)
-        for attr in ("boosters_", "platt_", "feature_names_in_", "n_features_in_", "base_rate_", "val_index_"):
+        for attr in (
+            "boosters_",
+            "platt_",
+            "feature_names_in_",
+            "n_features_in_",
+            "base_rate_",
+            "val_index_",
+        ):
             self.__dict__.pop(attr, None)
         gss = GroupShuffleSplit(n_splits=1, test_size=self.val_share, random_state=self.seed)
         tr, va = next(gss.split(Xm, y, g))
         if len(np.unique(y[va])) < 2 or len(np.unique(y[tr])) < 2:
-            raise ValueError("the task-grouped split left one class only; need both outcomes in training and validation")
+            raise ValueError(
+                "the task-grouped split left one class only; need both outcomes in training and validation"
+            )
         targets = {"success": (y, w, +1)}
         if self.twin in ("flipped", "balanced"):
             wf = w.copy()
@@ -150,8 +224,17 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
             targets["failure"] = (1 - y, wf, -1)
         return classes, y, w, tr, va, targets
 
-    def _fitted(self, boosters: dict[str, Any], platt: dict[str, Platt], names: list[str] | None, n_features: int,
-                classes: np.ndarray, y: np.ndarray, w: np.ndarray, va: np.ndarray) -> "OutcomeModel":
+    def _fitted(
+        self,
+        boosters: dict[str, Any],
+        platt: dict[str, Platt],
+        names: list[str] | None,
+        n_features: int,
+        classes: np.ndarray,
+        y: np.ndarray,
+        w: np.ndarray,
+        va: np.ndarray,
+    ) -> "OutcomeModel":
         self.boosters_ = boosters
         self.platt_ = platt
         if names is not None:
@@ -159,10 +242,14 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
         self.n_features_in_ = n_features
         self.classes_ = classes
         self.base_rate_ = float(np.average(y, weights=w))
-        self.val_index_ = va  # rows used for Platt scaling (whole tasks), kept for threshold fallback
+        self.val_index_ = (
+            va  # rows used for Platt scaling (whole tasks), kept for threshold fallback
+        )
         return self
 
-    def _train_booster(self, clf: lgb.LGBMClassifier, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> lgb.Booster:
+    def _train_booster(
+        self, clf: lgb.LGBMClassifier, X: np.ndarray, y: np.ndarray, w: np.ndarray
+    ) -> lgb.Booster:
         """The booster of ``clf`` trained on the fit part of the split (``scale.train.DaskOutcomeModel``
         trains the same classifier with lightgbm.dask)."""
         with warnings.catch_warnings():

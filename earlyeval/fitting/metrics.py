@@ -14,8 +14,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.model.policy import NEVER, SUCCESS, first_halt, first_halt_grid  # NEVER: defined with the rule
-TASK_SKIP_T = 1  # a halt after at most this many steps is a task skip, not a prediction from the trajectory
+from earlyeval.model.policy import NEVER as NEVER  # re-exported: defined with the rule
+from earlyeval.model.policy import SUCCESS, first_halt, first_halt_grid
+
+TASK_SKIP_T = (
+    1  # a halt after at most this many steps is a task skip, not a prediction from the trajectory
+)
 
 
 @dataclass
@@ -38,8 +42,17 @@ class RunSet:
     def subset(self, mask: np.ndarray) -> "RunSet":
         idx = np.flatnonzero(mask)
         pick = lambda xs: [xs[i] for i in idx] if xs else []
-        return RunSet([self.agents[i] for i in idx], [self.run_ids[i] for i in idx], self.y[idx], self.T[idx],
-                      pick(self.p_s), pick(self.p_f), pick(self.in_tokens), pick(self.out_tokens), pick(self.actions))
+        return RunSet(
+            [self.agents[i] for i in idx],
+            [self.run_ids[i] for i in idx],
+            self.y[idx],
+            self.T[idx],
+            pick(self.p_s),
+            pick(self.p_f),
+            pick(self.in_tokens),
+            pick(self.out_tokens),
+            pick(self.actions),
+        )
 
     @classmethod
     def concat(cls, sets: Sequence["RunSet"]) -> "RunSet":
@@ -48,8 +61,17 @@ class RunSet:
         if not sets:
             return cls([], [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), [], [])
         cat = lambda name: [x for rs in sets for x in getattr(rs, name)]  # noqa: E731
-        return cls(cat("agents"), cat("run_ids"), np.concatenate([rs.y for rs in sets]), np.concatenate([rs.T for rs in sets]),
-                   cat("p_s"), cat("p_f"), cat("in_tokens"), cat("out_tokens"), cat("actions"))
+        return cls(
+            cat("agents"),
+            cat("run_ids"),
+            np.concatenate([rs.y for rs in sets]),
+            np.concatenate([rs.T for rs in sets]),
+            cat("p_s"),
+            cat("p_f"),
+            cat("in_tokens"),
+            cat("out_tokens"),
+            cat("actions"),
+        )
 
     def of_agent(self, agent: str) -> "RunSet":
         return self.subset(np.asarray([a == agent for a in self.agents]))
@@ -73,15 +95,23 @@ class RunSet:
 # ------------------------------------------------------------------ policy
 # The halting rule itself is earlyeval.model.policy (numpy only, shared with the live Monitor).
 
-def runset_of_runs(trajs: Sequence[Trajectory], p_s: Sequence[np.ndarray], p_f: Sequence[np.ndarray]) -> RunSet:
+
+def runset_of_runs(
+    trajs: Sequence[Trajectory], p_s: Sequence[np.ndarray], p_f: Sequence[np.ndarray]
+) -> RunSet:
     """The RunSet of labelled runs from their per-prefix probabilities (t = 1..T-1): the one builder, used by
     the offline evaluation (``evaluate.runset``) and by a replay through the Monitor (``replay.runset_of``)."""
-    return RunSet([t.agent for t in trajs], [t.run_id for t in trajs], np.asarray([int(t.outcome) for t in trajs]),
-                  np.asarray([len(t.steps) for t in trajs]), [np.asarray(p, dtype=np.float64) for p in p_s],
-                  [np.asarray(p, dtype=np.float64) for p in p_f],
-                  [_tokens([s.input_tokens for s in t.steps]) for t in trajs],
-                  [_tokens([s.output_tokens for s in t.steps]) for t in trajs],
-                  [[s.action.strip() for s in t.steps] for t in trajs])
+    return RunSet(
+        [t.agent for t in trajs],
+        [t.run_id for t in trajs],
+        np.asarray([int(t.outcome) for t in trajs]),
+        np.asarray([len(t.steps) for t in trajs]),
+        [np.asarray(p, dtype=np.float64) for p in p_s],
+        [np.asarray(p, dtype=np.float64) for p in p_f],
+        [_tokens([s.input_tokens for s in t.steps]) for t in trajs],
+        [_tokens([s.output_tokens for s in t.steps]) for t in trajs],
+        [[s.action.strip() for s in t.steps] for t in trajs],
+    )
 
 
 def _tokens(xs: list[int | None]) -> np.ndarray | None:
@@ -91,13 +121,17 @@ def _tokens(xs: list[int | None]) -> np.ndarray | None:
     return np.asarray(xs, dtype=np.float64)
 
 
-def halting(p_s: np.ndarray, p_f: np.ndarray, tau_s: float, tau_f: float, min_t: int = 1) -> tuple[int, int]:
+def halting(
+    p_s: np.ndarray, p_f: np.ndarray, tau_s: float, tau_f: float, min_t: int = 1
+) -> tuple[int, int]:
     """(t_halt, predicted) for one run under ``policy``'s rule; t_halt = 0 (and predicted -1) means not halted."""
     t, pred = first_halt([p_s], [p_f], tau_s, tau_f, min_t)
     return int(t[0]), int(pred[0])
 
 
-def apply_policy(rs: RunSet, tau_s: float, tau_f: float, min_t: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def apply_policy(
+    rs: RunSet, tau_s: float, tau_f: float, min_t: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """(t_halt, predicted) per run of ``rs``; see ``halting``."""
     if len(rs) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -106,6 +140,7 @@ def apply_policy(rs: RunSet, tau_s: float, tau_f: float, min_t: int = 1) -> tupl
 
 
 # ----------------------------------------------------------------- metrics
+
 
 def _tokens_saved(tokens: Sequence[np.ndarray | None], t_halt: np.ndarray) -> float | None:
     tot = saved = 0.0
@@ -141,8 +176,14 @@ def auroc(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> float | None:
     return float(roc_auc_score(y, p, sample_weight=w))
 
 
-def outcome_metrics(y: np.ndarray, T: np.ndarray, t_halt: np.ndarray, pred: np.ndarray,
-                    in_tokens: Sequence | None = None, out_tokens: Sequence | None = None) -> dict[str, Any]:
+def outcome_metrics(
+    y: np.ndarray,
+    T: np.ndarray,
+    t_halt: np.ndarray,
+    pred: np.ndarray,
+    in_tokens: Sequence | None = None,
+    out_tokens: Sequence | None = None,
+) -> dict[str, Any]:
     """Policy metrics of one set of runs given where (and as what) each was halted."""
     n = len(y)
     if n == 0:
@@ -200,6 +241,7 @@ def spearman(pred: Sequence[float], true: Sequence[float]) -> float | None:
 
 # -------------------------------------------------------------- grid search
 
+
 @dataclass
 class GridResult:
     taus_s: np.ndarray
@@ -221,7 +263,9 @@ def wilson_lower(p: np.ndarray, n: int, confidence: float) -> np.ndarray:
 
     if n <= 0:
         return np.full_like(np.asarray(p, dtype=float), np.nan)
-    if isinstance(confidence, bool) or not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
+    if isinstance(confidence, bool) or not (
+        isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0
+    ):
         # 1.0 is an infinite z, which makes every bound NaN (and a NaN bound must never pass a constraint)
         raise ValueError(f"the Wilson bound's confidence must be in (0, 1), not {confidence!r}")
     z = float(norm.ppf(confidence))
@@ -247,16 +291,30 @@ def grid_metrics(rs: RunSet, taus_s: np.ndarray, taus_f: np.ndarray, min_t: int 
     correct = recorded == y
     n_halted = halted.sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        halted_acc = np.where(n_halted > 0, (correct & halted).sum(0) / np.maximum(n_halted, 1), np.nan)
+        halted_acc = np.where(
+            n_halted > 0, (correct & halted).sum(0) / np.maximum(n_halted, 1), np.nan
+        )
         saved = np.where(halted, T - t_halt, 0).sum(0) / T.sum()
         pos, neg = rs.y == 1, rs.y == 0
         sr = correct[pos].mean(0) if pos.any() else np.full((Ns, Nf), np.nan)
         fr = correct[neg].mean(0) if neg.any() else np.full((Ns, Nf), np.nan)
-    return GridResult(taus_s, taus_f, correct.mean(0), halted_acc, saved, 100.0 * (recorded.mean(0) - rs.y.mean()),
-                      np.minimum(sr, fr), sr, fr, int(pos.sum()), int(neg.sum()))
+    return GridResult(
+        taus_s,
+        taus_f,
+        correct.mean(0),
+        halted_acc,
+        saved,
+        100.0 * (recorded.mean(0) - rs.y.mean()),
+        np.minimum(sr, fr),
+        sr,
+        fr,
+        int(pos.sum()),
+        int(neg.sum()),
+    )
 
 
 # ---------------------------------------------------------------- baselines
+
 
 def step_cap_policy(T: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Halt every run still going after k steps and call it a failure."""
@@ -264,7 +322,9 @@ def step_cap_policy(T: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return t_halt.astype(np.int64), np.where(t_halt > 0, 0, -1)
 
 
-def repeat_action_policy(actions: list[list[str]], repeats: int = 3) -> tuple[np.ndarray, np.ndarray]:
+def repeat_action_policy(
+    actions: list[list[str]], repeats: int = 3
+) -> tuple[np.ndarray, np.ndarray]:
     """Halt as failure once the same non-empty action has been taken `repeats` times in a row."""
     t_out, p_out = [], []
     for acts in actions:
@@ -285,6 +345,7 @@ def repeat_action_policy(actions: list[list[str]], repeats: int = 3) -> tuple[np
 # makes every run weigh the same).  Nothing above this line depends on them.
 # ===========================================================================
 
+
 def weighted_quantile(x: np.ndarray, q: float, w: np.ndarray | None = None) -> float | None:
     """Lower weighted q-quantile: the smallest x whose cumulative weight share reaches q."""
     x = np.asarray(x, dtype=np.float64)
@@ -299,7 +360,9 @@ def weighted_quantile(x: np.ndarray, q: float, w: np.ndarray | None = None) -> f
     return float(x[order][min(k, len(x) - 1)])
 
 
-def interval_coverage(y: np.ndarray, lo: np.ndarray, hi: np.ndarray, w: np.ndarray | None = None) -> float | None:
+def interval_coverage(
+    y: np.ndarray, lo: np.ndarray, hi: np.ndarray, w: np.ndarray | None = None
+) -> float | None:
     """Weighted share of targets inside their closed interval [lo, hi]."""
     y, lo, hi = (np.asarray(a, dtype=np.float64) for a in (y, lo, hi))
     w = np.ones_like(y) if w is None else np.asarray(w, dtype=np.float64)
@@ -309,8 +372,13 @@ def interval_coverage(y: np.ndarray, lo: np.ndarray, hi: np.ndarray, w: np.ndarr
     return float(np.sum(w * hit) / np.sum(w))
 
 
-def interval_width(lo: np.ndarray, hi: np.ndarray, scale: float = 1.0, w: np.ndarray | None = None,
-                   stat: str = "median") -> float | None:
+def interval_width(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    scale: float = 1.0,
+    w: np.ndarray | None = None,
+    stat: str = "median",
+) -> float | None:
     """Weighted median (or mean) of (hi - lo) / scale."""
     width = (np.asarray(hi, dtype=np.float64) - np.asarray(lo, dtype=np.float64)) / scale
     if len(width) == 0:
@@ -321,7 +389,9 @@ def interval_width(lo: np.ndarray, hi: np.ndarray, scale: float = 1.0, w: np.nda
     return weighted_quantile(width, 0.5, w)
 
 
-def class_f1(y: np.ndarray, pred: np.ndarray, positive: int = 1, w: np.ndarray | None = None) -> float | None:
+def class_f1(
+    y: np.ndarray, pred: np.ndarray, positive: int = 1, w: np.ndarray | None = None
+) -> float | None:
     """F1 of one class (weighted counts); None when the class is absent from both y and pred."""
     y, pred = np.asarray(y), np.asarray(pred)
     w = np.ones(len(y)) if w is None else np.asarray(w, dtype=np.float64)

@@ -45,7 +45,9 @@ class AgentQuantileRule:
         return max(int(math.floor(self.delta * (n_agents + 1) + 1e-12)) - 1, 0)
 
 
-def side_risk(rs: RunSet, taus: np.ndarray, side: str, risk: str = "mass", min_t: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def side_risk(
+    rs: RunSet, taus: np.ndarray, side: str, risk: str = "mass", min_t: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """(risk, steps saved) of the one-sided policy on ``side`` at every tau of ``taus`` (the other side off):
     the halting rule's first crossing of that side alone (``policy.pad``: NaN never halts, only t < T)."""
     if side not in SIDES:
@@ -60,7 +62,8 @@ def side_risk(rs: RunSet, taus: np.ndarray, side: str, risk: str = "mass", min_t
     run_max = np.fmax.accumulate(np.where(np.isnan(p), -np.inf, p), axis=1) if p.shape[1] else p
     crossed = run_max[:, :, None] >= taus[None, None, :]  # (R, L, N): crossed by prefix t
     halted = crossed[:, -1, :] if p.shape[1] else np.zeros((R, len(taus)), dtype=bool)
-    t_halt = np.where(halted, crossed.argmax(axis=1) + 1, 0)  # the first crossing's prefix t (1-based)
+    # the first crossing's prefix t (1-based)
+    t_halt = np.where(halted, crossed.argmax(axis=1) + 1, 0)
     wrong_outcome = 0 if side == "success" else 1
     wrong = halted & (rs.y[:, None] == wrong_outcome)
     if risk == "precision":  # wrong among this side's halts (none halted: no error)
@@ -99,14 +102,27 @@ def select_side(sets: Mapping[str, RunSet], rule: AgentQuantileRule, side: str) 
     n = len(per_agent)
     k = rule.allowed_violations(n)
     if n == 0:
-        return {"tau": NEVER, "per_agent": {}, "n_agents": 0, "violations_allowed": 0, "guarantee": None}
+        return {
+            "tau": NEVER,
+            "per_agent": {},
+            "n_agents": 0,
+            "violations_allowed": 0,
+            "guarantee": None,
+        }
     ordered = sorted(per_agent.values(), reverse=True)  # most cautious first
     tau = ordered[min(k, n - 1)]
-    return {"tau": float(tau), "per_agent": per_agent, "n_agents": n, "violations_allowed": k,
-            "guarantee": (k + 1) / (n + 1)}
+    return {
+        "tau": float(tau),
+        "per_agent": per_agent,
+        "n_agents": n,
+        "violations_allowed": k,
+        "guarantee": (k + 1) / (n + 1),
+    }
 
 
-def select_agent_quantile(sets: Mapping[str, RunSet], rule: AgentQuantileRule, method: str = "agent-quantile") -> dict[str, Any]:
+def select_agent_quantile(
+    sets: Mapping[str, RunSet], rule: AgentQuantileRule, method: str = "agent-quantile"
+) -> dict[str, Any]:
     """(tau_s, tau_f) by the agent-quantile rule on the inner agents' predictions ``sets``; the dict has the
     keys ``select_thresholds`` returns (success, failure, method, selected_on, ...) and the guarantee."""
     s = select_side(sets, rule, "success")
@@ -125,9 +141,12 @@ def select_agent_quantile(sets: Mapping[str, RunSet], rule: AgentQuantileRule, m
         "delta": rule.delta,
         "violations_allowed": s["violations_allowed"],
         "guarantee_per_side": g,
-        "guarantee": None if g is None else (
+        "guarantee": None
+        if g is None
+        else (
             f"for a new agent exchangeable with these {n} agents, P(its share of {_what(rule.risk, 'success')} > "
-            f"{rule.alpha:g}) <= {g:.3f}, and the same for {_what(rule.risk, 'failure')}"),
+            f"{rule.alpha:g}) <= {g:.3f}, and the same for {_what(rule.risk, 'failure')}"
+        ),
         "boldest_safe": {"success": s["per_agent"], "failure": f["per_agent"]},
         "selection_steps_saved": saved,
     }
@@ -140,10 +159,19 @@ def guarantee_check(rs: RunSet, th: Mapping[str, Any], min_t: int = 1) -> dict[s
     if th.get("rule") != "agent-quantile" or len(rs) == 0:
         return None
     alpha = float(th["alpha"])
-    risk = {side: float(side_risk(rs, np.asarray([th[side]], dtype=np.float64), side, th["risk"], min_t)[0][0])
-            for side in SIDES}
-    return {"alpha": alpha, "risk": th["risk"], "promised_violation_at_most": th.get("guarantee_per_side"),
-            "side_risk": risk, "held": {side: risk[side] <= alpha + 1e-12 for side in SIDES}}
+    risk = {
+        side: float(
+            side_risk(rs, np.asarray([th[side]], dtype=np.float64), side, th["risk"], min_t)[0][0]
+        )
+        for side in SIDES
+    }
+    return {
+        "alpha": alpha,
+        "risk": th["risk"],
+        "promised_violation_at_most": th.get("guarantee_per_side"),
+        "side_risk": risk,
+        "held": {side: risk[side] <= alpha + 1e-12 for side in SIDES},
+    }
 
 
 def guarantee_tally(checks: list[dict[str, Any] | None]) -> dict[str, Any] | None:
@@ -151,15 +179,22 @@ def guarantee_tally(checks: list[dict[str, Any] | None]) -> dict[str, Any] | Non
     done = [c for c in checks if c]
     if not done:
         return None
-    return {"agents": len(done), "held": {side: sum(bool(c["held"][side]) for c in done) for side in SIDES},
-            "held_both": sum(all(c["held"].values()) for c in done),
-            "promised_violation_at_most": max((c["promised_violation_at_most"] or 0.0) for c in done)}
+    return {
+        "agents": len(done),
+        "held": {side: sum(bool(c["held"][side]) for c in done) for side in SIDES},
+        "held_both": sum(all(c["held"].values()) for c in done),
+        "promised_violation_at_most": max((c["promised_violation_at_most"] or 0.0) for c in done),
+    }
 
 
 def _what(risk: str, side: str) -> str:
     other = "failed" if side == "success" else "successful"
     base = "runs" if risk == "mass" else f"{other} runs"
-    return f"{base} halted as {side} ({other} runs recorded as {side})" if risk == "mass" else f"{base} halted as {side}"
+    return (
+        f"{base} halted as {side} ({other} runs recorded as {side})"
+        if risk == "mass"
+        else f"{base} halted as {side}"
+    )
 
 
 def _pooled_saved(sets: Mapping[str, RunSet], tau_s: float, tau_f: float, min_t: int) -> float:
@@ -174,4 +209,13 @@ def _pooled_saved(sets: Mapping[str, RunSet], tau_s: float, tau_f: float, min_t:
     return saved / tot if tot else 0.0
 
 
-__all__ = ["AgentQuantileRule", "boldest_safe", "guarantee_check", "guarantee_tally", "select_agent_quantile", "select_side", "side_risk", "SUCCESS"]
+__all__ = [
+    "AgentQuantileRule",
+    "boldest_safe",
+    "guarantee_check",
+    "guarantee_tally",
+    "select_agent_quantile",
+    "select_side",
+    "side_risk",
+    "SUCCESS",
+]

@@ -10,15 +10,16 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 import numpy as np
+
 from earlyeval.config.eval_config import TAU_GRID
 from earlyeval.core.numerics import logit
-
-from earlyeval.model.thresholds import EPS, IDENTITY, Recalibration, ThresholdError
 from earlyeval.fitting.certify import certify
 from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy, grid_metrics, wilson_lower
 from earlyeval.fitting.risk_control import AgentQuantileRule, select_agent_quantile
+from earlyeval.model.thresholds import EPS, IDENTITY, Recalibration, ThresholdError
 
 # ------------------------------------------------------------ the selection rule
+
 
 class ThresholdRule(Protocol):
     """What ``select_thresholds`` reads of a configuration (``EvalConfig`` and ``WarmStartRule`` have it)."""
@@ -33,15 +34,22 @@ class ThresholdRule(Protocol):
 RULES = ("agent-quantile", "worst-case")
 
 
-def choose_thresholds(sets: dict[str, RunSet], cfg: Any, method: str = "inner-loao") -> dict[str, Any]:
+def choose_thresholds(
+    sets: dict[str, RunSet], cfg: Any, method: str = "inner-loao"
+) -> dict[str, Any]:
     """The configured threshold rule over the units ``sets`` (inner agents or scaffolds): ``cfg.threshold_rule``
     "agent-quantile" (``risk_control``: each side by an order statistic over the units, with a stated
     guarantee; settings ``risk_alpha``, ``risk_delta``, ``risk``) or "worst-case" (``select_thresholds``:
     the Wilson-bounded recall target on every unit).  The one entry point of evaluate, train, routing."""
     rule = getattr(cfg, "threshold_rule", "worst-case")
     if rule == "agent-quantile":
-        aq = AgentQuantileRule(taus=tuple(cfg.taus), alpha=float(cfg.risk_alpha), delta=float(cfg.risk_delta),
-                               risk=str(cfg.risk), min_halt_step=int(cfg.min_halt_step))
+        aq = AgentQuantileRule(
+            taus=tuple(cfg.taus),
+            alpha=float(cfg.risk_alpha),
+            delta=float(cfg.risk_delta),
+            risk=str(cfg.risk),
+            min_halt_step=int(cfg.min_halt_step),
+        )
         return select_agent_quantile(sets, aq, method=method)
     if rule == "worst-case":
         return {**select_thresholds(sets, cfg, method=method), "rule": "worst-case"}
@@ -60,8 +68,11 @@ class WarmStartRule:
 
     @classmethod
     def from_training(cls, config: Mapping[str, Any], min_halt_step: int) -> "WarmStartRule":
-        keep = {k: (tuple(v) if k == "taus" else v) for k, v in config.items()
-                if k in ("target_accuracy", "constraint", "confidence", "taus")}
+        keep = {
+            k: (tuple(v) if k == "taus" else v)
+            for k, v in config.items()
+            if k in ("target_accuracy", "constraint", "confidence", "taus")
+        }
         keep.setdefault("taus", DEFAULT_TAUS)
         return cls(**keep, min_halt_step=min_halt_step)
 
@@ -69,8 +80,12 @@ class WarmStartRule:
 DEFAULT_TAUS = TAU_GRID  # the threshold grid (config.eval_config: one definition)
 
 
-def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str = "inner-loao",
-                      floor: tuple[float, float] | None = None) -> dict[str, Any]:
+def select_thresholds(
+    sets: dict[str, RunSet],
+    cfg: ThresholdRule,
+    method: str = "inner-loao",
+    floor: tuple[float, float] | None = None,
+) -> dict[str, Any]:
     """Max pooled steps saved s.t. the constraint holds on every agent in `sets`.
 
     ``cfg.constraint``: "recall" (default) -- the recall of each outcome (success and failure
@@ -84,9 +99,15 @@ def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str =
     taus = np.asarray(cfg.taus, dtype=np.float64)
     _check_rule(cfg)
     if not any(len(rs) for rs in sets.values()):
-        return {"success": NEVER, "failure": NEVER, "method": method + " (no agent to select on: never halt)",
-                "selected_on": sorted(sets), "target_accuracy": cfg.target_accuracy,
-                "selection_steps_saved": 0.0, "selection_min_accuracy": None}
+        return {
+            "success": NEVER,
+            "failure": NEVER,
+            "method": method + " (no agent to select on: never halt)",
+            "selected_on": sorted(sets),
+            "target_accuracy": cfg.target_accuracy,
+            "selection_steps_saved": 0.0,
+            "selection_min_accuracy": None,
+        }
     feasible = np.ones((len(taus), len(taus)), dtype=bool)
     saved_abs = np.zeros((len(taus), len(taus)))
     total_T = 0.0
@@ -140,7 +161,11 @@ def select_thresholds(sets: dict[str, RunSet], cfg: ThresholdRule, method: str =
         "selection_min_accuracy": float(worst[i, j]),
         "constraint": cfg.constraint,
         "confidence": cfg.confidence,
-        **({"floor": {"success": float(floor[0]), "failure": float(floor[1])}} if floor is not None else {}),
+        **(
+            {"floor": {"success": float(floor[0]), "failure": float(floor[1])}}
+            if floor is not None
+            else {}
+        ),
     }
 
 
@@ -148,9 +173,13 @@ def _check_rule(cfg: ThresholdRule) -> None:
     """The rule's settings, in range before anything is selected with them (a confidence of 1.0 is an infinite
     z and a NaN bound; a target outside (0.5, 1] certifies nothing)."""
     c = cfg.confidence
-    if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.0 < c < 1.0):
-        raise ThresholdError(f"threshold selection: confidence={c!r} must be in (0, 1) (or None for the point estimate); "
-                             "at 1.0 the Wilson bound is NaN and no threshold can be certified")
+    if c is not None and (
+        isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.0 < c < 1.0
+    ):
+        raise ThresholdError(
+            f"threshold selection: confidence={c!r} must be in (0, 1) (or None for the point estimate); "
+            "at 1.0 the Wilson bound is NaN and no threshold can be certified"
+        )
     t = cfg.target_accuracy
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.5 < t <= 1.0:
         raise ThresholdError(f"threshold selection: target_accuracy={t!r} must be in (0.5, 1]")
@@ -160,9 +189,11 @@ def _refuse_nan(v: np.ndarray, agent: str, what: str, cfg: ThresholdRule) -> Non
     """A bound or metric that came out NaN never selects a threshold: the selection refuses, saying where."""
     bad = ~np.isfinite(np.asarray(v, dtype=float))
     if bad.any():
-        raise ThresholdError(f"threshold selection refused: {what} of agent {agent!r} is NaN at {int(bad.sum())} of "
-                             f"{bad.size} threshold pairs (confidence={cfg.confidence!r}, constraint={cfg.constraint!r}); "
-                             "a NaN never certifies a threshold")
+        raise ThresholdError(
+            f"threshold selection refused: {what} of agent {agent!r} is NaN at {int(bad.sum())} of "
+            f"{bad.size} threshold pairs (confidence={cfg.confidence!r}, constraint={cfg.constraint!r}); "
+            "a NaN never certifies a threshold"
+        )
 
 
 def fit_recalibration(rs: RunSet) -> Recalibration:
@@ -184,14 +215,25 @@ def recalibrated(rs: RunSet, cal: Recalibration) -> RunSet:
         return rs
     p_s = [cal(a) for a in rs.p_s]
     p_f = [1.0 - x for x in p_s]
-    return RunSet(rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions)
+    return RunSet(
+        rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions
+    )
 
 
-WARM_RULES = ("certify", "check")  # the warm start's rules; "certify" is the default (fitting.certify)
+# the warm start's rules; "certify" is the default (fitting.certify)
+WARM_RULES = (
+    "certify",
+    "check",
+)
 
 
-def fit_warm_start(warm: RunSet, cfg: ThresholdRule, base: tuple[float, float] | None = None,
-                   recalibrate: bool = False, rule: str | None = None) -> tuple[Recalibration, dict[str, Any]]:
+def fit_warm_start(
+    warm: RunSet,
+    cfg: ThresholdRule,
+    base: tuple[float, float] | None = None,
+    recalibrate: bool = False,
+    rule: str | None = None,
+) -> tuple[Recalibration, dict[str, Any]]:
     """Warm start on K finished, labelled runs of the new agent.
 
     ``rule="certify"`` (the default, unless ``recalibrate``): ``certify.certify`` -- the label-free pair
@@ -210,12 +252,18 @@ def fit_warm_start(warm: RunSet, cfg: ThresholdRule, base: tuple[float, float] |
         raise ValueError(f"warm-start rule must be one of {WARM_RULES}, not {rule!r}")
     if rule == "certify":
         if recalibrate:
-            raise ValueError("recalibrate=True goes with rule='check' (a refitted Platt has no certificate)")
+            raise ValueError(
+                "recalibrate=True goes with rule='check' (a refitted Platt has no certificate)"
+            )
         start = base if base is not None else (NEVER, NEVER)
         delta = 1.0 - (cfg.confidence if cfg.confidence is not None else 0.9)
-        th = certify(warm, start, cfg.taus, cfg.target_accuracy, delta, cfg.constraint, cfg.min_halt_step)
-        th["method"] = (f"warm start on {len(warm)} runs, certified (delta {delta:g}) from "
-                        f"({start[0]:g}, {start[1]:g}): {th['decision']}")
+        th = certify(
+            warm, start, cfg.taus, cfg.target_accuracy, delta, cfg.constraint, cfg.min_halt_step
+        )
+        th["method"] = (
+            f"warm start on {len(warm)} runs, certified (delta {delta:g}) from "
+            f"({start[0]:g}, {start[1]:g}): {th['decision']}"
+        )
         return IDENTITY, th
     cal = fit_recalibration(warm) if recalibrate else IDENTITY
     how = f"warm start on {len(warm)} runs" + (", Platt refitted" if recalibrate else "")
@@ -223,8 +271,6 @@ def fit_warm_start(warm: RunSet, cfg: ThresholdRule, base: tuple[float, float] |
         how += f", never bolder than ({base[0]}, {base[1]})"
     th = select_thresholds({"warm": recalibrated(warm, cal)}, cfg, method=how, floor=base)
     return cal, th
-
-
 
 
 # ------------------------------------------------------------ the trained model's own runs
@@ -238,21 +284,33 @@ def fit_warm_start(warm: RunSet, cfg: ThresholdRule, base: tuple[float, float] |
 MAX_STEP1_HALT_SHARE = 0.5
 
 
-def step1_halts(rs: RunSet, th: Mapping[str, Any], max_share: float = MAX_STEP1_HALT_SHARE) -> dict[str, Any]:
+def step1_halts(
+    rs: RunSet, th: Mapping[str, Any], max_share: float = MAX_STEP1_HALT_SHARE
+) -> dict[str, Any]:
     """How many of these (training) runs the thresholds halt at step 1, pooled and per agent; a
     ``ThresholdError`` with the numbers when the pooled share is above ``max_share``."""
-    t_halt, _ = apply_policy(rs, float(th["success"]), float(th["failure"]), int(th.get("min_halt_step", 1)))
+    t_halt, _ = apply_policy(
+        rs, float(th["success"]), float(th["failure"]), int(th.get("min_halt_step", 1))
+    )
     at1 = t_halt == 1
     agents = np.asarray(rs.agents)
-    per = {a: [int(at1[agents == a].sum()), int((agents == a).sum())] for a in sorted(set(rs.agents))}
+    per = {
+        a: [int(at1[agents == a].sum()), int((agents == a).sum())] for a in sorted(set(rs.agents))
+    }
     n, N = int(at1.sum()), len(rs)
-    out = {"halted_at_step_1": n, "runs": N, "share": n / N if N else 0.0, "max_share": max_share,
-           "per_agent": {a: {"halted_at_step_1": k, "runs": m} for a, (k, m) in per.items()}}
+    out = {
+        "halted_at_step_1": n,
+        "runs": N,
+        "share": n / N if N else 0.0,
+        "max_share": max_share,
+        "per_agent": {a: {"halted_at_step_1": k, "runs": m} for a, (k, m) in per.items()},
+    }
     if N and n / N > max_share:
         worst = max(per.items(), key=lambda kv: kv[1][0] / max(kv[1][1], 1))
         raise ThresholdError(
             f"refused: thresholds success={float(th['success']):g}, failure={float(th['failure']):g} halt {n} of {N} "
             f"training runs ({100 * n / N:.1f} %) at step 1, more than the {100 * max_share:.0f} % a model may "
             f"(worst agent {worst[0]}: {worst[1][0]} of {worst[1][1]}); the selection's settings "
-            f"(confidence, target_accuracy) or its data are wrong, nothing was written")
+            f"(confidence, target_accuracy) or its data are wrong, nothing was written"
+        )
     return out

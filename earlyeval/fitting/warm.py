@@ -16,9 +16,15 @@ from earlyeval.live.replay import replay
 from earlyeval.model.thresholds import WarmStart
 
 
-def warm_start(monitor: Any, runs: Iterable[Trajectory], tasks: Mapping[str, Task] | None = None,
-               as_of: str | None = "", same_agent: str | None = None, recalibrate: bool = False,
-               rule: str | None = None) -> WarmStart:
+def warm_start(
+    monitor: Any,
+    runs: Iterable[Trajectory],
+    tasks: Mapping[str, Task] | None = None,
+    as_of: str | None = "",
+    same_agent: str | None = None,
+    recalibrate: bool = False,
+    rule: str | None = None,
+) -> WarmStart:
     """Fit a warm start for ``monitor`` from K finished, labelled runs of the new agent.
 
     The runs are replayed through the model as it was loaded (``monitor.without_warm_start()``);
@@ -31,16 +37,31 @@ def warm_start(monitor: Any, runs: Iterable[Trajectory], tasks: Mapping[str, Tas
     runs = labelled_runs(runs)
     base = monitor.without_warm_start()
     known = {**monitor.tasks, **dict(tasks or {})}
-    records = [replay(base, t, known.get(t.task_id), as_of=as_of, same_agent=same_agent) for t in runs]
+    records = [
+        replay(base, t, known.get(t.task_id), as_of=as_of, same_agent=same_agent) for t in runs
+    ]
     failed = [r["run_id"] for r in records if r["errors"]]
     if failed:
-        raise ValueError(f"warm start: no probabilities for runs {failed[:3]} (fail-open during replay)")
-    settings = WarmStartRule.from_training(dict(monitor.bundle.training.get("config") or {}), monitor.min_halt_step)
-    cal, th = fit_warm_start(runset_of(runs, records), settings, base=(monitor.tau_s, monitor.tau_f),
-                             recalibrate=recalibrate, rule=rule)
-    return WarmStart(success=float(th["success"]), failure=float(th["failure"]), calibration=cal,
-                     runs=tuple(t.run_id for t in runs),
-                     selection={k: v for k, v in th.items() if k not in ("success", "failure")})
+        raise ValueError(
+            f"warm start: no probabilities for runs {failed[:3]} (fail-open during replay)"
+        )
+    settings = WarmStartRule.from_training(
+        dict(monitor.bundle.training.get("config") or {}), monitor.min_halt_step
+    )
+    cal, th = fit_warm_start(
+        runset_of(runs, records),
+        settings,
+        base=(monitor.tau_s, monitor.tau_f),
+        recalibrate=recalibrate,
+        rule=rule,
+    )
+    return WarmStart(
+        success=float(th["success"]),
+        failure=float(th["failure"]),
+        calibration=cal,
+        runs=tuple(t.run_id for t in runs),
+        selection={k: v for k, v in th.items() if k not in ("success", "failure")},
+    )
 
 
 def labelled_runs(runs: Iterable[Trajectory]) -> list[Trajectory]:
@@ -48,12 +69,19 @@ def labelled_runs(runs: Iterable[Trajectory]) -> list[Trajectory]:
     runs = list(runs)
     unlabelled = [t.run_id for t in runs if t.outcome is None]
     if unlabelled:
-        raise ValueError(f"warm start needs finished, labelled runs; no outcome for {unlabelled[:3]}")
+        raise ValueError(
+            f"warm start needs finished, labelled runs; no outcome for {unlabelled[:3]}"
+        )
     bad = [(t.run_id, t.outcome) for t in runs if not is_label(t.outcome)]
     if bad:  # an outcome of 7 (or 0.5, "1") is not a label: refused, never read as "success"
-        raise ValueError(f"warm start needs outcomes 0/1 (or booleans); run {bad[0][0]!r} has {bad[0][1]!r}"
-                         + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
-    runs = [t if type(t.outcome) is int else dataclasses.replace(t, outcome=int(t.outcome)) for t in runs]
+        raise ValueError(
+            f"warm start needs outcomes 0/1 (or booleans); run {bad[0][0]!r} has {bad[0][1]!r}"
+            + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
+        )
+    runs = [
+        t if type(t.outcome) is int else dataclasses.replace(t, outcome=int(t.outcome))
+        for t in runs
+    ]
     if len(runs) < 2:
         raise ValueError(f"warm start needs at least 2 labelled runs, got {len(runs)}")
     return runs
@@ -69,8 +97,12 @@ def runset_of(trajs: list[Trajectory], records: list[dict[str, Any]]) -> RunSet:
     lab = [(t, r) for t, r in zip(trajs, records) if _scorable(t, r)]
     for t, r in lab:
         if len(r["p_success"]) != max(len(t.steps) - 1, 0):
-            raise RuntimeError(f"replay gave {len(r['p_success'])} prefix predictions for run {t.run_id} of {len(t.steps)} steps")
-    return runset_of_runs([t for t, _ in lab], [r["p_success"] for _, r in lab], [r["p_failure"] for _, r in lab])
+            raise RuntimeError(
+                f"replay gave {len(r['p_success'])} prefix predictions for run {t.run_id} of {len(t.steps)} steps"
+            )
+    return runset_of_runs(
+        [t for t, _ in lab], [r["p_success"] for _, r in lab], [r["p_failure"] for _, r in lab]
+    )
 
 
 def _scorable(t: Trajectory, rec: dict[str, Any]) -> bool:

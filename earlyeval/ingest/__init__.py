@@ -17,12 +17,12 @@ from types import ModuleType
 from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from earlyeval.config.catalog import Catalog, RunSpec, data_root
-from earlyeval.core.errors import IngestError, SettingError, UnknownPluginError
 from earlyeval.config.plugins import Registry
-from earlyeval.tables.validate import validate_trajectory
+from earlyeval.core.errors import IngestError, SettingError, UnknownPluginError
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.ingest.labels import LabelSet, read_labels
 from earlyeval.ingest.common import glob_paths
+from earlyeval.ingest.labels import LabelSet, read_labels
+from earlyeval.tables.validate import validate_trajectory
 
 log = logging.getLogger(__name__)
 
@@ -50,22 +50,34 @@ FORMAT_MODULES: dict[str, str] = {
 class Format(Protocol):
     """What ingest calls on a format (a module or a class; a class is instantiated without arguments)."""
 
-    def parse(self, path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]: ...
+    def parse(
+        self, path: Path, spec: RunSpec, bench: str
+    ) -> Iterator[Trajectory | IngestError]: ...
 
 
 def _check_format(name: str, obj: Any) -> Any:
     if isinstance(obj, type):
         obj = obj()
     if not callable(getattr(obj, "parse", None)):
-        raise UnknownPluginError("format", name, list(FORMAT_MODULES), f"{obj!r} has no parse(path, spec, bench)")
+        raise UnknownPluginError(
+            "format", name, list(FORMAT_MODULES), f"{obj!r} has no parse(path, spec, bench)"
+        )
     if hasattr(obj, "discover") and not callable(obj.discover):
-        raise UnknownPluginError("format", name, list(FORMAT_MODULES), f"{obj!r}.discover is not callable")
+        raise UnknownPluginError(
+            "format", name, list(FORMAT_MODULES), f"{obj!r}.discover is not callable"
+        )
     return obj
 
 
 # a dotted-path format is registered under its own path (one module may serve several formats: moatless)
-FORMATS = Registry("format", "earlyeval.formats", FORMAT_MODULES, check=_check_format, key=lambda path, obj: path,
-                   import_dotted=False)
+FORMATS = Registry(
+    "format",
+    "earlyeval.formats",
+    FORMAT_MODULES,
+    check=_check_format,
+    key=lambda path, obj: path,
+    import_dotted=False,
+)
 
 
 def register_format(name: str, fmt: Any) -> Any:
@@ -97,7 +109,8 @@ class RunReport:
     label_crosscheck: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     not_in_label_list_ids: list[str] = field(default_factory=list)
-    harness_error_ids: list[str] = field(default_factory=list)  # the harness could not evaluate: unresolved (SWE-bench)
+    # the harness could not evaluate: unresolved (SWE-bench)
+    harness_error_ids: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -123,8 +136,12 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     return sorted(p for p in glob_paths(run_dir, spec.glob) if p.is_file())
 
 
-_KINDS = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-          (stat.S_ISSOCK, "socket"))
+_KINDS = (
+    (stat.S_ISFIFO, "FIFO"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISSOCK, "socket"),
+)
 
 
 def _unreadable(p: Path) -> str | None:
@@ -179,16 +196,26 @@ def unread_folders(run_dir: Path, pattern: str) -> list[dict[str, str]]:
 
     def unreadable(e: OSError) -> None:
         if e.filename and Path(e.filename) != run_dir:
-            out.append({"file": str(e.filename), "field": "<folder>",
-                        "reason": f"cannot list the folder ({e.strerror or e}): not read"})
+            out.append(
+                {
+                    "file": str(e.filename),
+                    "field": "<folder>",
+                    "reason": f"cannot list the folder ({e.strerror or e}): not read",
+                }
+            )
 
     for top, dirs, _ in os.walk(run_dir, onerror=unreadable):
         for d in dirs:
             p = Path(top) / d
             if p.is_symlink():
                 target = os.readlink(p)
-                out.append({"file": str(p), "field": "<folder>",
-                            "reason": f"a symbolic link to a folder (to {target}): not followed, not read"})
+                out.append(
+                    {
+                        "file": str(p),
+                        "field": "<folder>",
+                        "reason": f"a symbolic link to a folder (to {target}): not followed, not read",
+                    }
+                )
     return out
 
 
@@ -200,14 +227,21 @@ def one_file_per_run(paths: list[Path]) -> tuple[list[Path], list[dict[str, str]
     for p in paths:
         twin = str(p)[:-3] if p.name.endswith(".gz") else ""
         if twin and twin in plain:
-            skipped.append({"file": str(p), "field": "<file>",
-                            "reason": f"the same run as {twin} (a plain and a gzipped copy): read once, from the plain file"})
+            skipped.append(
+                {
+                    "file": str(p),
+                    "field": "<file>",
+                    "reason": f"the same run as {twin} (a plain and a gzipped copy): read once, from the plain file",
+                }
+            )
         else:
             keep.append(p)
     return keep, skipped
 
 
-def parse_files(paths: Iterable[Path], spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]:
+def parse_files(
+    paths: Iterable[Path], spec: RunSpec, bench: str
+) -> Iterator[Trajectory | IngestError]:
     mod = format_module(spec.format)
     for p in paths:
         try:
@@ -215,7 +249,9 @@ def parse_files(paths: Iterable[Path], spec: RunSpec, bench: str) -> Iterator[Tr
                 yield item
         except IngestError as e:
             yield e
-        except SettingError:  # a malformed setting (EARLYEVAL_MAX_INPUT_BYTES=abc) is the batch's error, not a file's
+        except (
+            SettingError
+        ):  # a malformed setting (EARLYEVAL_MAX_INPUT_BYTES=abc) is the batch's error, not a file's
             raise
         except Exception as e:  # a bug or an unforeseen layout: name the file, go on
             log.exception("unexpected error reading %s", p)
@@ -249,13 +285,18 @@ def plan_run(spec: RunSpec, root: Path, max_files: int | None = None) -> RunPlan
     rep = RunReport(run=spec.name, agent=spec.agent, format=spec.format, folder=spec.folder)
     resolved = dataclasses.replace(spec, folder=str(run_dir))
     if not run_dir.exists():
-        rep.skipped.append({"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"})
+        rep.skipped.append(
+            {"file": str(run_dir), "field": "<folder>", "reason": "run folder does not exist"}
+        )
         return RunPlan(resolved, run_dir, [], [], rep)
     paths, twins = one_file_per_run(discover(run_dir, spec))
-    if spec.options.get("files") is not None:  # the files --format auto detected as this format, of the many it lists
+    if (
+        spec.options.get("files") is not None
+    ):  # the files --format auto detected as this format, of the many it lists
         only = {str(f) for f in spec.options["files"]}
         paths = [x for x in paths if str(x) in only]
-    rep.skipped += unread_entries(run_dir, spec) + twins  # discover keeps files only: what it leaves is named
+    # discover keeps files only: what it leaves is named
+    rep.skipped += unread_entries(run_dir, spec) + twins
     paths = sample_paths(paths, max_files)
     rep.files_read = len(paths)
 
@@ -273,7 +314,9 @@ def plan_run(spec: RunSpec, root: Path, max_files: int | None = None) -> RunPlan
     return RunPlan(resolved, run_dir, paths, label_sets, rep)
 
 
-def unique_run_id(run_id: str, src: str, seen: dict[str, str], run_dir: Path) -> tuple[str, dict[str, str] | None]:
+def unique_run_id(
+    run_id: str, src: str, seen: dict[str, str], run_dir: Path
+) -> tuple[str, dict[str, str] | None]:
     """The run id a trajectory of file ``src`` keeps among the ``seen`` ones (id -> file) of its run, and the
     skip when it is a duplicate.  Another file of the same task (formats whose id is <run>/<task>) is a run
     of its own, named by its file; a second record of the same id from the same file is a duplicate."""
@@ -284,8 +327,13 @@ def unique_run_id(run_id: str, src: str, seen: dict[str, str], run_dir: Path) ->
     return run_id, None
 
 
-def read_run_files(plan: RunPlan, paths: Iterable[Path], bench: str, progress: Any = None,
-                   seen: dict[str, str] | None = None) -> tuple[list[Trajectory], list[dict[str, str]]]:
+def read_run_files(
+    plan: RunPlan,
+    paths: Iterable[Path],
+    bench: str,
+    progress: Any = None,
+    seen: dict[str, str] | None = None,
+) -> tuple[list[Trajectory], list[dict[str, str]]]:
     """Parse ``paths`` (all or some of ``plan.paths``), validate each trajectory at the file boundary and give
     it its label and catalog identity; (trajectories, skipped files).  ``seen`` (run id -> file) carries the
     run ids already taken by other files of the run."""
@@ -301,7 +349,13 @@ def read_run_files(plan: RunPlan, paths: Iterable[Path], bench: str, progress: A
             continue
         t = item
         if not t.steps:
-            skipped.append({"file": t.meta.get("source_file", "?"), "field": "steps", "reason": "empty trajectory: no agent steps"})
+            skipped.append(
+                {
+                    "file": t.meta.get("source_file", "?"),
+                    "field": "steps",
+                    "reason": "empty trajectory: no agent steps",
+                }
+            )
             continue
         src = t.meta.get("source_file", "?")
         t.run_id, dup = unique_run_id(t.run_id, src, seen, run_dir)
@@ -330,14 +384,22 @@ def read_run_files(plan: RunPlan, paths: Iterable[Path], bench: str, progress: A
             y, listed = plan.label_sets[0].outcome(t.task_id)
             t.outcome = y
             if not listed:
-                t.meta["not_in_label_list"] = True  # scored as unresolved; score output flags it per run
+                t.meta["not_in_label_list"] = (
+                    True  # scored as unresolved; score output flags it per run
+                )
             if t.task_id in plan.label_sets[0].errors:
-                t.meta["harness_error"] = True  # unresolved, as the leaderboard counts it; named in the report
+                t.meta["harness_error"] = (
+                    True  # unresolved, as the leaderboard counts it; named in the report
+                )
         trajs.append(t)
     return trajs, skipped
 
 
-SUMMARY_FLAGS = ("not_in_label_list", "harness_error")  # the meta flags summarize_run counts (a chunked ingest keeps them)
+# the meta flags summarize_run counts (a chunked ingest keeps them)
+SUMMARY_FLAGS = (
+    "not_in_label_list",
+    "harness_error",
+)
 
 
 def summarize_run(rep: RunReport, runs: Sequence[Any], label_sets: list[LabelSet]) -> RunReport:
@@ -352,8 +414,12 @@ def summarize_run(rep: RunReport, runs: Sequence[Any], label_sets: list[LabelSet
     if len(label_sets) > 1:
         ids = [t.task_id for t in runs]
         for other in label_sets[1:]:
-            disagree = sorted(i for i in ids if (i in label_sets[0].resolved) != (i in other.resolved))
-            rep.label_crosscheck.append({"source": other.source, "disagreements": len(disagree), "ids": disagree[:20]})
+            disagree = sorted(
+                i for i in ids if (i in label_sets[0].resolved) != (i in other.resolved)
+            )
+            rep.label_crosscheck.append(
+                {"source": other.source, "disagreements": len(disagree), "ids": disagree[:20]}
+            )
     for t in runs:
         if t.outcome is None:
             rep.unlabelled += 1
@@ -365,8 +431,9 @@ def summarize_run(rep: RunReport, runs: Sequence[Any], label_sets: list[LabelSet
     return rep
 
 
-def ingest_run(spec: RunSpec, bench: str, root: Path, progress: Any = None,
-               max_files: int | None = None) -> tuple[list[Trajectory], RunReport]:
+def ingest_run(
+    spec: RunSpec, bench: str, root: Path, progress: Any = None, max_files: int | None = None
+) -> tuple[list[Trajectory], RunReport]:
     """One run folder; ``max_files`` keeps a bounded, evenly spread sample (tests, quick looks)."""
     plan = plan_run(spec, root, max_files)
     trajs, skipped = read_run_files(plan, plan.paths, bench, progress)
@@ -381,8 +448,13 @@ def _rel(path: str, run_dir: Path) -> str:
         return str(path)
 
 
-def ingest_catalog(cat: Catalog, root: Path | None = None, show_progress: bool = True, runs: list[str] | None = None,
-                   max_files: int | None = None) -> tuple[list[Trajectory], list[RunReport]]:
+def ingest_catalog(
+    cat: Catalog,
+    root: Path | None = None,
+    show_progress: bool = True,
+    runs: list[str] | None = None,
+    max_files: int | None = None,
+) -> tuple[list[Trajectory], list[RunReport]]:
     from tqdm.auto import tqdm
 
     root = data_root(root)
@@ -392,9 +464,20 @@ def ingest_catalog(cat: Catalog, root: Path | None = None, show_progress: bool =
     for spec in specs:
         run_dir = root / spec.folder
         total = len(discover(run_dir, spec)) if run_dir.exists() else 0
-        with tqdm(total=total, desc=f"ingest {spec.name[:40]}", disable=None if show_progress else True, leave=False) as bar:
+        with tqdm(
+            total=total,
+            desc=f"ingest {spec.name[:40]}",
+            disable=None if show_progress else True,
+            leave=False,
+        ) as bar:
             trajs, rep = ingest_run(spec, cat.bench, root, progress=bar, max_files=max_files)
         all_trajs.extend(trajs)
         reports.append(rep)
-        log.info("%s: %d trajectories (%d resolved), %d skipped", spec.name, rep.trajectories, rep.resolved, len(rep.skipped))
+        log.info(
+            "%s: %d trajectories (%d resolved), %d skipped",
+            spec.name,
+            rep.trajectories,
+            rep.resolved,
+            len(rep.skipped),
+        )
     return all_trajs, reports

@@ -48,7 +48,9 @@ TRAJECTORY_NAMES = ("trajectory.json", "trajectory.json.gz")
 EXT_KEY = "earlyeval"  # key of earlyeval's own values inside ATIF ``extra`` objects
 
 _VERSION = re.compile(r"^(?:ATIF-)?v?1\.(\d+)$", re.I)
-_FIELD_IN_MSG = re.compile(r"((?:steps|subagent_trajectories)\[\d+\](?:\.[A-Za-z_]\w*(?:\[\d+\])?)*)")
+_FIELD_IN_MSG = re.compile(
+    r"((?:steps|subagent_trajectories)\[\d+\](?:\.[A-Za-z_]\w*(?:\[\d+\])?)*)"
+)
 _UNION_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "literal"}
 
 
@@ -70,7 +72,9 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     if spec.glob and spec.glob not in ("**/*", "*", "**"):
         cands = [p for p in glob_paths(run_dir, spec.glob) if p.is_dir()]
     else:
-        cands = [p.parent.parent for name in TRAJECTORY_NAMES for p in run_dir.rglob(f"agent/{name}")]
+        cands = [
+            p.parent.parent for name in TRAJECTORY_NAMES for p in run_dir.rglob(f"agent/{name}")
+        ]
     return sorted({p for p in cands if trajectory_file(p) is not None})
 
 
@@ -99,10 +103,16 @@ def validate_document(raw: Any, file: str | Path) -> atif.Trajectory:
         raise IngestError(f, "schema_version", "missing or not a string: not an ATIF document")
     m = _VERSION.match(ver.strip())
     if not m:
-        raise IngestError(f, "schema_version", f"unsupported '{ver}': expected ATIF-v1.0 ... ATIF-v1.{MAX_MINOR}")
+        raise IngestError(
+            f, "schema_version", f"unsupported '{ver}': expected ATIF-v1.0 ... ATIF-v1.{MAX_MINOR}"
+        )
     minor = int(m.group(1))
     if minor > MAX_MINOR:
-        raise IngestError(f, "schema_version", f"'{ver}' is newer than ATIF-v1.{MAX_MINOR}, the version the installed atif package validates")
+        raise IngestError(
+            f,
+            "schema_version",
+            f"'{ver}' is newer than ATIF-v1.{MAX_MINOR}, the version the installed atif package validates",
+        )
     doc = _upgrade(raw, minor)
     try:
         return atif.Trajectory.model_validate(doc)
@@ -131,7 +141,12 @@ def _upgrade(raw: dict, minor: int) -> dict:
             if isinstance(refs, dict):
                 refs = r["subagent_trajectory_ref"] = [refs]
             for ref in refs if isinstance(refs, list) else []:
-                if isinstance(ref, dict) and ref.get("trajectory_id") is None and ref.get("trajectory_path") is None and isinstance(ref.get("session_id"), str):
+                if (
+                    isinstance(ref, dict)
+                    and ref.get("trajectory_id") is None
+                    and ref.get("trajectory_path") is None
+                    and isinstance(ref.get("session_id"), str)
+                ):
                     ref["trajectory_id"] = ref["session_id"]
     return doc
 
@@ -143,8 +158,12 @@ def load_documents(traj_file: Path, trial: Path) -> list[tuple[Path, atif.Trajec
     cur = traj_file
     root = trial.resolve()
     while True:
-        if root not in cur.resolve().parents:  # a symlinked trajectory.json: read nothing from outside the trial
-            raise IngestError(str(cur), "<file>", "resolves outside the trial folder (a symlink?): not read")
+        if (
+            root not in cur.resolve().parents
+        ):  # a symlinked trajectory.json: read nothing from outside the trial
+            raise IngestError(
+                str(cur), "<file>", "resolves outside the trial folder (a symlink?): not read"
+            )
         seen.add(cur.resolve())
         doc = validate_document(load_json(cur), cur)
         out.append((cur, doc))
@@ -152,16 +171,26 @@ def load_documents(traj_file: Path, trial: Path) -> list[tuple[Path, atif.Trajec
         if not ref:
             return out
         if "://" in ref:
-            raise IngestError(str(cur), "continued_trajectory_ref", f"'{ref}' is not a local file: the continuation cannot be read")
+            raise IngestError(
+                str(cur),
+                "continued_trajectory_ref",
+                f"'{ref}' is not a local file: the continuation cannot be read",
+            )
         nxt = (cur.parent / ref).resolve()
         if not nxt.is_file() and Path(str(nxt) + ".gz").is_file():
             nxt = Path(str(nxt) + ".gz")
         if root not in nxt.parents:
-            raise IngestError(str(cur), "continued_trajectory_ref", f"'{ref}' points outside the trial folder")
+            raise IngestError(
+                str(cur), "continued_trajectory_ref", f"'{ref}' points outside the trial folder"
+            )
         if nxt in seen:
             raise IngestError(str(cur), "continued_trajectory_ref", f"'{ref}' makes a cycle")
         if not nxt.is_file():
-            raise IngestError(str(cur), "continued_trajectory_ref", f"'{ref}' does not exist: the run is truncated")
+            raise IngestError(
+                str(cur),
+                "continued_trajectory_ref",
+                f"'{ref}' does not exist: the run is truncated",
+            )
         cur = nxt
 
 
@@ -184,7 +213,11 @@ def _pick_reward(rewards: Any, file: Path, field: str, spec: RunSpec) -> float:
         elif len(rewards) == 1:
             key = next(iter(rewards))
         else:
-            raise IngestError(str(file), field, f"several rewards {sorted(rewards)} and no 'reward': set reward_key in the catalog")
+            raise IngestError(
+                str(file),
+                field,
+                f"several rewards {sorted(rewards)} and no 'reward': set reward_key in the catalog",
+            )
     if key not in rewards:
         raise IngestError(str(file), f"{field}.{key}", "missing")
     v = rewards[key]
@@ -215,26 +248,38 @@ def trial_reward(trial: Path, spec: RunSpec) -> tuple[float | None, str, str]:
         res = trial / name
         if res.is_file():
             if not _inside(trial, res):
-                raise IngestError(str(res), "<file>", "resolves outside the trial folder (a symlink?): not read")
+                raise IngestError(
+                    str(res), "<file>", "resolves outside the trial folder (a symlink?): not read"
+                )
             d = load_json(res)
             if not isinstance(d, dict):
                 raise IngestError(str(res), "<root>", f"expected an object, got {type(d).__name__}")
             vr = d.get("verifier_result")
             if vr is not None:
                 if not isinstance(vr, dict):
-                    raise IngestError(str(res), "verifier_result", f"expected an object, got {type(vr).__name__}")
+                    raise IngestError(
+                        str(res), "verifier_result", f"expected an object, got {type(vr).__name__}"
+                    )
                 if vr.get("rewards") is not None:
-                    return _pick_reward(vr["rewards"], res, "verifier_result.rewards", spec), str(res), "verifier_result.rewards"
+                    return (
+                        _pick_reward(vr["rewards"], res, "verifier_result.rewards", spec),
+                        str(res),
+                        "verifier_result.rewards",
+                    )
             break
     rj = trial / "verifier" / "reward.json"
     if rj.is_file():
         if not _inside(trial, rj):
-            raise IngestError(str(rj), "<file>", "resolves outside the trial folder (a symlink?): not read")
+            raise IngestError(
+                str(rj), "<file>", "resolves outside the trial folder (a symlink?): not read"
+            )
         return _pick_reward(load_json(rj), rj, "<root>", spec), str(rj), "reward.json"
     rt = trial / "verifier" / "reward.txt"
     if rt.is_file():
         if not _inside(trial, rt):
-            raise IngestError(str(rt), "<file>", "resolves outside the trial folder (a symlink?): not read")
+            raise IngestError(
+                str(rt), "<file>", "resolves outside the trial folder (a symlink?): not read"
+            )
         txt = read_text(rt).strip()
         if not _REWARD_TEXT.fullmatch(txt):
             raise IngestError(str(rt), "<text>", f"not a plain number: {txt[:40]!r}")
@@ -287,7 +332,9 @@ def _result_text(r: atif.ObservationResult, counts: Counter) -> str:
     text = parts_text(r.content, counts)
     for ref in r.subagent_trajectory_ref or []:
         counts["subagent_refs"] += 1
-        text = join_lines(text, f"[subagent trajectory: {ref.trajectory_id or ref.trajectory_path}]")
+        text = join_lines(
+            text, f"[subagent trajectory: {ref.trajectory_id or ref.trajectory_path}]"
+        )
     return text
 
 
@@ -301,7 +348,11 @@ def agent_step(st: atif.Step, index: int, counts: Counter) -> tuple[Step, dict]:
     kind_over: list[str | None] = []
     for tc in st.tool_calls or []:
         ext = _ext(tc.extra)
-        text = ext["text"] if isinstance(ext.get("text"), str) else tool_call_text(tc.function_name, tc.arguments)
+        text = (
+            ext["text"]
+            if isinstance(ext.get("text"), str)
+            else tool_call_text(tc.function_name, tc.arguments)
+        )
         actions.append(Action(tool=tc.function_name, text=text))
         kind_over.append(ext.get("kind") if isinstance(ext.get("kind"), str) else None)
     msg = parts_text(st.message, counts)
@@ -311,7 +362,12 @@ def agent_step(st: atif.Step, index: int, counts: Counter) -> tuple[Step, dict]:
         thought, final = st.reasoning_content or "", msg
     obs = [_result_text(r, counts) for r in (st.observation.results if st.observation else [])]
     m = st.metrics
-    tokens: dict[str, Any] = {"input_tokens": None, "output_tokens": None, "cached_tokens": None, "cost_usd": None}
+    tokens: dict[str, Any] = {
+        "input_tokens": None,
+        "output_tokens": None,
+        "cached_tokens": None,
+        "cost_usd": None,
+    }
     if m is not None:
         tokens = {
             "input_tokens": opt_int(m.prompt_tokens),
@@ -325,7 +381,15 @@ def agent_step(st: atif.Step, index: int, counts: Counter) -> tuple[Step, dict]:
         counts["llm_calls"] += st.llm_call_count
     ext = _ext(st.extra)
     err = ext.get("error") if isinstance(ext.get("error"), bool) else None
-    step = make_step(index, actions, thought=thought, observation="\n".join(obs), error=err, final_answer=final, **tokens)
+    step = make_step(
+        index,
+        actions,
+        thought=thought,
+        observation="\n".join(obs),
+        error=err,
+        final_answer=final,
+        **tokens,
+    )
     for a, k in zip(step.actions, kind_over):
         if k is not None:
             a.kind = k
@@ -383,7 +447,9 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         trial = path
         traj_file = trajectory_file(trial)
         if traj_file is None:
-            raise IngestError(str(trial), "agent/trajectory.json", "missing: not a Harbor trial folder")
+            raise IngestError(
+                str(trial), "agent/trajectory.json", "missing: not a Harbor trial folder"
+            )
     else:
         traj_file = path
         trial = path.parent.parent if path.parent.name == "agent" else path.parent
@@ -393,11 +459,17 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     steps, prompt = steps_of(docs, counts)
     reward, reward_file, reward_field = trial_reward(trial, spec)
     threshold = success_min_reward(spec)
-    outcome = None if reward is None else reward_outcome(reward, threshold, reward_file, reward_field)
+    outcome = (
+        None if reward is None else reward_outcome(reward, threshold, reward_file, reward_field)
+    )
     main = docs[0]
     task_id = _task_id(trial, main)
     yield run_trajectory(
-        spec, bench, str(traj_file), task_id, steps,
+        spec,
+        bench,
+        str(traj_file),
+        task_id,
+        steps,
         prompt=prompt,
         outcome=outcome,
         run_id=f"{spec.name}/{trial.name}",
@@ -413,7 +485,9 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         reward=reward,
         reward_source=reward_file or None,
         success_min_reward=threshold,
-        final_metrics=main.final_metrics.model_dump(exclude_none=True) if main.final_metrics else None,
+        final_metrics=main.final_metrics.model_dump(exclude_none=True)
+        if main.final_metrics
+        else None,
         **{k: int(v) for k, v in counts.items()},
     )
 
@@ -422,4 +496,9 @@ def sniff(path: Path, heads: Heads, fmt: str) -> bool:
     """For ``--format auto`` (``ingest.sniff``): a trial folder whose ``agent/trajectory.json`` has a ``schema_version``."""
     f = trajectory_file(path) if path.is_dir() else path
     h = heads.of(f) if f is not None else None
-    return h is not None and h.root == "{" and "schema_version" in h.keys and ("steps" in h.keys or h.mentions(r'"ATIF-'))
+    return (
+        h is not None
+        and h.root == "{"
+        and "schema_version" in h.keys
+        and ("steps" in h.keys or h.mentions(r'"ATIF-'))
+    )

@@ -19,6 +19,7 @@ from earlyeval.core.trajectory import Action, Step, make_step
 DEFAULT_SUCCESS_MIN_REWARD = 1.0 - 1e-6
 SUCCESS_OPTION = "success_min_reward"
 
+
 def is_number(v: Any) -> bool:
     """A real int/float (bool is not a number here)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -141,7 +142,9 @@ def chat_steps(
             raise IngestError(f, f"{mw}.role", "missing or not a string")
         content = m.get("content")
         if content is not None and not isinstance(content, (str, list)):
-            raise IngestError(f, f"{mw}.content", f"expected a string, got {type(content).__name__}")
+            raise IngestError(
+                f, f"{mw}.content", f"expected a string, got {type(content).__name__}"
+            )
         if role == "assistant":
             if pending is not None:
                 steps.append(pending.finish(len(steps)))

@@ -15,6 +15,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require
 from earlyeval.core.trajectory import Trajectory, make_step
 from earlyeval.ingest.common import run_trajectory
+from earlyeval.ingest.sniff import Heads
 from earlyeval.ingest.swe_agent import (
     ACI_COMMANDS,
     CODER_ROLES,
@@ -22,10 +23,11 @@ from earlyeval.ingest.swe_agent import (
     history_agents,
     instance_stats,
     parse_entries,
-    sniff as swe_sniff,
     task_id_from_name,
 )
-from earlyeval.ingest.sniff import Heads
+from earlyeval.ingest.swe_agent import (
+    sniff as swe_sniff,
+)
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -34,9 +36,17 @@ INLINE_LABELS = False
 
 
 CODER_COMMANDS: frozenset[str] = ACI_COMMANDS | {
-    "plan", "succeed", "fail", "rover_search_file", "rover_search_class", "rover_search_method",
-    "rover_search_code", "rover_search_code_in_file", "rover_search_extension",
-    "stackoverflow_search", "similar_issue_search",
+    "plan",
+    "succeed",
+    "fail",
+    "rover_search_file",
+    "rover_search_class",
+    "rover_search_method",
+    "rover_search_code",
+    "rover_search_code_in_file",
+    "rover_search_extension",
+    "stackoverflow_search",
+    "similar_issue_search",
 }
 
 
@@ -44,13 +54,25 @@ def step_roles(history: Any, entries: list, file: str) -> list[str]:
     """The sub-agent of each ``trajectory`` entry, from the aligned ``history``."""
     if not isinstance(history, list):
         raise IngestError(file, "history", f"expected list, got {type(history).__name__}")
-    turns = [m for m in history if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")]
+    turns = [
+        m
+        for m in history
+        if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")
+    ]
     if len(turns) != len(entries):
-        raise IngestError(file, "history", f"{len(turns)} assistant turns but trajectory has {len(entries)} steps: cannot name the sub-agents")
+        raise IngestError(
+            file,
+            "history",
+            f"{len(turns)} assistant turns but trajectory has {len(entries)} steps: cannot name the sub-agents",
+        )
     roles = []
     for i, (m, s) in enumerate(zip(turns, entries)):
         if m.get("action") != s.get("action"):
-            raise IngestError(file, f"history[assistant {i}].action", "differs from trajectory's: the two lists are not aligned")
+            raise IngestError(
+                file,
+                f"history[assistant {i}].action",
+                "differs from trajectory's: the two lists are not aligned",
+            )
         roles.append(str(m.get("agent") or "?"))
     return roles
 
@@ -81,7 +103,10 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     raw = parse_entries(entries, f, CODER_COMMANDS)
     roles = step_roles(d.get("history"), entries, f)
     defer_delegated_observations(raw, roles)
-    steps = [make_step(i, [r["action"]], thought=r["thought"], observation=r["observation"]) for i, r in enumerate(raw)]
+    steps = [
+        make_step(i, [r["action"]], thought=r["thought"], observation=r["observation"])
+        for i, r in enumerate(raw)
+    ]
     info = d.get("info") if isinstance(d.get("info"), dict) else {}
     task_id = task_id_from_name(path)
     seq: list[str] = []
@@ -89,7 +114,11 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         if not seq or seq[-1] != r:
             seq.append(r)
     yield run_trajectory(
-        spec, bench, f, task_id, steps,
+        spec,
+        bench,
+        f,
+        task_id,
+        steps,
         prompt=first_user_message(d.get("history")),
         step_roles=roles,
         role_sequence=seq,

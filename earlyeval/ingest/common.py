@@ -12,8 +12,17 @@ from earlyeval.config.catalog import RunSpec
 from earlyeval.core.trajectory import Step, Trajectory
 
 
-def run_trajectory(spec: RunSpec, bench: str, source: str | Path, task_id: str, steps: list[Step], prompt: str = "",
-                   outcome: int | None = None, run_id: str | None = None, **meta: Any) -> Trajectory:
+def run_trajectory(
+    spec: RunSpec,
+    bench: str,
+    source: str | Path,
+    task_id: str,
+    steps: list[Step],
+    prompt: str = "",
+    outcome: int | None = None,
+    run_id: str | None = None,
+    **meta: Any,
+) -> Trajectory:
     """A Trajectory of catalog run ``spec``: run id ``<run>/<task>`` unless given, identity and source in meta.
 
     ``meta`` holds what the format adds (costs, exit status, ...); None values are kept: unknown is unknown.

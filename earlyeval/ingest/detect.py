@@ -35,15 +35,28 @@ class Detection:
 
     def summary(self) -> dict[str, Any]:
         """What score.json records of the detection."""
-        return {"by": self.by, "files_sniffed": self.files_sniffed, "prefix_bytes": self.prefix_bytes,
-                "run_files": {f: len(u) for f, u in sorted(self.units.items())}, "unrecognised": len(self.skipped)}
+        return {
+            "by": self.by,
+            "files_sniffed": self.files_sniffed,
+            "prefix_bytes": self.prefix_bytes,
+            "run_files": {f: len(u) for f, u in sorted(self.units.items())},
+            "unrecognised": len(self.skipped),
+        }
 
 
 def generic_spec(p: Path, fmt: str) -> RunSpec:
     """The spec of format ``fmt`` over ``p``: its own glob in a folder, the file's name for a file."""
     folder, glob = (p.parent, p.name) if p.is_file() else (p, format_facts(fmt)[0])
-    return RunSpec(name=folder.name, folder=str(folder), agent=folder.name, scaffold=folder.name, model="",
-                   format=fmt, glob=glob, labels=[])
+    return RunSpec(
+        name=folder.name,
+        folder=str(folder),
+        agent=folder.name,
+        scaffold=folder.name,
+        model="",
+        format=fmt,
+        glob=glob,
+        labels=[],
+    )
 
 
 def catch_all(glob: str) -> bool:
@@ -65,11 +78,14 @@ def sniffs(fmt: str, unit: Path, heads: Heads) -> bool:
         return False
 
 
-def _listings(p: Path, fmts: Iterable[str], heads: Heads, progress: Any) -> tuple[dict[str, list[Path]], dict[Path, list[str]]]:
+def _listings(
+    p: Path, fmts: Iterable[str], heads: Heads, progress: Any
+) -> tuple[dict[str, list[Path]], dict[Path, list[str]]]:
     """(units each format lists under ``p``, the formats that claim each unit)."""
     listed: dict[str, list[Path]] = {}
     claims: dict[Path, list[str]] = defaultdict(list)
-    logging.disable(logging.ERROR)  # a wrong format's complaints are expected here: not the user's problem
+    # a wrong format's complaints are expected here: not the user's problem
+    logging.disable(logging.ERROR)
     try:
         for fmt in fmts:
             if progress is not None:
@@ -107,8 +123,13 @@ def _settle(claims: dict[Path, list[str]]) -> tuple[dict[Path, str], list[dict[s
         if len(here) == 1:
             owner[u] = here[0]
         else:
-            skipped.append({"file": str(u), "field": "<format>",
-                            "reason": f"reads as {', '.join(fs)} alike: not read; give --format FMT"})
+            skipped.append(
+                {
+                    "file": str(u),
+                    "field": "<format>",
+                    "reason": f"reads as {', '.join(fs)} alike: not read; give --format FMT",
+                }
+            )
     return owner, skipped
 
 
@@ -129,8 +150,16 @@ def describe(h: Head) -> str:
     if h.error:
         return h.error
     what = {"{": "a JSON object", "[": "a JSON list"}.get(h.root, "not JSON")
-    keys = f" with keys {', '.join(h.keys[:6])}" + (", ..." if len(h.keys) > 6 else "") if h.keys else ""
-    return f"its first {SNIFF_BYTES} bytes are {what}{keys}" if not h.complete else f"it is {what}{keys}"
+    keys = (
+        f" with keys {', '.join(h.keys[:6])}" + (", ..." if len(h.keys) > 6 else "")
+        if h.keys
+        else ""
+    )
+    return (
+        f"its first {SNIFF_BYTES} bytes are {what}{keys}"
+        if not h.complete
+        else f"it is {what}{keys}"
+    )
 
 
 def detect_units(p: Path, fmts: Iterable[str], progress: Any = None) -> Detection:
@@ -147,7 +176,9 @@ def detect_units(p: Path, fmts: Iterable[str], progress: Any = None) -> Detectio
     glob = {f: generic_spec(p, f).glob for f in listed}
     sets = {f: set(us) for f, us in listed.items()}
     taken = set(owner) | {Path(s["file"]) for s in skipped}
-    for u in sorted({u for f, us in listed.items() if f in present or not catch_all(glob[f]) for u in us}):
+    for u in sorted(
+        {u for f, us in listed.items() if f in present or not catch_all(glob[f]) for u in us}
+    ):
         if u in taken or _inside(u, folders):
             continue
         listers = [f for f in sorted(present) if u in sets[f]]
@@ -155,9 +186,14 @@ def detect_units(p: Path, fmts: Iterable[str], progress: Any = None) -> Detectio
             owner[u] = listers[0]
             continue
         names = listers or sorted(f for f in listed if u in sets[f] and not catch_all(glob[f]))
-        skipped.append({"file": str(u), "field": "<format>",
-                        "reason": f"no format recognises it ({describe(heads.of(u)) if u.is_file() else 'a folder'}; "
-                                  f"named like a run of {', '.join(names)}): not read"})
+        skipped.append(
+            {
+                "file": str(u),
+                "field": "<format>",
+                "reason": f"no format recognises it ({describe(heads.of(u)) if u.is_file() else 'a folder'}; "
+                f"named like a run of {', '.join(names)}): not read",
+            }
+        )
     units: dict[str, list[Path]] = defaultdict(list)
     for u, f in sorted(owner.items()):
         units[f].append(u)

@@ -15,7 +15,16 @@ from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import check_size
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Step, Trajectory, call_action
-from earlyeval.ingest.chat import PendingTurn, chat_steps, is_number, join_thought, opt_float, opt_int, reward_outcome, success_min_reward
+from earlyeval.ingest.chat import (
+    PendingTurn,
+    chat_steps,
+    is_number,
+    join_thought,
+    opt_float,
+    opt_int,
+    reward_outcome,
+    success_min_reward,
+)
 from earlyeval.ingest.common import file_key, run_trajectory
 from earlyeval.ingest.sniff import Heads
 
@@ -34,6 +43,7 @@ Usage = Callable[[str | None], Any]  # assistant message id -> its ModelUsage (o
 
 # ------------------------------------------------------------------ steps (shared with the live approver)
 
+
 def usage_by_message(events: Iterable[Any] | None) -> dict[str, Any]:
     """Each assistant message id -> the usage of the model call that produced it (``ModelEvent``s)."""
     out: dict[str, Any] = {}
@@ -51,22 +61,35 @@ def usage_by_message(events: Iterable[Any] | None) -> dict[str, Any]:
 def _usage_fields(usage: Any) -> dict[str, Any]:
     if usage is None:
         return {}
-    return {"input_tokens": opt_int(getattr(usage, "input_tokens", None)),
-            "output_tokens": opt_int(getattr(usage, "output_tokens", None)),
-            "cached_tokens": opt_int(getattr(usage, "input_tokens_cache_read", None)),
-            "cost_usd": opt_float(getattr(usage, "total_cost", None))}
+    return {
+        "input_tokens": opt_int(getattr(usage, "input_tokens", None)),
+        "output_tokens": opt_int(getattr(usage, "output_tokens", None)),
+        "cached_tokens": opt_int(getattr(usage, "input_tokens_cache_read", None)),
+        "cost_usd": opt_float(getattr(usage, "total_cost", None)),
+    }
 
 
-def _turn(usage: Mapping[str, Any], ids: list[str | None]) -> Callable[[dict, str, str], PendingTurn]:
+def _turn(
+    usage: Mapping[str, Any], ids: list[str | None]
+) -> Callable[[dict, str, str], PendingTurn]:
     def turn(m: dict, where: str, _text: str) -> PendingTurn:
         msg = m["msg"]
         ids.append(getattr(msg, "id", None))
-        calls = [call_action(tc.function, tc.arguments) for tc in getattr(msg, "tool_calls", None) or []]
+        calls = [
+            call_action(tc.function, tc.arguments) for tc in getattr(msg, "tool_calls", None) or []
+        ]
         content = msg.content if isinstance(msg.content, list) else []
-        reasoning = "\n".join(c.reasoning for c in content if getattr(c, "type", None) == "reasoning" and c.reasoning)
+        reasoning = "\n".join(
+            c.reasoning for c in content if getattr(c, "type", None) == "reasoning" and c.reasoning
+        )
         text = msg.text or ""
-        return PendingTurn(calls, thought=join_thought(reasoning, text) if calls else reasoning,
-                           final_answer="" if calls else text, **_usage_fields(usage.get(str(ids[-1]))))
+        return PendingTurn(
+            calls,
+            thought=join_thought(reasoning, text) if calls else reasoning,
+            final_answer="" if calls else text,
+            **_usage_fields(usage.get(str(ids[-1]))),
+        )
+
     return turn
 
 
@@ -74,19 +97,27 @@ def _tool_result(m: dict, pending: PendingTurn, content: Any) -> tuple[str, bool
     return content_text(content), getattr(m["msg"], "error", None) is not None
 
 
-def inspect_steps(messages: Sequence[Any], usage: Mapping[str, Any] | None = None,
-                  where: str = "messages", file: str = "<live>") -> tuple[list[Step], str, list[str | None]]:
+def inspect_steps(
+    messages: Sequence[Any],
+    usage: Mapping[str, Any] | None = None,
+    where: str = "messages",
+    file: str = "<live>",
+) -> tuple[list[Step], str, list[str | None]]:
     """(steps, prompt, assistant message id of each step) of an inspect message history.
 
     ``messages``: ``inspect_ai.model.ChatMessage`` objects (a log's ``sample.messages``, or the history
     an approver gets); ``usage``: :func:`usage_by_message` of the sample's events."""
     ids: list[str | None] = []
-    view = [{"role": getattr(m, "role", None), "content": getattr(m, "content", None), "msg": m} for m in messages]
+    view = [
+        {"role": getattr(m, "role", None), "content": getattr(m, "content", None), "msg": m}
+        for m in messages
+    ]
     steps, prompt = chat_steps(view, file, where, _turn(usage or {}, ids), _tool_result)
     return steps, prompt, ids
 
 
 # ------------------------------------------------------------------ labels
+
 
 def _option(spec: RunSpec, key: str, default: Any) -> Any:
     for ls in spec.labels:
@@ -95,13 +126,17 @@ def _option(spec: RunSpec, key: str, default: Any) -> Any:
     return spec.options.get(key, default)
 
 
-def sample_outcome(scores: Mapping[str, Any] | None, spec: RunSpec, file: str, where: str) -> int | None:
+def sample_outcome(
+    scores: Mapping[str, Any] | None, spec: RunSpec, file: str, where: str
+) -> int | None:
     """1 / 0 from the sample's score (rules in the module doc); None when the sample has no score."""
     if not scores:
         return None
     name = _option(spec, "inspect_scorer", None) or next(iter(scores))
     if name not in scores:
-        raise IngestError(file, f"{where}.scores", f"no score from scorer {name!r} (scores: {sorted(scores)})")
+        raise IngestError(
+            file, f"{where}.scores", f"no score from scorer {name!r} (scores: {sorted(scores)})"
+        )
     value = getattr(scores[name], "value", None)
     field = f"{where}.scores.{name}.value"
     if isinstance(value, bool):
@@ -113,15 +148,25 @@ def sample_outcome(scores: Mapping[str, Any] | None, spec: RunSpec, file: str, w
             return 1
         if value in _option(spec, "failure_values", FAILURE_VALUES):
             return 0
-        raise IngestError(file, field, f"score {value!r} is neither a success value {list(_option(spec, 'success_values', SUCCESS_VALUES))} "
-                                       f"nor a failure value {list(_option(spec, 'failure_values', FAILURE_VALUES))}")
-    raise IngestError(file, field, f"expected a str, bool or number score, got {type(value).__name__}")
+        raise IngestError(
+            file,
+            field,
+            f"score {value!r} is neither a success value {list(_option(spec, 'success_values', SUCCESS_VALUES))} "
+            f"nor a failure value {list(_option(spec, 'failure_values', FAILURE_VALUES))}",
+        )
+    raise IngestError(
+        file, field, f"expected a str, bool or number score, got {type(value).__name__}"
+    )
 
 
 # ------------------------------------------------------------------ reader
 
+
 def _date(sample: Any, header: Any) -> str | None:
-    for v in (getattr(sample, "started_at", None), getattr(getattr(header, "eval", None), "created", None)):
+    for v in (
+        getattr(sample, "started_at", None),
+        getattr(getattr(header, "eval", None), "created", None),
+    ):
         if v:
             s = v.isoformat() if hasattr(v, "isoformat") else str(v)
             if len(s) >= 10 and s[4] == "-" and s[7] == "-":
@@ -132,18 +177,29 @@ def _date(sample: Any, header: Any) -> str | None:
 def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory | IngestError]:
     f = str(path)
     if read_eval_log is None:
-        raise IngestError(f, "<file>", "reading inspect logs needs inspect_ai (the extra: pip install -e \".[inspect]\" in an earlyeval checkout)")
-    check_size(path)  # inspect reads the archive itself: the members are bounded here, as every reader's input
+        raise IngestError(
+            f,
+            "<file>",
+            'reading inspect logs needs inspect_ai (the extra: pip install -e ".[inspect]" in an earlyeval checkout)',
+        )
+    # inspect reads the archive itself: the members are bounded here, as every reader's input
+    check_size(path)
     try:
         header = read_eval_log(f, header_only=True)
     except Exception as e:
-        raise IngestError(f, "header", f"not a readable inspect log ({type(e).__name__}: {e})") from e
+        raise IngestError(
+            f, "header", f"not a readable inspect log ({type(e).__name__}: {e})"
+        ) from e
     try:
         summaries = read_eval_log_sample_summaries(f)
     except Exception as e:
-        raise IngestError(f, "summaries", f"cannot list the samples ({type(e).__name__}: {e})") from e
+        raise IngestError(
+            f, "summaries", f"cannot list the samples ({type(e).__name__}: {e})"
+        ) from e
     if not summaries:
-        raise IngestError(f, "samples", f"the log has no samples (status {getattr(header, 'status', '?')!r})")
+        raise IngestError(
+            f, "samples", f"the log has no samples (status {getattr(header, 'status', '?')!r})"
+        )
     key = file_key(spec, path)
     for s in summaries:
         where = f"samples/{s.id}_epoch_{s.epoch}"
@@ -158,18 +214,30 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory | Ingest
             yield e
 
 
-def _trajectory(sample: Any, header: Any, spec: RunSpec, bench: str, f: str, key: str, where: str) -> Trajectory:
-    steps, prompt, _ = inspect_steps(sample.messages or [], usage_by_message(sample.events), f"{where}.messages", f)
+def _trajectory(
+    sample: Any, header: Any, spec: RunSpec, bench: str, f: str, key: str, where: str
+) -> Trajectory:
+    steps, prompt, _ = inspect_steps(
+        sample.messages or [], usage_by_message(sample.events), f"{where}.messages", f
+    )
     if not steps:
         raise IngestError(f, f"{where}.messages", "no assistant message: no agent steps")
     ev = header.eval
     error = getattr(sample, "error", None)
     limit = getattr(sample, "limit", None)
     t = run_trajectory(
-        spec, bench, f, str(sample.id), steps, prompt=prompt,
+        spec,
+        bench,
+        f,
+        str(sample.id),
+        steps,
+        prompt=prompt,
         outcome=sample_outcome(sample.scores, spec, f, where),
         run_id=f"{key}/{sample.id}/epoch-{sample.epoch}",
-        epoch=sample.epoch, inspect_task=ev.task, inspect_model=ev.model, inspect_solver=ev.solver,
+        epoch=sample.epoch,
+        inspect_task=ev.task,
+        inspect_model=ev.model,
+        inspect_solver=ev.solver,
         error=getattr(error, "message", None) if error is not None else None,
         limit=getattr(limit, "type", None) if limit is not None else None,
     )
@@ -184,7 +252,11 @@ def _trajectory(sample: Any, header: Any, spec: RunSpec, bench: str, f: str, key
 def sniff(path: Path, heads: Heads, fmt: str) -> bool:
     """For ``--format auto`` (``ingest.sniff``): an ``.eval`` archive (a zip), or a JSON log (``version``, ``eval``)."""
     h = heads.of(path)
-    return h.raw.startswith(b"PK\x03\x04") if path.suffix == ".eval" else (h.root == "{" and h.has("version", "eval"))
+    return (
+        h.raw.startswith(b"PK\x03\x04")
+        if path.suffix == ".eval"
+        else (h.root == "{" and h.has("version", "eval"))
+    )
 
 
 __all__ = ["DEFAULT_GLOB", "sniff", "inspect_steps", "parse", "sample_outcome", "usage_by_message"]

@@ -27,7 +27,8 @@ class LabelSet:
     resolved: set[str] = field(default_factory=set)
     listed: set[str] = field(default_factory=set)  # ids that appear anywhere in the label file(s)
     exhaustive: bool = False  # the file decides every id by design (a bare resolved list)
-    errors: set[str] = field(default_factory=set)  # harness errors (sb-cli ``error_ids``): unresolved, reported apart
+    # harness errors (sb-cli ``error_ids``): unresolved, reported apart
+    errors: set[str] = field(default_factory=set)
 
     def outcome(self, task_id: str) -> tuple[int, bool]:
         """(label, listed): resolved -> 1; anything else -> 0 by the SWE-bench convention."""
@@ -57,7 +58,14 @@ def read_sb_cli(run_dir: Path, spec: LabelSpec) -> LabelSet:
         if not isinstance(d, dict) or "resolved_ids" not in d:
             raise IngestError(str(f), "resolved_ids", "missing: not an sb-cli report")
         ls.resolved |= set(_id_list(d, "resolved_ids", f))
-        for k in ("resolved_ids", "unresolved_ids", "error_ids", "empty_patch_ids", "completed_ids", "submitted_ids"):
+        for k in (
+            "resolved_ids",
+            "unresolved_ids",
+            "error_ids",
+            "empty_patch_ids",
+            "completed_ids",
+            "submitted_ids",
+        ):
             if k in d:
                 ls.listed |= set(_id_list(d, k, f))
         ls.errors |= set(_id_list(d, "error_ids", f)) - ls.resolved
@@ -72,7 +80,7 @@ def read_instance_reports(run_dir: Path, spec: LabelSpec) -> LabelSet:
     for f in _files(run_dir, spec.path):
         d = load_json(f)
         if isinstance(d, dict) and "resolved" not in d and len(d) == 1:
-            (iid, d), = d.items()
+            ((iid, d),) = d.items()
         else:
             iid = f.parent.name
         if not isinstance(d, dict) or not isinstance(d.get("resolved"), bool):
@@ -166,23 +174,33 @@ def read_resolved_submissions(run_dir: Path, spec: LabelSpec) -> LabelSet:
     instance there without the name is an unresolved run of it; an id the file lacks is "not in the list"."""
     name = spec.options.get("submission")
     if not isinstance(name, str) or not name:
-        raise IngestError(str(run_dir / spec.path), "labels.submission", "missing: name the run's submission in the label spec")
+        raise IngestError(
+            str(run_dir / spec.path),
+            "labels.submission",
+            "missing: name the run's submission in the label spec",
+        )
     ls = LabelSet(source=spec.path)
     for f in _files(run_dir, spec.path):
         d = load_json(f)
         if not isinstance(d, dict):
-            raise IngestError(str(f), "<root>", f"expected an object of instance ids, got {type(d).__name__}")
+            raise IngestError(
+                str(f), "<root>", f"expected an object of instance ids, got {type(d).__name__}"
+            )
         found = 0
         for iid, rec in d.items():
             subs = rec.get("resolved_submissions") if isinstance(rec, dict) else None
             if not isinstance(subs, list) or not all(isinstance(x, str) for x in subs):
-                raise IngestError(str(f), f"{iid}.resolved_submissions", "expected a list of submission names")
+                raise IngestError(
+                    str(f), f"{iid}.resolved_submissions", "expected a list of submission names"
+                )
             ls.listed.add(iid)
             if name in subs:
                 ls.resolved.add(iid)
                 found += 1
         if not found:
-            raise IngestError(str(f), "labels.submission", f"no instance lists '{name}': wrong submission name?")
+            raise IngestError(
+                str(f), "labels.submission", f"no instance lists '{name}': wrong submission name?"
+            )
     return ls
 
 
@@ -199,5 +217,9 @@ READERS: dict[str, Callable[[Path, LabelSpec], LabelSet]] = {
 
 def read_labels(run_dir: Path, spec: LabelSpec) -> LabelSet:
     if spec.format not in READERS:
-        raise IngestError(str(run_dir), "labels.format", f"unknown label format '{spec.format}' (known: {', '.join(READERS)})")
+        raise IngestError(
+            str(run_dir),
+            "labels.format",
+            f"unknown label format '{spec.format}' (known: {', '.join(READERS)})",
+        )
     return READERS[spec.format](run_dir, spec)

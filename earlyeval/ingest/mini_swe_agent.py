@@ -26,8 +26,13 @@ INLINE_LABELS = False
 
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-_REFLECT = re.compile(r"\n?Reflect on the previous trajectories and decide if there are any tools you can create.*\Z", re.S)
-_FORMAT_ERROR = re.compile(r"Please always provide EXACTLY ONE action|format_error|did not contain a bash", re.I)
+_REFLECT = re.compile(
+    r"\n?Reflect on the previous trajectories and decide if there are any tools you can create.*\Z",
+    re.S,
+)
+_FORMAT_ERROR = re.compile(
+    r"Please always provide EXACTLY ONE action|format_error|did not contain a bash", re.I
+)
 
 
 def split_thought_and_command(text: str) -> tuple[str, list[str]]:
@@ -42,7 +47,12 @@ def usage_of(msg: dict) -> dict[str, Any]:
     extra = msg.get("extra") or {}
     resp = extra.get("response") or {}
     usage = resp.get("usage") if isinstance(resp, dict) else None
-    out: dict[str, Any] = {"input_tokens": None, "output_tokens": None, "cached_tokens": None, "cost_usd": None}
+    out: dict[str, Any] = {
+        "input_tokens": None,
+        "output_tokens": None,
+        "cached_tokens": None,
+        "cost_usd": None,
+    }
     if isinstance(usage, dict):
         if isinstance(usage.get("prompt_tokens"), int):
             out["input_tokens"] = usage["prompt_tokens"]
@@ -121,11 +131,17 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     steps, prompt = steps_from_messages(messages, f)
     stats = info.get("model_stats") or {}
     yield run_trajectory(
-        spec, bench, f, task_id, steps,
+        spec,
+        bench,
+        f,
+        task_id,
+        steps,
         prompt=prompt,
         # who and when, as the file records them (``earlyeval score``: training overlap, the prior's date)
         native_model=dig(info, "config", "model", "model_name"),
-        run_date=first_day(dig(m, "extra", "response", "created") for m in messages if isinstance(m, dict)),
+        run_date=first_day(
+            dig(m, "extra", "response", "created") for m in messages if isinstance(m, dict)
+        ),
         exit_status=info.get("exit_status"),
         instance_cost=stats.get("instance_cost"),
         api_calls=stats.get("api_calls"),
@@ -136,10 +152,21 @@ def sniff(path: Path, heads: Heads, fmt: str) -> bool:
     """For ``--format auto`` (``ingest.sniff``): mini-swe-agent saves ``info`` first (its exit status and
     submission), then ``messages``; ``trajectory_format`` names it when the prefix reaches it."""
     h = heads.of(path)
-    others = ("trajectory", "transitions", "steps", "nodes", "simulations", "pass", "response", "kwargs")
+    others = (
+        "trajectory",
+        "transitions",
+        "steps",
+        "nodes",
+        "simulations",
+        "pass",
+        "response",
+        "kwargs",
+    )
     if h.root != "{" or any(k in h.keys for k in others):
         return False
     if "trajectory_format" in h.keys and h.mentions(r'"trajectory_format"\s*:\s*"mini-swe-agent'):
         return True
-    info_first = h.mentions(r'^\s*\{\s*"info"\s*:\s*\{\s*"(exit_status|submission|model_stats|config|mini_version)"')
+    info_first = h.mentions(
+        r'^\s*\{\s*"info"\s*:\s*\{\s*"(exit_status|submission|model_stats|config|mini_version)"'
+    )
     return "messages" in h.keys or (h.keys[:1] == ("info",) and info_first)

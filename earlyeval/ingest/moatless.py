@@ -34,7 +34,12 @@ _STATE_TOOL = {
     "ClarifyCodeChange": "clarify_code_change",
     "EditCode": "apply_change",
 }
-_PLAN_VERB = {"modify": "request_for_change", "finish": "finish", "reject": "reject", "review": "review"}
+_PLAN_VERB = {
+    "modify": "request_for_change",
+    "finish": "finish",
+    "reject": "reject",
+    "review": "review",
+}
 
 
 def render(v: Any) -> str:
@@ -52,12 +57,16 @@ def render(v: Any) -> str:
             lines.append(f"{k}: {t}")
         return "\n".join(lines)
     if isinstance(v, list):
-        return "\n".join(render(x) if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in v)
+        return "\n".join(
+            render(x) if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in v
+        )
     return json.dumps(v, ensure_ascii=False)
 
 
 def _split_thought(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    thought = "\n".join(str(d[k]) for k in _THOUGHT_KEYS if isinstance(d.get(k), str) and d[k].strip())
+    thought = "\n".join(
+        str(d[k]) for k in _THOUGHT_KEYS if isinstance(d.get(k), str) and d[k].strip()
+    )
     return thought, {k: v for k, v in d.items() if k not in _THOUGHT_KEYS}
 
 
@@ -82,7 +91,9 @@ def _transition_action(state: str, act: dict[str, Any], effect: str | None) -> A
             tool = _PLAN_VERB.get(inner, inner)
             rest = {k: v for k, v in args.items() if k != "action"}
         elif isinstance(inner, dict):
-            tool = "request_for_change" if ("file_path" in inner or "span_id" in inner) else "finish"
+            tool = (
+                "request_for_change" if ("file_path" in inner or "span_id" in inner) else "finish"
+            )
             rest = inner
         else:
             tool, rest = "plan_to_code", args
@@ -92,7 +103,10 @@ def _transition_action(state: str, act: dict[str, Any], effect: str | None) -> A
     if state == "EditCode":
         content = args.get("content")
         text = content if isinstance(content, str) else render(args)
-        return Action(tool="reject_change" if text.lstrip().startswith("<reject>") else "apply_change", text=text)
+        return Action(
+            tool="reject_change" if text.lstrip().startswith("<reject>") else "apply_change",
+            text=text,
+        )
     return Action(tool=_STATE_TOOL.get(state, _snake(state)), text=render(args))
 
 
@@ -102,7 +116,11 @@ def steps_from_transitions(transitions: list, file: str) -> list[Step]:
         where = f"transitions[{ti}]"
         state = require(tr, "name", str, file, where)
         actions = require(tr, "actions", list, file, where)
-        nxt = transitions[ti + 1].get("name") if ti + 1 < len(transitions) and isinstance(transitions[ti + 1], dict) else None
+        nxt = (
+            transitions[ti + 1].get("name")
+            if ti + 1 < len(transitions) and isinstance(transitions[ti + 1], dict)
+            else None
+        )
         for ai, a in enumerate(actions):
             aw = f"{where}.actions[{ai}]"
             act = require(a, "action", dict, file, aw)
@@ -131,7 +149,9 @@ def steps_from_steps(raw_steps: list, file: str) -> list[Step]:
         where = f"steps[{si}]"
         state = require(s, "name", str, file, where)
         actions = require(s, "actions", list, file, where)
-        thoughts = [s["thought"]] if isinstance(s.get("thought"), str) and s["thought"].strip() else []
+        thoughts = (
+            [s["thought"]] if isinstance(s.get("thought"), str) and s["thought"].strip() else []
+        )
         acts: list[Action] = []
         obs: list[str] = []
         error = bool(s.get("error"))
@@ -185,12 +205,24 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
             raise IngestError(f, "transitions", "no transition holds an action: no agent steps")
         prompt = d.get("initial_message") if isinstance(d.get("initial_message"), str) else ""
     else:
-        raise IngestError(f, "format", f"moatless ingestor got format '{spec.format}' (known: {', '.join(FORMATS)})")
+        raise IngestError(
+            f,
+            "format",
+            f"moatless ingestor got format '{spec.format}' (known: {', '.join(FORMATS)})",
+        )
     info = d.get("info") if isinstance(d.get("info"), dict) else {}
-    task_id = info.get("instance_id") if isinstance(info.get("instance_id"), str) else strip_gz(path.name).removesuffix(".json")
+    task_id = (
+        info.get("instance_id")
+        if isinstance(info.get("instance_id"), str)
+        else strip_gz(path.name).removesuffix(".json")
+    )
     err = info.get("error")
     yield run_trajectory(
-        spec, bench, f, task_id, steps,
+        spec,
+        bench,
+        f,
+        task_id,
+        steps,
         prompt=prompt,
         total_cost=_opt_cost(info.get("total_cost")),
         duration_s=_opt_cost(info.get("duration")),
@@ -215,7 +247,11 @@ def run_day(info: dict[str, Any]) -> str | None:
 def _state_model(transitions: Any) -> str | None:
     """The model the first transition's state names (``transitions[].state.model``), if any."""
     for tr in transitions if isinstance(transitions, list) else []:
-        m = tr.get("state", {}).get("model") if isinstance(tr, dict) and isinstance(tr.get("state"), dict) else None
+        m = (
+            tr.get("state", {}).get("model")
+            if isinstance(tr, dict) and isinstance(tr.get("state"), dict)
+            else None
+        )
         if isinstance(m, str) and m:
             return m
     return None
@@ -226,4 +262,8 @@ def sniff(path: Path, heads: Heads, fmt: str) -> bool:
     h = heads.of(path)
     if h.root != "{" or "schema_version" in h.keys:  # an ATIF trajectory has ``steps`` too
         return False
-    return "transitions" in h.keys if fmt == "moatless-transitions" else ("steps" in h.keys and "transitions" not in h.keys)
+    return (
+        "transitions" in h.keys
+        if fmt == "moatless-transitions"
+        else ("steps" in h.keys and "transitions" not in h.keys)
+    )

@@ -19,7 +19,6 @@ from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
 from earlyeval.ingest.common import run_trajectory
 from earlyeval.ingest.sniff import Heads
 
-
 # action_args_class (its last part) -> the function the model called, snake-cased like the older readers' tools
 ARGS_TOOL: dict[str, str] = {
     "EditActionArguments": "str_replace_editor",
@@ -75,7 +74,9 @@ def path_to_last(nodes: list, file: str) -> list[tuple[int, dict[str, Any]]]:
             raise IngestError(file, f"nodes[{i}]", f"expected an object, got {type(n).__name__}")
         nid = _node_id(n.get("node_id"), file, f"nodes[{i}].node_id")
         if nid in by_id:
-            raise IngestError(file, f"nodes[{i}].node_id", f"duplicate node id {nid} (also nodes[{by_id[nid]}])")
+            raise IngestError(
+                file, f"nodes[{i}].node_id", f"duplicate node id {nid} (also nodes[{by_id[nid]}])"
+            )
         by_id[nid] = i
     path: list[int] = []
     seen: set[int] = set()
@@ -88,9 +89,17 @@ def path_to_last(nodes: list, file: str) -> list[tuple[int, dict[str, Any]]]:
             break
         pid = _node_id(parent, file, f"nodes[{i}].parent_id")
         if pid not in by_id:
-            raise IngestError(file, f"nodes[{i}].parent_id", f"node {nodes[i]['node_id']}'s parent {pid} is not in nodes")
+            raise IngestError(
+                file,
+                f"nodes[{i}].parent_id",
+                f"node {nodes[i]['node_id']}'s parent {pid} is not in nodes",
+            )
         if by_id[pid] in seen:
-            raise IngestError(file, f"nodes[{i}].parent_id", f"cycle: node {nodes[i]['node_id']}'s parent {pid} is already on its path")
+            raise IngestError(
+                file,
+                f"nodes[{i}].parent_id",
+                f"cycle: node {nodes[i]['node_id']}'s parent {pid} is already on its path",
+            )
         i = by_id[pid]
     return [(j, nodes[j]) for j in reversed(path)]
 
@@ -102,7 +111,12 @@ def node_usage(completions: dict[str, Any] | None, file: str, where: str) -> dic
     calls = {k: c for k, c in (completions or {}).items() if c is not None}
     if not calls:
         return dict.fromkeys(keys)
-    tot: dict[str, Any] = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cost_usd": 0.0}
+    tot: dict[str, Any] = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cached_tokens": 0,
+        "cost_usd": 0.0,
+    }
     for name, c in calls.items():
         cw = f"{where}.completions.{name}"
         if not isinstance(c, dict):
@@ -111,7 +125,9 @@ def node_usage(completions: dict[str, Any] | None, file: str, where: str) -> dic
         if u is not None and not isinstance(u, dict):
             raise IngestError(file, f"{cw}.usage", f"expected dict, got {type(u).__name__}")
         u = u or {}
-        prompt, cached = (_number(u, k, int, file, f"{cw}.usage") for k in ("prompt_tokens", "cached_tokens"))
+        prompt, cached = (
+            _number(u, k, int, file, f"{cw}.usage") for k in ("prompt_tokens", "cached_tokens")
+        )
         got = {
             "input_tokens": prompt + cached if prompt is not None and cached is not None else None,
             "output_tokens": _number(u, "completion_tokens", int, file, f"{cw}.usage"),
@@ -135,12 +151,16 @@ def _number(d: dict[str, Any], key: str, typ: type, file: str, where: str) -> An
     return typ(v)
 
 
-def node_step(index: int, node: dict[str, Any], action: dict[str, Any], file: str, where: str) -> Step:
+def node_step(
+    index: int, node: dict[str, Any], action: dict[str, Any], file: str, where: str
+) -> Step:
     """The Step of one executed node (module doc)."""
     cls = require(action, "action_args_class", str, file, f"{where}.action")
     thought = action.get("scratch_pad")
     if thought is not None and not isinstance(thought, str):
-        raise IngestError(file, f"{where}.action.scratch_pad", f"expected str, got {type(thought).__name__}")
+        raise IngestError(
+            file, f"{where}.action.scratch_pad", f"expected str, got {type(thought).__name__}"
+        )
     tool = tool_name(cls)
     args = {k: v for k, v in action.items() if k not in _NOT_ARGS}
     acts = [Action(tool=tool, text=tool_call_text(tool, args))]
@@ -149,7 +169,9 @@ def node_step(index: int, node: dict[str, Any], action: dict[str, Any], file: st
     if obs is not None:
         message = obs.get("message")
         if message is not None and not isinstance(message, str):
-            raise IngestError(file, f"{where}.observation.message", f"expected str, got {type(message).__name__}")
+            raise IngestError(
+                file, f"{where}.observation.message", f"expected str, got {type(message).__name__}"
+            )
         message = message or ""
         tests = test_files_run(message)
         if tests is not None:
@@ -199,16 +221,24 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         duplicates += bool(node.get("is_duplicate"))
         last = node
     if not steps:
-        raise IngestError(f, "nodes", "no node on the path to the last node holds an action: no agent steps")
+        raise IngestError(
+            f, "nodes", "no node on the path to the last node holds an action: no agent steps"
+        )
     on_path = {i for i, _ in path_nodes}
-    off_path = {i for i, n in enumerate(nodes) if i not in on_path and n.get("parent_id") is not None}
+    off_path = {
+        i for i, n in enumerate(nodes) if i not in on_path and n.get("parent_id") is not None
+    }
     root = path_nodes[0][1]
     meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
     iid = meta.get("instance_id")
     task_id = iid if isinstance(iid, str) and iid else path.parent.name
     last_obs = last.get("observation")
     yield run_trajectory(
-        spec, bench, f, task_id, steps,
+        spec,
+        bench,
+        f,
+        task_id,
+        steps,
         prompt=root.get("message") if isinstance(root.get("message"), str) else "",
         evaluation_name=meta.get("evaluation_name"),
         terminal=last_obs.get("terminal") if isinstance(last_obs, dict) else None,

@@ -50,7 +50,12 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
         chosen.append(files[-1])
         earlier += len(files) - 1
     if earlier:
-        log.warning("%s: kept the last call file of %d instances, ignored %d earlier call files (prefixes of the last)", spec.name, len(chosen), earlier)
+        log.warning(
+            "%s: kept the last call file of %d instances, ignored %d earlier call files (prefixes of the last)",
+            spec.name,
+            len(chosen),
+            earlier,
+        )
     return chosen
 
 
@@ -100,7 +105,14 @@ def steps_from_chat(messages: list, file: str, field: str = "messages") -> tuple
             continue
         if role == "assistant":
             calls = _tool_calls(m, file, where)
-            pending.append({"thought": content_text(m.get("content")).strip(), "calls": calls, "obs": [], "err": []})
+            pending.append(
+                {
+                    "thought": content_text(m.get("content")).strip(),
+                    "calls": calls,
+                    "obs": [],
+                    "err": [],
+                }
+            )
             continue
         if role == "tool":
             if not pending:
@@ -132,7 +144,11 @@ def _usage(resp: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(u, dict):
         return None
     det = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
-    return {"input_tokens": u.get("prompt_tokens"), "output_tokens": u.get("completion_tokens"), "cached_tokens": det.get("cached_tokens")}
+    return {
+        "input_tokens": u.get("prompt_tokens"),
+        "output_tokens": u.get("completion_tokens"),
+        "cached_tokens": det.get("cached_tokens"),
+    }
 
 
 def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
@@ -150,9 +166,15 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     if not steps:
         raise IngestError(f, "messages", "no assistant message: no agent steps")
     task_id = path.parent.name
-    earlier = sum(1 for p in path.parent.iterdir() if p.is_file() and p != path and _TS.search(p.name))
+    earlier = sum(
+        1 for p in path.parent.iterdir() if p.is_file() and p != path and _TS.search(p.name)
+    )
     yield run_trajectory(
-        spec, bench, f, task_id, steps,
+        spec,
+        bench,
+        f,
+        task_id,
+        steps,
         prompt=prompt,
         llm_model=resp.get("model") if isinstance(resp, dict) else None,
         run_date=day_of(d.get("timestamp")),  # the call's own time (unix seconds): the run's day

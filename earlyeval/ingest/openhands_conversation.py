@@ -22,7 +22,8 @@ from earlyeval.ingest.sniff import Heads
 
 DEFAULT_GLOB = "**/base_state.json"
 BASE_STATE = "base_state.json"
-EVENT_FILE = re.compile(r"^event-(?P<idx>\d{5,})-(?P<id>[0-9a-fA-F\-]{8,})\.json$")  # the SDK's EVENT_NAME_RE
+# the SDK's EVENT_NAME_RE
+EVENT_FILE = re.compile(r"^event-(?P<idx>\d{5,})-(?P<id>[0-9a-fA-F\-]{8,})\.json$")
 OBSERVATION_EVENTS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 FINISH_TOOLS = frozenset({"finish"})
 Usage = Callable[[list[str]], Mapping[str, Any]]
@@ -47,8 +48,11 @@ def call_of(ev: Any) -> tuple[str, Any]:
     args = get(get(ev, "tool_call"), "arguments")
     action = get(ev, "action")
     if args is None and action is not None:
-        args = ({k: v for k, v in action.items() if k != "kind"} if isinstance(action, Mapping)
-                else action.model_dump(exclude={"kind"}))
+        args = (
+            {k: v for k, v in action.items() if k != "kind"}
+            if isinstance(action, Mapping)
+            else action.model_dump(exclude={"kind"})
+        )
     return str(get(ev, "tool_name", "") or ""), args
 
 
@@ -56,7 +60,11 @@ def observation_text(content: Any) -> str:
     """An observation's text: its text items, concatenated (the SDK's ``Observation.text``)."""
     if isinstance(content, str):
         return content
-    return "".join(str(get(c, "text")) for c in content or () if get(c, "type") == "text" and get(c, "text") is not None)
+    return "".join(
+        str(get(c, "text"))
+        for c in content or ()
+        if get(c, "type") == "text" and get(c, "text") is not None
+    )
 
 
 def observation_of(ev: Any) -> tuple[str, bool | None]:
@@ -122,7 +130,9 @@ class StepFolder:
         self.usage = usage or (lambda ids: {})
         self.prompt = ""
         self.n_steps = 0
-        self.pending: dict[str, dict[str, Any]] = {}  # llm_response_id -> {"actions": [...], "obs": {call_id: ev}}
+        self.pending: dict[
+            str, dict[str, Any]
+        ] = {}  # llm_response_id -> {"actions": [...], "obs": {call_id: ev}}
         self._last: Any = None  # the last finish-only group, or the last agent message
 
     def feed(self, ev: Any) -> list[Step]:
@@ -134,7 +144,9 @@ class StepFolder:
                 self._last = ("message", ev)
             return []
         if "ActionEvent" in kinds:
-            group = self.pending.setdefault(str(get(ev, "llm_response_id")), {"actions": [], "obs": {}})
+            group = self.pending.setdefault(
+                str(get(ev, "llm_response_id")), {"actions": [], "obs": {}}
+            )
             group["actions"].append(ev)
             self._last = None
             return []
@@ -178,25 +190,56 @@ class StepFolder:
                 texts.append(t)
                 errors.append(err)
         known = [e for e in errors if e is not None]
-        thought = "\n".join(t for t in (content_text(get(a, "thought")) for a in actions) if t).strip()
-        return self._emit([call_of(a) for a in actions], thought=thought, observation="\n".join(texts).strip(),
-                          error=any(known) if known else None, usage=self.usage([rid]))
+        thought = "\n".join(
+            t for t in (content_text(get(a, "thought")) for a in actions) if t
+        ).strip()
+        return self._emit(
+            [call_of(a) for a in actions],
+            thought=thought,
+            observation="\n".join(texts).strip(),
+            error=any(known) if known else None,
+            usage=self.usage([rid]),
+        )
 
-    def _emit(self, calls: list[tuple[str, Any]], *, thought: str = "", observation: str = "", error: bool | None = None,
-              final_answer: str | None = None, usage: Mapping[str, Any] | None = None) -> Step:
+    def _emit(
+        self,
+        calls: list[tuple[str, Any]],
+        *,
+        thought: str = "",
+        observation: str = "",
+        error: bool | None = None,
+        final_answer: str | None = None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> Step:
         u = dict(usage or {})
-        step = make_step(self.n_steps, [call_action(t, a) for t, a in calls], thought=thought, observation=observation,
-                         error=error, final_answer=final_answer, input_tokens=u.get("input_tokens"),
-                         output_tokens=u.get("output_tokens"), cached_tokens=u.get("cached_tokens"), cost_usd=u.get("cost_usd"))
+        step = make_step(
+            self.n_steps,
+            [call_action(t, a) for t, a in calls],
+            thought=thought,
+            observation=observation,
+            error=error,
+            final_answer=final_answer,
+            input_tokens=u.get("input_tokens"),
+            output_tokens=u.get("output_tokens"),
+            cached_tokens=u.get("cached_tokens"),
+            cost_usd=u.get("cost_usd"),
+        )
         self.n_steps += 1
         return step
 
 
 # ------------------------------------------------------------------ reader
 
+
 def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     """The conversation folders: every folder with a ``base_state.json`` matching the run's glob."""
-    return sorted({p.parent for p in glob_paths(run_dir, spec.glob or DEFAULT_GLOB) if p.is_file() and p.name == BASE_STATE})
+    return sorted(
+        {
+            p.parent
+            for p in glob_paths(run_dir, spec.glob or DEFAULT_GLOB)
+            if p.is_file() and p.name == BASE_STATE
+        }
+    )
 
 
 def read_events(conv: Path) -> list[dict[str, Any]]:
@@ -212,8 +255,12 @@ def read_events(conv: Path) -> list[dict[str, Any]]:
         elif p.name.startswith("event-"):
             strays.append(p)
     if strays:  # a gzipped, renamed or partial event: read around it, the steps would shift and the last one go
-        raise IngestError(str(sorted(strays)[0]), "events", "not an event file name the SDK writes "
-                          "(event-<index>-<id>.json); the conversation's events would be read out of order or short")
+        raise IngestError(
+            str(sorted(strays)[0]),
+            "events",
+            "not an event file name the SDK writes "
+            "(event-<index>-<id>.json); the conversation's events would be read out of order or short",
+        )
     if not files:
         raise IngestError(str(d), "events", "no event-<index>-<id>.json file")
     files.sort()
@@ -231,11 +278,19 @@ def check_event_sequence(d: Path, idx: list[int]) -> None:
     """The SDK appends events 0, 1, 2, ...: a repeated or a missing index is a damaged log, refused by name."""
     dup = next((a for a, b in zip(idx, idx[1:]) if a == b), None)
     if dup is not None:
-        raise IngestError(str(d), "events", f"two event files of index {dup}: which one the conversation had is unknown")
+        raise IngestError(
+            str(d),
+            "events",
+            f"two event files of index {dup}: which one the conversation had is unknown",
+        )
     gap = 0 if idx[0] != 0 else next((a + 1 for a, b in zip(idx, idx[1:]) if b > a + 1), None)
     if gap is not None:
-        raise IngestError(str(d), "events", f"event {gap} is missing (the indices run {idx[0]}..{idx[-1]} with a gap): "
-                          "a step would be lost or merged without a word")
+        raise IngestError(
+            str(d),
+            "events",
+            f"event {gap} is missing (the indices run {idx[0]}..{idx[-1]} with a gap): "
+            "a step would be lost or merged without a word",
+        )
 
 
 def _task_id(conv: Path, state: Mapping[str, Any], spec: RunSpec) -> str:
@@ -262,7 +317,9 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     stats = state.get("stats") if state.get("stats") is not None else {}
     metrics = stats.get("usage_to_metrics", {}) if isinstance(stats, dict) else None
     if not isinstance(metrics, dict) or not all(isinstance(m, dict) for m in metrics.values()):
-        raise IngestError(str(bs), "stats.usage_to_metrics", "expected an object of per-LLM metrics")
+        raise IngestError(
+            str(bs), "stats.usage_to_metrics", "expected an object of per-LLM metrics"
+        )
     folder = StepFolder(lambda ids: response_usage(metrics, ids))
     events = read_events(conv)
     steps: list[Step] = []
@@ -270,12 +327,32 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         steps += folder.feed(ev)
     steps += folder.final()
     if not steps:
-        raise IngestError(str(conv / "events"), "<events>", "no agent action, error or message: no agent steps")
+        raise IngestError(
+            str(conv / "events"), "<events>", "no agent action, error or message: no agent steps"
+        )
     llm = state.get("agent", {}).get("llm", {}) if isinstance(state.get("agent"), dict) else {}
-    model = llm.get("model") if isinstance(llm, dict) and isinstance(llm.get("model"), str) else None
-    t = run_trajectory(spec, bench, bs, _task_id(conv, state, spec), steps, prompt=folder.prompt,
-                       conversation_id=state.get("id"), execution_status=state.get("execution_status"), llm_model=model)
-    stamp = next((e["timestamp"] for e in events if isinstance(e.get("timestamp"), str) and len(e["timestamp"]) >= 10), None)
+    model = (
+        llm.get("model") if isinstance(llm, dict) and isinstance(llm.get("model"), str) else None
+    )
+    t = run_trajectory(
+        spec,
+        bench,
+        bs,
+        _task_id(conv, state, spec),
+        steps,
+        prompt=folder.prompt,
+        conversation_id=state.get("id"),
+        execution_status=state.get("execution_status"),
+        llm_model=model,
+    )
+    stamp = next(
+        (
+            e["timestamp"]
+            for e in events
+            if isinstance(e.get("timestamp"), str) and len(e["timestamp"]) >= 10
+        ),
+        None,
+    )
     if stamp and stamp[4] == "-" and stamp[7] == "-":
         t.meta["date"] = stamp[:10]
     if not spec.model and model:
@@ -288,5 +365,15 @@ def sniff(path: Path, heads: Heads, fmt: str) -> bool:
     return path.is_dir() and (path / "events").is_dir() and heads.of(path / BASE_STATE).root == "{"
 
 
-__all__ = ["DEFAULT_GLOB", "sniff", "StepFolder", "call_of", "discover", "event_kinds", "observation_of", "parse",
-           "read_events", "response_usage"]
+__all__ = [
+    "DEFAULT_GLOB",
+    "sniff",
+    "StepFolder",
+    "call_of",
+    "discover",
+    "event_kinds",
+    "observation_of",
+    "parse",
+    "read_events",
+    "response_usage",
+]

@@ -26,7 +26,12 @@ INLINE_LABELS = False
 
 _BOOKKEEPING = {"system", "recall", "change_agent_state", "condensation", "condensation_request"}
 # event action -> (native tool, how its args become that tool's arguments)
-_FALLBACK_TOOL = {"run": "execute_bash", "run_ipython": "execute_ipython_cell", "read": "str_replace_editor", "edit": "str_replace_editor"}
+_FALLBACK_TOOL = {
+    "run": "execute_bash",
+    "run_ipython": "execute_ipython_cell",
+    "read": "str_replace_editor",
+    "edit": "str_replace_editor",
+}
 
 
 def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
@@ -36,7 +41,12 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
             continue
         name = strip_gz(p.name)
         inner = p.relative_to(run_dir).parts[:-1]
-        if not name.endswith(".json") or name == "metadata.json" or "events" in inner or "event_cache" in inner:
+        if (
+            not name.endswith(".json")
+            or name == "metadata.json"
+            or "events" in inner
+            or "event_cache" in inner
+        ):
             continue
         out.append(p)
     return out
@@ -64,11 +74,18 @@ def action_of(e: dict[str, Any], args: dict[str, Any]) -> Action:
     if tcm is not None:
         for tc in _message(resp).get("tool_calls") or []:
             fn = tc.get("function") if isinstance(tc, dict) else None
-            if isinstance(fn, dict) and tc.get("id") == tcm.get("tool_call_id") and isinstance(fn.get("name"), str):
+            if (
+                isinstance(fn, dict)
+                and tc.get("id") == tcm.get("tool_call_id")
+                and isinstance(fn.get("name"), str)
+            ):
                 return render_tool_call(fn["name"], fn.get("arguments"))
     a = e["action"]
     if a == "read":
-        return render_tool_call("str_replace_editor", {"command": "view", "path": args.get("path"), "view_range": args.get("view_range")})
+        return render_tool_call(
+            "str_replace_editor",
+            {"command": "view", "path": args.get("path"), "view_range": args.get("view_range")},
+        )
     if a == "edit":
         keys = ("command", "path", "old_str", "new_str", "file_text", "insert_line")
         return render_tool_call("str_replace_editor", {k: args.get(k) for k in keys})
@@ -76,7 +93,21 @@ def action_of(e: dict[str, Any], args: dict[str, Any]) -> Action:
         return render_tool_call("finish", {"message": args.get("final_thought") or ""})
     if a == "call_tool_mcp" and isinstance(args.get("name"), str):
         return render_tool_call(args["name"], args.get("arguments") or {})
-    rest = {k: v for k, v in args.items() if k not in ("thought", "security_risk", "is_input", "blocking", "hidden", "confirmation_state", "is_static", "cwd")}
+    rest = {
+        k: v
+        for k, v in args.items()
+        if k
+        not in (
+            "thought",
+            "security_risk",
+            "is_input",
+            "blocking",
+            "hidden",
+            "confirmation_state",
+            "is_static",
+            "cwd",
+        )
+    }
     return render_tool_call(_FALLBACK_TOOL.get(a, a), rest)
 
 
@@ -86,7 +117,11 @@ def _usage(resp: dict[str, Any] | None) -> dict[str, int | None]:
         return {"input_tokens": None, "output_tokens": None, "cached_tokens": None}
     det = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
     as_int = lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None  # noqa: E731
-    return {"input_tokens": as_int(u.get("prompt_tokens")), "output_tokens": as_int(u.get("completion_tokens")), "cached_tokens": as_int(det.get("cached_tokens"))}
+    return {
+        "input_tokens": as_int(u.get("prompt_tokens")),
+        "output_tokens": as_int(u.get("completion_tokens")),
+        "cached_tokens": as_int(det.get("cached_tokens")),
+    }
 
 
 def _obs_error(e: dict[str, Any]) -> bool:
@@ -99,7 +134,14 @@ def _obs_error(e: dict[str, Any]) -> bool:
 
 
 def _new(thought: str = "", calls: list[Action] | None = None, **usage: Any) -> dict[str, Any]:
-    return {"thought": thought, "calls": calls or [], "obs": [], "err": [], "resp": None, **({"input_tokens": None, "output_tokens": None, "cached_tokens": None} | usage)}
+    return {
+        "thought": thought,
+        "calls": calls or [],
+        "obs": [],
+        "err": [],
+        "resp": None,
+        **({"input_tokens": None, "output_tokens": None, "cached_tokens": None} | usage),
+    }
 
 
 class _Fold:
@@ -120,7 +162,9 @@ class _Fold:
         if not isinstance(e, dict):
             raise IngestError(self.f, where, f"expected an event object, got {type(e).__name__}")
         src = e.get("source")
-        if isinstance(e.get("llm_metrics"), dict) and isinstance(e["llm_metrics"].get("accumulated_cost"), (int, float)):
+        if isinstance(e.get("llm_metrics"), dict) and isinstance(
+            e["llm_metrics"].get("accumulated_cost"), (int, float)
+        ):
             self.cost = float(e["llm_metrics"]["accumulated_cost"])
         if "action" in e:
             self.action(where, e, src)
@@ -136,7 +180,11 @@ class _Fold:
         args = e.get("args") if e.get("args") is not None else {}
         if not isinstance(args, dict):
             raise IngestError(self.f, f"{where}.args", f"expected dict, got {type(args).__name__}")
-        text = args.get("content") if isinstance(args.get("content"), str) else (e.get("message") or "")
+        text = (
+            args.get("content")
+            if isinstance(args.get("content"), str)
+            else (e.get("message") or "")
+        )
         if src == "user" and a == "message":
             if not self.prompt and not raw:
                 self.prompt = text
@@ -175,7 +223,9 @@ class _Fold:
     def observation(self, e: dict[str, Any], src: Any) -> None:
         """An observation: appended to the step of the action it answers, or an uncaused agent error as its own step."""
         cause = e.get("cause")
-        content = e.get("content") if isinstance(e.get("content"), str) else (e.get("message") or "")
+        content = (
+            e.get("content") if isinstance(e.get("content"), str) else (e.get("message") or "")
+        )
         if cause is not None and cause in self.step_of_action:
             st = self.raw[self.step_of_action[cause]]
             st["obs"].append(content)
@@ -212,7 +262,11 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     ]
     task_id = strip_gz(path.name).removesuffix(".json")
     yield run_trajectory(
-        spec, bench, f, task_id, steps,
+        spec,
+        bench,
+        f,
+        task_id,
+        steps,
         prompt=fold.prompt,
         llm_models=fold.llm_models,
         run_date=first_day(e.get("timestamp") for e in events if isinstance(e, dict)),

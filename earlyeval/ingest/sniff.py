@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-SNIFF_BYTES = 64 << 10  # what detection reads of a file at most, decompressed (the readers take up to 256 MiB)
+# what detection reads of a file at most, decompressed (the readers take up to 256 MiB)
+SNIFF_BYTES = 64 << 10
 
 # a string (one cut off by the prefix runs to its end: no rescan from inside it) or a structural character
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[{}\[\]:]')

@@ -29,15 +29,32 @@ INLINE_LABELS = False
 # SWE-agent 0.x default interface (config/commands/*.sh) and its forced exits
 ACI_COMMANDS: frozenset[str] = frozenset(
     {
-        "open", "goto", "scroll_up", "scroll_down", "create", "edit", "find_file",
-        "search_file", "search_dir", "submit", "exit_cost", "exit_context",
-        "exit_format", "exit_api", "exit_error",
+        "open",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "create",
+        "edit",
+        "find_file",
+        "search_file",
+        "search_dir",
+        "submit",
+        "exit_cost",
+        "exit_context",
+        "exit_format",
+        "exit_api",
+        "exit_error",
     }
 )
 
 # SWE-agent 1.x tool bundles add these; live runs (integrations.swe_agent) parse command lines with both sets
 SWE_AGENT_COMMANDS: frozenset[str] = ACI_COMMANDS | {
-    "str_replace_editor", "exit", "exit_forfeit", "review_on_submit_m", "filemap", "view_image",
+    "str_replace_editor",
+    "exit",
+    "exit_forfeit",
+    "review_on_submit_m",
+    "filemap",
+    "view_image",
 }
 
 _HEAD = re.compile(r"(\S+)[ \t]*\n?(.*)", re.S)
@@ -71,7 +88,9 @@ def first_user_message(history: Any) -> str:
     return ""
 
 
-def parse_entries(entries: list, file: str, commands: frozenset[str] = ACI_COMMANDS) -> list[dict[str, Any]]:
+def parse_entries(
+    entries: list, file: str, commands: frozenset[str] = ACI_COMMANDS
+) -> list[dict[str, Any]]:
     """Validated ``trajectory`` entries as {action, thought, observation}."""
     out = []
     for i, s in enumerate(entries):
@@ -80,10 +99,20 @@ def parse_entries(entries: list, file: str, commands: frozenset[str] = ACI_COMMA
         thought = s.get("thought")
         obs = s.get("observation")
         if thought is not None and not isinstance(thought, str):
-            raise IngestError(file, f"{where}.thought", f"expected str, got {type(thought).__name__}")
+            raise IngestError(
+                file, f"{where}.thought", f"expected str, got {type(thought).__name__}"
+            )
         if obs is not None and not isinstance(obs, str):
-            raise IngestError(file, f"{where}.observation", f"expected str, got {type(obs).__name__}")
-        out.append({"action": action_from_command(action, commands), "thought": (thought or "").strip(), "observation": obs or ""})
+            raise IngestError(
+                file, f"{where}.observation", f"expected str, got {type(obs).__name__}"
+            )
+        out.append(
+            {
+                "action": action_from_command(action, commands),
+                "thought": (thought or "").strip(),
+                "observation": obs or "",
+            }
+        )
     return out
 
 
@@ -101,7 +130,9 @@ def instance_stats(info: dict[str, Any]) -> dict[str, Any]:
 def uses_tool_calls(history: Any) -> bool:
     """SWE-agent 1.x with function calling: some assistant message of ``history`` made a tool call."""
     return isinstance(history, list) and any(
-        isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls") for m in history)
+        isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls")
+        for m in history
+    )
 
 
 def _turn_actions(m: dict[str, Any], file: str, where: str) -> list[Action]:
@@ -113,29 +144,45 @@ def _turn_actions(m: dict[str, Any], file: str, where: str) -> list[Action]:
         fn = tc.get("function") if isinstance(tc, dict) else None
         name = fn.get("name") if isinstance(fn, dict) else None
         if not isinstance(name, str) or not name:
-            raise IngestError(file, f"{where}.tool_calls[{c}].function.name", "missing or not a string")
+            raise IngestError(
+                file, f"{where}.tool_calls[{c}].function.name", "missing or not a string"
+            )
         acts.append(Action(tool=name, text=tool_call_text(name, fn.get("arguments"))))
     return acts
 
 
-def steps_from_tool_calls(history: list, entries: list, info: dict[str, Any], file: str) -> tuple[list[Step], int]:
+def steps_from_tool_calls(
+    history: list, entries: list, info: dict[str, Any], file: str
+) -> tuple[list[Step], int]:
     """Steps of a 1.x function-calling run (module doc) and the number of refused (re-asked) turns."""
-    turns = [(j, m) for j, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "assistant"]
+    turns = [
+        (j, m)
+        for j, m in enumerate(history)
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    ]
     for i, e in enumerate(entries):
         if not isinstance(e, dict):
-            raise IngestError(file, f"trajectory[{i}]", f"expected an object, got {type(e).__name__}")
+            raise IngestError(
+                file, f"trajectory[{i}]", f"expected an object, got {type(e).__name__}"
+            )
     # pair each turn with its trajectory entry by the action string, from the end
     paired: list[int] = []
     end = len(entries)
     for j, m in reversed(turns):
         action = m.get("action", "")
         if not isinstance(action, str):
-            raise IngestError(file, f"history[{j}].action", f"expected str, got {type(action).__name__}")
+            raise IngestError(
+                file, f"history[{j}].action", f"expected str, got {type(action).__name__}"
+            )
         i = end - 1
         while i >= 0 and entries[i].get("action") != action:
             i -= 1
         if i < 0:
-            raise IngestError(file, f"history[{j}].action", "no trajectory entry before the next turn's holds this action")
+            raise IngestError(
+                file,
+                f"history[{j}].action",
+                "no trajectory entry before the next turn's holds this action",
+            )
         paired.append(i)
         end = i
     paired.reverse()
@@ -148,14 +195,19 @@ def steps_from_tool_calls(history: list, entries: list, info: dict[str, Any], fi
             acts = [Action(tool=exit_m.group(1), text="")]  # the forced exit, as 0.x logs it
         obs = entries[i].get("observation")
         if obs is not None and not isinstance(obs, str):
-            raise IngestError(file, f"trajectory[{i}].observation", f"expected str, got {type(obs).__name__}")
+            raise IngestError(
+                file, f"trajectory[{i}].observation", f"expected str, got {type(obs).__name__}"
+            )
         thought = m.get("thought")
-        steps.append(make_step(
-            len(steps), acts,
-            thought=thought.strip() if isinstance(thought, str) else "",
-            observation=obs or "",
-            final_answer=text if not acts else None,
-        ))
+        steps.append(
+            make_step(
+                len(steps),
+                acts,
+                thought=thought.strip() if isinstance(thought, str) else "",
+                observation=obs or "",
+                final_answer=text if not acts else None,
+            )
+        )
     return steps, len(entries) - len(paired)
 
 
@@ -171,7 +223,11 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     if uses_tool_calls(history):
         steps, requeried = steps_from_tool_calls(history, entries, info, f)
         yield run_trajectory(
-            spec, bench, f, task_id, steps,
+            spec,
+            bench,
+            f,
+            task_id,
+            steps,
             prompt=first_user_message(history),
             **instance_stats(info),
             swe_agent_version=info.get("swe_agent_version"),
@@ -180,9 +236,16 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         return
     v1 = str(info.get("swe_agent_version") or "").startswith("1.")
     raw = parse_entries(entries, f, SWE_AGENT_COMMANDS if v1 else ACI_COMMANDS)
-    steps = [make_step(i, [r["action"]], thought=r["thought"], observation=r["observation"]) for i, r in enumerate(raw)]
+    steps = [
+        make_step(i, [r["action"]], thought=r["thought"], observation=r["observation"])
+        for i, r in enumerate(raw)
+    ]
     yield run_trajectory(
-        spec, bench, f, task_id, steps,
+        spec,
+        bench,
+        f,
+        task_id,
+        steps,
         prompt=first_user_message(history),
         native_model=replay_model(d.get("replay_config")),
         **instance_stats(info),
@@ -205,7 +268,11 @@ def history_agents(d: Any) -> set[str]:
     """The ``agent`` tags of a ``.traj`` file's history: one ("primary", "main") in SWE-agent, the sub-agents
     (Manager, Programmer, ...) in CodeR, which is otherwise the same layout."""
     hist = d.get("history") if isinstance(d, dict) else None
-    return {str(m["agent"]) for m in hist if isinstance(m, dict) and m.get("agent")} if isinstance(hist, list) else set()
+    return (
+        {str(m["agent"]) for m in hist if isinstance(m, dict) and m.get("agent")}
+        if isinstance(hist, list)
+        else set()
+    )
 
 
 # the sub-agents of CodeR's history (every one of its 261 real runs starts with the Manager)
@@ -226,7 +293,9 @@ def sniff(path: Path, heads: Heads, fmt: str) -> bool:
     if h.root != "{":
         return False
     if "trajectory" in h.keys:
-        return h.mentions(r'"trajectory"\s*:\s*\[\s*(\]|\{\s*"(action|observation|response|thought)")')
+        return h.mentions(
+            r'"trajectory"\s*:\s*\[\s*(\]|\{\s*"(action|observation|response|thought)")'
+        )
     # ``trajectory`` past the prefix: a history of tagged messages first (key order is the writer's)
     layout = {"environment", "history", "info", "replay_config"}
     return "history" in h.keys and set(h.keys) <= layout and h.mentions(r'"agent"\s*:')

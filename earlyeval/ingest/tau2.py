@@ -53,7 +53,9 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory | Ingest
     info = d.get("info") if isinstance(d.get("info"), dict) else {}
     agent_info = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
     user_info = info.get("user_info") if isinstance(info.get("user_info"), dict) else {}
-    env_info = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
+    env_info = (
+        info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
+    )
     tickets = _tickets(d.get("tasks"))
     file_ctx = {
         "layout": "2026-results" if "simulation_index" in d else "2025-single-file",
@@ -113,7 +115,12 @@ def _raw_usage(m: dict) -> dict:
 
 def _usage(m: dict, cost_source: str) -> dict[str, Any]:
     """Tokens and cost of one assistant message; None where unknown."""
-    out: dict[str, Any] = {"input_tokens": None, "output_tokens": None, "cached_tokens": None, "cost_usd": None}
+    out: dict[str, Any] = {
+        "input_tokens": None,
+        "output_tokens": None,
+        "cached_tokens": None,
+        "cost_usd": None,
+    }
     u = m.get("usage")
     if not isinstance(u, dict) or not u:
         return out  # no metered call (hard-coded greeting, custom agent)
@@ -152,7 +159,9 @@ def _simulation(
         raise IngestError(f, f"{where}.task_id", "missing or not a string")
     ri = s.get("reward_info")
     if not isinstance(ri, dict):
-        raise IngestError(f, f"{where}.reward_info", "missing: the simulation was not evaluated (no label)")
+        raise IngestError(
+            f, f"{where}.reward_info", "missing: the simulation was not evaluated (no label)"
+        )
     if "reward" not in ri or ri["reward"] is None:
         raise IngestError(f, f"{where}.reward_info.reward", "missing: no reward (no label)")
     outcome = reward_outcome(ri["reward"], threshold, f, f"{where}.reward_info.reward")
@@ -172,7 +181,11 @@ def _simulation(
     native_id = task_id
     task_id = f"{ctx['domain']}/{native_id}" if ctx.get("domain") else native_id
     return run_trajectory(
-        spec, bench, f, task_id, steps,
+        spec,
+        bench,
+        f,
+        task_id,
+        steps,
         native_task_id=native_id,
         prompt=prompt,
         outcome=outcome,
@@ -186,7 +199,9 @@ def _simulation(
         termination_reason=s.get("termination_reason"),
         run_date=day_of(s.get("start_time")) or day_of(s.get("timestamp")),
         native_model=ctx.get("agent_llm"),
-        agent_cost_total=float(s["agent_cost"]) if ctx["cost_source"] == "per-message-cost" and is_number(s.get("agent_cost")) else None,
+        agent_cost_total=float(s["agent_cost"])
+        if ctx["cost_source"] == "per-message-cost" and is_number(s.get("agent_cost"))
+        else None,
         **ctx,
     )
 
@@ -201,7 +216,9 @@ def _steps(messages: list, f: str, where: str, cost_source: str) -> tuple[list[S
         return content_text(content), err if isinstance(err, bool) else None
 
     return chat_steps(
-        messages, f, where,
+        messages,
+        f,
+        where,
         turn=lambda m, mw, text: _turn(m, f, mw, text, cost_source),
         tool_result=tool_result,
         # the user acting on its device, not speaking to the agent
@@ -217,14 +234,22 @@ def _turn(m: dict, f: str, mw: str, text: str, cost_source: str) -> PendingTurn:
     ids: set[str] = set()
     for k, tc in enumerate(calls):
         if not isinstance(tc, dict):
-            raise IngestError(f, f"{mw}.tool_calls[{k}]", f"expected an object, got {type(tc).__name__}")
+            raise IngestError(
+                f, f"{mw}.tool_calls[{k}]", f"expected an object, got {type(tc).__name__}"
+            )
         name = tc.get("name")
         if not isinstance(name, str) or not name:
             raise IngestError(f, f"{mw}.tool_calls[{k}].name", "missing or not a string")
         args = tc.get("arguments")
         if args is not None and not isinstance(args, (dict, str)):
-            raise IngestError(f, f"{mw}.tool_calls[{k}].arguments", f"expected an object, got {type(args).__name__}")
-        actions.append(Action(tool=name, text=tool_call_text(name, args if args is not None else {})))
+            raise IngestError(
+                f,
+                f"{mw}.tool_calls[{k}].arguments",
+                f"expected an object, got {type(args).__name__}",
+            )
+        actions.append(
+            Action(tool=name, text=tool_call_text(name, args if args is not None else {}))
+        )
         if isinstance(tc.get("id"), str):
             ids.add(tc["id"])
     reasoning = m.get("reasoning") if isinstance(m.get("reasoning"), str) else ""
@@ -243,4 +268,6 @@ def sniff(path: Path, heads: Heads, fmt: str) -> bool:
     h = heads.of(path)
     if h.root != "{":
         return False
-    return "simulations" in h.keys or ("tasks" in h.keys and h.mentions(r'"(agent_info|user_info|environment_info)"\s*:'))
+    return "simulations" in h.keys or (
+        "tasks" in h.keys and h.mentions(r'"(agent_info|user_info|environment_info)"\s*:')
+    )

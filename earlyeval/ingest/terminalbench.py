@@ -23,16 +23,21 @@ DEFAULT_GLOB = "**/sessions/agent.log*"
 INLINE_LABELS = True
 
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>78]")
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>78]"
+)
 _SPINNER = re.compile(r"^.*Waiting for the LM to respond.*$\n?", re.M)
-_LITELLM_NOISE = re.compile(r"^\d{2}:\d{2}:\d{2} - LiteLLM:.*$\n?", re.M)  # the agent process's own logging
+# the agent process's own logging
+_LITELLM_NOISE = re.compile(r"^\d{2}:\d{2}:\d{2} - LiteLLM:.*$\n?", re.M)
 _HEADER = re.compile(r"^mini-swe-agent \(step (\d+), \$([0-9.]+)\):[ \t]*$", re.M)
 _USER = re.compile(r"^User:[ \t]*$", re.M)
 _RULE = re.compile(r"^[─━-]{20,}\s*$", re.M)
 _END = re.compile(r"^(Saved trajectory to |root@[^\n]*[#$] )", re.M)
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-_NOT_STARTED = re.compile(r"(command not found|No such file or directory|Traceback \(most recent call last\))[^\n]*", re.I)
+_NOT_STARTED = re.compile(
+    r"(command not found|No such file or directory|Traceback \(most recent call last\))[^\n]*", re.I
+)
 
 
 def clean_log(text: str) -> str:
@@ -84,7 +89,11 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     blocks = split_steps(text)
     if not blocks:
         why = _NOT_STARTED.search(text)
-        reason = f"no agent step: the agent never started ({why.group(0).strip()[:120]})" if why else "no agent step in the log"
+        reason = (
+            f"no agent step: the agent never started ({why.group(0).strip()[:120]})"
+            if why
+            else "no agent step in the log"
+        )
         raise IngestError(f, "steps", reason)
     res_file = _results_file(path)
     if res_file is None:
@@ -96,12 +105,20 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         raise IngestError(str(res_file), "is_resolved", "missing: no label")
     y = res["is_resolved"]
     if y is not None and not isinstance(y, bool):
-        raise IngestError(str(res_file), "is_resolved", f"expected true, false or null, got {type(y).__name__}")
+        raise IngestError(
+            str(res_file), "is_resolved", f"expected true, false or null, got {type(y).__name__}"
+        )
     trial = res_file.parent
-    task_id = res.get("task_id") if isinstance(res.get("task_id"), str) else trial.name.split(".1-of-")[0]
+    task_id = (
+        res.get("task_id") if isinstance(res.get("task_id"), str) else trial.name.split(".1-of-")[0]
+    )
     steps = [_step(i, said, reply) for i, (_, _, said, reply) in enumerate(blocks)]
     yield run_trajectory(
-        spec, bench, f, task_id, steps,
+        spec,
+        bench,
+        f,
+        task_id,
+        steps,
         prompt=res.get("instruction") if isinstance(res.get("instruction"), str) else "",
         outcome=None if y is None else int(y),
         run_id=f"{spec.name}/{res.get('trial_name') or trial.name}",

@@ -14,8 +14,8 @@ from typing import Any, Iterator
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require, strip_gz
-from earlyeval.core.trajectory import Action, Step, Trajectory
 from earlyeval.core.render import content_text, tool_call_text
+from earlyeval.core.trajectory import Action, Step, Trajectory
 from earlyeval.ingest.chat import PendingTurn, chat_steps
 from earlyeval.ingest.common import run_trajectory
 from earlyeval.ingest.sniff import Heads
@@ -58,7 +58,9 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         raise IngestError(f, "messages", "no assistant message: the agent never acted")
     task_id = task_id_of(path, spec)
     # ``failure`` is deliberately absent: it is the evaluator's verdict log
-    yield run_trajectory(spec, bench, f, task_id, steps, prompt=prompt, outcome=outcome, graded=p is not None)
+    yield run_trajectory(
+        spec, bench, f, task_id, steps, prompt=prompt, outcome=outcome, graded=p is not None
+    )
 
 
 def mcp_result(content: Any) -> tuple[str, bool | None]:
@@ -86,8 +88,13 @@ def mcp_result(content: Any) -> tuple[str, bool | None]:
 
 
 def _steps(messages: list, f: str) -> tuple[list[Step], str]:
-    return chat_steps(messages, f, "messages", turn=lambda m, mw, text: _turn(m, f, mw),
-                      tool_result=lambda m, pending, content: mcp_result(content))
+    return chat_steps(
+        messages,
+        f,
+        "messages",
+        turn=lambda m, mw, text: _turn(m, f, mw),
+        tool_result=lambda m, pending, content: mcp_result(content),
+    )
 
 
 def _turn(m: dict, f: str, mw: str) -> PendingTurn:
@@ -108,13 +115,22 @@ def _turn(m: dict, f: str, mw: str) -> PendingTurn:
             raise IngestError(f, f"{cw}.function.name", "missing or not a string")
         args = fn.get("arguments")
         if args is not None and not isinstance(args, (str, dict)):
-            raise IngestError(f, f"{cw}.function.arguments", f"expected a JSON string, got {type(args).__name__}")
-        actions.append(Action(tool=name, text=tool_call_text(name, args if args is not None else {})))
+            raise IngestError(
+                f, f"{cw}.function.arguments", f"expected a JSON string, got {type(args).__name__}"
+            )
+        actions.append(
+            Action(tool=name, text=tool_call_text(name, args if args is not None else {}))
+        )
         if isinstance(tc.get("id"), str):
             ids.add(tc["id"])
     text = content_text(m.get("content"))
     # a turn with tool calls: its text is the thought; without: the text is what it did
-    return PendingTurn(actions=actions, call_ids=ids, thought=text if actions else "", final_answer="" if actions else text)
+    return PendingTurn(
+        actions=actions,
+        call_ids=ids,
+        thought=text if actions else "",
+        final_answer="" if actions else text,
+    )
 
 
 def sniff(path: Path, heads: Heads, fmt: str) -> bool:

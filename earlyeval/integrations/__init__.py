@@ -6,7 +6,22 @@ submodule that imports its framework when it is itself imported, so
 ``import earlyeval`` never needs an optional framework.  See docs/integrations.md.
 """
 
-from earlyeval.integrations.base import (PREDICTED_FAILURE, PREDICTED_SUCCESS, EarlyStopper, HaltedRun, StepMonitor, ToolCall,
-                                        exit_status_for)
+from earlyeval.integrations.base import (
+    PREDICTED_FAILURE,
+    PREDICTED_SUCCESS,
+    EarlyStopper,
+    HaltedRun,
+    StepMonitor,
+    ToolCall,
+    exit_status_for,
+)
 
-__all__ = ["PREDICTED_FAILURE", "PREDICTED_SUCCESS", "EarlyStopper", "HaltedRun", "StepMonitor", "ToolCall", "exit_status_for"]
+__all__ = [
+    "PREDICTED_FAILURE",
+    "PREDICTED_SUCCESS",
+    "EarlyStopper",
+    "HaltedRun",
+    "StepMonitor",
+    "ToolCall",
+    "exit_status_for",
+]

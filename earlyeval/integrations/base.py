@@ -24,12 +24,13 @@ PREDICTED_SUCCESS = "PredictedSuccess"
 # the candidate patch of a live run: the working tree against HEAD, untracked files included (what mini's and
 # SWE-agent's own `git add -A && git diff --cached` submissions hold), staged into a temporary index so that
 # the agent's own index is left as it was (the run may go on after the check)
-WORKING_DIFF_COMMAND = ('d="$(mktemp -d)" && export GIT_INDEX_FILE="$d/index" && git read-tree HEAD && git add -A '
-                        '&& git diff --cached HEAD; r=$?; rm -rf "$d"; exit $r')
+WORKING_DIFF_COMMAND = (
+    'd="$(mktemp -d)" && export GIT_INDEX_FILE="$d/index" && git read-tree HEAD && git add -A '
+    '&& git diff --cached HEAD; r=$?; rm -rf "$d"; exit $r'
+)
 
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
-
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,15 @@ def build_step(
     unknown = set(u) - set(USAGE_KEYS)
     if unknown:
         raise ValueError(f"build_step: unknown usage keys {sorted(unknown)} (known: {USAGE_KEYS})")
-    return make_step(index, acts, thought=thought or "", observation=observation or "", error=error,
-                     final_answer=final_answer, **{k: u.get(k) for k in USAGE_KEYS})
+    return make_step(
+        index,
+        acts,
+        thought=thought or "",
+        observation=observation or "",
+        error=error,
+        final_answer=final_answer,
+        **{k: u.get(k) for k in USAGE_KEYS},
+    )
 
 
 def _action(call: CallLike, default_tool: str) -> Action:
@@ -113,7 +121,9 @@ class StepMonitor(Protocol):
 
     def start(self, task: Task | dict | None = None, run_id: str | None = None) -> None: ...
 
-    def observe(self, step: Step) -> Decision: ...  # earlyeval.Monitor also takes ``candidate=`` (a callable)
+    def observe(
+        self, step: Step
+    ) -> Decision: ...  # earlyeval.Monitor also takes ``candidate=`` (a callable)
 
 
 def exit_status_for(decision: Decision) -> str:
@@ -137,7 +147,10 @@ class HaltedRun:
     @classmethod
     def from_decision(cls, decision: Decision, n_steps: int) -> "HaltedRun":
         if decision.outcome not in ("success", "failure"):
-            log.warning("monitor halted with outcome=%r; recording it as a predicted failure", decision.outcome)
+            log.warning(
+                "monitor halted with outcome=%r; recording it as a predicted failure",
+                decision.outcome,
+            )
         return cls(
             exit_status=exit_status_for(decision),
             outcome=decision.outcome,
@@ -231,7 +244,9 @@ class EarlyStopper:
                 try:
                     seen["patch"] = str(candidate() or "") if candidate is not None else ""
                 except Exception as e:  # fail open: no readable patch, no success halt
-                    self.note_error(f"reading the candidate patch failed at step {step.index}: {e!r}")
+                    self.note_error(
+                        f"reading the candidate patch failed at step {step.index}: {e!r}"
+                    )
                     seen["patch"] = ""
             return seen["patch"]
 
@@ -250,11 +265,21 @@ class EarlyStopper:
             d.step_index = step.index
         if d.halt and self.halted is None and d.outcome == "success" and candidate is not None:
             # a monitor that took no candidate: the same gates here (it may stay halted inside; the run goes on)
-            why = ("no action of the agent yet (a success halt waits for one)" if not self.n_acted else
-                   "" if read().strip() else "no candidate patch yet (a success halt waits for one)")
+            why = (
+                "no action of the agent yet (a success halt waits for one)"
+                if not self.n_acted
+                else ""
+                if read().strip()
+                else "no candidate patch yet (a success halt waits for one)"
+            )
             if why:
-                d = dataclasses.replace(d, halt=False, outcome=None, halt_rule="",
-                                        reason=f"continue (success predicted, not halted: {why}): {d.reason}")
+                d = dataclasses.replace(
+                    d,
+                    halt=False,
+                    outcome=None,
+                    halt_rule="",
+                    reason=f"continue (success predicted, not halted: {why}): {d.reason}",
+                )
         self.decisions.append(d)
         if d.halt and self.halted is None:
             self.halted = HaltedRun.from_decision(d, self.n_steps)
@@ -317,8 +342,12 @@ class EarlyStopper:
                 acts,
                 thought=thought,
                 observation=observation,
-                usage={"input_tokens": input_tokens, "output_tokens": output_tokens,
-                       "cached_tokens": cached_tokens, "cost_usd": cost_usd},
+                usage={
+                    "input_tokens": input_tokens,
+                    "output_tokens": output_tokens,
+                    "cached_tokens": cached_tokens,
+                    "cost_usd": cost_usd,
+                },
                 error=error,
                 final_answer=final_answer,
                 default_tool=tool or "bash",
@@ -341,13 +370,21 @@ class EarlyStopper:
             "n_steps_observed": self.n_steps,
             "last_decision": _decision_dict(last) if last is not None else None,
             "history": [
-                {"step": d.step_index, "p_success": d.p_success, "p_failure": d.p_failure, "halt": d.halt}
+                {
+                    "step": d.step_index,
+                    "p_success": d.p_success,
+                    "p_failure": d.p_failure,
+                    "halt": d.halt,
+                }
                 for d in self.decisions
             ],
             "errors": list(self.errors),
             # the candidate patch a success halt was granted on (submitted through the framework), in size only
-            "submission": ({"chars": len(self.submission), "files": self.submission.count("diff --git ")}
-                           if self.submission else None),
+            "submission": (
+                {"chars": len(self.submission), "files": self.submission.count("diff --git ")}
+                if self.submission
+                else None
+            ),
         }
 
     def note_error(self, msg: str) -> None:
@@ -374,14 +411,22 @@ def _takes_candidate(monitor: Any) -> bool:
         params = inspect.signature(monitor.observe).parameters
     except (TypeError, ValueError, AttributeError):
         return False
-    return "candidate" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return "candidate" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+    )
 
 
 def _decision_dict(d: Decision) -> dict[str, Any]:
     try:
         return d.to_dict()
     except Exception:  # a Decision with unserialisable extras must not break saving
-        return {"halt": d.halt, "outcome": d.outcome, "p_success": d.p_success, "p_failure": d.p_failure, "reason": str(d.reason)}
+        return {
+            "halt": d.halt,
+            "outcome": d.outcome,
+            "p_success": d.p_success,
+            "p_failure": d.p_failure,
+            "reason": str(d.reason),
+        }
 
 
 def _fmt(p: float | None) -> str:

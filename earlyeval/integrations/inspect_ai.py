@@ -25,8 +25,17 @@ _MAX_LIVE_SAMPLES = 4096
 
 
 # sample-metadata keys that describe the task (SWE-bench's and earlyeval's Task fields)
-TASK_KEYS = ("instance_id", "problem_statement", "patch", "FAIL_TO_PASS", "PASS_TO_PASS", "gold_patch", "test_patch",
-             "fail_to_pass", "pass_to_pass")
+TASK_KEYS = (
+    "instance_id",
+    "problem_statement",
+    "patch",
+    "FAIL_TO_PASS",
+    "PASS_TO_PASS",
+    "gold_patch",
+    "test_patch",
+    "fail_to_pass",
+    "pass_to_pass",
+)
 
 
 def task_of(sample_id: Any, metadata: Any, prompt: str) -> dict[str, Any]:
@@ -40,12 +49,16 @@ def task_of(sample_id: Any, metadata: Any, prompt: str) -> dict[str, Any]:
     return task
 
 
-def step_from_turn(asst: ChatMessageAssistant, tools: list[ChatMessageTool], index: int, usage: Any = None) -> Step:
+def step_from_turn(
+    asst: ChatMessageAssistant, tools: list[ChatMessageTool], index: int, usage: Any = None
+) -> Step:
     """One assistant turn and its tool results, by the ``inspect-eval`` reader's own step builder
     (``ingest.inspect_eval.inspect_steps``, the chat step definition of ``ingest/chat.py``): a turn with
     tool calls has its reasoning and text as thought; a turn without does its text (``final_answer``),
     its reasoning is the thought; the observation is the tool results' text."""
-    steps, _, _ = inspect_steps([asst, *tools], {str(asst.id): usage} if usage is not None else None)
+    steps, _, _ = inspect_steps(
+        [asst, *tools], {str(asst.id): usage} if usage is not None else None
+    )
     step = steps[0]
     step.index = index
     return step
@@ -54,14 +67,18 @@ def step_from_turn(asst: ChatMessageAssistant, tools: list[ChatMessageTool], ind
 class _SampleRun:
     def __init__(self, stopper: EarlyStopper, anchor: Any):
         self.stopper = stopper
-        self.anchor = anchor  # the sample's Store: held, so its id() cannot be reused while the run is kept
+        self.anchor = (
+            anchor  # the sample's Store: held, so its id() cannot be reused while the run is kept
+        )
         self.seen: set[str] = set()
 
 
 def halt_limit_error(halted: HaltedRun) -> LimitExceededError:
     """The halt as inspect's own limit error: the sample ends, is scored, and ``sample.limit`` records
     ``type='custom'``, ``limit`` = the steps observed, ``reason`` = the prediction with its probabilities."""
-    return LimitExceededError("custom", value=halted.n_steps, limit=halted.n_steps, message=halted.message())
+    return LimitExceededError(
+        "custom", value=halted.n_steps, limit=halted.n_steps, message=halted.message()
+    )
 
 
 class EarlyStopOnContinue:
@@ -85,7 +102,9 @@ class EarlyStopOnContinue:
         self.key = metadata_key
         self.task = task
         self.run_id = run_id
-        self.metadata = metadata  # a TaskState's metadata (the solver passes it), written after every step
+        self.metadata = (
+            metadata  # a TaskState's metadata (the solver passes it), written after every step
+        )
         self.halt_as_limit = halt_as_limit
         self.runs: OrderedDict[Any, _SampleRun] = OrderedDict()
         self._warned_shared = False
@@ -95,8 +114,10 @@ class EarlyStopOnContinue:
         if hasattr(m, "observe") and hasattr(m, "start"):
             if self.runs and not self._warned_shared:
                 self._warned_shared = True
-                log.warning("one monitor instance serves every sample: correct only if samples run one at a time "
-                            "(max_samples=1); pass a factory otherwise")
+                log.warning(
+                    "one monitor instance serves every sample: correct only if samples run one at a time "
+                    "(max_samples=1); pass a factory otherwise"
+                )
             return m  # type: ignore[return-value]
         return m()  # type: ignore[operator]
 
@@ -110,7 +131,9 @@ class EarlyStopOnContinue:
             task = self.task
             if task is None:
                 task = Task(task_id="", prompt=prompt)
-            elif isinstance(task, Mapping) and not (task.get("prompt") or task.get("problem_statement")):
+            elif isinstance(task, Mapping) and not (
+                task.get("prompt") or task.get("problem_statement")
+            ):
                 task = {**task, "prompt": prompt}
             stopper.start(task=task, run_id=self.run_id)
             run = self.runs[key] = _SampleRun(stopper, anchor if anchor is not None else state)
@@ -123,7 +146,11 @@ class EarlyStopOnContinue:
         try:
             run = self._run_for(state)
             steps = self._new_steps(run, state)
-            patch = await _sandbox_diff() if steps and halts_on_success(getattr(run.stopper.monitor, "halt_on", "both")) else ""
+            patch = (
+                await _sandbox_diff()
+                if steps and halts_on_success(getattr(run.stopper.monitor, "halt_on", "both"))
+                else ""
+            )
             for step in steps:
                 run.stopper.observe(step, candidate=lambda: patch)
                 if run.stopper.halted is not None:
@@ -131,7 +158,9 @@ class EarlyStopOnContinue:
                     break
             self._record(run)
         except Exception as e:  # never crash the sample over the monitor
-            log.warning("earlyeval on_continue failed (continuing the sample): %r", e, exc_info=True)
+            log.warning(
+                "earlyeval on_continue failed (continuing the sample): %r", e, exc_info=True
+            )
         if halted is not None:
             if self.halt_as_limit:
                 raise halt_limit_error(halted)
@@ -150,7 +179,7 @@ class EarlyStopOnContinue:
                 continue
             run.seen.add(mid)
             tools = []
-            for t in msgs[i + 1:]:
+            for t in msgs[i + 1 :]:
                 if not isinstance(t, ChatMessageTool):
                     break
                 tools.append(t)
@@ -188,7 +217,9 @@ def earlyeval_on_continue(
     halt_as_limit: bool = True,
 ) -> EarlyStopOnContinue:
     """An ``on_continue`` for ``react()`` that ends the sample when the monitor halts (see module doc)."""
-    return EarlyStopOnContinue(monitor, then=then, submit=submit, metadata_key=metadata_key, halt_as_limit=halt_as_limit)
+    return EarlyStopOnContinue(
+        monitor, then=then, submit=submit, metadata_key=metadata_key, halt_as_limit=halt_as_limit
+    )
 
 
 async def _sandbox_diff() -> str:
@@ -209,4 +240,11 @@ def _sample_store() -> Any:
         return None
 
 
-__all__ = ["TASK_KEYS", "EarlyStopOnContinue", "earlyeval_on_continue", "halt_limit_error", "step_from_turn", "task_of"]
+__all__ = [
+    "TASK_KEYS",
+    "EarlyStopOnContinue",
+    "earlyeval_on_continue",
+    "halt_limit_error",
+    "step_from_turn",
+    "task_of",
+]

@@ -19,10 +19,9 @@ from inspect_ai.util import sandbox
 from earlyeval.core.decision import Decision
 from earlyeval.core.trajectory import Step
 from earlyeval.ingest.inspect_eval import inspect_steps, usage_by_message
-from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor
+from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor, _takes_candidate
 from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
 from earlyeval.integrations.inspect_ai import _sample_store, task_of
-from earlyeval.integrations.base import _takes_candidate
 from earlyeval.model.policy import HALT_ON, halt_rule  # the one definition of the operating modes
 
 # how the Monitor's decision begins when a success halt is due at this step but waits for a candidate patch
@@ -51,15 +50,20 @@ class HaltGate:
     whose halt latched on the dropped side then reports no later halt); a success halt waits
     (``held``) until ``candidate`` is set."""
 
-    def __init__(self, monitor: StepMonitor, halt_on: str = "failure", needs_candidate: bool = True):
+    def __init__(
+        self, monitor: StepMonitor, halt_on: str = "failure", needs_candidate: bool = True
+    ):
         self.monitor = monitor
         self.halt_on = halt_on
         self.needs_candidate = needs_candidate
         self.candidate = False
-        self.held: Decision | None = None  # a success halt due at the newest step, waiting for a patch
+        self.held: Decision | None = (
+            None  # a success halt due at the newest step, waiting for a patch
+        )
         self.dropped = 0
         self.n_steps = 0
-        self._gated = _takes_candidate(monitor)  # earlyeval's Monitor: the success gate is its own, re-checked each step
+        # earlyeval's Monitor: the success gate is its own, re-checked each step
+        self._gated = _takes_candidate(monitor)
 
     @property
     def thresholds(self) -> Any:
@@ -74,29 +78,47 @@ class HaltGate:
         (an earlier step's prediction is never acted on: the threshold is re-checked where the halt happens)."""
         self.n_steps += 1
         self.held = None
-        if self._gated and self.needs_candidate:  # the Monitor holds (never latches) a success halt without a patch
+        if (
+            self._gated and self.needs_candidate
+        ):  # the Monitor holds (never latches) a success halt without a patch
             d = self.monitor.observe(step, candidate=lambda: "patch" if self.candidate else "")  # type: ignore[call-arg]
         else:
             d = self.monitor.observe(step)
         if isinstance(d, Decision) and not d.halt and d.reason.startswith(WAITING):
-            self.held = dataclasses.replace(d, halt=True, outcome="success", halt_rule=halt_rule(self.n_steps, 1),
-                                            reason=f"halt after {self.n_steps} steps, predicting success, once a candidate "
-                                                   f"patch exists: {d.reason[len(WAITING):].lstrip(') :')}")
+            self.held = dataclasses.replace(
+                d,
+                halt=True,
+                outcome="success",
+                halt_rule=halt_rule(self.n_steps, 1),
+                reason=f"halt after {self.n_steps} steps, predicting success, once a candidate "
+                f"patch exists: {d.reason[len(WAITING) :].lstrip(') :')}",
+            )
             return d
         if not isinstance(d, Decision) or not d.halt:
             return d
         if self.halt_on != "both" and d.outcome != self.halt_on:
             self.dropped += 1
-            return dataclasses.replace(d, halt=False, reason=f"not acted on (halt_on={self.halt_on}): {d.reason}")
+            return dataclasses.replace(
+                d, halt=False, reason=f"not acted on (halt_on={self.halt_on}): {d.reason}"
+            )
         if d.outcome == "success" and self.needs_candidate and not self.candidate:
             self.held = d
-            return dataclasses.replace(d, halt=False, reason=f"success halt held until a candidate patch exists: {d.reason}")
+            return dataclasses.replace(
+                d,
+                halt=False,
+                reason=f"success halt held until a candidate patch exists: {d.reason}",
+            )
         return d
 
 
 class _Run:
     def __init__(self, stopper: EarlyStopper, gate: HaltGate, anchor: Any):
-        self.stopper, self.gate, self.anchor = stopper, gate, anchor  # anchor: the sample's Store, held
+        # anchor: the sample's Store, held
+        self.stopper, self.gate, self.anchor = (
+            stopper,
+            gate,
+            anchor,
+        )
         self.seen: set[str] = set()
 
 
@@ -113,11 +135,23 @@ async def has_candidate_patch() -> bool:
 class EarlyStopApprover:
     """The approver object (``early_stop`` builds it from config); ``monitor`` is a zero-argument factory."""
 
-    def __init__(self, monitor: Callable[[], StepMonitor], *, halt_on: str = "failure", success_needs: str = "diff",
-                 otherwise: str = "approve", metadata_key: str = "earlyeval",
-                 candidate: Callable[[], Any] = has_candidate_patch):
+    def __init__(
+        self,
+        monitor: Callable[[], StepMonitor],
+        *,
+        halt_on: str = "failure",
+        success_needs: str = "diff",
+        otherwise: str = "approve",
+        metadata_key: str = "earlyeval",
+        candidate: Callable[[], Any] = has_candidate_patch,
+    ):
         self._monitor = monitor
-        self.halt_on, self.success_needs, self.otherwise, self.key = halt_on, success_needs, otherwise, metadata_key
+        self.halt_on, self.success_needs, self.otherwise, self.key = (
+            halt_on,
+            success_needs,
+            otherwise,
+            metadata_key,
+        )
         self._candidate = candidate
         self.runs: OrderedDict[int, _Run] = OrderedDict()
 
@@ -133,10 +167,16 @@ class EarlyStopApprover:
                 log.info("%s", run.stopper.halted.message())
             self._record(run)
         except Exception as e:  # never end or break a sample over the monitor
-            log.warning("earlyeval approver failed (the call gets %r): %r", self.otherwise, e, exc_info=True)
+            log.warning(
+                "earlyeval approver failed (the call gets %r): %r", self.otherwise, e, exc_info=True
+            )
         halted = run.stopper.halted if run is not None else None
         if halted is not None:
-            return Approval(decision="terminate", explanation=halted.message(), metadata={"earlyeval": halted.to_dict()})
+            return Approval(
+                decision="terminate",
+                explanation=halted.message(),
+                metadata={"earlyeval": halted.to_dict()},
+            )
         return Approval(decision=self.otherwise)  # type: ignore[arg-type]
 
     def _run_for(self, history: list[Any]) -> _Run:
@@ -144,13 +184,18 @@ class EarlyStopApprover:
         key = id(anchor) if anchor is not None else id(history)
         run = self.runs.get(key)
         if run is None:
-            gate = HaltGate(self._monitor(), self.halt_on, needs_candidate=self.success_needs == "diff")
+            gate = HaltGate(
+                self._monitor(), self.halt_on, needs_candidate=self.success_needs == "diff"
+            )
             stopper = EarlyStopper(gate, logger=log)
             init = _sample_init()
             sample = getattr(init, "sample", None)
             _, prompt, _ = inspect_steps(history)
             sid = getattr(sample, "id", None)
-            stopper.start(task=task_of(sid, getattr(sample, "metadata", None), prompt), run_id=None if sid is None else str(sid))
+            stopper.start(
+                task=task_of(sid, getattr(sample, "metadata", None), prompt),
+                run_id=None if sid is None else str(sid),
+            )
             run = self.runs[key] = _Run(stopper, gate, anchor if anchor is not None else history)
             while len(self.runs) > _MAX_LIVE_SAMPLES:
                 self.runs.popitem(last=False)
@@ -158,7 +203,10 @@ class EarlyStopApprover:
 
     def _advance(self, run: _Run, history: list[Any]) -> None:
         """Score the turns completed since the last call: every assistant turn before the last one."""
-        last = max((i for i, m in enumerate(history) if getattr(m, "role", None) == "assistant"), default=-1)
+        last = max(
+            (i for i, m in enumerate(history) if getattr(m, "role", None) == "assistant"),
+            default=-1,
+        )
         done = history[:last] if last >= 0 else []
         if not any(getattr(m, "role", None) == "assistant" for m in done):
             return
@@ -180,7 +228,11 @@ class EarlyStopApprover:
             summary["thresholds"] = dict(th)
         summary["halt_on"] = self.halt_on
         summary["success_needs"] = self.success_needs
-        summary["held_success"] = run.gate.held.to_dict() if run.gate.held is not None and run.stopper.halted is None else None
+        summary["held_success"] = (
+            run.gate.held.to_dict()
+            if run.gate.held is not None and run.stopper.halted is None
+            else None
+        )
         summary["dropped_halts"] = run.gate.dropped
         st = _sample_store()
         if st is not None:
@@ -189,33 +241,61 @@ class EarlyStopApprover:
 
 def _sample_init() -> Any:
     try:
-        return next((e for e in transcript().events if getattr(e, "event", None) == "sample_init"), None)
+        return next(
+            (e for e in transcript().events if getattr(e, "event", None) == "sample_init"), None
+        )
     except Exception:
         return None
 
 
 @approver(name="early_stop")
-def early_stop(model: str | Callable[[], StepMonitor], thresholds: Any = None, tasks: str | None = None, strict: bool | None = None,
-               explain: str | None = None, budget: Any = None, halt_on_impossible: Any = None, halt_on: str = "failure",
-               success_needs: str = "diff", otherwise: str = "approve", metadata_key: str = "earlyeval",
-               **unknown: Any) -> Approver:
+def early_stop(
+    model: str | Callable[[], StepMonitor],
+    thresholds: Any = None,
+    tasks: str | None = None,
+    strict: bool | None = None,
+    explain: str | None = None,
+    budget: Any = None,
+    halt_on_impossible: Any = None,
+    halt_on: str = "failure",
+    success_needs: str = "diff",
+    otherwise: str = "approve",
+    metadata_key: str = "earlyeval",
+    **unknown: Any,
+) -> Approver:
     """Terminate a sample when earlyeval's monitor halts (module doc); every other call gets ``otherwise``.
 
     ``model``: a model directory, or (from Python) a zero-argument factory of monitors, one per sample."""
     factory = model if callable(model) else None
-    given = {"model": "<factory>" if factory else model, "thresholds": thresholds, "tasks": tasks, "strict": strict, "explain": explain,
-             "budget": budget, "halt_on_impossible": halt_on_impossible, "halt_on": halt_on,
-             "success_needs": success_needs, "otherwise": otherwise, "metadata_key": metadata_key, **unknown}
-    mon_cfg, opts = split_config({k: v for k, v in given.items() if v is not None}, ADAPTER_KEYS, WHERE)
+    given = {
+        "model": "<factory>" if factory else model,
+        "thresholds": thresholds,
+        "tasks": tasks,
+        "strict": strict,
+        "explain": explain,
+        "budget": budget,
+        "halt_on_impossible": halt_on_impossible,
+        "halt_on": halt_on,
+        "success_needs": success_needs,
+        "otherwise": otherwise,
+        "metadata_key": metadata_key,
+        **unknown,
+    }
+    mon_cfg, opts = split_config(
+        {k: v for k, v in given.items() if v is not None}, ADAPTER_KEYS, WHERE
+    )
     h = _choice(opts, "halt_on", HALT_ON, "failure")
     if _accepts("halt_on"):  # the Monitor's own halting side (when this earlyeval's Monitor has it)
         mon_cfg = mon_cfg.replace(halt_on=h)
     if factory is None:
         monitor_from_config(mon_cfg, WHERE)  # load (and check) the model once, before any sample
-    return EarlyStopApprover(factory or (lambda: monitor_from_config(mon_cfg, WHERE)), halt_on=h,
-                             success_needs=_choice(opts, "success_needs", SUCCESS_NEEDS, "diff"),
-                             otherwise=_choice(opts, "otherwise", OTHERWISE, "approve"),
-                             metadata_key=str(opts.get("metadata_key") or "earlyeval"))
+    return EarlyStopApprover(
+        factory or (lambda: monitor_from_config(mon_cfg, WHERE)),
+        halt_on=h,
+        success_needs=_choice(opts, "success_needs", SUCCESS_NEEDS, "diff"),
+        otherwise=_choice(opts, "otherwise", OTHERWISE, "approve"),
+        metadata_key=str(opts.get("metadata_key") or "earlyeval"),
+    )
 
 
 __all__ = ["EarlyStopApprover", "HaltGate", "early_stop", "has_candidate_patch"]

@@ -32,13 +32,28 @@ from minisweagent.utils.log import add_file_handler, logger
 from minisweagent.utils.serialize import UNSET, recursive_merge
 from rich.live import Live
 
-from earlyeval.integrations.config import ConfigError, monitor_from_config, split_config, submit_required
+from earlyeval.integrations.config import (
+    ConfigError,
+    monitor_from_config,
+    split_config,
+    submit_required,
+)
 from earlyeval.integrations.mini_swe_agent import ADAPTER_KEYS, EarlyStopAgent
 
 BENCHMARK_HALT_ON = "both"  # a benchmark pass records the predicted outcome of every decided run
 AGENT_KEY = "agent.agent_class"
-TASK_FIELDS = ("instance_id", "problem_statement", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "repo",
-               "base_commit", "version", "created_at")
+TASK_FIELDS = (
+    "instance_id",
+    "problem_statement",
+    "patch",
+    "test_patch",
+    "FAIL_TO_PASS",
+    "PASS_TO_PASS",
+    "repo",
+    "base_commit",
+    "version",
+    "created_at",
+)
 
 USAGE = """usage: earlyeval-mini swebench [mini-extra swebench options]
 
@@ -63,9 +78,15 @@ def agent_class_of(agent_config: dict) -> type:
         raise ConfigError(f"{AGENT_KEY}: {e}") from None
     if cls is EarlyStopAgent:
         return EarlyStopProgressAgent
-    if not (isinstance(cls, type) and issubclass(cls, EarlyStopAgent) and issubclass(cls, ProgressTrackingAgent)):
-        raise ConfigError(f"{AGENT_KEY}: {spec!r} is not an EarlyStopAgent with the runner's progress reporting "
-                          f"(subclass {EarlyStopProgressAgent.__module__}.EarlyStopProgressAgent, or leave the key out)")
+    if not (
+        isinstance(cls, type)
+        and issubclass(cls, EarlyStopAgent)
+        and issubclass(cls, ProgressTrackingAgent)
+    ):
+        raise ConfigError(
+            f"{AGENT_KEY}: {spec!r} is not an EarlyStopAgent with the runner's progress reporting "
+            f"(subclass {EarlyStopProgressAgent.__module__}.EarlyStopProgressAgent, or leave the key out)"
+        )
     return cls
 
 
@@ -91,14 +112,17 @@ def check_config(config: dict) -> None:
     mon, opts = split_config(ee, ADAPTER_KEYS, "agent.earlyeval")
     submit_required({**opts, "halt_on": mon.halt_on}, "submit_diff", "agent.earlyeval")
     try:
-        monitor_from_config(mon, "agent.earlyeval", allow_pass=True)  # cached: the instances spawn from this load
+        # cached: the instances spawn from this load
+        monitor_from_config(mon, "agent.earlyeval", allow_pass=True)
     except ConfigError:
         raise
     except Exception as e:
         raise ConfigError(f"agent.earlyeval.model: cannot load {mon.model}: {e}") from e
 
 
-def process_instance(instance: dict, output_dir: Path, config: dict, progress_manager: RunBatchProgressManager) -> None:
+def process_instance(
+    instance: dict, output_dir: Path, config: dict, progress_manager: RunBatchProgressManager
+) -> None:
     """One SWE-bench instance, as ``mini-extra swebench`` processes it, with the configured earlyeval agent."""
     instance_id = instance["instance_id"]
     instance_dir = output_dir / instance_id
@@ -111,8 +135,13 @@ def process_instance(instance: dict, output_dir: Path, config: dict, progress_ma
     try:
         env = sb.get_sb_environment(config, instance)
         cls = agent_class_of(config.get("agent") or {})
-        agent = cls(model, env, progress_manager=progress_manager, instance_id=instance_id,
-                    **instance_agent_config(config, instance))
+        agent = cls(
+            model,
+            env,
+            progress_manager=progress_manager,
+            instance_id=instance_id,
+            **instance_agent_config(config, instance),
+        )
         info = agent.run(instance["problem_statement"])
         exit_status, result = info.get("exit_status"), info.get("submission")
     except Exception as e:
@@ -122,21 +151,43 @@ def process_instance(instance: dict, output_dir: Path, config: dict, progress_ma
     finally:
         if agent is not None:
             traj_path = instance_dir / f"{instance_id}.traj.json"
-            agent.save(traj_path, {"info": {"exit_status": exit_status, "submission": result, **extra_info},
-                                   "instance_id": instance_id})
+            agent.save(
+                traj_path,
+                {
+                    "info": {"exit_status": exit_status, "submission": result, **extra_info},
+                    "instance_id": instance_id,
+                },
+            )
             logger.info(f"Saved trajectory to '{traj_path}'")
-        sb.update_preds_file(output_dir / "preds.json", instance_id, model.config.model_name, result)
+        sb.update_preds_file(
+            output_dir / "preds.json", instance_id, model.config.model_name, result
+        )
         progress_manager.on_instance_end(instance_id, exit_status)
 
 
-def run_batch(subset: str, split: str, slice_spec: str, filter_spec: str, shuffle: bool, output: str, workers: int,
-              model: str | None, model_class: str | None, redo_existing: bool, config_spec: list[str],
-              environment_class: str | None) -> None:
+def run_batch(
+    subset: str,
+    split: str,
+    slice_spec: str,
+    filter_spec: str,
+    shuffle: bool,
+    output: str,
+    workers: int,
+    model: str | None,
+    model_class: str | None,
+    redo_existing: bool,
+    config_spec: list[str],
+    environment_class: str | None,
+) -> None:
     """``mini-extra swebench``'s main loop (dataset, filters, configs, progress, workers) over ``process_instance``."""
     output_path = Path(output)
     configs = [get_config_from_spec(spec) for spec in config_spec]
-    configs.append({"environment": {"environment_class": environment_class or UNSET},
-                    "model": {"model_name": model or UNSET, "model_class": model_class or UNSET}})
+    configs.append(
+        {
+            "environment": {"environment_class": environment_class or UNSET},
+            "model": {"model_name": model or UNSET, "model_class": model_class or UNSET},
+        }
+    )
     config = recursive_merge(*configs)
     check_config(config)  # before any instance or output
     output_path.mkdir(parents=True, exist_ok=True)
@@ -145,17 +196,28 @@ def run_batch(subset: str, split: str, slice_spec: str, filter_spec: str, shuffl
 
     dataset_path = sb.DATASET_MAPPING.get(subset, subset)
     logger.info(f"Loading dataset {dataset_path}, split {split}...")
-    instances = sb.filter_instances(list(load_dataset(dataset_path, split=split)), filter_spec=filter_spec,
-                                    slice_spec=slice_spec, shuffle=shuffle)
+    instances = sb.filter_instances(
+        list(load_dataset(dataset_path, split=split)),
+        filter_spec=filter_spec,
+        slice_spec=slice_spec,
+        shuffle=shuffle,
+    )
     if not redo_existing and (output_path / "preds.json").exists():
         done = set(json.loads((output_path / "preds.json").read_text()))
         logger.info(f"Skipping {len(done)} existing instances")
         instances = [i for i in instances if i["instance_id"] not in done]
     logger.info(f"Running on {len(instances)} instances...")
-    progress = RunBatchProgressManager(len(instances), output_path / f"exit_statuses_{time.time()}.yaml")
+    progress = RunBatchProgressManager(
+        len(instances), output_path / f"exit_statuses_{time.time()}.yaml"
+    )
     with Live(progress.render_group, refresh_per_second=4):
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as executor:
-            futures = {executor.submit(process_instance, i, output_path, config, progress): i["instance_id"] for i in instances}
+            futures = {
+                executor.submit(process_instance, i, output_path, config, progress): i[
+                    "instance_id"
+                ]
+                for i in instances
+            }
             try:
                 _wait(futures, progress)
             except KeyboardInterrupt:
@@ -188,10 +250,14 @@ def _swebench(**options: Any) -> None:
 # the options are mini-extra swebench's own (its typer signature), so that both read the same command lines
 _swebench.__signature__ = inspect.signature(sb.main)  # type: ignore[attr-defined]
 if list(inspect.signature(sb.main).parameters) != list(inspect.signature(run_batch).parameters):
-    raise ImportError("earlyeval-mini: this mini-swe-agent's `mini-extra swebench` options differ from the ones "
-                      f"run_batch takes ({list(inspect.signature(sb.main).parameters)}); see docs/integrations.md")
+    raise ImportError(
+        "earlyeval-mini: this mini-swe-agent's `mini-extra swebench` options differ from the ones "
+        f"run_batch takes ({list(inspect.signature(sb.main).parameters)}); see docs/integrations.md"
+    )
 app = typer.Typer(rich_markup_mode="rich", add_completion=False)
-app.command(help="mini-swe-agent on SWE-bench instances with earlyeval's agent (options: mini-extra swebench's).")(_swebench)
+app.command(
+    help="mini-swe-agent on SWE-bench instances with earlyeval's agent (options: mini-extra swebench's)."
+)(_swebench)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -201,7 +267,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0 if args else 2)
     cmd, rest = args[0], args[1:]
     if cmd != "swebench":
-        print(f"earlyeval-mini: unknown command {cmd!r} (available: swebench)\n\n{USAGE}", file=sys.stderr)
+        print(
+            f"earlyeval-mini: unknown command {cmd!r} (available: swebench)\n\n{USAGE}",
+            file=sys.stderr,
+        )
         sys.exit(2)
     app(args=rest, prog_name="earlyeval-mini swebench")
 

@@ -13,12 +13,24 @@ from typing import Any, Mapping
 
 from minisweagent.agents.default import DefaultAgent
 
-from earlyeval.ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Step, Task
-from earlyeval.integrations.base import (PREDICTED_FAILURE, PREDICTED_SUCCESS, WORKING_DIFF_COMMAND, EarlyStopper, HaltedRun,
-                                         StepMonitor, build_step)
-from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config, submit_required
+from earlyeval.ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
+from earlyeval.integrations.base import (
+    PREDICTED_FAILURE,
+    PREDICTED_SUCCESS,
+    WORKING_DIFF_COMMAND,
+    EarlyStopper,
+    HaltedRun,
+    StepMonitor,
+    build_step,
+)
+from earlyeval.integrations.config import (
+    halt_on_of,
+    monitor_from_config,
+    split_config,
+    submit_required,
+)
 
 try:  # mini-swe-agent 2.x
     from minisweagent.exceptions import InterruptAgentFlow as _FlowBase
@@ -104,7 +116,11 @@ def steps_from_new_messages(messages: list[dict], first_index: int) -> list[Step
         if role == "assistant":
             flush()
             pending = m
-        elif isinstance(extra, dict) and extra.get("interrupt_type") == "FormatError" and pending is None:
+        elif (
+            isinstance(extra, dict)
+            and extra.get("interrupt_type") == "FormatError"
+            and pending is None
+        ):
             steps.append(_rejected_step(m, first_index + len(steps)))
         elif role in ("user", "tool") and pending is not None:
             obs.append(m)
@@ -128,14 +144,23 @@ def _turn_to_step(asst: dict, obs_msgs: list[dict], index: int) -> Step:
     rcs = [(m.get("extra") or {}).get("returncode") for m in obs_msgs]
     rcs = [r for r in rcs if isinstance(r, int)]
     error = any(r != 0 for r in rcs) if rcs else None
-    return build_step(index, cmds, thought=thought, observation=observation, error=error, usage=usage_of(asst))
+    return build_step(
+        index, cmds, thought=thought, observation=observation, error=error, usage=usage_of(asst)
+    )
 
 
 def _rejected_step(msg: dict, index: int) -> Step:
     extra = msg.get("extra") or {}
     reply = extra.get("model_response") if isinstance(extra.get("model_response"), str) else ""
     thought, _ = split_thought_and_command(reply.replace("```mswea_bash_command", "```bash"))
-    return build_step(index, [], thought=thought, observation=content_text(msg.get("content")), error=True, usage=usage_of(msg))
+    return build_step(
+        index,
+        [],
+        thought=thought,
+        observation=content_text(msg.get("content")),
+        error=True,
+        usage=usage_of(msg),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -144,7 +169,9 @@ def _rejected_step(msg: dict, index: int) -> Step:
 
 
 ADAPTER_KEYS = ("task", "run_id", "submit_diff", "diff_command")
-DEFAULT_DIFF_COMMAND = WORKING_DIFF_COMMAND  # tracked and untracked files against HEAD, the agent's index untouched
+DEFAULT_DIFF_COMMAND = (
+    WORKING_DIFF_COMMAND  # tracked and untracked files against HEAD, the agent's index untouched
+)
 # InteractiveAgent's own config keys: an agent config that has them asks for the interactive variant
 INTERACTIVE_KEYS = ("mode", "whitelist_actions", "confirm_exit")
 # mini's entry points that build an InteractiveAgent by default (get_agent(..., default_type="interactive"))
@@ -180,9 +207,17 @@ class EarlyStopAgent(DefaultAgent):
             return super().__new__(interactive_class())
         return super().__new__(cls)
 
-    def __init__(self, model: Any, env: Any, *, monitor: StepMonitor | None = None,
-                 earlyeval: Mapping[str, Any] | None = None, run_id: str | None = None,
-                 task_id: str | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        model: Any,
+        env: Any,
+        *,
+        monitor: StepMonitor | None = None,
+        earlyeval: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        task_id: str | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(model, env, **kwargs)
         opts: dict[str, Any] = {}
         if monitor is None:
@@ -192,8 +227,11 @@ class EarlyStopAgent(DefaultAgent):
             self.earlyeval_config: dict[str, Any] = {**mon_cfg.block(), **opts, "halt_on": halt_on}
         else:
             if earlyeval is not None:
-                _, opts = split_config({"model": "<given monitor>", **earlyeval}, ADAPTER_KEYS, "agent.earlyeval")
-            halt_on = str(getattr(monitor, "halt_on", "both"))  # a monitor without the setting decides by itself
+                _, opts = split_config(
+                    {"model": "<given monitor>", **earlyeval}, ADAPTER_KEYS, "agent.earlyeval"
+                )
+            # a monitor without the setting decides by itself
+            halt_on = str(getattr(monitor, "halt_on", "both"))
             self.earlyeval_config = dict(opts)
         self.stopper = EarlyStopper(monitor, logger=log)
         self.run_id = run_id or opts.get("run_id")
@@ -201,14 +239,18 @@ class EarlyStopAgent(DefaultAgent):
         self.task_id = task_id or (self.task_spec if isinstance(self.task_spec, str) else None)
         self.halt_on = halt_on
         # on whenever a success halt is possible (it waits for the patch and submits it); a ConfigError if turned off then
-        self.submit_diff = submit_required({**opts, "halt_on": halt_on}, "submit_diff", "agent.earlyeval")
+        self.submit_diff = submit_required(
+            {**opts, "halt_on": halt_on}, "submit_diff", "agent.earlyeval"
+        )
         self.diff_command = str(opts.get("diff_command") or DEFAULT_DIFF_COMMAND)
         self._scored_upto: int | None = None
 
     # -- lifecycle ---------------------------------------------------------
     def run(self, task: str = "", **kwargs: Any):  # type: ignore[override]
         self._scored_upto = None
-        self.stopper.start(task=self.monitor_task(task), run_id=self.run_id or self._task_id() or None)
+        self.stopper.start(
+            task=self.monitor_task(task), run_id=self.run_id or self._task_id() or None
+        )
         try:
             return super().run(task, **kwargs)
         finally:  # a pass monitor learns the run's length (and whether it was halted) when it ends
@@ -237,15 +279,19 @@ class EarlyStopAgent(DefaultAgent):
             return
         if self.stopper.halted is not None:
             raise self._halt_exception()  # (already raised once; keep ending the run)
-        new = self.messages[self._scored_upto:]
+        new = self.messages[self._scored_upto :]
         self._scored_upto = len(self.messages)
         try:
             steps = steps_from_new_messages(new, self.stopper.next_index)
         except Exception as e:  # never crash the agent over a message we could not read
-            self.stopper.note_error(f"could not convert messages {self._scored_upto - len(new)}..: {e!r}")
+            self.stopper.note_error(
+                f"could not convert messages {self._scored_upto - len(new)}..: {e!r}"
+            )
             return
         for step in steps:
-            d = self.stopper.observe(step, candidate=self.working_diff if self.submit_diff else None)
+            d = self.stopper.observe(
+                step, candidate=self.working_diff if self.submit_diff else None
+            )
             if self.stopper.halted is not None:
                 self.on_halt(self.stopper.halted)
                 raise self._halt_exception()
@@ -263,13 +309,21 @@ class EarlyStopAgent(DefaultAgent):
         assert halted is not None
         submission = ""
         if self.submit_diff and halted.exit_status == PREDICTED_SUCCESS:
-            submission = self.stopper.submission if self.stopper.submission is not None else self.working_diff()
+            submission = (
+                self.stopper.submission
+                if self.stopper.submission is not None
+                else self.working_diff()
+            )
         return exception_for(halted, submission)
 
     def working_diff(self) -> str:
         """The working tree's diff against HEAD, untracked files included (``diff_command``); "" on failure."""
         try:
-            out = self.env.execute({"command": self.diff_command}) if MINI_SWE_AGENT_V2 else self.env.execute(self.diff_command)
+            out = (
+                self.env.execute({"command": self.diff_command})
+                if MINI_SWE_AGENT_V2
+                else self.env.execute(self.diff_command)
+            )
         except Exception as e:
             self.stopper.note_error(f"submit_diff: {self.diff_command!r} failed: {e!r}")
             return ""
@@ -282,8 +336,10 @@ class EarlyStopAgent(DefaultAgent):
     def earlyeval_info(self) -> dict[str, Any]:
         """``{"earlyeval": summary}``: for 1.x ``save_traj(extra_info=...)``; 2.x saves it itself."""
         summary = self.stopper.summary()
-        summary["config"] = {k: (str(v) if k == "model" else _task_id_of(v) if k == "task" else v)
-                             for k, v in self.earlyeval_config.items()}
+        summary["config"] = {
+            k: (str(v) if k == "model" else _task_id_of(v) if k == "task" else v)
+            for k, v in self.earlyeval_config.items()
+        }
         th = getattr(self.stopper.monitor, "thresholds", None)
         if isinstance(th, Mapping):
             summary["thresholds"] = dict(th)
@@ -302,7 +358,10 @@ def interactive_class() -> type:
     session (a batch run never needs it); ``earlyeval.integrations.mini_swe_agent.EarlyStopInteractiveAgent``
     names it (module ``__getattr__``), as a config's ``agent_class`` may."""
     if not _INTERACTIVE:
-        from minisweagent.agents.interactive import InteractiveAgent, console  # the console mini's step display uses
+        from minisweagent.agents.interactive import (  # the console mini's step display uses
+            InteractiveAgent,
+            console,
+        )
 
         class EarlyStopInteractiveAgent(EarlyStopAgent, InteractiveAgent):
             """``EarlyStopAgent`` + mini's ``InteractiveAgent``; ``EarlyStopAgent`` builds it by itself under ``mini``.
@@ -318,16 +377,27 @@ def interactive_class() -> type:
 
             def on_halt(self, halted: HaltedRun) -> None:
                 sub = self.stopper.submission
-                extra = f" The working diff ({len(sub)} characters) is the submission." if sub else ""
-                console.print(f"\nearlyeval stops the run: {halted.message()}{extra}", style="bold red",
-                              highlight=False, markup=False)
+                extra = (
+                    f" The working diff ({len(sub)} characters) is the submission." if sub else ""
+                )
+                console.print(
+                    f"\nearlyeval stops the run: {halted.message()}{extra}",
+                    style="bold red",
+                    highlight=False,
+                    markup=False,
+                )
 
             def on_held(self, reason: str) -> None:
                 if not getattr(self, "_held_shown", False):
                     self._held_shown = True
-                    console.print(f"\nearlyeval: {reason}", style="bold yellow", highlight=False, markup=False)
+                    console.print(
+                        f"\nearlyeval: {reason}", style="bold yellow", highlight=False, markup=False
+                    )
 
-        EarlyStopInteractiveAgent.__module__, EarlyStopInteractiveAgent.__qualname__ = __name__, "EarlyStopInteractiveAgent"
+        EarlyStopInteractiveAgent.__module__, EarlyStopInteractiveAgent.__qualname__ = (
+            __name__,
+            "EarlyStopInteractiveAgent",
+        )
         _INTERACTIVE.append(EarlyStopInteractiveAgent)
     return _INTERACTIVE[0]
 

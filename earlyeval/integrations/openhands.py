@@ -11,9 +11,20 @@ import logging
 from typing import Any, Mapping
 
 from earlyeval.core.trajectory import Action, Step, Task, call_action
-from earlyeval.ingest.openhands_conversation import (OBSERVATION_EVENTS, StepFolder, call_of, event_kinds, observation_of,
-                                                     response_usage)
-from earlyeval.integrations.base import PREDICTED_SUCCESS, WORKING_DIFF_COMMAND, EarlyStopper, StepMonitor
+from earlyeval.ingest.openhands_conversation import (
+    OBSERVATION_EVENTS,
+    StepFolder,
+    call_of,
+    event_kinds,
+    observation_of,
+    response_usage,
+)
+from earlyeval.integrations.base import (
+    PREDICTED_SUCCESS,
+    WORKING_DIFF_COMMAND,
+    EarlyStopper,
+    StepMonitor,
+)
 from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config
 
 log = logging.getLogger("earlyeval.integrations.openhands")
@@ -31,8 +42,16 @@ def action_of(ev: Any) -> Action:
 class EarlyStopCallback:
     """Conversation callback: scores each finished LLM response and pauses the conversation on a halt."""
 
-    def __init__(self, monitor: StepMonitor, *, run_id: str | None = None, task_id: str | None = None,
-                 state_key: str = "earlyeval", end_as: str = "terminal", task: Any = None):
+    def __init__(
+        self,
+        monitor: StepMonitor,
+        *,
+        run_id: str | None = None,
+        task_id: str | None = None,
+        state_key: str = "earlyeval",
+        end_as: str = "terminal",
+        task: Any = None,
+    ):
         if end_as not in END_AS:
             raise ValueError(f"end_as must be one of {END_AS}, not {end_as!r}")
         self.stopper = EarlyStopper(monitor, logger=log)
@@ -52,8 +71,13 @@ class EarlyStopCallback:
         mon, opts = split_config(cfg, ("run_id", "task", "end_as"), "earlyeval")
         mon = mon.replace(halt_on=halt_on_of(mon, "earlyeval"))
         task = opts.get("task")
-        return cls(monitor_from_config(mon), run_id=opts.get("run_id"), end_as=opts.get("end_as", "terminal"),
-                   task_id=task if isinstance(task, str) else None, task=task if isinstance(task, Mapping) else None)
+        return cls(
+            monitor_from_config(mon),
+            run_id=opts.get("run_id"),
+            end_as=opts.get("end_as", "terminal"),
+            task_id=task if isinstance(task, str) else None,
+            task=task if isinstance(task, Mapping) else None,
+        )
 
     @property
     def halted(self):
@@ -87,12 +111,18 @@ class EarlyStopCallback:
     def workspace_diff(self) -> str:
         """The conversation workspace's diff against HEAD, untracked files included (a success halt's candidate)."""
         conv = self.conversation
-        ws = getattr(conv, "workspace", None) or getattr(getattr(conv, "state", None), "workspace", None)
+        ws = getattr(conv, "workspace", None) or getattr(
+            getattr(conv, "state", None), "workspace", None
+        )
         if ws is None:
-            raise RuntimeError("no conversation workspace to read the diff from (call attach(conversation))")
+            raise RuntimeError(
+                "no conversation workspace to read the diff from (call attach(conversation))"
+            )
         r = ws.execute_command(WORKING_DIFF_COMMAND, cwd=str(ws.working_dir))
         if getattr(r, "exit_code", 1) != 0:
-            raise RuntimeError(f"the workspace diff failed (exit {getattr(r, 'exit_code', None)}): {getattr(r, 'stderr', '')!s:.300}")
+            raise RuntimeError(
+                f"the workspace diff failed (exit {getattr(r, 'exit_code', None)}): {getattr(r, 'stderr', '')!s:.300}"
+            )
         return str(getattr(r, "stdout", "") or "")
 
     # ---------------------------------------------------------------- helpers
@@ -114,18 +144,24 @@ class EarlyStopCallback:
         """End the run: as the SDK's stuck detector does (``end_as="terminal"``), or ``pause()``."""
         conv = self.conversation
         if conv is None:
-            self.stopper.note_error("monitor halted but no conversation is attached: call attach(conversation)")
+            self.stopper.note_error(
+                "monitor halted but no conversation is attached: call attach(conversation)"
+            )
             return
         try:
             if self.end_as == "pause":
                 conv.pause()
                 return
             status_cls = type(conv.state.execution_status)
-            target = status_cls("finished" if self.stopper.halted.exit_status == PREDICTED_SUCCESS else "stuck")
+            target = status_cls(
+                "finished" if self.stopper.halted.exit_status == PREDICTED_SUCCESS else "stuck"
+            )
             with conv.state:  # the run loop's lock (re-entrant for the thread running the step, as pause() uses it)
                 if str(getattr(conv.state.execution_status, "value", "")) in ("running", "idle"):
                     conv.state.execution_status = target
-            log.warning("%s; conversation status set to %s", self.stopper.halted.message(), target.value)
+            log.warning(
+                "%s; conversation status set to %s", self.stopper.halted.message(), target.value
+            )
         except Exception as e:
             self.stopper.note_error(f"could not end the conversation ({self.end_as}): {e!r}")
 
@@ -142,7 +178,9 @@ class EarlyStopCallback:
     def _response_usage(self, response_ids: list[str]) -> dict[str, Any]:
         """What the conversation's stats recorded for these LLM responses (unknown: {})."""
         try:
-            return response_usage(self.conversation.conversation_stats.usage_to_metrics, response_ids)
+            return response_usage(
+                self.conversation.conversation_stats.usage_to_metrics, response_ids
+            )
         except Exception:
             return {}
 

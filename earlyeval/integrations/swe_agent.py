@@ -11,13 +11,14 @@ import contextlib
 import logging
 from typing import Any, Iterator, Mapping
 
-from earlyeval.ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
 from earlyeval.core.trajectory import Action, Step, Task
+from earlyeval.ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
 from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor, build_step
 from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config
 
 log = logging.getLogger("earlyeval.integrations.swe_agent")
-READ_ONLY_KINDS = frozenset({"view", "search"})  # step kinds that cannot change the repository's diff
+# step kinds that cannot change the repository's diff
+READ_ONLY_KINDS = frozenset({"view", "search"})
 # what SWE-agent's autosubmission logs: kept out of the agent's log while a success halt only probes for a patch
 PROBE_LOG_LINES = ("Attempting autosubmission after error", "Executing submission command")
 
@@ -72,8 +73,14 @@ class EarlyStopHook:
     ``autosubmit``: a predicted failure also submits the repository's diff (SWE-agent's forced-exit
     convention); a predicted success always does (it halts only when there is one)."""
 
-    def __init__(self, monitor: StepMonitor, *, autosubmit: bool = True, run_id: str | None = None,
-                 info_key: str = "earlyeval"):
+    def __init__(
+        self,
+        monitor: StepMonitor,
+        *,
+        autosubmit: bool = True,
+        run_id: str | None = None,
+        info_key: str = "earlyeval",
+    ):
         self.stopper = EarlyStopper(monitor, logger=log)
         self.autosubmit = autosubmit
         self.run_id = run_id
@@ -82,8 +89,12 @@ class EarlyStopHook:
         self._needs_start = True
         self._last_stats: dict[str, float] | None = None
         self._candidate: Any = None  # the autosubmitted StepOutput a success halt was granted on
-        self._probed_empty = False  # the last probe for a patch found none (a view or search cannot change that)
-        self._said_waiting = False  # the agent's log was told once that a success halt waits for a patch
+        self._probed_empty = (
+            False  # the last probe for a patch found none (a view or search cannot change that)
+        )
+        self._said_waiting = (
+            False  # the agent's log was told once that a success halt waits for a patch
+        )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], where: str = "earlyeval") -> "EarlyStopHook":
@@ -91,7 +102,11 @@ class EarlyStopHook:
         ``tasks``, ``halt_on`` (default ``failure``), ...) plus ``autosubmit`` and ``run_id``."""
         mon, opts = split_config(cfg, ADAPTER_KEYS, where)
         mon = mon.replace(halt_on=halt_on_of(mon, where))
-        return cls(monitor_from_config(mon, where, allow_pass=True), autosubmit=bool(opts.get("autosubmit", True)), run_id=opts.get("run_id"))
+        return cls(
+            monitor_from_config(mon, where, allow_pass=True),
+            autosubmit=bool(opts.get("autosubmit", True)),
+            run_id=opts.get("run_id"),
+        )
 
     @property
     def halted(self):
@@ -151,7 +166,9 @@ class EarlyStopHook:
             prompt = ps.get_problem_statement() if ps is not None else ""
         except Exception:
             pass
-        self.stopper.start(task=Task(task_id=task_id, prompt=prompt or ""), run_id=self.run_id or task_id or None)
+        self.stopper.start(
+            task=Task(task_id=task_id, prompt=prompt or ""), run_id=self.run_id or task_id or None
+        )
 
     def _on_step_done(self, step: Any, info: Any) -> None:
         if self._needs_start:
@@ -176,8 +193,10 @@ class EarlyStopHook:
             self._exit(step, info, halted.exit_status)
         elif not d.halt and "success predicted, not halted" in d.reason and not self._said_waiting:
             self._said_waiting = True
-            self._say(f"earlyeval: success predicted at step {s.index}; the run goes on until the repository has a "
-                      f"patch to submit ({d.reason[:160]})")
+            self._say(
+                f"earlyeval: success predicted at step {s.index}; the run goes on until the repository has a "
+                f"patch to submit ({d.reason[:160]})"
+            )
         self._record(info)
 
     def _say(self, line: str) -> None:
@@ -197,7 +216,11 @@ class EarlyStopHook:
         state = getattr(step, "state", None)
         if isinstance(state, dict) and "diff" in state and not str(state["diff"] or "").strip():
             return ""  # SWE-agent's own diff of this step (diff_state): empty, so nothing to submit
-        if self._probed_empty and scored.actions and all(a.kind in READ_ONLY_KINDS for a in scored.actions):
+        if (
+            self._probed_empty
+            and scored.actions
+            and all(a.kind in READ_ONLY_KINDS for a in scored.actions)
+        ):
             return ""  # nothing since the last empty probe could have changed the repository
         probe = step.model_copy(deep=True) if hasattr(step, "model_copy") else step
         probe.exit_status = PREDICTED_SUCCESS
@@ -210,7 +233,12 @@ class EarlyStopHook:
     def _exit(self, step: Any, info: Any, exit_status: str) -> None:
         step.exit_status = exit_status
         sub = self._candidate if exit_status == PREDICTED_SUCCESS else None
-        if sub is None and self.autosubmit and self.agent is not None and hasattr(self.agent, "attempt_autosubmission_after_error"):
+        if (
+            sub is None
+            and self.autosubmit
+            and self.agent is not None
+            and hasattr(self.agent, "attempt_autosubmission_after_error")
+        ):
             try:
                 sub = self.agent.attempt_autosubmission_after_error(step)
             except Exception as e:

@@ -35,8 +35,10 @@ def read_block(path: Path) -> dict[str, Any]:
     if isinstance(data, dict) and isinstance(data.get("earlyeval"), dict):
         data = data["earlyeval"]
     if not isinstance(data, dict):
-        raise ConfigError(f"--earlyeval {path}: an earlyeval block (a mapping with at least `model:`), "
-                          f"not {type(data).__name__}")
+        raise ConfigError(
+            f"--earlyeval {path}: an earlyeval block (a mapping with at least `model:`), "
+            f"not {type(data).__name__}"
+        )
     return data
 
 
@@ -48,9 +50,11 @@ def run(args: list[str]) -> RunSingle:
         if i + 1 >= len(rest):
             raise ConfigError("--earlyeval: needs the path of the earlyeval block (YAML)")
         block = read_block(Path(rest[i + 1]))
-        del rest[i:i + 2]
+        del rest[i : i + 2]
     elif "-h" not in rest and "--help" not in rest:
-        raise ConfigError("--earlyeval EE.yaml is required (the earlyeval block: at least `model: <model dir>`)")
+        raise ConfigError(
+            "--earlyeval EE.yaml is required (the earlyeval block: at least `model: <model dir>`)"
+        )
     hook = _hook(block) if block is not None else None  # before any environment starts
     config = BasicCLI(RunSingleConfig, help_text=USAGE).get_config(rest)
     runner = RunSingle.from_config(config)  # type: ignore[arg-type]
@@ -75,7 +79,10 @@ def main(argv: list[str] | None = None) -> None:
         print(USAGE)
         sys.exit(0 if args else 2)
     if args[0] not in ("run", "r"):
-        print(f"earlyeval-sweagent: unknown command {args[0]!r} (available: run)\n\n{USAGE}", file=sys.stderr)
+        print(
+            f"earlyeval-sweagent: unknown command {args[0]!r} (available: run)\n\n{USAGE}",
+            file=sys.stderr,
+        )
         sys.exit(2)
     try:
         run(args[1:])

@@ -23,20 +23,33 @@ from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.features.passref import PassReference, PassState, RunProfile
 from earlyeval.live.monitor import Monitor
 from earlyeval.model.anytime import cs_bounds, cs_lower_above, cs_upper_at_most
-from earlyeval.model.policy import CONTINUE, NEVER, SUCCESS, halting_pair, halts_on_failure, halts_on_success, step_outcome
+from earlyeval.model.policy import (
+    CONTINUE,
+    NEVER,
+    SUCCESS,
+    halting_pair,
+    halts_on_failure,
+    halts_on_success,
+    step_outcome,
+)
 
 log = logging.getLogger(__name__)
 
 VERSION = 1
 # candidate taus per side, fixed before any label (with the label-free tau added): bolder and more cautious
-AUDIT_SHARE, ALPHA, MAX_ERROR = 0.10, 0.05, 0.03  # the defaults: audited share, guarantee level, error bound
+# the defaults: audited share, guarantee level, error bound
+AUDIT_SHARE, ALPHA, MAX_ERROR = (
+    0.10,
+    0.05,
+    0.03,
+)
 GRID = (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995)
 
 
 def audited(seed: int, run_id: str, share: float) -> bool:
     """Whether ``run_id`` is in the audit sample: a hash of (seed, run_id) only, never of a prediction or order."""
     h = hashlib.sha256(f"{int(seed)}:{run_id}".encode()).digest()
-    return int.from_bytes(h[:8], "big") / 2.0 ** 64 < share
+    return int.from_bytes(h[:8], "big") / 2.0**64 < share
 
 
 def would_halt(probs: list[list[float] | None], ts: float, tf: float, min_t: int) -> str | None:
@@ -56,8 +69,13 @@ def candidate_taus(base: tuple[float, float]) -> list[float]:
     return sorted(set(GRID) | {base[0], base[1]} - {NEVER})
 
 
-def run_errors(probs: list[list[float] | None], outcome: int, base: tuple[float, float], min_t: int,
-               taus: list[float]) -> dict[tuple[int, float], tuple[int, int]]:
+def run_errors(
+    probs: list[list[float] | None],
+    outcome: int,
+    base: tuple[float, float],
+    min_t: int,
+    taus: list[float],
+) -> dict[tuple[int, float], tuple[int, int]]:
     """One graded audit run's (error, halted) per (side, tau): side 0 moves tau_s (tau_f at the base), side 1
     tau_f.  Counts over runs add up, so a pass certifies incrementally (``certify_counts``)."""
     out = {}
@@ -65,12 +83,20 @@ def run_errors(probs: list[list[float] | None], outcome: int, base: tuple[float,
         for tau in taus:
             ts, tf = (tau, base[1]) if i == 0 else (base[0], tau)
             h = would_halt(probs, ts, tf, min_t)
-            out[(i, tau)] = (int(h == side and int(outcome) != (1 if side == "success" else 0)), int(h == side))
+            out[(i, tau)] = (
+                int(h == side and int(outcome) != (1 if side == "success" else 0)),
+                int(h == side),
+            )
     return out
 
 
-def certify_counts(counts: Mapping[tuple[int, float], tuple[int, int]], n_audit: int, base: tuple[float, float],
-                   alpha: float, max_error: float) -> dict[str, Any]:
+def certify_counts(
+    counts: Mapping[tuple[int, float], tuple[int, int]],
+    n_audit: int,
+    base: tuple[float, float],
+    alpha: float,
+    max_error: float,
+) -> dict[str, Any]:
     """The certified (tau_s, tau_f) from summed ``run_errors`` counts, and the bounds behind it.
 
     Per side and per candidate tau, the confidence sequence at level alpha / (2 * candidates) holds for every
@@ -83,23 +109,38 @@ def certify_counts(counts: Mapping[tuple[int, float], tuple[int, int]], n_audit:
     for i, side in enumerate(("success", "failure")):
         en = {tau: counts.get((i, tau), (0, 0)) for tau in taus}
         # e / n > max_error puts the upper bound above it too: only the others need the tail sum
-        ok = [t for t in taus if en[t][1] > 0 and en[t][0] <= max_error * en[t][1]
-              and cs_upper_at_most(en[t][0], en[t][1], a, max_error)]
+        ok = [
+            t
+            for t in taus
+            if en[t][1] > 0
+            and en[t][0] <= max_error * en[t][1]
+            and cs_upper_at_most(en[t][0], en[t][1], a, max_error)
+        ]
         b = base[i]
-        if b < NEVER and b in en and cs_lower_above(en[b][0], en[b][1], a, max_error):  # label-free tau rejected
+        if (
+            b < NEVER and b in en and cs_lower_above(en[b][0], en[b][1], a, max_error)
+        ):  # label-free tau rejected
             up = [t for t in ok if t > b]
             pair[i] = min(up) if up else NEVER
         elif ok and min(ok) < b:  # certified bolder
             pair[i] = min(ok)
         shown = {t: [*en[t], *cs_bounds(en[t][0], en[t][1], a)] for t in {b, pair[i]} if t in en}
-        out[side] = {"tau": pair[i], "counts": {f"{t:g}": list(v) for t, v in en.items()},
-                     "bounds": {f"{t:g}": v for t, v in shown.items()}}
+        out[side] = {
+            "tau": pair[i],
+            "counts": {f"{t:g}": list(v) for t, v in en.items()},
+            "bounds": {f"{t:g}": v for t, v in shown.items()},
+        }
     out["pair"] = pair
     return out
 
 
-def certify_pass(audit: list[dict[str, Any]], base: tuple[float, float], min_t: int, alpha: float,
-                 max_error: float) -> dict[str, Any]:
+def certify_pass(
+    audit: list[dict[str, Any]],
+    base: tuple[float, float],
+    min_t: int,
+    alpha: float,
+    max_error: float,
+) -> dict[str, Any]:
     """``certify_counts`` over the graded audit runs (each a record with ``probs`` and ``outcome``)."""
     taus = candidate_taus(base)
     counts: dict[tuple[int, float], tuple[int, int]] = {}
@@ -116,15 +157,22 @@ def pass_order(run_ids: list[str], seed: int) -> list[int]:
     by_id = sorted(range(len(run_ids)), key=lambda i: (run_ids[i], i))
     return [by_id[int(k)] for k in np.random.default_rng(seed).permutation(len(by_id))]
 
-def run_on_workers(order: list[int], workers: int, run: Callable[[int, int, int], int],
-                   deliver: Callable[[int], None]) -> None:
+
+def run_on_workers(
+    order: list[int],
+    workers: int,
+    run: Callable[[int, int, int], int],
+    deliver: Callable[[int], None],
+) -> None:
     """Runs in ``order`` on ``workers`` simulated workers, time counted in steps.  A run starts when a worker
     frees up, after every run finished at or before then is delivered (``deliver(i)``); ``run(i, k, start)``
     plays run i (the k-th started) and returns its duration.  What run i can read was delivered before it."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"--pass-workers {workers!r}: a number of workers >= 1")
     free = [(0, w) for w in range(workers)]  # (time the worker frees up, worker)
-    done: list[tuple[int, int, int]] = []  # (finish time, start order, run): the events not yet delivered
+    done: list[
+        tuple[int, int, int]
+    ] = []  # (finish time, start order, run): the events not yet delivered
     for k, i in enumerate(order):
         start, w = heapq.heappop(free)
         while done and done[0][0] <= start:
@@ -148,12 +196,17 @@ class AuditMonitor:
         return self.monitor.start(*args, **kwargs)
 
     def observe(self, step: Any, **kwargs: Any) -> Decision:
-        d = self.monitor.observe(step)  # no candidate: an audit run is never halted, so nothing waits for a patch
-        if d.p_success is not None:  # a counted prefix (a skipped or failed step has no probabilities and no t)
+        # no candidate: an audit run is never halted, so nothing waits for a patch
+        d = self.monitor.observe(step)
+        if (
+            d.p_success is not None
+        ):  # a counted prefix (a skipped or failed step has no probabilities and no t)
             ok = d.context in HALTING_CONTEXTS and d.p_failure is not None
             self.probs.append([d.p_success, d.p_failure] if ok else None)
         if d.halt:
-            d = dataclasses.replace(d, halt=False, outcome=None, reason=f"audit run, never halted (would: {d.reason})")
+            d = dataclasses.replace(
+                d, halt=False, outcome=None, reason=f"audit run, never halted (would: {d.reason})"
+            )
         else:
             d = dataclasses.replace(d, reason=f"audit run, never halted: {d.reason}")
         return d
@@ -165,8 +218,16 @@ class AuditMonitor:
 class Pass:
     """One benchmark pass of one agent: its monitors, its finished runs, its audit sample and certified thresholds."""
 
-    def __init__(self, monitor: Monitor, state: str | Path | None = None, *, audit_share: float = AUDIT_SHARE, seed: int = 0,
-                 alpha: float = ALPHA, max_error: float = MAX_ERROR):
+    def __init__(
+        self,
+        monitor: Monitor,
+        state: str | Path | None = None,
+        *,
+        audit_share: float = AUDIT_SHARE,
+        seed: int = 0,
+        alpha: float = ALPHA,
+        max_error: float = MAX_ERROR,
+    ):
         if not 0.0 <= audit_share <= 1.0:
             raise ValueError(f"audit_share must be in [0, 1], not {audit_share!r}")
         self.base_monitor = monitor
@@ -175,7 +236,12 @@ class Pass:
         self.halt_on = str(getattr(monitor, "halt_on", "both"))
         self.base = halting_pair(monitor.tau_s, monitor.tau_f, self.halt_on)
         self.min_t = monitor.min_halt_step
-        self.audit_share, self.seed, self.alpha, self.max_error = float(audit_share), int(seed), float(alpha), float(max_error)
+        self.audit_share, self.seed, self.alpha, self.max_error = (
+            float(audit_share),
+            int(seed),
+            float(alpha),
+            float(max_error),
+        )
         self.path = Path(state) if state is not None else None
         self._lock = threading.Lock()
         self._audit_monitors: dict[str, AuditMonitor] = {}
@@ -186,30 +252,70 @@ class Pass:
                 self.state = self._read()
 
     @classmethod
-    def load(cls, model_dir: str | Path, state: str | Path | None = None, *, audit_share: float = AUDIT_SHARE, seed: int = 0,
-             alpha: float = ALPHA, max_error: float = MAX_ERROR, **kwargs: Any) -> "Pass":
+    def load(
+        cls,
+        model_dir: str | Path,
+        state: str | Path | None = None,
+        *,
+        audit_share: float = AUDIT_SHARE,
+        seed: int = 0,
+        alpha: float = ALPHA,
+        max_error: float = MAX_ERROR,
+        **kwargs: Any,
+    ) -> "Pass":
         """A pass on one loaded model (``Monitor.load(model_dir, **kwargs)``)."""
-        return cls(Monitor.load(model_dir, **kwargs), state, audit_share=audit_share, seed=seed, alpha=alpha,
-                   max_error=max_error)
+        return cls(
+            Monitor.load(model_dir, **kwargs),
+            state,
+            audit_share=audit_share,
+            seed=seed,
+            alpha=alpha,
+            max_error=max_error,
+        )
 
     # ------------------------------------------------------------ state
     def _cold(self) -> dict[str, Any]:
-        return {"version": VERSION, "seed": self.seed, "audit_share": self.audit_share, "base": list(self.base),
-                "thresholds": list(self.base), "finished": {}, "history": [], "cold": True}
+        return {
+            "version": VERSION,
+            "seed": self.seed,
+            "audit_share": self.audit_share,
+            "base": list(self.base),
+            "thresholds": list(self.base),
+            "finished": {},
+            "history": [],
+            "cold": True,
+        }
 
     def _read(self) -> dict[str, Any]:
         """The state on disk; cold (and said so) when it is missing, unreadable or not this pass's."""
         assert self.path is not None
         if not self.path.exists():
-            return {**self._cold(), "status": f"no pass state at {self.path}: cold start (label-free thresholds)"}
+            return {
+                **self._cold(),
+                "status": f"no pass state at {self.path}: cold start (label-free thresholds)",
+            }
         try:
             st = json.loads(self.path.read_text())
-            if not isinstance(st, dict) or st.get("version") != VERSION or not isinstance(st.get("finished"), dict):
+            if (
+                not isinstance(st, dict)
+                or st.get("version") != VERSION
+                or not isinstance(st.get("finished"), dict)
+            ):
                 raise ValueError("not a pass state of this version")
-            if st.get("seed") != self.seed or st.get("audit_share") != self.audit_share or st.get("base") != list(self.base):
-                raise ValueError("seed, audit share or label-free thresholds differ from this pass's")
+            if (
+                st.get("seed") != self.seed
+                or st.get("audit_share") != self.audit_share
+                or st.get("base") != list(self.base)
+            ):
+                raise ValueError(
+                    "seed, audit share or label-free thresholds differ from this pass's"
+                )
             th = st.get("thresholds")
-            if not (isinstance(th, list) and len(th) == 2 and all(isinstance(x, (int, float)) and 0.5 < x <= NEVER for x in th)):
+            if not (
+                isinstance(th, list)
+                and len(th) == 2
+                and all(isinstance(x, (int, float)) and 0.5 < x <= NEVER for x in th)
+            ):
                 raise ValueError("field 'thresholds' is not a pair in (0.5, 1]")
             return {**st, "cold": False, "status": "resumed"}
         except (OSError, ValueError) as e:
@@ -240,7 +346,9 @@ class Pass:
                     self.state = self._read()
             ts, tf = self.thresholds
             m = self.base_monitor.spawn()
-            if halts_on_success(self.halt_on):  # an off side keeps the model's own tau (never applied)
+            if halts_on_success(
+                self.halt_on
+            ):  # an off side keeps the model's own tau (never applied)
                 m.tau_s = min(ts, NEVER)
             if halts_on_failure(self.halt_on):
                 m.tau_f = min(tf, NEVER)
@@ -259,15 +367,29 @@ class Pass:
             if not r.get("audited") or r.get("profile") is None:
                 continue
             try:
-                profiles.append(RunProfile.from_dict(r["profile"], f"{self.path or 'pass'}: finished.{rid}.profile"))
+                profiles.append(
+                    RunProfile.from_dict(
+                        r["profile"], f"{self.path or 'pass'}: finished.{rid}.profile"
+                    )
+                )
             except ValueError as e:
                 if str(e) not in self.warnings:
                     log.warning("%s: left out of the pass reference", e)
                     self.warnings.append(str(e))
         return PassReference.of(profiles)
 
-    def finish(self, run_id: str, *, steps: int, tokens: int | None = None, cost: float | None = None, halted: bool = False,
-               outcome: int | None = None, probs: list | None = None, profile: RunProfile | None = None) -> dict[str, Any]:
+    def finish(
+        self,
+        run_id: str,
+        *,
+        steps: int,
+        tokens: int | None = None,
+        cost: float | None = None,
+        halted: bool = False,
+        outcome: int | None = None,
+        probs: list | None = None,
+        profile: RunProfile | None = None,
+    ) -> dict[str, Any]:
         """Record a finished run (usage None when unknown); for an audited run its graded outcome (0/1), which
         re-certifies the thresholds.  ``probs`` / ``profile``: an audited run's per-prefix (p_s, p_f) and its
         ``RunProfile`` (what the pass features of later runs read), else those its ``monitor()`` recorded in this
@@ -277,14 +399,25 @@ class Pass:
             raise ValueError(f"run {run_id!r} is audited and cannot have been halted")
         with self._lock:
             am = self._audit_monitors.pop(run_id, None)
-            rec: dict[str, Any] = {"steps": int(steps), "tokens": tokens, "cost": cost, "halted": bool(halted),
-                                   "audited": aud}
+            rec: dict[str, Any] = {
+                "steps": int(steps),
+                "tokens": tokens,
+                "cost": cost,
+                "halted": bool(halted),
+                "audited": aud,
+            }
             if aud:
                 ps = am.monitor.family_state("pass") if profile is None and am is not None else None
-                prof = profile if profile is not None else (ps.profile() if isinstance(ps, PassState) else None)
+                prof = (
+                    profile
+                    if profile is not None
+                    else (ps.profile() if isinstance(ps, PassState) else None)
+                )
                 rec["profile"] = prof.to_dict() if prof is not None else None
             if aud:  # kept even before the grade arrives, so that ``grade`` can certify later
-                rec["probs"] = probs if probs is not None else (am.probs if am is not None else None)
+                rec["probs"] = (
+                    probs if probs is not None else (am.probs if am is not None else None)
+                )
             if aud and outcome is not None:
                 if outcome not in (0, 1):
                     raise ValueError(f"run {run_id!r}: outcome must be 0 or 1, not {outcome!r}")
@@ -296,14 +429,18 @@ class Pass:
         """The graded outcome (0/1) of an audited run that finished earlier (the harness grades after the run):
         it re-certifies the thresholds as ``finish(..., outcome=)`` would have.  Returns the thresholds now."""
         if not self.is_audited(run_id):
-            raise ValueError(f"run {run_id!r} is not audited: only audited runs are graded into the pass")
+            raise ValueError(
+                f"run {run_id!r} is not audited: only audited runs are graded into the pass"
+            )
         if outcome not in (0, 1):
             raise ValueError(f"run {run_id!r}: outcome must be 0 or 1, not {outcome!r}")
 
         def apply(st: dict[str, Any]) -> None:
             rec = st["finished"].get(run_id)
             if not isinstance(rec, dict):
-                raise ValueError(f"run {run_id!r} has not finished in this pass: finish it before grading it")
+                raise ValueError(
+                    f"run {run_id!r} has not finished in this pass: finish it before grading it"
+                )
             self._apply(st, run_id, {**rec, "outcome": int(outcome)})
 
         with self._lock:
@@ -318,24 +455,45 @@ class Pass:
         with folder_lock(self.path.parent):
             st = self._read()
             apply(st)
-            write_bytes(self.path, json_bytes({k: v for k, v in st.items() if k not in ("cold", "status")}))
-            self.state = {**st, "status": "resumed" if not st.get("cold") else st.get("status"), "cold": False}
+            write_bytes(
+                self.path, json_bytes({k: v for k, v in st.items() if k not in ("cold", "status")})
+            )
+            self.state = {
+                **st,
+                "status": "resumed" if not st.get("cold") else st.get("status"),
+                "cold": False,
+            }
 
     def _apply(self, st: dict[str, Any], run_id: str, rec: dict[str, Any]) -> None:
         st["finished"][run_id] = rec
         if "outcome" in rec and rec.get("probs") is not None:
-            audit = [r for r in st["finished"].values() if "outcome" in r and r.get("probs") is not None]
+            audit = [
+                r for r in st["finished"].values() if "outcome" in r and r.get("probs") is not None
+            ]
             cert = certify_pass(audit, self.base, self.min_t, self.alpha, self.max_error)
             pair = list(halting_pair(*cert["pair"], self.halt_on))
             st["thresholds"] = pair
-            st["history"].append({"n_finished": len(st["finished"]), "n_audited_graded": len(audit), "thresholds": pair})
+            st["history"].append(
+                {
+                    "n_finished": len(st["finished"]),
+                    "n_audited_graded": len(audit),
+                    "thresholds": pair,
+                }
+            )
 
     def summary(self) -> dict[str, Any]:
         fin = self.state["finished"]
         n_aud = sum(1 for r in fin.values() if r.get("audited"))
-        return {"n_finished": len(fin), "n_audited": n_aud, "audited_share": n_aud / len(fin) if fin else None,
-                "thresholds": list(self.thresholds), "label_free": list(self.base), "history": list(self.state["history"]),
-                "status": self.status, "warnings": list(self.warnings)}
+        return {
+            "n_finished": len(fin),
+            "n_audited": n_aud,
+            "audited_share": n_aud / len(fin) if fin else None,
+            "thresholds": list(self.thresholds),
+            "label_free": list(self.base),
+            "history": list(self.state["history"]),
+            "status": self.status,
+            "warnings": list(self.warnings),
+        }
 
 
 class PassMonitor:
@@ -358,7 +516,9 @@ class PassMonitor:
         try:
             self.current = self.the_pass.monitor(str(run_id))
         except Exception as e:  # noqa: BLE001 - fail open: the label-free monitor, no pass
-            self._warn(f"pass unavailable for run {run_id} ({type(e).__name__}: {e}): label-free monitor")
+            self._warn(
+                f"pass unavailable for run {run_id} ({type(e).__name__}: {e}): label-free monitor"
+            )
             self.current = self.the_pass.base_monitor.spawn()
         return self.current.start(task, run_id, **kwargs)
 
@@ -370,13 +530,20 @@ class PassMonitor:
             return self.current.observe(step)
         return self.current.observe(step, candidate=candidate)
 
-    def finish(self, *, steps: int, halted: bool, tokens: int | None = None, cost: float | None = None) -> None:
+    def finish(
+        self, *, steps: int, halted: bool, tokens: int | None = None, cost: float | None = None
+    ) -> None:
         """Tell the pass the run ended (the outcome of an audited run is graded later: ``Pass.finish``)."""
         if self.run_id is None:
             return
         try:
-            self.the_pass.finish(self.run_id, steps=steps, tokens=tokens, cost=cost,
-                                 halted=halted and not self.the_pass.is_audited(self.run_id))
+            self.the_pass.finish(
+                self.run_id,
+                steps=steps,
+                tokens=tokens,
+                cost=cost,
+                halted=halted and not self.the_pass.is_audited(self.run_id),
+            )
         except Exception as e:  # noqa: BLE001 - the run is over; its record is lost, and said so
             self._warn(f"pass finish failed for run {self.run_id} ({type(e).__name__}: {e})")
 
@@ -387,4 +554,6 @@ class PassMonitor:
     def __getattr__(self, name: str) -> Any:
         if name in ("current", "the_pass"):
             raise AttributeError(name)
-        return getattr(self.current if self.current is not None else self.the_pass.base_monitor, name)
+        return getattr(
+            self.current if self.current is not None else self.the_pass.base_monitor, name
+        )

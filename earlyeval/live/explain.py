@@ -15,8 +15,15 @@ from earlyeval.model.fastpredict import SingleRowPredictor
 class Explainer:
     """Top features of a row for the boosters of one model; the contribution predictors are built on first use."""
 
-    def __init__(self, boosters: Mapping[str, Any], feature_names: list[str], platt_s: Any, platt_f: Any = None, *,
-                 use_c_api: bool = True):
+    def __init__(
+        self,
+        boosters: Mapping[str, Any],
+        feature_names: list[str],
+        platt_s: Any,
+        platt_f: Any = None,
+        *,
+        use_c_api: bool = True,
+    ):
         self.boosters = dict(boosters)
         self.feature_names = list(feature_names)
         self.platt = {"success": platt_s, "failure": platt_f}
@@ -28,8 +35,12 @@ class Explainer:
     def _predictor(self, name: str) -> SingleRowPredictor:
         with self._lock:
             if name not in self._contrib:
-                self._contrib[name] = SingleRowPredictor(self.boosters[name], len(self.feature_names),
-                                                         use_c_api=self.use_c_api, contrib=True)
+                self._contrib[name] = SingleRowPredictor(
+                    self.boosters[name],
+                    len(self.feature_names),
+                    use_c_api=self.use_c_api,
+                    contrib=True,
+                )
             return self._contrib[name]
 
     def top(self, x: np.ndarray, outcome: str = "success", k: int = 5) -> list[tuple[str, float]]:
@@ -42,4 +53,6 @@ class Explainer:
             sign = -sign  # mirror: P(failure) = 1 - P(success)
         c = sign * contrib
         order = np.argsort(-c, kind="stable")[:k]
-        return [(self.feature_names[i], float(c[i])) for i in order if c[i] > 0 and math.isfinite(c[i])]
+        return [
+            (self.feature_names[i], float(c[i])) for i in order if c[i] > 0 and math.isfinite(c[i])
+        ]

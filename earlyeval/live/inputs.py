@@ -14,8 +14,13 @@ from typing import Any, Mapping
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.trajectory import Action, Step, Task, cost_value, make_step, token_count
 
-_TASK_ALIASES = {"instance_id": "task_id", "problem_statement": "prompt", "patch": "gold_patch",
-                 "FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}
+_TASK_ALIASES = {
+    "instance_id": "task_id",
+    "problem_statement": "prompt",
+    "patch": "gold_patch",
+    "FAIL_TO_PASS": "fail_to_pass",
+    "PASS_TO_PASS": "pass_to_pass",
+}
 
 
 def as_task(task: Task | Mapping[str, Any] | None, run_id: str | None = None) -> Task | None:
@@ -27,9 +32,15 @@ def as_task(task: Task | Mapping[str, Any] | None, run_id: str | None = None) ->
     d = {_TASK_ALIASES.get(k, k): v for k, v in task.items()}
     d.setdefault("task_id", run_id or "")
     # the values as given: ``clean_task`` checks each field's type and says what it refused or decoded
-    return Task(task_id=d["task_id"], prompt=d.get("prompt") or "", gold_patch=d.get("gold_patch"),
-                test_patch=d.get("test_patch"), fail_to_pass=d.get("fail_to_pass"), pass_to_pass=d.get("pass_to_pass"),
-                meta=d.get("meta") if d.get("meta") is not None else {})
+    return Task(
+        task_id=d["task_id"],
+        prompt=d.get("prompt") or "",
+        gold_patch=d.get("gold_patch"),
+        test_patch=d.get("test_patch"),
+        fail_to_pass=d.get("fail_to_pass"),
+        pass_to_pass=d.get("pass_to_pass"),
+        meta=d.get("meta") if d.get("meta") is not None else {},
+    )
 
 
 def complete_task(task: Task | None, table: Mapping[str, Task] | None) -> Task | None:
@@ -37,9 +48,15 @@ def complete_task(task: Task | None, table: Mapping[str, Task] | None) -> Task |
     if task is None or not table or task.task_id not in table:
         return task
     ref = table[task.task_id]
-    return Task(task_id=task.task_id, prompt=task.prompt or ref.prompt, gold_patch=task.gold_patch or ref.gold_patch,
-                test_patch=task.test_patch or ref.test_patch, fail_to_pass=task.fail_to_pass or ref.fail_to_pass,
-                pass_to_pass=task.pass_to_pass or ref.pass_to_pass, meta={**ref.meta, **task.meta})
+    return Task(
+        task_id=task.task_id,
+        prompt=task.prompt or ref.prompt,
+        gold_patch=task.gold_patch or ref.gold_patch,
+        test_patch=task.test_patch or ref.test_patch,
+        fail_to_pass=task.fail_to_pass or ref.fail_to_pass,
+        pass_to_pass=task.pass_to_pass or ref.pass_to_pass,
+        meta={**ref.meta, **task.meta},
+    )
 
 
 _TASK_TEXT = ("prompt", "gold_patch", "test_patch")
@@ -90,13 +107,18 @@ def clean_task(task: Task | None) -> tuple[Task | None, dict[str, str]]:
     return (dataclasses.replace(task, **changes) if changes else task), notes
 
 
-def task_sources(given: Task | None, completed: Task | None, notes: Mapping[str, str] | None = None) -> dict[str, str]:
+def task_sources(
+    given: Task | None, completed: Task | None, notes: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Where each reference field of the run's task came from: "start(task)" (what the loop gave), "task table"
     (filled in by id from ``Monitor(tasks=...)``) or "absent"; with the cleaning note when there was one."""
     out = {}
     for f in ("gold_patch", "test_patch", "fail_to_pass"):
-        src = "start(task)" if given is not None and getattr(given, f) else (
-            "task table" if completed is not None and getattr(completed, f) else "absent")
+        src = (
+            "start(task)"
+            if given is not None and getattr(given, f)
+            else ("task table" if completed is not None and getattr(completed, f) else "absent")
+        )
         note = (notes or {}).get(f)
         out[f] = f"{src} ({note})" if note else src
     return out
@@ -108,8 +130,12 @@ def task_table(tasks: Mapping[str, Task] | str | Path | None) -> dict[str, Task]
     if isinstance(tasks, (str, Path)):
         path = Path(tasks)
         if not path.exists():
-            raise FileNotFoundError(f"task table {path} does not exist (written by `earlyeval ingest --bench B`)")
-        from earlyeval.tables.store import read_tasks  # here: pyarrow only for a Monitor handed a parquet task table
+            raise FileNotFoundError(
+                f"task table {path} does not exist (written by `earlyeval ingest --bench B`)"
+            )
+        from earlyeval.tables.store import (
+            read_tasks,  # here: pyarrow only for a Monitor handed a parquet task table
+        )
 
         return read_tasks(path)
     return dict(tasks)
@@ -120,7 +146,8 @@ def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
     Step; otherwise ``action`` (run with ``tool``, a shell command by default) is
     classified by the shared taxonomy, as ``EarlyStopper.after_step`` does."""
     if isinstance(step, Step):
-        return dataclasses.replace(step)  # cleaning fixes fields on a copy, never on the caller's Step
+        # cleaning fixes fields on a copy, never on the caller's Step
+        return dataclasses.replace(step)
     if not isinstance(step, Mapping):
         raise BadStep(f"step must be a Step or a dict, not {type(step).__name__}")
     d = dict(step)
@@ -129,8 +156,20 @@ def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
         raise BadStep(f"field 'actions' is {type(d['actions']).__name__}, not a list")
     if "kind" in d or d.get("actions"):
         st = Step.from_dict(d)
-        for f in ("action", "kind", "thought", "observation", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "error"):
-            if d.get(f) is not None:  # as given: clean_step checks (and flags) what from_dict would coerce quietly
+        for f in (
+            "action",
+            "kind",
+            "thought",
+            "observation",
+            "input_tokens",
+            "output_tokens",
+            "cached_tokens",
+            "cost_usd",
+            "error",
+        ):
+            if (
+                d.get(f) is not None
+            ):  # as given: clean_step checks (and flags) what from_dict would coerce quietly
                 setattr(st, f, d[f])
         return st
     action = d.get("action") or ""
@@ -138,10 +177,18 @@ def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
         if d.get(f) is not None and not isinstance(d[f], str):
             raise BadStep(f"field '{f}' is {type(d[f]).__name__}, not text")
     acts = [Action(tool=str(d.get("tool", "bash")), text=str(action))] if action else []
-    return make_step(int(d["index"]), acts, thought=d.get("thought") or "", observation=d.get("observation") or "",
-                     input_tokens=d.get("input_tokens"), output_tokens=d.get("output_tokens"),
-                     cached_tokens=d.get("cached_tokens"), cost_usd=d.get("cost_usd"), error=d.get("error"),
-                     final_answer=d.get("final_answer"))
+    return make_step(
+        int(d["index"]),
+        acts,
+        thought=d.get("thought") or "",
+        observation=d.get("observation") or "",
+        input_tokens=d.get("input_tokens"),
+        output_tokens=d.get("output_tokens"),
+        cached_tokens=d.get("cached_tokens"),
+        cost_usd=d.get("cost_usd"),
+        error=d.get("error"),
+        final_answer=d.get("final_answer"),
+    )
 
 
 class BadStep(EarlyEvalError, ValueError):
@@ -152,8 +199,23 @@ _TEXT_FIELDS = ("action", "kind", "thought", "observation")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens")
 
 
-_STEP_KEYS = frozenset({"index", "action", "tool", "thought", "observation", "input_tokens", "output_tokens", "cached_tokens",
-                        "cost_usd", "error", "final_answer", "kind", "actions"})
+_STEP_KEYS = frozenset(
+    {
+        "index",
+        "action",
+        "tool",
+        "thought",
+        "observation",
+        "input_tokens",
+        "output_tokens",
+        "cached_tokens",
+        "cost_usd",
+        "error",
+        "final_answer",
+        "kind",
+        "actions",
+    }
+)
 
 
 def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[str]]:
@@ -173,7 +235,9 @@ def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[s
     if isinstance(step, Mapping):
         unknown = sorted(str(k) for k in step if k not in _STEP_KEYS)
         if unknown:  # a typo ("observaton") would otherwise drop a field without a word
-            flags.append(f"unknown step field(s) {unknown[:5]} ignored (known: {', '.join(sorted(_STEP_KEYS))})")
+            flags.append(
+                f"unknown step field(s) {unknown[:5]} ignored (known: {', '.join(sorted(_STEP_KEYS))})"
+            )
     for f in _TEXT_FIELDS:
         v = getattr(st, f)
         if v is None:
@@ -183,7 +247,9 @@ def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[s
     if not isinstance(st.actions, list):
         raise BadStep(f"field 'actions' is {type(st.actions).__name__}, not a list")
     for k, a in enumerate(st.actions):
-        if not isinstance(a, Action) or not all(isinstance(getattr(a, n), str) for n in ("tool", "text", "kind")):
+        if not isinstance(a, Action) or not all(
+            isinstance(getattr(a, n), str) for n in ("tool", "text", "kind")
+        ):
             raise BadStep(f"field 'actions[{k}]' is not an Action of text fields")
     for f in _USAGE_FIELDS:
         v = getattr(st, f)
@@ -192,10 +258,14 @@ def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[s
             if c is None:
                 flags.append(f"{f}={v!r} is not a possible token count: taken as unknown (None)")
             setattr(st, f, c)
-    if st.cost_usd is not None and (type(st.cost_usd) is not float or cost_value(st.cost_usd) is None):
+    if st.cost_usd is not None and (
+        type(st.cost_usd) is not float or cost_value(st.cost_usd) is None
+    ):
         c = cost_value(st.cost_usd)
         if c is None:
-            flags.append(f"cost_usd={st.cost_usd!r} is not a possible cost: taken as unknown (None)")
+            flags.append(
+                f"cost_usd={st.cost_usd!r} is not a possible cost: taken as unknown (None)"
+            )
         st.cost_usd = c
     if st.error is not None and not isinstance(st.error, bool):
         flags.append(f"error={st.error!r} is not a bool: taken as unknown (None)")

@@ -19,7 +19,9 @@ class LoadedModel:
     """The prediction side of one ``ModelBundle``; read-only after construction, so monitors on several threads
     share it (the predictors are thread-safe, the explainer builds its predictors under their own lock)."""
 
-    def __init__(self, bundle: ModelBundle, *, use_c_api: bool = True, budget: bool | Iterable[str] = True):
+    def __init__(
+        self, bundle: ModelBundle, *, use_c_api: bool = True, budget: bool | Iterable[str] = True
+    ):
         self.bundle = bundle
         self.feature_names: list[str] = bundle.featurizer.names
         model = bundle.model
@@ -27,18 +29,26 @@ class LoadedModel:
             raise ValueError("the model's feature names differ from the featurizer's")
         self.use_c_api = use_c_api
         n = len(self.feature_names)
-        self.raw: dict[str, Any] = {k: SingleRowPredictor(b, n, use_c_api=use_c_api) for k, b in model.boosters_.items()}
+        self.raw: dict[str, Any] = {
+            k: SingleRowPredictor(b, n, use_c_api=use_c_api) for k, b in model.boosters_.items()
+        }
         self.budget_model, self.budget_status = (
-            load_live_budget(bundle, self.feature_names, use_c_api, None if budget is True else tuple(budget))
-            if budget is not False else (None, "off (budget=False)"))
+            load_live_budget(
+                bundle, self.feature_names, use_c_api, None if budget is True else tuple(budget)
+            )
+            if budget is not False
+            else (None, "off (budget=False)")
+        )
         self.platt_s = model.platt_["success"]
         self.platt_f = model.platt_.get("failure")
         self.mirror = "failure" not in model.boosters_  # P(failure) = 1 - P(success)
-        self.explainer = Explainer(model.boosters_, self.feature_names, self.platt_s, self.platt_f, use_c_api=use_c_api)
+        self.explainer = Explainer(
+            model.boosters_, self.feature_names, self.platt_s, self.platt_f, use_c_api=use_c_api
+        )
 
     @property
     def predictor_kind(self) -> str:
-        """"c-api" (LightGBM's single-row fast path) or "booster" (Booster.predict fallback)."""
+        """ "c-api" (LightGBM's single-row fast path) or "booster" (Booster.predict fallback)."""
         return self.raw["success"].kind
 
     def proba(self, x: np.ndarray, warm: WarmStart | None = None) -> tuple[float, float]:

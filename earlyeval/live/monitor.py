@@ -16,19 +16,38 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from earlyeval.core.decision import HALTING_CONTEXTS, Decision
-from earlyeval.features import Featurizer, RunContext
-from earlyeval.model.policy import (CONTINUE, NEVER, SUCCESS, TASK_PRIOR, candidate_missing, check_halt_on, halt_rule,
-                                      halting_pair,
-                                      halts_on_failure, side_reason, step_outcome)
-from earlyeval.live.budget import DEFAULT_BUDGET_DIMS, halt_dims
-from earlyeval.live.loaded import LoadedModel
-from earlyeval.features.context import context_gaps, context_state
 from earlyeval.config.schema import parse_date
-from earlyeval.live.inputs import (BadStep, _index_of, as_step, as_task, clean_step, clean_task, complete_task, task_sources,
-                                  task_table)
-from earlyeval.model.modeldir import ModelBundle, load_model_dir
+from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.core.trajectory import Step, Task
+from earlyeval.features import Featurizer, RunContext
+from earlyeval.features.context import context_gaps, context_state
+from earlyeval.live.budget import DEFAULT_BUDGET_DIMS, halt_dims
+from earlyeval.live.inputs import (
+    BadStep,
+    _index_of,
+    as_step,
+    as_task,
+    clean_step,
+    clean_task,
+    complete_task,
+    task_sources,
+    task_table,
+)
+from earlyeval.live.loaded import LoadedModel
+from earlyeval.model.modeldir import ModelBundle, load_model_dir
+from earlyeval.model.policy import (
+    CONTINUE,
+    NEVER,
+    SUCCESS,
+    TASK_PRIOR,
+    candidate_missing,
+    check_halt_on,
+    halt_rule,
+    halting_pair,
+    halts_on_failure,
+    side_reason,
+    step_outcome,
+)
 from earlyeval.model.thresholds import WarmStart, override
 
 log = logging.getLogger(__name__)
@@ -36,21 +55,42 @@ log = logging.getLogger(__name__)
 EXPLAIN = ("halt", "always", "never")
 
 
-
-
-
-def _decision(reason: str, outcome: str | None = None, top: list[tuple[str, float]] | None = None, rule: str = "",
-              **step: Any) -> Decision:
+def _decision(
+    reason: str,
+    outcome: str | None = None,
+    top: list[tuple[str, float]] | None = None,
+    rule: str = "",
+    **step: Any,
+) -> Decision:
     """A Decision by name: it halts iff it predicts an outcome; ``step``: the step's probabilities and state."""
-    return Decision(halt=outcome is not None, outcome=outcome, reason=reason, top_features=top or [], halt_rule=rule, **step)
+    return Decision(
+        halt=outcome is not None,
+        outcome=outcome,
+        reason=reason,
+        top_features=top or [],
+        halt_rule=rule,
+        **step,
+    )
+
 
 class Monitor:
     """Streaming P(success)/P(failure) and the halting decision for one run at a time."""
 
-    def __init__(self, bundle: ModelBundle, *, explain: str = "halt", top_k: int = 5, strict: bool = False,
-                 use_c_api: bool = True, tasks: Mapping[str, Task] | str | Path | None = None,
-                 budget: bool | Iterable[str] = DEFAULT_BUDGET_DIMS, halt_on_impossible: bool | str | Iterable[str] = False,
-                 halt_on: str = "both", _loaded: LoadedModel | None = None, _warm: WarmStart | None = None):
+    def __init__(
+        self,
+        bundle: ModelBundle,
+        *,
+        explain: str = "halt",
+        top_k: int = 5,
+        strict: bool = False,
+        use_c_api: bool = True,
+        tasks: Mapping[str, Task] | str | Path | None = None,
+        budget: bool | Iterable[str] = DEFAULT_BUDGET_DIMS,
+        halt_on_impossible: bool | str | Iterable[str] = False,
+        halt_on: str = "both",
+        _loaded: LoadedModel | None = None,
+        _warm: WarmStart | None = None,
+    ):
         """``explain``: when to compute top features ("halt", "always", "never"); ``strict``: raise at
         start() when the task lacks what the model's families need, instead of warning; ``tasks``: a
         task table (dict, or a tasks.parquet written by ``earlyeval ingest``) that completes a started
@@ -78,7 +118,11 @@ class Monitor:
         self.strict = strict
         self._use_budget = budget if isinstance(budget, bool) else tuple(budget)
         # the predictors, Platt maps, budget model and explainer: loaded once, shared with spawned monitors
-        self.loaded = _loaded if _loaded is not None else LoadedModel(bundle, use_c_api=use_c_api, budget=self._use_budget)
+        self.loaded = (
+            _loaded
+            if _loaded is not None
+            else LoadedModel(bundle, use_c_api=use_c_api, budget=self._use_budget)
+        )
         self.budget_model, self.budget_status = self.loaded.budget_model, self.loaded.budget_status
         self.halt_on_impossible = halt_dims(halt_on_impossible, self.budget_model)
         self._warm = _warm  # use_warm_start(): inherited by the monitors spawned after it
@@ -86,14 +130,24 @@ class Monitor:
             self.tau_s, self.tau_f = self._warm.success, self._warm.failure
         self._families = set(self.featurizer.family_names)
         self.tasks = task_table(tasks)
-        self._logged: set[str] = set()  # context warnings already logged by this monitor (one line each, not per run)
-        self.pass_reference: Any = None  # set by a benchmark pass (live.benchpass): its runs' contexts carry it
+        # context warnings already logged by this monitor (one line each, not per run)
+        self._logged: set[str] = set()
+        self.pass_reference: Any = (
+            None  # set by a benchmark pass (live.benchpass): its runs' contexts carry it
+        )
         self._reset()
 
     # ------------------------------------------------------------ building
     @classmethod
-    def load(cls, model_dir: str | Any, *, thresholds: Any = None, require_signature: bool = False,
-             key: bytes | str | None = None, **kwargs: Any) -> "Monitor":
+    def load(
+        cls,
+        model_dir: str | Any,
+        *,
+        thresholds: Any = None,
+        require_signature: bool = False,
+        key: bytes | str | None = None,
+        **kwargs: Any,
+    ) -> "Monitor":
         """Load a model directory (verified: see ``modeldir``) and build a monitor on it.
 
         Parameters
@@ -131,16 +185,31 @@ class Monitor:
 
     def spawn(self) -> "Monitor":
         """A new monitor on the same loaded model (and predictors), for another concurrent run."""
-        return Monitor(self.bundle, explain=self.explain, top_k=self.top_k, strict=self.strict,
-                       use_c_api=self.loaded.use_c_api, tasks=self.tasks, budget=self._use_budget,
-                       halt_on_impossible=sorted(self.halt_on_impossible), halt_on=self.halt_on, _loaded=self.loaded,
-                       _warm=self._warm)
+        return Monitor(
+            self.bundle,
+            explain=self.explain,
+            top_k=self.top_k,
+            strict=self.strict,
+            use_c_api=self.loaded.use_c_api,
+            tasks=self.tasks,
+            budget=self._use_budget,
+            halt_on_impossible=sorted(self.halt_on_impossible),
+            halt_on=self.halt_on,
+            _loaded=self.loaded,
+            _warm=self._warm,
+        )
 
     def without_warm_start(self) -> "Monitor":
         """A monitor on the same loaded model and predictors without any warm start, budget or explanation: what a
         warm start replays its runs through (``earlyeval.fitting.warm.warm_start``)."""
-        return Monitor(self.bundle, explain="never", use_c_api=self.loaded.use_c_api, tasks=self.tasks, budget=False,
-                       _loaded=self.loaded)
+        return Monitor(
+            self.bundle,
+            explain="never",
+            use_c_api=self.loaded.use_c_api,
+            tasks=self.tasks,
+            budget=False,
+            _loaded=self.loaded,
+        )
 
     def use_warm_start(self, warm: WarmStart) -> dict[str, Any]:
         """Halt with a warm start's thresholds, and its recalibration of P(success), from now on.
@@ -150,11 +219,17 @@ class Monitor:
         and siblings, and those they spawn, keep their thresholds.  Returns what was fitted (``selection``: the
         rule's decision, its tests and its guarantee)."""
         if not isinstance(warm, WarmStart):
-            raise TypeError(f"use_warm_start takes a model.thresholds.WarmStart, not {type(warm).__name__}")
+            raise TypeError(
+                f"use_warm_start takes a model.thresholds.WarmStart, not {type(warm).__name__}"
+            )
         self._warm = warm
         self.tau_s, self.tau_f = warm.success, warm.failure
-        return {"runs": len(warm.runs), "recalibration": {"a": warm.calibration.a, "b": warm.calibration.b},
-                "thresholds": self.thresholds, "selection": dict(warm.selection)}
+        return {
+            "runs": len(warm.runs),
+            "recalibration": {"a": warm.calibration.a, "b": warm.calibration.b},
+            "thresholds": self.thresholds,
+            "selection": dict(warm.selection),
+        }
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -167,7 +242,7 @@ class Monitor:
 
     @property
     def predictor_kind(self) -> str:
-        """"c-api" (LightGBM's single-row fast path) or "booster" (Booster.predict fallback)."""
+        """ "c-api" (LightGBM's single-row fast path) or "booster" (Booster.predict fallback)."""
         return self.loaded.predictor_kind
 
     def _reset(self) -> None:
@@ -184,20 +259,39 @@ class Monitor:
         self._halt_off = ""  # why halting is off for this run's context ("" when it is on)
         self.n_skipped = 0  # steps skipped as unreadable in this run
         self.last_features: np.ndarray | None = None  # float32 row of the newest prefix
-        self.last_timing: tuple[float, float] = (0.0, 0.0)  # seconds: (featurize, predict) of the newest step
+        # seconds: (featurize, predict) of the newest step
+        self.last_timing: tuple[float, float] = (
+            0.0,
+            0.0,
+        )
         self.last_budget_time = 0.0  # seconds spent on Decision.budget for the newest step
         self._spend = self.budget_model.tracker() if self.budget_model is not None else None
-        self._budget_off: str | None = None  # why the budget part is off for this run (an error), else None
-        self.context_source: dict[str, str] = {}  # where the task's reference fields came from (Decision.context_source)
+        self._budget_off: str | None = (
+            None  # why the budget part is off for this run (an error), else None
+        )
+        self.context_source: dict[
+            str, str
+        ] = {}  # where the task's reference fields came from (Decision.context_source)
         # notes on this run's inputs made by start() (a gold patch given as bytes ...): kept across the reset
         # start_context does, then part of ``warnings``
         self._start_notes: list[str] = getattr(self, "_pending_notes", [])
         self._pending_notes: list[str] = []
 
     # ----------------------------------------------------------------- run
-    def start(self, task: Task | Mapping[str, Any] | None = None, run_id: str | None = None, *, agent: str = "",
-              scaffold: str = "", model: str = "", split: str = "", exclude_submissions: list[str] | None = None,
-              prompt: str | None = None, prior_match: list[str] | None = None, as_of: str = "") -> RunContext | None:
+    def start(
+        self,
+        task: Task | Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        *,
+        agent: str = "",
+        scaffold: str = "",
+        model: str = "",
+        split: str = "",
+        exclude_submissions: list[str] | None = None,
+        prompt: str | None = None,
+        prior_match: list[str] | None = None,
+        as_of: str = "",
+    ) -> RunContext | None:
         """Begin a run.
 
         Parameters
@@ -230,10 +324,19 @@ class Monitor:
             t = complete_task(given, self.tasks)
             if as_of:
                 parse_date(as_of, "as_of")  # a real date, or the prior would compare it as a string
-            ctx = RunContext(task=t, agent=agent, scaffold=scaffold, model=model, split=split,
-                             prompt=prompt if prompt is not None else (t.prompt if t else ""),
-                             exclude_submissions=list(exclude_submissions or []), prior_match=list(prior_match or []),
-                             task_id=t.task_id if t else "", as_of=as_of, pass_reference=self.pass_reference)
+            ctx = RunContext(
+                task=t,
+                agent=agent,
+                scaffold=scaffold,
+                model=model,
+                split=split,
+                prompt=prompt if prompt is not None else (t.prompt if t else ""),
+                exclude_submissions=list(exclude_submissions or []),
+                prior_match=list(prior_match or []),
+                task_id=t.task_id if t else "",
+                as_of=as_of,
+                pass_reference=self.pass_reference,
+            )
         except Exception as e:
             if self.strict:
                 raise
@@ -243,8 +346,9 @@ class Monitor:
             self._note(f"task.{k}: {v}")
         return self.start_context(ctx, run_id, _sources=task_sources(given, t, notes))
 
-    def start_context(self, ctx: RunContext, run_id: str | None = None, *,
-                      _sources: dict[str, str] | None = None) -> RunContext | None:
+    def start_context(
+        self, ctx: RunContext, run_id: str | None = None, *, _sources: dict[str, str] | None = None
+    ) -> RunContext | None:
         """Begin a run from a ready RunContext (replay uses ``RunContext.of(traj, task)``, as offline)."""
         self._reset()
         self.run_id = run_id
@@ -253,12 +357,16 @@ class Monitor:
         self.ctx = ctx
         self.context_source = _sources if _sources is not None else task_sources(None, ctx.task)
         if _sources is None:  # the caller built the context: its task is what this run was given
-            self.context_source = {k: v.replace("task table", "run context") for k, v in self.context_source.items()}
+            self.context_source = {
+                k: v.replace("task table", "run context") for k, v in self.context_source.items()
+            }
         gaps = context_gaps(self.featurizer, ctx)
         problems = [m for _, m in gaps]
         if problems and self.strict:
             raise ValueError("; ".join(problems))
-        self.context, self._halt_off = context_state(self.featurizer, ctx, gaps, self.bundle.training)
+        self.context, self._halt_off = context_state(
+            self.featurizer, ctx, gaps, self.bundle.training
+        )
         for p in problems:
             if p not in self._logged:
                 self._logged.add(p)
@@ -275,7 +383,10 @@ class Monitor:
 
     def family_state(self, name: str) -> Any:
         """The run's streaming state of feature family ``name`` (None before start or without that family)."""
-        return next((s for f, s in zip(self.featurizer.families, self._states or []) if f.name == name), None)
+        return next(
+            (s for f, s in zip(self.featurizer.families, self._states or []) if f.name == name),
+            None,
+        )
 
     def _note(self, msg: str) -> None:
         """A warning about this run's inputs, logged once per monitor (kept for the next start_context)."""
@@ -286,10 +397,17 @@ class Monitor:
 
     def _disable(self, why: str) -> None:
         self._disabled = why
-        log.warning("earlyeval monitor disabled for run %s (continuing the run): %s", self.run_id or "?", why, exc_info=True)
+        log.warning(
+            "earlyeval monitor disabled for run %s (continuing the run): %s",
+            self.run_id or "?",
+            why,
+            exc_info=True,
+        )
 
     # ---------------------------------------------------------------- step
-    def observe(self, step: Step | Mapping[str, Any], *, candidate: Callable[[], str | None] | None = None) -> Decision:
+    def observe(
+        self, step: Step | Mapping[str, Any], *, candidate: Callable[[], str | None] | None = None
+    ) -> Decision:
         """Fold one finished step in and decide; never raises (fail-open).
 
         Parameters
@@ -312,11 +430,16 @@ class Monitor:
         d.context_source = self.context_source
         return d
 
-    def _observe(self, step: Step | Mapping[str, Any], candidate: Callable[[], str | None] | None) -> Decision:
+    def _observe(
+        self, step: Step | Mapping[str, Any], candidate: Callable[[], str | None] | None
+    ) -> Decision:
         index = _index_of(step, self._t)
         if self._disabled is not None:
-            return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index,
-                                    context=self.context)
+            return Decision.proceed(
+                f"fail-open: monitor disabled for this run ({self._disabled})",
+                step_index=index,
+                context=self.context,
+            )
         try:
             if self._states is None:
                 self.start_context(RunContext(), self.run_id)
@@ -326,15 +449,20 @@ class Monitor:
                     self._logged.add(msg)
                     log.warning("earlyeval monitor: %s", msg)
                 if self._disabled is not None:
-                    return Decision.proceed(f"fail-open: monitor disabled for this run ({self._disabled})", step_index=index,
-                                            context=self.context)
+                    return Decision.proceed(
+                        f"fail-open: monitor disabled for this run ({self._disabled})",
+                        step_index=index,
+                        context=self.context,
+                    )
             try:  # read and check the step before any state sees it: a bad step is skipped, the run goes on
                 st, flags = clean_step(step, self._t)
             except BadStep as e:
                 self.n_skipped += 1
                 msg = f"skipped unreadable step {index} ({e}); still monitoring"
                 log.warning("earlyeval monitor (run %s): %s", self.run_id or "?", msg)
-                return Decision.proceed(f"fail-open: {msg}", step_index=index, context=self.context, flags=[msg])
+                return Decision.proceed(
+                    f"fail-open: {msg}", step_index=index, context=self.context, flags=[msg]
+                )
             t0 = time.perf_counter()
             self.featurizer.update(self._states, st)
             self._t += 1
@@ -348,7 +476,9 @@ class Monitor:
             if not (math.isfinite(ps) and math.isfinite(pf)):
                 msg = f"the model gave a non-finite probability (p_success={ps}, p_failure={pf}): no decision at this step"
                 log.warning("earlyeval monitor (run %s): %s", self.run_id or "?", msg)
-                return Decision.proceed(f"fail-open: {msg}", step_index=index, context=self.context, flags=flags + [msg])
+                return Decision.proceed(
+                    f"fail-open: {msg}", step_index=index, context=self.context, flags=flags + [msg]
+                )
             budget = self._budget_step(st, x, ps, index)
             self.last_budget_time = time.perf_counter() - t2
             d = self._decide(x, ps, pf, index, budget, candidate)
@@ -370,8 +500,12 @@ class Monitor:
             return self.budget_model.predict(self._spend, x, ps)
         except Exception as e:
             self._budget_off = f"error at step {index}: {type(e).__name__}: {e}"
-            log.warning("earlyeval monitor: budget estimates off for run %s (outcome decisions go on): %s",
-                        self.run_id or "?", self._budget_off, exc_info=True)
+            log.warning(
+                "earlyeval monitor: budget estimates off for run %s (outcome decisions go on): %s",
+                self.run_id or "?",
+                self._budget_off,
+                exc_info=True,
+            )
             return None
 
     def proba(self, x: np.ndarray) -> tuple[float, float]:
@@ -379,19 +513,41 @@ class Monitor:
         monitor's warm start)."""
         return self.loaded.proba(x, self._warm)
 
-    def _decide(self, x: np.ndarray, ps: float, pf: float, index: int, budget: dict[str, Any] | None = None,
-                candidate: Callable[[], str | None] | None = None) -> Decision:
+    def _decide(
+        self,
+        x: np.ndarray,
+        ps: float,
+        pf: float,
+        index: int,
+        budget: dict[str, Any] | None = None,
+        candidate: Callable[[], str | None] | None = None,
+    ) -> Decision:
         t = self._t
-        step = functools.partial(_decision, p_success=ps, p_failure=pf, step_index=index, thresholds=self.thresholds,
-                                 budget=budget, context=self.context)  # this step's fields, named once
+        # this step's fields, named once
+        step = functools.partial(
+            _decision,
+            p_success=ps,
+            p_failure=pf,
+            step_index=index,
+            thresholds=self.thresholds,
+            budget=budget,
+            context=self.context,
+        )
         if self._halt is not None:
             h = self._halt
-            return step(f"already halted at step {h.step_index} ({h.outcome}, {h.halt_rule}); "
-                        f"p_success={ps:.3f}, p_failure={pf:.3f}", h.outcome, rule=h.halt_rule)
+            return step(
+                f"already halted at step {h.step_index} ({h.outcome}, {h.halt_rule}); "
+                f"p_success={ps:.3f}, p_failure={pf:.3f}",
+                h.outcome,
+                rule=h.halt_rule,
+            )
         ts, tf = self.halting_thresholds
         probs = f"{side_reason('success', ps, ts, self.halt_on)}, {side_reason('failure', pf, tf, self.halt_on)}"
         if self.context not in HALTING_CONTEXTS:  # missing information never halts a run
-            return step(f"continue (never halts: {self._halt_off}): {probs}{self._degraded}", top=self._always_top(x))
+            return step(
+                f"continue (never halts: {self._halt_off}): {probs}{self._degraded}",
+                top=self._always_top(x),
+            )
         code = step_outcome(ps, pf, ts, tf, t, self.min_halt_step)  # the one rule, at prefix t
         held = self._success_held(candidate) if code == SUCCESS and candidate is not None else ""
         if held:  # a live loop without a patch yet: the success side waits, the failure side still applies
@@ -401,19 +557,40 @@ class Monitor:
             top, why = self._explained(x, outcome)
             rule = halt_rule(t, self._acted)
             basis = f"{rule}: no action of the agent read yet" if rule == TASK_PRIOR else rule
-            self._halt = step(f"halt after {t} steps, predicting {outcome} ({basis}): {probs}{why}{self._degraded}",
-                              outcome, top, rule)
+            self._halt = step(
+                f"halt after {t} steps, predicting {outcome} ({basis}): {probs}{why}{self._degraded}",
+                outcome,
+                top,
+                rule,
+            )
             return self._halt
-        hits = [k for k in self.halt_on_impossible if budget and budget.get(k) and budget[k]["impossible"]
-                and halts_on_failure(self.halt_on)]
+        hits = [
+            k
+            for k in self.halt_on_impossible
+            if budget
+            and budget.get(k)
+            and budget[k]["impossible"]
+            and halts_on_failure(self.halt_on)
+        ]
         if hits:
             top, why = self._explained(x, "failure")
-            rule = ", ".join(f"{k} P(feasible)={budget[k]['p_feasible']:.3f} < {budget[k]['tau']:g} "
-                             f"(spent {budget[k]['spent']:g} of B={budget[k]['budget']:g})" for k in hits)
+            rule = ", ".join(
+                f"{k} P(feasible)={budget[k]['p_feasible']:.3f} < {budget[k]['tau']:g} "
+                f"(spent {budget[k]['spent']:g} of B={budget[k]['budget']:g})"
+                for k in hits
+            )
             basis = halt_rule(t, self._acted, budget=True)
-            lead = "budget rule" if basis != TASK_PRIOR else f"{TASK_PRIOR}: no action of the agent read yet; budget rule"
-            self._halt = step(f"halt after {t} steps, predicting failure ({lead}: {rule}): {probs}{why}{self._degraded}",
-                              "failure", top, basis)
+            lead = (
+                "budget rule"
+                if basis != TASK_PRIOR
+                else f"{TASK_PRIOR}: no action of the agent read yet; budget rule"
+            )
+            self._halt = step(
+                f"halt after {t} steps, predicting failure ({lead}: {rule}): {probs}{why}{self._degraded}",
+                "failure",
+                top,
+                basis,
+            )
             return self._halt
         if held:
             note = f"continue (success predicted, not halted: {held}): {probs}"
@@ -429,7 +606,9 @@ class Monitor:
 
     def _explained(self, x: np.ndarray, outcome: str) -> tuple[list[tuple[str, float]], str]:
         top = self.top_features(x, outcome) if self.explain != "never" else []
-        return top, (f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else "")
+        return top, (
+            f"; top features: {', '.join(f'{n} {c:+.2f}' for n, c in top[:3])}" if top else ""
+        )
 
     def _success_held(self, candidate: Callable[[], str | None]) -> str:
         """Why a due success halt of a live loop waits ("" when it may halt): a run of no action yet is
@@ -439,10 +618,21 @@ class Monitor:
         return candidate_missing(candidate)
 
     # ------------------------------------------------------------- explain
-    def top_features(self, x: np.ndarray, outcome: str = "success", k: int | None = None) -> list[tuple[str, float]]:
+    def top_features(
+        self, x: np.ndarray, outcome: str = "success", k: int | None = None
+    ) -> list[tuple[str, float]]:
         """Features that pushed most toward ``outcome`` (``live.explain.Explainer``: TreeSHAP contributions to the
         model's log-odds, positive toward ``outcome``).  About a millisecond, so by default only when halting."""
         return self.loaded.explainer.top(x, outcome, self.top_k if k is None else k)
 
 
-__all__ = ["BadStep", "Monitor", "as_step", "as_task", "clean_step", "complete_task", "context_gaps", "context_state"]
+__all__ = [
+    "BadStep",
+    "Monitor",
+    "as_step",
+    "as_task",
+    "clean_step",
+    "complete_task",
+    "context_gaps",
+    "context_state",
+]

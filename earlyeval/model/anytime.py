@@ -23,7 +23,10 @@ def binom_cdf(k: int, n: int, p: float) -> float:
     if p >= 1.0:
         return 0.0
     lp, lq = math.log(p), math.log1p(-p)
-    terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq for i in range(k + 1)]
+    terms = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
+        for i in range(k + 1)
+    ]
     m = max(terms)
     return min(1.0, math.exp(m) * math.fsum(math.exp(t - m) for t in terms))
 
@@ -55,7 +58,7 @@ def cp_lower(k: int, n: int, a: float) -> float:
 
 def spent_level(alpha: float, n: int) -> float:
     """alpha_n = alpha * 6 / (pi^2 n^2): the share of alpha spent at the n-th observation (sums to alpha)."""
-    return alpha * 6.0 / (math.pi ** 2 * n * n)
+    return alpha * 6.0 / (math.pi**2 * n * n)
 
 
 @lru_cache(maxsize=65536)

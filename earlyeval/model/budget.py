@@ -19,7 +19,12 @@ SHIPPED_VERSION = 1
 
 def unmetered_opening(step: Step) -> bool:
     """A tau2-style hard-coded greeting: no action and no usage at all (no LLM call was made)."""
-    return not step.actions and step.input_tokens is None and step.output_tokens is None and step.cost_usd is None
+    return (
+        not step.actions
+        and step.input_tokens is None
+        and step.output_tokens is None
+        and step.cost_usd is None
+    )
 
 
 def pace(spent: np.ndarray, t: np.ndarray, unit: float) -> np.ndarray:
@@ -36,7 +41,8 @@ def spend_features(spent: np.ndarray, last: np.ndarray, t: Any, unit: Any) -> np
     Every operation is elementwise, so a row gets the same float32 values
     whichever way the rows are stacked."""
     rate = pace(spent, t, unit)
-    out = np.empty((len(spent), 3), dtype=np.float32)  # assigning float64 columns rounds as astype(float32) does
+    # assigning float64 columns rounds as astype(float32) does
+    out = np.empty((len(spent), 3), dtype=np.float32)
     out[:, 0] = np.log1p(spent / unit)
     out[:, 1] = np.log(rate / unit)
     out[:, 2] = np.log1p(last / rate)
@@ -45,7 +51,11 @@ def spend_features(spent: np.ndarray, last: np.ndarray, t: Any, unit: Any) -> np
 
 def spend_feature_names(dim: str) -> list[str]:
     """Names of `spend_features` for a token/cost dimension (steps has none: its spend is t)."""
-    return [] if dim == "steps" else [f"budget_{dim}_spent", f"budget_{dim}_pace", f"budget_{dim}_last_rel"]
+    return (
+        []
+        if dim == "steps"
+        else [f"budget_{dim}_spent", f"budget_{dim}_pace", f"budget_{dim}_last_rel"]
+    )
 
 
 class SpendTracker:

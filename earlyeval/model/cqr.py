@@ -13,7 +13,9 @@ def to_z(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
 
 
 def from_z(z: np.ndarray, rate: np.ndarray) -> np.ndarray:
-    return np.maximum(np.expm1(np.maximum(z, 0.0)), 0.0) * (rate if np.ndim(z) == 1 else rate[:, None])
+    return np.maximum(np.expm1(np.maximum(z, 0.0)), 0.0) * (
+        rate if np.ndim(z) == 1 else rate[:, None]
+    )
 
 
 def fix_crossing(q: np.ndarray) -> np.ndarray:
@@ -36,7 +38,9 @@ def pair_for(level: float, alphas: tuple) -> tuple[int, int]:
     return i, j
 
 
-def corrected_quantiles(q: np.ndarray, corrections: dict[float, float], alphas: tuple) -> np.ndarray:
+def corrected_quantiles(
+    q: np.ndarray, corrections: dict[float, float], alphas: tuple
+) -> np.ndarray:
     """Widen each level's (lo, hi) pair by its CQR correction, then re-sort (a negative Q may cross)."""
     out = q.copy()
     for level, Q in corrections.items():

@@ -21,8 +21,10 @@ from earlyeval.model.lgbm_capi import CBooster, LibraryUnavailable, load_booster
 log = logging.getLogger(__name__)
 
 _PREDICT_RAW_SCORE = lgbm_capi.C_API_PREDICT_RAW_SCORE
-_PREDICT_CONTRIB = lgbm_capi.C_API_PREDICT_CONTRIB  # TreeSHAP values, n_features + 1 (the bias last)
-_DTYPE_FLOAT32 = lgbm_capi.C_API_DTYPE_FLOAT32  # rows are float32, as Featurizer.prefix_matrix stores them
+# TreeSHAP values, n_features + 1 (the bias last)
+_PREDICT_CONTRIB = lgbm_capi.C_API_PREDICT_CONTRIB
+# rows are float32, as Featurizer.prefix_matrix stores them
+_DTYPE_FLOAT32 = lgbm_capi.C_API_DTYPE_FLOAT32
 
 
 class FastPathUnavailable(EarlyEvalError, RuntimeError):
@@ -46,13 +48,20 @@ class SingleRowPredictor:
     With ``contrib=True`` it returns ``booster.predict(x[None], pred_contrib=True)[0]``
     instead (TreeSHAP, ~0.4 ms for 250 trees: used for explanations only)."""
 
-    def __init__(self, booster: Any, n_features: int | None = None, use_c_api: bool = True, contrib: bool = False):
+    def __init__(
+        self,
+        booster: Any,
+        n_features: int | None = None,
+        use_c_api: bool = True,
+        contrib: bool = False,
+    ):
         self.booster = booster  # keeps the C handle alive as long as the FastConfig
         self.n_features = int(n_features if n_features is not None else booster.num_feature())
         if self.n_features != booster.num_feature():
             raise ValueError(f"booster has {booster.num_feature()} features, not {self.n_features}")
         self.contrib = contrib
-        self.n_outputs = 1 if contrib else int(booster.num_model_per_iteration())  # raw scores per row (num_class)
+        # raw scores per row (num_class)
+        self.n_outputs = 1 if contrib else int(booster.num_model_per_iteration())
         self._buf = np.zeros(self.n_features, dtype=np.float32)
         self._out = np.zeros(self.n_features + 1 if contrib else self.n_outputs, dtype=np.float64)
         self._lock = threading.Lock()
@@ -63,7 +72,9 @@ class SingleRowPredictor:
                 self._init_c_api()
                 self.kind = "c-api"
             except Exception as e:  # an old or unusual LightGBM build: stay exact, just slower
-                log.warning("LightGBM single-row fast path unavailable (%s); using Booster.predict", e)
+                log.warning(
+                    "LightGBM single-row fast path unavailable (%s); using Booster.predict", e
+                )
                 self._cfg = None
 
     def _init_c_api(self) -> None:
@@ -71,25 +82,42 @@ class SingleRowPredictor:
         self._c_booster = cb  # keeps the handle alive as long as the FastConfig
         _LIB = cb.lib
         cfg = ctypes.c_void_p()
-        lgbm_capi.check(_LIB, _LIB.LGBM_BoosterPredictForMatSingleRowFastInit(
-            cb.handle, ctypes.c_int(_PREDICT_CONTRIB if self.contrib else _PREDICT_RAW_SCORE), ctypes.c_int(0), ctypes.c_int(-1),
-            ctypes.c_int(_DTYPE_FLOAT32), ctypes.c_int32(self.n_features), ctypes.c_char_p(b"num_threads=1"), ctypes.byref(cfg)))
+        lgbm_capi.check(
+            _LIB,
+            _LIB.LGBM_BoosterPredictForMatSingleRowFastInit(
+                cb.handle,
+                ctypes.c_int(_PREDICT_CONTRIB if self.contrib else _PREDICT_RAW_SCORE),
+                ctypes.c_int(0),
+                ctypes.c_int(-1),
+                ctypes.c_int(_DTYPE_FLOAT32),
+                ctypes.c_int32(self.n_features),
+                ctypes.c_char_p(b"num_threads=1"),
+                ctypes.byref(cfg),
+            ),
+        )
         self._cfg = cfg
         self._lib = _LIB
         self._fn = _LIB.LGBM_BoosterPredictForMatSingleRowFast
         self._out_len = ctypes.c_int64(0)
         # the arguments never change: the row is copied into the same buffer each call
-        self._args = (cfg, self._buf.ctypes.data_as(ctypes.c_void_p), ctypes.byref(self._out_len),
-                      self._out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
+        self._args = (
+            cfg,
+            self._buf.ctypes.data_as(ctypes.c_void_p),
+            ctypes.byref(self._out_len),
+            self._out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        )
 
     def __call__(self, x: np.ndarray) -> float:
         """Raw margin (log-odds) of one feature row (cast to float32 like the batch path)."""
         with self._lock:
             self._buf[:] = x
             if self._cfg is None:
-                return float(self.booster.predict(self._buf[None, :], raw_score=True, num_threads=1)[0])
+                return float(
+                    self.booster.predict(self._buf[None, :], raw_score=True, num_threads=1)[0]
+                )
             if self._fn(*self._args) != 0:
-                lgbm_capi.check(self._lib, -1)  # raises LightGBMCError with LightGBM's last error message
+                # raises LightGBMCError with LightGBM's last error message
+                lgbm_capi.check(self._lib, -1)
             return float(self._out[0])
 
     def outputs(self, x: np.ndarray) -> list[float]:
@@ -97,7 +125,12 @@ class SingleRowPredictor:
         with self._lock:
             self._buf[:] = x
             if self._cfg is None:
-                return [float(v) for v in np.ravel(self.booster.predict(self._buf[None, :], raw_score=True, num_threads=1))]
+                return [
+                    float(v)
+                    for v in np.ravel(
+                        self.booster.predict(self._buf[None, :], raw_score=True, num_threads=1)
+                    )
+                ]
             if self._fn(*self._args) != 0:
                 lgbm_capi.check(self._lib, -1)
             return self._out.tolist()
@@ -109,7 +142,10 @@ class SingleRowPredictor:
         with self._lock:
             self._buf[:] = x
             if self._cfg is None:
-                return np.asarray(self.booster.predict(self._buf[None, :], pred_contrib=True, num_threads=1)[0], dtype=np.float64)
+                return np.asarray(
+                    self.booster.predict(self._buf[None, :], pred_contrib=True, num_threads=1)[0],
+                    dtype=np.float64,
+                )
             if self._fn(*self._args) != 0:
                 lgbm_capi.check(self._lib, -1)
             return self._out.copy()
@@ -137,9 +173,11 @@ _TREE_HEADER = re.compile(r"(?m)^Tree=\d+\n")
 _SPLIT_FEATURE = re.compile(r"(?m)^split_feature=(.*)$")
 _THRESHOLD = re.compile(r"(?m)^threshold=(.*)$")
 # a one-leaf tree that adds 0.0 (pads a booster that stopped early: x + 0.0 == x)
-_ZERO_TREE = ("num_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\nthreshold=\ndecision_type=\nleft_child=\n"
-              "right_child=\nleaf_value=0\nleaf_weight=\nleaf_count=\ninternal_value=\ninternal_weight=\n"
-              "internal_count=\nis_linear=0\nshrinkage=1\n\n\n")
+_ZERO_TREE = (
+    "num_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\nthreshold=\ndecision_type=\nleft_child=\n"
+    "right_child=\nleaf_value=0\nleaf_weight=\nleaf_count=\ninternal_value=\ninternal_weight=\n"
+    "internal_count=\nis_linear=0\nshrinkage=1\n\n\n"
+)
 
 
 def _tree_blocks(text: str) -> list[str]:
@@ -166,15 +204,30 @@ def stack_boosters(boosters: list[Any], feature_maps: list[list[int]], n_feature
             raise ValueError("only single-output boosters without linear trees can be stacked")
     trees = [_tree_blocks(t) for t in texts]
     n_iter = max(len(t) for t in trees)
-    head = ["tree", "version=v4", f"num_class={K}", f"num_tree_per_iteration={K}", "label_index=0",
-            f"max_feature_idx={n_features - 1}", f"objective=multiclass num_class:{K}",
-            "feature_names=" + " ".join(f"f{i}" for i in range(n_features)), "feature_infos=" + " ".join(["none"] * n_features), "", ""]
+    head = [
+        "tree",
+        "version=v4",
+        f"num_class={K}",
+        f"num_tree_per_iteration={K}",
+        "label_index=0",
+        f"max_feature_idx={n_features - 1}",
+        f"objective=multiclass num_class:{K}",
+        "feature_names=" + " ".join(f"f{i}" for i in range(n_features)),
+        "feature_infos=" + " ".join(["none"] * n_features),
+        "",
+        "",
+    ]
     parts = ["\n".join(head)]
     for i in range(n_iter):
         for k in range(K):
             if i < len(trees[k]):
-                blk = _SPLIT_FEATURE.sub(lambda m, fmap=feature_maps[k]: "split_feature=" + " ".join(str(fmap[int(v)]) for v in m.group(1).split()),
-                                         trees[k][i], count=1)
+                blk = _SPLIT_FEATURE.sub(
+                    lambda m, fmap=feature_maps[k]: (
+                        "split_feature=" + " ".join(str(fmap[int(v)]) for v in m.group(1).split())
+                    ),
+                    trees[k][i],
+                    count=1,
+                )
             else:
                 blk = _ZERO_TREE
             parts.append(f"Tree={i * K + k}\n{blk}")
@@ -182,7 +235,9 @@ def stack_boosters(boosters: list[Any], feature_maps: list[list[int]], n_feature
     return load_booster("".join(parts))
 
 
-def _probe_rows(boosters: list[Any], feature_maps: list[list[int]], n_features: int, n_rows: int, seed: int) -> np.ndarray:
+def _probe_rows(
+    boosters: list[Any], feature_maps: list[list[int]], n_features: int, n_rows: int, seed: int
+) -> np.ndarray:
     """float32 rows whose values sit on both sides of the boosters' own split thresholds, some NaN."""
     thr: dict[int, list[float]] = {}
     for b, fmap in zip(boosters, feature_maps):
@@ -197,7 +252,11 @@ def _probe_rows(boosters: list[Any], feature_maps: list[list[int]], n_features: 
     X = rng.normal(size=(n_rows, n_features))
     for j, vs in thr.items():
         pick = np.asarray(vs)[rng.integers(0, len(vs), n_rows)]
-        X[:, j] = pick + np.abs(pick) * rng.choice([-1e-3, 0.0, 1e-3], n_rows) + rng.choice([-1e-6, 1e-6], n_rows)
+        X[:, j] = (
+            pick
+            + np.abs(pick) * rng.choice([-1e-3, 0.0, 1e-3], n_rows)
+            + rng.choice([-1e-6, 1e-6], n_rows)
+        )
     X[rng.random(X.shape) < 0.1] = np.nan
     return X.astype(np.float32)
 
@@ -214,26 +273,47 @@ class StackedPredictor:
     falls back to one ``SingleRowPredictor`` per booster (``kind == "separate"``), which
     is exact but slower."""
 
-    def __init__(self, boosters: list[Any], feature_maps: list[list[int]], n_features: int,
-                 use_c_api: bool = True, check_rows: int = 32, seed: int = 0):
+    def __init__(
+        self,
+        boosters: list[Any],
+        feature_maps: list[list[int]],
+        n_features: int,
+        use_c_api: bool = True,
+        check_rows: int = 32,
+        seed: int = 0,
+    ):
         self.n_features = int(n_features)
         self.n_outputs = len(boosters)
         self._maps = [np.asarray(m, dtype=np.int64) for m in feature_maps]
         self.kind = "stacked"
         try:
-            self._stacked = SingleRowPredictor(stack_boosters(boosters, feature_maps, self.n_features), self.n_features,
-                                               use_c_api=use_c_api)
+            self._stacked = SingleRowPredictor(
+                stack_boosters(boosters, feature_maps, self.n_features),
+                self.n_features,
+                use_c_api=use_c_api,
+            )
             if check_rows:
                 X = _probe_rows(boosters, feature_maps, self.n_features, check_rows, seed)
-                ref = np.column_stack([b.predict(X[:, m], raw_score=True, num_threads=1) for b, m in zip(boosters, self._maps)])
+                ref = np.column_stack(
+                    [
+                        b.predict(X[:, m], raw_score=True, num_threads=1)
+                        for b, m in zip(boosters, self._maps)
+                    ]
+                )
                 got = np.asarray([self._stacked.outputs(x) for x in X])
                 if not np.array_equal(got, ref):
-                    raise ValueError(f"stacked outputs differ from the boosters' (max {np.nanmax(np.abs(got - ref)):.3g})")
+                    raise ValueError(
+                        f"stacked outputs differ from the boosters' (max {np.nanmax(np.abs(got - ref)):.3g})"
+                    )
         except Exception as e:
-            log.warning("stacking %d boosters failed (%s); predicting them one by one", len(boosters), e)
+            log.warning(
+                "stacking %d boosters failed (%s); predicting them one by one", len(boosters), e
+            )
             self.kind = "separate"
             self._stacked = None
-            self._each = [SingleRowPredictor(b, b.num_feature(), use_c_api=use_c_api) for b in boosters]
+            self._each = [
+                SingleRowPredictor(b, b.num_feature(), use_c_api=use_c_api) for b in boosters
+            ]
 
     def __call__(self, x: np.ndarray) -> list[float]:
         if self._stacked is not None:

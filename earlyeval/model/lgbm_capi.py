@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.env import env_flag
+from earlyeval.core.errors import EarlyEvalError
 
 C_API_DTYPE_FLOAT32 = 0
 C_API_DTYPE_FLOAT64 = 1
@@ -25,10 +25,21 @@ C_API_PREDICT_NORMAL = 0
 C_API_PREDICT_RAW_SCORE = 1
 C_API_PREDICT_CONTRIB = 3
 
-_SYMBOLS = ("LGBM_GetLastError", "LGBM_BoosterLoadModelFromString", "LGBM_BoosterFree", "LGBM_BoosterGetNumFeature",
-            "LGBM_BoosterNumModelPerIteration", "LGBM_BoosterGetFeatureNames", "LGBM_BoosterSaveModelToString",
-            "LGBM_BoosterCalcNumPredict", "LGBM_BoosterPredictForMat", "LGBM_BoosterGetCurrentIteration",
-            "LGBM_BoosterPredictForMatSingleRowFastInit", "LGBM_BoosterPredictForMatSingleRowFast", "LGBM_FastConfigFree")
+_SYMBOLS = (
+    "LGBM_GetLastError",
+    "LGBM_BoosterLoadModelFromString",
+    "LGBM_BoosterFree",
+    "LGBM_BoosterGetNumFeature",
+    "LGBM_BoosterNumModelPerIteration",
+    "LGBM_BoosterGetFeatureNames",
+    "LGBM_BoosterSaveModelToString",
+    "LGBM_BoosterCalcNumPredict",
+    "LGBM_BoosterPredictForMat",
+    "LGBM_BoosterGetCurrentIteration",
+    "LGBM_BoosterPredictForMatSingleRowFastInit",
+    "LGBM_BoosterPredictForMatSingleRowFast",
+    "LGBM_FastConfigFree",
+)
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -47,18 +58,26 @@ def library_path() -> Path:
     spec = importlib.util.find_spec("lightgbm")
     if spec is None or not spec.submodule_search_locations:
         raise LibraryUnavailable("the lightgbm package is not installed")
-    name = {"win32": "lib_lightgbm.dll", "darwin": "lib_lightgbm.dylib"}.get(sys.platform, "lib_lightgbm.so")
-    for base in spec.submodule_search_locations:  # the package's own search order (lightgbm/libpath.py)
+    name = {"win32": "lib_lightgbm.dll", "darwin": "lib_lightgbm.dylib"}.get(
+        sys.platform, "lib_lightgbm.so"
+    )
+    for (
+        base
+    ) in spec.submodule_search_locations:  # the package's own search order (lightgbm/libpath.py)
         for p in (Path(base).parent / name, Path(base) / "bin" / name, Path(base) / "lib" / name):
             if p.is_file():
                 return p
-    raise LibraryUnavailable(f"no {name} in the lightgbm package at {list(spec.submodule_search_locations)}")
+    raise LibraryUnavailable(
+        f"no {name} in the lightgbm package at {list(spec.submodule_search_locations)}"
+    )
 
 
 def library() -> ctypes.CDLL:
     """lib_lightgbm, loaded once (the same handle the lightgbm package gets if it is imported too)."""
     global _lib
-    if not env_flag("EARLYEVAL_LGBM_CAPI", True):  # read at every call: a malformed value is refused by name
+    if not env_flag(
+        "EARLYEVAL_LGBM_CAPI", True
+    ):  # read at every call: a malformed value is refused by name
         raise LibraryUnavailable("disabled by EARLYEVAL_LGBM_CAPI=0")
     with _lock:
         if _lib is None:
@@ -97,7 +116,12 @@ class CBooster:
         self.lib = library()
         self.handle = ctypes.c_void_p()
         n_iter = ctypes.c_int(0)
-        check(self.lib, self.lib.LGBM_BoosterLoadModelFromString(_c_str(model_str), ctypes.byref(n_iter), ctypes.byref(self.handle)))
+        check(
+            self.lib,
+            self.lib.LGBM_BoosterLoadModelFromString(
+                _c_str(model_str), ctypes.byref(n_iter), ctypes.byref(self.handle)
+            ),
+        )
         out = ctypes.c_int(0)
         check(self.lib, self.lib.LGBM_BoosterGetNumFeature(self.handle, ctypes.byref(out)))
         self._num_feature = int(out.value)
@@ -105,7 +129,9 @@ class CBooster:
         self._per_iter = int(out.value)
         # the line the lightgbm package appends to the C model text (its pandas categories: none for numpy-trained models)
         i = model_str.rfind("\npandas_categorical:")
-        self._pandas_line = model_str[i + 1:].split("\n", 1)[0] if i >= 0 else "pandas_categorical:null"
+        self._pandas_line = (
+            model_str[i + 1 :].split("\n", 1)[0] if i >= 0 else "pandas_categorical:null"
+        )
 
     def __del__(self) -> None:
         h = getattr(self, "handle", None)
@@ -137,8 +163,17 @@ class CBooster:
             bufs = [ctypes.create_string_buffer(size) for _ in range(n)]
             ptrs = (ctypes.c_char_p * n)(*map(ctypes.addressof, bufs))
             out_n, need = ctypes.c_int(0), ctypes.c_size_t(0)
-            check(self.lib, self.lib.LGBM_BoosterGetFeatureNames(self.handle, ctypes.c_int(n), ctypes.byref(out_n),
-                                                                  ctypes.c_size_t(size), ctypes.byref(need), ptrs))
+            check(
+                self.lib,
+                self.lib.LGBM_BoosterGetFeatureNames(
+                    self.handle,
+                    ctypes.c_int(n),
+                    ctypes.byref(out_n),
+                    ctypes.c_size_t(size),
+                    ctypes.byref(need),
+                    ptrs,
+                ),
+            )
             if need.value <= size:
                 return [b.value.decode("utf-8") for b in bufs[: out_n.value]]
             size = int(need.value)
@@ -149,34 +184,76 @@ class CBooster:
         while True:
             buf = ctypes.create_string_buffer(size)
             need = ctypes.c_int64(0)
-            check(self.lib, self.lib.LGBM_BoosterSaveModelToString(self.handle, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(0),
-                                                                    ctypes.c_int64(size), ctypes.byref(need), buf))
+            check(
+                self.lib,
+                self.lib.LGBM_BoosterSaveModelToString(
+                    self.handle,
+                    ctypes.c_int(0),
+                    ctypes.c_int(-1),
+                    ctypes.c_int(0),
+                    ctypes.c_int64(size),
+                    ctypes.byref(need),
+                    buf,
+                ),
+            )
             if need.value <= size:
                 return buf.value.decode("utf-8") + "\n" + self._pandas_line + "\n"
             size = int(need.value)
 
-    def predict(self, X: Any, raw_score: bool = False, pred_contrib: bool = False, num_threads: int = 1) -> np.ndarray:
+    def predict(
+        self, X: Any, raw_score: bool = False, pred_contrib: bool = False, num_threads: int = 1
+    ) -> np.ndarray:
         """``lightgbm.Booster.predict`` for a 2-d array: float32/float64 rows kept, anything else cast to float32."""
         mat = np.asarray(X)
         if mat.ndim != 2:
             raise ValueError("Input numpy.ndarray or list must be 2 dimensional")
         if mat.shape[1] != self._num_feature:
-            raise ValueError(f"the booster has {self._num_feature} features, the data {mat.shape[1]}")
+            raise ValueError(
+                f"the booster has {self._num_feature} features, the data {mat.shape[1]}"
+            )
         if mat.dtype not in (np.float32, np.float64):
             mat = mat.astype(np.float32)
         if not mat.flags.c_contiguous:
             mat = np.ascontiguousarray(mat)
         dtype = C_API_DTYPE_FLOAT32 if mat.dtype == np.float32 else C_API_DTYPE_FLOAT64
-        kind = C_API_PREDICT_CONTRIB if pred_contrib else C_API_PREDICT_RAW_SCORE if raw_score else C_API_PREDICT_NORMAL
+        kind = (
+            C_API_PREDICT_CONTRIB
+            if pred_contrib
+            else C_API_PREDICT_RAW_SCORE
+            if raw_score
+            else C_API_PREDICT_NORMAL
+        )
         n = ctypes.c_int64(0)
-        check(self.lib, self.lib.LGBM_BoosterCalcNumPredict(self.handle, ctypes.c_int(mat.shape[0]), ctypes.c_int(kind),
-                                                             ctypes.c_int(0), ctypes.c_int(-1), ctypes.byref(n)))
+        check(
+            self.lib,
+            self.lib.LGBM_BoosterCalcNumPredict(
+                self.handle,
+                ctypes.c_int(mat.shape[0]),
+                ctypes.c_int(kind),
+                ctypes.c_int(0),
+                ctypes.c_int(-1),
+                ctypes.byref(n),
+            ),
+        )
         out = np.empty(int(n.value), dtype=np.float64)
         got = ctypes.c_int64(0)
-        check(self.lib, self.lib.LGBM_BoosterPredictForMat(
-            self.handle, mat.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(dtype), ctypes.c_int32(mat.shape[0]),
-            ctypes.c_int32(mat.shape[1]), ctypes.c_int(1), ctypes.c_int(kind), ctypes.c_int(0), ctypes.c_int(-1),
-            _c_str(f"num_threads={int(num_threads)}"), ctypes.byref(got), out.ctypes.data_as(ctypes.POINTER(ctypes.c_double))))
+        check(
+            self.lib,
+            self.lib.LGBM_BoosterPredictForMat(
+                self.handle,
+                mat.ctypes.data_as(ctypes.c_void_p),
+                ctypes.c_int(dtype),
+                ctypes.c_int32(mat.shape[0]),
+                ctypes.c_int32(mat.shape[1]),
+                ctypes.c_int(1),
+                ctypes.c_int(kind),
+                ctypes.c_int(0),
+                ctypes.c_int(-1),
+                _c_str(f"num_threads={int(num_threads)}"),
+                ctypes.byref(got),
+                out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            ),
+        )
         if got.value != n.value:
             raise LightGBMCError(f"LightGBM returned {got.value} predictions, expected {n.value}")
         n_rows = mat.shape[0]

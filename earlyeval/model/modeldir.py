@@ -13,8 +13,8 @@ import json
 import logging
 import platform
 import shutil
-from importlib.metadata import version as _dist_version
 from dataclasses import dataclass, field
+from importlib.metadata import version as _dist_version
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,14 @@ log = logging.getLogger(__name__)
 from earlyeval.config import schema
 from earlyeval.core import atomic
 from earlyeval.core.env import env_int
-from earlyeval.model import signature
-from earlyeval.model.boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
 from earlyeval.core.errors import ModelDirError, SettingError, UnknownPluginError
 from earlyeval.core.trajectory import Action, Task, make_step
+from earlyeval.core.version import (
+    __version__,  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
+)
 from earlyeval.features import FAMILIES, FeatureFamily, Featurizer, RunContext, bind_values
-from earlyeval.core.version import __version__  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
+from earlyeval.model import signature
+from earlyeval.model.boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
 from earlyeval.model.lgbm_capi import load_booster
 from earlyeval.model.outcome import OutcomePredictor
 from earlyeval.model.safedir import OpenDir
@@ -50,7 +52,8 @@ class ModelBundle:
     training: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. budget estimators' JSON
     manifest: dict[str, Any] = field(default_factory=dict)
-    extra_errors: dict[str, str] = field(default_factory=dict)  # extras left out at load (fail-open), and why
+    # extras left out at load (fail-open), and why
+    extra_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def feature_names(self) -> list[str]:
@@ -63,8 +66,13 @@ def _sha(b: bytes) -> str:
 
 def _versions() -> dict[str, str]:
     """Read from the installed distributions' metadata: recording a version imports nothing."""
-    return {"earlyeval": __version__, "lightgbm": _dist_version("lightgbm"), "scikit-learn": _dist_version("scikit-learn"),
-            "numpy": np.__version__, "python": platform.python_version()}
+    return {
+        "earlyeval": __version__,
+        "lightgbm": _dist_version("lightgbm"),
+        "scikit-learn": _dist_version("scikit-learn"),
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
@@ -73,7 +81,9 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
-def save_model_dir(bundle: ModelBundle, path: str | Path, *, key: bytes | str | None = None) -> Path:
+def save_model_dir(
+    bundle: ModelBundle, path: str | Path, *, key: bytes | str | None = None
+) -> Path:
     """Write the directory beside any old one and swap it in whole (``atomic.swap_dir``): a kill at any
     moment leaves ``path`` the previous complete model or the new one.  Nothing wall-clock is written:
     two identical trainings give identical files and hashes.  With a signing key (``key``, else
@@ -109,7 +119,8 @@ def save_model_dir(bundle: ModelBundle, path: str | Path, *, key: bytes | str | 
         "files": hashes,
         "content_hash": _sha("".join(f"{n}:{h}\n" for n, h in hashes.items()).encode()),
     }
-    manifest = json.loads(json.dumps(manifest))  # hash exactly what a reader will see (tuples -> lists, ...)
+    # hash exactly what a reader will see (tuples -> lists, ...)
+    manifest = json.loads(json.dumps(manifest))
     manifest["manifest_hash"] = manifest_hash(manifest)
     with atomic.machine_faults(out):
         tmp = atomic.new_dir_beside(out)
@@ -119,7 +130,9 @@ def save_model_dir(bundle: ModelBundle, path: str | Path, *, key: bytes | str | 
                 (tmp / n).write_bytes(b)
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
             if signing_key is not None:
-                (tmp / signature.SIGNATURE).write_bytes(signature.sign(manifest["manifest_hash"], signing_key))
+                (tmp / signature.SIGNATURE).write_bytes(
+                    signature.sign(manifest["manifest_hash"], signing_key)
+                )
         _loads(tmp, out)
         with atomic.machine_faults(out):
             atomic.swap_dir(tmp, out)
@@ -133,10 +146,15 @@ def _loads(tmp: Path, out: Path) -> None:
     """The staged directory ``tmp`` (for ``out``) loads with this package's own loader, or a ModelDirError
     naming ``out`` and the refused field (nothing has replaced ``out`` yet)."""
     try:
-        load_model_dir(tmp, probe_boosters=False)  # the structural booster check only: LightGBM wrote the text
+        # the structural booster check only: LightGBM wrote the text
+        load_model_dir(tmp, probe_boosters=False)
     except ModelDirError as e:
-        raise ModelDirError(str(out), e.field, f"{e.reason} (the loader refuses the model just fitted: nothing "
-                                               "written; too little or one-sided training data?)") from None
+        raise ModelDirError(
+            str(out),
+            e.field,
+            f"{e.reason} (the loader refuses the model just fitted: nothing "
+            "written; too little or one-sided training data?)",
+        ) from None
 
 
 def manifest_hash(manifest: dict[str, Any]) -> str:
@@ -147,7 +165,8 @@ def manifest_hash(manifest: dict[str, Any]) -> str:
 
 # bounds on what loading reads: the manifest is a few KB, a booster or the budget JSON a few MB
 MAX_MANIFEST_BYTES = 8 << 20
-MAX_FILE_BYTES = 512 << 20  # default of EARLYEVAL_MAX_MODEL_FILE_BYTES, read (and range-checked) at each load
+# default of EARLYEVAL_MAX_MODEL_FILE_BYTES, read (and range-checked) at each load
+MAX_FILE_BYTES = 512 << 20
 
 
 def max_file_bytes() -> int:
@@ -161,19 +180,33 @@ def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise ModelDirError(mf, "format", f"expected '{FORMAT}'")
     if m.get("format_version") != FORMAT_VERSION:
-        raise ModelDirError(mf, "format_version",
-                            f"this earlyeval reads version {FORMAT_VERSION}, the directory is version {m.get('format_version')!r}; retrain or upgrade")
-    for key in ("files", "content_hash", "feature_names", "families", "thresholds", "manifest_hash"):
+        raise ModelDirError(
+            mf,
+            "format_version",
+            f"this earlyeval reads version {FORMAT_VERSION}, the directory is version {m.get('format_version')!r}; retrain or upgrade",
+        )
+    for key in (
+        "files",
+        "content_hash",
+        "feature_names",
+        "families",
+        "thresholds",
+        "manifest_hash",
+    ):
         if key not in m:
             raise ModelDirError(mf, key, "missing from manifest")
     if not isinstance(m["manifest_hash"], str) or m["manifest_hash"] != manifest_hash(m):
-        raise ModelDirError(mf, "manifest_hash", "does not match the manifest's content: manifest edited")
+        raise ModelDirError(
+            mf, "manifest_hash", "does not match the manifest's content: manifest edited"
+        )
     return schema.check(schema.MANIFEST, m, lambda key, why: ModelDirError(mf, key, why))
 
 
 def _check_thresholds(th: Any, f: str, field: str) -> None:
     """(0.5, 1] each (a p >= tau below 0.5 would halt on both sides), or above 1 for "never halt this way"."""
-    schema.check(schema.MODEL_THRESHOLDS, th, lambda key, why: ModelDirError(f, key, why), key=field)
+    schema.check(
+        schema.MODEL_THRESHOLDS, th, lambda key, why: ModelDirError(f, key, why), key=field
+    )
 
 
 def read_manifest(path: str | Path, _d: OpenDir | None = None) -> dict[str, Any]:
@@ -193,16 +226,30 @@ def _verified_bytes(p: Path, manifest: dict[str, Any], d: OpenDir) -> dict[str, 
     limit = max_file_bytes()
     recomputed = _sha("".join(f"{n}:{h}\n" for n, h in sorted(files.items())).encode())
     if recomputed != manifest["content_hash"]:
-        raise ModelDirError(str(p / MANIFEST), "content_hash", "does not match the file hashes listed: manifest edited")
+        raise ModelDirError(
+            str(p / MANIFEST),
+            "content_hash",
+            "does not match the file hashes listed: manifest edited",
+        )
     out = {}
     for name, h in files.items():
         if "/" in name or "\\" in name or "\0" in name or name.startswith(".") or name == MANIFEST:
-            raise ModelDirError(str(p / MANIFEST), f"files.{name}", "file names must be plain names inside the directory")
+            raise ModelDirError(
+                str(p / MANIFEST),
+                f"files.{name}",
+                "file names must be plain names inside the directory",
+            )
         if not (name.endswith((".json", ".txt", ".npz"))):
-            raise ModelDirError(str(p / MANIFEST), f"files.{name}", "only .json, .txt and .npz files belong in a model directory")
+            raise ModelDirError(
+                str(p / MANIFEST),
+                f"files.{name}",
+                "only .json, .txt and .npz files belong in a model directory",
+            )
         b = d.read(name, limit)
         if _sha(b) != h:
-            raise ModelDirError(str(p / name), name, "SHA-256 differs from the manifest: truncated or tampered")
+            raise ModelDirError(
+                str(p / name), name, "SHA-256 differs from the manifest: truncated or tampered"
+            )
         out[name] = b
     return out
 
@@ -228,7 +275,9 @@ def _checked_booster(text: str, f: str, n_features: int | None) -> str:
     try:
         return check_model_text(text, n_features)
     except BoosterTextError as e:
-        raise ModelDirError(f, Path(f).name, f"not a LightGBM model text this loader accepts: {e}") from e
+        raise ModelDirError(
+            f, Path(f).name, f"not a LightGBM model text this loader accepts: {e}"
+        ) from e
 
 
 def _parse_booster(text: str, f: str) -> Any:
@@ -236,7 +285,9 @@ def _parse_booster(text: str, f: str) -> Any:
     try:
         return load_booster(text)
     except Exception as e:
-        raise ModelDirError(f, Path(f).name, f"LightGBM could not read it ({type(e).__name__}: {e})") from e
+        raise ModelDirError(
+            f, Path(f).name, f"LightGBM could not read it ({type(e).__name__}: {e})"
+        ) from e
 
 
 def _booster_strings(obj: Any, out: list[str], depth: int = 0) -> list[str]:
@@ -260,7 +311,9 @@ def _run_once(fz: Featurizer, p: Path) -> None:
     (a corrupt public-history table) is refused here, named, not at a live run's start (where it would only
     fail open)."""
     task = Task(task_id="earlyeval-load-check", prompt="load check")
-    ctx = RunContext(task=task, agent="a", scaffold="s", model="m", task_id=task.task_id, prompt=task.prompt)
+    ctx = RunContext(
+        task=task, agent="a", scaffold="s", model="m", task_id=task.task_id, prompt=task.prompt
+    )
     step = make_step(0, [Action("bash", "ls")], observation="ok")
     for fam in fz.families:
         try:
@@ -268,8 +321,11 @@ def _run_once(fz: Featurizer, p: Path) -> None:
             fam.update(st, step)
             bind_values(fam.name, fam.names, fam.values(st))
         except Exception as e:
-            raise ModelDirError(str(p / f"family_{fam.name}.json"), f"family_{fam.name}",
-                                f"the stored family cannot follow a run ({type(e).__name__}: {e})") from e
+            raise ModelDirError(
+                str(p / f"family_{fam.name}.json"),
+                f"family_{fam.name}",
+                f"the stored family cannot follow a run ({type(e).__name__}: {e})",
+            ) from e
 
 
 def _lgb_name(n: str) -> str:
@@ -279,8 +335,14 @@ def _lgb_name(n: str) -> str:
     return re.sub(r"[\s]", "_", n)
 
 
-def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | None = None,
-                   require_signature: bool = False, key: bytes | str | None = None) -> ModelBundle:
+def load_model_dir(
+    path: str | Path,
+    n_jobs: int = 1,
+    *,
+    probe_boosters: bool | None = None,
+    require_signature: bool = False,
+    key: bytes | str | None = None,
+) -> ModelBundle:
     """Load and verify a model directory (see the module doc); every failure is a ``ModelDirError``.
 
     ``require_signature``: also refuse a directory whose ``signature.json`` is missing or was not made with
@@ -295,8 +357,11 @@ def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | 
     do_probe = probe_enabled() if probe_boosters is None else probe_boosters
     signing_key = signature.model_key(key) if require_signature else None
     if require_signature and signing_key is None:
-        raise SettingError("environment", "EARLYEVAL_MODEL_KEY",
-                           "require_signature needs the signing key (EARLYEVAL_MODEL_KEY, EARLYEVAL_MODEL_KEY_FILE or key=)")
+        raise SettingError(
+            "environment",
+            "EARLYEVAL_MODEL_KEY",
+            "require_signature needs the signing key (EARLYEVAL_MODEL_KEY, EARLYEVAL_MODEL_KEY_FILE or key=)",
+        )
     for attempt in range(3):
         d = OpenDir(p)
         try:
@@ -305,9 +370,13 @@ def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | 
             if attempt < 2 and d.swapped():
                 continue
             raise
-        except SettingError:  # a malformed environment variable: named as such, not as the directory's fault
+        except (
+            SettingError
+        ):  # a malformed environment variable: named as such, not as the directory's fault
             raise
-        except Exception as e:  # a schema this loader did not foresee: still a refusal, never a raw traceback
+        except (
+            Exception
+        ) as e:  # a schema this loader did not foresee: still a refusal, never a raw traceback
             if attempt < 2 and d.swapped():
                 continue
             raise ModelDirError(str(p), "<load>", f"cannot load ({type(e).__name__}: {e})") from e
@@ -316,28 +385,42 @@ def load_model_dir(path: str | Path, n_jobs: int = 1, *, probe_boosters: bool | 
     raise AssertionError("unreachable")
 
 
-def _load(p: Path, d: OpenDir, n_jobs: int, do_probe: bool, signing_key: bytes | None = None) -> ModelBundle:
+def _load(
+    p: Path, d: OpenDir, n_jobs: int, do_probe: bool, signing_key: bytes | None = None
+) -> ModelBundle:
     manifest = read_manifest(p, d)
     blobs = _verified_bytes(p, manifest, d)
-    if signing_key is not None:  # the hashes are verified: the signature of manifest_hash now vouches for every byte
+    if (
+        signing_key is not None
+    ):  # the hashes are verified: the signature of manifest_hash now vouches for every byte
         _check_signature(p, d, manifest, signing_key)
     fz = Featurizer([_family(p, entry, blobs) for entry in manifest["families"]])
     _run_once(fz, p)
     if fz.names != manifest["feature_names"]:
-        raise ModelDirError(str(p / MANIFEST), "feature_names", "do not match the feature families stored in the directory")
+        raise ModelDirError(
+            str(p / MANIFEST),
+            "feature_names",
+            "do not match the feature families stored in the directory",
+        )
     state = _json(blobs["model.json"], str(p / "model.json")) if "model.json" in blobs else None
     if state is None:
         raise ModelDirError(str(p / "model.json"), "model.json", "missing")
     boosters = _outcome_boosters(p, blobs, state, len(fz.names), do_probe)
     extra, extra_errors = _extras(p, blobs, do_probe)
     model = _outcome_model(p, state, boosters, fz.names, n_jobs)
-    thresholds = _json(blobs["thresholds.json"], str(p / "thresholds.json")) if "thresholds.json" in blobs else None
+    thresholds = (
+        _json(blobs["thresholds.json"], str(p / "thresholds.json"))
+        if "thresholds.json" in blobs
+        else None
+    )
     if thresholds is None:
         raise ModelDirError(str(p / "thresholds.json"), "thresholds.json", "missing")
     _check_thresholds(thresholds, str(p / "thresholds.json"), "thresholds.json")
     if thresholds != manifest["thresholds"]:
         raise ModelDirError(str(p / "thresholds.json"), "thresholds", "differ from the manifest's")
-    return ModelBundle(fz, model, thresholds, manifest.get("training", {}), extra, manifest, extra_errors)
+    return ModelBundle(
+        fz, model, thresholds, manifest.get("training", {}), extra, manifest, extra_errors
+    )
 
 
 def _check_signature(p: Path, d: OpenDir, manifest: dict[str, Any], signing_key: bytes) -> None:
@@ -359,9 +442,13 @@ def _family(p: Path, entry: dict[str, Any], blobs: dict[str, bytes]) -> FeatureF
     try:
         cls = FAMILIES.get(name)
     except UnknownPluginError as e:
-        raise ModelDirError(str(p / MANIFEST), "families", f"unknown feature family {name!r} (known: {', '.join(e.known)}; "
-                            "a custom family must be installed as an entry point or registered with earlyeval.features.register_family "
-                            "before loading)") from e
+        raise ModelDirError(
+            str(p / MANIFEST),
+            "families",
+            f"unknown feature family {name!r} (known: {', '.join(e.known)}; "
+            "a custom family must be installed as an entry point or registered with earlyeval.features.register_family "
+            "before loading)",
+        ) from e
     meta = _json(blobs.get(f"family_{name}.json", b"{}"), str(p / f"family_{name}.json"))
     arrays: dict[str, np.ndarray] = {}
     if entry.get("arrays"):
@@ -372,29 +459,46 @@ def _family(p: Path, entry: dict[str, Any], blobs: dict[str, bytes]) -> FeatureF
             with np.load(io.BytesIO(blobs[key]), allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}
         except Exception as e:  # a corrupt archive must not surface as a zipfile traceback
-            raise ModelDirError(str(p / key), key, f"cannot read arrays ({type(e).__name__}: {e})") from e
+            raise ModelDirError(
+                str(p / key), key, f"cannot read arrays ({type(e).__name__}: {e})"
+            ) from e
     try:
         fam = cls.from_state(meta, arrays)
     except Exception as e:  # a missing key or array: name the family's files, not a KeyError
-        raise ModelDirError(str(p / f"family_{name}.json"), f"family_{name}", f"cannot rebuild the {name} family ({type(e).__name__}: {e})") from e
+        raise ModelDirError(
+            str(p / f"family_{name}.json"),
+            f"family_{name}",
+            f"cannot rebuild the {name} family ({type(e).__name__}: {e})",
+        ) from e
     if len(fam.names) != entry.get("n_features"):
-        raise ModelDirError(str(p / f"family_{name}.json"), f"families.{name}.n_features",
-                            f"the manifest says {entry.get('n_features')}, the stored family makes {len(fam.names)}")
+        raise ModelDirError(
+            str(p / f"family_{name}.json"),
+            f"families.{name}.n_features",
+            f"the manifest says {entry.get('n_features')}, the stored family makes {len(fam.names)}",
+        )
     return fam
 
 
-def _outcome_boosters(p: Path, blobs: dict[str, bytes], state: Any, n_features: int, do_probe: bool) -> dict[str, str]:
+def _outcome_boosters(
+    p: Path, blobs: dict[str, bytes], state: Any, n_features: int, do_probe: bool
+) -> dict[str, str]:
     """The outcome model's booster texts, checked (and probed): the success booster always, the failure one if listed
     or if ``model.json``'s twin needs it."""
     boosters = {}
     for k in ("success", "failure"):
         key = f"booster_{k}.txt"
         if key in blobs:
-            boosters[k] = _checked_booster(_booster_text(blobs[key], str(p / key)), str(p / key), n_features)
+            boosters[k] = _checked_booster(
+                _booster_text(blobs[key], str(p / key)), str(p / key), n_features
+            )
     if "success" not in boosters:
         raise ModelDirError(str(p / "booster_success.txt"), "booster_success.txt", "missing")
     if state.get("twin") in ("flipped", "balanced") and "failure" not in boosters:
-        raise ModelDirError(str(p / "booster_failure.txt"), "booster_failure.txt", f"missing (model.json says twin={state.get('twin')!r})")
+        raise ModelDirError(
+            str(p / "booster_failure.txt"),
+            "booster_failure.txt",
+            f"missing (model.json says twin={state.get('twin')!r})",
+        )
     if do_probe:
         try:
             probe(list(boosters.values()))
@@ -403,7 +507,9 @@ def _outcome_boosters(p: Path, blobs: dict[str, bytes], state: Any, n_features: 
     return boosters
 
 
-def _extras(p: Path, blobs: dict[str, bytes], do_probe: bool) -> tuple[dict[str, Any], dict[str, str]]:
+def _extras(
+    p: Path, blobs: dict[str, bytes], do_probe: bool
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Optional extras (the budget estimators) fail open, as documented: one whose boosters do not pass the check or
     the probe is left out (``ModelBundle.extra_errors`` says why; the Monitor's budget_status too)."""
     extra: dict[str, Any] = {}
@@ -411,7 +517,7 @@ def _extras(p: Path, blobs: dict[str, bytes], do_probe: bool) -> tuple[dict[str,
     for n, b in blobs.items():
         if not n.startswith("extra_"):
             continue
-        key = n[len("extra_"):-len(".json")]
+        key = n[len("extra_") : -len(".json")]
         try:
             v = _json(b, str(p / n))
             texts = [_checked_booster(t, str(p / n), None) for t in _booster_strings(v, [])]
@@ -427,7 +533,9 @@ def _extras(p: Path, blobs: dict[str, bytes], do_probe: bool) -> tuple[dict[str,
     return extra, extra_errors
 
 
-def _outcome_model(p: Path, state: Any, boosters: dict[str, str], names: list[str], n_jobs: int) -> OutcomePredictor:
+def _outcome_model(
+    p: Path, state: Any, boosters: dict[str, str], names: list[str], n_jobs: int
+) -> OutcomePredictor:
     """The outcome predictor from ``model.json`` and the checked booster texts, each booster calibrated and trained on
     exactly the featurizer's features."""
     if not isinstance(state, dict):
@@ -436,17 +544,33 @@ def _outcome_model(p: Path, state: Any, boosters: dict[str, str], names: list[st
     try:
         model = OutcomePredictor.from_state(state, n_jobs=n_jobs)
     except Exception as e:
-        raise ModelDirError(str(p / "model.json"), "model.json", f"not a saved OutcomeModel ({type(e).__name__}: {e})") from e
+        raise ModelDirError(
+            str(p / "model.json"),
+            "model.json",
+            f"not a saved OutcomeModel ({type(e).__name__}: {e})",
+        ) from e
     for k, text in boosters.items():
         model.boosters_[k] = _parse_booster(text, str(p / f"booster_{k}.txt"))
         if k not in model.platt_:
-            raise ModelDirError(str(p / "model.json"), f"platt.{k}", "missing calibration for the booster")
+            raise ModelDirError(
+                str(p / "model.json"), f"platt.{k}", "missing calibration for the booster"
+            )
     if list(model.feature_names_in_) != names:
         raise ModelDirError(str(p / "model.json"), "feature_names", "differ from the featurizer's")
     for k, b in model.boosters_.items():
         nfeat = b.num_feature()
         if nfeat != len(names):
-            raise ModelDirError(str(p / f"booster_{k}.txt"), "num_feature", f"booster expects {nfeat} features, featurizer makes {len(names)}")
-        if b.feature_name() != [_lgb_name(n) for n in names] and b.feature_name() != [f"Column_{i}" for i in range(nfeat)]:
-            raise ModelDirError(str(p / f"booster_{k}.txt"), "feature_names", "the booster was trained on other features than the featurizer makes")
+            raise ModelDirError(
+                str(p / f"booster_{k}.txt"),
+                "num_feature",
+                f"booster expects {nfeat} features, featurizer makes {len(names)}",
+            )
+        if b.feature_name() != [_lgb_name(n) for n in names] and b.feature_name() != [
+            f"Column_{i}" for i in range(nfeat)
+        ]:
+            raise ModelDirError(
+                str(p / f"booster_{k}.txt"),
+                "feature_names",
+                "the booster was trained on other features than the featurizer makes",
+            )
     return model

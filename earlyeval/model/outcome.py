@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from earlyeval.config.eval_config import DEFAULT_LGBM  # the shipped LightGBM settings (one definition)
-from earlyeval.core.numerics import expit
 
+from earlyeval.config.eval_config import (
+    DEFAULT_LGBM,  # the shipped LightGBM settings (one definition)
+)
+from earlyeval.core.numerics import expit
 from earlyeval.model.lgbm_capi import load_booster
 
 # Fixed a priori, not tuned per agent: small trees, strong regularisation of leaf size.
@@ -50,11 +52,19 @@ def column_names(X: Any) -> list[str] | None:
 def as_matrix(X: Any) -> np.ndarray:
     """X as a 2-d float array: float32/float64 kept as they are (no copy), other numbers cast to float64."""
     if hasattr(X, "tocsr") or hasattr(X, "todense"):
-        raise TypeError("Sparse data was passed, but dense data is required (LightGBM rows of a fixed width)")
-    arr = X.to_numpy() if getattr(X, "columns", None) is not None and hasattr(X, "to_numpy") else np.asarray(X)
+        raise TypeError(
+            "Sparse data was passed, but dense data is required (LightGBM rows of a fixed width)"
+        )
+    arr = (
+        X.to_numpy()
+        if getattr(X, "columns", None) is not None and hasattr(X, "to_numpy")
+        else np.asarray(X)
+    )
     if arr.ndim != 2:
-        raise ValueError(f"Expected a 2D array of features, got {arr.ndim}D (shape {arr.shape}). "
-                         "Reshape your data: x.reshape(1, -1) for a single row")
+        raise ValueError(
+            f"Expected a 2D array of features, got {arr.ndim}D (shape {arr.shape}). "
+            "Reshape your data: x.reshape(1, -1) for a single row"
+        )
     if arr.dtype.kind == "c":
         raise ValueError("Complex data not supported: features must be real numbers")
     if arr.dtype.kind not in "fiub":
@@ -81,13 +91,17 @@ def check_features(X: Any, names_in: list[str] | None, n_in: int, who: str) -> n
         if unseen:
             msg += "Feature names unseen at fit time:\n" + "".join(f"- {n}\n" for n in unseen[:10])
         if missing:
-            msg += "Feature names seen at fit time, yet now missing:\n" + "".join(f"- {n}\n" for n in missing[:10])
+            msg += "Feature names seen at fit time, yet now missing:\n" + "".join(
+                f"- {n}\n" for n in missing[:10]
+            )
         if not unseen and not missing:
             msg += "Feature names must be in the same order as they were in fit.\n"
         raise ValueError(msg)
     arr = as_matrix(X)
     if arr.shape[1] != n_in:
-        raise ValueError(f"X has {arr.shape[1]} features, but {who} is expecting {n_in} features as input.")
+        raise ValueError(
+            f"X has {arr.shape[1]} features, but {who} is expecting {n_in} features as input."
+        )
     return arr
 
 
@@ -105,14 +119,20 @@ class CalibratedOutcome:
     "balanced" column 0 is the separately calibrated failure model, so a row sums to 1 only approximately."""
 
     def _features(self, X: Any) -> np.ndarray:
-        return check_features(X, getattr(self, "feature_names_in_", None), self.n_features_in_, type(self).__name__)
+        return check_features(
+            X, getattr(self, "feature_names_in_", None), self.n_features_in_, type(self).__name__
+        )
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(n, 2): [P(failure), P(success)] per row, Platt-calibrated."""
         Xm = self._features(X)
-        ps = self.platt_["success"](self.boosters_["success"].predict(Xm, raw_score=True, num_threads=self.n_jobs))
+        ps = self.platt_["success"](
+            self.boosters_["success"].predict(Xm, raw_score=True, num_threads=self.n_jobs)
+        )
         if "failure" in self.boosters_:
-            pf = self.platt_["failure"](self.boosters_["failure"].predict(Xm, raw_score=True, num_threads=self.n_jobs))
+            pf = self.platt_["failure"](
+                self.boosters_["failure"].predict(Xm, raw_score=True, num_threads=self.n_jobs)
+            )
         else:
             pf = 1.0 - ps
         return np.column_stack([pf, ps])
@@ -140,7 +160,9 @@ class CalibratedOutcome:
         """The saved form (``modeldir``): booster texts, Platt (a, b), feature names and the parameters."""
         names = getattr(self, "feature_names_in_", None)
         if names is None:
-            raise ValueError("a model saved to a model directory needs feature names: fit it on a DataFrame or pass feature_names")
+            raise ValueError(
+                "a model saved to a model directory needs feature names: fit it on a DataFrame or pass feature_names"
+            )
         return {
             "boosters": {k: b.model_to_string() for k, b in self.boosters_.items()},
             "platt": {k: {"a": p.a, "b": p.b} for k, p in self.platt_.items()},
@@ -160,9 +182,19 @@ class OutcomePredictor(CalibratedOutcome):
     ``lightgbm.Booster`` when lib_lightgbm's C API cannot be used).  It cannot be refitted: fit an
     ``OutcomeModel`` for that."""
 
-    def __init__(self, *, boosters: dict[str, Any], platt: dict[str, Platt], feature_names: list[str], twin: str = "mirror",
-                 lgbm_params: dict[str, Any] | None = None, monotone: dict[str, int] | None = None, seed: int = 0,
-                 base_rate: float = float("nan"), n_jobs: int = 1):
+    def __init__(
+        self,
+        *,
+        boosters: dict[str, Any],
+        platt: dict[str, Platt],
+        feature_names: list[str],
+        twin: str = "mirror",
+        lgbm_params: dict[str, Any] | None = None,
+        monotone: dict[str, int] | None = None,
+        seed: int = 0,
+        base_rate: float = float("nan"),
+        n_jobs: int = 1,
+    ):
         self.twin = twin
         self.lgbm_params = lgbm_params
         self.monotone = monotone
@@ -178,8 +210,16 @@ class OutcomePredictor(CalibratedOutcome):
     @classmethod
     def from_state(cls, d: dict[str, Any], n_jobs: int = 1) -> "OutcomePredictor":
         """The inverse of ``get_state``; booster texts are parsed by ``lgbm_capi.load_booster``."""
-        return cls(boosters={k: load_booster(s) if isinstance(s, str) else s for k, s in d["boosters"].items()},
-                   platt={k: Platt(float(v["a"]), float(v["b"])) for k, v in d["platt"].items()},
-                   feature_names=list(d["feature_names"]), twin=d["twin"], lgbm_params=d["lgbm_params"],
-                   monotone=d.get("monotone"), seed=d.get("seed", 0), base_rate=float(d.get("base_rate", float("nan"))),
-                   n_jobs=n_jobs)
+        return cls(
+            boosters={
+                k: load_booster(s) if isinstance(s, str) else s for k, s in d["boosters"].items()
+            },
+            platt={k: Platt(float(v["a"]), float(v["b"])) for k, v in d["platt"].items()},
+            feature_names=list(d["feature_names"]),
+            twin=d["twin"],
+            lgbm_params=d["lgbm_params"],
+            monotone=d.get("monotone"),
+            seed=d.get("seed", 0),
+            base_rate=float(d.get("base_rate", float("nan"))),
+            n_jobs=n_jobs,
+        )

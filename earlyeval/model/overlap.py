@@ -27,7 +27,9 @@ def _norm(s: Any) -> str:
 def fingerprint(t: Trajectory) -> str:
     """The run's content: its task and the text of its steps as ingested (not its file, folder, agent or run
     id, nor usage numbers), so a copy of a training run matches whatever it is called and however stored."""
-    body = json.dumps([t.task_id, [[s.action, s.thought, s.observation] for s in t.steps]], separators=(",", ":"))
+    body = json.dumps(
+        [t.task_id, [[s.action, s.thought, s.observation] for s in t.steps]], separators=(",", ":")
+    )
     return hashlib.sha256(body.encode("ascii")).hexdigest()[:32]
 
 
@@ -37,7 +39,7 @@ def native_models(t: Trajectory) -> list[str]:
     out: list[str] = []
     for k in NATIVE_MODEL_KEYS:
         v = t.meta.get(k)
-        for name in (v if isinstance(v, list) else [v]):
+        for name in v if isinstance(v, list) else [v]:
             n = _norm(str(name).rsplit("/", 1)[-1]) if isinstance(name, str) and name else ""
             if n and n not in out:
                 out.append(n)
@@ -57,8 +59,11 @@ def content_record(trajs: Iterable[Trajectory], formats: dict[str, str]) -> dict
         if fmt:
             d["formats"].add(fmt)
         d["models"].update(native_models(t))
-    return {"fingerprint": FINGERPRINT, "runs": dict(sorted(runs.items())),
-            "native": {a: {k: sorted(v) for k, v in d.items()} for a, d in sorted(native.items())}}
+    return {
+        "fingerprint": FINGERPRINT,
+        "runs": dict(sorted(runs.items())),
+        "native": {a: {k: sorted(v) for k, v in d.items()} for a, d in sorted(native.items())},
+    }
 
 
 def training_identities(bundle: Any) -> tuple[dict[str, dict[str, list[str]]], str]:
@@ -89,12 +94,19 @@ def _content(tr: dict[str, Any]) -> tuple[dict[str, str], dict[tuple[str, str], 
     if c.get("fingerprint") != FINGERPRINT:  # another definition (or none): nothing to compare with
         return {}, {}
     runs = c.get("runs") if isinstance(c.get("runs"), dict) else {}
-    pairs = {(f, m): a for a, d in (c.get("native") or {}).items() if isinstance(d, dict)
-             for f in d.get("formats") or [] for m in d.get("models") or []}
+    pairs = {
+        (f, m): a
+        for a, d in (c.get("native") or {}).items()
+        if isinstance(d, dict)
+        for f in d.get("formats") or []
+        for m in d.get("models") or []
+    }
     return {str(k): str(v) for k, v in runs.items()}, pairs
 
 
-def training_overlap(bundle: Any, trajs: list[Trajectory], fmt: str | dict[str, str] | None = None) -> dict[str, Any]:
+def training_overlap(
+    bundle: Any, trajs: list[Trajectory], fmt: str | dict[str, str] | None = None
+) -> dict[str, Any]:
     """Whether the scored runs overlap the model's training data: by content (a run's fingerprint is a
     training run's: the same run, whatever its folder or name), by the scaffold x model its files record
     (``fmt``, or per run its catalog run name's in a dict, and the native model names, against the training
@@ -104,13 +116,26 @@ def training_overlap(bundle: Any, trajs: list[Trajectory], fmt: str | dict[str, 
     tr = bundle.training or {}
     names = set(tr.get("agents") or {})
     ident, ident_source = training_identities(bundle)
-    pairs = {(_norm(s), _norm(m)): a for a, d in ident.items() for s in d.get("scaffold", []) for m in d.get("model", [])}
+    pairs = {
+        (_norm(s), _norm(m)): a
+        for a, d in ident.items()
+        for s in d.get("scaffold", [])
+        for m in d.get("model", [])
+    }
     run_ids = set(tr.get("run_ids") or [])
     fps, native = _content(tr)
     agents: dict[str, Any] = {}
     for t in trajs:
-        a = agents.setdefault(t.agent, {"runs": 0, "training_agents": set(), "by": set(), "run_ids_in_training": 0,
-                                        "runs_in_training": 0})
+        a = agents.setdefault(
+            t.agent,
+            {
+                "runs": 0,
+                "training_agents": set(),
+                "by": set(),
+                "run_ids_in_training": 0,
+                "runs_in_training": 0,
+            },
+        )
         a["runs"] += 1
         if t.agent in names:
             a["by"].add("agent name")
@@ -119,7 +144,8 @@ def training_overlap(bundle: Any, trajs: list[Trajectory], fmt: str | dict[str, 
         if all(key) and key in pairs:
             a["by"].add("scaffold x model")
             a["training_agents"].add(pairs[key])
-        f = fmt.get(str(t.meta.get("run", ""))) if isinstance(fmt, dict) else fmt  # a mixed folder: per run
+        # a mixed folder: per run
+        f = fmt.get(str(t.meta.get("run", ""))) if isinstance(fmt, dict) else fmt
         for m in native_models(t) if f else []:
             if (f, m) in native:
                 a["by"].add("scaffold x model in the files")
@@ -132,22 +158,55 @@ def training_overlap(bundle: Any, trajs: list[Trajectory], fmt: str | dict[str, 
             a["runs_in_training"] += 1
             a["by"].add("content")
             a["training_agents"].add(hit)
-    hits = {k: {"runs": v["runs"], "training_agents": sorted(v["training_agents"]), "by": sorted(v["by"]),
-                "run_ids_in_training": v["run_ids_in_training"], "runs_in_training": v["runs_in_training"]}
-            for k, v in agents.items() if v["by"]}
-    out: dict[str, Any] = {"overlap": bool(hits), "agents": hits, "identity_source": ident_source,
-                           "run_ids_recorded": bool(run_ids), "content_checked": bool(fps), "warning": None}
+    hits = {
+        k: {
+            "runs": v["runs"],
+            "training_agents": sorted(v["training_agents"]),
+            "by": sorted(v["by"]),
+            "run_ids_in_training": v["run_ids_in_training"],
+            "runs_in_training": v["runs_in_training"],
+        }
+        for k, v in agents.items()
+        if v["by"]
+    }
+    out: dict[str, Any] = {
+        "overlap": bool(hits),
+        "agents": hits,
+        "identity_source": ident_source,
+        "run_ids_recorded": bool(run_ids),
+        "content_checked": bool(fps),
+        "warning": None,
+    }
     if hits:
         parts = []
         for k, v in hits.items():
-            same = f" = training agent {', '.join(v['training_agents'])}" if v["training_agents"] else ""
-            runs = f", {v['runs_in_training']}/{v['runs']} runs are training runs (same task and steps)" if v["runs_in_training"] else ""
-            ids = f", {v['run_ids_in_training']}/{v['runs']} run ids in training" if v["run_ids_in_training"] else ""
+            same = (
+                f" = training agent {', '.join(v['training_agents'])}"
+                if v["training_agents"]
+                else ""
+            )
+            runs = (
+                f", {v['runs_in_training']}/{v['runs']} runs are training runs (same task and steps)"
+                if v["runs_in_training"]
+                else ""
+            )
+            ids = (
+                f", {v['run_ids_in_training']}/{v['runs']} run ids in training"
+                if v["run_ids_in_training"]
+                else ""
+            )
             parts.append(f"{k}{same} (by {', '.join(v['by'])}{runs}{ids})")
         same_runs = sum(max(v["runs_in_training"], v["run_ids_in_training"]) for v in hits.values())
-        why = (f"{same_runs} of them are training runs themselves: their scores are in-sample" if same_runs else
-               "no run is itself a training run, but the model was trained on the same agent: its scores are a known "
-               "agent's")
-        out["warning"] = ("these runs overlap the model's training data: " + "; ".join(parts) + f". {why} and overstate "
-                          "accuracy on a new agent (use `earlyeval evaluate` for held-out numbers).")
+        why = (
+            f"{same_runs} of them are training runs themselves: their scores are in-sample"
+            if same_runs
+            else "no run is itself a training run, but the model was trained on the same agent: its scores are a known "
+            "agent's"
+        )
+        out["warning"] = (
+            "these runs overlap the model's training data: "
+            + "; ".join(parts)
+            + f". {why} and overstate "
+            "accuracy on a new agent (use `earlyeval evaluate` for held-out numbers)."
+        )
     return out

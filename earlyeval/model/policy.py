@@ -11,14 +11,22 @@ from typing import Callable, Literal, Sequence, Union, get_args
 
 import numpy as np
 
-from earlyeval.core.decision import NEVER  # a threshold no probability reaches: "never halt this way"
+from earlyeval.core.decision import (
+    NEVER,  # a threshold no probability reaches: "never halt this way"
+)
 
-CONTINUE, FAILURE, SUCCESS = -1, 0, 1  # step_outcome's codes; FAILURE/SUCCESS are also the recorded outcome
+# step_outcome's codes; FAILURE/SUCCESS are also the recorded outcome
+CONTINUE, FAILURE, SUCCESS = (
+    -1,
+    0,
+    1,
+)
 
 HaltOn = Literal["failure", "success", "both"]
 HALT_ON: tuple[str, ...] = get_args(HaltOn)  # ("failure", "success", "both")
 
-Runs = Union[np.ndarray, Sequence[np.ndarray]]  # (R, L) padded with NaN, or R 1-D arrays (prefix t at index t-1)
+# (R, L) padded with NaN, or R 1-D arrays (prefix t at index t-1)
+Runs = Union[np.ndarray, Sequence[np.ndarray]]
 
 
 def step_outcome(p_s, p_f, tau_s, tau_f, t, min_t: int = 1):
@@ -38,8 +46,10 @@ def step_outcome(p_s, p_f, tau_s, tau_f, t, min_t: int = 1):
 def check_halt_on(value: object, where: str = "halt_on") -> str:
     """``value`` as a ``HALT_ON`` name; a ValueError naming ``where`` and the allowed values otherwise."""
     if not isinstance(value, str) or value not in HALT_ON:
-        raise ValueError(f"{where}: {value!r} is not one of {', '.join(HALT_ON)} "
-                         "(which predicted outcomes may halt a run)")
+        raise ValueError(
+            f"{where}: {value!r} is not one of {', '.join(HALT_ON)} "
+            "(which predicted outcomes may halt a run)"
+        )
     return value
 
 
@@ -58,8 +68,10 @@ def halting_pair(tau_s: float, tau_f: float, halt_on: str = "both") -> tuple[flo
 
     The one definition of the operating modes: the Monitor, ``score`` and the offline evaluation
     all halt with ``step_outcome``/``first_halt`` on this pair."""
-    return (float(tau_s) if halts_on_success(halt_on) else NEVER,
-            float(tau_f) if halts_on_failure(halt_on) else NEVER)
+    return (
+        float(tau_s) if halts_on_success(halt_on) else NEVER,
+        float(tau_f) if halts_on_failure(halt_on) else NEVER,
+    )
 
 
 def pad(runs: Runs, T: np.ndarray | None = None) -> np.ndarray:
@@ -68,7 +80,9 @@ def pad(runs: Runs, T: np.ndarray | None = None) -> np.ndarray:
     With ``T`` (run lengths), prefixes t >= T are blanked too: halting happens only at t < T."""
     if isinstance(runs, np.ndarray) and runs.dtype != object:
         if runs.ndim != 2:
-            raise ValueError(f"runs: a (R, L) matrix or a list of per-run arrays, not an array of shape {runs.shape}")
+            raise ValueError(
+                f"runs: a (R, L) matrix or a list of per-run arrays, not an array of shape {runs.shape}"
+            )
         m = runs.astype(np.float64, copy=True)
     else:
         rows = list(runs)
@@ -89,14 +103,16 @@ def _first_crossings(p: np.ndarray, taus: np.ndarray, lo: int) -> np.ndarray:
     out = np.full((R, len(taus)), L, dtype=np.int64)
     if L == 0:
         return out
-    run_max = np.maximum.accumulate(q, axis=1)  # sorted per row: binary search finds the first crossing
+    # sorted per row: binary search finds the first crossing
+    run_max = np.maximum.accumulate(q, axis=1)
     for r in range(R):
         out[r] = run_max[r].searchsorted(taus, side="left")
     return out
 
 
-def first_halt_grid(p_s: Runs, p_f: Runs, taus_s, taus_f, min_t: int = 1,
-                    T: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def first_halt_grid(
+    p_s: Runs, p_f: Runs, taus_s, taus_f, min_t: int = 1, T: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(t_halt, outcome), each (R, Ns, Nf): the halting prefix t (0 = not halted) and its recorded
     outcome (SUCCESS/FAILURE; CONTINUE when not halted) of every run under every (tau_s, tau_f) pair."""
     ps, pf = pad(p_s, T), pad(p_f, T)
@@ -105,7 +121,9 @@ def first_halt_grid(p_s: Runs, p_f: Runs, taus_s, taus_f, min_t: int = 1,
     ts = np.atleast_1d(np.asarray(taus_s, dtype=np.float64))
     tf = np.atleast_1d(np.asarray(taus_f, dtype=np.float64))
     if np.isnan(ts).any() or np.isnan(tf).any() or (ts == -np.inf).any() or (tf == -np.inf).any():
-        raise ValueError("thresholds must be numbers above -inf (a NaN or -inf threshold has no first crossing)")
+        raise ValueError(
+            "thresholds must be numbers above -inf (a NaN or -inf threshold has no first crossing)"
+        )
     R, L = ps.shape
     lo = max(int(min_t), 1) - 1
     S = _first_crossings(ps, ts, lo)[:, :, None]
@@ -114,11 +132,14 @@ def first_halt_grid(p_s: Runs, p_f: Runs, taus_s, taus_f, min_t: int = 1,
     halted = k < L
     # step_outcome at prefix k: one side crossed first (k = S < F: only p_s >= tau_s holds there, SUCCESS;
     # k = F < S: FAILURE); where both first cross at k, the margins decide: step_outcome itself, on those cells
-    out = (S < F).astype(np.int8)  # SUCCESS (1) where the success side crossed first, else FAILURE (0)
+    # SUCCESS (1) where the success side crossed first, else FAILURE (0)
+    out = (S < F).astype(np.int8)
     r, i, j = np.nonzero(halted & (S == F))
     if len(r):
         kt = k[r, i, j]
-        with np.errstate(invalid="ignore"):  # inf - inf (an infinite threshold met by an infinite p) is no tie
+        with np.errstate(
+            invalid="ignore"
+        ):  # inf - inf (an infinite threshold met by an infinite p) is no tie
             out[r, i, j] = step_outcome(ps[r, kt], pf[r, kt], ts[i], tf[j], kt + 1, min_t)
     not_halted = ~halted
     out[not_halted] = CONTINUE
@@ -127,8 +148,9 @@ def first_halt_grid(p_s: Runs, p_f: Runs, taus_s, taus_f, min_t: int = 1,
     return k, out
 
 
-def first_halt(p_s: Runs, p_f: Runs, tau_s: float, tau_f: float, min_t: int = 1,
-               T: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def first_halt(
+    p_s: Runs, p_f: Runs, tau_s: float, tau_f: float, min_t: int = 1, T: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(t_halt, outcome), each (R,), of every run under one (tau_s, tau_f): ``first_halt_grid`` of one pair."""
     t, o = first_halt_grid(p_s, p_f, [tau_s], [tau_f], min_t, T)
     return t[:, 0, 0], o[:, 0, 0]
@@ -141,7 +163,9 @@ def first_halt_below(p: Runs, taus, min_t: int = 1, T: np.ndarray | None = None)
     for floats, p < tau  <=>  -p >= -nextafter(tau, -inf), exactly.  A NaN p never halts."""
     q = pad(p, T)
     taus = np.atleast_1d(np.asarray(taus, dtype=np.float64))
-    t, _ = first_halt_grid(np.full_like(q, np.nan), -q, [np.inf], -np.nextafter(taus, -np.inf), min_t)
+    t, _ = first_halt_grid(
+        np.full_like(q, np.nan), -q, [np.inf], -np.nextafter(taus, -np.inf), min_t
+    )
     return t[:, 0, :]
 
 
@@ -174,4 +198,8 @@ def candidate_missing(candidate: Callable[[], str | None]) -> str:
         c = candidate()
     except Exception as e:  # fail open: no readable patch, no success halt
         return f"the candidate patch could not be read ({type(e).__name__}: {e})"
-    return "" if isinstance(c, str) and c.strip() else "no candidate patch yet (a success halt waits for one)"
+    return (
+        ""
+        if isinstance(c, str) and c.strip()
+        else "no candidate patch yet (a success halt waits for one)"
+    )

@@ -19,7 +19,9 @@ class OpenDir:
     def __init__(self, p: Path):
         self.p = p
         if not p.is_dir():
-            raise ModelDirError(str(p), "<dir>", "not a directory (train a model with `earlyeval train --bench B`)")
+            raise ModelDirError(
+                str(p), "<dir>", "not a directory (train a model with `earlyeval train --bench B`)"
+            )
         try:
             self.fd = os.open(p, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError as e:
@@ -39,7 +41,9 @@ class OpenDir:
     def read(self, name: str, limit: int) -> bytes:
         f = str(self.p / name)
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=self.fd)
+            fd = os.open(
+                name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=self.fd
+            )
         except FileNotFoundError as e:
             raise ModelDirError(f, name, "missing") from e
         except OSError as e:  # ELOOP: a symlink
@@ -49,7 +53,9 @@ class OpenDir:
             if not stat.S_ISREG(st.st_mode):
                 raise ModelDirError(f, name, "not a regular file")
             if st.st_size > limit:
-                raise ModelDirError(f, name, f"{st.st_size} bytes, more than the {limit} a model file may have")
+                raise ModelDirError(
+                    f, name, f"{st.st_size} bytes, more than the {limit} a model file may have"
+                )
             chunks, n = [], 0
             while True:
                 b = os.read(fd, min(1 << 20, limit + 1 - n))
@@ -58,7 +64,9 @@ class OpenDir:
                 chunks.append(b)
                 n += len(b)
                 if n > limit:
-                    raise ModelDirError(f, name, f"more than the {limit} bytes a model file may have")
+                    raise ModelDirError(
+                        f, name, f"more than the {limit} bytes a model file may have"
+                    )
             return b"".join(chunks)
         finally:
             os.close(fd)

@@ -33,7 +33,10 @@ def model_key(key: bytes | str | None = None) -> bytes | None:
     than 16 bytes is refused (a guessable key defends nothing)."""
     source = "key"
     if key is None:
-        env, path = os.environ.get("EARLYEVAL_MODEL_KEY"), os.environ.get("EARLYEVAL_MODEL_KEY_FILE")
+        env, path = (
+            os.environ.get("EARLYEVAL_MODEL_KEY"),
+            os.environ.get("EARLYEVAL_MODEL_KEY_FILE"),
+        )
         if env:
             key, source = env, "EARLYEVAL_MODEL_KEY"
         elif path:
@@ -41,21 +44,32 @@ def model_key(key: bytes | str | None = None) -> bytes | None:
             try:  # bounded (core.jsonio.read_bytes): EARLYEVAL_MODEL_KEY_FILE=/dev/zero is refused, not read forever
                 key = read_bytes(Path(path).expanduser(), max_bytes=MAX_KEY_FILE_BYTES)
             except IngestError as e:
-                raise SettingError("environment", source, f"cannot read the key file {path!r} ({e.reason})") from e
+                raise SettingError(
+                    "environment", source, f"cannot read the key file {path!r} ({e.reason})"
+                ) from e
             key = key[:-1] if key.endswith(b"\n") else key
         else:
             return None
     k = key.encode("utf-8") if isinstance(key, str) else bytes(key)
     if len(k) < MIN_KEY_BYTES:
-        raise SettingError("environment" if source != "key" else "Monitor.load", source,
-                           f"the signing key has {len(k)} bytes, fewer than {MIN_KEY_BYTES}")
+        raise SettingError(
+            "environment" if source != "key" else "Monitor.load",
+            source,
+            f"the signing key has {len(k)} bytes, fewer than {MIN_KEY_BYTES}",
+        )
     return k
 
 
 def sign(manifest_hash: str, key: bytes) -> bytes:
     """The ``signature.json`` bytes for a manifest hash."""
     mac = hmac.new(key, _DOMAIN + manifest_hash.encode("ascii"), hashlib.sha256).hexdigest()
-    doc = {"format": FORMAT, "version": 1, "algorithm": "HMAC-SHA256", "signs": "manifest_hash", "signature": mac}
+    doc = {
+        "format": FORMAT,
+        "version": 1,
+        "algorithm": "HMAC-SHA256",
+        "signs": "manifest_hash",
+        "signature": mac,
+    }
     return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
 
 
@@ -63,35 +77,61 @@ def verify(doc_bytes: bytes | None, manifest_hash: str, key: bytes, path: str) -
     """Refuse (``ModelDirError`` naming signature.json) unless ``doc_bytes`` signs ``manifest_hash`` with ``key``."""
     f = str(Path(path) / SIGNATURE)
     if doc_bytes is None:
-        raise ModelDirError(f, SIGNATURE, "missing: the directory is not signed (train it with EARLYEVAL_MODEL_KEY set)")
+        raise ModelDirError(
+            f,
+            SIGNATURE,
+            "missing: the directory is not signed (train it with EARLYEVAL_MODEL_KEY set)",
+        )
     try:
         doc: Any = json.loads(doc_bytes.decode())
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise ModelDirError(f, SIGNATURE, f"not valid JSON ({type(e).__name__})") from e
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("algorithm") != "HMAC-SHA256" \
-            or not isinstance(doc.get("signature"), str):
-        raise ModelDirError(f, SIGNATURE, f"not an {FORMAT} file (format, algorithm HMAC-SHA256, signature)")
+    if (
+        not isinstance(doc, dict)
+        or doc.get("format") != FORMAT
+        or doc.get("algorithm") != "HMAC-SHA256"
+        or not isinstance(doc.get("signature"), str)
+    ):
+        raise ModelDirError(
+            f, SIGNATURE, f"not an {FORMAT} file (format, algorithm HMAC-SHA256, signature)"
+        )
     expect = hmac.new(key, _DOMAIN + manifest_hash.encode("ascii"), hashlib.sha256).hexdigest()
     if not hmac.compare_digest(expect, doc["signature"]):
-        raise ModelDirError(f, SIGNATURE, "does not match this key: the directory was edited after it was signed, "
-                                          "or signed with another key")
+        raise ModelDirError(
+            f,
+            SIGNATURE,
+            "does not match this key: the directory was edited after it was signed, "
+            "or signed with another key",
+        )
 
 
 # ---- a verified directory's pin: what the driver checked, sent with each task of a cluster (``scale.replay``)
 
+
 def pin_of(bundle: Any, require_signature: bool) -> dict[str, Any]:
     """What a load verified (``manifest_hash``, which covers every file's SHA-256, and the thresholds it halts
     with) and whether a signature was required: a worker's own load must give the same (``check_pin``)."""
-    return {"manifest_hash": bundle.manifest.get("manifest_hash"), "thresholds": dict(bundle.thresholds),
-            "require_signature": bool(require_signature)}
+    return {
+        "manifest_hash": bundle.manifest.get("manifest_hash"),
+        "thresholds": dict(bundle.thresholds),
+        "require_signature": bool(require_signature),
+    }
 
 
 def check_pin(bundle: Any, pin: dict[str, Any], path: str) -> None:
     """Refuse (``ModelDirError``) a bundle loaded elsewhere that is not the one ``pin`` was made of."""
     got = bundle.manifest.get("manifest_hash")
     if got != pin["manifest_hash"]:
-        raise ModelDirError(path, "manifest_hash", f"is {str(got)[:12]}... on the worker, {str(pin['manifest_hash'])[:12]}... "
-                            "when the driver checked it: the directory changed during the verb; nothing scored")
+        raise ModelDirError(
+            path,
+            "manifest_hash",
+            f"is {str(got)[:12]}... on the worker, {str(pin['manifest_hash'])[:12]}... "
+            "when the driver checked it: the directory changed during the verb; nothing scored",
+        )
     if dict(bundle.thresholds) != pin["thresholds"]:
-        raise ModelDirError(path, "thresholds", f"{dict(bundle.thresholds)} on the worker, {pin['thresholds']} when the "
-                            "driver checked them: the directory changed during the verb; nothing scored")
+        raise ModelDirError(
+            path,
+            "thresholds",
+            f"{dict(bundle.thresholds)} on the worker, {pin['thresholds']} when the "
+            "driver checked them: the directory changed during the verb; nothing scored",
+        )

@@ -29,11 +29,15 @@ def parse_thresholds(spec: str) -> tuple[float, float]:
     """``"TS,TF"`` (e.g. ``"0.9,0.95"``) -> (tau_s, tau_f), validated."""
     parts = [p.strip() for p in str(spec).split(",")]
     if len(parts) != 2 or not all(parts):
-        raise ThresholdError(f"expected TS,TF (two numbers in (0.5, 1], e.g. 0.9,0.95), not {spec!r}")
+        raise ThresholdError(
+            f"expected TS,TF (two numbers in (0.5, 1], e.g. 0.9,0.95), not {spec!r}"
+        )
     try:
         vals = tuple(float(p) for p in parts)
     except ValueError:
-        raise ThresholdError(f"expected TS,TF (two numbers in (0.5, 1], e.g. 0.9,0.95), not {spec!r}") from None
+        raise ThresholdError(
+            f"expected TS,TF (two numbers in (0.5, 1], e.g. 0.9,0.95), not {spec!r}"
+        ) from None
     return check_pair(vals)  # type: ignore[arg-type]
 
 
@@ -50,7 +54,9 @@ def check_pair(pair: Sequence[Any]) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def override(model_thresholds: Mapping[str, Any], spec: Sequence[Any] | Mapping[str, Any] | str) -> dict[str, Any]:
+def override(
+    model_thresholds: Mapping[str, Any], spec: Sequence[Any] | Mapping[str, Any] | str
+) -> dict[str, Any]:
     """The model's thresholds dict with (tau_s, tau_f) replaced by ``spec``: a (tau_s, tau_f) pair, a mapping
     with ``success``/``failure`` (and optionally ``min_halt_step``), or a ``"TS,TF"`` string."""
     out = dict(model_thresholds)
@@ -59,8 +65,10 @@ def override(model_thresholds: Mapping[str, Any], spec: Sequence[Any] | Mapping[
     elif isinstance(spec, Mapping):
         unknown = set(spec) - {"success", "failure", "min_halt_step"}
         if unknown or not {"success", "failure"} <= set(spec):
-            raise ThresholdError(f"a thresholds mapping needs 'success' and 'failure' (optionally 'min_halt_step'), "
-                                 f"got keys {sorted(spec)}")
+            raise ThresholdError(
+                f"a thresholds mapping needs 'success' and 'failure' (optionally 'min_halt_step'), "
+                f"got keys {sorted(spec)}"
+            )
         ts, tf = check_pair((spec["success"], spec["failure"]))
         if "min_halt_step" in spec:
             mh = spec["min_halt_step"]
@@ -70,20 +78,23 @@ def override(model_thresholds: Mapping[str, Any], spec: Sequence[Any] | Mapping[
     elif isinstance(spec, Sequence) and len(spec) == 2:
         ts, tf = check_pair(spec)
     else:
-        raise ThresholdError(f"thresholds must be a (tau_s, tau_f) pair, a mapping or 'TS,TF', not {spec!r}")
+        raise ThresholdError(
+            f"thresholds must be a (tau_s, tau_f) pair, a mapping or 'TS,TF', not {spec!r}"
+        )
     out["success"], out["failure"] = ts, tf
     return out
 
 
-def source_of(used: Mapping[str, Any], model_thresholds: Mapping[str, Any], warm: bool = False) -> str:
+def source_of(
+    used: Mapping[str, Any], model_thresholds: Mapping[str, Any], warm: bool = False
+) -> str:
     """Where the thresholds a monitor halts with came from."""
     if warm:
         return "warm start"
-    same = all(float(used[k]) == float(model_thresholds[k]) for k in ("success", "failure")) and \
-        int(used.get("min_halt_step", 1)) == int(model_thresholds.get("min_halt_step", 1))
+    same = all(
+        float(used[k]) == float(model_thresholds[k]) for k in ("success", "failure")
+    ) and int(used.get("min_halt_step", 1)) == int(model_thresholds.get("min_halt_step", 1))
     return "model" if same else "override"
-
-
 
 
 @dataclass
@@ -115,7 +126,16 @@ class WarmStart:
     def __post_init__(self) -> None:
         for name in ("success", "failure"):  # NEVER (> 1) is a legal "never halt on this side"
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0.5:
-                raise ThresholdError(f"warm start threshold {name}={v!r} must be a finite number above 0.5")
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or v <= 0.5
+            ):
+                raise ThresholdError(
+                    f"warm start threshold {name}={v!r} must be a finite number above 0.5"
+                )
         if not isinstance(self.calibration, Recalibration):
-            raise ThresholdError(f"warm start calibration must be a Recalibration, not {type(self.calibration).__name__}")
+            raise ThresholdError(
+                f"warm start calibration must be a Recalibration, not {type(self.calibration).__name__}"
+            )

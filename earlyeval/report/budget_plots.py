@@ -19,16 +19,26 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from earlyeval.budget.targets import run_slices
 from earlyeval.core.atomic import savefig
 from earlyeval.evaluation.budget import BudgetRun
 from earlyeval.evaluation.budget_metrics import make_view
-from earlyeval.budget.targets import run_slices
 
-FONT = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10, "ytick.labelsize": 10,
-        "legend.fontsize": 11, "figure.titlesize": 14}
+FONT = {
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 11,
+    "figure.titlesize": 14,
+}
 DPI = 110
-METHOD_STYLE = (("model", "C0", "o", "-", "model (CQR)"), ("linear", "C1", "s", "--", "linear baseline"),
-                ("outcome_only", "C2", "^", ":", "outcome model only"))
+METHOD_STYLE = (
+    ("model", "C0", "o", "-", "model (CQR)"),
+    ("linear", "C1", "s", "--", "linear baseline"),
+    ("outcome_only", "C2", "^", ":", "outcome model only"),
+)
 
 
 def _figure(w: float, h: float) -> Figure:
@@ -71,9 +81,13 @@ def intervals_figure(run: BudgetRun, dims: list[str] | None = None) -> Figure:
                 t = v.t
                 lo9, hi9 = v.bounds[("model", 0.9)]
                 lo8, hi8 = v.bounds[("model", 0.8)]
-                hs = [ax.fill_between(t, lo9, hi9, alpha=0.2, color="C0", label="model 90% interval"),
-                      ax.fill_between(t, lo8, hi8, alpha=0.35, color="C0", label="model 80% interval"),
-                      ax.plot(t, v.mid["model"], "C0--", lw=1.2, label="model median")[0]]
+                hs = [
+                    ax.fill_between(t, lo9, hi9, alpha=0.2, color="C0", label="model 90% interval"),
+                    ax.fill_between(
+                        t, lo8, hi8, alpha=0.35, color="C0", label="model 80% interval"
+                    ),
+                    ax.plot(t, v.mid["model"], "C0--", lw=1.2, label="model median")[0],
+                ]
                 llo, lhi = v.bounds[("linear", 0.9)]
                 hs.append(ax.plot(t, llo, "C1:", lw=1.5, label="linear baseline 90%")[0])
                 ax.plot(t, lhi, "C1:", lw=1.5)
@@ -81,7 +95,9 @@ def intervals_figure(run: BudgetRun, dims: list[str] | None = None) -> Figure:
                 handles = handles or hs
                 tr = ds.trajs[r]
                 if i == 0:
-                    ax.set_title(f"{_agent_title(tr.agent)}\n{'resolved' if tr.outcome else 'failed'}, T = {len(tr.steps)}")
+                    ax.set_title(
+                        f"{_agent_title(tr.agent)}\n{'resolved' if tr.outcome else 'failed'}, T = {len(tr.steps)}"
+                    )
                 ax.set_xlabel("prefix t (steps seen)")
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
                 if j == 0:
@@ -89,11 +105,19 @@ def intervals_figure(run: BudgetRun, dims: list[str] | None = None) -> Figure:
                 ax.set_yscale("symlog" if d == "steps" else "log")
                 ax.grid(True, which="major", alpha=0.3)
         if not picks:
-            axes[0][0].text(0.5, 0.5, "no held-out run is predicted in every dimension", ha="center", va="center")
+            axes[0][0].text(
+                0.5,
+                0.5,
+                "no held-out run is predicted in every dimension",
+                ha="center",
+                va="center",
+            )
             axes[0][0].set_axis_off()
         fig.suptitle(f"{ds.bench}: remaining budget along held-out runs (LOAO, conformalized)")
         if handles:
-            fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
+            fig.legend(
+                handles=handles, loc="outside lower center", ncol=len(handles), frameon=False
+            )
     return fig
 
 
@@ -101,14 +125,24 @@ def _example_runs(run: BudgetRun, dims: list[str], n: int) -> list[int]:
     """Deterministic picks: per the largest held-out agents, a resolved and a failed run of median length
     among the runs predicted (usage known, held out) in every one of `dims`."""
     prow = run.ds.prefixes["run"].to_numpy()
-    ok = set.intersection(*[set(prow[run.dims[d].outer >= 0].tolist()) & set(np.flatnonzero(run.targets[d].run_known).tolist())
-                            for d in dims])
-    large = sorted([g for g in run.groups if not g.small], key=lambda g: -run.ds.n_runs(g.agents[0]))
+    ok = set.intersection(
+        *[
+            set(prow[run.dims[d].outer >= 0].tolist())
+            & set(np.flatnonzero(run.targets[d].run_known).tolist())
+            for d in dims
+        ]
+    )
+    large = sorted(
+        [g for g in run.groups if not g.small], key=lambda g: -run.ds.n_runs(g.agents[0])
+    )
     picks: list[int] = []
     for g in large:
         for y in (1, 0):
-            cand = [i for i, t in enumerate(run.ds.trajs) if t.agent in g.agents and t.outcome == y and i in ok
-                    and len(t.steps) >= 5]
+            cand = [
+                i
+                for i, t in enumerate(run.ds.trajs)
+                if t.agent in g.agents and t.outcome == y and i in ok and len(t.steps) >= 5
+            ]
             if cand:
                 Ts = np.asarray([len(run.ds.trajs[i].steps) for i in cand])
                 picks.append(cand[int(np.argmin(np.abs(Ts - np.median(Ts))))])
@@ -150,15 +184,25 @@ def late_recognition_figure(rep: dict[str, Any]) -> Figure:
             for m, color, marker, ls, name in METHOD_STYLE:
                 rows = P["late_recognition"][m]["bins"]
                 x = [i for i, r in enumerate(rows) if r["mean_p_feasible"] is not None]
-                h = ax.plot(x, [rows[i]["mean_p_feasible"] for i in x], color=color, marker=marker, ls=ls, ms=6, lw=1.8,
-                            label=name)[0]
+                h = ax.plot(
+                    x,
+                    [rows[i]["mean_p_feasible"] for i in x],
+                    color=color,
+                    marker=marker,
+                    ls=ls,
+                    ms=6,
+                    lw=1.8,
+                    label=name,
+                )[0]
                 if len(handles) < len(METHOD_STYLE):
                     handles.append(h)
             ax.axhline(0.5, color="grey", lw=1.0)
             ax.axvline(5.5, color="grey", lw=1.0, ls=":")
             ax.text(5.6, 0.95, "60 % of B", color="grey", va="top", fontsize=10)
             ax.set_xticks(range(len(labels)))
-            ax.set_xticklabels([_bin_tick(lb) for lb in labels], rotation=45, ha="right", rotation_mode="anchor")
+            ax.set_xticklabels(
+                [_bin_tick(lb) for lb in labels], rotation=45, ha="right", rotation_mode="anchor"
+            )
             ax.set_ylim(0, 1)
             n_failed = P["late_recognition"]["model"].get("n_failed_runs")
             ax.set_title(f"{d}: B = {blk['budget_B']:g}  ({n_failed} failed runs)")
@@ -168,5 +212,7 @@ def late_recognition_figure(rep: dict[str, Any]) -> Figure:
             ax.grid(True, axis="y", alpha=0.3)
         fig.suptitle(f"{rep['bench']}: late recognition (LOAO, pooled large held-out agents)")
         if handles:
-            fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
+            fig.legend(
+                handles=handles, loc="outside lower center", ncol=len(handles), frameon=False
+            )
     return fig

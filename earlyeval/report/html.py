@@ -38,7 +38,11 @@ def note(text: str, missing: bool = False) -> str:
 
 
 def legend(items: dict[str, str]) -> str:
-    return '<dl class="legend">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items.items()) + "</dl>"
+    return (
+        '<dl class="legend">'
+        + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items.items())
+        + "</dl>"
+    )
 
 
 def num(x: Any) -> float | None:
@@ -85,7 +89,10 @@ def _td(i: int, c: Any) -> str:
 
 def table(header: list[str], rows: list[tuple[str, list[Any]]]) -> str:
     """rows: (css class, cells); the first cell is a name (left-aligned); a cell is HTML, or (HTML, class, title)."""
-    h = "".join(f'<th class="name">{esc(c)}</th>' if i == 0 else f"<th>{esc(c)}</th>" for i, c in enumerate(header))
+    h = "".join(
+        f'<th class="name">{esc(c)}</th>' if i == 0 else f"<th>{esc(c)}</th>"
+        for i, c in enumerate(header)
+    )
     body = []
     for cls, cells in rows:
         tds = "".join(_td(i, c) for i, c in enumerate(cells))
@@ -95,7 +102,11 @@ def table(header: list[str], rows: list[tuple[str, list[Any]]]) -> str:
 
 
 def agent_cell(name: str, small: bool, n: Any = None) -> str:
-    badge = f'<span class="badge">small{f" n={int(n)}" if num(n) is not None else ""}</span>' if small else ""
+    badge = (
+        f'<span class="badge">small{f" n={int(n)}" if num(n) is not None else ""}</span>'
+        if small
+        else ""
+    )
     return esc(name) + badge
 
 
@@ -110,7 +121,9 @@ def png(fig: Any) -> str:
 
 def png_bytes(b: bytes, alt: str = "plot") -> str:
     """A PNG embedded as a data URI (the page fetches nothing)."""
-    return f'<img alt="{esc(alt)}" src="data:image/png;base64,{base64.b64encode(b).decode("ascii")}">'
+    return (
+        f'<img alt="{esc(alt)}" src="data:image/png;base64,{base64.b64encode(b).decode("ascii")}">'
+    )
 
 
 def pyplot():
@@ -120,5 +133,7 @@ def pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.grid": True, "grid.alpha": 0.3})
+    plt.rcParams.update(
+        {"font.size": 10, "axes.titlesize": 11, "axes.grid": True, "grid.alpha": 0.3}
+    )
     return plt

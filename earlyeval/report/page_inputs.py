@@ -10,10 +10,18 @@ import pandas as pd
 
 from earlyeval.report.html import esc, note, png_bytes
 
-MAKES = {"loao.json": "make evaluate", "loao_predictions.parquet": "make evaluate", "sweep.csv": "make sweep",
-         "budget.json": "make budget", "routing.json": "make route", "ingest.json": "make ingest",
-         "latency.json": "make bench", "latency.png": "make bench", "budget_intervals.png": "make budget",
-         "budget_late_recognition.png": "make budget"}
+MAKES = {
+    "loao.json": "make evaluate",
+    "loao_predictions.parquet": "make evaluate",
+    "sweep.csv": "make sweep",
+    "budget.json": "make budget",
+    "routing.json": "make route",
+    "ingest.json": "make ingest",
+    "latency.json": "make bench",
+    "latency.png": "make bench",
+    "budget_intervals.png": "make budget",
+    "budget_late_recognition.png": "make budget",
+}
 MAX_PNG_BYTES = 8 << 20  # a stage's plot is ~100 KB; anything far larger is not one
 
 
@@ -62,7 +70,10 @@ class Inputs:
         try:
             b = p.read_bytes() if p.stat().st_size <= MAX_PNG_BYTES else b""
         except FileNotFoundError:
-            return note(f"{name}: not made yet ({MAKES.get(name, 'its stage')} BENCH={self.bench} writes {p})", missing=True)
+            return note(
+                f"{name}: not made yet ({MAKES.get(name, 'its stage')} BENCH={self.bench} writes {p})",
+                missing=True,
+            )
         except OSError as e:
             return note(f"{p}: unreadable ({type(e).__name__}: {e})", missing=True)
         if not b.startswith(b"\x89PNG"):

@@ -14,7 +14,11 @@ from earlyeval.report.page_inputs import Inputs, small_agents
 def _th(th: Any) -> str:
     if not isinstance(th, dict):
         return "–"
-    s, f = num(th.get("success")), num(th.get("failure"))  # a side that never halts (policy.NEVER) shows as –
+    # a side that never halts (policy.NEVER) shows as –
+    s, f = (
+        num(th.get("success")),
+        num(th.get("failure")),
+    )
     return f"{'–' if s is None or s >= NEVER else f'{s:.3g}'} / {'–' if f is None or f >= NEVER else f'{f:.3g}'}"
 
 
@@ -39,18 +43,26 @@ def rule_sentences(rep: dict[str, Any]) -> list[str]:
     first = (agents[large[0]].get("threshold_selection") or {}) if large else {}
     words = f"{cfg.get('threshold_rule', '?')}"
     if first.get("rule") == "agent-quantile":
-        words += (f", per side the share of runs halted wrongly at most {first['alpha']:g} ({first['risk']}) on all but "
-                  f"{first['violations_allowed']} of the inner agents (delta {first['delta']:g})")
-    out = [f"**The threshold rule** (`fitting/risk_control.py`, docs/architecture.md): {words}, "
-           f"prior guard {'on' if cfg.get('prior_guard') else 'off'}."]
+        words += (
+            f", per side the share of runs halted wrongly at most {first['alpha']:g} ({first['risk']}) on all but "
+            f"{first['violations_allowed']} of the inner agents (delta {first['delta']:g})"
+        )
+    out = [
+        f"**The threshold rule** (`fitting/risk_control.py`, docs/architecture.md): {words}, "
+        f"prior guard {'on' if cfg.get('prior_guard') else 'off'}."
+    ]
     if first.get("guarantee"):
-        out.append(f"The rule's guarantee, as stated (the first held-out agent's fold): {first['guarantee']}.")
+        out.append(
+            f"The rule's guarantee, as stated (the first held-out agent's fold): {first['guarantee']}."
+        )
     for name, prot in (rep.get("protocols") or {}).items():
         h = (prot.get("pooled") or {}).get("guarantee_held") if isinstance(prot, dict) else None
         if h:
-            out.append(f"How it held ({name}): the success side on {h['held']['success']} of {h['agents']} held-out agents, "
-                       f"the failure side on {h['held']['failure']} of {h['agents']}, both on {h['held_both']} (promised: "
-                       f"each side violated with probability at most {h['promised_violation_at_most']:.3f}).")
+            out.append(
+                f"How it held ({name}): the success side on {h['held']['success']} of {h['agents']} held-out agents, "
+                f"the failure side on {h['held']['failure']} of {h['agents']}, both on {h['held_both']} (promised: "
+                f"each side violated with probability at most {h['promised_violation_at_most']:.3f})."
+            )
     return out
 
 
@@ -60,39 +72,106 @@ def section_rules(inp: Inputs) -> str:
         return inp.missing("loao.json")
     small = small_agents(inp)
     agents = rep.get("agents") or {}
-    large = [a for a in rep.get("holdout_agents") or agents if a not in small and isinstance(agents.get(a), dict)]
-    blocks = [(a, agents[a], "") for a in large] + [("pooled (large held-out agents)", rep.get("pooled") or {}, "pooled")]
+    large = [
+        a
+        for a in rep.get("holdout_agents") or agents
+        if a not in small and isinstance(agents.get(a), dict)
+    ]
+    blocks = [(a, agents[a], "") for a in large] + [
+        ("pooled (large held-out agents)", rep.get("pooled") or {}, "pooled")
+    ]
     out = []
     out.extend(note(line.replace("**", "")) for line in rule_sentences(rep))
     rows = []
     for a, b, cls in blocks:
         o = b.get("other_rule") if isinstance(b.get("other_rule"), dict) else {}
-        rows.append((cls, [agent_cell(a, False, b.get("n_runs")) if not cls else esc(a), _th(b.get("thresholds")),
-                           pct(b.get("halted_accuracy")), _saved(b), _th(o.get("thresholds")), pct(o.get("halted_accuracy")),
-                           _saved(o) if o else "–", pct(b.get("oracle_frontier_steps_saved"))]))
+        rows.append(
+            (
+                cls,
+                [
+                    agent_cell(a, False, b.get("n_runs")) if not cls else esc(a),
+                    _th(b.get("thresholds")),
+                    pct(b.get("halted_accuracy")),
+                    _saved(b),
+                    _th(o.get("thresholds")),
+                    pct(o.get("halted_accuracy")),
+                    _saved(o) if o else "–",
+                    pct(b.get("oracle_frontier_steps_saved")),
+                ],
+            )
+        )
     out.append("<h3>The threshold rule, the other rule, the oracle frontier (as_of)</h3>")
-    out.append(table(["agent", "τs / τf", "halted acc", "saved", "other rule τs / τf", "halted acc", "saved",
-                      "oracle frontier"], rows))
+    out.append(
+        table(
+            [
+                "agent",
+                "τs / τf",
+                "halted acc",
+                "saved",
+                "other rule τs / τf",
+                "halted acc",
+                "saved",
+                "oracle frontier",
+            ],
+            rows,
+        )
+    )
     share = num((rep.get("pooled") or {}).get("share_of_oracle_savings"))
-    out.append(f"<p>share of the per-agent oracle's savings the rule reaches, pooled: {pct(share)}</p>")
+    out.append(
+        f"<p>share of the per-agent oracle's savings the rule reaches, pooled: {pct(share)}</p>"
+    )
     rows = []
     for a, b, cls in blocks:
         fo = b.get("failure_only") if isinstance(b.get("failure_only"), dict) else {}
-        spend = (b.get("dollars") or {}).get("total_usd") if isinstance(b.get("dollars"), dict) else None
-        rows.append((cls, [agent_cell(a, False, b.get("n_runs")) if not cls else esc(a), usd(spend), pct(b.get("halted_accuracy")),
-                           _saved(b), _usd(b.get("dollars")), pct(fo.get("halted_accuracy")), _saved(fo),
-                           _usd(fo.get("dollars"))]))
+        spend = (
+            (b.get("dollars") or {}).get("total_usd")
+            if isinstance(b.get("dollars"), dict)
+            else None
+        )
+        rows.append(
+            (
+                cls,
+                [
+                    agent_cell(a, False, b.get("n_runs")) if not cls else esc(a),
+                    usd(spend),
+                    pct(b.get("halted_accuracy")),
+                    _saved(b),
+                    _usd(b.get("dollars")),
+                    pct(fo.get("halted_accuracy")),
+                    _saved(fo),
+                    _usd(fo.get("dollars")),
+                ],
+            )
+        )
     out.append("<h3>Benchmark pass (both halts) against failure-only live mode (as_of)</h3>")
-    out.append(table(["agent", "spend", "both: halted acc", "saved", "$ saved", "failure-only: halted acc", "saved",
-                      "$ saved"], rows))
-    out.append(legend({
-        "other rule": "the same folds with the other threshold rule (agent-quantile / worst-case), for comparison",
-        "oracle frontier": "the most steps any threshold pair saves on the agent's own labels at the rule's halted "
-                           "accuracy: an upper bound, never honest",
-        "failure-only": "success halts off (a live adapter's default halt_on: failure): no run that may still "
-                        "submit a patch is thrown away",
-        "spend": "what the priced runs cost in all; $ saved: the dollars of the steps the policy did not run. Each run is priced by its own catalog source (per-step costs, instance totals pro rata, or a "
-                         "catalog price per step); runs without a price are left out, counted in loao.json"}))
+    out.append(
+        table(
+            [
+                "agent",
+                "spend",
+                "both: halted acc",
+                "saved",
+                "$ saved",
+                "failure-only: halted acc",
+                "saved",
+                "$ saved",
+            ],
+            rows,
+        )
+    )
+    out.append(
+        legend(
+            {
+                "other rule": "the same folds with the other threshold rule (agent-quantile / worst-case), for comparison",
+                "oracle frontier": "the most steps any threshold pair saves on the agent's own labels at the rule's halted "
+                "accuracy: an upper bound, never honest",
+                "failure-only": "success halts off (a live adapter's default halt_on: failure): no run that may still "
+                "submit a patch is thrown away",
+                "spend": "what the priced runs cost in all; $ saved: the dollars of the steps the policy did not run. Each run is priced by its own catalog source (per-step costs, instance totals pro rata, or a "
+                "catalog price per step); runs without a price are left out, counted in loao.json",
+            }
+        )
+    )
     return "".join(out)
 
 
@@ -100,26 +179,74 @@ def section_loso(inp: Inputs) -> str:
     rep = inp.loao
     if rep is None:
         return inp.missing("loao.json")
-    prots = {k: v for k, v in (rep.get("protocols") or {}).items() if isinstance(v, dict) and v.get("leave_one_scaffold_out")}
+    prots = {
+        k: v
+        for k, v in (rep.get("protocols") or {}).items()
+        if isinstance(v, dict) and v.get("leave_one_scaffold_out")
+    }
     if not prots and rep.get("leave_one_scaffold_out"):
         prots = {"as_of": rep}
     if not prots:
-        return note("no leave-one-scaffold-out in loao.json (one scaffold, or an older report)", missing=True)
+        return note(
+            "no leave-one-scaffold-out in loao.json (one scaffold, or an older report)",
+            missing=True,
+        )
     out = []
     for p, blk in prots.items():
         rows = []
         for sc, s in blk["leave_one_scaffold_out"].items():
             for a, b in (s.get("agents") or {}).items():
                 if isinstance(b, dict):
-                    rows.append(("small" if b.get("small_n") else "",
-                                 [esc(sc), agent_cell(a, bool(b.get("small_n")), b.get("n_runs")), fnum(b.get("auroc_success")),
-                                  pct(b.get("halted_accuracy")), _saved(b), signed(b.get("resolve_rate_shift_pp")),
-                                  _th(s.get("thresholds"))]))
+                    rows.append(
+                        (
+                            "small" if b.get("small_n") else "",
+                            [
+                                esc(sc),
+                                agent_cell(a, bool(b.get("small_n")), b.get("n_runs")),
+                                fnum(b.get("auroc_success")),
+                                pct(b.get("halted_accuracy")),
+                                _saved(b),
+                                signed(b.get("resolve_rate_shift_pp")),
+                                _th(s.get("thresholds")),
+                            ],
+                        )
+                    )
             pb = s.get("pooled") or {}
-            rows.append(("pooled", [esc(sc), "pooled (large)", fnum(pb.get("auroc_success")), pct(pb.get("halted_accuracy")),
-                                    _saved(pb), signed(pb.get("resolve_rate_shift_pp")), ""]))
+            rows.append(
+                (
+                    "pooled",
+                    [
+                        esc(sc),
+                        "pooled (large)",
+                        fnum(pb.get("auroc_success")),
+                        pct(pb.get("halted_accuracy")),
+                        _saved(pb),
+                        signed(pb.get("resolve_rate_shift_pp")),
+                        "",
+                    ],
+                )
+            )
         out.append(f"<h3>{esc(p)}</h3>")
-        out.append(table(["held-out scaffold", "agent", "AUROC", "halted acc", "saved", "shift pp", "τs / τf"], rows))
-    out.append(legend({"held-out scaffold": "every agent of the scaffold held out together; thresholds chosen on the "
-                                            "other scaffolds as units, each predicted by a model that saw neither"}))
+        out.append(
+            table(
+                [
+                    "held-out scaffold",
+                    "agent",
+                    "AUROC",
+                    "halted acc",
+                    "saved",
+                    "shift pp",
+                    "τs / τf",
+                ],
+                rows,
+            )
+        )
+    out.append(
+        legend(
+            {
+                "held-out scaffold": "every agent of the scaffold held out together; thresholds chosen on the "
+                "other scaffolds as units, each predicted by a model that saw neither"
+            }
+        )
+    )
     return "".join(out)

@@ -19,8 +19,11 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 def git_commit(where: Path = PACKAGE_DIR) -> str:
     """The checkout's short commit, '+dirty' when its tracked files differ from it; 'not a git checkout' for an
     installed package (or where git is absent)."""
+
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, timeout=10)
+        return subprocess.run(
+            ["git", "-C", str(where), *args], capture_output=True, text=True, timeout=10
+        )
 
     try:
         head = run("rev-parse", "--short=12", "HEAD")
@@ -44,20 +47,33 @@ def model_hash(bench: str) -> str:
     return str(h)[:16] if isinstance(h, str) and h else "no content_hash in the manifest"
 
 
-def provenance(bench: str, loao: dict[str, Any] | None, ingest: dict[str, Any] | None,
-               now: dt.datetime | None = None) -> dict[str, str]:
+def provenance(
+    bench: str,
+    loao: dict[str, Any] | None,
+    ingest: dict[str, Any] | None,
+    now: dt.datetime | None = None,
+) -> dict[str, str]:
     """The page's provenance items, label -> value."""
     cfg = (loao or {}).get("config") or {}
     prots = [k for k in ((loao or {}).get("protocols") or {}) if k != "doc"]
-    protocol = ("leave-one-agent-out; headline " + str(cfg.get("prior_pool", "as_of")).replace("current", "current_pool")
-                + (f" (also {', '.join(p for p in prots if p != 'as_of')})" if len(prots) > 1 else "")
-                + (f"; families {', '.join(cfg['families'])}" if cfg.get("families") else "")) if loao else "unknown (no loao.json)"
+    protocol = (
+        (
+            "leave-one-agent-out; headline "
+            + str(cfg.get("prior_pool", "as_of")).replace("current", "current_pool")
+            + (f" (also {', '.join(p for p in prots if p != 'as_of')})" if len(prots) > 1 else "")
+            + (f"; families {', '.join(cfg['families'])}" if cfg.get("families") else "")
+        )
+        if loao
+        else "unknown (no loao.json)"
+    )
     root = (ingest or {}).get("data_root")
     return {
         "earlyeval": __version__,
         "page made": (now or dt.datetime.now(dt.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC"),
         "git commit": git_commit(),
         "model content hash": model_hash(bench),
-        "data root": f"{root} (as ingested)" if root else f"{data_root()} (the configured one; no ingest.json)",
+        "data root": f"{root} (as ingested)"
+        if root
+        else f"{data_root()} (the configured one; no ingest.json)",
         "protocol": protocol,
     }

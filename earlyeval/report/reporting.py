@@ -8,20 +8,50 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from earlyeval.core.atomic import atomic_path
-from earlyeval.config.eval_config import EvalConfig
 from earlyeval.config.catalog import load_catalog
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.core.atomic import atomic_path
 from earlyeval.features import KNOWN_DIRECTIONS
 
-
-GOLD_DEEP = ("gold_symbols_*", "gold_idents_*", "gold_removed_*", "gold_added_*", "edits_in_gold_hunks", "f2p_*",
-             "since_f2p_run", "test_patch_file_seen", "diff_*", "since_diff_seen")
-RAW_SCALE = ("step", "log_*", "n_edit", "n_test", "files_edited", "edit_actions", "n_submit", "n_test_summaries",
-             "n_syntax_error", "reverts")
+GOLD_DEEP = (
+    "gold_symbols_*",
+    "gold_idents_*",
+    "gold_removed_*",
+    "gold_added_*",
+    "edits_in_gold_hunks",
+    "f2p_*",
+    "since_f2p_run",
+    "test_patch_file_seen",
+    "diff_*",
+    "since_diff_seen",
+)
+RAW_SCALE = (
+    "step",
+    "log_*",
+    "n_edit",
+    "n_test",
+    "files_edited",
+    "edit_actions",
+    "n_submit",
+    "n_test_summaries",
+    "n_syntax_error",
+    "reverts",
+)
 RELATIVE = ("share_*", "recent_share_*", "*_rel", "since_*", "edits_per_file")
-TEST_SIGNALS = ("last_test_*", "test_after_*", "ever_passed_after_edit", "n_test_summaries", "since_test_summary")
+TEST_SIGNALS = (
+    "last_test_*",
+    "test_after_*",
+    "ever_passed_after_edit",
+    "n_test_summaries",
+    "since_test_summary",
+)
 # trajectory evidence that settles an outcome without a rich public history (issue 14, gold family)
-EVIDENCE = ("edits_off_gold_only", "since_last_gold_edit_rel", "f2p_passed_after_last_edit", "f2p_failed_after_last_edit")
+EVIDENCE = (
+    "edits_off_gold_only",
+    "since_last_gold_edit_rel",
+    "f2p_passed_after_last_edit",
+    "f2p_failed_after_last_edit",
+)
 
 
 def default_ablations(bench: str, cfg: EvalConfig) -> list[tuple[str, dict[str, Any]]]:
@@ -50,7 +80,12 @@ def default_ablations(bench: str, cfg: EvalConfig) -> list[tuple[str, dict[str, 
         out.append(("no_test_signals", {"drop_features": TEST_SIGNALS}))
     out.append(("adapt_em", {"adapt": "em"}))
     out.append(("monotone", {"monotone": dict(KNOWN_DIRECTIONS)}))
-    out.append((f"min_steps_{3 if cfg.min_steps != 3 else 10}", {"min_steps": 3 if cfg.min_steps != 3 else 10}))
+    out.append(
+        (
+            f"min_steps_{3 if cfg.min_steps != 3 else 10}",
+            {"min_steps": 3 if cfg.min_steps != 3 else 10},
+        )
+    )
     other = "accuracy" if cfg.constraint == "recall" else "recall"
     out.append((f"constraint_{other}", {"constraint": other}))
     if cfg.confidence is not None:
@@ -98,9 +133,11 @@ def loao_table(rep: dict[str, Any]) -> str:
     def row(name: str, b: dict[str, Any], th: dict[str, float] | None) -> str:
         ts = f"{th['success']:.2f}" if th and th["success"] < 5 else "  -  "
         tf = f"{th['failure']:.2f}" if th and th["failure"] < 5 else "  -  "
-        return (f"{name[:44]:<44} {b.get('n_runs', 0):>5} {_fmt(b.get('resolve_rate'), True)} {_fmt(b.get('auroc_success'))} "
-                f"{_fmt(b.get('halted_fraction'), True)} {_fmt(b.get('halted_accuracy'), True)} {_fmt(b.get('outcome_accuracy'), True)} "
-                f"{_fmt(b.get('steps_saved'), True)} {b.get('resolve_rate_shift_pp', 0):6.1f} {ts:>5} {tf:>5}")
+        return (
+            f"{name[:44]:<44} {b.get('n_runs', 0):>5} {_fmt(b.get('resolve_rate'), True)} {_fmt(b.get('auroc_success'))} "
+            f"{_fmt(b.get('halted_fraction'), True)} {_fmt(b.get('halted_accuracy'), True)} {_fmt(b.get('outcome_accuracy'), True)} "
+            f"{_fmt(b.get('steps_saved'), True)} {b.get('resolve_rate_shift_pp', 0):6.1f} {ts:>5} {tf:>5}"
+        )
 
     for a, b in rep["agents"].items():
         lines.append(row(a + (" (small)" if b.get("small_n") else ""), b, b.get("thresholds")))
@@ -109,16 +146,22 @@ def loao_table(rep: dict[str, Any]) -> str:
     for name, b in rep.get("baselines", {}).items():
         lines.append(row(f"baseline {name}", b, None))
     for s, blk in rep.get("leave_one_scaffold_out", {}).items():
-        lines.append(row(f"leave-one-scaffold-out: {s}", blk.get("pooled", {}), blk.get("thresholds")))
+        lines.append(
+            row(f"leave-one-scaffold-out: {s}", blk.get("pooled", {}), blk.get("thresholds"))
+        )
     lines.append(legend(hdr))
     lines.append(f"spearman(predicted vs true resolve rate) = {rep.get('spearman')}")
     if rep.get("ablations"):
         lines.append("\nablations (pooled over held-out agents):")
-        lines.append(f"{'name':<28} {'meanAUROC':>9} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} {'|shift|':>7}")
+        lines.append(
+            f"{'name':<28} {'meanAUROC':>9} {'hAcc%':>6} {'oAcc%':>6} {'saved%':>6} {'|shift|':>7}"
+        )
         for ab in rep["ablations"]:
             p = ab["pooled"]
-            lines.append(f"{ab['name']:<28} {_fmt(ab['mean_auroc']):>9} {_fmt(p.get('halted_accuracy'), True)} "
-                         f"{_fmt(p.get('outcome_accuracy'), True)} {_fmt(p.get('steps_saved'), True)} {ab.get('mean_abs_resolve_rate_shift_pp') or 0:7.2f}")
+            lines.append(
+                f"{ab['name']:<28} {_fmt(ab['mean_auroc']):>9} {_fmt(p.get('halted_accuracy'), True)} "
+                f"{_fmt(p.get('outcome_accuracy'), True)} {_fmt(p.get('steps_saved'), True)} {ab.get('mean_abs_resolve_rate_shift_pp') or 0:7.2f}"
+            )
     return "\n".join(lines)
 
 
@@ -129,8 +172,35 @@ def write_predictions(res: Any, path: Path) -> Path:
         th = res.thresholds[agent]
         for rid, y, T, ps, pf in zip(rs.run_ids, rs.y, rs.T, rs.p_s, rs.p_f):
             for t, (a, b) in enumerate(zip(ps, pf), start=1):
-                rows.append((agent, rid, int(t), int(T), int(y), float(a), float(b), th["success"], th["failure"], agent in res.small))
-    df = pd.DataFrame(rows, columns=["agent", "run_id", "t", "T", "y", "p_success", "p_failure", "tau_s", "tau_f", "small"])
+                rows.append(
+                    (
+                        agent,
+                        rid,
+                        int(t),
+                        int(T),
+                        int(y),
+                        float(a),
+                        float(b),
+                        th["success"],
+                        th["failure"],
+                        agent in res.small,
+                    )
+                )
+    df = pd.DataFrame(
+        rows,
+        columns=[
+            "agent",
+            "run_id",
+            "t",
+            "T",
+            "y",
+            "p_success",
+            "p_failure",
+            "tau_s",
+            "tau_f",
+            "small",
+        ],
+    )
     with atomic_path(path) as tmp:
         df.to_parquet(tmp, index=False)
     return path

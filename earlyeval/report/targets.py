@@ -67,7 +67,9 @@ def exact(block: dict[str, Any], key: str) -> str:
     if key == "auroc_success":
         return f"{v:.4f}"
     if key == "steps_saved_in_run":
-        return f"{100 * v:.2f} % in-run of {100 * (_num(block.get('steps_saved')) or 0):.2f} % saved"
+        return (
+            f"{100 * v:.2f} % in-run of {100 * (_num(block.get('steps_saved')) or 0):.2f} % saved"
+        )
     return f"{100 * v:.2f} %"
 
 
@@ -87,12 +89,18 @@ def target_sentences(rep: dict[str, Any], protocol: str = "as_of") -> list[str]:
     prot = (rep.get("protocols") or {}).get(protocol) or {}
     agents = prot.get("agents") or {}
     small = set(rep.get("small_agents") or [])
-    large = [a for a in prot.get("holdout_agents") or agents if a not in small and isinstance(agents.get(a), dict)]
+    large = [
+        a
+        for a in prot.get("holdout_agents") or agents
+        if a not in small and isinstance(agents.get(a), dict)
+    ]
     out = []
     for t in TARGETS:
         verdicts = {a: t.met(agents[a]) for a in large}
         known = [a for a, v in verdicts.items() if v is not None]
         missed = [f"{a} {exact(agents[a], t.key)}" for a in known if verdicts[a] is False]
-        out.append(f"Target {t.text} ({protocol}, label-free): met on {len(known) - len(missed)} of {len(known)} "
-                   f"held-out agents" + (f"; missed by {', '.join(missed)}." if missed else "."))
+        out.append(
+            f"Target {t.text} ({protocol}, label-free): met on {len(known) - len(missed)} of {len(known)} "
+            f"held-out agents" + (f"; missed by {', '.join(missed)}." if missed else ".")
+        )
     return out

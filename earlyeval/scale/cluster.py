@@ -22,9 +22,9 @@ from distributed import Client, KilledWorker, LocalCluster
 from distributed.client import FutureCancelledError
 from distributed.comm.core import CommClosedError
 
+from earlyeval.config.workspace import set_workspace, workspace_root
 from earlyeval.core.env import env_int
 from earlyeval.core.errors import ClusterError, SettingError
-from earlyeval.config.workspace import set_workspace, workspace_root
 from earlyeval.scale.spec import SchedulerSpec, local_workers, parse_scheduler
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,9 @@ def task_tries() -> int:
 
 
 @contextlib.contextmanager
-def connect(spec: SchedulerSpec | str, *, memory_limit: str | float | None = "auto") -> Iterator[Client]:
+def connect(
+    spec: SchedulerSpec | str, *, memory_limit: str | float | None = "auto"
+) -> Iterator[Client]:
     """A ``Client`` on ``spec`` for the duration of the block; a LocalCluster it started is closed after it."""
     if isinstance(spec, str):
         parsed = parse_scheduler(spec)
@@ -54,8 +56,14 @@ def connect(spec: SchedulerSpec | str, *, memory_limit: str | float | None = "au
         return
     n = local_workers(spec)
     with _no_sigint():
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               memory_limit=memory_limit, silence_logs=logging.ERROR)
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            memory_limit=memory_limit,
+            silence_logs=logging.ERROR,
+        )
     with cluster, Client(cluster) as client:
         log.info("LocalCluster of %d worker processes", n)
         yield client
@@ -85,15 +93,23 @@ def _client(address: str) -> Client:
     if address.startswith(("tls://", "wss://")):
         missing = [k for k in TLS_KEYS if not dask.config.get(k, None)]
         if missing:
-            raise SettingError("--scheduler", address, f"a {address.split(':')[0]}:// scheduler needs certificates: set "
-                               f"{' and '.join(missing)} (and client.key) in the dask config or as DASK_* variables "
-                               "(docs/scale.md)")
+            raise SettingError(
+                "--scheduler",
+                address,
+                f"a {address.split(':')[0]}:// scheduler needs certificates: set "
+                f"{' and '.join(missing)} (and client.key) in the dask config or as DASK_* variables "
+                "(docs/scale.md)",
+            )
     try:
         return Client(address)
     except (OSError, MemoryError, ValueError, TypeError, EOFError, asyncio.TimeoutError) as e:
         why = " ".join(str(e).split())[:160] or type(e).__name__
-        raise SettingError("--scheduler", address, f"no dask scheduler answered there ({type(e).__name__}: {why}); "
-                           "is it a running scheduler's address (its default port is 8786)?") from None
+        raise SettingError(
+            "--scheduler",
+            address,
+            f"no dask scheduler answered there ({type(e).__name__}: {why}); "
+            "is it a running scheduler's address (its default port is 8786)?",
+        ) from None
 
 
 def result_of(fut: Any, what: str) -> Any:
@@ -103,8 +119,10 @@ def result_of(fut: Any, what: str) -> Any:
     try:
         return fut.result()
     except LOST as e:
-        raise ClusterError(f"{what}: lost on the cluster ({type(e).__name__}: {' '.join(str(e).split())[:120]}); "
-                           "nothing replaced (run the verb again; see the scheduler's log for the dead worker)") from None
+        raise ClusterError(
+            f"{what}: lost on the cluster ({type(e).__name__}: {' '.join(str(e).split())[:120]}); "
+            "nothing replaced (run the verb again; see the scheduler's log for the dead worker)"
+        ) from None
 
 
 def workers_of(client: Client) -> list[str]:

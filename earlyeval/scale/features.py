@@ -15,9 +15,9 @@ import functools
 import json
 import logging
 import shutil
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import MutableMapping
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -28,13 +28,20 @@ from distributed import Client, as_completed
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import features_dir, workspace_root
 from earlyeval.core.atomic import atomic_path, new_dir_beside, swap_dir
-from earlyeval.core.trajectory import Action, Step, Trajectory
+from earlyeval.core.trajectory import Action, Trajectory
 from earlyeval.evaluation.dataset import PASS, Dataset, add_pass_block, load_dataset
 from earlyeval.features import PriorTable, RunContext, family_class, fold_fitted, fold_free
 from earlyeval.scale.cluster import in_workspace, result_of, workers_of
 from earlyeval.tables.prefixes import prefix_table
-from earlyeval.tables.store import (TRAJ_SCHEMA, bench_dir, part_names, read_table, read_tasks, read_trajectories,
-                                    write_trajectories)
+from earlyeval.tables.store import (
+    TRAJ_SCHEMA,
+    bench_dir,
+    part_names,
+    read_table,
+    read_tasks,
+    read_trajectories,
+    write_trajectories,
+)
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +64,16 @@ def partitions(path: Path, slices: int = 2) -> list[Partition]:
     """The dataset's partitions, in dataset order: its parts, or ``slices`` row ranges of a one-file dataset
     (which came from one process, so it is small enough for each task to read it whole)."""
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `earlyeval ingest --bench {path.parent.name}` first")
+        raise FileNotFoundError(
+            f"{path} is missing: run `earlyeval ingest --bench {path.parent.name}` first"
+        )
     if path.is_dir():
         return [Partition(str(path / n)) for n in part_names(path)]
     n = pq.ParquetFile(path).metadata.num_rows
     size = max(-(-n // max(slices, 1)), 1)
-    return [Partition(str(path), a, min(a + size, n)) for a in range(0, n, size)] or [Partition(str(path), 0, 0)]
+    return [Partition(str(path), a, min(a + size, n)) for a in range(0, n, size)] or [
+        Partition(str(path), 0, 0)
+    ]
 
 
 def read_partition(part: Partition) -> list[Trajectory]:
@@ -80,8 +91,12 @@ def light_ok(families: list[str]) -> bool:
 
 def strip_text(t: Trajectory) -> Trajectory:
     """The run without its steps' observation, thought and action texts (identity, labels, counts kept)."""
-    steps = [dataclasses.replace(s, observation="", thought="",
-                                 actions=[Action(a.tool, "", a.kind) for a in s.actions]) for s in t.steps]
+    steps = [
+        dataclasses.replace(
+            s, observation="", thought="", actions=[Action(a.tool, "", a.kind) for a in s.actions]
+        )
+        for s in t.steps
+    ]
     return dataclasses.replace(t, steps=steps)
 
 
@@ -99,15 +114,32 @@ def task_table(bench: str) -> dict[str, Any]:
     return _tasks(str(p), (st.st_mtime_ns, st.st_size))
 
 
-def featurize_part(ws: str, root: str, bench: str, families: list[str], part: Partition, prefixes_out: str,
-                   runs_out: str, light: bool) -> tuple[int, int]:
+def featurize_part(
+    ws: str,
+    root: str,
+    bench: str,
+    families: list[str],
+    part: Partition,
+    prefixes_out: str,
+    runs_out: str,
+    light: bool,
+) -> tuple[int, int]:
     """One task: the fold-free blocks of one partition's prefixes and its labelled runs, as two parts.
     (labelled runs, prefix rows)."""
     in_workspace(ws)
-    ds = load_dataset(bench, families, Path(root), progress=False, trajs=read_partition(part), tasks=task_table(bench),
-                      whole=False)
-    cols: dict[str, Any] = {"run_id": pa.array([ds.trajs[i].run_id for i in ds.prefixes["run"]], pa.string()),
-                            "t": pa.array(ds.prefixes["t"].to_numpy(), pa.int32())}
+    ds = load_dataset(
+        bench,
+        families,
+        Path(root),
+        progress=False,
+        trajs=read_partition(part),
+        tasks=task_table(bench),
+        whole=False,
+    )
+    cols: dict[str, Any] = {
+        "run_id": pa.array([ds.trajs[i].run_id for i in ds.prefixes["run"]], pa.string()),
+        "t": pa.array(ds.prefixes["t"].to_numpy(), pa.int32()),
+    }
     for block, X in ds.blocks.items():
         for j, name in enumerate(ds.block_names[block]):
             cols[f"{block}/{name}"] = pa.array(np.ascontiguousarray(X[:, j]), pa.float32())
@@ -119,35 +151,64 @@ def featurize_part(ws: str, root: str, bench: str, families: list[str], part: Pa
     return len(ds.trajs), len(ds.prefixes)
 
 
-def featurize(client: Client, bench: str, families: list[str], root: str | Path | None = None,
-              progress: Callable[[str], None] | None = None) -> Dataset:
+def featurize(
+    client: Client,
+    bench: str,
+    families: list[str],
+    root: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Dataset:
     """Featurize every partition on the cluster (``featurize_parts``) and return the ``Dataset`` they make
     (``dataset_from_parts``)."""
     featurize_parts(client, bench, families, root, progress)
     return dataset_from_parts(bench, families, root)
 
 
-def featurize_parts(client: Client, bench: str, families: list[str], root: str | Path | None = None,
-                    progress: Callable[[str], None] | None = None) -> Path:
+def featurize_parts(
+    client: Client,
+    bench: str,
+    families: list[str],
+    root: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
     """Featurize every partition on the cluster and swap the parts in under ``features/<bench>/``."""
     free = fold_free(families)  # an unknown family raises here, before any task
     src = bench_dir(bench) / "trajectories.parquet"
     if not (src.parent / "ingest.done").exists():
-        log.warning("%s has no ingest.done: the last `earlyeval ingest --bench %s` did not finish", src.parent, bench)
+        log.warning(
+            "%s has no ingest.done: the last `earlyeval ingest --bench %s` did not finish",
+            src.parent,
+            bench,
+        )
     parts = partitions(src, SLICES_PER_WORKER * len(workers_of(client)))
     light = light_ok(families)
     out = features_dir(bench)
     stage_p, stage_r = new_dir_beside(out / PREFIXES), new_dir_beside(out / RUNS)
     ws, r = str(workspace_root()), str(data_root(root))
-    futs = {client.submit(featurize_part, ws, r, bench, free, p, str(stage_p / f"part-{k:05d}.parquet"),
-                          str(stage_r / f"part-{k:05d}.parquet"), light, key=f"earlyeval-featurize-{stage_p.name}-{k}",
-                          pure=False): k for k, p in enumerate(parts)}
+    futs = {
+        client.submit(
+            featurize_part,
+            ws,
+            r,
+            bench,
+            free,
+            p,
+            str(stage_p / f"part-{k:05d}.parquet"),
+            str(stage_r / f"part-{k:05d}.parquet"),
+            light,
+            key=f"earlyeval-featurize-{stage_p.name}-{k}",
+            pure=False,
+        ): k
+        for k, p in enumerate(parts)
+    }
     try:
         for n, fut in enumerate(as_completed(list(futs)), start=1):
             result_of(fut, f"featurize partition {futs[fut]}")
             if progress:
                 progress(f"featurize: {n}/{len(futs)} partitions")
-    except BaseException:  # Ctrl-C or a failed partition: no task left running, no staging left behind
+    except (
+        BaseException
+    ):  # Ctrl-C or a failed partition: no task left running, no staging left behind
         client.cancel(list(futs))
         for d in (stage_p, stage_r):
             shutil.rmtree(d, ignore_errors=True)
@@ -175,7 +236,9 @@ def parts_ref(bench: str, families: list[str], root: str | Path | None = None) -
     if not out.is_dir() or not part_names(out):
         raise FileNotFoundError(f"{out} has no parts: featurize on the cluster first")
     stamp = tuple((n, (st := (out / n).stat()).st_mtime_ns, st.st_size) for n in part_names(out))
-    return PartsRef(str(workspace_root()), str(data_root(root)), bench, tuple(families), str(out), stamp)
+    return PartsRef(
+        str(workspace_root()), str(data_root(root)), bench, tuple(families), str(out), stamp
+    )
 
 
 def part_bounds(ref: PartsRef) -> np.ndarray:
@@ -188,10 +251,16 @@ def read_blocks(ref: PartsRef, names: dict[str, list[str]]) -> dict[str, np.ndar
     """Every fold-free block of every part, as the float32 matrices ``load_dataset`` gives."""
     table = read_table(Path(ref.prefixes))
     blocks = {}
-    for block, bnames in names.items():  # the loader's order: the fold-free families, then prior@current_pool
+    for (
+        block,
+        bnames,
+    ) in names.items():  # the loader's order: the fold-free families, then prior@current_pool
         cols = [table.column(f"{block}/{n}").to_numpy() for n in bnames]
-        blocks[block] = (np.ascontiguousarray(np.column_stack(cols), dtype=np.float32) if cols
-                         else np.zeros((table.num_rows, 0), np.float32))
+        blocks[block] = (
+            np.ascontiguousarray(np.column_stack(cols), dtype=np.float32)
+            if cols
+            else np.zeros((table.num_rows, 0), np.float32)
+        )
     return blocks
 
 
@@ -242,8 +311,12 @@ def dataset_from_parts(bench: str, families: list[str], root: str | Path | None 
     out = features_dir(bench)
     ref = parts_ref(bench, families, root)
     trajs = read_trajectories(out / RUNS)
-    keys = pa.concat_tables([pq.read_table(Path(ref.prefixes) / n, columns=["run_id", "t"]) for n, *_ in ref.stamp])
-    names: dict[str, list[str]] = json.loads(pq.read_schema(Path(ref.prefixes) / ref.stamp[0][0]).metadata[BLOCKS_KEY])
+    keys = pa.concat_tables(
+        [pq.read_table(Path(ref.prefixes) / n, columns=["run_id", "t"]) for n, *_ in ref.stamp]
+    )
+    names: dict[str, list[str]] = json.loads(
+        pq.read_schema(Path(ref.prefixes) / ref.stamp[0][0]).metadata[BLOCKS_KEY]
+    )
     cat = load_catalog(bench)
     tasks = read_tasks(bench_dir(bench) / "tasks.parquet")
     prior_table = None
@@ -252,12 +325,18 @@ def dataset_from_parts(bench: str, families: list[str], root: str | Path | None 
     contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     prefixes = prefix_table(trajs, min_steps=2)
     run_ids = [trajs[i].run_id for i in prefixes["run"]]
-    if keys.column("run_id").to_pylist() != run_ids or not np.array_equal(keys.column("t").to_numpy(), prefixes["t"].to_numpy()):
-        raise AssertionError(f"{out / PREFIXES}: its rows are not the prefixes of {out / RUNS} (a mixed or stale feature set?)")
+    if keys.column("run_id").to_pylist() != run_ids or not np.array_equal(
+        keys.column("t").to_numpy(), prefixes["t"].to_numpy()
+    ):
+        raise AssertionError(
+            f"{out / PREFIXES}: its rows are not the prefixes of {out / RUNS} (a mixed or stale feature set?)"
+        )
     ds = Dataset(bench, cat, trajs, tasks, contexts, prefixes, prior_table=prior_table)
     ds.blocks = PartBlocks(ref, names)  # type: ignore[assignment]  # a Mapping of the same blocks
     ds.block_names.update({b: list(n) for b, n in names.items()})
-    if PASS in fold_free(families):  # it reads each agent's other runs, which one partition does not hold
+    if PASS in fold_free(
+        families
+    ):  # it reads each agent's other runs, which one partition does not hold
         add_pass_block(ds)
     return ds
 

@@ -13,14 +13,14 @@ from typing import Any, Callable
 
 from distributed import Client, Future, as_completed
 
-from earlyeval.evaluation.dataset import Dataset
 from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import Fitted, FoldRunner, inner_exclusion
 from earlyeval.evaluation.fit_plan import scaffold_groups
-from earlyeval.scale.cluster import result_of
-from earlyeval.scale.features import PartsRef, parts_dataset
 from earlyeval.features import family_class
 from earlyeval.fitting.metrics import RunSet
+from earlyeval.scale.cluster import result_of
+from earlyeval.scale.features import PartsRef, parts_dataset
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,9 @@ class FoldPlan:
         return len(self.predict)
 
 
-def _inner(plan: FoldPlan, ds: Dataset, cfg: EvalConfig, held_out: frozenset, large: list[str]) -> None:
+def _inner(
+    plan: FoldPlan, ds: Dataset, cfg: EvalConfig, held_out: frozenset, large: list[str]
+) -> None:
     """What ``evaluate.inner_sets`` asks for."""
     remaining = [b for b in large if b not in held_out]
     k, mode = cfg.inner_folds, cfg.inner_holdout
@@ -57,7 +59,9 @@ def _inner(plan: FoldPlan, ds: Dataset, cfg: EvalConfig, held_out: frozenset, la
         plan.add(held_out)
 
 
-def fold_plan(ds: Dataset, cfg: EvalConfig, with_loso: bool = True, with_small: bool = True) -> FoldPlan:
+def fold_plan(
+    ds: Dataset, cfg: EvalConfig, with_loso: bool = True, with_small: bool = True
+) -> FoldPlan:
     """Every fit (and its predictions) ``run_loao(ds, cfg, with_loso=, with_small=)`` asks for."""
     plan = FoldPlan()
     units = ds.holdout_units(cfg.holdout_min_runs)
@@ -96,7 +100,9 @@ class FoldResult:
     adaptation: dict[str, dict[str, Any]]
 
 
-def run_fold(ds: Dataset | PartsRef, cfg: EvalConfig, exclude: frozenset, agents: list[str]) -> FoldResult:
+def run_fold(
+    ds: Dataset | PartsRef, cfg: EvalConfig, exclude: frozenset, agents: list[str]
+) -> FoldResult:
     """One task: the in-process ``FoldRunner`` fit without ``exclude`` and its predictions of ``agents``, on
     the dataset a ``PartsRef`` names (read by this worker from the parts) or the one given."""
     runner = FoldRunner(parts_dataset(ds) if isinstance(ds, PartsRef) else ds, cfg)
@@ -104,7 +110,9 @@ def run_fold(ds: Dataset | PartsRef, cfg: EvalConfig, exclude: frozenset, agents
     fitted = runner.fit(exclude)
     states = [(fam.name, *fam.get_state()) for fam in fitted.fold_families]
     slim = replace(fitted, text=None, fold_families=[])
-    adaptation = {a: runner.adaptation[(exclude, a)] for a in agents if (exclude, a) in runner.adaptation}
+    adaptation = {
+        a: runner.adaptation[(exclude, a)] for a in agents if (exclude, a) in runner.adaptation
+    }
     return FoldResult(exclude, slim, states, sets, adaptation)
 
 
@@ -120,8 +128,13 @@ class PrefetchedRunner(FoldRunner):
     ``run_loao`` first asks for it (so the runner's order and counts are the in-process ones); what no
     task computed is computed here, in the driver, and listed in ``misses``."""
 
-    def __init__(self, ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
-                 results: dict[frozenset, FoldResult]):
+    def __init__(
+        self,
+        ds: Dataset,
+        cfg: EvalConfig,
+        progress: Callable[[str], None] | None,
+        results: dict[frozenset, FoldResult],
+    ):
         super().__init__(ds, cfg, progress)
         self._ready = dict(results)
         self.misses: list[tuple[str, Any]] = []
@@ -131,7 +144,9 @@ class PrefetchedRunner(FoldRunner):
             res = self._ready.get(exclude)
             if res is None:
                 self.misses.append(("fit", sorted(exclude)))
-                log.warning("fit without %s was not planned: computed in the driver", sorted(exclude))
+                log.warning(
+                    "fit without %s was not planned: computed in the driver", sorted(exclude)
+                )
                 return super().fit(exclude)
             self._fits[exclude] = restore(res)
         return self._fits[exclude]
@@ -149,11 +164,19 @@ class PrefetchedRunner(FoldRunner):
         return super().predict(exclude, agent)
 
 
-def run_folds(client: Client, ds_future: Future | PartsRef, cfg: EvalConfig, plan: FoldPlan,
-              progress: Callable[[str], None] | None = None) -> dict[frozenset, FoldResult]:
+def run_folds(
+    client: Client,
+    ds_future: Future | PartsRef,
+    cfg: EvalConfig,
+    plan: FoldPlan,
+    progress: Callable[[str], None] | None = None,
+) -> dict[frozenset, FoldResult]:
     """Every fold of ``plan`` as one task on the cluster, on the dataset ``ds_future`` holds or the parts it
     names; "fit without ..." reported as each completes."""
-    futs = {client.submit(run_fold, ds_future, cfg, ex, agents, pure=False): ex for ex, agents in plan.predict.items()}
+    futs = {
+        client.submit(run_fold, ds_future, cfg, ex, agents, pure=False): ex
+        for ex, agents in plan.predict.items()
+    }
     out: dict[frozenset, FoldResult] = {}
     try:
         for fut in as_completed(list(futs)):
@@ -169,10 +192,22 @@ def run_folds(client: Client, ds_future: Future | PartsRef, cfg: EvalConfig, pla
 
 def runner_factory(client: Client, ds: Dataset, ds_future: Future) -> Callable[..., FoldRunner]:
     """``run_loao``'s ``runners``: a ``PrefetchedRunner`` per configuration, its folds run on the cluster first."""
-    def make(ds_: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None, *, with_loso: bool = True,
-             with_small: bool = True) -> FoldRunner:
+
+    def make(
+        ds_: Dataset,
+        cfg: EvalConfig,
+        progress: Callable[[str], None] | None = None,
+        *,
+        with_loso: bool = True,
+        with_small: bool = True,
+    ) -> FoldRunner:
         if ds_ is not ds:
-            raise ValueError("this cluster's folds run on the dataset it featurized; got another one")
+            raise ValueError(
+                "this cluster's folds run on the dataset it featurized; got another one"
+            )
         plan = fold_plan(ds, cfg, with_loso, with_small)
-        return PrefetchedRunner(ds, cfg, progress, run_folds(client, ds_future, cfg, plan, progress))
+        return PrefetchedRunner(
+            ds, cfg, progress, run_folds(client, ds_future, cfg, plan, progress)
+        )
+
     return make

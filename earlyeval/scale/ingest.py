@@ -26,7 +26,15 @@ from earlyeval.config.catalog import Catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import new_dir_beside, swap_dir
 from earlyeval.core.errors import WriteError
-from earlyeval.ingest import SUMMARY_FLAGS, RunPlan, RunReport, plan_run, read_run_files, summarize_run, unique_run_id
+from earlyeval.ingest import (
+    SUMMARY_FLAGS,
+    RunPlan,
+    RunReport,
+    plan_run,
+    read_run_files,
+    summarize_run,
+    unique_run_id,
+)
 from earlyeval.scale.cluster import in_workspace, result_of
 from earlyeval.tables.store import PARTS, part_names, read_trajectories, write_trajectories
 
@@ -46,7 +54,8 @@ class RunRecord:
     task_id: str
     outcome: int | None
     n_steps: int
-    meta: dict[str, Any] = field(default_factory=dict)  # only the flags summarize_run reads (SUMMARY_FLAGS)
+    # only the flags summarize_run reads (SUMMARY_FLAGS)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def steps(self) -> range:
@@ -64,16 +73,30 @@ def read_chunk(ws: str, plan: RunPlan, paths: list[str], bench: str, part: str) 
     """One task: read ``paths`` of the planned run, write their trajectories as the part ``part`` (atomically)."""
     in_workspace(ws)
     trajs, skipped = read_run_files(plan, [Path(p) for p in paths], bench)
-    if not Path(part).parent.is_dir():  # the driver gave up (Ctrl-C, a failed chunk) and removed the staging:
-        raise RuntimeError(f"{Path(part).parent}: staging removed, the ingest was abandoned")  # nothing re-made there
+    if not Path(
+        part
+    ).parent.is_dir():  # the driver gave up (Ctrl-C, a failed chunk) and removed the staging:
+        # nothing re-made there
+        raise RuntimeError(f"{Path(part).parent}: staging removed, the ingest was abandoned")
     try:
-        write_trajectories(trajs, Path(part), parents=False)  # never re-makes a staging folder the driver removed
+        # never re-makes a staging folder the driver removed
+        write_trajectories(trajs, Path(part), parents=False)
     except (FileNotFoundError, WriteError) as e:
         if Path(part).parent.is_dir():
             raise
         raise RuntimeError(f"{Path(part).parent}: staging removed, the ingest was abandoned") from e
-    recs = [RunRecord(t.run_id, str(t.meta.get("source_file", "?")), t.agent, t.task_id, t.outcome, len(t.steps),
-                      {k: True for k in SUMMARY_FLAGS if t.meta.get(k)}) for t in trajs]
+    recs = [
+        RunRecord(
+            t.run_id,
+            str(t.meta.get("source_file", "?")),
+            t.agent,
+            t.task_id,
+            t.outcome,
+            len(t.steps),
+            {k: True for k in SUMMARY_FLAGS if t.meta.get(k)},
+        )
+        for t in trajs
+    ]
     return ChunkResult(Path(part).name, recs, skipped)
 
 
@@ -91,9 +114,17 @@ class IngestedParts:
         return swap_dir(self.staging, dest)
 
 
-def ingest_parts(client: Client, cat: Catalog, root: Path, dest: Path, *, chunk_files: int = CHUNK_FILES,
-                 runs: list[str] | None = None, max_files: int | None = None,
-                 progress: Callable[[str], None] | None = None) -> IngestedParts:
+def ingest_parts(
+    client: Client,
+    cat: Catalog,
+    root: Path,
+    dest: Path,
+    *,
+    chunk_files: int = CHUNK_FILES,
+    runs: list[str] | None = None,
+    max_files: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> IngestedParts:
     """Read the catalog's runs on the cluster into a staging directory beside ``dest`` (see the module doc)."""
     if chunk_files < 1:
         raise ValueError(f"chunk_files must be >= 1, not {chunk_files}")
@@ -110,34 +141,61 @@ def ingest_parts(client: Client, cat: Catalog, root: Path, dest: Path, *, chunk_
     return _assemble(plans, n_chunks, results, staging)
 
 
-def _read_all(client: Client, cat: Catalog, plans: list[Any], staging: Path, jobs: dict[Any, tuple[int, int]],
-              chunk_files: int, progress: Callable[[str], None] | None) -> tuple[dict[tuple[int, int], ChunkResult], list[int]]:
+def _read_all(
+    client: Client,
+    cat: Catalog,
+    plans: list[Any],
+    staging: Path,
+    jobs: dict[Any, tuple[int, int]],
+    chunk_files: int,
+    progress: Callable[[str], None] | None,
+) -> tuple[dict[tuple[int, int], ChunkResult], list[int]]:
     """Every chunk of every plan submitted (into ``jobs``, so the caller can cancel them) and gathered."""
     ws = str(workspace_root())
     n_chunks: list[int] = []
     for i, plan in enumerate(plans):
-        slim = dataclasses.replace(plan, paths=[], report=RunReport(plan.report.run, plan.report.agent,
-                                                                    plan.report.format, plan.report.folder))
-        chunks = [plan.paths[k:k + chunk_files] for k in range(0, len(plan.paths), chunk_files)] or [[]]
+        slim = dataclasses.replace(
+            plan,
+            paths=[],
+            report=RunReport(
+                plan.report.run, plan.report.agent, plan.report.format, plan.report.folder
+            ),
+        )
+        chunks = [
+            plan.paths[k : k + chunk_files] for k in range(0, len(plan.paths), chunk_files)
+        ] or [[]]
         n_chunks.append(len(chunks))
         for j, chunk in enumerate(chunks):
             part = staging / f"part-{i:05d}-{j:05d}.parquet"
-            fut = client.submit(read_chunk, ws, slim, [str(p) for p in chunk], cat.bench, str(part),
-                                key=f"earlyeval-ingest-{staging.name}-{i}-{j}", pure=False)
+            fut = client.submit(
+                read_chunk,
+                ws,
+                slim,
+                [str(p) for p in chunk],
+                cat.bench,
+                str(part),
+                key=f"earlyeval-ingest-{staging.name}-{i}-{j}",
+                pure=False,
+            )
             jobs[fut] = (i, j)
     results: dict[tuple[int, int], ChunkResult] = {}
     total = len(jobs)
     for n, fut in enumerate(as_completed(list(jobs)), start=1):
         where = jobs[fut]
         results[where] = result_of(fut, f"ingest chunk {where} of {plans[where[0]].report.run}")
-        del jobs[fut]  # its result is here now: the last reference goes, so its worker frees it (not at the end)
+        # its result is here now: the last reference goes, so its worker frees it (not at the end)
+        del jobs[fut]
         if progress:
             progress(f"ingest: {n}/{total} chunks read")
     return results, n_chunks
 
 
-def _assemble(plans: list[Any], n_chunks: list[int], results: dict[tuple[int, int], ChunkResult],
-              staging: Path) -> IngestedParts:
+def _assemble(
+    plans: list[Any],
+    n_chunks: list[int],
+    results: dict[tuple[int, int], ChunkResult],
+    staging: Path,
+) -> IngestedParts:
     """The runs' reports and records from their chunks (run ids made unique as in-process), the parts checked."""
     reports, records = [], []
     for i, plan in enumerate(plans):
@@ -149,7 +207,9 @@ def _assemble(plans: list[Any], n_chunks: list[int], results: dict[tuple[int, in
             rep.skipped.extend(res.skipped)
             kept: list[RunRecord] = []
             new_ids: list[str | None] = []
-            for r in res.records:  # run ids unique across the run's chunks, as one in-process pass makes them
+            for r in (
+                res.records
+            ):  # run ids unique across the run's chunks, as one in-process pass makes them
                 rid, dup = unique_run_id(r.run_id, r.source, seen, plan.run_dir)
                 if dup is not None:
                     rep.skipped.append(dup)
@@ -164,11 +224,19 @@ def _assemble(plans: list[Any], n_chunks: list[int], results: dict[tuple[int, in
             run_records.extend(kept)
         reports.append(summarize_run(rep, run_records, plan.label_sets))
         records.extend(run_records)
-        log.info("%s: %d trajectories (%d resolved), %d skipped", rep.run, rep.trajectories, rep.resolved, len(rep.skipped))
+        log.info(
+            "%s: %d trajectories (%d resolved), %d skipped",
+            rep.run,
+            rep.trajectories,
+            rep.resolved,
+            len(rep.skipped),
+        )
     parts = check_parts(staging, {res.part: len(res.records) for res in results.values()})
     ids = [r.run_id for r in records]
     if len(set(ids)) != len(ids):
-        raise AssertionError(f"run ids repeat across parts: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
+        raise AssertionError(
+            f"run ids repeat across parts: {sorted({i for i in ids if ids.count(i) > 1})[:5]}"
+        )
     return IngestedParts(reports, records, staging, parts)
 
 
@@ -195,7 +263,9 @@ def check_parts(staging: Path, expected: dict[str, int]) -> list[str]:
             p.unlink()
     names = part_names(staging)
     if sorted(expected) != names:
-        raise AssertionError(f"parts {sorted(set(expected) ^ set(names))[:5]} missing or unexpected in {staging}")
+        raise AssertionError(
+            f"parts {sorted(set(expected) ^ set(names))[:5]} missing or unexpected in {staging}"
+        )
     for name in names:
         rows = pq.ParquetFile(staging / name).metadata.num_rows
         if rows != expected[name]:
@@ -215,4 +285,13 @@ def swap_cleanup(staging: Path, tries: int = 100) -> None:
         time.sleep(0.05)
 
 
-__all__ = ["CHUNK_FILES", "ChunkResult", "IngestedParts", "PARTS", "RunRecord", "check_parts", "ingest_parts", "read_chunk"]
+__all__ = [
+    "CHUNK_FILES",
+    "ChunkResult",
+    "IngestedParts",
+    "PARTS",
+    "RunRecord",
+    "check_parts",
+    "ingest_parts",
+    "read_chunk",
+]

@@ -34,19 +34,29 @@ def _key(k: str) -> str:
 
 def to_toml(doc: dict[str, Any]) -> str:
     """A catalog document as TOML: top-level values, then tables, then arrays of tables (inline below them)."""
-    lines = [f"{_key(k)} = {_toml_value(v)}" for k, v in doc.items() if not isinstance(v, (dict, list)) or
-             (isinstance(v, list) and not all(isinstance(x, dict) for x in v))]
+    lines = [
+        f"{_key(k)} = {_toml_value(v)}"
+        for k, v in doc.items()
+        if not isinstance(v, (dict, list))
+        or (isinstance(v, list) and not all(isinstance(x, dict) for x in v))
+    ]
     for k, v in doc.items():
         if isinstance(v, dict):
             lines += ["", f"[{_key(k)}]"]
-            lines += [f"{_key(a)} = {_toml_value(b)}" for a, b in v.items() if not isinstance(b, dict)]
+            lines += [
+                f"{_key(a)} = {_toml_value(b)}" for a, b in v.items() if not isinstance(b, dict)
+            ]
             for a, b in v.items():
                 if isinstance(b, dict):
-                    lines += ["", f"[{_key(k)}.{_key(a)}]"] + [f"{_key(c)} = {_toml_value(d)}" for c, d in b.items()]
+                    lines += ["", f"[{_key(k)}.{_key(a)}]"] + [
+                        f"{_key(c)} = {_toml_value(d)}" for c, d in b.items()
+                    ]
     for k, v in doc.items():
         if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
             for item in v:
-                lines += ["", f"[[{_key(k)}]]"] + [f"{_key(a)} = {_toml_value(b)}" for a, b in item.items()]
+                lines += ["", f"[[{_key(k)}]]"] + [
+                    f"{_key(a)} = {_toml_value(b)}" for a, b in item.items()
+                ]
     return "\n".join(lines) + "\n"
 
 
@@ -68,9 +78,14 @@ def replicate(bench: str, src_root: Path, dest_root: Path, workspace: Path, copi
             link.parent.mkdir(parents=True, exist_ok=True)
             if not link.is_symlink():
                 os.symlink(src_root / folder, link, target_is_directory=True)
-            runs.append({**r, "name": name + suffix, "folder": str(folder.parent / (folder.name + suffix))})
+            runs.append(
+                {**r, "name": name + suffix, "folder": str(folder.parent / (folder.name + suffix))}
+            )
         linked.add(folder.parent)
-    for entry in [*raw.get("tasks", []), raw.get("priors", {})]:  # task tables and public history: the real files
+    for entry in [
+        *raw.get("tasks", []),
+        raw.get("priors", {}),
+    ]:  # task tables and public history: the real files
         if entry.get("path"):
             p = Path(entry["path"])
             link = dest_root / p
@@ -80,6 +95,9 @@ def replicate(bench: str, src_root: Path, dest_root: Path, workspace: Path, copi
     doc = {**raw, "runs": runs}
     out = Path(workspace) / "data" / f"{bench}.toml"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(f"# {copies} replicated copies of every run of the packaged {bench} catalog "
-                   f"(earlyeval.scale.resample: symlinks to the real runs, new run names and ids)\n" + to_toml(doc))
+    out.write_text(
+        f"# {copies} replicated copies of every run of the packaged {bench} catalog "
+        f"(earlyeval.scale.resample: symlinks to the real runs, new run names and ids)\n"
+        + to_toml(doc)
+    )
     return out

@@ -27,7 +27,13 @@ class SchedulerSpec:
     address: str = ""
 
     def __str__(self) -> str:
-        return self.address if self.kind == "address" else f"local:{self.workers}" if self.workers else "local"
+        return (
+            self.address
+            if self.kind == "address"
+            else f"local:{self.workers}"
+            if self.workers
+            else "local"
+        )
 
 
 def parse_scheduler(value: str | None) -> SchedulerSpec | None:
@@ -43,8 +49,10 @@ def parse_scheduler(value: str | None) -> SchedulerSpec | None:
         return SchedulerSpec("local", workers=n)
     if ADDRESS.match(text):
         return SchedulerSpec("address", address=text.rstrip("/"))
-    raise ValueError(f"{value!r} is not a scheduler: use local, local:N (N worker processes on this machine) "
-                     f"or a scheduler address tcp://HOST:PORT (unset, or 'none': in this process)")
+    raise ValueError(
+        f"{value!r} is not a scheduler: use local, local:N (N worker processes on this machine) "
+        f"or a scheduler address tcp://HOST:PORT (unset, or 'none': in this process)"
+    )
 
 
 def scheduler_from_env() -> SchedulerSpec | None:

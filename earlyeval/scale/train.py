@@ -19,13 +19,13 @@ from distributed import Client
 from lightgbm.dask import DaskLGBMClassifier
 
 from earlyeval.budget.config import BudgetConfig
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.budget_shipped import fit_shipped
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import Fitted, FoldRunner
 from earlyeval.features import family_class
-from earlyeval.fitting.metrics import auroc
 from earlyeval.fitting.estimator import OutcomeModel, Platt, fit_platt
+from earlyeval.fitting.metrics import auroc
 from earlyeval.scale.cluster import result_of, workers_of
 from earlyeval.scale.features import PartsRef, part_bounds, parts_dataset
 from earlyeval.scale.folds import FoldPlan, FoldResult, PrefetchedRunner, _inner
@@ -40,13 +40,20 @@ TOLERANCE = {"mean_abs_dp": 0.05, "p99_abs_dp": 0.30, "auroc": 0.01}
 SAMPLE_TOLERANCE = {"mean_abs_dp": 0.08, "p99_abs_dp": 0.45, "auroc": 0.05}
 
 
-def booster_gap(p_local: np.ndarray, p_dist: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict[str, float]:
+def booster_gap(
+    p_local: np.ndarray, p_dist: np.ndarray, y: np.ndarray, w: np.ndarray
+) -> dict[str, float]:
     """How far two models' calibrated P(success) on the same rows are, in ``TOLERANCE``'s terms."""
     dp = np.abs(np.asarray(p_local, dtype=np.float64) - np.asarray(p_dist, dtype=np.float64))
     a, b = auroc(y, p_local, w), auroc(y, p_dist, w)
-    return {"mean_abs_dp": float(dp.mean()), "p99_abs_dp": float(np.quantile(dp, 0.99)), "max_abs_dp": float(dp.max()),
-            "auroc": abs(float(a) - float(b)) if a is not None and b is not None else float("nan"),
-            "auroc_local": a, "auroc_dist": b}
+    return {
+        "mean_abs_dp": float(dp.mean()),
+        "p99_abs_dp": float(np.quantile(dp, 0.99)),
+        "max_abs_dp": float(dp.max()),
+        "auroc": abs(float(a) - float(b)) if a is not None and b is not None else float("nan"),
+        "auroc_local": a,
+        "auroc_dist": b,
+    }
 
 
 def within_tolerance(gap: dict[str, float], tolerance: dict[str, float] | None = None) -> bool:
@@ -77,7 +84,9 @@ def part_margins(booster: lgb.Booster, job: PartJob, rows: np.ndarray) -> np.nda
     return booster.predict(part_matrix(job, rows), raw_score=True)
 
 
-def part_proba(model: OutcomeModel, job: PartJob, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def part_proba(
+    model: OutcomeModel, job: PartJob, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """A task: the fitted model's P(failure) and P(success) of ``rows``, as two vectors."""
     P = model.predict_proba(part_matrix(job, rows))
     return np.ascontiguousarray(P[:, 0]), np.ascontiguousarray(P[:, 1])
@@ -98,8 +107,16 @@ class Partitioned:
         return [r for r in np.split(rows, cuts) if len(r)]
 
     def matrix(self, rows: np.ndarray, n_cols: int) -> da.Array:
-        return da.concatenate([da.from_delayed(dask.delayed(part_matrix, pure=False)(self._job, r),
-                                               shape=(len(r), n_cols), dtype=np.float32) for r in self.pieces(rows)])
+        return da.concatenate(
+            [
+                da.from_delayed(
+                    dask.delayed(part_matrix, pure=False)(self._job, r),
+                    shape=(len(r), n_cols),
+                    dtype=np.float32,
+                )
+                for r in self.pieces(rows)
+            ]
+        )
 
     def vector(self, v: np.ndarray, rows: np.ndarray) -> da.Array:
         """``v`` (one value per row of ``rows``) chunked as ``matrix(rows)`` is."""
@@ -119,29 +136,61 @@ class Partitioned:
 class DaskOutcomeModel(OutcomeModel):
     """``OutcomeModel`` whose boosters LightGBM trains on the cluster of ``client`` (see the module doc)."""
 
-    def __init__(self, lgbm_params: dict[str, Any] | None = None, val_share: float = 0.25, twin: str = "mirror",
-                 monotone: dict[str, int] | None = None, seed: int = 0, n_jobs: int = 2, client: Client | None = None):
-        super().__init__(lgbm_params=lgbm_params, val_share=val_share, twin=twin, monotone=monotone, seed=seed, n_jobs=n_jobs)
+    def __init__(
+        self,
+        lgbm_params: dict[str, Any] | None = None,
+        val_share: float = 0.25,
+        twin: str = "mirror",
+        monotone: dict[str, int] | None = None,
+        seed: int = 0,
+        n_jobs: int = 2,
+        client: Client | None = None,
+    ):
+        super().__init__(
+            lgbm_params=lgbm_params,
+            val_share=val_share,
+            twin=twin,
+            monotone=monotone,
+            seed=seed,
+            n_jobs=n_jobs,
+        )
         self.client = client
 
-    def fit_parts(self, part: Partitioned, rows: np.ndarray, y: np.ndarray, sample_weight: np.ndarray,
-                  groups: np.ndarray, feature_names: list[str]) -> "DaskOutcomeModel":
+    def fit_parts(
+        self,
+        part: Partitioned,
+        rows: np.ndarray,
+        y: np.ndarray,
+        sample_weight: np.ndarray,
+        groups: np.ndarray,
+        feature_names: list[str],
+    ) -> "DaskOutcomeModel":
         """``fit`` on the prefix ``rows`` of ``part`` (sorted), whose labels, weights and groups are given: the
         same split and Platt scaling, the boosters trained on the partitions, the margins computed by the workers."""
         y = np.asarray(y)
-        classes, y, w, tr, va, targets = self._split(np.empty((len(y), 1), np.int8), y, sample_weight, groups)
+        classes, y, w, tr, va, targets = self._split(
+            np.empty((len(y), 1), np.int8), y, sample_weight, groups
+        )
         boosters: dict[str, Any] = {}
         platt: dict[str, Platt] = {}
         n = len(feature_names)
         for name, (yy, ww, sign) in targets.items():
             clf = self._classifier(feature_names, sign)
-            boosters[name] = self._fit_dask(clf, part.matrix(rows[tr], n), part.vector(yy[tr], rows[tr]),
-                                            part.vector(ww[tr], rows[tr]))
-            margins = np.concatenate(part.map(part_margins, boosters[name], rows[va], f"margins of {name}"))
+            boosters[name] = self._fit_dask(
+                clf,
+                part.matrix(rows[tr], n),
+                part.vector(yy[tr], rows[tr]),
+                part.vector(ww[tr], rows[tr]),
+            )
+            margins = np.concatenate(
+                part.map(part_margins, boosters[name], rows[va], f"margins of {name}")
+            )
             platt[name] = fit_platt(margins, yy[va], w[va])
         return self._fitted(boosters, platt, list(feature_names), n, classes, y, w, va)
 
-    def _train_booster(self, clf: lgb.LGBMClassifier, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> lgb.Booster:
+    def _train_booster(
+        self, clf: lgb.LGBMClassifier, X: np.ndarray, y: np.ndarray, w: np.ndarray
+    ) -> lgb.Booster:
         """``fit`` on a matrix in this process: its rows scattered to the workers (``placed``)."""
         return self._fit_dask(clf, *placed(self._client(), X, y, w))
 
@@ -150,7 +199,9 @@ class DaskOutcomeModel(OutcomeModel):
             raise ValueError("DaskOutcomeModel needs a dask.distributed client")
         return self.client
 
-    def _fit_dask(self, clf: lgb.LGBMClassifier, dX: da.Array, dy: da.Array, dw: da.Array) -> lgb.Booster:
+    def _fit_dask(
+        self, clf: lgb.LGBMClassifier, dX: da.Array, dy: da.Array, dw: da.Array
+    ) -> lgb.Booster:
         params = clf.get_params()
         params.pop("n_jobs", None)  # lightgbm.dask gives each worker its own thread count
         dclf = DaskLGBMClassifier(client=self._client(), **params)
@@ -189,8 +240,15 @@ class TrainRunner(PrefetchedRunner):
     """The runner of ``earlyeval train`` on a cluster: inner folds prefetched (tasks reading the parts), the
     full fit over the partitions (``Partitioned``), its predictions made by the workers."""
 
-    def __init__(self, ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None,
-                 results: dict[frozenset, FoldResult], client: Client, ref: PartsRef):
+    def __init__(
+        self,
+        ds: Dataset,
+        cfg: EvalConfig,
+        progress: Callable[[str], None] | None,
+        results: dict[frozenset, FoldResult],
+        client: Client,
+        ref: PartsRef,
+    ):
         super().__init__(ds, cfg, progress, results)
         self.client, self.ref = client, ref
         self._jobs: dict[int, PartJob] = {}
@@ -212,11 +270,27 @@ class TrainRunner(PrefetchedRunner):
         part = Partitioned(self.client, job)
         pf = self.ds.prefixes.iloc[rows]
         names = self.feature_names(fams)
-        model = DaskOutcomeModel(lgbm_params=cfg.lgbm_params, twin=cfg.twin, monotone=cfg.monotone, seed=cfg.seed,
-                                 n_jobs=cfg.n_jobs, client=self.client)
-        model.fit_parts(part, rows, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), names)
-        fitted = Fitted(model.to_local(), text, names, sorted(set(self.run_agent[train_runs])),
-                        len(long_runs), len(rows), rows, fams)
+        model = DaskOutcomeModel(
+            lgbm_params=cfg.lgbm_params,
+            twin=cfg.twin,
+            monotone=cfg.monotone,
+            seed=cfg.seed,
+            n_jobs=cfg.n_jobs,
+            client=self.client,
+        )
+        model.fit_parts(
+            part, rows, pf["y"].to_numpy(), pf["weight"].to_numpy(), pf["task_id"].to_numpy(), names
+        )
+        fitted = Fitted(
+            model.to_local(),
+            text,
+            names,
+            sorted(set(self.run_agent[train_runs])),
+            len(long_runs),
+            len(rows),
+            rows,
+            fams,
+        )
         self._jobs[id(fitted)] = job
         return fitted
 
@@ -227,11 +301,17 @@ class TrainRunner(PrefetchedRunner):
             return super().proba(fitted, runs, rows)
         if np.any(np.diff(rows) < 0):
             raise ValueError("the shipped fit predicts prefix rows in their order (sorted)")
-        out = Partitioned(self.client, job).map(part_proba, fitted.model, rows, "the shipped fit's predictions")
-        return np.column_stack([np.concatenate([a for a, _ in out]), np.concatenate([b for _, b in out])])
+        out = Partitioned(self.client, job).map(
+            part_proba, fitted.model, rows, "the shipped fit's predictions"
+        )
+        return np.column_stack(
+            [np.concatenate([a for a, _ in out]), np.concatenate([b for _, b in out])]
+        )
 
 
-def fit_budget_of_parts(ref: PartsRef, cfg: EvalConfig, bcfg: BudgetConfig) -> dict[str, Any] | None:
+def fit_budget_of_parts(
+    ref: PartsRef, cfg: EvalConfig, bcfg: BudgetConfig
+) -> dict[str, Any] | None:
     """A task: ``budget_shipped.fit_shipped`` on the dataset this worker reads from the parts."""
     return fit_shipped(parts_dataset(ref), cfg, bcfg)
 
@@ -240,8 +320,20 @@ def train_plan(ds: Dataset, cfg: EvalConfig) -> FoldPlan:
     """The inner folds ``train_bench`` asks for (``inner_sets`` over every large agent, none held out)."""
     plan = FoldPlan()
     _inner(plan, ds, cfg, frozenset(), ds.large_agents(cfg.holdout_min_runs))
-    plan.predict.pop(frozenset(), None)  # the validation-split fallback reads the shipped fit itself (distributed)
+    # the validation-split fallback reads the shipped fit itself (distributed)
+    plan.predict.pop(frozenset(), None)
     return plan
 
 
-__all__ = ["DaskOutcomeModel", "PartJob", "Partitioned", "SAMPLE_TOLERANCE", "TOLERANCE", "TrainRunner", "booster_gap", "placed", "train_plan", "within_tolerance"]
+__all__ = [
+    "DaskOutcomeModel",
+    "PartJob",
+    "Partitioned",
+    "SAMPLE_TOLERANCE",
+    "TOLERANCE",
+    "TrainRunner",
+    "booster_gap",
+    "placed",
+    "train_plan",
+    "within_tolerance",
+]

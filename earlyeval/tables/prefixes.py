@@ -33,9 +33,14 @@ class PrefixDropReport:
         return {
             "min_steps": self.min_steps,
             "agents": {
-                a: {"runs": self.runs[a], "dropped": self.dropped.get(a, 0),
-                    "dropped_share": round(self.dropped.get(a, 0) / self.runs[a], 4) if self.runs[a] else None,
-                    "median_length": self.median_length[a]}
+                a: {
+                    "runs": self.runs[a],
+                    "dropped": self.dropped.get(a, 0),
+                    "dropped_share": round(self.dropped.get(a, 0) / self.runs[a], 4)
+                    if self.runs[a]
+                    else None,
+                    "median_length": self.median_length[a],
+                }
                 for a in self.runs
             },
         }

@@ -20,9 +20,9 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from earlyeval.config.workspace import data_dir
 from earlyeval.core.atomic import atomic_path, swap_dir
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.config.workspace import data_dir
 
 log = logging.getLogger(__name__)
 
@@ -156,9 +156,15 @@ def read_ingested_trajectories(bench: str) -> list[Trajectory]:
     path = bench_dir(bench) / "trajectories.parquet"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `earlyeval ingest --bench {bench}` first")
-    if not (path.parent / "ingest.done").exists():  # pipeline.INGEST_DONE: each file is whole, the set may not be
-        log.warning("%s has no ingest.done: the last `earlyeval ingest --bench %s` did not finish (or predates the "
-                    "marker); its files are each complete but may come from different ingests -- re-run it", path.parent, bench)
+    if not (
+        path.parent / "ingest.done"
+    ).exists():  # pipeline.INGEST_DONE: each file is whole, the set may not be
+        log.warning(
+            "%s has no ingest.done: the last `earlyeval ingest --bench %s` did not finish (or predates the "
+            "marker); its files are each complete but may come from different ingests -- re-run it",
+            path.parent,
+            bench,
+        )
     return read_trajectories(path)
 
 

@@ -38,7 +38,8 @@ def load_swebench_jsonl(path: Path, split: str) -> Iterator[Task]:
             test_patch=r.get("test_patch"),
             fail_to_pass=_json_list(r.get("FAIL_TO_PASS")),
             pass_to_pass=_json_list(r.get("PASS_TO_PASS")),
-            meta={k: r[k] for k in ("repo", "version", "difficulty", "created_at") if k in r} | {"split": split},
+            meta={k: r[k] for k in ("repo", "version", "difficulty", "created_at") if k in r}
+            | {"split": split},
         )
 
 

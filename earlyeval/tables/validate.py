@@ -11,7 +11,6 @@ from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.core.errors import IngestError
 from earlyeval.core.trajectory import MAX_TOKENS_PER_STEP, Task, Trajectory, cost_value, token_count
 
-
 _INT32 = (-(2**31), 2**31 - 1)
 _INT8 = (-128, 127)
 
@@ -27,7 +26,11 @@ def _text_ok(v: Any) -> bool:
         return False
 
 
-RUN_DATE_KEYS = ("date", "run_date")  # the days a run file dates itself by (the as-of prior reads them)
+# the days a run file dates itself by (the as-of prior reads them)
+RUN_DATE_KEYS = (
+    "date",
+    "run_date",
+)
 FIRST_RUN_YEAR = 2000
 
 
@@ -41,7 +44,11 @@ def check_run_date(value: Any, file: str, field: str) -> str:
         raise IngestError(file, field, e.reason) from None
     latest = _dt.datetime.now(_dt.timezone.utc).date() + _dt.timedelta(days=1)
     if not FIRST_RUN_YEAR <= int(day[:4]) or _dt.date.fromisoformat(day) > latest:
-        raise IngestError(file, field, f"{day!r} is not a possible run date (from {FIRST_RUN_YEAR} up to {latest})")
+        raise IngestError(
+            file,
+            field,
+            f"{day!r} is not a possible run date (from {FIRST_RUN_YEAR} up to {latest})",
+        )
     return day
 
 
@@ -56,7 +63,9 @@ def validate_trajectory(t: Trajectory) -> None:
         v = getattr(t, name)
         if not isinstance(v, str) or not _text_ok(v):
             raise IngestError(f, name, "not UTF-8 text (a lone surrogate escape such as \\udc80?)")
-    if t.outcome is not None and not (isinstance(t.outcome, int) and _INT8[0] <= t.outcome <= _INT8[1]):
+    if t.outcome is not None and not (
+        isinstance(t.outcome, int) and _INT8[0] <= t.outcome <= _INT8[1]
+    ):
         raise IngestError(f, "outcome", f"{t.outcome!r} is not a label")
     try:
         meta = json.dumps(t.meta, sort_keys=True, default=str)
@@ -74,13 +83,21 @@ def validate_trajectory(t: Trajectory) -> None:
         for name in ("action", "kind", "thought", "observation"):
             v = getattr(st, name)
             if not isinstance(v, str) or not _text_ok(v):
-                raise IngestError(f, f"{w}.{name}", "not UTF-8 text (a lone surrogate escape such as \\udc80?)")
+                raise IngestError(
+                    f, f"{w}.{name}", "not UTF-8 text (a lone surrogate escape such as \\udc80?)"
+                )
         for name in ("input_tokens", "output_tokens", "cached_tokens"):
             v = getattr(st, name)
             if v is not None and (type(v) is not int or token_count(v) is None):
-                raise IngestError(f, f"{w}.{name}", f"{v!r} is not a possible token count (an integer 0..{MAX_TOKENS_PER_STEP:.0e})")
+                raise IngestError(
+                    f,
+                    f"{w}.{name}",
+                    f"{v!r} is not a possible token count (an integer 0..{MAX_TOKENS_PER_STEP:.0e})",
+                )
         if st.cost_usd is not None and cost_value(st.cost_usd) is None:
-            raise IngestError(f, f"{w}.cost_usd", f"{st.cost_usd!r} is not a possible cost (finite, >= 0)")
+            raise IngestError(
+                f, f"{w}.cost_usd", f"{st.cost_usd!r} is not a possible cost (finite, >= 0)"
+            )
         if st.error is not None and not isinstance(st.error, bool):
             raise IngestError(f, f"{w}.error", f"{st.error!r} is not a bool")
         for k, a in enumerate(st.actions):

@@ -11,9 +11,9 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from earlyeval.budget.config import BudgetConfig
 from earlyeval.config.catalog import Catalog
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.budget_shipped import fit_shipped
 from earlyeval.evaluation.dataset import Dataset, load_dataset
-from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.ingest import ingest_catalog
 from earlyeval.tables.store import write_trajectories
@@ -35,24 +35,44 @@ class Ingested(Protocol):
 class Backend(Protocol):
     """What the pipeline's stages ask of where they run."""
 
-    def ingest(self, cat: Catalog, root: Path, dest: Path, max_files: int | None = None,
-               progress: bool = True) -> Ingested: ...
+    def ingest(
+        self,
+        cat: Catalog,
+        root: Path,
+        dest: Path,
+        max_files: int | None = None,
+        progress: bool = True,
+    ) -> Ingested: ...
 
-    def dataset(self, bench: str, families: list[str], root: str | Path | None = None) -> Dataset: ...
+    def dataset(
+        self, bench: str, families: list[str], root: str | Path | None = None
+    ) -> Dataset: ...
 
-    def featurize(self, bench: str, families: list[str], root: str | Path | None = None) -> None: ...
+    def featurize(
+        self, bench: str, families: list[str], root: str | Path | None = None
+    ) -> None: ...
 
-    def featurized(self, bench: str, families: list[str], root: str | Path | None = None) -> Dataset: ...
+    def featurized(
+        self, bench: str, families: list[str], root: str | Path | None = None
+    ) -> Dataset: ...
 
     def runners(self, ds: Dataset) -> Callable[..., FoldRunner]: ...
 
-    def train_runner(self, ds: Dataset, cfg: EvalConfig, progress: Progress | None = None) -> FoldRunner: ...
+    def train_runner(
+        self, ds: Dataset, cfg: EvalConfig, progress: Progress | None = None
+    ) -> FoldRunner: ...
 
-    def shipped_budget(self, ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig,
-                       progress: Progress | None = None) -> dict[str, Any] | None: ...
+    def shipped_budget(
+        self, ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig, progress: Progress | None = None
+    ) -> dict[str, Any] | None: ...
 
-    def replay(self, model_dir: str | Path, thresholds: Any = None, halt_on: str = "both",
-               warm_rule: str = "certify") -> Callable[..., list[dict[str, Any]]] | None: ...
+    def replay(
+        self,
+        model_dir: str | Path,
+        thresholds: Any = None,
+        halt_on: str = "both",
+        warm_rule: str = "certify",
+    ) -> Callable[..., list[dict[str, Any]]] | None: ...
 
 
 @dataclass
@@ -69,8 +89,14 @@ class IngestedInProcess:
 class InProcess:
     """Every stage in this process (the default; nothing of dask is imported)."""
 
-    def ingest(self, cat: Catalog, root: Path, dest: Path, max_files: int | None = None,
-               progress: bool = True) -> IngestedInProcess:
+    def ingest(
+        self,
+        cat: Catalog,
+        root: Path,
+        dest: Path,
+        max_files: int | None = None,
+        progress: bool = True,
+    ) -> IngestedInProcess:
         trajs, reports = ingest_catalog(cat, root, show_progress=progress, max_files=max_files)
         return IngestedInProcess(reports=reports, records=trajs)
 
@@ -81,26 +107,40 @@ class InProcess:
         """The featurize stage alone (``bench-scale``): in this process nothing outlives it."""
         load_dataset(bench, families, root, progress=False)
 
-    def featurized(self, bench: str, families: list[str], root: str | Path | None = None) -> Dataset:
+    def featurized(
+        self, bench: str, families: list[str], root: str | Path | None = None
+    ) -> Dataset:
         """The dataset for a stage after featurize (``bench-scale``): in this process, featurized again."""
         return load_dataset(bench, families, root, progress=False)
 
     def runners(self, ds: Dataset) -> Callable[..., FoldRunner]:
         """``run_loao``'s runners: a FoldRunner fitting in this process."""
-        def runner(ds: Dataset, cfg: EvalConfig, progress: Progress | None = None, **_plan: Any) -> FoldRunner:
+
+        def runner(
+            ds: Dataset, cfg: EvalConfig, progress: Progress | None = None, **_plan: Any
+        ) -> FoldRunner:
             return FoldRunner(ds, cfg, progress)
+
         return runner
 
-    def train_runner(self, ds: Dataset, cfg: EvalConfig, progress: Progress | None = None) -> FoldRunner:
+    def train_runner(
+        self, ds: Dataset, cfg: EvalConfig, progress: Progress | None = None
+    ) -> FoldRunner:
         return FoldRunner(ds, cfg, progress)
 
-    def shipped_budget(self, ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig,
-                       progress: Progress | None = None) -> dict[str, Any] | None:
+    def shipped_budget(
+        self, ds: Dataset, cfg: EvalConfig, bcfg: BudgetConfig, progress: Progress | None = None
+    ) -> dict[str, Any] | None:
         """``train``'s budget estimators (``budget_shipped.fit_shipped``), fitted here."""
         return fit_shipped(ds, cfg, bcfg, progress=progress)
 
-    def replay(self, model_dir: str | Path, thresholds: Any = None, halt_on: str = "both",
-               warm_rule: str = "certify") -> None:
+    def replay(
+        self,
+        model_dir: str | Path,
+        thresholds: Any = None,
+        halt_on: str = "both",
+        warm_rule: str = "certify",
+    ) -> None:
         """None: ``score_runs`` replays the runs through its own Monitor, in this process."""
         return None
 

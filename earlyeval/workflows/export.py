@@ -22,9 +22,9 @@ import atif
 
 from earlyeval.core import atomic
 from earlyeval.core.errors import EarlyEvalError
-from earlyeval.ingest import atif as atif_ingest
 from earlyeval.core.render import SHELL_TOOLS, tool_call_text
 from earlyeval.core.trajectory import Step, Trajectory, classify_action
+from earlyeval.ingest import atif as atif_ingest
 
 ATIF_VERSION = "ATIF-v1.8"
 EXPORT_FORMATS = ("atif",)
@@ -54,7 +54,11 @@ def _agent_step(s: Step, pos: int, step_id: int) -> dict[str, Any]:
     calls = []
     for k, a in enumerate(s.actions):
         args, needs_text = _arguments(a.tool, a.text)
-        tc: dict[str, Any] = {"tool_call_id": f"call_{pos}_{k}", "function_name": a.tool, "arguments": args}
+        tc: dict[str, Any] = {
+            "tool_call_id": f"call_{pos}_{k}",
+            "function_name": a.tool,
+            "arguments": args,
+        }
         ext: dict[str, Any] = {}
         if needs_text:
             ext["text"] = a.text
@@ -171,7 +175,9 @@ def result_json(traj: Trajectory, name: str) -> dict[str, Any]:
             "version": str(meta.get("scaffold_version") or "unknown"),
             "model_info": {"name": meta.get("model")},
         },
-        "verifier_result": None if traj.outcome is None else {"rewards": {"reward": float(traj.outcome)}},
+        "verifier_result": None
+        if traj.outcome is None
+        else {"rewards": {"reward": float(traj.outcome)}},
         EXT: {
             "run_id": traj.run_id,
             "agent": traj.agent,
@@ -189,9 +195,16 @@ def write_atif(traj: Trajectory, out_dir: str | Path) -> Path:
     doc = to_atif(traj)
     # atomic per file, and a full disk is a WriteError naming the file (core.atomic); a symlinked trial
     # folder leading outside ``out_dir`` is refused, not written through
-    atomic.write_text(trial / "agent" / "trajectory.json", json.dumps(doc, ensure_ascii=False, indent=2), root=out_dir)
-    atomic.write_text(trial / "result.json", json.dumps(result_json(traj, name), ensure_ascii=False, indent=2),
-                      root=out_dir)
+    atomic.write_text(
+        trial / "agent" / "trajectory.json",
+        json.dumps(doc, ensure_ascii=False, indent=2),
+        root=out_dir,
+    )
+    atomic.write_text(
+        trial / "result.json",
+        json.dumps(result_json(traj, name), ensure_ascii=False, indent=2),
+        root=out_dir,
+    )
     return trial
 
 
@@ -206,7 +219,9 @@ def export_runs(trajs: Iterable[Trajectory], out_dir: str | Path, fmt: str = "at
     for t in trajs:
         name = trial_name(t)
         if name in seen:
-            raise EarlyEvalError(f"{t.run_id}: two runs share the trial folder {name} (duplicate run_id)")
+            raise EarlyEvalError(
+                f"{t.run_id}: two runs share the trial folder {name} (duplicate run_id)"
+            )
         seen.add(name)
         written.append(write_atif(t, out))
     return written

@@ -13,19 +13,26 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy
 from earlyeval.config.prices import RunCost
+from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy
 
 log = logging.getLogger(__name__)
 
 COMPLETE, STOP, ESCALATE = 0, 1, 2
-DEFAULT_VALUES_OF_SOLVE: tuple[float, ...] = (1.0, 5.0, 25.0)  # USD per resolved task; a parameter, not a result
-VALUE_SWEEP = tuple(np.round(np.geomspace(0.1, 1000.0, 25), 4).tolist())  # USD per resolved task, for the curve
+# USD per resolved task; a parameter, not a result
+DEFAULT_VALUES_OF_SOLVE: tuple[float, ...] = (
+    1.0,
+    5.0,
+    25.0,
+)
+# USD per resolved task, for the curve
+VALUE_SWEEP = tuple(np.round(np.geomspace(0.1, 1000.0, 25), 4).tolist())
 SWEEP_TAUS = tuple(np.round(np.arange(0.05, 0.996, 0.025), 3).tolist())
 BUDGET_ORDERS = 100  # random task orders averaged for the resolve rate reachable within the budget
 
 
 # ---------------------------------------------------------------- the pair
+
 
 @dataclass
 class Pair:
@@ -38,7 +45,8 @@ class Pair:
     y_strong: np.ndarray
     cost_cheap: list[RunCost]
     cost_strong: list[RunCost]
-    p_fail: list[np.ndarray]  # cheap run's P(failure) after steps 1..T-1, from a model without both agents
+    # cheap run's P(failure) after steps 1..T-1, from a model without both agents
+    p_fail: list[np.ndarray]
     prior: np.ndarray  # task solve rate in public history without both agents (nan where unknown)
     dropped: dict[str, int] = field(default_factory=dict)
 
@@ -53,8 +61,14 @@ class Pair:
     def runset(self) -> RunSet:
         """The cheap runs as a failure-only RunSet (P(success) never crosses), for ``metrics.apply_policy``."""
         zeros = [np.zeros_like(p) for p in self.p_fail]
-        return RunSet(agents=[self.cheap] * self.n, run_ids=list(self.task_ids), y=self.y_cheap, T=self.T_cheap,
-                      p_s=zeros, p_f=list(self.p_fail))
+        return RunSet(
+            agents=[self.cheap] * self.n,
+            run_ids=list(self.task_ids),
+            y=self.y_cheap,
+            T=self.T_cheap,
+            p_s=zeros,
+            p_f=list(self.p_fail),
+        )
 
 
 @dataclass
@@ -85,6 +99,7 @@ def charge(pair: Pair, route: Route) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------- policies
 
+
 def always_cheap(pair: Pair) -> Route:
     return Route(np.full(pair.n, COMPLETE), pair.T_cheap.copy())
 
@@ -100,8 +115,9 @@ def on_predicted_failure(pair: Pair, tau_f: float, action: int, min_t: int = 1) 
     return Route(np.where(halted, action, COMPLETE), np.where(halted, t_halt, pair.T_cheap))
 
 
-def expected_value_escalation(pair: Pair, tau_f: float, value_of_solve: float, strong_cost: float,
-                              min_t: int = 1) -> Route:
+def expected_value_escalation(
+    pair: Pair, tau_f: float, value_of_solve: float, strong_cost: float, min_t: int = 1
+) -> Route:
     """At a predicted failure, escalate only if p_fail * q * value_of_solve > strong's expected cost, else stop.
 
     q = P(strong solves the task), estimated by the task's public solve rate without
@@ -118,7 +134,9 @@ def expected_value_escalation(pair: Pair, tau_f: float, value_of_solve: float, s
     return Route(act, base.t)
 
 
-def value_triggered_escalation(pair: Pair, value_of_solve: float, strong_cost: float, min_t: int = 1) -> Route:
+def value_triggered_escalation(
+    pair: Pair, value_of_solve: float, strong_cost: float, min_t: int = 1
+) -> Route:
     """Escalate at the first step where p_fail * q * value_of_solve > strong's expected cost; never stop.
 
     No failure threshold: a likely failure on a task the strong agent probably
@@ -176,7 +194,9 @@ def oracle_frontier(pair: Pair) -> np.ndarray:
         if pair.y_strong[i]:
             c[i] = min(c[i], pair.cost_strong[i].total)
     c = np.sort(c[np.isfinite(c)])
-    return np.column_stack([np.concatenate([[0.0], np.cumsum(c)]), np.arange(len(c) + 1) / max(pair.n, 1)])
+    return np.column_stack(
+        [np.concatenate([[0.0], np.cumsum(c)]), np.arange(len(c) + 1) / max(pair.n, 1)]
+    )
 
 
 def frontier_at(frontier: np.ndarray, cost: float) -> float:
@@ -187,7 +207,10 @@ def frontier_at(frontier: np.ndarray, cost: float) -> float:
 
 # ----------------------------------------------------------------- metrics
 
-def policy_metrics(pair: Pair, route: Route, budget_usd: float | None = None, seed: int = 0) -> dict[str, Any]:
+
+def policy_metrics(
+    pair: Pair, route: Route, budget_usd: float | None = None, seed: int = 0
+) -> dict[str, Any]:
     """Resolve rate, real cost, decision counts, economic consistency and budget status of one route."""
     cost, res = charge(pair, route)
     n = pair.n
@@ -210,7 +233,11 @@ def policy_metrics(pair: Pair, route: Route, budget_usd: float | None = None, se
         "n_stopped": int((route.action == STOP).sum()),
         "n_completed_cheap": int((route.action == COMPLETE).sum()),
         "mean_escalation_step": float(esc_t.mean()) if esc_t.size else None,
-        "mean_cheap_share_used_before_escalation": float(np.mean(esc_t / pair.T_cheap[esc & (route.t > 0)])) if esc_t.size else None,
+        "mean_cheap_share_used_before_escalation": float(
+            np.mean(esc_t / pair.T_cheap[esc & (route.t > 0)])
+        )
+        if esc_t.size
+        else None,
         "economic_consistency": {
             "needed_escalation_accuracy": acc_need,  # cheap fails & strong solves: was it escalated?
             "cheap_sufficed_accuracy": acc_suff,  # cheap solves: was the cheap run left to finish?
@@ -222,8 +249,13 @@ def policy_metrics(pair: Pair, route: Route, budget_usd: float | None = None, se
     }
 
 
-def budget_status(cost: np.ndarray, res: np.ndarray, budget_usd: float | None, seed: int = 0,
-                  orders: int = BUDGET_ORDERS) -> dict[str, Any]:
+def budget_status(
+    cost: np.ndarray,
+    res: np.ndarray,
+    budget_usd: float | None,
+    seed: int = 0,
+    orders: int = BUDGET_ORDERS,
+) -> dict[str, Any]:
     """Whether a pass fits in budget B, the overspend, and what stopping at B would resolve.
 
     Stopping at B: tasks are processed in a fixed random order (seeded), and the
@@ -265,7 +297,9 @@ def add_comparisons(policies: dict[str, dict[str, Any]], frontier: np.ndarray) -
         closed = (m["resolve_rate"] - lo["resolve_rate"]) / gap if gap > 0 else None
         m["gap_closed"] = closed
         m["extra_cost_over_always_cheap_usd"] = extra
-        m["gap_closed_per_100usd"] = 100.0 * closed / extra if closed is not None and extra > 1e-9 else None
+        m["gap_closed_per_100usd"] = (
+            100.0 * closed / extra if closed is not None and extra > 1e-9 else None
+        )
         if closed is not None and closed > 0 and extra <= 1e-9:
             m["gap_closed_note"] = "closes the gap at no extra cost over always-cheap"
         m["frontier_resolve_rate_at_same_cost"] = frontier_at(frontier, m["total_cost_usd"])
@@ -274,17 +308,27 @@ def add_comparisons(policies: dict[str, dict[str, Any]], frontier: np.ndarray) -
     for name, m in policies.items():
         oc, op = orc.get("gap_closed"), orc.get("gap_closed_per_100usd")
         m["vs_oracle"] = {
-            "gap_closed_ratio": m["gap_closed"] / oc if m["gap_closed"] is not None and oc else None,
+            "gap_closed_ratio": m["gap_closed"] / oc
+            if m["gap_closed"] is not None and oc
+            else None,
             "gap_closed_per_usd_ratio": m["gap_closed_per_100usd"] / op
-            if m["gap_closed_per_100usd"] is not None and op else None,
+            if m["gap_closed_per_100usd"] is not None and op
+            else None,
         }
 
 
 # ---------------------------------------------------------------- the pass
 
-def simulate_pair(pair: Pair, tau_f: float, *, budget_usd: float | None = None,
-                  values_of_solve: Sequence[float] = DEFAULT_VALUES_OF_SOLVE, min_t: int = 1,
-                  seed: int = 0) -> dict[str, Any]:
+
+def simulate_pair(
+    pair: Pair,
+    tau_f: float,
+    *,
+    budget_usd: float | None = None,
+    values_of_solve: Sequence[float] = DEFAULT_VALUES_OF_SOLVE,
+    min_t: int = 1,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Every policy on one pair, with comparisons, sweeps and the oracle frontier."""
     strong_cost = float(np.mean([c.total for c in pair.cost_strong])) if pair.n else 0.0
     esc = on_predicted_failure(pair, tau_f, ESCALATE, min_t)
@@ -300,33 +344,53 @@ def simulate_pair(pair: Pair, tau_f: float, *, budget_usd: float | None = None,
         "stop_on_predicted_failure": _sweep(pair, STOP, min_t),
     }
     sweeps["escalate_when_value_positive"] = [
-        {"value_of_solve_usd": float(v), **_point(pair, value_triggered_escalation(pair, float(v), strong_cost, min_t))}
-        for v in VALUE_SWEEP]
+        {
+            "value_of_solve_usd": float(v),
+            **_point(pair, value_triggered_escalation(pair, float(v), strong_cost, min_t)),
+        }
+        for v in VALUE_SWEEP
+    ]
     if has_prior:
         sweeps["tier_by_prior"] = [
-            {"share_on_strong": s, **_point(pair, tier_by_prior(pair, s))} for s in np.round(np.linspace(0, 1, 21), 3)]
+            {"share_on_strong": s, **_point(pair, tier_by_prior(pair, s))}
+            for s in np.round(np.linspace(0, 1, 21), 3)
+        ]
     references = {
         "random_escalation_same_share": random_escalation(pair, share, policies),
-        "escalation_threshold_in_hindsight": hindsight_threshold(pair, sweeps["escalate_on_predicted_failure"], policies),
+        "escalation_threshold_in_hindsight": hindsight_threshold(
+            pair, sweeps["escalate_on_predicted_failure"], policies
+        ),
     }
     over = [k for k, m in policies.items() if m["budget"].get("over_budget")]
     for k in over:
         b = policies[k]["budget"]
-        log.warning("%s->%s %s: over budget by $%.2f (total $%.2f > B=$%.2f); stopping at B resolves %.1f%%",
-                    pair.cheap, pair.strong, k, b["overspend_usd"], policies[k]["total_cost_usd"], b["budget_usd"],
-                    100 * b["resolve_rate_stopping_at_budget"])
+        log.warning(
+            "%s->%s %s: over budget by $%.2f (total $%.2f > B=$%.2f); stopping at B resolves %.1f%%",
+            pair.cheap,
+            pair.strong,
+            k,
+            b["overspend_usd"],
+            policies[k]["total_cost_usd"],
+            b["budget_usd"],
+            100 * b["resolve_rate_stopping_at_budget"],
+        )
     need = (pair.y_cheap == 0) & (pair.y_strong == 1)
     return {
         "cheap": pair.cheap,
         "strong": pair.strong,
         "n_tasks": pair.n,
         "tasks_not_shared": pair.dropped,
-        "resolve_rate": {"cheap": float(pair.y_cheap.mean()), "strong": float(pair.y_strong.mean()),
-                         "either": float(((pair.y_cheap + pair.y_strong) > 0).mean())},
-        "task_groups": {"cheap_fails_strong_solves": int(need.sum()),
-                        "cheap_solves": int(pair.y_cheap.sum()),
-                        "cheap_solves_strong_fails": int(((pair.y_cheap == 1) & (pair.y_strong == 0)).sum()),
-                        "both_fail": int(((pair.y_cheap == 0) & (pair.y_strong == 0)).sum())},
+        "resolve_rate": {
+            "cheap": float(pair.y_cheap.mean()),
+            "strong": float(pair.y_strong.mean()),
+            "either": float(((pair.y_cheap + pair.y_strong) > 0).mean()),
+        },
+        "task_groups": {
+            "cheap_fails_strong_solves": int(need.sum()),
+            "cheap_solves": int(pair.y_cheap.sum()),
+            "cheap_solves_strong_fails": int(((pair.y_cheap == 1) & (pair.y_strong == 0)).sum()),
+            "both_fail": int(((pair.y_cheap == 0) & (pair.y_strong == 0)).sum()),
+        },
         "budget_usd": budget_usd,
         "over_budget_policies": over,
         "policies": policies,
@@ -336,8 +400,16 @@ def simulate_pair(pair: Pair, tau_f: float, *, budget_usd: float | None = None,
     }
 
 
-def _routes(pair: Pair, tau_f: float, esc: Route, share: float, has_prior: bool, values_of_solve: Sequence[float],
-            strong_cost: float, min_t: int) -> dict[str, Route]:
+def _routes(
+    pair: Pair,
+    tau_f: float,
+    esc: Route,
+    share: float,
+    has_prior: bool,
+    values_of_solve: Sequence[float],
+    strong_cost: float,
+    min_t: int,
+) -> dict[str, Route]:
     """Every policy's route on the pair, by name, in the order the report lists them (``esc``: the
     escalation on predicted failure, already routed; ``share``: the share of tasks it escalates)."""
     routes: dict[str, Route] = {
@@ -347,8 +419,12 @@ def _routes(pair: Pair, tau_f: float, esc: Route, share: float, has_prior: bool,
         "escalate_on_predicted_failure": esc,
     }
     for v in values_of_solve:
-        routes[f"failure_escalate_if_value@{v:g}usd"] = expected_value_escalation(pair, tau_f, v, strong_cost, min_t)
-        routes[f"escalate_when_value_positive@{v:g}usd"] = value_triggered_escalation(pair, v, strong_cost, min_t)
+        routes[f"failure_escalate_if_value@{v:g}usd"] = expected_value_escalation(
+            pair, tau_f, v, strong_cost, min_t
+        )
+        routes[f"escalate_when_value_positive@{v:g}usd"] = value_triggered_escalation(
+            pair, v, strong_cost, min_t
+        )
     if has_prior:
         routes["tier_by_prior"] = tier_by_prior(pair, share)
     routes["oracle"] = oracle(pair)
@@ -356,49 +432,83 @@ def _routes(pair: Pair, tau_f: float, esc: Route, share: float, has_prior: bool,
     return routes
 
 
-def _describe(policies: dict[str, dict[str, Any]], values_of_solve: Sequence[float], strong_cost: float, share: float,
-              has_prior: bool) -> None:
+def _describe(
+    policies: dict[str, dict[str, Any]],
+    values_of_solve: Sequence[float],
+    strong_cost: float,
+    share: float,
+    has_prior: bool,
+) -> None:
     """What each policy is, written into its metrics: the oracles marked as upper bounds, with notes; the
     prior tier's cut; the value rules' prices and decisions."""
     for k in policies:
         if k.startswith("oracle"):
             policies[k]["upper_bound"] = True
-    policies["oracle"]["note"] = ("uses both agents' labels: escalates after the cheap run's first step (t=1, that "
-                                  "step charged) exactly the tasks cheap fails and strong solves; the rest run on cheap")
-    policies["oracle_with_stop"]["note"] = "as oracle, and also stops at t=1 the tasks both agents fail"
+    policies["oracle"]["note"] = (
+        "uses both agents' labels: escalates after the cheap run's first step (t=1, that "
+        "step charged) exactly the tasks cheap fails and strong solves; the rest run on cheap"
+    )
+    policies["oracle_with_stop"]["note"] = (
+        "as oracle, and also stops at t=1 the tasks both agents fail"
+    )
     if has_prior:
-        policies["tier_by_prior"]["cut"] = {"share_on_strong": share, "rule": "same share of tasks as "
-                                            "escalate_on_predicted_failure escalates (label-free); hardest by "
-                                            "public solve rate without both agents start on strong"}
+        policies["tier_by_prior"]["cut"] = {
+            "share_on_strong": share,
+            "rule": "same share of tasks as "
+            "escalate_on_predicted_failure escalates (label-free); hardest by "
+            "public solve rate without both agents start on strong",
+        }
     for v in values_of_solve:
-        price = {"value_of_solve_usd": v, "strong_expected_cost_usd": strong_cost,
-                 "q": "task's public solve rate without both agents (P(strong solves) proxy; 1 without history)",
-                 "strong_expected_cost": "mean real cost of the strong agent's runs on the pair's tasks (a price, no labels)"}
+        price = {
+            "value_of_solve_usd": v,
+            "strong_expected_cost_usd": strong_cost,
+            "q": "task's public solve rate without both agents (P(strong solves) proxy; 1 without history)",
+            "strong_expected_cost": "mean real cost of the strong agent's runs on the pair's tasks (a price, no labels)",
+        }
         policies[f"failure_escalate_if_value@{v:g}usd"]["rule"] = {
-            **price, "decision": "at the predicted failure (p_fail >= tau_f): escalate if p_fail * q * value_of_solve > "
-                                 "strong_expected_cost, else stop"}
+            **price,
+            "decision": "at the predicted failure (p_fail >= tau_f): escalate if p_fail * q * value_of_solve > "
+            "strong_expected_cost, else stop",
+        }
         policies[f"escalate_when_value_positive@{v:g}usd"]["rule"] = {
-            **price, "decision": "escalate at the first step where p_fail * q * value_of_solve > strong_expected_cost; "
-                                 "no failure threshold, never stops"}
+            **price,
+            "decision": "escalate at the first step where p_fail * q * value_of_solve > strong_expected_cost; "
+            "no failure threshold, never stops",
+        }
 
 
-def random_escalation(pair: Pair, share: float, policies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def random_escalation(
+    pair: Pair, share: float, policies: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
     """Expected result of escalating a random `share` of tasks after their first step: is the predictor
     better than chance at choosing what to escalate?  (Exact expectation over draws, no sampling.)"""
     cheap_full = sum(c.total for c in pair.cost_cheap)
     esc_all = sum(c.upto(1) for c in pair.cost_cheap) + sum(c.total for c in pair.cost_strong)
-    rr = (1 - share) * float(pair.y_cheap.mean()) + share * float(pair.y_strong.mean()) if pair.n else None
+    rr = (
+        (1 - share) * float(pair.y_cheap.mean()) + share * float(pair.y_strong.mean())
+        if pair.n
+        else None
+    )
     cost = (1 - share) * cheap_full + share * esc_all
     lo, hi = policies["always_cheap"], policies["always_strong"]
     gap = hi["resolve_rate"] - lo["resolve_rate"]
     closed = (rr - lo["resolve_rate"]) / gap if gap > 0 and rr is not None else None
     extra = cost - lo["total_cost_usd"]
-    return {"share": share, "expected_resolve_rate": rr, "expected_total_cost_usd": cost, "expected_gap_closed": closed,
-            "expected_gap_closed_per_100usd": 100 * closed / extra if closed is not None and extra > 1e-9 else None,
-            "note": "same number of escalations as escalate_on_predicted_failure, chosen at random, after step 1"}
+    return {
+        "share": share,
+        "expected_resolve_rate": rr,
+        "expected_total_cost_usd": cost,
+        "expected_gap_closed": closed,
+        "expected_gap_closed_per_100usd": 100 * closed / extra
+        if closed is not None and extra > 1e-9
+        else None,
+        "note": "same number of escalations as escalate_on_predicted_failure, chosen at random, after step 1",
+    }
 
 
-def hindsight_threshold(pair: Pair, sweep: Sequence[Mapping[str, Any]], policies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def hindsight_threshold(
+    pair: Pair, sweep: Sequence[Mapping[str, Any]], policies: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
     """The best failure threshold for escalation picked on this pair's own labels: separates 'the score
     cannot route' from 'the honest threshold is badly placed'.  Uses held-out labels: never a result."""
     lo, hi = policies["always_cheap"], policies["always_strong"]
@@ -420,10 +530,17 @@ def hindsight_threshold(pair: Pair, sweep: Sequence[Mapping[str, Any]], policies
 
 def _point(pair: Pair, route: Route) -> dict[str, Any]:
     cost, res = charge(pair, route)
-    return {"total_cost_usd": float(cost.sum()), "resolve_rate": float(res.mean()) if pair.n else None,
-            "n_escalated": int((route.action == ESCALATE).sum()), "n_stopped": int((route.action == STOP).sum())}
+    return {
+        "total_cost_usd": float(cost.sum()),
+        "resolve_rate": float(res.mean()) if pair.n else None,
+        "n_escalated": int((route.action == ESCALATE).sum()),
+        "n_stopped": int((route.action == STOP).sum()),
+    }
 
 
 def _sweep(pair: Pair, action: int, min_t: int) -> list[dict[str, Any]]:
     """The learned policy at every failure threshold: a curve over held-out predictions, not a selection."""
-    return [{"tau_f": float(t), **_point(pair, on_predicted_failure(pair, t, action, min_t))} for t in (*SWEEP_TAUS, NEVER)]
+    return [
+        {"tau_f": float(t), **_point(pair, on_predicted_failure(pair, t, action, min_t))}
+        for t in (*SWEEP_TAUS, NEVER)
+    ]

@@ -7,15 +7,15 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from earlyeval.config.eval_config import EvalConfig
 from earlyeval.config.prices import RunCost
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
-from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import FoldRunner, inner_exclusion
-from earlyeval.fitting.thresholds import choose_thresholds
 from earlyeval.features import Featurizer, build_family
 from earlyeval.features.base import RunContext
 from earlyeval.features.prior import PriorFamily, default_match_patterns
 from earlyeval.fitting.metrics import RunSet
+from earlyeval.fitting.thresholds import choose_thresholds
 from earlyeval.workflows.routing import Pair
 
 
@@ -38,13 +38,22 @@ def pair_blind(ds: Dataset, agents: Iterable[str]) -> Dataset:
             for p in list(c.prior_match) or default_match_patterns(c.scaffold, c.model):
                 if p not in pats:
                     pats.append(p)
-    ctxs = [replace(c, exclude_submissions=list(c.exclude_submissions) + subs,
-                    prior_match=(list(c.prior_match) or default_match_patterns(c.scaffold, c.model)) + pats)
-            for c in ds.contexts]
+    ctxs = [
+        replace(
+            c,
+            exclude_submissions=list(c.exclude_submissions) + subs,
+            prior_match=(list(c.prior_match) or default_match_patterns(c.scaffold, c.model)) + pats,
+        )
+        for c in ds.contexts
+    ]
     fz = Featurizer([build_family("prior", prior_table=ds.prior_table)])
     X = fz.prefix_matrix(ds.trajs, ctxs)
     # the undated current-pool block is not blinded: dropped, so that nothing can route on it
-    return replace(ds, contexts=ctxs, blocks={**{k: v for k, v in ds.blocks.items() if k != CURRENT_POOL}, "prior": X})
+    return replace(
+        ds,
+        contexts=ctxs,
+        blocks={**{k: v for k, v in ds.blocks.items() if k != CURRENT_POOL}, "prior": X},
+    )
 
 
 def large_agents(ds: Dataset, cfg: EvalConfig) -> list[str]:
@@ -57,7 +66,9 @@ def failure_only(rs: RunSet) -> RunSet:
     return replace(rs, p_s=[np.zeros_like(p) for p in rs.p_s])
 
 
-def routing_predictions(runner: FoldRunner, cheap: str, strong: str) -> tuple[RunSet, dict[str, Any], dict[str, Any]]:
+def routing_predictions(
+    runner: FoldRunner, cheap: str, strong: str
+) -> tuple[RunSet, dict[str, Any], dict[str, Any]]:
     """Cheap agent's predictions and the failure threshold, with neither agent's labels.
 
     Model: fitted without {cheap, strong}.  Threshold: ``choose_thresholds`` over
@@ -68,12 +79,21 @@ def routing_predictions(runner: FoldRunner, cheap: str, strong: str) -> tuple[Ru
     rs = runner.predict(ex, cheap)
     inner_agents = [b for b in large_agents(runner.ds, runner.cfg) if b not in ex]
     mode = runner.cfg.inner_holdout
-    inner = {b: failure_only(runner.predict(inner_exclusion(runner.ds, ex, frozenset([b]), mode), b)) for b in inner_agents}
-    th = choose_thresholds(inner, runner.cfg, method="inner-loao without both routed agents, failure side only")
+    inner = {
+        b: failure_only(runner.predict(inner_exclusion(runner.ds, ex, frozenset([b]), mode), b))
+        for b in inner_agents
+    }
+    th = choose_thresholds(
+        inner, runner.cfg, method="inner-loao without both routed agents, failure side only"
+    )
     fitted = runner.fit(ex)
-    info = {"excluded_agents": sorted(ex), "trained_on": [str(a) for a in fitted.train_agents],
-            "train_runs": fitted.n_train_runs, "train_prefixes": fitted.n_train_prefixes,
-            "inner_agents": inner_agents}
+    info = {
+        "excluded_agents": sorted(ex),
+        "trained_on": [str(a) for a in fitted.train_agents],
+        "train_runs": fitted.n_train_runs,
+        "train_prefixes": fitted.n_train_prefixes,
+        "inner_agents": inner_agents,
+    }
     return rs, th, info
 
 
@@ -82,7 +102,9 @@ def task_key(t: Any) -> str:
     return f"{dom}/{t.task_id}" if dom else str(t.task_id)
 
 
-def build_pair(ds: Dataset, costs: Mapping[str, RunCost], cheap: str, strong: str, rs_cheap: RunSet) -> Pair:
+def build_pair(
+    ds: Dataset, costs: Mapping[str, RunCost], cheap: str, strong: str, rs_cheap: RunSet
+) -> Pair:
     """Align the two agents' runs on the tasks both ran (first run per task if a task repeats)."""
     first: dict[str, dict[str, int]] = {cheap: {}, strong: {}}
     dup = {cheap: 0, strong: 0}
@@ -109,7 +131,20 @@ def build_pair(ds: Dataset, costs: Mapping[str, RunCost], cheap: str, strong: st
         pf.append(np.asarray(p, dtype=np.float64))
         ctx: RunContext = ds.contexts[first[cheap][k]]
         prior.append(float(fam.start(ctx)[0]) if fam is not None else float("nan"))
-    return Pair(cheap, strong, shared, np.asarray(yc, dtype=np.int64), np.asarray(ys, dtype=np.int64), cc, cs, pf,
-                np.asarray(prior, dtype=np.float64),
-                {"cheap_only_tasks": len(first[cheap]) - len(shared), "strong_only_tasks": len(first[strong]) - len(shared),
-                 "cheap_repeat_runs": dup[cheap], "strong_repeat_runs": dup[strong]})
+    return Pair(
+        cheap,
+        strong,
+        shared,
+        np.asarray(yc, dtype=np.int64),
+        np.asarray(ys, dtype=np.int64),
+        cc,
+        cs,
+        pf,
+        np.asarray(prior, dtype=np.float64),
+        {
+            "cheap_only_tasks": len(first[cheap]) - len(shared),
+            "strong_only_tasks": len(first[strong]) - len(shared),
+            "cheap_repeat_runs": dup[cheap],
+            "strong_repeat_runs": dup[strong],
+        },
+    )

@@ -10,15 +10,31 @@ from typing import Any
 import pandas as pd
 
 from earlyeval.workflows.score import score_runs
-from earlyeval.workflows.score_options import IN_PROCESS, ScoreOptions
 from earlyeval.workflows.score_csv import CSV_COLUMNS, per_run_rows
+from earlyeval.workflows.score_options import IN_PROCESS, ScoreOptions
 
-NUMERIC = ("steps", "halted_step", "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent",
-           "input_tokens_saved", "output_tokens_spent", "output_tokens_saved", "cost_usd_spent", "cost_usd_saved")
+NUMERIC = (
+    "steps",
+    "halted_step",
+    "p_success_at_halt",
+    "p_failure_at_halt",
+    "input_tokens_spent",
+    "input_tokens_saved",
+    "output_tokens_spent",
+    "output_tokens_saved",
+    "cost_usd_spent",
+    "cost_usd_saved",
+)
 
 
-def score(model: str | Path, runs: str | Path, *, format: str = "auto", out: str | Path | None = None,
-          **options: Any) -> pd.DataFrame:
+def score(
+    model: str | Path,
+    runs: str | Path,
+    *,
+    format: str = "auto",
+    out: str | Path | None = None,
+    **options: Any,
+) -> pd.DataFrame:
     """Replay completed runs through the Monitor, as ``earlyeval score`` does.
 
     Parameters
@@ -55,7 +71,9 @@ def score(model: str | Path, runs: str | Path, *, format: str = "auto", out: str
     in_process = {k: options.pop(k) for k in IN_PROCESS if k in options}
     paths = score_runs(model, runs, ScoreOptions(format, out=out, **options), **in_process)
     report = json.loads(Path(paths["score"]).read_text())
-    rows = [{k: (None if v == "" else v) for k, v in r.items()} for r in per_run_rows(report["per_run"])]
+    rows = [
+        {k: (None if v == "" else v) for k, v in r.items()} for r in per_run_rows(report["per_run"])
+    ]
     frame = pd.DataFrame(rows, columns=list(CSV_COLUMNS))
     for c in NUMERIC:
         frame[c] = pd.to_numeric(frame[c])

@@ -17,14 +17,20 @@ from tqdm.auto import tqdm
 
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.schema import Invalid, parse_date
-from earlyeval.core.errors import CatalogError, IngestError, NothingScoredError, ScoreRefusedError, WriteError
 from earlyeval.config.workspace import explicit_workspace, is_bench_name
+from earlyeval.core.errors import (
+    CatalogError,
+    IngestError,
+    NothingScoredError,
+    ScoreRefusedError,
+    WriteError,
+)
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.live.inputs import task_table
-from earlyeval.tables.store import read_tasks
 from earlyeval.ingest import FORMATS, format_module
 from earlyeval.ingest.detect import Detection, detect_units
 from earlyeval.ingest.labels import READERS as LABEL_READERS
+from earlyeval.live.inputs import task_table
+from earlyeval.tables.store import read_tasks
 
 log = logging.getLogger("earlyeval.workflows.score")
 
@@ -34,18 +40,23 @@ HISTORY_FAMILIES = ("prior", "peer_prior")
 
 # ------------------------------------------------------------------ labels
 
+
 def label_spec(labels: str) -> LabelSpec:
     """``FORMAT:GLOB`` as a LabelSpec; a ValueError naming the known formats for anything else."""
     lf, _, lg = labels.partition(":")
     known = sorted(LABEL_READERS)
     if lf not in LABEL_READERS:
-        raise ValueError(f"--labels {labels!r}: unknown label format {lf!r} (known: {', '.join(known)}; "
-                         "given as FORMAT:GLOB, e.g. sb-cli:'*.json')")
+        raise ValueError(
+            f"--labels {labels!r}: unknown label format {lf!r} (known: {', '.join(known)}; "
+            "given as FORMAT:GLOB, e.g. sb-cli:'*.json')"
+        )
     if not lg:
         raise ValueError(f"--labels must be FORMAT:GLOB (e.g. sb-cli:'*.json'), not {labels!r}")
     if Path(lg).is_absolute() or lg.startswith("~") or ".." in Path(lg).parts:
-        raise ValueError(f"--labels {labels!r}: the GLOB is relative to --runs and stays inside it "
-                         "(no absolute path, ~ or ..)")
+        raise ValueError(
+            f"--labels {labels!r}: the GLOB is relative to --runs and stays inside it "
+            "(no absolute path, ~ or ..)"
+        )
     return LabelSpec(lf, lg)
 
 
@@ -54,7 +65,9 @@ def label_spec(labels: str) -> LabelSpec:
 MIXED = "mixed"  # score.json's ``format`` for a folder of several formats (``formats`` counts the runs of each)
 
 
-def detect_formats(runs_path: Path, catalog_specs: list[RunSpec], progress: bool = False) -> Detection:
+def detect_formats(
+    runs_path: Path, catalog_specs: list[RunSpec], progress: bool = False
+) -> Detection:
     """The run units of ``runs_path`` by format: a catalog entry's format when the folder is a catalog run,
     else every file sniffed (``ingest.detect.detect_units``: each unit goes to the format that claims it, what
     no format claims is skipped by name).  No format found: a ScoreRefusedError listing the formats tried."""
@@ -69,13 +82,24 @@ def detect_formats(runs_path: Path, catalog_specs: list[RunSpec], progress: bool
             known.append(fmt)
         except IngestError:  # a broken optional plugin: not a candidate
             pass
-    with tqdm(total=len(known), desc="score: --format auto", unit="format", leave=False,
-              disable=None if progress else True) as bar:
+    with tqdm(
+        total=len(known),
+        desc="score: --format auto",
+        unit="format",
+        leave=False,
+        disable=None if progress else True,
+    ) as bar:
         found = detect_units(p, known, bar)
     if not found.units:
-        first = f" (e.g. {Path(found.skipped[0]['file']).name}: {found.skipped[0]['reason']})" if found.skipped else ""
-        raise ScoreRefusedError(f"--format auto: no known format reads the files under {p}{first} (tried: "
-                                f"{', '.join(sorted(FORMATS.known()))}); give --format FMT (`earlyeval formats` lists them)")
+        first = (
+            f" (e.g. {Path(found.skipped[0]['file']).name}: {found.skipped[0]['reason']})"
+            if found.skipped
+            else ""
+        )
+        raise ScoreRefusedError(
+            f"--format auto: no known format reads the files under {p}{first} (tried: "
+            f"{', '.join(sorted(FORMATS.known()))}); give --format FMT (`earlyeval formats` lists them)"
+        )
     return found
 
 
@@ -85,12 +109,17 @@ def detect_format(runs_path: Path, catalog_specs: list[RunSpec], progress: bool 
     found = detect_formats(runs_path, catalog_specs, progress)
     if len(found.units) == 1:
         return next(iter(found.units))
-    listed = "; ".join(f"{f}: {len(u)} file(s), e.g. {u[0].name!r}" for f, u in sorted(found.units.items()))
-    raise ScoreRefusedError(f"--format auto: the files under {Path(runs_path).resolve()} are in several formats "
-                            f"({listed}); `earlyeval score` scores each run with its own")
+    listed = "; ".join(
+        f"{f}: {len(u)} file(s), e.g. {u[0].name!r}" for f, u in sorted(found.units.items())
+    )
+    raise ScoreRefusedError(
+        f"--format auto: the files under {Path(runs_path).resolve()} are in several formats "
+        f"({listed}); `earlyeval score` scores each run with its own"
+    )
 
 
 # ------------------------------------------------------------------ tasks
+
 
 def task_table_paths(model_dir: str | Path | None, benches: list[str]) -> list[Path]:
     """Where the model's benchmarks' task tables are looked for, the same from any folder: beside the model
@@ -104,18 +133,27 @@ def task_table_paths(model_dir: str | Path | None, benches: list[str]) -> list[P
     ws = explicit_workspace()
     if ws is not None:
         roots.append(ws)
-    return [r / "data" / b / "tasks.parquet" for b in benches if is_bench_name(b) for r in dict.fromkeys(roots)]
+    return [
+        r / "data" / b / "tasks.parquet"
+        for b in benches
+        if is_bench_name(b)
+        for r in dict.fromkeys(roots)
+    ]
 
 
-def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None,
-                    model_dir: str | Path | None = None) -> tuple[dict[str, Task], dict[str, Any]]:
+def load_task_table(
+    bundle: Any, tasks: dict[str, Task] | Path | None, model_dir: str | Path | None = None
+) -> tuple[dict[str, Task], dict[str, Any]]:
     """(tasks, where they came from): the tasks given (a table or a parquet path, ``--tasks``), else the first
     task table found per training benchmark (``task_table_paths``).  A model whose families need the task
     (gold, prior ...) with no table anywhere is refused (``ScoreRefusedError``): scoring on would halt nothing
     and report it as a result."""
     if tasks is not None:
         out = task_table(tasks)
-        return out, {"source": str(tasks) if isinstance(tasks, (str, Path)) else "given", "tasks": len(out)}
+        return out, {
+            "source": str(tasks) if isinstance(tasks, (str, Path)) else "given",
+            "tasks": len(out),
+        }
     benches = [str(b) for b in bundle.training.get("benchmarks", [])]
     paths = task_table_paths(model_dir, benches)
     out, used = {}, []
@@ -126,14 +164,20 @@ def load_task_table(bundle: Any, tasks: dict[str, Task] | Path | None,
             used.append(str(hit))
     needs = [f.name for f in bundle.featurizer.families if f.needs_task]
     if needs and len(used) < len(benches):
-        looked = ", ".join(str(p) for p in paths) or "nowhere (the model directory is not in a workspace's models/)"
-        raise ScoreRefusedError(f"no task table for the model's benchmark(s) {', '.join(benches) or '?'}: its "
-                                f"{', '.join(needs)} features need one (looked in {looked}); give --tasks "
-                                "data/<bench>/tasks.parquet (written by `earlyeval ingest`); nothing scored")
+        looked = (
+            ", ".join(str(p) for p in paths)
+            or "nowhere (the model directory is not in a workspace's models/)"
+        )
+        raise ScoreRefusedError(
+            f"no task table for the model's benchmark(s) {', '.join(benches) or '?'}: its "
+            f"{', '.join(needs)} features need one (looked in {looked}); give --tasks "
+            "data/<bench>/tasks.parquet (written by `earlyeval ingest`); nothing scored"
+        )
     return out, {"source": ", ".join(used) or None, "tasks": len(out)}
 
 
 # ------------------------------------------------------------------ output
+
 
 def output_dir(runs_path: Path, out: Path | None, root: Path) -> Path:
     """``out``, else ``<root>/<the runs' full folder (or file) name>``: ``sweagent-v1.2__gpt4`` and
@@ -157,13 +201,19 @@ def check_destination(dest: Path, runs_path: Path, fmt: str, force: bool) -> Non
     mine = str(Path(runs_path).resolve())
     if isinstance(prev, dict) and prev.get("runs_path") == mine and prev.get("format") == fmt:
         return
-    what = (f"a scoring of {prev.get('runs_path')} ({prev.get('format')})" if isinstance(prev, dict) and prev.get("runs_path")
-            else "a file that is not a scoring")
-    raise ScoreRefusedError(f"{prev_path} holds {what}, not of {mine} ({fmt}); nothing written: give another --out, "
-                            "or --force to replace it")
+    what = (
+        f"a scoring of {prev.get('runs_path')} ({prev.get('format')})"
+        if isinstance(prev, dict) and prev.get("runs_path")
+        else "a file that is not a scoring"
+    )
+    raise ScoreRefusedError(
+        f"{prev_path} holds {what}, not of {mine} ({fmt}); nothing written: give another --out, "
+        "or --force to replace it"
+    )
 
 
 # ------------------------------------------------------------------ bench
+
 
 def format_benches() -> dict[str, set[str]]:
     """Per native format, the benchmarks whose catalogs have runs in it."""
@@ -178,43 +228,71 @@ def format_benches() -> dict[str, set[str]]:
     return out
 
 
-def bench_check(bundle: Any, specs: list[RunSpec], trajs: list[Trajectory], fmt: str, tasks: dict[str, Any],
-                cross_bench: bool = False) -> dict[str, Any]:
+def bench_check(
+    bundle: Any,
+    specs: list[RunSpec],
+    trajs: list[Trajectory],
+    fmt: str,
+    tasks: dict[str, Any],
+    cross_bench: bool = False,
+) -> dict[str, Any]:
     """Which benchmark the runs are of, against the model's: a catalog entry says it, else the benchmarks
     whose catalogs use the format, else whether the runs' tasks are the model's benchmark's tasks.  A
     mismatch is a ScoreRefusedError unless ``cross_bench`` (then recorded, and warned about): a model of
     another benchmark gives numbers that look like scores and are a transfer experiment."""
     model_benches = sorted(str(b) for b in (bundle.training or {}).get("benchmarks") or [])
-    out: dict[str, Any] = {"model": model_benches, "runs": None, "evidence": None, "match": None, "cross_bench": cross_bench}
+    out: dict[str, Any] = {
+        "model": model_benches,
+        "runs": None,
+        "evidence": None,
+        "match": None,
+        "cross_bench": cross_bench,
+    }
     known = set(available_benches())
     if not model_benches or not set(model_benches) & known:
         out["evidence"] = "the model's benchmark is not a known catalog: not checked"
         return out
     cat = sorted({str(s.options.get("bench")) for s in specs if s.options.get("bench")})
     # each format's benchmarks (a mixed folder: every format's runs must be of the model's benchmark)
-    by = {f: format_benches().get(f, set()) for f in (sorted({s.format for s in specs}) if fmt == MIXED else [fmt])}
+    by = {
+        f: format_benches().get(f, set())
+        for f in (sorted({s.format for s in specs}) if fmt == MIXED else [fmt])
+    }
     by_fmt = set().union(*by.values()) if all(by.values()) else set()
     ids = {t.task_id for t in trajs}
     if cat:
         out.update(runs=cat, evidence="the runs are a catalog's runs")
     elif by_fmt:
         off = sorted(b for f, bs in by.items() if not bs & set(model_benches) for b in bs)
-        out.update(runs=off or sorted(by_fmt), evidence="; ".join(f"format {f} is used by the catalogs of {', '.join(sorted(bs))}"
-                                                             for f, bs in by.items()))
+        out.update(
+            runs=off or sorted(by_fmt),
+            evidence="; ".join(
+                f"format {f} is used by the catalogs of {', '.join(sorted(bs))}"
+                for f, bs in by.items()
+            ),
+        )
     elif tasks and ids:
         found = len(ids & set(tasks))
-        out.update(runs=model_benches if found else ["another benchmark"],
-                   evidence=f"{found} of the runs' {len(ids)} task ids are tasks of {', '.join(model_benches)}")
+        out.update(
+            runs=model_benches if found else ["another benchmark"],
+            evidence=f"{found} of the runs' {len(ids)} task ids are tasks of {', '.join(model_benches)}",
+        )
     else:
-        out["evidence"] = "neither a catalog, the format nor the tasks tell the runs' benchmark: not checked"
+        out["evidence"] = (
+            "neither a catalog, the format nor the tasks tell the runs' benchmark: not checked"
+        )
         return out
     out["match"] = bool(set(out["runs"]) & set(model_benches))
     if not out["match"]:
-        msg = (f"the model was trained on {', '.join(model_benches)}, the runs are of {', '.join(out['runs'])} "
-               f"({out['evidence']}): its numbers on them would be a transfer experiment, not a score")
+        msg = (
+            f"the model was trained on {', '.join(model_benches)}, the runs are of {', '.join(out['runs'])} "
+            f"({out['evidence']}): its numbers on them would be a transfer experiment, not a score"
+        )
         if not cross_bench:
-            raise ScoreRefusedError(msg + "; nothing written: use a model of the runs' benchmark, or --cross-bench "
-                                          "to score them anyway (`earlyeval transfer` measures transfer properly)")
+            raise ScoreRefusedError(
+                msg + "; nothing written: use a model of the runs' benchmark, or --cross-bench "
+                "to score them anyway (`earlyeval transfer` measures transfer properly)"
+            )
         out["warning"] = msg
         log.warning("%s (--cross-bench)", msg)
     return out
@@ -222,7 +300,10 @@ def bench_check(bundle: Any, specs: list[RunSpec], trajs: list[Trajectory], fmt:
 
 # ------------------------------------------------------------------ dates
 
-def date_runs(trajs: list[Trajectory], as_of: str | None, families: list[str], fmt: str) -> tuple[str | None, dict[str, Any]]:
+
+def date_runs(
+    trajs: list[Trajectory], as_of: str | None, families: list[str], fmt: str
+) -> tuple[str | None, dict[str, Any]]:
     """The cutoff ``replay`` takes (None: each run's own date) and what score.json says about dates.
 
     ``as_of``: None or "run" each run's own date (catalog ``date``, else the day its files record,
@@ -232,7 +313,11 @@ def date_runs(trajs: list[Trajectory], as_of: str | None, families: list[str], f
     history = [f for f in families if f in HISTORY_FAMILIES]
     if as_of not in (None, "run"):
         cut = "" if as_of in ("", "all") else as_of
-        return cut, {"mode": "all submissions" if not cut else "given", "cutoff": cut or None, "warning": None}
+        return cut, {
+            "mode": "all submissions" if not cut else "given",
+            "cutoff": cut or None,
+            "warning": None,
+        }
     n = {"catalog": 0, "files": 0, "none": 0}
     for t in trajs:
         if t.meta.get("date"):
@@ -243,8 +328,12 @@ def date_runs(trajs: list[Trajectory], as_of: str | None, families: list[str], f
         else:
             n["none"] += 1
     days = sorted(str(t.meta["date"]) for t in trajs if t.meta.get("date"))
-    detail: dict[str, Any] = {"mode": "each run's own date", "runs_dated_by": n,
-                              "dates": {"first": days[0], "last": days[-1]} if days else None, "warning": None}
+    detail: dict[str, Any] = {
+        "mode": "each run's own date",
+        "runs_dated_by": n,
+        "dates": {"first": days[0], "last": days[-1]} if days else None,
+        "warning": None,
+    }
     if n["none"] and history:
         detail["warning"] = (
             f"{n['none']} of {len(trajs)} runs carry no date (the {fmt} files record none, and no catalog entry "
@@ -252,12 +341,14 @@ def date_runs(trajs: list[Trajectory], as_of: str | None, families: list[str], f
             "If the runs are older than that pool, results published after them enter their prior (a stronger "
             "later pool makes old tasks look easy: wrong success halts), so halted accuracy and the recorded "
             "resolve rate can be far off what the model does on them. Give --as-of YYYY-MM-DD, the day the runs "
-            "were made (or --as-of all to accept today's pool).")
+            "were made (or --as-of all to accept today's pool)."
+        )
         log.warning("%s", detail["warning"])
     return None, detail
 
 
 # ------------------------------------------------------------------ catalog hint
+
 
 def catalog_hint(runs_path: Path, fmt: str, root: Path) -> str | None:
     """A warning when the folder has a catalog run's folder name but is not under the data root ``root``:
@@ -270,12 +361,22 @@ def catalog_hint(runs_path: Path, fmt: str, root: Path) -> str | None:
             continue
         for s in cat.runs:
             parts = Path(s.folder).parts
-            if not parts or parts[-1] != p.name or (root / s.folder).resolve() == p or fmt not in ("auto", s.format):
+            if (
+                not parts
+                or parts[-1] != p.name
+                or (root / s.folder).resolve() == p
+                or fmt not in ("auto", s.format)
+            ):
                 continue
-            where = (f"give --data-root {Path(*p.parts[:-len(parts)])}" if p.parts[-len(parts):] == parts
-                     else f"with --data-root R the folder must be R/{s.folder}")
-            return (f"{p} has the folder name of the catalog run {s.name} ({cat.bench}) but is not under the data root "
-                    f"{root}: the catalog's labels, agent name and date are not used ({where}, or give --labels)")
+            where = (
+                f"give --data-root {Path(*p.parts[: -len(parts)])}"
+                if p.parts[-len(parts) :] == parts
+                else f"with --data-root R the folder must be R/{s.folder}"
+            )
+            return (
+                f"{p} has the folder name of the catalog run {s.name} ({cat.bench}) but is not under the data root "
+                f"{root}: the catalog's labels, agent name and date are not used ({where}, or give --labels)"
+            )
     return None
 
 
@@ -284,7 +385,9 @@ def check_runs_path(p: Path) -> None:
     if not os.path.lexists(p) or not p.exists():
         raise FileNotFoundError(f"--runs {p}: no such file or folder")
     if not (p.is_dir() or p.is_file()):
-        raise ValueError(f"--runs {p}: not a folder or a regular file (a FIFO, a device or a socket is never read)")
+        raise ValueError(
+            f"--runs {p}: not a folder or a regular file (a FIFO, a device or a socket is never read)"
+        )
 
 
 def check_as_of(as_of: str | None) -> str | None:
@@ -298,16 +401,25 @@ def check_as_of(as_of: str | None) -> str | None:
         raise ValueError(f"--as-of: {e.reason}; expected YYYY-MM-DD, 'run' or 'all'") from None
 
 
-def nothing_read(runs_path: Path, fmt: str, specs: list[RunSpec], reports: list[dict[str, Any]],
-                  skipped: list[dict[str, Any]]) -> NothingScoredError:
+def nothing_read(
+    runs_path: Path,
+    fmt: str,
+    specs: list[RunSpec],
+    reports: list[dict[str, Any]],
+    skipped: list[dict[str, Any]],
+) -> NothingScoredError:
     """The one-line error for a read that gave no run (empty folder, wrong format)."""
     files = sum(int(r.get("files_read") or 0) for r in reports)
     globs = ", ".join(sorted({s.glob for s in specs}))
     if skipped:
         first = skipped[0]
-        why = (f"all {len(skipped)} files matching '{globs}' were skipped (first: {first.get('file')}: "
-               f"{first.get('field')}: {first.get('reason')})")
+        why = (
+            f"all {len(skipped)} files matching '{globs}' were skipped (first: {first.get('file')}: "
+            f"{first.get('field')}: {first.get('reason')})"
+        )
     else:
         why = f"no file matches '{globs}'" if not files else f"{files} files read, no run in them"
-    return NothingScoredError(f"no runs read from {runs_path} as --format {fmt}: {why}; is --format right? "
-                              f"(formats: {', '.join(sorted(FORMATS.known()))}); nothing written")
+    return NothingScoredError(
+        f"no runs read from {runs_path} as --format {fmt}: {why}; is --format right? "
+        f"(formats: {', '.join(sorted(FORMATS.known()))}); nothing written"
+    )

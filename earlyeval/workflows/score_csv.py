@@ -4,11 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-
-CSV_COLUMNS = ("run_id", "agent", "format", "task_id", "steps", "halted_step", "halt_rule", "predicted", "recorded_outcome", "true_label",
-               "p_success_at_halt", "p_failure_at_halt", "input_tokens_spent", "input_tokens_saved",
-               "output_tokens_spent", "output_tokens_saved", "cost_usd_spent", "cost_usd_saved", "cost_source",
-               "audited")  # audited: 1/0 under `score --pass` (an audit run, never halted), empty otherwise
+# audited: 1/0 under `score --pass` (an audit run, never halted), empty otherwise
+CSV_COLUMNS = (
+    "run_id",
+    "agent",
+    "format",
+    "task_id",
+    "steps",
+    "halted_step",
+    "halt_rule",
+    "predicted",
+    "recorded_outcome",
+    "true_label",
+    "p_success_at_halt",
+    "p_failure_at_halt",
+    "input_tokens_spent",
+    "input_tokens_saved",
+    "output_tokens_spent",
+    "output_tokens_saved",
+    "cost_usd_spent",
+    "cost_usd_saved",
+    "cost_source",
+    "audited",
+)
 
 
 def per_run_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -19,13 +37,20 @@ def per_run_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         u = r.get("usage") or {}
         recorded = r["predicted"] if r["halted"] else lab[r["outcome"]]
-        row = {"run_id": r["run_id"], "agent": r["agent"], "format": r.get("format", ""), "task_id": r["task_id"],
-               "steps": r["n_steps"],
-               "halted_step": r["halt_t"] if r["halted"] else "",
-               "halt_rule": (r.get("halt_rule") or "") if r["halted"] else "", "predicted": r["predicted"] or "",
-               "recorded_outcome": recorded, "true_label": lab[r["outcome"]],
-               "p_success_at_halt": "" if r["p_success_at_halt"] is None else r["p_success_at_halt"],
-               "p_failure_at_halt": "" if r["p_failure_at_halt"] is None else r["p_failure_at_halt"]}
+        row = {
+            "run_id": r["run_id"],
+            "agent": r["agent"],
+            "format": r.get("format", ""),
+            "task_id": r["task_id"],
+            "steps": r["n_steps"],
+            "halted_step": r["halt_t"] if r["halted"] else "",
+            "halt_rule": (r.get("halt_rule") or "") if r["halted"] else "",
+            "predicted": r["predicted"] or "",
+            "recorded_outcome": recorded,
+            "true_label": lab[r["outcome"]],
+            "p_success_at_halt": "" if r["p_success_at_halt"] is None else r["p_success_at_halt"],
+            "p_failure_at_halt": "" if r["p_failure_at_halt"] is None else r["p_failure_at_halt"],
+        }
         for dim in ("input_tokens", "output_tokens", "cost_usd"):
             d = u.get(dim)
             row[f"{dim}_spent"] = "" if d is None else d["spent"]
@@ -46,4 +71,3 @@ def csv_text(records: list[dict[str, Any]]) -> str:
     w.writeheader()
     w.writerows(per_run_rows(records))
     return buf.getvalue()
-

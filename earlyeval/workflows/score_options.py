@@ -92,15 +92,28 @@ class ScoreOptions:
     def __post_init__(self) -> None:
         """The checks made before any work, in the order score_runs has always made them."""
         if self.fmt != "auto":
-            format_module(self.fmt)  # unknown format: IngestError naming the known ones, before any work
-        object.__setattr__(self, "as_of", check_as_of(self.as_of))  # a real date, normalised; or None/""/run/all
-        if isinstance(self.warm_start, bool) or not isinstance(self.warm_start, int) or self.warm_start < 0:
+            # unknown format: IngestError naming the known ones, before any work
+            format_module(self.fmt)
+        # a real date, normalised; or None/""/run/all
+        object.__setattr__(self, "as_of", check_as_of(self.as_of))
+        if (
+            isinstance(self.warm_start, bool)
+            or not isinstance(self.warm_start, int)
+            or self.warm_start < 0
+        ):
             raise ValueError(f"--warm-start {self.warm_start!r}: a number of runs >= 0")
         if self.data_root is not None and not _data_root(self.data_root).is_dir():
             raise FileNotFoundError(f"--data-root {self.data_root}: no such folder")
         if self.pass_replay and self.warm_start:
-            raise ValueError("--pass replays the folder as one pass in this process: not with --warm-start or --scheduler")
-        if self.pass_replay and not (0.0 <= self.audit_share <= 1.0 and isinstance(self.pass_workers, int)
-                                     and self.pass_workers >= 1):
-            raise ValueError(f"--audit-share {self.audit_share!r} must be in [0, 1] and --pass-workers "
-                             f"{self.pass_workers!r} >= 1")
+            raise ValueError(
+                "--pass replays the folder as one pass in this process: not with --warm-start or --scheduler"
+            )
+        if self.pass_replay and not (
+            0.0 <= self.audit_share <= 1.0
+            and isinstance(self.pass_workers, int)
+            and self.pass_workers >= 1
+        ):
+            raise ValueError(
+                f"--audit-share {self.audit_share!r} must be in [0, 1] and --pass-workers "
+                f"{self.pass_workers!r} >= 1"
+            )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-
 from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.benchpass import Pass, run_on_workers, would_halt
@@ -32,11 +31,20 @@ def _usage_spent(usage: dict[str, Any]) -> tuple[int | None, float | None]:
     return tokens, cost
 
 
-def replay_pass(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task], cutoff: str | None,
-                same_agent: str | None, *, audit_share: float, seed: int, workers: int,
-                usage_of: Callable[[Trajectory, int | None], dict[str, Any]],
-                on_spawn: Callable[[str, int, set[str]], None] | None = None,
-                **pass_options: Any) -> tuple[list[dict[str, Any]], Pass]:
+def replay_pass(
+    mon: Any,
+    trajs: list[Trajectory],
+    tasks_by_id: dict[str, Task],
+    cutoff: str | None,
+    same_agent: str | None,
+    *,
+    audit_share: float,
+    seed: int,
+    workers: int,
+    usage_of: Callable[[Trajectory, int | None], dict[str, Any]],
+    on_spawn: Callable[[str, int, set[str]], None] | None = None,
+    **pass_options: Any,
+) -> tuple[list[dict[str, Any]], Pass]:
     """One record per run (in ``trajs``' order) replayed as a pass of ``workers`` simulated workers; the Pass.
 
     ``usage_of(traj, halt_t)``: the run's tokens/dollars spent (``score_usage.usage_of``), told to the Pass.
@@ -50,8 +58,14 @@ def replay_pass(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task],
         t, r = trajs[i], records[i]
         tokens, cost = _usage_spent(r["usage"])
         aud = r["audited"]
-        p.finish(t.run_id, steps=r["pass_duration"], tokens=tokens, cost=cost, halted=r["halted"],
-                 outcome=t.outcome if aud and t.outcome is not None else None)
+        p.finish(
+            t.run_id,
+            steps=r["pass_duration"],
+            tokens=tokens,
+            cost=cost,
+            halted=r["halted"],
+            outcome=t.outcome if aud and t.outcome is not None else None,
+        )
         finished.add(t.run_id)
 
     def run(i: int, k: int, start: int) -> int:
@@ -62,8 +76,15 @@ def replay_pass(mon: Any, trajs: list[Trajectory], tasks_by_id: dict[str, Task],
         r = replay(m, t, tasks_by_id.get(t.task_id), cutoff, same_agent)
         r["usage"] = usage_of(t, r["halt_t"] if r["halted"] else None)
         dur = int(r["halt_t"]) if r["halted"] else len(t.steps)
-        r.update(audited=p.is_audited(t.run_id), pass_order=k, pass_start=start, pass_finish=start + dur,
-                 pass_duration=dur, pass_thresholds=[m.tau_s, m.tau_f], pass_runs_finished_at_start=len(finished))
+        r.update(
+            audited=p.is_audited(t.run_id),
+            pass_order=k,
+            pass_start=start,
+            pass_finish=start + dur,
+            pass_duration=dur,
+            pass_thresholds=[m.tau_s, m.tau_f],
+            pass_runs_finished_at_start=len(finished),
+        )
         records[i] = r
         return dur
 
@@ -89,19 +110,35 @@ def pass_inconsistent(records: list[dict[str, Any]], halt_on: str, min_t: int) -
     return bad
 
 
-def pass_block(p: Pass, records: list[dict[str, Any]], workers: int, savings: dict[str, Any]) -> dict[str, Any]:
+def pass_block(
+    p: Pass, records: list[dict[str, Any]], workers: int, savings: dict[str, Any]
+) -> dict[str, Any]:
     """score.json's ``pass`` block: the order, W, the audit sample, thresholds over time, status, savings."""
     s = p.summary()
     aud = [r for r in records if r["audited"]]
     steps = sum(r["n_steps"] for r in records)
     saved = sum(r["n_steps"] - r["halt_t"] for r in records if r["halted"])
-    return {"order": ORDER_RULE, "seed": p.seed, "workers": workers, "audit_share": p.audit_share,
-            "n_audited": len(aud), "n_audited_graded": sum(r["outcome"] is not None for r in aud),
-            "audited_share": len(aud) / len(records) if records else None,
-            "label_free": s["label_free"], "thresholds_final": s["thresholds"], "thresholds_history": s["history"],
-            "status": s["status"], "warnings": s["warnings"],
-            "n_halted": sum(r["halted"] for r in records),
-            "makespan": max((r["pass_finish"] for r in records), default=0),
-            # audited runs are never halted: their steps (and tokens, dollars) all count as spent
-            "savings": {"steps_total": steps, "steps_saved": saved, "steps_saved_fraction": saved / steps if steps else None,
-                        **{k: v for k, v in savings.items() if k != "runs"}, "audited_counted_at_full_cost": True}}
+    return {
+        "order": ORDER_RULE,
+        "seed": p.seed,
+        "workers": workers,
+        "audit_share": p.audit_share,
+        "n_audited": len(aud),
+        "n_audited_graded": sum(r["outcome"] is not None for r in aud),
+        "audited_share": len(aud) / len(records) if records else None,
+        "label_free": s["label_free"],
+        "thresholds_final": s["thresholds"],
+        "thresholds_history": s["history"],
+        "status": s["status"],
+        "warnings": s["warnings"],
+        "n_halted": sum(r["halted"] for r in records),
+        "makespan": max((r["pass_finish"] for r in records), default=0),
+        # audited runs are never halted: their steps (and tokens, dollars) all count as spent
+        "savings": {
+            "steps_total": steps,
+            "steps_saved": saved,
+            "steps_saved_fraction": saved / steps if steps else None,
+            **{k: v for k, v in savings.items() if k != "runs"},
+            "audited_counted_at_full_cost": True,
+        },
+    }

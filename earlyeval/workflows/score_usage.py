@@ -27,7 +27,12 @@ def usage_of(traj: Trajectory, halt_t: int | None) -> dict[str, Any]:
             out[dim] = None
     try:
         c = run_cost(traj)
-        out["cost_usd"] = {"total": c.total, "spent": c.upto(t), "saved": c.total - c.upto(t), "source": c.source}
+        out["cost_usd"] = {
+            "total": c.total,
+            "spent": c.upto(t),
+            "saved": c.total - c.upto(t),
+            "source": c.source,
+        }
     except PriceError:
         out["cost_usd"] = None
     return out
@@ -41,7 +46,12 @@ def savings_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         blk: dict[str, Any] = {"runs_known": len(known)}
         if known:
             tot, saved = sum(k["total"] for k in known), sum(k["saved"] for k in known)
-            blk.update(total=tot, spent=tot - saved, saved=saved, saved_fraction=saved / tot if tot > 0 else None)
+            blk.update(
+                total=tot,
+                spent=tot - saved,
+                saved=saved,
+                saved_fraction=saved / tot if tot > 0 else None,
+            )
             if dim == "cost_usd":
                 blk["sources"] = dict(Counter(k["source"] for k in known))
         else:

@@ -13,14 +13,13 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from earlyeval.core.atomic import savefig
-from earlyeval.core.atomic import atomic_path
-from earlyeval.evaluation.adapt import warm_split
-from earlyeval.fitting.thresholds import fit_recalibration, recalibrated
-from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
-from earlyeval.fitting.metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
-from earlyeval.evaluation.settings import eval_config
 from earlyeval.config.workspace import features_dir, reports_dir
+from earlyeval.core.atomic import atomic_path, savefig
+from earlyeval.evaluation.adapt import warm_split
+from earlyeval.evaluation.settings import eval_config
+from earlyeval.fitting.metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
+from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
+from earlyeval.fitting.thresholds import fit_recalibration, recalibrated
 
 KEYS = ("outcome_accuracy", "halted_accuracy", "steps_saved", "shift_pp", "economic_consistency")
 
@@ -36,7 +35,9 @@ def runsets_from_predictions(df: pd.DataFrame) -> dict[str, RunSet]:
             Ts.append(int(r["T"].iloc[0]))
             ps.append(r["p_success"].to_numpy(np.float64))
             pf.append(r["p_failure"].to_numpy(np.float64))
-        out[str(agent)] = RunSet([str(agent)] * len(ids), ids, np.asarray(ys), np.asarray(Ts), ps, pf)
+        out[str(agent)] = RunSet(
+            [str(agent)] * len(ids), ids, np.asarray(ys), np.asarray(Ts), ps, pf
+        )
     return out
 
 
@@ -44,9 +45,18 @@ def _grid_rows(mode: str, agent: str, g, n_runs: int, total_T: float) -> list[di
     rows = []
     for i, ts in enumerate(g.taus_s):
         for j, tf in enumerate(g.taus_f):
-            rows.append({"mode": mode, "agent": agent, "tau_s": float(ts), "tau_f": float(tf), "param": np.nan,
-                         "n_runs": n_runs, "total_steps": total_T,
-                         **{k: float(getattr(g, k)[i, j]) for k in KEYS}})
+            rows.append(
+                {
+                    "mode": mode,
+                    "agent": agent,
+                    "tau_s": float(ts),
+                    "tau_f": float(tf),
+                    "param": np.nan,
+                    "n_runs": n_runs,
+                    "total_steps": total_T,
+                    **{k: float(getattr(g, k)[i, j]) for k in KEYS},
+                }
+            )
     return rows
 
 
@@ -56,7 +66,15 @@ def _pool(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
     out = []
     for (ts, tf, param), g in df.groupby(["tau_s", "tau_f", "param"], dropna=False, sort=False):
         n, T = g["n_runs"].to_numpy(), g["total_steps"].to_numpy()
-        rec = {"mode": mode, "agent": "pooled", "tau_s": ts, "tau_f": tf, "param": param, "n_runs": int(n.sum()), "total_steps": float(T.sum())}
+        rec = {
+            "mode": mode,
+            "agent": "pooled",
+            "tau_s": ts,
+            "tau_f": tf,
+            "param": param,
+            "n_runs": int(n.sum()),
+            "total_steps": float(T.sum()),
+        }
         for k in KEYS:
             v = g[k].to_numpy()
             w = T if k == "steps_saved" else n
@@ -66,8 +84,14 @@ def _pool(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
     return out
 
 
-def sweep_frame(sets: dict[str, RunSet], taus: np.ndarray, shares: tuple = (0.1, 0.2), repeats: int = 5, seed: int = 0,
-                progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+def sweep_frame(
+    sets: dict[str, RunSet],
+    taus: np.ndarray,
+    shares: tuple = (0.1, 0.2),
+    repeats: int = 5,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     # label-free
     lf = []
@@ -89,18 +113,30 @@ def sweep_frame(sets: dict[str, RunSet], taus: np.ndarray, shares: tuple = (0.1,
                 # the warm runs complete: correct, nothing saved, no shift
                 n_w, n_r = int(warm.sum()), len(rest)
                 T_w, T_r = float(rs.T[warm].sum()), float(rest.T.sum())
-                acc.append({
-                    "outcome_accuracy": (g.outcome_accuracy * n_r + n_w) / (n_r + n_w),
-                    "halted_accuracy": g.halted_accuracy,
-                    "steps_saved": g.steps_saved * T_r / (T_r + T_w),
-                    "shift_pp": g.shift_pp * n_r / (n_r + n_w),
-                    "economic_consistency": g.economic_consistency,
-                })
+                acc.append(
+                    {
+                        "outcome_accuracy": (g.outcome_accuracy * n_r + n_w) / (n_r + n_w),
+                        "halted_accuracy": g.halted_accuracy,
+                        "steps_saved": g.steps_saved * T_r / (T_r + T_w),
+                        "shift_pp": g.shift_pp * n_r / (n_r + n_w),
+                        "economic_consistency": g.economic_consistency,
+                    }
+                )
             mean = {k: np.nanmean(np.stack([d[k] for d in acc]), axis=0) for k in KEYS}
             for i, ts in enumerate(taus):
                 for j, tf in enumerate(taus):
-                    ws.append({"mode": mode, "agent": a, "tau_s": float(ts), "tau_f": float(tf), "param": np.nan,
-                               "n_runs": len(rs), "total_steps": float(rs.T.sum()), **{k: float(mean[k][i, j]) for k in KEYS}})
+                    ws.append(
+                        {
+                            "mode": mode,
+                            "agent": a,
+                            "tau_s": float(ts),
+                            "tau_f": float(tf),
+                            "param": np.nan,
+                            "n_runs": len(rs),
+                            "total_steps": float(rs.T.sum()),
+                            **{k: float(mean[k][i, j]) for k in KEYS},
+                        }
+                    )
         rows += ws + _pool(ws, mode)
     # baselines
     bl = []
@@ -108,18 +144,35 @@ def sweep_frame(sets: dict[str, RunSet], taus: np.ndarray, shares: tuple = (0.1,
         for k in range(2, 61, 2):
             t, p = step_cap_policy(rs.T, k)
             m = outcome_metrics(rs.y, rs.T, t, p)
-            bl.append({"mode": "step_cap", "agent": a, "tau_s": np.nan, "tau_f": np.nan, "param": float(k), "n_runs": len(rs),
-                       "total_steps": float(rs.T.sum()), "outcome_accuracy": m["outcome_accuracy"],
-                       "halted_accuracy": m["halted_accuracy"] if m["halted_accuracy"] is not None else np.nan,
-                       "steps_saved": m["steps_saved"], "shift_pp": m["resolve_rate_shift_pp"],
-                       "economic_consistency": m["economic_consistency"] if m["economic_consistency"] is not None else np.nan})
+            bl.append(
+                {
+                    "mode": "step_cap",
+                    "agent": a,
+                    "tau_s": np.nan,
+                    "tau_f": np.nan,
+                    "param": float(k),
+                    "n_runs": len(rs),
+                    "total_steps": float(rs.T.sum()),
+                    "outcome_accuracy": m["outcome_accuracy"],
+                    "halted_accuracy": m["halted_accuracy"]
+                    if m["halted_accuracy"] is not None
+                    else np.nan,
+                    "steps_saved": m["steps_saved"],
+                    "shift_pp": m["resolve_rate_shift_pp"],
+                    "economic_consistency": m["economic_consistency"]
+                    if m["economic_consistency"] is not None
+                    else np.nan,
+                }
+            )
     rows += bl + _pool(bl, "step_cap")
     return pd.DataFrame(rows)
 
 
 def frontier(df: pd.DataFrame, mode: str, agent: str = "pooled") -> pd.DataFrame:
     """Upper envelope: for each point, no other point saves more steps at higher outcome accuracy."""
-    d = df[(df["mode"] == mode) & (df["agent"] == agent)].dropna(subset=["steps_saved", "outcome_accuracy"])
+    d = df[(df["mode"] == mode) & (df["agent"] == agent)].dropna(
+        subset=["steps_saved", "outcome_accuracy"]
+    )
     d = d.sort_values(["steps_saved", "outcome_accuracy"], ascending=[False, False])
     best, keep = -1.0, []
     for idx, r in d.iterrows():
@@ -136,17 +189,39 @@ def plot_frontiers(df: pd.DataFrame, loao: dict[str, Any] | None, path: Path) ->
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    for mode, style in (("label_free", "-"), ("warm_start_10", "--"), ("warm_start_20", ":"), ("step_cap", "-.")):
+    for mode, style in (
+        ("label_free", "-"),
+        ("warm_start_10", "--"),
+        ("warm_start_20", ":"),
+        ("step_cap", "-."),
+    ):
         f = frontier(df, mode)
         if len(f):
-            ax.plot(100 * f["steps_saved"], 100 * f["outcome_accuracy"], style, label=mode.replace("_", " "))
+            ax.plot(
+                100 * f["steps_saved"],
+                100 * f["outcome_accuracy"],
+                style,
+                label=mode.replace("_", " "),
+            )
     if loao:
         p = loao.get("pooled", {})
         if p.get("steps_saved") is not None:
-            ax.plot([100 * p["steps_saved"]], [100 * p["outcome_accuracy"]], "o", ms=9, label="selected (honest thresholds)")
+            ax.plot(
+                [100 * p["steps_saved"]],
+                [100 * p["outcome_accuracy"]],
+                "o",
+                ms=9,
+                label="selected (honest thresholds)",
+            )
         for name, b in (loao.get("baselines") or {}).items():
             if name == "repeat_action" and b.get("steps_saved") is not None:
-                ax.plot([100 * b["steps_saved"]], [100 * b["outcome_accuracy"]], "x", ms=9, label="repeat-action rule")
+                ax.plot(
+                    [100 * b["steps_saved"]],
+                    [100 * b["outcome_accuracy"]],
+                    "x",
+                    ms=9,
+                    label="repeat-action rule",
+                )
     ax.set_xlabel("steps saved, pooled over held-out agents (%)")
     ax.set_ylabel("outcome accuracy (%)")
     ax.set_title("Savings vs accuracy on held-out agents (leave-one-agent-out)")
@@ -161,7 +236,9 @@ def plot_frontiers(df: pd.DataFrame, loao: dict[str, Any] | None, path: Path) ->
 def sweep_bench(bench: str, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
     pred_path = features_dir(bench) / "loao_predictions.parquet"
     if not pred_path.exists():
-        raise FileNotFoundError(f"{pred_path} is missing: run `earlyeval evaluate --bench {bench}` first")
+        raise FileNotFoundError(
+            f"{pred_path} is missing: run `earlyeval evaluate --bench {bench}` first"
+        )
     with open(pred_path, "rb") as f:  # one handle: safe against a concurrent atomic replace
         df = pd.read_parquet(f)
     df = df[~df["small"]]

@@ -12,20 +12,29 @@ from typing import Any, Callable
 
 import numpy as np
 
-from earlyeval.core.atomic import write_text as atomic_write_text
 from earlyeval.config.catalog import load_catalog
 from earlyeval.config.workspace import reports_dir
-from earlyeval.evaluation.dataset import Dataset, load_dataset
-from earlyeval.evaluation.blocks import agent_block, pooled_block
-from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
-from earlyeval.fitting.thresholds import choose_thresholds
-from earlyeval.features import Featurizer, build_family, fold_free
-from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 from earlyeval.core.atomic import write_json
+from earlyeval.core.atomic import write_text as atomic_write_text
+from earlyeval.evaluation.blocks import agent_block, pooled_block
+from earlyeval.evaluation.dataset import Dataset, load_dataset
+from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
 from earlyeval.evaluation.settings import eval_config
+from earlyeval.features import Featurizer, build_family, fold_free
+from earlyeval.fitting.thresholds import choose_thresholds
+from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 
-KEYS = ("n_runs", "resolve_rate", "auroc_success", "halted_fraction", "halted_accuracy", "outcome_accuracy",
-        "steps_saved", "resolve_rate_shift_pp", "economic_consistency")
+KEYS = (
+    "n_runs",
+    "resolve_rate",
+    "auroc_success",
+    "halted_fraction",
+    "halted_accuracy",
+    "outcome_accuracy",
+    "steps_saved",
+    "resolve_rate_shift_pp",
+    "economic_consistency",
+)
 
 
 def combined_dataset(benches: list[str], families: list[str], progress: bool = False) -> Dataset:
@@ -44,13 +53,20 @@ def combined_dataset(benches: list[str], families: list[str], progress: bool = F
     ds.bench = "+".join(benches)
     for fam in fold_free(families):
         fz = Featurizer([build_family(fam)])
-        ds.blocks[fam] = fz.prefix_matrix(ds.trajs, ds.contexts, progress=progress, desc=f"features: {fam}")
+        ds.blocks[fam] = fz.prefix_matrix(
+            ds.trajs, ds.contexts, progress=progress, desc=f"features: {fam}"
+        )
         ds.block_names[fam] = fz.names
     return ds
 
 
-def transfer(source: str, target: str, families: list[str] | None = None, seed: int = 0,
-             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def transfer(
+    source: str,
+    target: str,
+    families: list[str] | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     families = families or ["behaviour"]
     scat, tcat = load_catalog(source), load_catalog(target)
     missing = [f for f in families if f not in scat.families or f not in tcat.families]
@@ -74,14 +90,25 @@ def transfer(source: str, target: str, families: list[str] | None = None, seed: 
         agents[a.split(":", 1)[1]] = {k: blk.get(k) for k in KEYS} | {"small_n": blk["small_n"]}
         if not blk["small_n"]:
             items.append((rs, th))
-    pooled = pooled_block(items, cfg) if items else pooled_block([(runner.predict(held, a), th) for a in tgt_agents], cfg)
+    pooled = (
+        pooled_block(items, cfg)
+        if items
+        else pooled_block([(runner.predict(held, a), th) for a in tgt_agents], cfg)
+    )
     own = reports_dir(target, create=False) / "loao.json"
     reference = None
     if own.exists():
         o = json.loads(own.read_text())
-        reference = {"pooled": {k: o["pooled"].get(k) for k in KEYS if k in o["pooled"]},
-                     "families": o["config"]["families"], "note": f"{target}'s own leave-one-agent-out (its own families)"}
-    big = [agents[a.split(":", 1)[1]]["auroc_success"] for a in tgt_agents if not agents[a.split(":", 1)[1]]["small_n"]]
+        reference = {
+            "pooled": {k: o["pooled"].get(k) for k in KEYS if k in o["pooled"]},
+            "families": o["config"]["families"],
+            "note": f"{target}'s own leave-one-agent-out (its own families)",
+        }
+    big = [
+        agents[a.split(":", 1)[1]]["auroc_success"]
+        for a in tgt_agents
+        if not agents[a.split(":", 1)[1]]["small_n"]
+    ]
     return {
         "source": source,
         "target": target,
@@ -90,26 +117,37 @@ def transfer(source: str, target: str, families: list[str] | None = None, seed: 
         "source_agents": [a.split(":", 1)[1] for a in src_agents],
         "agents": agents,
         "pooled": {k: pooled.get(k) for k in KEYS},
-        "mean_auroc_large_agents": float(np.mean([x for x in big if x is not None])) if big else None,
+        "mean_auroc_large_agents": float(np.mean([x for x in big if x is not None]))
+        if big
+        else None,
         "target_own_loao": reference,
     }
 
 
 def transfer_table(results: list[dict[str, Any]]) -> str:
-    lines = ["| source → target | families | mean AUROC (target agents) | pooled AUROC | outcome acc | halted acc | steps saved | shift pp | target's own LOAO AUROC |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| source → target | families | mean AUROC (target agents) | pooled AUROC | outcome acc | halted acc | steps saved | shift pp | target's own LOAO AUROC |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     f = lambda x, pct=False: "–" if x is None else (f"{100 * x:.1f}" if pct else f"{x:.3f}")
     for r in results:
         p = r["pooled"]
         own = (r.get("target_own_loao") or {}).get("pooled", {}).get("auroc_success")
-        lines.append(f"| {r['source']} → {r['target']} | {','.join(r['families'])} | {f(r['mean_auroc_large_agents'])} | {f(p['auroc_success'])} | "
-                     f"{f(p['outcome_accuracy'], True)} | {f(p['halted_accuracy'], True)} | {f(p['steps_saved'], True)} | "
-                     f"{p['resolve_rate_shift_pp']:.1f} | {f(own)} |")
+        lines.append(
+            f"| {r['source']} → {r['target']} | {','.join(r['families'])} | {f(r['mean_auroc_large_agents'])} | {f(p['auroc_success'])} | "
+            f"{f(p['outcome_accuracy'], True)} | {f(p['halted_accuracy'], True)} | {f(p['steps_saved'], True)} | "
+            f"{p['resolve_rate_shift_pp']:.1f} | {f(own)} |"
+        )
     return "\n".join(lines)
 
 
-def transfer_bench(source: str, target: str, families: list[str] | None = None, seed: int = 0,
-                   progress: Callable[[str], None] | None = None) -> dict[str, Path]:
+def transfer_bench(
+    source: str,
+    target: str,
+    families: list[str] | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Path]:
     res = transfer(source, target, families, seed, progress)
     out = reports_dir("transfer")
     out.mkdir(parents=True, exist_ok=True)
@@ -117,5 +155,10 @@ def transfer_bench(source: str, target: str, families: list[str] | None = None, 
     p = write_json(res, out / f"{source}__to__{target}__{tag}.json")
     results = [json.loads(x.read_text()) for x in sorted(out.glob("*__to__*.json"))]
     md = out / "transfer.md"
-    atomic_write_text(md, "# Cross-benchmark transfer (train on one benchmark, evaluate on another)\n\n" + transfer_table(results) + "\n")
+    atomic_write_text(
+        md,
+        "# Cross-benchmark transfer (train on one benchmark, evaluate on another)\n\n"
+        + transfer_table(results)
+        + "\n",
+    )
     return {"report": p, "table": md}

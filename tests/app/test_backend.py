@@ -6,24 +6,39 @@ from __future__ import annotations
 import ast
 import inspect
 
+import _paths
 import pytest
 
-import _paths
 from earlyeval.workflows.backend import Backend, InProcess
 
-STAGES = ("earlyeval/app/pipeline.py", "earlyeval/evaluation/evaluate.py", "earlyeval/app/cli.py",
-          "earlyeval/app/scale_bench.py")
+STAGES = (
+    "earlyeval/app/pipeline.py",
+    "earlyeval/evaluation/evaluate.py",
+    "earlyeval/app/cli.py",
+    "earlyeval/app/scale_bench.py",
+)
 
 
 def _methods(cls: type) -> dict[str, list[str]]:
-    return {n: list(inspect.signature(f).parameters) for n, f in vars(cls).items()
-            if callable(f) and not n.startswith("_")}
+    return {
+        n: list(inspect.signature(f).parameters)
+        for n, f in vars(cls).items()
+        if callable(f) and not n.startswith("_")
+    }
 
 
 def test_both_backends_implement_the_protocol_with_its_parameters():
     want = {n: p for n, p in _methods(Backend).items()}
-    assert set(want) == {"ingest", "dataset", "featurize", "featurized", "runners", "train_runner", "shipped_budget",
-                         "replay"}
+    assert set(want) == {
+        "ingest",
+        "dataset",
+        "featurize",
+        "featurized",
+        "runners",
+        "train_runner",
+        "shipped_budget",
+        "replay",
+    }
     assert isinstance(InProcess(), Backend)
     assert {n: p for n, p in _methods(InProcess).items() if n in want} == want
     pytest.importorskip("distributed")
@@ -36,10 +51,13 @@ def test_both_backends_implement_the_protocol_with_its_parameters():
 def test_the_stages_never_ask_which_backend_they_have():
     """No ``cluster``/``backend``/``runners`` compared with None, and no ``cluster`` parameter, in the stages (the
     nine ``if cluster is None`` branches of issue 31 are gone); a planted one is caught."""
+
     def branches(src: str) -> list[int]:
         out = []
         for node in ast.walk(ast.parse(src)):
-            if isinstance(node, ast.Compare) and any(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops):
+            if isinstance(node, ast.Compare) and any(
+                isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops
+            ):
                 names = [n for n in [node.left, *node.comparators] if isinstance(n, ast.Name)]
                 if any(n.id in ("cluster", "backend", "runners", "cl", "back") for n in names):
                     out.append(node.lineno)

@@ -13,9 +13,9 @@ import typer
 from typer.testing import CliRunner
 
 from earlyeval import __version__
-from earlyeval.config.catalog import available_benches
 from earlyeval.app.cli import app
 from earlyeval.app.options import Bar
+from earlyeval.config.catalog import available_benches
 from earlyeval.ingest import FORMATS
 
 COMMAND = typer.main.get_command(app)
@@ -80,10 +80,12 @@ def test_bad_format_lists_the_valid_ones(tmp_path):
 
 
 def test_bad_paths_and_thresholds_are_one_line_errors(tmp_path):
-    cases = [(["--runs", str(tmp_path / "nope"), "-m", str(tmp_path)], "no such file or folder"),
-             (["--runs", str(tmp_path), "-m", str(tmp_path / "nomodel")], "not a model directory"),
-             (["--runs", str(tmp_path), "-m", str(tmp_path), "--thresholds", "0.9,1.5"], "(0.5, 1]"),
-             (["--runs", str(tmp_path), "-m", str(tmp_path), "--as-of", "yesterday"], "YYYY-MM-DD")]
+    cases = [
+        (["--runs", str(tmp_path / "nope"), "-m", str(tmp_path)], "no such file or folder"),
+        (["--runs", str(tmp_path), "-m", str(tmp_path / "nomodel")], "not a model directory"),
+        (["--runs", str(tmp_path), "-m", str(tmp_path), "--thresholds", "0.9,1.5"], "(0.5, 1]"),
+        (["--runs", str(tmp_path), "-m", str(tmp_path), "--as-of", "yesterday"], "YYYY-MM-DD"),
+    ]
     for args, text in cases:
         r = invoke("score", "-f", "atif", *args)
         assert r.exit_code == 2 and text in _error_line(r), (args, r.output)
@@ -121,12 +123,17 @@ def test_library_warnings_go_to_the_log(monkeypatch, caplog):
         assert r.exit_code == 0, r.output
         assert "noisy" not in r.output and "2 library warning(s) hidden" in r.stderr
         recs = [x for x in caplog.records if x.name == "py.warnings"]
-        assert len(recs) == 2 and all(x.levelno == logging.DEBUG for x in recs) and "a noisy library warning" in recs[0].getMessage()
+        assert (
+            len(recs) == 2
+            and all(x.levelno == logging.DEBUG for x in recs)
+            and "a noisy library warning" in recs[0].getMessage()
+        )
         caplog.clear()
         r = invoke("sweep", "--bench", "swebench", "-v")
         assert r.exit_code == 0 and "hidden" not in r.stderr
         recs = [x for x in caplog.records if x.name == "py.warnings"]
-        assert len(recs) == 2 and all(x.levelno == logging.WARNING for x in recs)  # -v: shown as warnings
+        # -v: shown as warnings
+        assert len(recs) == 2 and all(x.levelno == logging.WARNING for x in recs)
     assert warnings.showwarning is shown  # restored when the command ends
 
 
@@ -148,7 +155,8 @@ def test_one_progress_bar_with_its_planned_total_quiet_off_a_terminal(capsys):
     bar("sweep warm_start_10")
     bar.close(ok=True)
     drawn = term.getvalue()
-    assert "fit without" not in drawn and "120/120" in drawn  # one bar with its total, not 120 lines
+    # one bar with its total, not 120 lines
+    assert "fit without" not in drawn and "120/120" in drawn
     # stderr is not a terminal here (captured): the bar keeps count but draws nothing
     quiet = Bar("b", "k", "evaluate", verbose=False)
     quiet(f"{FITS_PLANNED}3")
@@ -191,19 +199,47 @@ def test_evaluate_uses_the_bar(monkeypatch, tmp_path):
 def test_user_errors_inside_a_verb_are_one_line(tmp_path):
     r = invoke("--workspace", str(tmp_path), "export", "--bench", "swebench")
     assert r.exit_code == 2 and r.stdout == ""
-    assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "earlyeval ingest --bench swebench" in r.stderr
+    assert (
+        r.stderr.count("\n") == 1
+        and r.stderr.startswith("error: ")
+        and "earlyeval ingest --bench swebench" in r.stderr
+    )
     r = invoke("--workspace", str(tmp_path), "sweep", "--bench", "swebench")
-    assert r.exit_code == 2 and r.stderr.startswith("error: ") and "earlyeval evaluate --bench swebench" in r.stderr
+    assert (
+        r.exit_code == 2
+        and r.stderr.startswith("error: ")
+        and "earlyeval evaluate --bench swebench" in r.stderr
+    )
 
 
 def test_json_output_is_the_report_alone(tmp_path, monkeypatch):
     from earlyeval.app import pipeline
 
-    rep = {"runs": [{"run": "r", "trajectories": 3, "resolved": 1, "unresolved": 2, "not_in_label_list": 0, "unlabelled": 0,
-                     "skipped": []}]}
+    rep = {
+        "runs": [
+            {
+                "run": "r",
+                "trajectories": 3,
+                "resolved": 1,
+                "unresolved": 2,
+                "not_in_label_list": 0,
+                "unlabelled": 0,
+                "skipped": [],
+            }
+        ]
+    }
     (tmp_path / "ingest.json").write_text(json.dumps(rep))
-    monkeypatch.setattr(pipeline, "ingest_bench", lambda bench, root, backend=None: {"report": tmp_path / "ingest.json"})
+    monkeypatch.setattr(
+        pipeline,
+        "ingest_bench",
+        lambda bench, root, backend=None: {"report": tmp_path / "ingest.json"},
+    )
     r = invoke("ingest", "--bench", "swebench", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout) == rep and "Outputs:" in r.stderr
     r = invoke("ingest", "--bench", "swebench")
-    assert r.exit_code == 0 and "columns: traj = " in r.stdout and "nolist = " in r.stdout and "unlab = " in r.stdout
+    assert (
+        r.exit_code == 0
+        and "columns: traj = " in r.stdout
+        and "nolist = " in r.stdout
+        and "unlab = " in r.stdout
+    )

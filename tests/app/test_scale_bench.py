@@ -10,19 +10,61 @@ from earlyeval.app.scale_bench import Point, extrapolate, fit_exponent, summary,
 
 
 def _pts():
-    return [Point("ingest", "in-process", 1, 100, seconds=10.0, cpu_seconds=10.0, peak_total_mb=500),
-            Point("ingest", "in-process", 10, 1000, seconds=100.0, cpu_seconds=100.0, peak_total_mb=5000),
-            Point("ingest", "local:2", 1, 100, seconds=8.0, cpu_seconds=14.0, driver_cpu=2.0, worker_cpu=12.0, peak_worker_mb=300),
-            Point("ingest", "local:2", 10, 1000, seconds=50.0, cpu_seconds=95.0, driver_cpu=5.0, worker_cpu=90.0, peak_worker_mb=310),
-            Point("ingest", "local:2", 100, 10000, seconds=600.0, status="partial", peak_worker_mb=320, note="stopped"),
-            Point("ingest", "in-process", 100, 10000, seconds=1000.0, status="not run", note="predicted 50.0 GB")]
+    return [
+        Point("ingest", "in-process", 1, 100, seconds=10.0, cpu_seconds=10.0, peak_total_mb=500),
+        Point(
+            "ingest", "in-process", 10, 1000, seconds=100.0, cpu_seconds=100.0, peak_total_mb=5000
+        ),
+        Point(
+            "ingest",
+            "local:2",
+            1,
+            100,
+            seconds=8.0,
+            cpu_seconds=14.0,
+            driver_cpu=2.0,
+            worker_cpu=12.0,
+            peak_worker_mb=300,
+        ),
+        Point(
+            "ingest",
+            "local:2",
+            10,
+            1000,
+            seconds=50.0,
+            cpu_seconds=95.0,
+            driver_cpu=5.0,
+            worker_cpu=90.0,
+            peak_worker_mb=310,
+        ),
+        Point(
+            "ingest",
+            "local:2",
+            100,
+            10000,
+            seconds=600.0,
+            status="partial",
+            peak_worker_mb=320,
+            note="stopped",
+        ),
+        Point(
+            "ingest",
+            "in-process",
+            100,
+            10000,
+            seconds=1000.0,
+            status="not run",
+            note="predicted 50.0 GB",
+        ),
+    ]
 
 
 def test_the_exponent_and_the_extrapolation():
     pts = _pts()
     assert fit_exponent(pts[:2]) == pytest.approx(1.0)
     assert extrapolate(pts[:2], 10000) == pytest.approx(1000.0)
-    assert fit_exponent(pts[2:5]) == pytest.approx(0.9, abs=0.05)  # a partial point counts (its full time at its rate)
+    # a partial point counts (its full time at its rate)
+    assert fit_exponent(pts[2:5]) == pytest.approx(0.9, abs=0.05)
     assert fit_exponent(pts[5:]) is None  # not run: never fitted
 
 
@@ -48,11 +90,25 @@ def test_every_stage_of_the_first_factor_counts_the_runs_its_ingest_read(tmp_pat
     def fake_measure(stage, bench, ws, data, mode, factor, runs, timeout=None):
         if stage == "ingest":
             (ws / "reports" / bench).mkdir(parents=True, exist_ok=True)
-            (ws / "reports" / bench / "ingest.json").write_text(json.dumps({"totals": {"trajectories": 7 * factor}}))
+            (ws / "reports" / bench / "ingest.json").write_text(
+                json.dumps({"totals": {"trajectories": 7 * factor}})
+            )
         return Point(stage, mode, factor, runs, seconds=float(factor), cpu_seconds=float(factor))
 
     monkeypatch.setattr(sb, "measure", fake_measure)
-    pts = sb.bench_scale("swebench", factors=(1, 10), stages=("ingest", "featurize"), tmp=tmp_path, say=lambda s: None)
+    pts = sb.bench_scale(
+        "swebench",
+        factors=(1, 10),
+        stages=("ingest", "featurize"),
+        tmp=tmp_path,
+        say=lambda s: None,
+    )
     assert [(p.stage, p.factor, p.runs) for p in pts if p.mode == "in-process"] == [
-        ("ingest", 1, 7), ("featurize", 1, 7), ("ingest", 10, 70), ("featurize", 10, 70)]
-    assert fit_exponent([p for p in pts if p.stage == "featurize" and p.mode == "in-process"]) == pytest.approx(1.0)
+        ("ingest", 1, 7),
+        ("featurize", 1, 7),
+        ("ingest", 10, 70),
+        ("featurize", 10, 70),
+    ]
+    assert fit_exponent(
+        [p for p in pts if p.stage == "featurize" and p.mode == "in-process"]
+    ) == pytest.approx(1.0)

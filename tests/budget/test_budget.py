@@ -7,35 +7,55 @@ import json
 import numpy as np
 import pytest
 
-from earlyeval.budget.config import ALPHAS, BudgetConfig, SMALL
-from earlyeval.model.cqr import corrected_quantiles, fix_crossing, quantile_cdf
-from earlyeval.evaluation.budget import run_budget
-from earlyeval.budget.quantiles import BudgetEstimator, conformal_quantile, CrossConformalQuantiles, QuantileRegressor
-from earlyeval.report.budget import budget_report
+from earlyeval.budget.config import ALPHAS, SMALL, BudgetConfig
+from earlyeval.budget.quantiles import (
+    BudgetEstimator,
+    CrossConformalQuantiles,
+    QuantileRegressor,
+    conformal_quantile,
+)
 from earlyeval.budget.targets import dim_targets, run_usage
-from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.config.eval_config import EvalConfig
+from earlyeval.core.trajectory import Action, Step, Trajectory
+from earlyeval.evaluation.budget import run_budget
+from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.fitting.metrics import interval_coverage, weighted_quantile
-from earlyeval.core.trajectory import Action, Step, Trajectory
+from earlyeval.model.cqr import corrected_quantiles, fix_crossing, quantile_cdf
+from earlyeval.report.budget import budget_report
 
-KINDS = [("bash", "ls -la", "view"), ("bash", "grep -rn foo .", "search"), ("bash", "sed -i s/a/b/ x.py", "edit"),
-         ("bash", "pytest tests", "test")]
+KINDS = [
+    ("bash", "ls -la", "view"),
+    ("bash", "grep -rn foo .", "search"),
+    ("bash", "sed -i s/a/b/ x.py", "edit"),
+    ("bash", "pytest tests", "test"),
+]
 
 
-def _traj(agent: str, i: int, rng: np.random.Generator, tokens: str, small: bool = False) -> Trajectory:
+def _traj(
+    agent: str, i: int, rng: np.random.Generator, tokens: str, small: bool = False
+) -> Trajectory:
     T = int(rng.integers(3, 15))
     y = int(rng.random() < (0.8 if T < 8 else 0.25))
     steps = []
     for k in range(T):
         tool, text, kind = KINDS[int(rng.integers(0, len(KINDS)))]
         known = tokens == "all" or (tokens == "hole" and not (i % 3 == 0 and k == T // 2))
-        steps.append(Step(index=k, action=text, kind=kind, observation=f"out {k} " + "x" * int(rng.integers(1, 50)),
-                          input_tokens=int(1000 + 300 * k) if known and tokens != "none" else None,
-                          output_tokens=int(rng.integers(20, 200)) if known and tokens != "none" else None,
-                          cost_usd=float(0.001 * (k + 1)) if tokens == "all" else None,
-                          actions=[Action(tool, text, kind)]))
-    return Trajectory(f"{agent}/{i}", agent, "synth", f"task{i % 12}", steps, y, meta={"small": small})
+        steps.append(
+            Step(
+                index=k,
+                action=text,
+                kind=kind,
+                observation=f"out {k} " + "x" * int(rng.integers(1, 50)),
+                input_tokens=int(1000 + 300 * k) if known and tokens != "none" else None,
+                output_tokens=int(rng.integers(20, 200)) if known and tokens != "none" else None,
+                cost_usd=float(0.001 * (k + 1)) if tokens == "all" else None,
+                actions=[Action(tool, text, kind)],
+            )
+        )
+    return Trajectory(
+        f"{agent}/{i}", agent, "synth", f"task{i % 12}", steps, y, meta={"small": small}
+    )
 
 
 def _synthetic(seed: int = 0) -> list[Trajectory]:
@@ -49,10 +69,31 @@ def _synthetic(seed: int = 0) -> list[Trajectory]:
 
 
 def _cfgs() -> tuple[EvalConfig, BudgetConfig]:
-    cfg = EvalConfig(families=["behaviour"], min_steps=3, holdout_min_runs=20, n_jobs=1,
-                     lgbm_params={"n_estimators": 20, "learning_rate": 0.1, "num_leaves": 7, "min_child_samples": 10})
-    bcfg = BudgetConfig(lgbm_params={"n_estimators": 15, "learning_rate": 0.2, "num_leaves": 7, "min_child_samples": 10,
-                                     "max_bin": 31}, max_folds=2, taus=(0.0, 0.1, 0.2, 0.3), n_example_runs=2, n_workers=1)
+    cfg = EvalConfig(
+        families=["behaviour"],
+        min_steps=3,
+        holdout_min_runs=20,
+        n_jobs=1,
+        lgbm_params={
+            "n_estimators": 20,
+            "learning_rate": 0.1,
+            "num_leaves": 7,
+            "min_child_samples": 10,
+        },
+    )
+    bcfg = BudgetConfig(
+        lgbm_params={
+            "n_estimators": 15,
+            "learning_rate": 0.2,
+            "num_leaves": 7,
+            "min_child_samples": 10,
+            "max_bin": 31,
+        },
+        max_folds=2,
+        taus=(0.0, 0.1, 0.2, 0.3),
+        n_example_runs=2,
+        n_workers=1,
+    )
     return cfg, bcfg
 
 
@@ -68,16 +109,28 @@ def audited(ds):
     log: list[tuple[str, str, set]] = []
     current = {"group": None}
     mp = pytest.MonkeyPatch()
-    orig_fit, orig_cal, orig_ofit = QuantileRegressor.fit, CrossConformalQuantiles.calibrate, FoldRunner.fit
+    orig_fit, orig_cal, orig_ofit = (
+        QuantileRegressor.fit,
+        CrossConformalQuantiles.calibrate,
+        FoldRunner.fit,
+    )
 
     def fit(self, X, y, *, sample_weight=None, groups=None, feature_names=None):
         log.append((current["group"], "quantile_fit", set(groups.tolist())))
-        return orig_fit(self, X, y, sample_weight=sample_weight, groups=groups, feature_names=feature_names)
+        return orig_fit(
+            self, X, y, sample_weight=sample_weight, groups=groups, feature_names=feature_names
+        )
 
     def calibrate(self, z, score_weight, fold, agents, units, calibration_units=None):
         out = orig_cal(self, z, score_weight, fold, agents, units, calibration_units)
         log.append((current["group"], "calibration", set(self.calibration_agents_)))
-        log.append((current["group"], "calibration_units", set(self.calibration_units_[self.calibration_mask_].tolist())))
+        log.append(
+            (
+                current["group"],
+                "calibration_units",
+                set(self.calibration_units_[self.calibration_mask_].tolist()),
+            )
+        )
         return out
 
     def ofit(self, exclude):
@@ -86,7 +139,7 @@ def audited(ds):
 
     def progress(msg: str) -> None:
         if msg.startswith("budget: held out "):
-            current["group"] = msg[len("budget: held out "):].rsplit(" (", 1)[0]
+            current["group"] = msg[len("budget: held out ") :].rsplit(" (", 1)[0]
 
     mp.setattr(QuantileRegressor, "fit", fit)
     mp.setattr(CrossConformalQuantiles, "calibrate", calibrate)
@@ -100,14 +153,34 @@ def audited(ds):
 
 # ------------------------------------------------------------------ targets
 
+
 def test_unknown_usage_is_excluded_not_zero(ds):
     gamma = [t for t in ds.trajs if t.agent == "gamma"]
     holed = next(t for t in gamma if any(s.output_tokens is None for s in t.steps))
     assert run_usage(holed, "output_tokens") is None
-    some = Trajectory("z", "a", "b", "t", [Step(0, "ls", "view", output_tokens=0), Step(1, "ls", "view", output_tokens=7)], 1)
-    assert run_usage(some, "output_tokens").tolist() == [0.0, 7.0]  # a real 0 next to real counts stays 0
-    never = Trajectory("n", "a", "b", "t", [Step(0, "ls", "view", output_tokens=0), Step(1, "ls", "view", output_tokens=0)], 1)
-    assert run_usage(never, "output_tokens") is None  # a counter that never counted is unknown, not free
+    some = Trajectory(
+        "z",
+        "a",
+        "b",
+        "t",
+        [Step(0, "ls", "view", output_tokens=0), Step(1, "ls", "view", output_tokens=7)],
+        1,
+    )
+    # a real 0 next to real counts stays 0
+    assert run_usage(some, "output_tokens").tolist() == [
+        0.0,
+        7.0,
+    ]
+    never = Trajectory(
+        "n",
+        "a",
+        "b",
+        "t",
+        [Step(0, "ls", "view", output_tokens=0), Step(1, "ls", "view", output_tokens=0)],
+        1,
+    )
+    # a counter that never counted is unknown, not free
+    assert run_usage(never, "output_tokens") is None
     tg = dim_targets(ds, "output_tokens")
     i = ds.trajs.index(holed)
     assert not tg.run_known[i] and np.isnan(tg.totals[i])
@@ -147,6 +220,7 @@ def test_free_opening_turn_only_for_an_unmetered_greeting():
 
 # ------------------------------------------------------------------ metrics
 
+
 def test_coverage_hand_computed():
     y = np.array([1.0, 5.0, 3.0, 10.0])
     lo = np.array([0.0, 6.0, 3.0, 2.0])
@@ -165,7 +239,9 @@ def test_quantile_crossing_is_fixed():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 3))
     y = X[:, 0] + rng.normal(size=300)
-    m = QuantileRegressor(alphas=(0.9, 0.1, 0.5), lgbm_params={"n_estimators": 10, "min_child_samples": 5}).fit(X, y)
+    m = QuantileRegressor(
+        alphas=(0.9, 0.1, 0.5), lgbm_params={"n_estimators": 10, "min_child_samples": 5}
+    ).fit(X, y)
     raw, fixed = m.predict_raw(X), m.predict(X)
     assert (raw[:, 0] > raw[:, 1]).any()  # the boosters, in this order, do cross
     assert np.all(np.diff(fixed, axis=1) >= 0)
@@ -185,6 +261,7 @@ def test_quantile_cdf_hits_its_levels():
 
 # ----------------------------------------------------------------- leakage
 
+
 def test_held_out_agent_never_seen_by_fit_calibration_or_threshold(audited):
     run, log = audited
     agents_of = {g.name: set(g.agents) for g in run.groups}
@@ -195,7 +272,9 @@ def test_held_out_agent_never_seen_by_fit_calibration_or_threshold(audited):
         held = agents_of[group]
         if kind == "outcome_fit_excludes":
             assert held <= agents, (group, agents)
-        elif kind == "calibration_units":  # the exchangeable units are agent groups, never the held-out one
+        elif (
+            kind == "calibration_units"
+        ):  # the exchangeable units are agent groups, never the held-out one
             assert group not in agents and agents <= set(agents_of), (group, agents)
         else:
             assert not (held & agents), (group, kind, agents)
@@ -207,11 +286,20 @@ def test_held_out_agent_never_seen_by_fit_calibration_or_threshold(audited):
                 assert not held & set(fitted)
             assert not held & set(f["conformity_scores_from"])
             assert f["calibration"] == "agent"
-            for lv, per_unit in f["unit_corrections_z"].items():  # the groups whose corrections the rule ranked
+            for lv, per_unit in f[
+                "unit_corrections_z"
+            ].items():  # the groups whose corrections the rule ranked
                 assert g not in per_unit and len(per_unit) >= 2, (d, g, per_unit)
                 ranked = sorted(per_unit.values())
-                assert f["corrections_z"][lv] == ranked[int(np.ceil(0.5 * (len(ranked) + 1) - 1e-9)) - 1]
-            sel = set().union(*[agents_of[x] for x in f["thresholds_selected_on"]]) if f["thresholds_selected_on"] else set()
+                assert (
+                    f["corrections_z"][lv]
+                    == ranked[int(np.ceil(0.5 * (len(ranked) + 1) - 1e-9)) - 1]
+                )
+            sel = (
+                set().union(*[agents_of[x] for x in f["thresholds_selected_on"]])
+                if f["thresholds_selected_on"]
+                else set()
+            )
             assert not held & sel
             assert held <= set(f["p_success_fitted_without"]["held_out"])
             for ex in f["p_success_fitted_without"]["inner"]:
@@ -234,7 +322,10 @@ def test_held_out_budgets_never_reach_its_own_intervals_fit_or_calibration(audit
     before, after = run.dims["input_tokens"].estimators, run2.dims["input_tokens"].estimators
     assert before["alpha"].model.get_state() == after["alpha"].model.get_state()
     assert before["alpha"].unit == after["alpha"].unit
-    assert before["beta"].model.get_state()["unit_corrections"] != after["beta"].model.get_state()["unit_corrections"]
+    assert (
+        before["beta"].model.get_state()["unit_corrections"]
+        != after["beta"].model.get_state()["unit_corrections"]
+    )
 
 
 def test_small_agents_are_held_out_together(audited):
@@ -244,6 +335,7 @@ def test_small_agents_are_held_out_together(audited):
 
 
 # ----------------------------------------------------------- determinism
+
 
 def test_same_seed_same_numbers(ds, audited):
     """A second run with the same seed (fresh FoldRunner, two worker threads instead of one) gives the same report."""
@@ -301,18 +393,39 @@ def test_calibration_folds_keep_a_scaffold_together_and_fall_back_per_dimension(
     from earlyeval.evaluation.budget_calibration import calibration_folds, dim_folds
     from earlyeval.evaluation.dataset import HoldoutUnit
 
-    groups = [HoldoutUnit("m1", ["m1"]), HoldoutUnit("m2", ["m2"]), HoldoutUnit("m3", ["m3"]), HoldoutUnit("g", ["g"]),
-              HoldoutUnit("c", ["c"]), HoldoutUnit(SMALL, ["s1", "s2"], small=True)]
-    scaffold = {"m1": "moat", "m2": "moat", "m3": "moat", "g": "mini", "c": "coder", "s1": "coder", "s2": "oh"}
-    dims_of = {"m1": {"steps", "cost_usd"}, "m2": {"steps", "cost_usd"}, "m3": {"steps", "cost_usd"}, "g": {"steps"},
-               "c": {"steps"}, SMALL: {"steps"}}
+    groups = [
+        HoldoutUnit("m1", ["m1"]),
+        HoldoutUnit("m2", ["m2"]),
+        HoldoutUnit("m3", ["m3"]),
+        HoldoutUnit("g", ["g"]),
+        HoldoutUnit("c", ["c"]),
+        HoldoutUnit(SMALL, ["s1", "s2"], small=True),
+    ]
+    scaffold = {
+        "m1": "moat",
+        "m2": "moat",
+        "m3": "moat",
+        "g": "mini",
+        "c": "coder",
+        "s1": "coder",
+        "s2": "oh",
+    }
+    dims_of = {
+        "m1": {"steps", "cost_usd"},
+        "m2": {"steps", "cost_usd"},
+        "m3": {"steps", "cost_usd"},
+        "g": {"steps"},
+        "c": {"steps"},
+        SMALL: {"steps"},
+    }
     _, bcfg = _cfgs()
     folds = calibration_folds(groups, dims_of, scaffold, bcfg)
     names = sorted(sorted(g.name for g in f) for f in folds)
     assert names == [["c", SMALL], ["g"], ["m1", "m2", "m3"]]
     su = SimpleNamespace(dims_of=dims_of)
     assert dim_folds(su, folds, "steps", bcfg) is folds
-    cost = dim_folds(su, folds, "cost_usd", bcfg)  # only the Moatless versions log cost: one scaffold, dealt by agent
+    # only the Moatless versions log cost: one scaffold, dealt by agent
+    cost = dim_folds(su, folds, "cost_usd", bcfg)
     assert sorted(g.name for f in cost for g in f) == ["m1", "m2", "m3"] and len(cost) == 2
     # without scaffolds (inner_holdout "agent"): max_folds agent folds, as before
     assert len(calibration_folds(groups, dims_of, None, bcfg)) == bcfg.max_folds

@@ -14,20 +14,32 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import check_estimator
 
-from earlyeval.budget.quantiles import CALIBRATION_ARRAYS, CrossConformalQuantiles, QuantileRegressor
+from earlyeval.budget.quantiles import (
+    CALIBRATION_ARRAYS,
+    CrossConformalQuantiles,
+    QuantileRegressor,
+)
 
-SMALL = {"n_estimators": 5, "learning_rate": 0.3, "num_leaves": 4, "min_child_samples": 3, "max_bin": 15}
+SMALL = {
+    "n_estimators": 5,
+    "learning_rate": 0.3,
+    "num_leaves": 4,
+    "min_child_samples": 3,
+    "max_bin": 15,
+}
 
 # the only generated check that does not apply; sklearn reports it as an expected failure (xfail)
 NOT_APPLICABLE = {
-    "check_sample_weight_equivalence_on_dense_data":
-        "LightGBM's min_data_in_leaf and histogram bins count rows, not weight, so weight 2 is not a repeated row "
-        "(lightgbm.LGBMRegressor with min_child_samples=3 fails this check the same way)",
+    "check_sample_weight_equivalence_on_dense_data": "LightGBM's min_data_in_leaf and histogram bins count rows, not weight, so weight 2 is not a repeated row "
+    "(lightgbm.LGBMRegressor with min_child_samples=3 fails this check the same way)",
 }
 
 
-@pytest.mark.parametrize("est", [QuantileRegressor(lgbm_params=SMALL), CrossConformalQuantiles(lgbm_params=SMALL)],
-                         ids=["QuantileRegressor", "CrossConformalQuantiles"])
+@pytest.mark.parametrize(
+    "est",
+    [QuantileRegressor(lgbm_params=SMALL), CrossConformalQuantiles(lgbm_params=SMALL)],
+    ids=["QuantileRegressor", "CrossConformalQuantiles"],
+)
 def test_sklearn_check_estimator(est):
     res = check_estimator(est, expected_failed_checks=NOT_APPLICABLE, on_fail=None, on_skip=None)
     status = {r["check_name"]: r["status"] for r in res}
@@ -55,8 +67,16 @@ def _data(n: int = 360, seed: int = 0):
 def ccq():
     X, z, agents, runs, fold, w = _data()
     m = CrossConformalQuantiles(lgbm_params=SMALL, n_folds=3)
-    return m.fit(X, z, sample_weight=w, groups=agents, fold=fold, score_weight=w / 2, units=runs,
-                 feature_names=["a", "b", "c", "d"])
+    return m.fit(
+        X,
+        z,
+        sample_weight=w,
+        groups=agents,
+        fold=fold,
+        score_weight=w / 2,
+        units=runs,
+        feature_names=["a", "b", "c", "d"],
+    )
 
 
 def test_params_stay_as_given_and_fitted_state_comes_from_fit():
@@ -115,7 +135,8 @@ def test_save_load_round_trip_keeps_corrections_without(ccq, tmp_path):
 def test_json_state_alone_predicts_but_names_what_corrections_without_needs(ccq):
     X, *_ = _data(30, seed=2)
     state = json.loads(json.dumps(ccq.get_state()))
-    assert not set(CALIBRATION_ARRAYS) & set(state)  # the shipped form carries no calibration arrays
+    # the shipped form carries no calibration arrays
+    assert not set(CALIBRATION_ARRAYS) & set(state)
     m = CrossConformalQuantiles.from_state(state)
     np.testing.assert_array_equal(m.predict(X), ccq.predict(X))
     with pytest.raises(NotFittedError, match="calibration arrays"):
@@ -133,7 +154,9 @@ def test_load_refuses_pickled_or_malformed_arrays(ccq, tmp_path):
     with pytest.raises(ValueError, match="pickle"):
         CrossConformalQuantiles.load(tmp_path / "m")
     with pytest.raises(ValueError, match="disagree in shape"):
-        CrossConformalQuantiles.from_state(ccq.get_state(), {**ccq.get_arrays(), "fold": ccq.fold_[:3]})
+        CrossConformalQuantiles.from_state(
+            ccq.get_state(), {**ccq.get_arrays(), "fold": ccq.fold_[:3]}
+        )
     with pytest.raises(ValueError, match="lack"):
         CrossConformalQuantiles.from_state(ccq.get_state(), {"oof": ccq.oof_})
 
@@ -146,7 +169,9 @@ def test_fit_refuses_what_it_cannot_calibrate():
         CrossConformalQuantiles(lgbm_params=SMALL).fit(X, z, groups=agents[:3])
     # default folds: the sorted groups dealt round-robin, every row of a group in one fold
     m = CrossConformalQuantiles(lgbm_params=SMALL, n_folds=2).fit(X, z, groups=agents)
-    assert m.model_folds_ == [0, 1] and all(len(set(m.fold_[agents == a])) == 1 for a in set(agents))
+    assert m.model_folds_ == [0, 1] and all(
+        len(set(m.fold_[agents == a])) == 1 for a in set(agents)
+    )
 
 
 def test_agent_conformal_quantile_ranks_the_groups_own_corrections():
@@ -160,7 +185,8 @@ def test_agent_conformal_quantile_ranks_the_groups_own_corrections():
     Q, per = agent_conformal_quantile(scores, w, units, 0.8, 0.5)
     assert per == {"a": 1.0, "b": 2.0, "c": 3.0} and Q == 2.0
     assert agent_conformal_quantile(scores, w, units, 0.8, 0.75)[0] == 3.0
-    assert agent_conformal_quantile(scores, w, units, 0.8, 0.99)[0] == 3.0  # k > n: the largest, promising n/(n+1)
+    # k > n: the largest, promising n/(n+1)
+    assert agent_conformal_quantile(scores, w, units, 0.8, 0.99)[0] == 3.0
     assert agent_guarantee(3, 0.5) == 0.5 and agent_guarantee(3, 0.99) == 0.75
 
 

@@ -7,14 +7,13 @@ import json
 
 import numpy as np
 import pytest
-
-from earlyeval.evaluation.budget import run_budget
-from earlyeval.budget.online import online_corrections, ONLINE_MIN_RUNS, online_quantiles, run_order
-from earlyeval.report.budget import budget_report
-from earlyeval.evaluation.dataset import load_dataset
-from earlyeval.core.trajectory import Trajectory
-
 from test_budget import _cfgs, _synthetic
+
+from earlyeval.budget.online import ONLINE_MIN_RUNS, online_corrections, online_quantiles, run_order
+from earlyeval.core.trajectory import Trajectory
+from earlyeval.evaluation.budget import run_budget
+from earlyeval.evaluation.dataset import load_dataset
+from earlyeval.report.budget import budget_report
 
 ALPHAS = (0.05, 0.1, 0.5, 0.9, 0.95)
 LEVELS = (0.8, 0.9)
@@ -31,6 +30,7 @@ def _arrays(seed: int = 1, n_runs: int = 12):
 
 # --------------------------------------------------------------- causality
 
+
 def test_run_i_uses_only_runs_finished_before_it():
     """Perturbing the realized budgets of run i itself or of any later run leaves run i's interval unchanged;
     perturbing an earlier run changes it (so the check can fail)."""
@@ -42,7 +42,9 @@ def test_run_i_uses_only_runs_finished_before_it():
     base, Q, nown = online_quantiles(q, z, w, runs, agents, fb, ALPHAS, LEVELS, order, min_runs=k)
     pos = {int(r): i for i, r in enumerate(order["new"])}
     rpos = np.asarray([pos[int(r)] for r in runs])
-    assert np.array_equal(np.unique(nown[rpos < k]), [0]) and np.all(nown[rpos >= k] == rpos[rpos >= k])
+    assert np.array_equal(np.unique(nown[rpos < k]), [0]) and np.all(
+        nown[rpos >= k] == rpos[rpos >= k]
+    )
     changed_by_earlier = 0
     for j in range(len(order["new"])):
         z2 = z.copy()
@@ -63,6 +65,7 @@ def test_run_order_is_seeded_and_independent_of_input_order():
 
 # ------------------------------------------------------------ hand example
 
+
 def test_online_correction_hand_computed():
     # runs 10..14 finish in this order; level 0.5 uses the (0.25, 0.75) pair; k = 2; fallback 0.7
     runs = np.asarray([10, 10, 11, 12, 13, 14])
@@ -78,13 +81,24 @@ def test_online_correction_hand_computed():
     # the same through online_quantiles: q_raw = (0, 0.5, 1), z = 1 + s gives CQR scores s
     alphas = (0.25, 0.5, 0.75)
     q_raw = np.tile([0.0, 0.5, 1.0], (len(runs), 1))
-    q, Qr, nr = online_quantiles(q_raw, 1.0 + s, w, runs, np.full(len(runs), "a"), {0.5: 0.7}, alphas, (0.5,),
-                                 {"a": order}, min_runs=2)
+    q, Qr, nr = online_quantiles(
+        q_raw,
+        1.0 + s,
+        w,
+        runs,
+        np.full(len(runs), "a"),
+        {0.5: 0.7},
+        alphas,
+        (0.5,),
+        {"a": order},
+        min_runs=2,
+    )
     assert np.allclose(Qr[:, 0], [0.7, 0.7, 0.7, 0.2, 0.3, 0.3])
     assert np.allclose(q[3], [-0.2, 0.5, 1.2]) and np.allclose(q[0], [-0.7, 0.5, 1.7])
 
 
 # ------------------------------------------------------- end to end, no labels
+
 
 def _ds(trajs: list[Trajectory]):
     return load_dataset("tau2", ["behaviour"], trajs=trajs, tasks={}, progress=False)
@@ -104,13 +118,18 @@ def _online(rep: dict) -> dict:
 def test_online_mode_never_reads_held_out_labels(base_online):
     trajs, rep = base_online
     cfg, bcfg = _cfgs()
-    flipped = [dataclasses.replace(t, outcome=1 - t.outcome) if t.agent == "alpha" else t for t in trajs]
+    flipped = [
+        dataclasses.replace(t, outcome=1 - t.outcome) if t.agent == "alpha" else t for t in trajs
+    ]
     rep2 = budget_report(run_budget(_ds(flipped), cfg, bcfg, only=["alpha"]))
     a, b = _online(rep), _online(rep2)
     assert a["steps"]["runs_with_own_correction"] == 28 - ONLINE_MIN_RUNS
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     # the flip did reach the held-out agent's (label-using) feasibility numbers
-    assert rep["dimensions"]["steps"]["agents"]["alpha"]["resolve_rate"] != rep2["dimensions"]["steps"]["agents"]["alpha"]["resolve_rate"]
+    assert (
+        rep["dimensions"]["steps"]["agents"]["alpha"]["resolve_rate"]
+        != rep2["dimensions"]["steps"]["agents"]["alpha"]["resolve_rate"]
+    )
 
 
 def test_late_run_budget_does_not_change_earlier_runs_end_to_end(base_online):
@@ -125,7 +144,9 @@ def test_late_run_budget_does_not_change_earlier_runs_end_to_end(base_online):
     changed = []
     for t in trajs:
         if t.run_id == victim:
-            steps = [dataclasses.replace(s, output_tokens=(s.output_tokens or 0) * 40) for s in t.steps]
+            steps = [
+                dataclasses.replace(s, output_tokens=(s.output_tokens or 0) * 40) for s in t.steps
+            ]
             t = dataclasses.replace(t, steps=steps)
         changed.append(t)
     r0 = run_budget(ds0, cfg, bcfg, only=["alpha"])

@@ -3,14 +3,19 @@ ticks of at least 10 pt (synthetic runs; one agent has no token counts, so a run
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from test_budget import _cfgs, _synthetic
 
 from earlyeval.evaluation.budget import run_budget
-from earlyeval.report.budget_plots import _example_runs, intervals_figure, late_recognition_figure, plot_intervals, plot_late_recognition
-from earlyeval.report.budget import budget_report
 from earlyeval.evaluation.dataset import load_dataset
-from test_budget import _cfgs, _synthetic
+from earlyeval.report.budget import budget_report
+from earlyeval.report.budget_plots import (
+    _example_runs,
+    intervals_figure,
+    late_recognition_figure,
+    plot_intervals,
+    plot_late_recognition,
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +44,8 @@ def test_intervals_every_cell_drawn_full_titles_one_legend(run):
     assert len(axes) == 12 and all(ax.axison and ax.has_data() for ax in axes)
     assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in axes)
     for ax, r in zip(axes[:6], picks):
-        assert run.ds.trajs[r].agent in ax.get_title().replace("\n", "__")  # the full name, never cut
+        # the full name, never cut
+        assert run.ds.trajs[r].agent in ax.get_title().replace("\n", "__")
     assert min(s for ax in axes for s in _tick_sizes(ax)) >= 10
 
 
@@ -49,12 +55,19 @@ def test_late_recognition_is_a_grid_with_readable_ticks(run, tmp_path):
     fig = late_recognition_figure(rep)
     drawn = [ax for ax in fig.get_axes() if ax.axison]
     assert len(drawn) == len(dims) >= 2 and all(ax.has_data() for ax in drawn)
-    assert {ax.get_subplotspec().colspan.start for ax in drawn} == {0, 1}  # two columns, not a strip
+    # two columns, not a strip
+    assert {ax.get_subplotspec().colspan.start for ax in drawn} == {
+        0,
+        1,
+    }
     w, h = fig.get_size_inches()
     assert w / h < 2.5
     assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in drawn)
     assert min(s for ax in drawn for s in _tick_sizes(ax)) >= 10
     assert [t.get_text() for t in drawn[0].get_xticklabels()][:2] == ["0–10", "10–20"]
     # the files are written
-    for p in (plot_late_recognition(rep, tmp_path / "late.png"), plot_intervals(run, tmp_path / "iv.png")):
+    for p in (
+        plot_late_recognition(rep, tmp_path / "late.png"),
+        plot_intervals(run, tmp_path / "iv.png"),
+    ):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
-import _paths
-import math
 import tomllib
-from pathlib import Path
 
+import _custom_family
+import _paths
 import numpy as np
 import pytest
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 
 from earlyeval.config.catalog import RunSpec
-from earlyeval.core.errors import IngestError, ModelDirError, UnknownPluginError
 from earlyeval.config.eval_config import EvalConfig
-from earlyeval.evaluation.evaluate import FoldRunner
-from earlyeval.features import (BUILTIN_FAMILIES, FAMILIES, FOLD_FITTED, FOLD_FREE, FeatureNamesError, Featurizer,
-                                RunContext, bind_values, build_family, family_class, fold_fitted, fold_free)
-from earlyeval.ingest import FORMAT_MODULES, FORMATS, format_module, parse_files
-from earlyeval.model.modeldir import ModelBundle, load_model_dir, save_model_dir
-from earlyeval.features.context import context_absent_counts, context_gaps
-from earlyeval.live.monitor import Monitor
 from earlyeval.config.plugins import load_object
-
-import _custom_family
+from earlyeval.core.errors import IngestError, ModelDirError, UnknownPluginError
+from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.features import (
+    BUILTIN_FAMILIES,
+    FAMILIES,
+    FOLD_FITTED,
+    FOLD_FREE,
+    FeatureNamesError,
+    Featurizer,
+    RunContext,
+    bind_values,
+    build_family,
+    family_class,
+    fold_fitted,
+    fold_free,
+)
+from earlyeval.features.context import context_absent_counts, context_gaps
+from earlyeval.ingest import FORMAT_MODULES, FORMATS, format_module, parse_files
+from earlyeval.live.monitor import Monitor
+from earlyeval.model.modeldir import ModelBundle, load_model_dir, save_model_dir
 
 CUSTOM = "_custom_family:ActionLengthFamily"
 PYPROJECT = tomllib.loads((_paths.REPO / "pyproject.toml").read_text())
@@ -38,21 +47,39 @@ def custom():
 
 
 def test_fit_scope_replaces_the_closed_tuples():
-    assert fold_free(["behaviour", "text", "gold", "prior", "peer_prior"]) == ["behaviour", "gold", "prior"]
-    assert fold_fitted(["behaviour", "text", "gold", "prior", "peer_prior"]) == ["text", "peer_prior"]
+    assert fold_free(["behaviour", "text", "gold", "prior", "peer_prior"]) == [
+        "behaviour",
+        "gold",
+        "prior",
+    ]
+    assert fold_fitted(["behaviour", "text", "gold", "prior", "peer_prior"]) == [
+        "text",
+        "peer_prior",
+    ]
     assert family_class(CUSTOM).fit_scope == FOLD_FITTED
     FAMILIES.unregister("cx_action_length")
     assert {n: family_class(n).fit_scope for n in BUILTIN_FAMILIES} == {
-        "behaviour": FOLD_FREE, "text": FOLD_FITTED, "gold": FOLD_FREE, "prior": FOLD_FREE, "peer_prior": FOLD_FITTED,
-        "pass": FOLD_FREE, "phase": FOLD_FREE}
+        "behaviour": FOLD_FREE,
+        "text": FOLD_FITTED,
+        "gold": FOLD_FREE,
+        "prior": FOLD_FREE,
+        "peer_prior": FOLD_FITTED,
+        "pass": FOLD_FREE,
+        "phase": FOLD_FREE,
+    }
 
 
 def test_unknown_family_is_a_named_error_everywhere():
-    for call in (lambda: fold_free(["behaviour", "behavior"]), lambda: build_family("behavior"),
-                 lambda: make_dataset(["behaviour", "behavior"])):
+    for call in (
+        lambda: fold_free(["behaviour", "behavior"]),
+        lambda: build_family("behavior"),
+        lambda: make_dataset(["behaviour", "behavior"]),
+    ):
         with pytest.raises(UnknownPluginError) as e:
             call()
-        assert "'behavior'" in str(e.value) and "behaviour, text, gold, prior, peer_prior" in str(e.value)
+        assert "'behavior'" in str(e.value) and "behaviour, text, gold, prior, peer_prior" in str(
+            e.value
+        )
     with pytest.raises(UnknownPluginError, match="cannot import 'no_such_pkg.fam'"):
         family_class("no_such_pkg.fam:Fam")
     with pytest.raises(UnknownPluginError, match="fit_scope is None"):
@@ -63,9 +90,13 @@ def test_unknown_family_is_a_named_error_everywhere():
 def test_a_config_family_is_never_dropped(custom):
     trajs, tasks = make_trajectories(12)
     ds = make_dataset(["behaviour", CUSTOM], trajs=trajs, tasks=tasks)
-    cfg = EvalConfig(families=["behaviour", CUSTOM], min_steps=2, lgbm_params=dict(SMALL_LGBM), n_jobs=1)
+    cfg = EvalConfig(
+        families=["behaviour", CUSTOM], min_steps=2, lgbm_params=dict(SMALL_LGBM), n_jobs=1
+    )
     with pytest.raises(UnknownPluginError):  # the old FoldRunner skipped a name in neither tuple
-        FoldRunner(ds, EvalConfig(**{**cfg.__dict__, "families": ["behaviour", "nope"]})).fit(frozenset())
+        FoldRunner(ds, EvalConfig(**{**cfg.__dict__, "families": ["behaviour", "nope"]})).fit(
+            frozenset()
+        )
     full = FoldRunner(ds, cfg).fit(frozenset())
     assert full.feature_names[-2:] == ["cx_steps", "cx_act_rel"]
     assert list(full.model.feature_names_in_) == full.feature_names
@@ -76,14 +107,23 @@ def test_a_config_family_is_never_dropped(custom):
 def test_custom_family_end_to_end_fit_save_load_observe(custom, tmp_path):
     trajs, tasks = make_trajectories(12)
     ds = make_dataset(["behaviour", CUSTOM], trajs=trajs, tasks=tasks)
-    cfg = EvalConfig(families=["behaviour", CUSTOM], min_steps=2, lgbm_params=dict(SMALL_LGBM), n_jobs=1)
+    cfg = EvalConfig(
+        families=["behaviour", CUSTOM], min_steps=2, lgbm_params=dict(SMALL_LGBM), n_jobs=1
+    )
     runner = FoldRunner(ds, cfg)
     full = runner.fit(frozenset())
     # as train_bench builds the shipped featurizer: fold-free families, then the fold's fitted ones
     fz = Featurizer([build_family(n) for n in fold_free(cfg.families)] + full.fold_families)
     assert fz.names == full.feature_names
-    bundle = ModelBundle(fz, full.model, {"success": 0.99, "failure": 0.99, "min_halt_step": 1},
-                         training={"context_runs": len(ds.trajs), "context_absent_runs": context_absent_counts(fz, ds.contexts)})
+    bundle = ModelBundle(
+        fz,
+        full.model,
+        {"success": 0.99, "failure": 0.99, "min_halt_step": 1},
+        training={
+            "context_runs": len(ds.trajs),
+            "context_absent_runs": context_absent_counts(fz, ds.contexts),
+        },
+    )
     save_model_dir(bundle, tmp_path / "m")
     assert (tmp_path / "m" / "family_cx_action_length.json").exists()
 
@@ -99,7 +139,9 @@ def test_custom_family_end_to_end_fit_save_load_observe(custom, tmp_path):
     for k, step in enumerate(t.steps[:3]):
         mon.observe(step)
         assert mon.last_features[-2] == k + 1
-        assert mon.last_features[-1] == pytest.approx(len(step.action) / full.fold_families[0].mean_len, rel=1e-6)
+        assert mon.last_features[-1] == pytest.approx(
+            len(step.action) / full.fold_families[0].mean_len, rel=1e-6
+        )
         np.testing.assert_array_equal(mon.last_features, X[k])  # live row == the row training saw
 
     # the Monitor asks the family what context it needs: no agent name -> a gap named by the family
@@ -109,7 +151,9 @@ def test_custom_family_end_to_end_fit_save_load_observe(custom, tmp_path):
 
     # a loader that does not know the name refuses the directory (it never imports what the directory names)
     FAMILIES.unregister("cx_action_length")
-    with pytest.raises(ModelDirError, match="unknown feature family 'cx_action_length'.*known: behaviour, text"):
+    with pytest.raises(
+        ModelDirError, match="unknown feature family 'cx_action_length'.*known: behaviour, text"
+    ):
         load_model_dir(tmp_path / "m")
 
 
@@ -120,7 +164,8 @@ def test_values_are_bound_to_names():
     with pytest.raises(FeatureNamesError, match="shape \\(3,\\), its names are 2"):
         bind_values("f", ["a", "b"], np.zeros(3))
     arr = np.arange(2.0)
-    assert bind_values("f", ["a", "b"], arr) is arr  # built-in arrays pass through untouched (bitwise)
+    # built-in arrays pass through untouched (bitwise)
+    assert bind_values("f", ["a", "b"], arr) is arr
 
     class Drifted(_custom_family.ActionLengthFamily):
         @property
@@ -136,8 +181,13 @@ def test_values_are_bound_to_names():
 def test_builtin_context_checks_are_the_families_own():
     fz = Featurizer([build_family(n) for n in ("behaviour", "gold", "prior")])
     gaps = context_gaps(fz, RunContext())
-    assert gaps == [("gold", "the model uses the gold family but the task has no gold patch: its 25 features are NaN"),
-                    ("prior", "the model uses the prior family but no task was given: its features are NaN")]
+    assert gaps == [
+        (
+            "gold",
+            "the model uses the gold family but the task has no gold patch: its 25 features are NaN",
+        ),
+        ("prior", "the model uses the prior family but no task was given: its features are NaN"),
+    ]
     assert [f.name for f in fz.families if f.needs_task] == ["gold", "prior"]
 
 
@@ -155,7 +205,9 @@ def test_formats_by_name_and_dotted_path(tmp_path, monkeypatch):
     assert e.value.field == "format" and "openhands-events" in e.value.reason
     assert format_module("tau2").__name__ == "earlyeval.ingest.tau2"
     # a dotted path that no registration names is refused before anything is imported or called
-    (tmp_path / "fz_marker_mod.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'w').write('x')\nclass F:\n    pass\n")
+    (tmp_path / "fz_marker_mod.py").write_text(
+        f"open({str(tmp_path / 'imported')!r}, 'w').write('x')\nclass F:\n    pass\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     for path in ("fz_marker_mod:F", "subprocess:Popen", "os:system"):
         with pytest.raises(IngestError, match="registered format"):
@@ -166,9 +218,14 @@ def test_formats_by_name_and_dotted_path(tmp_path, monkeypatch):
     FORMATS.register("line-format", _custom_family.LineFormat)
     try:
         for name in ("line-format", "_custom_family:LineFormat"):
-            spec = RunSpec(name="r", folder=str(tmp_path), agent="a", scaffold="s", model="m", format=name)
+            spec = RunSpec(
+                name="r", folder=str(tmp_path), agent="a", scaffold="s", model="m", format=name
+            )
             [traj] = list(parse_files([tmp_path / "t1.txt"], spec, "synth"))
-            assert [s.action for s in traj.steps] == ["sed -i s/a/b/ x.py", "submit"] and traj.task_id == "t1"
+            assert [s.action for s in traj.steps] == [
+                "sed -i s/a/b/ x.py",
+                "submit",
+            ] and traj.task_id == "t1"
         assert "line-format" in FORMATS.known()
     finally:
         FORMATS.unregister("line-format")

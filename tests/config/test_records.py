@@ -36,26 +36,47 @@ def _catalog(tmp_path, settings: str):
 @pytest.mark.parametrize("record", [EvalConfig, BudgetConfig, MonitorConfig, PassConfig])
 def test_every_field_declares_its_check(record):
     for f in dataclasses.fields(record):
-        assert f.metadata.get("check") is not None, f"{record.__name__}.{f.name} has no check beside it"
+        assert f.metadata.get("check") is not None, (
+            f"{record.__name__}.{f.name} has no check beside it"
+        )
 
 
 def test_the_file_schemas_are_the_records_own_checks():
     """Written once: the catalog's [settings] schema and the adapter block's schema hold the very validators the
     records declare (no second copy to drift)."""
     by_key = {f.metadata.get("key") or f.name: f for f in dataclasses.fields(EvalConfig)}
-    assert set(SETTINGS.fields) == {"model_families", "min_steps", "holdout_min_runs", "target_accuracy", "constraint",
-                                    "confidence", "inner_holdout", "threshold_rule", "risk_alpha", "risk_delta", "risk",
-                                    "prior_guard", "twin", "monotone", "peer_prior"}
+    assert set(SETTINGS.fields) == {
+        "model_families",
+        "min_steps",
+        "holdout_min_runs",
+        "target_accuracy",
+        "constraint",
+        "confidence",
+        "inner_holdout",
+        "threshold_rule",
+        "risk_alpha",
+        "risk_delta",
+        "risk",
+        "prior_guard",
+        "twin",
+        "monotone",
+        "peer_prior",
+    }
     for k, v in SETTINGS.fields.items():
         assert v is by_key[k].metadata["check"]
     assert set(ADAPTER.fields) == set(MONITOR_KEYS)
     assert ADAPTER.fields["halt_on"] is dataclasses.fields(MonitorConfig)[3].metadata["check"]
 
 
-@pytest.mark.parametrize("key, value, toml", [("target_accuracy", 0.4, "target_accuracy = 0.4"),
-                                              ("min_steps", 0, "min_steps = 0"),
-                                              ("constraint", "precision", 'constraint = "precision"'),
-                                              ("confidence", 1.0, "confidence = 1.0")])
+@pytest.mark.parametrize(
+    "key, value, toml",
+    [
+        ("target_accuracy", 0.4, "target_accuracy = 0.4"),
+        ("min_steps", 0, "min_steps = 0"),
+        ("constraint", "precision", 'constraint = "precision"'),
+        ("confidence", 1.0, "confidence = 1.0"),
+    ],
+)
 def test_one_bad_value_one_message_from_a_catalog_the_cli_and_python(tmp_path, key, value, toml):
     p = tmp_path / "rec.toml"
     p.write_text(CATALOG.format(settings=toml).replace("min_steps = 2\n", ""))
@@ -74,7 +95,9 @@ def test_one_bad_value_one_message_from_a_catalog_the_cli_and_python(tmp_path, k
 def test_the_cli_names_its_option(tmp_path):
     from earlyeval.app.cli_support import _eval_config
 
-    with pytest.raises(SettingError, match=r"^--target-accuracy: 'target_accuracy': 0.3 is out of range"):
+    with pytest.raises(
+        SettingError, match=r"^--target-accuracy: 'target_accuracy': 0.3 is out of range"
+    ):
         _eval_config("swebench", target_accuracy=0.3)
     with pytest.raises(SettingError, match=r"^--seed: 'seed': -1 is out of range"):
         _eval_config("swebench", seed=-1)
@@ -92,11 +115,22 @@ def test_a_record_is_frozen_and_replace_checks_again():
 
 
 def test_a_catalog_builds_the_record_its_settings_say(tmp_path):
-    cat = _catalog(tmp_path, 'confidence = "none"\ninner_holdout = "scaffold"\n[settings.peer_prior]\nstrength = 2.0')
-    assert cat.config == EvalConfig(families=["behaviour"], min_steps=2, confidence=None, inner_holdout="scaffold",
-                                    peer_params={"strength": 2.0})
+    cat = _catalog(
+        tmp_path,
+        'confidence = "none"\ninner_holdout = "scaffold"\n[settings.peer_prior]\nstrength = 2.0',
+    )
+    assert cat.config == EvalConfig(
+        families=["behaviour"],
+        min_steps=2,
+        confidence=None,
+        inner_holdout="scaffold",
+        peer_params={"strength": 2.0},
+    )
     shipped = load_catalog("swebench")
-    assert eval_config("swebench") == shipped.config and shipped.config.min_steps == shipped.settings["min_steps"]
+    assert (
+        eval_config("swebench") == shipped.config
+        and shipped.config.min_steps == shipped.settings["min_steps"]
+    )
     with pytest.raises(CatalogError, match=r"'settings\.minsteps': unknown key"):
         _catalog(tmp_path, "minsteps = 3")
     with pytest.raises(CatalogError, match=r"settings\.peer_prior\.strength"):
@@ -104,13 +138,28 @@ def test_a_catalog_builds_the_record_its_settings_say(tmp_path):
 
 
 def test_an_adapter_block_and_a_python_caller_build_the_same_record():
-    block = {"model": "models/x", "halt_on": "both", "pass": {"state": "p.json", "seed": 3}, "task": "t"}
+    block = {
+        "model": "models/x",
+        "halt_on": "both",
+        "pass": {"state": "p.json", "seed": 3},
+        "task": "t",
+    }
     mon, rest = split_config(block, ("task",), "agent.earlyeval")
-    assert mon == MonitorConfig(model="models/x", halt_on="both", pass_=PassConfig(state="p.json", seed=3))
+    assert mon == MonitorConfig(
+        model="models/x", halt_on="both", pass_=PassConfig(state="p.json", seed=3)
+    )
     assert rest == {"task": "t"} and split_config(mon, ("task",), "x") == (mon, {})
-    assert mon.block() == {"model": "models/x", "halt_on": "both", "pass": {"state": "p.json", "audit_share": None, "seed": 3}}
-    with pytest.raises(ConfigError, match=r"^agent\.earlyeval\.pass\.audit_share: 2 is out of range"):
-        split_config({**block, "pass": {"state": "p", "audit_share": 2}}, ("task",), "agent.earlyeval")
+    assert mon.block() == {
+        "model": "models/x",
+        "halt_on": "both",
+        "pass": {"state": "p.json", "audit_share": None, "seed": 3},
+    }
+    with pytest.raises(
+        ConfigError, match=r"^agent\.earlyeval\.pass\.audit_share: 2 is out of range"
+    ):
+        split_config(
+            {**block, "pass": {"state": "p", "audit_share": 2}}, ("task",), "agent.earlyeval"
+        )
     with pytest.raises(ConfigError, match=r"^agent\.earlyeval\.pass\.stat: unknown key"):
         split_config({**block, "pass": {"stat": "p"}}, ("task",), "agent.earlyeval")
     with pytest.raises(SettingError, match="'halt_on'"):

@@ -48,7 +48,8 @@ def test_packaged_catalogs_load_from_any_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     benches = available_benches()
     assert {"swebench", "tau2", "toolathlon", "terminalbench"} <= set(benches)
-    pkg = Path(earlyeval.__file__).resolve().parent / "catalogs"  # package data, wherever workspace.py lives
+    # package data, wherever workspace.py lives
+    pkg = Path(earlyeval.__file__).resolve().parent / "catalogs"
     assert catalog_path("swebench") == pkg / "swebench.toml"
     assert load_catalog("swebench").bench == "swebench"
 
@@ -59,7 +60,8 @@ def test_a_workspace_catalog_adds_and_overrides(tmp_path, monkeypatch):
     (tmp_path / "data" / "mybench.toml").write_text('bench = "mybench"\n')
     (tmp_path / "data" / "tau2.toml").write_text('bench = "tau2-local"\n')
     assert load_catalog("mybench").bench == "mybench"
-    assert load_catalog("tau2").bench == "tau2-local"  # the workspace's file wins over the packaged one
+    # the workspace's file wins over the packaged one
+    assert load_catalog("tau2").bench == "tau2-local"
     assert load_catalog("swebench").bench == "swebench"
 
 
@@ -94,6 +96,10 @@ def test_the_default_data_root_through_a_symlinked_shared_folder_is_resolved(tmp
     workspace.set_workspace(tmp_path / "ws")
     try:
         assert workspace.data_root() == (real / "data").resolve()
-        assert workspace.data_root() == workspace.data_root(tmp_path / "shared" / "data") == workspace.data_root(str(workspace.data_root()))
+        assert (
+            workspace.data_root()
+            == workspace.data_root(tmp_path / "shared" / "data")
+            == workspace.data_root(str(workspace.data_root()))
+        )
     finally:
         workspace.set_workspace(None)

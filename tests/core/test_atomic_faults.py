@@ -34,18 +34,27 @@ def test_a_full_disk_is_one_line_and_replaces_nothing(tmp_path, monkeypatch):
     _disk_full(monkeypatch)
     with pytest.raises(WriteError) as e:
         atomic.write_files({a: b"new json", b: b"new csv"})
-    assert str(e.value) == f"disk full while writing {a}; nothing was replaced" and e.value.errno == errno.ENOSPC
+    assert (
+        str(e.value) == f"disk full while writing {a}; nothing was replaced"
+        and e.value.errno == errno.ENOSPC
+    )
     with pytest.raises(WriteError, match="disk full while writing"):
         atomic.write_json({"x": 1}, a)
     monkeypatch.undo()
     assert (a.read_bytes(), b.read_bytes()) == (b"old json", b"old csv")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["per_run.csv", "score.json"]  # no temp file left
+    # no temp file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "per_run.csv",
+        "score.json",
+    ]
 
 
 def test_a_folder_in_the_way_is_refused_before_anything_is_renamed(tmp_path):
     (tmp_path / "score.json").mkdir()
     (tmp_path / "per_run.csv").write_bytes(b"old")
-    with pytest.raises(WriteError, match="a folder is in the way while writing .*score.json; nothing was replaced"):
+    with pytest.raises(
+        WriteError, match="a folder is in the way while writing .*score.json; nothing was replaced"
+    ):
         atomic.write_files({tmp_path / "per_run.csv": b"new", tmp_path / "score.json": b"new"})
     assert (tmp_path / "per_run.csv").read_bytes() == b"old"
 

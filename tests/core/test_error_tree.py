@@ -4,13 +4,18 @@ base it had (ValueError, RuntimeError, OSError) so that existing ``except ValueE
 from __future__ import annotations
 
 from _error_classes import FLOW_SIGNALS, exception_classes
+
 from earlyeval.core.errors import EarlyEvalError
 
 
 def test_every_exception_class_is_an_earlyeval_error():
     classes = exception_classes()
     assert len(classes) >= 15  # the walk reaches the modules that define them
-    assert [c.__qualname__ for c in classes if not issubclass(c, EarlyEvalError) and c.__qualname__ not in FLOW_SIGNALS] == []
+    assert [
+        c.__qualname__
+        for c in classes
+        if not issubclass(c, EarlyEvalError) and c.__qualname__ not in FLOW_SIGNALS
+    ] == []
 
 
 def test_the_builtin_bases_stay():
@@ -29,6 +34,9 @@ def test_an_error_crosses_a_process_boundary_intact():
 
     from earlyeval.core.errors import IngestError, ModelDirError
 
-    for e in (ModelDirError("m/manifest.json", "manifest_hash", "changed"), IngestError("a.json", "steps", "empty")):
+    for e in (
+        ModelDirError("m/manifest.json", "manifest_hash", "changed"),
+        IngestError("a.json", "steps", "empty"),
+    ):
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and str(back) == str(e) and back.__dict__ == e.__dict__

@@ -14,9 +14,9 @@ import subprocess
 import sys
 import tomllib
 
+import _paths
 import pytest
 
-import _paths
 from earlyeval.core.errors import MissingExtraError
 from earlyeval.core.extras import EXTRAS, require
 
@@ -35,9 +35,12 @@ def test_extras_match_pyproject_and_the_core_holds_none_of_them():
         declared = _dists(extras[extra])
         assert {DIST_OF.get(m, m) for m in modules} <= declared, (extra, modules, declared)
     core = _dists(PYPROJECT["dependencies"])
-    offline = {DIST_OF.get(m, m) for ms in EXTRAS.values() for m in ms} - {"scipy"}  # scipy: lightgbm's own dependency
+    # scipy: lightgbm's own dependency
+    offline = {DIST_OF.get(m, m) for ms in EXTRAS.values() for m in ms} - {"scipy"}
     assert not core & offline, core & offline
-    assert _dists(extras["all"]) == {"earlyeval"} and all(e in extras["all"][0] for e in ("train", "cli", "plots", "dask"))
+    assert _dists(extras["all"]) == {"earlyeval"} and all(
+        e in extras["all"][0] for e in ("train", "cli", "plots", "dask")
+    )
 
 
 def test_require_names_the_extra_and_what_needs_it(monkeypatch):
@@ -45,49 +48,79 @@ def test_require_names_the_extra_and_what_needs_it(monkeypatch):
     with pytest.raises(MissingExtraError) as e:
         require("train", "the thing")
     assert e.value.extra == "train" and e.value.modules == ["sklearn"]
-    assert str(e.value) == ("the thing needs the [train] extra, which is not installed (missing: sklearn): "
-                            "make install, or pip install '.[train]' in the earlyeval repository")
+    assert str(e.value) == (
+        "the thing needs the [train] extra, which is not installed (missing: sklearn): "
+        "make install, or pip install '.[train]' in the earlyeval repository"
+    )
     require("cli", "the command")  # installed here: nothing raised
 
 
 def _blocked(modules: tuple[str, ...], code: str) -> subprocess.CompletedProcess:
     pre = "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in modules)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.run(
+        [sys.executable, "-c", pre + code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+    )
 
 
-@pytest.mark.parametrize("module, extra", [
-    ("earlyeval.fitting.estimator", "train"), ("earlyeval.budget.quantiles", "train"),
-    ("earlyeval.evaluation.evaluate", "train"), ("earlyeval.workflows.score", "train"),
-    ("earlyeval.tables.store", "train"), ("earlyeval.report.reporting", "train"), ("earlyeval.features.text", "train"),
-])
+@pytest.mark.parametrize(
+    "module, extra",
+    [
+        ("earlyeval.fitting.estimator", "train"),
+        ("earlyeval.budget.quantiles", "train"),
+        ("earlyeval.evaluation.evaluate", "train"),
+        ("earlyeval.workflows.score", "train"),
+        ("earlyeval.tables.store", "train"),
+        ("earlyeval.report.reporting", "train"),
+        ("earlyeval.features.text", "train"),
+    ],
+)
 def test_the_offline_stack_without_train_is_one_error_naming_it(module, extra):
     r = _blocked(EXTRAS[extra], f"import {module}")
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("earlyeval.core.errors.MissingExtraError: ") and f"[{extra}] extra" in last, r.stderr[-800:]
+    assert (
+        last.startswith("earlyeval.core.errors.MissingExtraError: ") and f"[{extra}] extra" in last
+    ), r.stderr[-800:]
 
 
 def test_the_runtime_needs_no_extra(tmp_path):
     """With every extra blocked, the Monitor, the pass, the adapters' base and config, and the adapters' step
     builders (ingest) import; a tiny model saved beforehand loads and observes."""
     blocked = tuple(m for ms in EXTRAS.values() for m in ms if m != "scipy")
-    code = ("import earlyeval, earlyeval.live.monitor, earlyeval.live.benchpass, earlyeval.integrations.base, "
-            "earlyeval.integrations.config, earlyeval.ingest.chat, earlyeval.ingest.inspect_eval, "
-            "earlyeval.ingest.openhands_conversation\n"
-            "from earlyeval import Monitor, Decision, EarlyStopper\nprint('ok')")
+    code = (
+        "import earlyeval, earlyeval.live.monitor, earlyeval.live.benchpass, earlyeval.integrations.base, "
+        "earlyeval.integrations.config, earlyeval.ingest.chat, earlyeval.ingest.inspect_eval, "
+        "earlyeval.ingest.openhands_conversation\n"
+        "from earlyeval import Monitor, Decision, EarlyStopper\nprint('ok')"
+    )
     r = _blocked(blocked, code)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-1500:]
 
 
 def test_the_command_without_cli_and_a_verb_without_train_are_one_line():
-    r = _blocked(("typer",), "import runpy; sys.argv = ['earlyeval', '--help']; runpy.run_module('earlyeval', run_name='__main__')")
-    assert r.returncode == 1 and r.stderr.strip() == ("earlyeval: the earlyeval command needs the [cli] extra, which is "
-                                                     "not installed (missing: typer): make install, or pip install '.[cli]' in the "
-                                                     "earlyeval repository")
-    r = _blocked(("sklearn",), "import runpy; sys.argv = ['earlyeval', 'train', '--bench', 'swebench']; "
-                               "runpy.run_module('earlyeval', run_name='__main__')")
+    r = _blocked(
+        ("typer",),
+        "import runpy; sys.argv = ['earlyeval', '--help']; runpy.run_module('earlyeval', run_name='__main__')",
+    )
+    assert r.returncode == 1 and r.stderr.strip() == (
+        "earlyeval: the earlyeval command needs the [cli] extra, which is "
+        "not installed (missing: typer): make install, or pip install '.[cli]' in the "
+        "earlyeval repository"
+    )
+    r = _blocked(
+        ("sklearn",),
+        "import runpy; sys.argv = ['earlyeval', 'train', '--bench', 'swebench']; "
+        "runpy.run_module('earlyeval', run_name='__main__')",
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-1500:]
     assert "[train] extra" in r.stderr and "pip install '.[train]'" in r.stderr, r.stderr[-800:]
 
@@ -96,7 +129,11 @@ def _guards(path) -> set[str]:
     """The extras a module's own ``require(...)`` calls at module level name."""
     out = set()
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "require":
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and getattr(node.value.func, "id", "") == "require"
+        ):
             out.add(node.value.args[0].value)
     return out
 
@@ -124,6 +161,8 @@ def test_every_module_that_imports_an_extra_is_guarded_by_it():
             if init.exists() and init != path:
                 have |= _guards(init)
         if needed - have:
-            missing.append(f"{path.relative_to(REPO)}: imports {sorted(t for t in tops if t in provider)}, "
-                           f"no require({sorted(needed - have)})")
+            missing.append(
+                f"{path.relative_to(REPO)}: imports {sorted(t for t in tops if t in provider)}, "
+                f"no require({sorted(needed - have)})"
+            )
     assert not missing, "\n".join(missing)

@@ -20,14 +20,44 @@ from scipy import special
 from earlyeval.core.numerics import expit, logit
 
 MAX_ULP = 4
-EDGES = np.array([0.0, -0.0, 1e-300, -1e-300, 1e-17, 0.3, 0.65, 0.5, 1 - 1e-16, 1.0, 36.7, -36.7, 709.0, -709.0,
-                  745.2, -745.2, 1e308, -1e308, np.inf, -np.inf, np.nan])
+EDGES = np.array(
+    [
+        0.0,
+        -0.0,
+        1e-300,
+        -1e-300,
+        1e-17,
+        0.3,
+        0.65,
+        0.5,
+        1 - 1e-16,
+        1.0,
+        36.7,
+        -36.7,
+        709.0,
+        -709.0,
+        745.2,
+        -745.2,
+        1e308,
+        -1e308,
+        np.inf,
+        -np.inf,
+        np.nan,
+    ]
+)
 
 
 def _logit_inputs() -> np.ndarray:
     rng = np.random.default_rng(1)
-    return np.concatenate([rng.uniform(0, 1, 400_000), rng.uniform(0.29, 0.66, 100_000),
-                           special.expit(rng.normal(0, 15, 100_000)), np.clip(EDGES, 0, 1), [-0.5, 1.5, np.nan]])
+    return np.concatenate(
+        [
+            rng.uniform(0, 1, 400_000),
+            rng.uniform(0.29, 0.66, 100_000),
+            special.expit(rng.normal(0, 15, 100_000)),
+            np.clip(EDGES, 0, 1),
+            [-0.5, 1.5, np.nan],
+        ]
+    )
 
 
 def assert_close(got: np.ndarray, want: np.ndarray) -> None:
@@ -35,8 +65,13 @@ def assert_close(got: np.ndarray, want: np.ndarray) -> None:
     infinities equal; an underflow may be 0 on one side and a subnormal on the other, within the absolute floor),
     and every value within MAX_ULP units in the last place."""
     assert got.dtype == want.dtype == np.float64 and got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=MAX_ULP * np.finfo(np.float64).eps, atol=np.finfo(np.float64).tiny,
-                               equal_nan=True)
+    np.testing.assert_allclose(
+        got,
+        want,
+        rtol=MAX_ULP * np.finfo(np.float64).eps,
+        atol=np.finfo(np.float64).tiny,
+        equal_nan=True,
+    )
     np.testing.assert_array_max_ulp(got, want, maxulp=MAX_ULP)
 
 

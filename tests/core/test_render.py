@@ -8,14 +8,30 @@ from earlyeval.core.render import content_text, tool_call_text
 
 
 def test_editor_call_keeps_the_training_form_with_its_edit_lines():
-    args = '{"path": "/repo/a.py", "new_str": "y = 2", "old_str": "y = 1", "command": "str_replace"}'
-    assert tool_call_text("str_replace_editor", args) == "str_replace /repo/a.py\nold_str: y = 1\nnew_str: y = 2"
-    assert tool_call_text("text_editor", {"command": "view", "path": "/a.py", "view_range": [1, 9]}) == "view /a.py\nview_range: [1, 9]"
-    assert tool_call_text("file_editor", {"command": "create", "path": "/b.py", "file_text": "x\n"}) == "create /b.py\nfile_text: x\n"
+    args = (
+        '{"path": "/repo/a.py", "new_str": "y = 2", "old_str": "y = 1", "command": "str_replace"}'
+    )
+    assert (
+        tool_call_text("str_replace_editor", args)
+        == "str_replace /repo/a.py\nold_str: y = 1\nnew_str: y = 2"
+    )
+    assert (
+        tool_call_text("text_editor", {"command": "view", "path": "/a.py", "view_range": [1, 9]})
+        == "view /a.py\nview_range: [1, 9]"
+    )
+    assert (
+        tool_call_text("file_editor", {"command": "create", "path": "/b.py", "file_text": "x\n"})
+        == "create /b.py\nfile_text: x\n"
+    )
 
 
 def test_shell_tools_give_the_command_line_whatever_rides_along():
-    assert tool_call_text("execute_bash", {"command": "pytest -q", "timeout": 30, "security_risk": "LOW"}) == "pytest -q"
+    assert (
+        tool_call_text(
+            "execute_bash", {"command": "pytest -q", "timeout": 30, "security_risk": "LOW"}
+        )
+        == "pytest -q"
+    )
     assert tool_call_text("bash", '{"cmd": "ls"}') == "ls"
     assert tool_call_text("terminal", {"keystrokes": "q"}) == "q"
     assert tool_call_text("bash", {}) == ""
@@ -34,7 +50,10 @@ def test_other_tools_are_compact_json_in_their_own_key_order():
     assert tool_call_text("get_user", '{"user_id": "é"}') == '{"user_id": "é"}'
     assert tool_call_text("now", {}) == "{}"
     # a lone argument is not unwrapped: "get_customer 555" would lose what the value is
-    assert tool_call_text("get_customer_by_phone", {"phone_number": "555"}) == '{"phone_number": "555"}'
+    assert (
+        tool_call_text("get_customer_by_phone", {"phone_number": "555"})
+        == '{"phone_number": "555"}'
+    )
     # a "command" key on a tool that is not a shell is an argument like any other
     assert tool_call_text("terminal-run_command", {"command": "ls"}) == '{"command": "ls"}'
 

@@ -6,28 +6,27 @@ import copy
 import dataclasses
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _monitor_helpers import make_runs, make_tasks, train_bundle
-from earlyeval.evaluation.adapt import warm_split
+
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.eval_config import EvalConfig
+from earlyeval.core.trajectory import Task
+from earlyeval.evaluation.adapt import warm_split
 from earlyeval.evaluation.warm_start import warm_policy_metrics, warm_start_block
-from earlyeval.fitting.thresholds import fit_warm_start
-from earlyeval.workflows.export import export_runs
 from earlyeval.features import RunContext, build_family
 from earlyeval.features.peer import PeerTable
 from earlyeval.features.prior import PriorTable, default_match_patterns
 from earlyeval.fitting.metrics import evaluate_policy
-from earlyeval.model.modeldir import save_model_dir
+from earlyeval.fitting.thresholds import fit_warm_start
+from earlyeval.fitting.warm import warm_start
 from earlyeval.live.monitor import Monitor
+from earlyeval.model.modeldir import save_model_dir
+from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
 from earlyeval.workflows.score_options import ScoreOptions
-from earlyeval.core.trajectory import Task
-from earlyeval.fitting.warm import warm_start
 
 DATED = {
     "own_early": ("2024-01-05", "20240105mytoolgpt4o"),
@@ -42,13 +41,20 @@ DATED = {
 
 def dated_table() -> PriorTable:
     subs = {n: {"split": "lite", "text": txt, "date": d} for n, (d, txt) in DATED.items()}
-    resolved = {"t1": ["own_early", "same_later", "other_early", "other_same_day", "other_later", "undated"]}
+    resolved = {
+        "t1": ["own_early", "same_later", "other_early", "other_same_day", "other_later", "undated"]
+    }
     return PriorTable(subs, resolved)
 
 
 def ctx(as_of: str, **kw) -> RunContext:
-    base = dict(task=Task("t1", meta={"split": "lite"}), scaffold="mytool", model="gpt-4o", prior_match=["mytool.*gpt4o"],
-                as_of=as_of)
+    base = dict(
+        task=Task("t1", meta={"split": "lite"}),
+        scaffold="mytool",
+        model="gpt-4o",
+        prior_match=["mytool.*gpt4o"],
+        as_of=as_of,
+    )
     base.update(kw)
     return RunContext(**base)
 
@@ -61,7 +67,8 @@ def test_prior_never_counts_a_submission_dated_on_or_after_the_run_nor_its_own_a
     assert n == 2 and rate == pytest.approx(0.5)
     rate, n, _ = fam.start(ctx("2024-06-11"))  # one day later other_same_day counts
     assert n == 3 and rate == pytest.approx(2 / 3)
-    rate, n, _ = fam.start(ctx(""))  # no cutoff (today): every other agent's submission, undated too
+    # no cutoff (today): every other agent's submission, undated too
+    rate, n, _ = fam.start(ctx(""))
     assert n == 5 and rate == pytest.approx(4 / 5)
     rate, n, _ = fam.start(ctx("2024-01-01"))  # nothing before: unknown, not 0
     assert n == 0 and np.isnan(rate)
@@ -99,11 +106,17 @@ def test_catalog_dates_and_the_issue_pool_sizes():
     if not path.exists():
         pytest.skip(f"{path} not here")
     table = PriorTable.load(path)
-    expect = {"swe-agent-0.x__gpt-4": (2, 4), "coder__gpt-4": (11, 9), "moatless-0609__gpt-4o": (12, 9),
-              "moatless-0617__gpt-4o": (13, 11), "moatless-0623__claude-3.5-sonnet": (18, 13),
-              "mini-swe-agent-1.15__gemini-3-pro": (56, 145),
-              # every submission dated before: its own (2024-11-17) is not, and no other matches it
-              "moatless-0.0.4__claude-3.5-sonnet-20241022": (42, 43), "swe-agent-1.1__gpt-5-mini": (56, 158)}
+    expect = {
+        "swe-agent-0.x__gpt-4": (2, 4),
+        "coder__gpt-4": (11, 9),
+        "moatless-0609__gpt-4o": (12, 9),
+        "moatless-0617__gpt-4o": (13, 11),
+        "moatless-0623__claude-3.5-sonnet": (18, 13),
+        "mini-swe-agent-1.15__gemini-3-pro": (56, 145),
+        # every submission dated before: its own (2024-11-17) is not, and no other matches it
+        "moatless-0.0.4__claude-3.5-sonnet-20241022": (42, 43),
+        "swe-agent-1.1__gpt-5-mini": (56, 158),
+    }
     for r in cat.runs:
         pats = r.options.get("prior_match") or default_match_patterns(r.scaffold, r.model)
         excl = table.excluded(r.public_submissions, pats)
@@ -113,7 +126,10 @@ def test_catalog_dates_and_the_issue_pool_sizes():
             assert all(table.submissions[n]["date"] < r.date for n in pool)
             assert not set(pool) & excl
         if r.agent in expect:
-            assert (len(table.pool("lite", excl, r.date)), len(table.pool("verified", excl, r.date))) == expect[r.agent]
+            assert (
+                len(table.pool("lite", excl, r.date)),
+                len(table.pool("verified", excl, r.date)),
+            ) == expect[r.agent]
 
 
 @pytest.mark.integration
@@ -126,13 +142,21 @@ def test_same_scaffold_and_model_exclusions_of_the_claude_moatless_and_gpt5mini_
     if not path.exists():
         pytest.skip(f"{path} not here")
     table = PriorTable.load(path)
-    excl = {r.agent: table.excluded(r.public_submissions, r.options["prior_match"]) for r in cat.runs}
+    excl = {
+        r.agent: table.excluded(r.public_submissions, r.options["prior_match"]) for r in cat.runs
+    }
     assert excl["moatless-0623__claude-3.5-sonnet"] == {"20240623_moatless_claude35sonnet"}
-    assert excl["moatless-0.0.4__claude-3.5-sonnet-20241022"] == {"20241117_moatless_claude-3.5-sonnet-20241022"}
+    assert excl["moatless-0.0.4__claude-3.5-sonnet-20241022"] == {
+        "20241117_moatless_claude-3.5-sonnet-20241022"
+    }
     assert excl["swe-agent-1.1__gpt-5-mini"] == set()
     [pat] = cat.run("swe-agent-1.1__gpt-5-mini").options["prior_match"]
-    assert re.search(pat, "20260101sweagentgpt5mini") and re.search(pat, "sweagent12gpt5mini20250807")
-    assert not re.search(pat, "20251201livesweagentgpt5mini") and not re.search(pat, "minisweagentv17gpt5mini")
+    assert re.search(pat, "20260101sweagentgpt5mini") and re.search(
+        pat, "sweagent12gpt5mini20250807"
+    )
+    assert not re.search(pat, "20251201livesweagentgpt5mini") and not re.search(
+        pat, "minisweagentv17gpt5mini"
+    )
 
 
 def test_peer_prior_uses_only_agents_dated_before_the_run():
@@ -151,13 +175,17 @@ def test_peer_prior_uses_only_agents_dated_before_the_run():
 
 # ------------------------------------------------------------------ warm start
 
+
 def _runset(seed: int = 0):
     from earlyeval.fitting.metrics import RunSet
 
     rng = np.random.default_rng(seed)
     y = (rng.random(120) < 0.35).astype(int)
     T = rng.integers(5, 30, size=120)
-    ps = [np.clip(0.15 + 0.6 * yy * np.linspace(0, 1, t - 1) + rng.normal(0, 0.08, t - 1), 0.01, 0.99) for yy, t in zip(y, T)]
+    ps = [
+        np.clip(0.15 + 0.6 * yy * np.linspace(0, 1, t - 1) + rng.normal(0, 0.08, t - 1), 0.01, 0.99)
+        for yy, t in zip(y, T)
+    ]
     return RunSet(["a"] * 120, [f"r{i}" for i in range(120)], y, T, ps, [1 - p for p in ps])
 
 
@@ -174,7 +202,12 @@ def test_warm_start_never_sees_a_label_outside_its_k_runs():
     # the fitted recalibration is that of the warm runs alone
     cal1, th1 = fit_warm_start(rs.subset(masks[0]), cfg, rule="check")
     cal2, th2 = fit_warm_start(flipped.subset(masks[0]), cfg, rule="check")
-    assert (cal1.a, cal1.b, th1["success"], th1["failure"]) == (cal2.a, cal2.b, th2["success"], th2["failure"])
+    assert (cal1.a, cal1.b, th1["success"], th1["failure"]) == (
+        cal2.a,
+        cal2.b,
+        th2["success"],
+        th2["failure"],
+    )
     # positive control: flipping the warm runs' own labels does change the fit (thresholds checked from
     # the boldest pair; the refitted Platt of recalibrate=True)
     inside = dataclasses.replace(rs, y=rs.y.copy())
@@ -215,34 +248,58 @@ def test_warm_runs_are_paid_in_full():
     rs = _runset(1)
     cfg = EvalConfig()
     warm = warm_split(len(rs), 0.2, seed=0)
-    cal, th = fit_warm_start(rs.subset(warm), cfg, rule="check")  # thresholds picked on the warm runs: some savings
+    # thresholds picked on the warm runs: some savings
+    cal, th = fit_warm_start(rs.subset(warm), cfg, rule="check")
     m = warm_policy_metrics(rs, warm, cal, th, cfg)
     # the same policy on the rest alone, rescaled: savings over all runs, warm runs adding steps but no savings
     from earlyeval.fitting.thresholds import recalibrated
 
-    rest = evaluate_policy(recalibrated(rs.subset(~warm), cal), th["success"], th["failure"], cfg.min_halt_step)
-    assert m["steps_saved"] == pytest.approx(rest["steps_saved"] * rs.T[~warm].sum() / rs.T.sum(), abs=1e-12)
-    assert m["halted_fraction"] == pytest.approx(rest["halted_fraction"] * (~warm).sum() / len(rs), abs=1e-12)
+    rest = evaluate_policy(
+        recalibrated(rs.subset(~warm), cal), th["success"], th["failure"], cfg.min_halt_step
+    )
+    assert m["steps_saved"] == pytest.approx(
+        rest["steps_saved"] * rs.T[~warm].sum() / rs.T.sum(), abs=1e-12
+    )
+    assert m["halted_fraction"] == pytest.approx(
+        rest["halted_fraction"] * (~warm).sum() / len(rs), abs=1e-12
+    )
     assert m["steps_saved"] > 0
 
 
 # ------------------------------------------------------- score against offline
 
+
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     base = tmp_path_factory.mktemp("asof")
     tasks = make_tasks(12)
-    bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks, families=("behaviour", "gold", "prior"),
-                                thresholds={"success": 0.6, "failure": 0.68, "min_halt_step": 2})
+    bundle, _, _ = train_bundle(
+        make_runs(80, seed=0),
+        tasks,
+        families=("behaviour", "gold", "prior"),
+        thresholds={"success": 0.6, "failure": 0.68, "min_halt_step": 2},
+    )
     prior = next(f for f in bundle.featurizer.families if f.name == "prior")
     # the same five submissions, dated on the first of January .. May 2024 (3 before 2024-03-15)
-    prior.table = PriorTable({n: {**s, "date": f"2024-{j + 1:02d}-01"} for j, (n, s) in enumerate(sorted(prior.table.submissions.items()))},
-                             prior.table.resolved_by)
+    prior.table = PriorTable(
+        {
+            n: {**s, "date": f"2024-{j + 1:02d}-01"}
+            for j, (n, s) in enumerate(sorted(prior.table.submissions.items()))
+        },
+        prior.table.resolved_by,
+    )
     model = save_model_dir(bundle, base / "model")
     runs = make_runs(40, seed=11, agents=("agent-a",))
     export_runs(runs, base / "atif", fmt="atif")
     trajs, _, _ = read_runs(run_specs(base / "atif", "atif"))
-    return {"model": model, "bundle": bundle, "tasks": tasks, "runs": base / "atif", "base": base, "trajs": trajs}
+    return {
+        "model": model,
+        "bundle": bundle,
+        "tasks": tasks,
+        "runs": base / "atif",
+        "base": base,
+        "trajs": trajs,
+    }
 
 
 def _offline(bundle, trajs, tasks, as_of):
@@ -252,15 +309,22 @@ def _offline(bundle, trajs, tasks, as_of):
     out, k = [], 0
     for t in trajs:
         n = max(len(t.steps) - 1, 0)
-        out.append(ps[k:k + n])
+        out.append(ps[k : k + n])
         k += n
     return X, out
 
 
 def test_score_as_of_equals_offline_as_of(scored):
     b, trajs, tasks = scored["bundle"], scored["trajs"], scored["tasks"]
-    rep = json.loads(score_runs(scored["model"], scored["runs"], ScoreOptions("atif", out=scored["base"] / "o1", as_of="2024-03-15"),
-                                tasks=tasks, progress=False)["score"].read_text())
+    rep = json.loads(
+        score_runs(
+            scored["model"],
+            scored["runs"],
+            ScoreOptions("atif", out=scored["base"] / "o1", as_of="2024-03-15"),
+            tasks=tasks,
+            progress=False,
+        )["score"].read_text()
+    )
     assert rep["as_of"] == "2024-03-15" and rep["policy_consistent"] is True
     X, ps = _offline(b, trajs, tasks, "2024-03-15")
     by_id = {r["run_id"]: r for r in rep["per_run"]}
@@ -274,8 +338,15 @@ def test_score_as_of_equals_offline_as_of(scored):
 
 def test_score_warm_start_equals_offline_warm_start(scored):
     b, trajs, tasks = scored["bundle"], scored["trajs"], scored["tasks"]
-    rep = json.loads(score_runs(scored["model"], scored["runs"], ScoreOptions("atif", out=scored["base"] / "o2", warm_start=8, seed=3),
-                                tasks=tasks, progress=False)["score"].read_text())
+    rep = json.loads(
+        score_runs(
+            scored["model"],
+            scored["runs"],
+            ScoreOptions("atif", out=scored["base"] / "o2", warm_start=8, seed=3),
+            tasks=tasks,
+            progress=False,
+        )["score"].read_text()
+    )
     warm_ids = set(rep["warm_start"]["run_ids"])
     assert len(warm_ids) == 8
     assert all(not r["halted"] for r in rep["per_run"] if r["run_id"] in warm_ids)
@@ -283,19 +354,35 @@ def test_score_warm_start_equals_offline_warm_start(scored):
     from earlyeval.fitting.metrics import RunSet
 
     _, ps = _offline(b, trajs, tasks, "")
-    rs = RunSet([t.agent for t in trajs], [t.run_id for t in trajs], np.asarray([t.outcome for t in trajs]),
-                np.asarray([len(t.steps) for t in trajs]), ps, [1 - p for p in ps])
+    rs = RunSet(
+        [t.agent for t in trajs],
+        [t.run_id for t in trajs],
+        np.asarray([t.outcome for t in trajs]),
+        np.asarray([len(t.steps) for t in trajs]),
+        ps,
+        [1 - p for p in ps],
+    )
     warm = np.asarray([t.run_id in warm_ids for t in trajs])
     cfg = EvalConfig(min_halt_step=2)
     model_th = Monitor.load(scored["model"]).thresholds
     cal, th = fit_warm_start(rs.subset(warm), cfg, base=(model_th["success"], model_th["failure"]))
     assert th["success"] >= model_th["success"] and th["failure"] >= model_th["failure"]
-    assert rep["thresholds"]["success"] == th["success"] and rep["thresholds"]["failure"] == th["failure"]
+    assert (
+        rep["thresholds"]["success"] == th["success"]
+        and rep["thresholds"]["failure"] == th["failure"]
+    )
     assert rep["warm_start"]["recalibration"] == pytest.approx({"a": cal.a, "b": cal.b})
     m = warm_policy_metrics(rs, warm, cal, th, cfg)
-    (_, blk), = rep["agents"].items()
-    for k in ("halted_fraction", "halted_accuracy", "outcome_accuracy", "steps_saved", "steps_saved_in_run",
-              "steps_saved_task_skip", "resolve_rate_shift_pp"):
+    ((_, blk),) = rep["agents"].items()
+    for k in (
+        "halted_fraction",
+        "halted_accuracy",
+        "outcome_accuracy",
+        "steps_saved",
+        "steps_saved_in_run",
+        "steps_saved_task_skip",
+        "resolve_rate_shift_pp",
+    ):
         assert blk[k] == pytest.approx(m[k], abs=1e-12) if m[k] is not None else blk[k] is None, k
     assert blk["warm_runs"] == 8
 
@@ -317,8 +404,12 @@ def test_monitor_warm_start_refuses_unlabelled_and_spawns_keep_it(scored):
     assert d1.p_success == d2.p_success
     raw = Monitor.load(scored["model"])
     raw.start_context(RunContext.of(t, scored["tasks"].get(t.task_id), as_of=""), t.run_id)
-    assert raw.observe(t.steps[0]).p_success == d1.p_success  # the default warm start does not recalibrate
-    assert mon.thresholds["success"] >= raw.thresholds["success"] and mon.thresholds["failure"] >= raw.thresholds["failure"]
+    # the default warm start does not recalibrate
+    assert raw.observe(t.steps[0]).p_success == d1.p_success
+    assert (
+        mon.thresholds["success"] >= raw.thresholds["success"]
+        and mon.thresholds["failure"] >= raw.thresholds["failure"]
+    )
     recal = Monitor.load(scored["model"])
     recal.use_warm_start(warm_start(recal, scored["trajs"][:10], scored["tasks"], recalibrate=True))
     recal.start_context(RunContext.of(t, scored["tasks"].get(t.task_id), as_of=""), t.run_id)
@@ -330,6 +421,8 @@ def test_monitor_start_as_of_dates_the_prior(scored):
     t = scored["trajs"][0]
     j = mon.feature_names.index("prior_n_submissions")
     for as_of, n in (("2024-03-15", 3.0), ("", 5.0), ("2024-01-01", 0.0)):
-        mon.start(task=scored["tasks"][t.task_id], run_id=t.run_id, scaffold="x", model="y", as_of=as_of)
+        mon.start(
+            task=scored["tasks"][t.task_id], run_id=t.run_id, scaffold="x", model="y", as_of=as_of
+        )
         mon.observe(t.steps[0])
         assert mon.last_features[j] == n, as_of

@@ -7,19 +7,25 @@ import dataclasses
 import json
 
 import pytest
+from synth import SMALL_LGBM, make_dataset, make_trajectories
 
-from earlyeval.app.pipeline import evaluate_fits, train_bench, with_loso as add_loso
+from earlyeval.app.pipeline import evaluate_fits, train_bench
+from earlyeval.app.pipeline import with_loso as add_loso
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import run_loao
 from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
-from synth import SMALL_LGBM, make_dataset, make_trajectories
 
 SCAFFOLD = {"agent-a": "s1", "agent-b": "s1", "agent-c": "s2", "agent-d": "s3"}
 
 
 def _dataset(small: set[str]):
     trajs, tasks = make_trajectories(24)
-    trajs = [dataclasses.replace(t, meta={**t.meta, "scaffold": SCAFFOLD[t.agent], "small": t.agent in small}) for t in trajs]
+    trajs = [
+        dataclasses.replace(
+            t, meta={**t.meta, "scaffold": SCAFFOLD[t.agent], "small": t.agent in small}
+        )
+        for t in trajs
+    ]
     return make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
 
 
@@ -29,34 +35,65 @@ def _fits(fn) -> list[str]:
     return msgs
 
 
-@pytest.mark.parametrize("inner_holdout,inner_folds,small,with_loso", [
-    ("agent", 6, set(), True),           # inner leave-one-agent-out, LOSO of the two s1 agents
-    ("scaffold", 6, {"agent-d"}, True),  # scaffold mates left out too; a small group
-    ("agent", 2, set(), False),          # more inner agents than folds: leave-k-groups-out
-    ("agent", 6, {"agent-c", "agent-d"}, True),  # two large agents: the validation-split fallback
-])
+@pytest.mark.parametrize(
+    "inner_holdout,inner_folds,small,with_loso",
+    [
+        ("agent", 6, set(), True),  # inner leave-one-agent-out, LOSO of the two s1 agents
+        ("scaffold", 6, {"agent-d"}, True),  # scaffold mates left out too; a small group
+        ("agent", 2, set(), False),  # more inner agents than folds: leave-k-groups-out
+        (
+            "agent",
+            6,
+            {"agent-c", "agent-d"},
+            True,
+        ),  # two large agents: the validation-split fallback
+    ],
+)
 def test_planned_fits_are_the_fits_made(inner_holdout, inner_folds, small, with_loso):
     ds = _dataset(small)
-    cfg = EvalConfig(families=["behaviour"], min_steps=3, holdout_min_runs=10, n_jobs=1, lgbm_params=dict(SMALL_LGBM),
-                     inner_folds=inner_folds, inner_holdout=inner_holdout, warm_repeats=1)
-    made = _fits(lambda p: add_loso(ds, cfg, run_loao(ds, cfg, p)) if with_loso else run_loao(ds, cfg, p))
+    cfg = EvalConfig(
+        families=["behaviour"],
+        min_steps=3,
+        holdout_min_runs=10,
+        n_jobs=1,
+        lgbm_params=dict(SMALL_LGBM),
+        inner_folds=inner_folds,
+        inner_holdout=inner_holdout,
+        warm_repeats=1,
+    )
+    made = _fits(
+        lambda p: add_loso(ds, cfg, run_loao(ds, cfg, p)) if with_loso else run_loao(ds, cfg, p)
+    )
     assert all(m.startswith("fit without") for m in made)
     assert len(made) == len(set(made)) == planned_fits(ds, cfg, with_loso=with_loso) > 0
 
 
 def test_train_and_evaluate_announce_their_totals(tmp_path):
     ds = _dataset({"agent-d"})
-    cfg = EvalConfig(families=["behaviour"], min_steps=3, holdout_min_runs=10, n_jobs=1, lgbm_params=dict(SMALL_LGBM),
-                     inner_folds=6, inner_holdout="scaffold", warm_repeats=1)
-    msgs = _fits(lambda p: train_bench("synth", tmp_path / "m", cfg, progress=p, budget=False, ds=ds))
+    cfg = EvalConfig(
+        families=["behaviour"],
+        min_steps=3,
+        holdout_min_runs=10,
+        n_jobs=1,
+        lgbm_params=dict(SMALL_LGBM),
+        inner_folds=6,
+        inner_holdout="scaffold",
+        warm_repeats=1,
+    )
+    msgs = _fits(
+        lambda p: train_bench("synth", tmp_path / "m", cfg, progress=p, budget=False, ds=ds)
+    )
     assert msgs[0] == f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}"
     # the manifest records every training run's fingerprint, and two trainings on the same data write the same one
     m1 = json.loads((tmp_path / "m" / "manifest.json").read_text())
     assert len(m1["training"]["content"]["runs"]) == len(ds.trajs)
     train_bench("synth", tmp_path / "m2", cfg, budget=False, ds=ds)
     assert json.loads((tmp_path / "m2" / "manifest.json").read_text()) == m1
-    assert sum(m.startswith("fit without") for m in msgs) == planned_fits(ds, cfg, train=True) == 3  # 2 inner + the full fit
+    # 2 inner + the full fit
+    assert sum(m.startswith("fit without") for m in msgs) == planned_fits(ds, cfg, train=True) == 3
     # evaluate's total adds up the LOAO of every protocol and ablation it runs (behaviour only: none besides as_of)
     assert evaluate_fits(ds, cfg) == planned_fits(ds, cfg)
     abl = [("min_steps_5", {"min_steps": 5})]
-    assert evaluate_fits(ds, cfg, abl) == planned_fits(ds, cfg) + planned_fits(ds, cfg, with_loso=False, with_small=False)
+    assert evaluate_fits(ds, cfg, abl) == planned_fits(ds, cfg) + planned_fits(
+        ds, cfg, with_loso=False, with_small=False
+    )

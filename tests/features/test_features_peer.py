@@ -7,16 +7,16 @@ import json
 
 import numpy as np
 import pytest
+from synth import SMALL_LGBM, loao_baseline, make_dataset, make_trajectories
 
+from earlyeval.app.pipeline import train_bench
 from earlyeval.config.eval_config import EvalConfig
+from earlyeval.core.trajectory import Action, Trajectory, make_step
 from earlyeval.evaluation.evaluate import FoldRunner, inner_sets, run_loao
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.peer import PeerPriorFamily
-from earlyeval.model.modeldir import load_model_dir
 from earlyeval.live.monitor import Monitor
-from earlyeval.app.pipeline import train_bench
-from earlyeval.core.trajectory import Action, Trajectory, make_step
-from synth import SMALL_LGBM, make_dataset, make_trajectories, loao_baseline
+from earlyeval.model.modeldir import load_model_dir
 
 FAMS = ["behaviour", "peer_prior"]
 NAMES = ["peer_rate", "peer_agent_rate", "peer_shrunk", "peer_n_runs", "peer_n_agents"]
@@ -24,7 +24,14 @@ NAMES = ["peer_rate", "peer_agent_rate", "peer_shrunk", "peer_n_runs", "peer_n_a
 
 def run(agent: str, task: str, y: int, i: int = 0) -> Trajectory:
     steps = [make_step(k, [Action("bash", "ls")], observation="x") for k in range(4)]
-    return Trajectory(run_id=f"{agent}/{task}/{i}", agent=agent, bench="synth", task_id=task, steps=steps, outcome=y)
+    return Trajectory(
+        run_id=f"{agent}/{task}/{i}",
+        agent=agent,
+        bench="synth",
+        task_id=task,
+        steps=steps,
+        outcome=y,
+    )
 
 
 def ctx(agent: str, task: str) -> RunContext:
@@ -34,9 +41,17 @@ def ctx(agent: str, task: str) -> RunContext:
 @pytest.fixture(scope="module")
 def hand():
     # t1: A 1/2 (two trials), B 0/1, C 1/1;  t2: A 1/1 only.  10 runs... base rate p0 = 4/6
-    trajs = [run("A", "t1", 1, 0), run("A", "t1", 0, 1), run("B", "t1", 0), run("C", "t1", 1), run("A", "t2", 1),
-             run("B", "t2", 1)]
-    fam = PeerPriorFamily(strength=2.0, counts=True).fit(trajs, [RunContext.of(t, None) for t in trajs])
+    trajs = [
+        run("A", "t1", 1, 0),
+        run("A", "t1", 0, 1),
+        run("B", "t1", 0),
+        run("C", "t1", 1),
+        run("A", "t2", 1),
+        run("B", "t2", 1),
+    ]
+    fam = PeerPriorFamily(strength=2.0, counts=True).fit(
+        trajs, [RunContext.of(t, None) for t in trajs]
+    )
     return fam
 
 
@@ -73,15 +88,26 @@ def test_state_is_plain_json_and_round_trips(hand):
         a, b = hand.values(hand.start(c)), back.values(back.start(c))
         assert np.array_equal(a, b, equal_nan=True)
     unfit = PeerPriorFamily.from_state(json.loads(json.dumps(PeerPriorFamily().get_state()[0])), {})
-    assert unfit.names == NAMES[:3] and back.names == NAMES  # counts are opt-in, and the choice survives the round trip
+    # counts are opt-in, and the choice survives the round trip
+    assert unfit.names == NAMES[:3] and back.names == NAMES
     assert np.isnan(unfit.values(unfit.start(ctx("A", "t1")))).all()
 
 
 # ------------------------------------------------------------------ LOAO
 
+
 def config(**kw) -> EvalConfig:
-    base = dict(families=FAMS, min_steps=3, holdout_min_runs=20, lgbm_params=SMALL_LGBM, warm_repeats=2, n_jobs=1,
-                seed=0, inner_folds=6, peer_params={"counts": True})
+    base = dict(
+        families=FAMS,
+        min_steps=3,
+        holdout_min_runs=20,
+        lgbm_params=SMALL_LGBM,
+        warm_repeats=2,
+        n_jobs=1,
+        seed=0,
+        inner_folds=6,
+        peer_params={"counts": True},
+    )
     base.update(kw)
     return EvalConfig(**base)
 
@@ -135,7 +161,9 @@ def test_held_out_labels_never_reach_its_features_or_predictions(data, baseline)
         held_in_table = {a for by in peer.table.counts.values() for a in by}
         assert not (held_in_table & fitted_ex)
     # positive control: agent-a's labels do reach the other agents' folds
-    assert any(not np.array_equal(p, q) for p, q in zip(res1.sets["agent-b"].p_s, res2.sets["agent-b"].p_s))
+    assert any(
+        not np.array_equal(p, q) for p, q in zip(res1.sets["agent-b"].p_s, res2.sets["agent-b"].p_s)
+    )
 
 
 def test_training_rows_leave_their_own_agent_out(data, baseline):
@@ -145,16 +173,22 @@ def test_training_rows_leave_their_own_agent_out(data, baseline):
     runner = res.runner
     fitted = runner.fit(frozenset(["agent-a"]))
     names = fitted.feature_names
-    X, _ = runner.features(fitted, np.asarray(sorted(set(runner.prefix_run[fitted.train_rows]))), fitted.train_rows)
+    X, _ = runner.features(
+        fitted, np.asarray(sorted(set(runner.prefix_run[fitted.train_rows]))), fitted.train_rows
+    )
     prow = runner.prefix_run[fitted.train_rows]
     checked = 0
     for r in np.unique(prow):
         t = trajs[r]
         if t.agent != "agent-b":
             continue
-        peers = [u.outcome for u in trajs if u.task_id == t.task_id and u.agent in ("agent-c", "agent-d")]
+        peers = [
+            u.outcome for u in trajs if u.task_id == t.task_id and u.agent in ("agent-c", "agent-d")
+        ]
         got = X[prow == r][:, _cols(names)]
-        assert np.all(got[:, 0] == np.float32(np.mean(peers))) and np.all(got[:, 3] == len(peers)), t.run_id
+        assert np.all(got[:, 0] == np.float32(np.mean(peers))) and np.all(
+            got[:, 3] == len(peers)
+        ), t.run_id
         checked += 1
     assert checked > 10
 
@@ -167,7 +201,9 @@ def test_own_labels_do_not_move_own_training_features(data, baseline):
     ex = frozenset(["agent-a"])
     f1, f2 = res1.runner.fit(ex), r2.fit(ex)
     assert np.array_equal(f1.train_rows, f2.train_rows)
-    X1, names = res1.runner.features(f1, np.asarray(sorted(set(res1.runner.prefix_run[f1.train_rows]))), f1.train_rows)
+    X1, names = res1.runner.features(
+        f1, np.asarray(sorted(set(res1.runner.prefix_run[f1.train_rows]))), f1.train_rows
+    )
     X2, _ = r2.features(f2, np.asarray(sorted(set(r2.prefix_run[f2.train_rows]))), f2.train_rows)
     agent = res1.runner.run_agent[res1.runner.prefix_run[f1.train_rows]]
     c = _cols(names)
@@ -181,7 +217,8 @@ def test_own_labels_do_not_move_own_training_features(data, baseline):
         k = np.nan_to_num(X[:, c[0]].astype(np.float64)) * X[:, c[3]]
         expect = (k + fam.strength * fam.table.base_rate) / (X[:, c[3]] + fam.strength)
         np.testing.assert_allclose(X[:, c[2]], expect, rtol=1e-6)
-    assert not np.array_equal(X1[~own][:, direct], X2[~own][:, direct], equal_nan=True)  # the others do see agent-b
+    # the others do see agent-b
+    assert not np.array_equal(X1[~own][:, direct], X2[~own][:, direct], equal_nan=True)
 
 
 def test_inner_threshold_folds_refit_without_the_inner_agent(data, baseline):
@@ -196,7 +233,11 @@ def test_inner_threshold_folds_refit_without_the_inner_agent(data, baseline):
     for p, q in zip(sets1["agent-c"].p_s, sets2["agent-c"].p_s):
         np.testing.assert_array_equal(p, q)
     assert any(not np.array_equal(p, q) for p, q in zip(sets1["agent-b"].p_s, sets2["agent-b"].p_s))
-    peer = next(f for f in res1.runner.fit(frozenset(["agent-a", "agent-c"])).fold_families if f.name == "peer_prior")
+    peer = next(
+        f
+        for f in res1.runner.fit(frozenset(["agent-a", "agent-c"])).fold_families
+        if f.name == "peer_prior"
+    )
     assert {a for by in peer.table.counts.values() for a in by} == {"agent-b", "agent-d"}
 
 
@@ -205,19 +246,25 @@ def test_fast_batch_path_equals_the_streaming_loop(data, baseline):
     fam = res.runner.fit(frozenset(["agent-a"])).fold_families[0]
     runs = np.arange(len(ds.trajs))
     fast = res.runner._fold_block(fam, runs)
-    slow = Featurizer([fam]).prefix_matrix([ds.trajs[i] for i in runs], [ds.contexts[i] for i in runs])
+    slow = Featurizer([fam]).prefix_matrix(
+        [ds.trajs[i] for i in runs], [ds.contexts[i] for i in runs]
+    )
     assert fast.shape == slow.shape and np.array_equal(fast, slow, equal_nan=True)
 
 
 # ------------------------------------------------------------ shipped model
 
+
 def test_shipped_model_streams_like_batch(data, tmp_path):
     trajs, tasks = data
-    cfg = config(monotone={"peer_rate": 1, "peer_agent_rate": 1, "peer_shrunk": 1})  # the tau2 catalog's setting
+    # the tau2 catalog's setting
+    cfg = config(monotone={"peer_rate": 1, "peer_agent_rate": 1, "peer_shrunk": 1})
     ds = make_dataset(cfg.families, trajs=trajs, tasks=tasks)
     out = train_bench("synth", tmp_path / "m", cfg, ds=ds, budget=False)["model"]
     files = {p.name for p in out.iterdir()}
-    assert "family_peer_prior.json" in files and not any(f.endswith((".pkl", ".pickle")) or "peer_prior.npz" in f for f in files)
+    assert "family_peer_prior.json" in files and not any(
+        f.endswith((".pkl", ".pickle")) or "peer_prior.npz" in f for f in files
+    )
     table = json.loads((out / "family_peer_prior.json").read_text())["counts"]
     assert {a for by in table.values() for a in by} == set(ds.agents)
     bundle = load_model_dir(out)
@@ -225,7 +272,8 @@ def test_shipped_model_streams_like_batch(data, tmp_path):
     assert "peer_prior" in mon.featurizer.family_names
     for traj, c in list(zip(ds.trajs, ds.contexts))[::7]:
         X = bundle.featurizer.prefix_matrix([traj], [c], max_t=[len(traj.steps)])
-        mon.start(task=tasks[traj.task_id], agent=traj.agent)  # the live path: task id comes from the Task
+        # the live path: task id comes from the Task
+        mon.start(task=tasks[traj.task_id], agent=traj.agent)
         rows, ps = [], []
         for s in traj.steps:
             d = mon.observe(s)
@@ -248,4 +296,5 @@ def test_tau2_catalog_ships_peer_prior_as_measured():
     assert cfg.peer_params == {"counts": False, "strength": 4.0}
     assert cfg.monotone == {"peer_rate": 1, "peer_agent_rate": 1, "peer_shrunk": 1}
     assert build_family("peer_prior", peer_params=cfg.peer_params).names == NAMES[:3]
-    assert "peer_prior" not in eval_config("toolathlon").families  # one training agent per fold: all-missing
+    # one training agent per fold: all-missing
+    assert "peer_prior" not in eval_config("toolathlon").families

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import _paths  # noqa: F401
 import json
 import math
 
+import _paths  # noqa: F401
 import numpy as np
 import pytest
-
 from _monitor_helpers import make_runs, make_tasks, train_bundle
+
 from earlyeval.core.trajectory import Action, make_step
 from earlyeval.evaluation.pass_refs import reference_sets, training_references
 from earlyeval.features import Featurizer, RunContext
-from earlyeval.features.passref import MIN_REFERENCE, PassFamily, PassReference, RunProfile, profile_of
+from earlyeval.features.passref import (
+    MIN_REFERENCE,
+    PassFamily,
+    PassReference,
+    RunProfile,
+    profile_of,
+)
 from earlyeval.live.benchpass import Pass, audited, pass_order, run_on_workers
 from earlyeval.live.monitor import Monitor
 from earlyeval.model.modeldir import save_model_dir
@@ -24,8 +30,11 @@ def _ref(steps, first_edit, tests):
 
 
 def _run(kinds: list[str]):
-    acts = {"edit": Action("str_replace_editor", "create src/a.py", "edit"),
-            "test": Action("bash", "python -m pytest", "test"), "read": Action("bash", "cat src/a.py", "read")}
+    acts = {
+        "edit": Action("str_replace_editor", "create src/a.py", "edit"),
+        "test": Action("bash", "python -m pytest", "test"),
+        "read": Action("bash", "cat src/a.py", "read"),
+    }
     return [make_step(i, [acts[k]], observation="ok") for i, k in enumerate(kinds)]
 
 
@@ -38,13 +47,17 @@ def test_the_values_read_the_step_against_the_reference_runs():
     v = dict(zip(fam.names, fam.values(s)))
     assert v["pass_still_running"] == pytest.approx(3 / 5)  # 6, 8 and 10 steps are longer than 5
     assert v["pass_step_over_median"] == pytest.approx(5 / 6)
-    assert v["pass_edited_by_now"] == pytest.approx(3 / 5)  # first edits at 0, 1, 3 are within 5 steps
-    assert v["pass_edit_earlier_than"] == pytest.approx(3 / 5)  # this run edited at 2: 3, never and 5 are later
+    # first edits at 0, 1, 3 are within 5 steps
+    assert v["pass_edited_by_now"] == pytest.approx(3 / 5)
+    # this run edited at 2: 3, never and 5 are later
+    assert v["pass_edit_earlier_than"] == pytest.approx(3 / 5)
     # test rates 0, 0, .5, .5, .5 against this run's 2 / 5: two are below
     assert v["pass_test_rate_pct"] == pytest.approx(2 / 5)
     assert v["pass_reference_runs"] == 5
     # the steps a live monitor scores: all but the last (the submitting turn, which no loop scores)
-    assert profile_of(type("T", (), {"steps": _run(["read", "edit", "test", "test"])})()) == RunProfile(3, 1, 1)
+    assert profile_of(
+        type("T", (), {"steps": _run(["read", "edit", "test", "test"])})()
+    ) == RunProfile(3, 1, 1)
 
 
 def test_the_cold_start_is_the_missing_value_path():
@@ -59,8 +72,15 @@ def test_the_cold_start_is_the_missing_value_path():
     assert fam.check_context(RunContext(pass_reference=_ref([3] * 5, [0] * 5, [0] * 5))) is None
 
 
-@pytest.mark.parametrize("bad", [{"steps": -1, "first_edit": None, "tests": 0}, {"steps": 3, "first_edit": 3, "tests": 0},
-                                 {"steps": 3, "first_edit": None, "tests": "2"}, {"steps": True, "first_edit": 0, "tests": 0}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"steps": -1, "first_edit": None, "tests": 0},
+        {"steps": 3, "first_edit": 3, "tests": 0},
+        {"steps": 3, "first_edit": None, "tests": "2"},
+        {"steps": True, "first_edit": 0, "tests": 0},
+    ],
+)
 def test_a_malformed_profile_is_refused_naming_its_field(bad):
     with pytest.raises(ValueError, match=r"where\."):
         RunProfile.from_dict(bad, "where")
@@ -81,7 +101,11 @@ def test_a_training_reference_holds_only_audited_runs_finished_before_the_run_st
     run_on_workers(pass_order(ids, 2), workers, run, lambda i: None)
     nonempty = 0
     for i in range(len(ids)):
-        want = {j for j in range(len(ids)) if j != i and audited(2, ids[j], 0.3) and finish[j] <= start[i]}
+        want = {
+            j
+            for j in range(len(ids))
+            if j != i and audited(2, ids[j], 0.3) and finish[j] <= start[i]
+        }
         assert set(refs[i]) == want, i
         nonempty += bool(want)
     assert nonempty > len(ids) // 2
@@ -112,7 +136,9 @@ def pass_model(tmp_path_factory):
     return save_model_dir(bundle, tmp_path_factory.mktemp("pm") / "m"), tasks
 
 
-def test_the_live_pass_records_audited_profiles_and_hands_later_runs_their_reference(pass_model, tmp_path):
+def test_the_live_pass_records_audited_profiles_and_hands_later_runs_their_reference(
+    pass_model, tmp_path
+):
     model, tasks = pass_model
     runs = make_runs(40, seed=5, agents=("agent-a",))
     p = Pass(Monitor.load(model), tmp_path / "pass.json", audit_share=0.5, seed=1)
@@ -128,11 +154,14 @@ def test_the_live_pass_records_audited_profiles_and_hands_later_runs_their_refer
     fin = json.loads((tmp_path / "pass.json").read_text())["finished"]
     aud = [t for t in runs if p.is_audited(t.run_id)]
     assert len(aud) > MIN_REFERENCE
-    for t in runs:  # a profile for each audited run (by the family's own counting), none for the others
+    for (
+        t
+    ) in runs:  # a profile for each audited run (by the family's own counting), none for the others
         want = profile_of(t).to_dict() if p.is_audited(t.run_id) else None
         assert fin[t.run_id].get("profile") == want
     k = next(i for i, r in enumerate(seen) if r is not None)
-    assert sum(p.is_audited(t.run_id) for t in runs[:k]) == MIN_REFERENCE  # defined from the 5th audited run on
+    # defined from the 5th audited run on
+    assert sum(p.is_audited(t.run_id) for t in runs[:k]) == MIN_REFERENCE
     assert seen[-1].n == sum(p.is_audited(t.run_id) for t in runs[:-1])
 
 

@@ -80,8 +80,14 @@ def test_grid_equals_per_run_policy():
 
 def test_auroc_weights_every_run_equally():
     # one long failed run with high scores must not swamp a short successful run
-    rs = RunSet(["a", "a"], ["r1", "r2"], np.array([1, 0]), np.array([3, 101]),
-                [np.array([0.9, 0.9]), np.full(100, 0.1)], [np.array([0.1, 0.1]), np.full(100, 0.9)])
+    rs = RunSet(
+        ["a", "a"],
+        ["r1", "r2"],
+        np.array([1, 0]),
+        np.array([3, 101]),
+        [np.array([0.9, 0.9]), np.full(100, 0.1)],
+        [np.array([0.1, 0.1]), np.full(100, 0.9)],
+    )
     m = evaluate_policy(rs, NEVER, NEVER)
     assert m["auroc_success"] == pytest.approx(1.0)
     y, p, _, w = rs.prefix_arrays()
@@ -93,7 +99,9 @@ def test_baselines():
     t, p = step_cap_policy(T, 20)
     np.testing.assert_array_equal(t, [0, 20, 20])
     np.testing.assert_array_equal(p, [-1, 0, 0])
-    t, p = repeat_action_policy([["a", "b", "b", "b", "c"], ["a", "a", "a"], ["x", "x", "y", "x"]], repeats=3)
+    t, p = repeat_action_policy(
+        [["a", "b", "b", "b", "c"], ["a", "a", "a"], ["x", "x", "y", "x"]], repeats=3
+    )
     # run 0: third identical action at step 4 (t=4 < T=5); run 1: third at t=3 = T: cannot halt at the end
     np.testing.assert_array_equal(t, [4, 0, 0])
     np.testing.assert_array_equal(p, [0, -1, -1])

@@ -19,7 +19,8 @@ def _margins(seed: int, n: int = 800, scale: float = 1.0):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_fit_platt_equals_calibrated_classifier_cv_on_a_booster(seed):
     """The reference is what earlier versions saved: sklearn's sigmoid calibration of a frozen LGBMClassifier."""
-    frozen = pytest.importorskip("sklearn.frozen")  # FrozenEstimator: scikit-learn >= 1.6 (reference only)
+    # FrozenEstimator: scikit-learn >= 1.6 (reference only)
+    frozen = pytest.importorskip("sklearn.frozen")
     import lightgbm as lgb
     from sklearn.calibration import CalibratedClassifierCV
 
@@ -27,10 +28,17 @@ def test_fit_platt_equals_calibrated_classifier_cv_on_a_booster(seed):
     X = rng.normal(size=(1500, 5))
     y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=1500) > 0.3).astype(int)
     w = rng.uniform(0.2, 2.0, size=1500)
-    clf = lgb.LGBMClassifier(n_estimators=60, num_leaves=7, verbose=-1, random_state=0).fit(X[:1000], y[:1000])
-    ref = CalibratedClassifierCV(frozen.FrozenEstimator(clf), method="sigmoid").fit(X[1000:], y[1000:], sample_weight=w[1000:])
+    clf = lgb.LGBMClassifier(n_estimators=60, num_leaves=7, verbose=-1, random_state=0).fit(
+        X[:1000], y[:1000]
+    )
+    ref = CalibratedClassifierCV(frozen.FrozenEstimator(clf), method="sigmoid").fit(
+        X[1000:], y[1000:], sample_weight=w[1000:]
+    )
     ours = fit_platt(clf.booster_.predict(X[1000:], raw_score=True), y[1000:], w[1000:])
-    np.testing.assert_allclose(ours(clf.booster_.predict(X, raw_score=True)), ref.predict_proba(X)[:, 1], rtol=0, atol=1e-7)  # both stop at L-BFGS-B tolerance
+    # both stop at L-BFGS-B tolerance
+    np.testing.assert_allclose(
+        ours(clf.booster_.predict(X, raw_score=True)), ref.predict_proba(X)[:, 1], rtol=0, atol=1e-7
+    )
 
 
 def test_fit_platt_rescales_large_margins():
@@ -44,7 +52,8 @@ def test_fit_platt_rescales_large_margins():
 def test_fit_platt_recovers_a_known_sigmoid():
     rng = np.random.default_rng(3)
     f = rng.normal(size=20000) * 3
-    y = (rng.random(f.size) < 1 / (1 + np.exp(1.5 * f - 0.5))).astype(int)  # p = 1/(1+exp(a f + b)) with a=1.5, b=-0.5
+    # p = 1/(1+exp(a f + b)) with a=1.5, b=-0.5
+    y = (rng.random(f.size) < 1 / (1 + np.exp(1.5 * f - 0.5))).astype(int)
     p = fit_platt(f, y)
     assert p.a == pytest.approx(1.5, abs=0.08) and p.b == pytest.approx(-0.5, abs=0.06)
     assert isinstance(p, Platt)

@@ -7,8 +7,15 @@ import numpy as np
 import pytest
 
 from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy, outcome_metrics
-from earlyeval.fitting.risk_control import (AgentQuantileRule, boldest_safe, guarantee_check, guarantee_tally,
-                                            select_agent_quantile, select_side, side_risk)
+from earlyeval.fitting.risk_control import (
+    AgentQuantileRule,
+    boldest_safe,
+    guarantee_check,
+    guarantee_tally,
+    select_agent_quantile,
+    select_side,
+    side_risk,
+)
 from earlyeval.fitting.thresholds import DEFAULT_TAUS, choose_thresholds
 
 TAUS = DEFAULT_TAUS
@@ -24,7 +31,9 @@ def agent_runs(rng: np.random.Generator, n_runs: int, shift: float, rate: float 
         t = np.arange(1, Ti)
         z = (2 * yi - 1) * 0.5 * t + rng.normal(0, 1.5, size=len(t)) + shift + rng.normal(0, 1.0)
         p_s.append(1 / (1 + np.exp(-z)))
-    return RunSet([f"a{shift:.3f}"] * n_runs, [str(i) for i in range(n_runs)], y, T, p_s, [1 - p for p in p_s])
+    return RunSet(
+        [f"a{shift:.3f}"] * n_runs, [str(i) for i in range(n_runs)], y, T, p_s, [1 - p for p in p_s]
+    )
 
 
 def test_side_risk_only_grows_as_the_threshold_falls():
@@ -54,13 +63,21 @@ def test_side_risk_is_the_halting_rule_with_the_other_side_off():
             t_halt = t_halt.reshape(len(rs), len(taus))
             wrong = (t_halt > 0) & (rs.y[:, None] == (0 if side == "success" else 1))
             np.testing.assert_allclose(r, wrong.sum(0) / len(rs))
-            np.testing.assert_allclose(saved, np.where(t_halt > 0, rs.T[:, None] - t_halt, 0).sum(0) / rs.T.sum())
+            np.testing.assert_allclose(
+                saved, np.where(t_halt > 0, rs.T[:, None] - t_halt, 0).sum(0) / rs.T.sum()
+            )
 
 
 def test_side_risk_counts_the_wrong_halts_of_that_side_only():
     # two runs: a failure whose P(success) reaches 0.95, a success that stays low
-    rs = RunSet(["a", "a"], ["f", "s"], np.array([0, 1]), np.array([3, 3]),
-                [np.array([0.2, 0.95]), np.array([0.1, 0.2])], [np.array([0.8, 0.05]), np.array([0.9, 0.8])])
+    rs = RunSet(
+        ["a", "a"],
+        ["f", "s"],
+        np.array([0, 1]),
+        np.array([3, 3]),
+        [np.array([0.2, 0.95]), np.array([0.1, 0.2])],
+        [np.array([0.8, 0.05]), np.array([0.9, 0.8])],
+    )
     r, _ = side_risk(rs, np.array([0.9, 0.96]), "success", "mass")
     assert list(r) == [0.5, 0.0]  # at 0.9 the failure is halted as success: 1 of 2 runs
     r, _ = side_risk(rs, np.array([0.85, 0.95]), "failure", "recall")
@@ -129,7 +146,9 @@ def test_the_boldest_agent_alone_would_break_it():
     reps, viol = 200, 0
     for _ in range(reps):
         agents = [agent_runs(rng, 50, rng.normal(0, 1)) for _ in range(7)]
-        per = select_side({f"a{i}": rs for i, rs in enumerate(agents[:-1])}, rule, "success")["per_agent"]
+        per = select_side({f"a{i}": rs for i, rs in enumerate(agents[:-1])}, rule, "success")[
+            "per_agent"
+        ]
         r, _ = side_risk(agents[-1], np.array([min(per.values())]), "success", "mass")
         viol += int(r[0] > rule.alpha)
     assert viol / reps > 2 / 7

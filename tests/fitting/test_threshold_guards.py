@@ -19,9 +19,21 @@ def _runs(n: int = 40, seed: int = 0) -> RunSet:
     rng = np.random.default_rng(seed)
     y = (rng.random(n) < 0.4).astype(int)
     T = rng.integers(4, 12, n)
-    p_s = [np.clip(np.full(t - 1, 0.3 + 0.5 * yi) + rng.normal(0, 0.1, t - 1), 0.01, 0.99) for t, yi in zip(T, y)]
-    return RunSet(["a"] * n, [f"r{i}" for i in range(n)], y, T, p_s, [1 - p for p in p_s], [None] * n, [None] * n,
-                  [[""] * int(t) for t in T])
+    p_s = [
+        np.clip(np.full(t - 1, 0.3 + 0.5 * yi) + rng.normal(0, 0.1, t - 1), 0.01, 0.99)
+        for t, yi in zip(T, y)
+    ]
+    return RunSet(
+        ["a"] * n,
+        [f"r{i}" for i in range(n)],
+        y,
+        T,
+        p_s,
+        [1 - p for p in p_s],
+        [None] * n,
+        [None] * n,
+        [[""] * int(t) for t in T],
+    )
 
 
 @pytest.mark.parametrize("confidence", [1.0, 0.0, 1.5, -0.1, math.nan, math.inf, True])
@@ -52,14 +64,27 @@ def test_good_settings_select_and_an_agent_with_one_outcome_constrains_one_side(
     rs = _runs()
     out = select_thresholds({"a": rs}, WarmStartRule(taus=TAUS, confidence=0.9))
     assert out["success"] in TAUS and out["failure"] in TAUS
-    only_failures = RunSet(rs.agents, rs.run_ids, np.zeros(len(rs), int), rs.T, rs.p_s, rs.p_f, rs.in_tokens, rs.out_tokens,
-                           rs.actions)
-    select_thresholds({"a": only_failures}, WarmStartRule(taus=TAUS, confidence=0.9))  # success recall 0/0: no constraint
+    only_failures = RunSet(
+        rs.agents,
+        rs.run_ids,
+        np.zeros(len(rs), int),
+        rs.T,
+        rs.p_s,
+        rs.p_f,
+        rs.in_tokens,
+        rs.out_tokens,
+        rs.actions,
+    )
+    # success recall 0/0: no constraint
+    select_thresholds({"a": only_failures}, WarmStartRule(taus=TAUS, confidence=0.9))
 
 
 def test_thresholds_that_halt_most_runs_at_step_1_are_refused_with_the_numbers():
     rs = _runs()
     ok = step1_halts(rs, {"success": 10.0, "failure": 10.0, "min_halt_step": 1})
     assert ok["halted_at_step_1"] == 0 and ok["runs"] == 40
-    with pytest.raises(ThresholdError, match=r"halt 40 of 40 training runs \(100.0 %\) at step 1, more than the 50 %"):
+    with pytest.raises(
+        ThresholdError,
+        match=r"halt 40 of 40 training runs \(100.0 %\) at step 1, more than the 50 %",
+    ):
         step1_halts(rs, {"success": 0.5, "failure": 0.5, "min_halt_step": 1})

@@ -9,10 +9,17 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from earlyeval.evaluation.adapt import warm_split
 from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.adapt import warm_split
 from earlyeval.evaluation.warm_start import warm_start_block
-from earlyeval.fitting.certify import certify, error_counts, min_runs_to_certify, side_level, side_path, warm_path
+from earlyeval.fitting.certify import (
+    certify,
+    error_counts,
+    min_runs_to_certify,
+    side_level,
+    side_path,
+    warm_path,
+)
 from earlyeval.fitting.metrics import NEVER, RunSet
 from earlyeval.fitting.thresholds import fit_warm_start
 
@@ -21,7 +28,9 @@ CFG = EvalConfig(taus=TAUS, target_accuracy=0.95, confidence=0.9)  # delta = 0.1
 DELTA = 0.1
 
 
-def synthetic_agent(n: int, seed: int, rate: float = 0.4, signal: float = 3.0, deceptive: float = 0.08) -> RunSet:
+def synthetic_agent(
+    n: int, seed: int, rate: float = 0.4, signal: float = 3.0, deceptive: float = 0.08
+) -> RunSet:
     """n runs of an agent whose per-run process is known: y ~ Bernoulli(rate); P(success) drifts towards the
     outcome (away from it on a `deceptive` share of runs) with a random walk on the logit scale."""
     rng = np.random.default_rng(seed)
@@ -39,7 +48,10 @@ def agent():
     """A large population (its recalls are the agent's true ones, to ~0.002) and its true recall per pair."""
     pop = synthetic_agent(30000, seed=0)
     pairs = [(a, b) for a in (*TAUS, NEVER) for b in (*TAUS, NEVER)]
-    truth = {p: (1 - c["e_s"] / c["n_pos"], 1 - c["e_f"] / c["n_neg"]) for p, c in zip(pairs, error_counts(pop, pairs))}
+    truth = {
+        p: (1 - c["e_s"] / c["n_pos"], 1 - c["e_f"] / c["n_neg"])
+        for p, c in zip(pairs, error_counts(pop, pairs))
+    }
     return pop, truth
 
 
@@ -79,7 +91,8 @@ def test_certified_pairs_hold_their_level_on_a_synthetic_agent(agent):
     se = np.sqrt(DELTA * (1 - DELTA) / draws)
     assert viol / draws <= DELTA + 3 * se, (viol, draws)
     assert lowered / draws >= 0.5, lowered  # not vacuous: with 300 runs it does lower
-    assert naive_viol / 100 >= 0.3, naive_viol  # positive control: without the bound, lucky runs certify
+    # positive control: without the bound, lucky runs certify
+    assert naive_viol / 100 >= 0.3, naive_viol
 
 
 def test_a_side_not_lowered_keeps_the_label_free_recall(agent):
@@ -103,21 +116,33 @@ def test_veto_raises_a_base_that_meets_the_target_rarely(agent):
     good, bad = (0.97, 0.97), (0.7, 0.7)
     assert min(truth[good]) > 0.95 and max(truth[bad]) < 0.93
     draws = 200
-    raised_good = sum(fit_warm_start(_draw(pop, 200, rng), CFG, good)[1]["decision"] == "raised" for _ in range(draws))
-    raised_bad = sum(fit_warm_start(_draw(pop, 200, rng), CFG, bad)[1]["decision"] == "raised" for _ in range(50))
+    raised_good = sum(
+        fit_warm_start(_draw(pop, 200, rng), CFG, good)[1]["decision"] == "raised"
+        for _ in range(draws)
+    )
+    raised_bad = sum(
+        fit_warm_start(_draw(pop, 200, rng), CFG, bad)[1]["decision"] == "raised" for _ in range(50)
+    )
     assert raised_good / draws <= DELTA + 3 * np.sqrt(DELTA * (1 - DELTA) / draws), raised_good
-    assert raised_bad / 50 >= 0.8, raised_bad  # positive control: a base far below the target is raised
+    # positive control: a base far below the target is raised
+    assert raised_bad / 50 >= 0.8, raised_bad
 
 
 def test_a_few_lucky_runs_cannot_certify():
     """Zero errors certify a side only from min_runs_to_certify runs of that outcome on: 58 at 0.95 and delta 0.1."""
     n = min_runs_to_certify(0.95, side_level(DELTA))
-    assert 0.95 ** n <= side_level(DELTA) < 0.95 ** (n - 1)
+    assert 0.95**n <= side_level(DELTA) < 0.95 ** (n - 1)
     for k, lowers in ((n - 1, False), (n, True)):
         # k successes, each confidently successful from its first prefix: no pair halts one as a failure
         ps = [np.full(9, 0.999)] * k + [np.full(9, 0.001)]
-        warm = RunSet(["a"] * (k + 1), [f"r{i}" for i in range(k + 1)], np.r_[np.ones(k, int), 0], np.full(k + 1, 10),
-                      ps, [1 - p for p in ps])
+        warm = RunSet(
+            ["a"] * (k + 1),
+            [f"r{i}" for i in range(k + 1)],
+            np.r_[np.ones(k, int), 0],
+            np.full(k + 1, 10),
+            ps,
+            [1 - p for p in ps],
+        )
         th = certify(warm, (0.99, 0.99), TAUS, 0.95, DELTA)
         assert (th["failure"] < 0.99) is lowers, (k, th["failure"])
         assert th["success"] == 0.99  # one failure certifies nothing about failure recall
@@ -139,7 +164,11 @@ def test_warm_start_never_reads_a_label_outside_its_k_runs(agent):
     inside = dataclasses.replace(rs, y=np.where(masks[0], 1 - rs.y, rs.y))
     _, th0 = fit_warm_start(rs.subset(masks[0]), cfg, base)
     _, th1 = fit_warm_start(inside.subset(masks[0]), cfg, base)
-    assert (th0["success"], th0["failure"], th0["decision"]) != (th1["success"], th1["failure"], th1["decision"])
+    assert (th0["success"], th0["failure"], th0["decision"]) != (
+        th1["success"],
+        th1["failure"],
+        th1["decision"],
+    )
 
 
 def test_paths_are_fixed_by_the_grid_and_the_base():

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import _paths
 import copy
 import gzip
 import json
 from dataclasses import replace
 from pathlib import Path
 
+import _paths
 import pytest
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
@@ -48,19 +48,32 @@ def test_steps_tokens_and_reward_from_result_json():
     t = trial("refund-request__a1b2c3")
     assert t.task_id == "refund-request" and t.outcome == 1
     assert t.run_id == "fx-atif/refund-request__a1b2c3"
-    assert t.prompt == "Please refund order 55, it arrived broken."  # the system prompt is not a step
+    # the system prompt is not a step
+    assert t.prompt == "Please refund order 55, it arrived broken."
     assert len(t.steps) == 4
     s0, s1, s2, s3 = t.steps
     assert s0.action == 'get_order {"order_id": 55}' and s0.kind == "view"
     assert s0.thought.startswith("I need the order before anything else.")
     assert s0.observation == "order 55: paid, 19.90 EUR, delivered"
-    assert (s0.input_tokens, s0.output_tokens, s0.cached_tokens, s0.cost_usd) == (500, 20, 400, 0.001)
+    assert (s0.input_tokens, s0.output_tokens, s0.cached_tokens, s0.cost_usd) == (
+        500,
+        20,
+        400,
+        0.001,
+    )
     # a shell tool's lone command argument is the command line
-    assert s1.action == "grep -n refund policy.md" and s1.actions[0].tool == "bash" and s1.kind == "search"
+    assert (
+        s1.action == "grep -n refund policy.md"
+        and s1.actions[0].tool == "bash"
+        and s1.kind == "search"
+    )
     # llm_call_count = 2: metrics already aggregate both calls; cached unknown stays None
     assert (s1.input_tokens, s1.output_tokens, s1.cached_tokens) == (1300, 45, None)
     # multimodal result: text kept, image noted; the user's reply joins the observation
-    assert s1.observation == "12: refunds are allowed within 30 days\n[image]\nYes, go ahead with the refund."
+    assert (
+        s1.observation
+        == "12: refunds are allowed within 30 days\n[image]\nYes, go ahead with the refund."
+    )
     # llm_call_count = 0: deterministic dispatch, no LLM call
     assert (s2.input_tokens, s2.output_tokens, s2.cost_usd) == (0, 0, 0.0)
     assert s2.observation == "refund issued: 19.90 EUR\n[subagent trajectory: payments-sub]"
@@ -92,7 +105,12 @@ def test_reward_json_continuation_copied_context_and_v16_subagent_ref():
     assert t.meta["copied_context_steps"] == 2
     assert len(t.meta["segments"]) == 2
     # copied context skipped; the continuation's own steps follow the first segment's
-    assert [s.action for s in t.steps] == ["pytest -q", 'delegate {"task": "review calc.py"}', "sed -i 's/a + b + 1/a + b/' calc.py", "pytest -q"]
+    assert [s.action for s in t.steps] == [
+        "pytest -q",
+        'delegate {"task": "review calc.py"}',
+        "sed -i 's/a + b + 1/a + b/' calc.py",
+        "pytest -q",
+    ]
     assert [s.index for s in t.steps] == [0, 1, 2, 3]
     assert [s.kind for s in t.steps] == ["test", "other", "edit", "test"]
     assert "Summary so far" not in "".join(s.action + s.thought + s.observation for s in t.steps)
@@ -108,7 +126,9 @@ def test_no_reward_anywhere_is_unlabelled():
 
 def test_graded_reward_uses_the_threshold_rule():
     assert trial("graded__p6q7r8").outcome == 0
-    spec = replace(SPEC, labels=[LabelSpec(format="inline", path="", options={"success_min_reward": 0.5})])
+    spec = replace(
+        SPEC, labels=[LabelSpec(format="inline", path="", options={"success_min_reward": 0.5})]
+    )
     assert trial("graded__p6q7r8", spec).outcome == 1
 
 
@@ -145,7 +165,17 @@ def test_agent_only_field_on_a_user_step(job):
     assert e.value.field == "steps[0]" and "only valid on `source='agent'`" in e.value.reason
 
 
-@pytest.mark.parametrize("version, ok", [("ATIF-v1.0", True), ("ATIF-v1.8", True), ("1.4", True), ("ATIF-v1.9", False), ("ATIF-v2.0", False), (None, False)])
+@pytest.mark.parametrize(
+    "version, ok",
+    [
+        ("ATIF-v1.0", True),
+        ("ATIF-v1.8", True),
+        ("1.4", True),
+        ("ATIF-v1.9", False),
+        ("ATIF-v2.0", False),
+        (None, False),
+    ],
+)
 def test_schema_versions(job, version, ok):
     p, d = _doc(job)
     d["schema_version"] = version
@@ -214,9 +244,20 @@ def test_result_json_wins_over_reward_files(job):
 
 
 def test_upgrade_leaves_the_source_document_untouched():
-    raw = {"schema_version": "ATIF-v1.6", "agent": {"name": "a", "version": "1"}, "steps": [
-        {"step_id": 1, "source": "agent", "message": "m", "observation": {"results": [
-            {"content": "x", "subagent_trajectory_ref": {"session_id": "s-1"}}]}}]}
+    raw = {
+        "schema_version": "ATIF-v1.6",
+        "agent": {"name": "a", "version": "1"},
+        "steps": [
+            {
+                "step_id": 1,
+                "source": "agent",
+                "message": "m",
+                "observation": {
+                    "results": [{"content": "x", "subagent_trajectory_ref": {"session_id": "s-1"}}]
+                },
+            }
+        ],
+    }
     before = copy.deepcopy(raw)
     doc = atif_ingest.validate_document(raw, "mem.json")
     assert raw == before
@@ -239,4 +280,8 @@ def test_a_run_dated_in_the_future_is_refused_naming_the_field(ingest_workspace)
     trajs, rep = ws.ingest()
     assert len(trajs) == 4 and len(rep.skipped) == 2
     (skip,) = [s for s in rep.skipped if "graded__p6q7r8" in s["file"]]
-    assert skip["field"] == "meta.run_date" and "2099-05-01" in skip["reason"] and "not a possible run date" in skip["reason"]
+    assert (
+        skip["field"] == "meta.run_date"
+        and "2099-05-01" in skip["reason"]
+        and "not a possible run date" in skip["reason"]
+    )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import _paths
 from pathlib import Path
+
+import _paths
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 
@@ -16,11 +17,17 @@ SPEC = RunSpec(
     model="fake-model",
     format="coder-traj",
     glob="trajs/*.traj*",
-    labels=[LabelSpec(format="harness-lists", path="results.json*", options={"trailing_commas": True})],
+    labels=[
+        LabelSpec(format="harness-lists", path="results.json*", options={"trailing_commas": True})
+    ],
 )
 
 
-GZ = ("trajs/django__django-2.traj", "results.json")  # gzipped in the workspace, as in the shared data
+# gzipped in the workspace, as in the shared data
+GZ = (
+    "trajs/django__django-2.traj",
+    "results.json",
+)
 
 
 def test_sub_agent_steps_in_order_with_roles(ingest_workspace):
@@ -30,9 +37,33 @@ def test_sub_agent_steps_in_order_with_roles(ingest_workspace):
     a = t["astropy__astropy-1"]
     # every assistant turn of every sub-agent, demonstrations excluded
     assert len(a.steps) == 7
-    assert [s.kind for s in a.steps] == ["other", "edit", "test", "other", "edit", "other", "submit"]
-    assert [s.actions[0].tool for s in a.steps] == ["plan", "create", "bash", "succeed", "edit", "succeed", "submit"]
-    assert a.meta["step_roles"] == ["Manager", "Reproducer", "Reproducer", "Reproducer", "Programmer", "Programmer", "Manager"]
+    assert [s.kind for s in a.steps] == [
+        "other",
+        "edit",
+        "test",
+        "other",
+        "edit",
+        "other",
+        "submit",
+    ]
+    assert [s.actions[0].tool for s in a.steps] == [
+        "plan",
+        "create",
+        "bash",
+        "succeed",
+        "edit",
+        "succeed",
+        "submit",
+    ]
+    assert a.meta["step_roles"] == [
+        "Manager",
+        "Reproducer",
+        "Reproducer",
+        "Reproducer",
+        "Programmer",
+        "Programmer",
+        "Manager",
+    ]
     assert a.meta["role_sequence"] == ["Manager", "Reproducer", "Programmer", "Manager"]
     assert a.steps[2].thought == "Run it."
     assert "ValueError" in a.steps[2].observation
@@ -40,7 +71,9 @@ def test_sub_agent_steps_in_order_with_roles(ingest_workspace):
     # it is the observation of the last sub-agent turn, not of the plan step
     assert a.steps[0].observation == ""
     assert "conclusions obtained by colleague named Programmer" in a.steps[5].observation
-    assert all(s.input_tokens is None and s.output_tokens is None and s.cost_usd is None for s in a.steps)
+    assert all(
+        s.input_tokens is None and s.output_tokens is None and s.cost_usd is None for s in a.steps
+    )
     assert a.meta["instance_cost"] == 0.9
     assert a.prompt.startswith("ISSUE:")
     assert a.outcome == 1
@@ -63,7 +96,12 @@ def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
     trajs, rep = ws.ingest()
     assert len(trajs) == 2
     skipped = {Path(s["file"]).name: s for s in rep.skipped}
-    assert set(skipped) == {"bad__truncated-3.traj", "bad__wrongtype-4.traj", "bad__empty-5.traj", "bad__misaligned-6.traj"}
+    assert set(skipped) == {
+        "bad__truncated-3.traj",
+        "bad__wrongtype-4.traj",
+        "bad__empty-5.traj",
+        "bad__misaligned-6.traj",
+    }
     assert skipped["bad__truncated-3.traj"]["field"] == "<json>"
     assert skipped["bad__wrongtype-4.traj"]["field"] == "trajectory"
     assert "expected list, got str" in skipped["bad__wrongtype-4.traj"]["reason"]

@@ -28,8 +28,16 @@ def test_earlyeval_formats_lists_the_new_readers_with_a_description():
 def test_inspect_eval_without_inspect_installed_is_a_named_skip(tmp_path, monkeypatch):
     monkeypatch.setattr(inspect_eval, "read_eval_log", None)
     (tmp_path / "x.eval").write_bytes(b"PK")
-    spec = RunSpec(name="r", folder=str(tmp_path), agent="a", scaffold="a", model="", format="inspect-eval", glob="*.eval",
-                   labels=[LabelSpec("inline", "")])
+    spec = RunSpec(
+        name="r",
+        folder=str(tmp_path),
+        agent="a",
+        scaffold="a",
+        model="",
+        format="inspect-eval",
+        glob="*.eval",
+        labels=[LabelSpec("inline", "")],
+    )
     with pytest.raises(IngestError) as e:
         list(inspect_eval.parse(Path(tmp_path / "x.eval"), spec, "b"))
     assert e.value.field == "<file>" and 'pip install -e ".[inspect]"' in e.value.reason

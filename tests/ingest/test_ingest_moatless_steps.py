@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import _paths
 from pathlib import Path
+
+import _paths
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 
@@ -20,7 +21,11 @@ SPEC = RunSpec(
 )
 
 
-GZ = ("trajs/django__django-2.json", "result.json")  # gzipped in the workspace, as in the shared data
+# gzipped in the workspace, as in the shared data
+GZ = (
+    "trajs/django__django-2.json",
+    "result.json",
+)
 
 
 def test_one_step_per_completion_with_all_its_actions(ingest_workspace):
@@ -29,10 +34,17 @@ def test_one_step_per_completion_with_all_its_actions(ingest_workspace):
     a = {t.task_id: t for t in trajs}["astropy__astropy-1"]
     assert len(a.steps) == 6
     assert [[x.tool for x in s.actions] for s in a.steps] == [
-        ["search", "search"], ["identify"], ["request_for_change"], ["reject_change"], ["search_replace"], ["finish"],
+        ["search", "search"],
+        ["identify"],
+        ["request_for_change"],
+        ["reject_change"],
+        ["search_replace"],
+        ["finish"],
     ]
     assert [s.kind for s in a.steps] == ["search", "view", "edit", "other", "edit", "submit"]
-    assert "No classes found" in a.steps[0].observation and "Found 1 hits." in a.steps[0].observation
+    assert (
+        "No classes found" in a.steps[0].observation and "Found 1 hits." in a.steps[0].observation
+    )
     assert a.steps[1].thought == "make_widths holds the check."  # input.reasoning
     assert a.steps[5].thought == "The change is in place."  # step-level thought
     assert "reasoning" not in a.steps[1].action
@@ -62,7 +74,12 @@ def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
     trajs, rep = ws.ingest()
     assert sorted(t.task_id for t in trajs) == ["astropy__astropy-1", "django__django-2"]
     skipped = {Path(s["file"]).name: s for s in rep.skipped}
-    assert set(skipped) == {"bad__truncated-3.json", "bad__wrongtype-4.json", "bad__empty-5.json", "bad__noname-6.json"}
+    assert set(skipped) == {
+        "bad__truncated-3.json",
+        "bad__wrongtype-4.json",
+        "bad__empty-5.json",
+        "bad__noname-6.json",
+    }
     assert skipped["bad__truncated-3.json"]["field"] == "<json>"
     assert skipped["bad__wrongtype-4.json"]["field"] == "steps"
     assert "expected list, got dict" in skipped["bad__wrongtype-4.json"]["reason"]

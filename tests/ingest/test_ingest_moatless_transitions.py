@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import _paths
 from pathlib import Path
+
+import _paths
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 
@@ -29,11 +30,27 @@ def test_one_step_per_llm_call(ingest_workspace):
     a = {t.task_id: t for t in trajs}["astropy__astropy-1"]
     # 2 SearchCode calls (one refused) + Identify + Decide + Plan + Edit + Plan; Finished holds none
     assert [s.actions[0].tool for s in a.steps] == [
-        "search_code", "search_code", "identify", "decide_relevance", "request_for_change", "apply_change", "finish",
+        "search_code",
+        "search_code",
+        "identify",
+        "decide_relevance",
+        "request_for_change",
+        "apply_change",
+        "finish",
     ]
-    assert [s.kind for s in a.steps] == ["search", "search", "view", "other", "edit", "edit", "submit"]
+    assert [s.kind for s in a.steps] == [
+        "search",
+        "search",
+        "view",
+        "other",
+        "edit",
+        "edit",
+        "submit",
+    ]
     first = a.steps[0]
-    assert first.error is True and first.observation == "It's not possible to search for test files."
+    assert (
+        first.error is True and first.observation == "It's not possible to search for test files."
+    )
     assert first.thought == "Search the tests first."
     assert "file_pattern: **/tests/**" in first.action
     assert a.steps[1].error is False and "make_widths" in a.steps[1].observation
@@ -51,7 +68,12 @@ def test_rejected_edit_and_rejected_run_gzipped_unlisted(ingest_workspace):
     ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
     trajs, rep = ws.ingest()
     d = {t.task_id: t for t in trajs}["django__django-2"]
-    assert [s.actions[0].tool for s in d.steps] == ["search_code", "request_for_change", "reject_change", "reject"]
+    assert [s.actions[0].tool for s in d.steps] == [
+        "search_code",
+        "request_for_change",
+        "reject_change",
+        "reject",
+    ]
     assert [s.kind for s in d.steps] == ["search", "edit", "other", "submit"]
     assert all(s.input_tokens is not None for s in d.steps)
     assert d.meta["status"] == "rejected"
@@ -64,7 +86,12 @@ def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
     trajs, rep = ws.ingest()
     assert sorted(t.task_id for t in trajs) == ["astropy__astropy-1", "django__django-2"]
     skipped = {Path(s["file"]).name: s for s in rep.skipped}
-    assert set(skipped) == {"bad__truncated-3.json", "bad__wrongtype-4.json", "bad__empty-5.json", "bad__actiontype-6.json"}
+    assert set(skipped) == {
+        "bad__truncated-3.json",
+        "bad__wrongtype-4.json",
+        "bad__empty-5.json",
+        "bad__actiontype-6.json",
+    }
     assert skipped["bad__truncated-3.json"]["field"] == "<json>"
     assert skipped["bad__wrongtype-4.json"]["field"] == "transitions"
     assert "expected list, got str" in skipped["bad__wrongtype-4.json"]["reason"]

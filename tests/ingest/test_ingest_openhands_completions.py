@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import _paths
 from pathlib import Path
 
+import _paths
+
 from earlyeval.config.catalog import LabelSpec, RunSpec
-from earlyeval.ingest import discover
 from earlyeval.core.trajectory import classify_action
+from earlyeval.ingest import discover
 
 FIXTURES = _paths.FIXTURES / "openhands-completions"
 SPEC = RunSpec(
@@ -22,14 +23,21 @@ SPEC = RunSpec(
 )
 
 
-GZ = ("llm_completions/django__django-2/fake-model-1700000200.0.json",)  # gzipped in the workspace, as in the shared data
+# gzipped in the workspace, as in the shared data
+GZ = ("llm_completions/django__django-2/fake-model-1700000200.0.json",)
 
 
 def test_discover_keeps_the_last_call_per_instance(ingest_workspace):
     ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
     run = ws.run
     paths = discover(run, SPEC)
-    assert [p.parent.name for p in paths] == ["astropy__astropy-1", "bad__empty-5", "bad__truncated-3", "bad__wrongtype-4", "django__django-2"]
+    assert [p.parent.name for p in paths] == [
+        "astropy__astropy-1",
+        "bad__empty-5",
+        "bad__truncated-3",
+        "bad__wrongtype-4",
+        "django__django-2",
+    ]
     assert paths[0].name == "fake-model-1700000100.5.json"  # not the earlier 1700000050.0 call
 
 
@@ -42,7 +50,9 @@ def test_assistant_turns_with_their_tool_results(ingest_workspace):
     assert [s.kind for s in a.steps] == ["search", "view", "other", "edit", "view", "submit"]
     assert a.steps[0].actions[0].text == "ls /workspace/repo" and a.steps[0].error is False
     view = a.steps[1].actions[0]
-    assert view.tool == "str_replace_editor" and view.text.startswith("view /workspace/repo/pkg/shapes.py")
+    assert view.tool == "str_replace_editor" and view.text.startswith(
+        "view /workspace/repo/pkg/shapes.py"
+    )
     assert "view_range: [1, 20]" in view.text
     # a turn without tool call: no action, its text is the thought; the auto "Please continue" is not an observation
     assert a.steps[2].actions == [] and a.steps[2].thought.startswith("The check on line 8")
@@ -58,9 +68,15 @@ def test_assistant_turns_with_their_tool_results(ingest_workspace):
     assert a.steps[5].actions[0].tool == "finish" and a.steps[5].observation == ""
     assert a.steps[5].thought == "Zero widths are accepted now."
     # usage: only the last call's, in meta; every step None
-    assert all(s.input_tokens is None and s.output_tokens is None and s.cost_usd is None for s in a.steps)
+    assert all(
+        s.input_tokens is None and s.output_tokens is None and s.cost_usd is None for s in a.steps
+    )
     assert a.meta["last_call_cost"] == 0.0123
-    assert a.meta["last_call_usage"] == {"input_tokens": 9000, "output_tokens": 120, "cached_tokens": 8000}
+    assert a.meta["last_call_usage"] == {
+        "input_tokens": 9000,
+        "output_tokens": 120,
+        "cached_tokens": 8000,
+    }
     assert a.meta["earlier_call_files"] == 1
     assert a.prompt.endswith("make_widths rejects zero widths.")
     assert a.outcome == 1

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import _paths
 from pathlib import Path
+
+import _paths
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.ingest import discover
@@ -21,14 +22,24 @@ SPEC = RunSpec(
 )
 
 
-GZ = ("logs/issue_2/django__django-2.json", "logs/issue_1/0a1b2c3d4e5f60718293a4b5c6d7e8f9/metadata.json")  # gzipped in the workspace, as in the shared data
+# gzipped in the workspace, as in the shared data
+GZ = (
+    "logs/issue_2/django__django-2.json",
+    "logs/issue_1/0a1b2c3d4e5f60718293a4b5c6d7e8f9/metadata.json",
+)
 
 
 def test_discover_returns_only_event_files(ingest_workspace):
     ws = ingest_workspace(FIXTURES, SPEC, "swebench", gz=GZ)
     run = ws.run
     names = [p.name for p in discover(run, SPEC)]
-    assert names == ["astropy__astropy-1.json", "django__django-2.json.gz", "bad__truncated-3.json", "bad__wrongtype-4.json", "bad__empty-5.json"]
+    assert names == [
+        "astropy__astropy-1.json",
+        "django__django-2.json.gz",
+        "bad__truncated-3.json",
+        "bad__wrongtype-4.json",
+        "bad__empty-5.json",
+    ]
 
 
 def test_agent_actions_with_their_observations(ingest_workspace):
@@ -36,10 +47,24 @@ def test_agent_actions_with_their_observations(ingest_workspace):
     trajs, rep = ws.ingest()
     a = {t.task_id: t for t in trajs}["astropy__astropy-1"]
     assert len(a.steps) == 7
-    assert [s.kind for s in a.steps] == ["search", "view", "other", "other", "edit", "test", "submit"]
+    assert [s.kind for s in a.steps] == [
+        "search",
+        "view",
+        "other",
+        "other",
+        "edit",
+        "test",
+        "submit",
+    ]
     grep = a.steps[0]
-    assert grep.actions[0].tool == "execute_bash" and grep.actions[0].text == "grep -rn make_widths pkg"
-    assert grep.thought == "Find the function." and grep.observation == "pkg/shapes.py:3:def make_widths(ws):"
+    assert (
+        grep.actions[0].tool == "execute_bash"
+        and grep.actions[0].text == "grep -rn make_widths pkg"
+    )
+    assert (
+        grep.thought == "Find the function."
+        and grep.observation == "pkg/shapes.py:3:def make_widths(ws):"
+    )
     assert (grep.input_tokens, grep.output_tokens, grep.cached_tokens) == (5000, 40, 4096)
     assert grep.error is False and grep.cost_usd is None
     # two tool calls of one model response: one step, usage counted once
@@ -50,15 +75,27 @@ def test_agent_actions_with_their_observations(ingest_workspace):
     assert "def make_widths" in two.observation and "rejects zero widths" in two.observation
     # an agent message: no action, text as thought; the user's reply is its observation
     msg = a.steps[2]
-    assert msg.actions == [] and msg.thought == "Plan: relax the check, then test." and msg.observation == "[user] Go ahead."
+    assert (
+        msg.actions == []
+        and msg.thought == "Plan: relax the check, then test."
+        and msg.observation == "[user] Go ahead."
+    )
     assert msg.input_tokens is None
     # a refused tool call (error observation without cause) is a failed turn
-    assert a.steps[3].actions == [] and a.steps[3].error is True and "Missing required" in a.steps[3].observation
+    assert (
+        a.steps[3].actions == []
+        and a.steps[3].error is True
+        and "Missing required" in a.steps[3].observation
+    )
     # edit rendered from the event args when the response lacks the call
     assert a.steps[4].actions[0].text.startswith("str_replace /workspace/pkg/shapes.py")
     assert a.steps[5].error is True  # exit code 1
     assert a.steps[6].actions[0].tool == "finish" and a.steps[6].error is None
-    assert a.meta["instance_cost"] == 0.0055 and a.meta["condensations"] == 1 and a.meta["user_messages"] == 1
+    assert (
+        a.meta["instance_cost"] == 0.0055
+        and a.meta["condensations"] == 1
+        and a.meta["user_messages"] == 1
+    )
     assert a.meta["llm_models"] == ["fake-model-2025"]
     assert a.prompt == "Fix the issue in problem_statement.txt."
     assert a.outcome == 1

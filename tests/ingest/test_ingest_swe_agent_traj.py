@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import _paths
 from pathlib import Path
 
+import _paths
 import pytest
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
@@ -41,10 +41,16 @@ def test_normal_trajectory_and_labels(ingest_workspace):
     assert a.steps[0].action == "create repro.py"
     assert a.steps[0].thought == "Let me first reproduce the problem."
     assert "ValueError" in a.steps[1].observation
-    assert all(s.input_tokens is None and s.output_tokens is None and s.cost_usd is None for s in a.steps)
+    assert all(
+        s.input_tokens is None and s.output_tokens is None and s.cost_usd is None for s in a.steps
+    )
     assert all(s.error is None for s in a.steps)
     assert a.prompt.startswith("ISSUE:")  # first non-demo user message
-    assert a.meta["instance_cost"] == 0.42 and a.meta["tokens_sent"] == 31000 and a.meta["api_calls"] == 5
+    assert (
+        a.meta["instance_cost"] == 0.42
+        and a.meta["tokens_sent"] == 31000
+        and a.meta["api_calls"] == 5
+    )
     assert a.outcome == 1
     # gzipped file: same reader; an edit mentioning pytest stays an edit; exit_cost ends the run
     d = t["django__django-2"]
@@ -62,7 +68,12 @@ def test_malformed_files_are_reported_and_the_rest_ingests(ingest_workspace):
     trajs, rep = ws.ingest()
     assert len(trajs) == 2
     skipped = {Path(s["file"]).name: s for s in rep.skipped}
-    assert set(skipped) == {"bad__truncated-3.traj", "bad__wrongtype-4.traj", "bad__empty-5.traj", "bad__stepfield-6.traj"}
+    assert set(skipped) == {
+        "bad__truncated-3.traj",
+        "bad__wrongtype-4.traj",
+        "bad__empty-5.traj",
+        "bad__stepfield-6.traj",
+    }
     assert skipped["bad__truncated-3.traj"]["field"] == "<json>"
     assert "invalid JSON" in skipped["bad__truncated-3.traj"]["reason"]
     assert skipped["bad__wrongtype-4.traj"]["field"] == "trajectory"
@@ -93,7 +104,8 @@ def test_truncated_gzip_names_the_file(ingest_workspace):
 
 # --------------------------------------------------------------------------- SWE-agent 1.x (tests/fixtures/swe-agent-traj-v1)
 
-V1 = _paths.FIXTURES / "swe-agent-traj-v1"  # a folder of its own: `score` reads a folder recursively
+# a folder of its own: `score` reads a folder recursively
+V1 = _paths.FIXTURES / "swe-agent-traj-v1"
 SPEC_V1 = RunSpec(
     name="fx-swe-agent-v1",
     folder="runs/fx-swe-agent-v1",
@@ -113,18 +125,36 @@ def test_v1_tool_calls_from_history(ingest_workspace):
     assert [st.kind for st in s.steps] == ["view", "test", "edit", "submit", "edit", "submit"]
     assert s.meta["requeried_turns"] == 1 and s.meta["swe_agent_version"] == "1.1.0"
     # the tool call rendered by core/render, not SWE-agent's command line
-    assert s.steps[0].action == "str_replace_editor view /testbed/sympy/core/numbers.py\nview_range: [1, 40]"
+    assert (
+        s.steps[0].action
+        == "str_replace_editor view /testbed/sympy/core/numbers.py\nview_range: [1, 40]"
+    )
     assert s.steps[1].action == "python -m pytest sympy/core/tests/test_numbers.py -q"
-    assert s.steps[2].actions[0].text.startswith("str_replace /testbed/sympy/core/numbers.py\nold_str: return a")
+    assert (
+        s.steps[2]
+        .actions[0]
+        .text.startswith("str_replace /testbed/sympy/core/numbers.py\nold_str: return a")
+    )
     assert s.steps[3].action == "submit {}"
     # observations: the tool's own output (the trajectory entry), without the OBSERVATION: template
     assert s.steps[0].observation == "     1\timport math"
     assert s.steps[1].observation == "1 failed, 20 passed in 1.2s"
     assert s.steps[4].observation == ""  # the no-output template is the template's, not the tool's
-    assert s.steps[3].observation.startswith("Thank you for your work")  # the review gate: the run went on
+    # the review gate: the run went on
+    assert s.steps[3].observation.startswith("Thank you for your work")
     assert all(st.thought == "" for st in s.steps)
-    assert all(st.input_tokens is None and st.output_tokens is None and st.cost_usd is None and st.error is None for st in s.steps)
-    assert s.meta["instance_cost"] == 0.03 and s.meta["tokens_sent"] == 50000 and s.meta["api_calls"] == 7
+    assert all(
+        st.input_tokens is None
+        and st.output_tokens is None
+        and st.cost_usd is None
+        and st.error is None
+        for st in s.steps
+    )
+    assert (
+        s.meta["instance_cost"] == 0.03
+        and s.meta["tokens_sent"] == 50000
+        and s.meta["api_calls"] == 7
+    )
     assert s.prompt.startswith("<uploaded_files>")
     assert s.outcome == 1
 
@@ -145,7 +175,10 @@ def test_v1_forced_exit_is_a_submit_step_and_harness_errors_are_unresolved(inges
 def test_v1_without_function_calling_reads_commands_with_the_1x_tools(ingest_workspace):
     trajs, _ = ingest_workspace(V1, SPEC_V1, "swebench").ingest()
     a = by_task(trajs)["astropy__astropy-5"]
-    assert [(x.tool, x.text) for st in a.steps for x in st.actions] == [("str_replace_editor", "view /testbed/a.py"), ("submit", "")]
+    assert [(x.tool, x.text) for st in a.steps for x in st.actions] == [
+        ("str_replace_editor", "view /testbed/a.py"),
+        ("submit", ""),
+    ]
     assert [st.kind for st in a.steps] == ["view", "submit"] and a.steps[0].thought == "Look first."
     assert "requeried_turns" not in a.meta
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import _paths
 import gzip
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import _paths
 import pytest
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import IngestError
-from earlyeval.ingest import tau2
 from earlyeval.core.trajectory import Trajectory, classify_action
+from earlyeval.ingest import tau2
 
 FIXTURES = _paths.FIXTURES / "tau2"
 SPEC = RunSpec(
@@ -39,8 +39,14 @@ def test_normal_dialogue_steps_tokens_and_label():
     trajs, _ = parse_all("shop_2025.json")
     t = trajs[0]
     # tau2 numbers tasks per domain: the id is qualified by the domain, the native one is kept in meta
-    assert t.task_id == "bookshop/7" and t.meta["native_task_id"] == "7" and t.outcome == 1 and t.bench == "tau2"
-    assert t.run_id == "fx-tau2/shop_2025.json/7/trial0/sim0"  # run + file + record: unique by construction
+    assert (
+        t.task_id == "bookshop/7"
+        and t.meta["native_task_id"] == "7"
+        and t.outcome == 1
+        and t.bench == "tau2"
+    )
+    # run + file + record: unique by construction
+    assert t.run_id == "fx-tau2/shop_2025.json/7/trial0/sim0"
     assert t.prompt.startswith("My copy of 'The Lighthouse Keeper'")
     assert [s.index for s in t.steps] == [0, 1, 2, 3]
     greet, lookup, refund, reply = t.steps
@@ -52,7 +58,12 @@ def test_normal_dialogue_steps_tokens_and_label():
     assert lookup.thought == "Let me look up that order."
     assert lookup.kind == "view" and lookup.error is False
     assert '"status": "delivered"' in lookup.observation
-    assert (lookup.input_tokens, lookup.output_tokens, lookup.cached_tokens, lookup.cost_usd) == (1200, 30, 1024, 0.0012)
+    assert (lookup.input_tokens, lookup.output_tokens, lookup.cached_tokens, lookup.cost_usd) == (
+        1200,
+        30,
+        1024,
+        0.0012,
+    )
     assert refund.thought == "Delivered and damaged: a refund is allowed."
     assert refund.kind == "edit"
     assert reply.actions == [] and reply.action.startswith("Done: 12.50 USD")
@@ -64,7 +75,12 @@ def test_normal_dialogue_steps_tokens_and_label():
 def test_greeting_has_unknown_usage_not_zero():
     t = parse_all("shop_2025.json")[0][0]
     g = t.steps[0]
-    assert (g.input_tokens, g.output_tokens, g.cached_tokens, g.cost_usd) == (None, None, None, None)
+    assert (g.input_tokens, g.output_tokens, g.cached_tokens, g.cost_usd) == (
+        None,
+        None,
+        None,
+        None,
+    )
 
 
 def test_user_side_tool_calls_are_not_observed_and_errors_are_flagged():
@@ -80,7 +96,9 @@ def test_user_side_tool_calls_are_not_observed_and_errors_are_flagged():
 @pytest.mark.parametrize("where", ["label", "run"])
 def test_reward_mapping_rule_is_configurable(where):
     if where == "label":
-        spec = replace(SPEC, labels=[LabelSpec(format="inline", path="", options={"success_min_reward": 0.5})])
+        spec = replace(
+            SPEC, labels=[LabelSpec(format="inline", path="", options={"success_min_reward": 0.5})]
+        )
     else:
         spec = replace(SPEC, options={"success_min_reward": 0.5})
     trajs, _ = parse_all("shop_2025.json", spec)
@@ -114,7 +132,8 @@ def test_2026_layout_and_cost_always_zero_is_unknown():
     renew = t.steps[1]
     assert renew.actions[0].tool == "renewLoan" and renew.kind == "edit"  # camelCase verb
     assert renew.input_tokens == 900 and renew.output_tokens == 19
-    assert all(s.cost_usd is None for tr in trajs for s in tr.steps)  # present but always 0 != a cost of 0
+    # present but always 0 != a cost of 0
+    assert all(s.cost_usd is None for tr in trajs for s in tr.steps)
     assert t.meta["agent_cost_total"] is None
     assert trajs[1].run_id.endswith("/renew_0/trial1/sim1")
 
@@ -146,7 +165,9 @@ def test_ingest_run_reports_every_skip_and_keeps_the_batch(ingest_workspace):
     assert (rep.resolved, rep.unresolved, rep.unlabelled) == (4, 3, 0)
     assert len({t.run_id for t in trajs}) == 7
     # inside ingest_run the file part is the path inside the run folder
-    assert sorted({t.run_id.split("/")[1] for t in trajs}) == sorted({Path(t.meta["source_file"]).relative_to(ws.run).parts[0] for t in trajs})
+    assert sorted({t.run_id.split("/")[1] for t in trajs}) == sorted(
+        {Path(t.meta["source_file"]).relative_to(ws.run).parts[0] for t in trajs}
+    )
     skipped = {(Path(s["file"]).name, s["field"]) for s in rep.skipped}
     assert ("truncated.json", "<json>") in skipped
     assert ("shop_2025.json", "simulations[3].reward_info") in skipped
@@ -201,6 +222,10 @@ def test_same_task_number_in_two_domains_is_two_tasks(tmp_path):
     d["info"]["environment_info"]["domain_name"] = "pharmacy"
     (tmp_path / "other.json").write_text(json.dumps(d))
     a, _ = parse_all("shop_2025.json")
-    b = [x for x in tau2.parse(tmp_path / "other.json", SPEC, "tau2") if not isinstance(x, IngestError)]
+    b = [
+        x
+        for x in tau2.parse(tmp_path / "other.json", SPEC, "tau2")
+        if not isinstance(x, IngestError)
+    ]
     assert a[0].meta["native_task_id"] == b[0].meta["native_task_id"] == "7"
     assert a[0].task_id == "bookshop/7" and b[0].task_id == "pharmacy/7"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import _paths
 import json
 from dataclasses import replace
 from pathlib import Path
 
+import _paths
 import pytest
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
@@ -39,20 +39,30 @@ def test_normal_run_steps_and_label():
     assert len(t.steps) == 5
     s0 = t.steps[0]
     assert [a.tool for a in s0.actions] == ["filesystem-list_directory", "filesystem-read_file"]
-    assert s0.action == 'filesystem-list_directory {"path": "/workspace"}\nfilesystem-read_file {"path": "/workspace/sales.csv"}'
+    assert (
+        s0.action
+        == 'filesystem-list_directory {"path": "/workspace"}\nfilesystem-read_file {"path": "/workspace/sales.csv"}'
+    )
     assert s0.thought == "I'll look at the workspace first."
-    assert s0.observation == "[FILE] sales.csv\nday,amount\n1,10\n2,32"  # MCP text unwrapped, in order
+    # MCP text unwrapped, in order
+    assert s0.observation == "[FILE] sales.csv\nday,amount\n1,10\n2,32"
     assert s0.kind == "view" and s0.error is None
     assert t.steps[1].error is True  # the MCP result says "error": true
     assert t.steps[2].kind == "edit"
     assert t.steps[3].kind == "submit"
     last = t.steps[4]
-    assert last.actions == [] and last.action == "Wrote 42 to /workspace/total.txt." and last.observation == ""
+    assert (
+        last.actions == []
+        and last.action == "Wrote 42 to /workspace/total.txt."
+        and last.observation == ""
+    )
 
 
 def test_no_token_counts():
     t = one("fake-model_sales-report.json")
-    assert all(s.input_tokens is None and s.output_tokens is None and s.cost_usd is None for s in t.steps)
+    assert all(
+        s.input_tokens is None and s.output_tokens is None and s.cost_usd is None for s in t.steps
+    )
 
 
 def test_failure_log_never_reaches_the_trajectory():
@@ -82,7 +92,11 @@ def test_pass_null_is_unlabelled():
     [
         ("fake-model_no-label.json", "pass", "missing"),
         ("fake-model_wrong-types.json", "pass", "expected true, false or null"),
-        ("fake-model_bad-call.json", "messages[1].tool_calls[0].function.name", "missing or not a string"),
+        (
+            "fake-model_bad-call.json",
+            "messages[1].tool_calls[0].function.name",
+            "missing or not a string",
+        ),
         ("fake-model_empty.json", "messages", "empty dialogue"),
         ("fake-model_truncated.json", "<json>", "invalid JSON"),
     ],

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from earlyeval.config.catalog import data_root, load_catalog
+from earlyeval.config.catalog import LabelSpec, RunSpec, data_root, load_catalog
 from earlyeval.core.errors import IngestError
-from earlyeval.workflows.export import export_runs, trial_name
-from earlyeval.ingest import ingest_catalog, ingest_run, parse_files
-from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.trajectory import KINDS, Trajectory
+from earlyeval.ingest import ingest_catalog, ingest_run, parse_files
+from earlyeval.workflows.export import export_runs, trial_name
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +60,15 @@ def assert_sane(t: Trajectory) -> None:
 def round_trip(trajs: list[Trajectory], tmp_path: Path) -> None:
     out = tmp_path / "exported"
     export_runs(trajs, out / "run")
-    spec = RunSpec(name="back", folder="run", agent="x", scaffold="x", model="x", format="atif", labels=[LabelSpec(format="inline", path="")])
+    spec = RunSpec(
+        name="back",
+        folder="run",
+        agent="x",
+        scaffold="x",
+        model="x",
+        format="atif",
+        labels=[LabelSpec(format="inline", path="")],
+    )
     back, rep = ingest_run(spec, "x", out)
     assert not rep.skipped
     by = {t.run_id.split("/", 1)[1]: t for t in back}
@@ -88,10 +95,16 @@ def test_tau2_sample_and_round_trip(tmp_path):
         trajs += got[:25]
     by_file = {Path(t.meta["source_file"]).name: t for t in trajs}
     # usage: unknown stays None
-    assert all(s.input_tokens is None for s in by_file["toolorchestra_airline_gpt-5_1trial.json.gz"].steps)
+    assert all(
+        s.input_tokens is None for s in by_file["toolorchestra_airline_gpt-5_1trial.json.gz"].steps
+    )
     assert all(s.input_tokens is None for s in by_file["hd_retail_n5.json.gz"].steps)
-    assert all(s.cost_usd is None for s in by_file["salud_mendoza_rag_throttled_full.json.gz"].steps)
-    lin = by_file["Linyxus__20260525_144020_telecom-workflow_llm_agent_deepseek-v4-flash_user_simulator_gpt-5.4__results.json.gz"]
+    assert all(
+        s.cost_usd is None for s in by_file["salud_mendoza_rag_throttled_full.json.gz"].steps
+    )
+    lin = by_file[
+        "Linyxus__20260525_144020_telecom-workflow_llm_agent_deepseek-v4-flash_user_simulator_gpt-5.4__results.json.gz"
+    ]
     assert lin.meta["cost_source"] == "raw-billed-cost" and any(s.cost_usd for s in lin.steps)
     solo = by_file["gpt-4.1-2025-04-14_telecom_no-user_gpt-4.1-2025-04-14_4trials_5tasks.json.gz"]
     assert solo.prompt and solo.steps[0].actions  # the ticket; no greeting in solo mode
@@ -132,7 +145,10 @@ def test_tau2_full_counts_match_source_table():
 @needs_data
 def test_toolathlon_full_counts():
     trajs, reports = ingest_catalog(load_catalog("toolathlon"), show_progress=False)
-    got = {r.run: (r.trajectories, r.resolved, r.unresolved, r.unlabelled, len(r.skipped)) for r in reports}
+    got = {
+        r.run: (r.trajectories, r.resolved, r.unresolved, r.unlabelled, len(r.skipped))
+        for r in reports
+    }
     assert got == {
         "toolathlon__claude-4.5-sonnet": (108, 46, 62, 0, 0),
         "toolathlon__deepseek-v3.2-exp": (107, 20, 86, 1, 0),
@@ -148,9 +164,14 @@ def test_terminalbench_counts():
     trajs, reports = ingest_catalog(load_catalog("terminalbench"), show_progress=False)
     assert sum(r.files_read for r in reports) == 333
     skipped = [s for r in reports for s in r.skipped]
-    assert len(trajs) + sum("results.json" in s["field"] for s in skipped) == 171  # logs with >= 1 step
+    # logs with >= 1 step
+    assert len(trajs) + sum("results.json" in s["field"] for s in skipped) == 171
     assert sum("no agent step" in s["reason"] for s in skipped) == 162
-    assert (sum(t.outcome == 1 for t in trajs), sum(t.outcome == 0 for t in trajs), sum(t.outcome is None for t in trajs)) == (51, 84, 35)
+    assert (
+        sum(t.outcome == 1 for t in trajs),
+        sum(t.outcome == 0 for t in trajs),
+        sum(t.outcome is None for t in trajs),
+    ) == (51, 84, 35)
     for t in trajs:
         assert_sane(t)
         assert not re.search(r"\x1b\[", "".join(s.observation + s.action for s in t.steps))

@@ -11,8 +11,8 @@ import pytest
 
 from earlyeval.config.catalog import RunSpec, data_root, load_catalog
 from earlyeval.core.errors import IngestError
-from earlyeval.ingest import discover, ingest_catalog, parse_files
 from earlyeval.core.trajectory import KINDS, Trajectory
+from earlyeval.ingest import discover, ingest_catalog, parse_files
 
 pytestmark = pytest.mark.integration
 
@@ -76,14 +76,19 @@ def test_sample_of_real_run(fmt):
             assert s.cost_usd is None or s.cost_usd >= 0
     if fmt in ("moatless-transitions", "moatless-steps", "moatless-nodes"):
         assert all(s.cost_usd is not None for t in trajs for s in t.steps)
-    if fmt == "moatless-nodes":  # tokens per step too (SOURCE.md: completions.*.usage on every node)
+    if (
+        fmt == "moatless-nodes"
+    ):  # tokens per step too (SOURCE.md: completions.*.usage on every node)
         assert all(s.input_tokens and s.output_tokens for t in trajs for s in t.steps)
     if fmt in ("swe-agent-traj", "coder-traj", "openhands-completions"):
         assert all(s.input_tokens is None and s.cost_usd is None for t in trajs for s in t.steps)
     if fmt == "openhands-events":
         assert any(s.input_tokens for t in trajs for s in t.steps)
     if fmt == "coder-traj":
-        assert all(len(t.meta["step_roles"]) == len(t.steps) and t.meta["step_roles"][0] == "Manager" for t in trajs)
+        assert all(
+            len(t.meta["step_roles"]) == len(t.steps) and t.meta["step_roles"][0] == "Manager"
+            for t in trajs
+        )
 
 
 def test_sample_of_real_swe_agent_1x_tool_call_run():
@@ -95,10 +100,16 @@ def test_sample_of_real_swe_agent_1x_tool_call_run():
     assert len(trajs) == len(paths) == SAMPLE
     for t in trajs:
         assert t.meta["swe_agent_version"] == "1.1.0" and t.prompt
-        assert all(s.input_tokens is None and s.cost_usd is None for s in t.steps)  # instance totals only
+        # instance totals only
+        assert all(s.input_tokens is None and s.cost_usd is None for s in t.steps)
         assert t.meta["instance_cost"] > 0
         tools = {a.tool for s in t.steps for a in s.actions}
-        assert "str_replace_editor" in tools and tools <= {"str_replace_editor", "bash", "submit", "exit_format"}
+        assert "str_replace_editor" in tools and tools <= {
+            "str_replace_editor",
+            "bash",
+            "submit",
+            "exit_format",
+        }
         assert not any(s.observation.startswith("OBSERVATION:") for s in t.steps)
         assert t.steps[-1].kind == "submit"
 
@@ -117,13 +128,29 @@ def test_full_swebench_catalog_counts():
         assert r.unlabelled == 0
     coder = next(r for r in reports if r.run == "lite__coder__gpt4")
     assert sorted(coder.not_in_label_list_ids) == [
-        "django__django-14752", "django__django-14787", "scikit-learn__scikit-learn-13241", "sympy__sympy-21847",
+        "django__django-14752",
+        "django__django-14787",
+        "scikit-learn__scikit-learn-13241",
+        "sympy__sympy-21847",
     ]
     moatless = next(r for r in reports if r.run == "lite__moatless__gpt-4o-2024-05-13")
     assert moatless.not_in_label_list_ids == ["sympy__sympy-20322"]
-    sa1 = next(r for r in reports if r.run == "verified__swe-agent-v1.1.0__gpt-5-mini__mas-evaluation")
-    assert sorted(sa1.harness_error_ids) == ["django__django-11099", "sympy__sympy-13480"]  # counted unresolved
-    m4 = [t for t in trajs if t.meta["run"] == "lite__moatless-v0.0.4-nodes__claude-3.5-sonnet-20241022"]
+    sa1 = next(
+        r for r in reports if r.run == "verified__swe-agent-v1.1.0__gpt-5-mini__mas-evaluation"
+    )
+    # counted unresolved
+    assert sorted(sa1.harness_error_ids) == [
+        "django__django-11099",
+        "sympy__sympy-13480",
+    ]
+    m4 = [
+        t
+        for t in trajs
+        if t.meta["run"] == "lite__moatless-v0.0.4-nodes__claude-3.5-sonnet-20241022"
+    ]
     assert sum(t.meta["abandoned_nodes"] > 0 for t in m4) == 13  # SOURCE.md: 13 runs branch
-    assert sum(t.meta["tree_cost_usd"] for t in m4) == pytest.approx(60.99, abs=0.01)  # SOURCE.md: $60.99 over all nodes
-    assert sum(t.run_id.split("/")[0] in EXPECTED for t in trajs) == sum(v[0] for v in EXPECTED.values())
+    # SOURCE.md: $60.99 over all nodes
+    assert sum(t.meta["tree_cost_usd"] for t in m4) == pytest.approx(60.99, abs=0.01)
+    assert sum(t.run_id.split("/")[0] in EXPECTED for t in trajs) == sum(
+        v[0] for v in EXPECTED.values()
+    )

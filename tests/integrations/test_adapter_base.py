@@ -7,23 +7,35 @@ import subprocess
 import sys
 
 import pytest
-
 from _integration_fakes import ScriptedMonitor
+
 from earlyeval.core.decision import Decision
-from earlyeval.integrations import EarlyStopper, StepMonitor
 from earlyeval.core.trajectory import Action
+from earlyeval.integrations import EarlyStopper, StepMonitor
 
 
 def test_hand_written_loop_halts_at_the_monitors_step():
     mon = ScriptedMonitor(halt_at=2)
     stopper = EarlyStopper(mon)
     stopper.start(task={"task_id": "t1", "prompt": "fix it"}, run_id="r1")
-    script = [("grep -rn foo .", "a.py:1"), ("cat a.py", "foo = 1"), ("pytest -q", "1 failed"), ("sed -i s/1/2/ a.py", "")]
+    script = [
+        ("grep -rn foo .", "a.py:1"),
+        ("cat a.py", "foo = 1"),
+        ("pytest -q", "1 failed"),
+        ("sed -i s/1/2/ a.py", ""),
+    ]
     ran = []
     for cmd, out in script:
         ran.append(cmd)
-        d = stopper.after_step(action=cmd, observation=out, thought="t", error=out == "1 failed",
-                               input_tokens=10, output_tokens=2, cost_usd=0.001)
+        d = stopper.after_step(
+            action=cmd,
+            observation=out,
+            thought="t",
+            error=out == "1 failed",
+            input_tokens=10,
+            output_tokens=2,
+            cost_usd=0.001,
+        )
         if d.halt:
             break
     assert ran == ["grep -rn foo .", "cat a.py", "pytest -q"]
@@ -36,16 +48,25 @@ def test_hand_written_loop_halts_at_the_monitors_step():
     assert h.p_failure == pytest.approx(0.4) and "p_failure=0.400" in h.message()
     s = stopper.summary()
     json.dumps(s)  # JSON-ready
-    assert s["exit_status"] == "PredictedFailure" and [x["halt"] for x in s["history"]] == [False, False, True]
+    assert s["exit_status"] == "PredictedFailure" and [x["halt"] for x in s["history"]] == [
+        False,
+        False,
+        True,
+    ]
 
 
 def test_several_actions_and_final_answer():
     mon = ScriptedMonitor()
     stopper = EarlyStopper(mon)
     stopper.start()
-    stopper.after_step(actions=[("str_replace_editor", "create /a.py"), Action(tool="bash", text="pytest")])
+    stopper.after_step(
+        actions=[("str_replace_editor", "create /a.py"), Action(tool="bash", text="pytest")]
+    )
     stopper.after_step(final_answer="42")
-    assert mon.steps[0].kind == "edit" and [a.kind for a in mon.steps[0].actions] == ["edit", "test"]
+    assert mon.steps[0].kind == "edit" and [a.kind for a in mon.steps[0].actions] == [
+        "edit",
+        "test",
+    ]
     assert mon.steps[1].action == "42" and mon.steps[1].actions == []
 
 
@@ -60,10 +81,19 @@ def test_a_raw_tool_call_pair_is_rendered_as_build_step_and_the_ingestors_render
     mon = ScriptedMonitor()
     stopper = EarlyStopper(mon)
     stopper.start()
-    stopper.after_step(actions=[("str_replace_editor", args), ToolCall("bash", '{"command": "pytest -q"}')])
+    stopper.after_step(
+        actions=[("str_replace_editor", args), ToolCall("bash", '{"command": "pytest -q"}')]
+    )
     live = mon.steps[0]
-    want = build_step(0, [call_action("str_replace_editor", args), call_action("bash", '{"command": "pytest -q"}')])
-    assert live == want == build_step(0, [("str_replace_editor", args), ToolCall("bash", {"command": "pytest -q"})])
+    want = build_step(
+        0,
+        [call_action("str_replace_editor", args), call_action("bash", '{"command": "pytest -q"}')],
+    )
+    assert (
+        live
+        == want
+        == build_step(0, [("str_replace_editor", args), ToolCall("bash", {"command": "pytest -q"})])
+    )
     assert live.actions[0].text.startswith("create /a.py\nfile_text: x = 1") and live.kind == "edit"
     assert [a.kind for a in live.actions] == ["edit", "test"]
 
@@ -74,7 +104,8 @@ def test_make_step_leaves_the_callers_actions_unchanged():
     a = Action(tool="bash", text="pytest -q")
     step = make_step(0, [a])
     assert a.kind == "other" and step.actions[0].kind == "test" and step.kind == "test"
-    assert make_step(1, [a]).actions[0] is not a  # one Action handed to two steps stays the caller's
+    # one Action handed to two steps stays the caller's
+    assert make_step(1, [a]).actions[0] is not a
 
 
 class _Broken:
@@ -89,7 +120,10 @@ class _Broken:
         return self.returns
 
 
-@pytest.mark.parametrize("monitor", [_Broken(start_raises=True, returns=Decision.proceed("ok")), _Broken(returns="halt!")])
+@pytest.mark.parametrize(
+    "monitor",
+    [_Broken(start_raises=True, returns=Decision.proceed("ok")), _Broken(returns="halt!")],
+)
 def test_fail_open(monitor):
     assert isinstance(monitor, StepMonitor)
     stopper = EarlyStopper(monitor)

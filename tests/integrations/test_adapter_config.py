@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from _monitor_helpers import make_runs, make_tasks, train_bundle
+
 from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
 from earlyeval.model.modeldir import save_model_dir
 
@@ -16,7 +16,9 @@ TH = {"success": 0.8, "failure": 0.85, "min_halt_step": 2}
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("cfg") / "m"
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(TH))
+    bundle, _, _ = train_bundle(
+        make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(TH)
+    )
     save_model_dir(bundle, path)
     return path
 
@@ -52,7 +54,10 @@ def test_thresholds_override(model_dir, tmp_path):
     f.write_text(json.dumps(override))
     for given in (override, str(f)):
         if _accepts("thresholds"):
-            assert monitor_from_config({"model": str(model_dir), "thresholds": given}).thresholds == override
+            assert (
+                monitor_from_config({"model": str(model_dir), "thresholds": given}).thresholds
+                == override
+            )
         else:
             with pytest.raises(ConfigError, match="takes no thresholds override"):
                 monitor_from_config({"model": str(model_dir), "thresholds": given})

@@ -16,10 +16,16 @@ import os
 import subprocess
 
 import pytest
-
 from _integration_fakes import ScriptedMonitor
-from _openhands_standin import ActionEvent, AgentErrorEvent, MessageToolCall, ObservationEvent, TextContent
+from _openhands_standin import (
+    ActionEvent,
+    AgentErrorEvent,
+    MessageToolCall,
+    ObservationEvent,
+    TextContent,
+)
 from _openhands_standin import Observation as _Obs
+
 from earlyeval.integrations.openhands import EarlyStopCallback
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no cost-map download
@@ -36,10 +42,9 @@ def _sdk():
 
 
 def _make_shell_tool():
-    from pydantic import Field
-
     from openhands.sdk import Action, Observation, ToolDefinition
     from openhands.sdk.tool import ToolExecutor, register_tool
+    from pydantic import Field
 
     class ShAction(Action):
         command: str = Field(description="The shell command to run.")
@@ -52,16 +57,26 @@ def _make_shell_tool():
             self.cwd = cwd
 
         def __call__(self, action, conversation=None):
-            p = subprocess.run(action.command, shell=True, cwd=self.cwd, capture_output=True, text=True, timeout=30)
-            return ShObservation.from_text(p.stdout + p.stderr, is_error=p.returncode != 0, exit_code=p.returncode)
+            p = subprocess.run(
+                action.command, shell=True, cwd=self.cwd, capture_output=True, text=True, timeout=30
+            )
+            return ShObservation.from_text(
+                p.stdout + p.stderr, is_error=p.returncode != 0, exit_code=p.returncode
+            )
 
     # named as the SDK's own shell tool ("terminal"): a shell command is recognised by its tool being a
     # shell tool (earlyeval.core.render.SHELL_TOOLS), as the ingestors do, not by an argument called "command"
     class TerminalTool(ToolDefinition[ShAction, ShObservation]):
         @classmethod
         def create(cls, conv_state=None, **params):
-            return [cls(description="Run a shell command.", action_type=ShAction, observation_type=ShObservation,
-                        executor=ShExecutor(conv_state.workspace.working_dir))]
+            return [
+                cls(
+                    description="Run a shell command.",
+                    action_type=ShAction,
+                    observation_type=ShObservation,
+                    executor=ShExecutor(conv_state.workspace.working_dir),
+                )
+            ]
 
     register_tool("EarlyevalTestTerminalTool", TerminalTool)
     return "EarlyevalTestTerminalTool"
@@ -77,7 +92,9 @@ def _metered_llm_class():
         def completion(self, *a, **k):
             r = super().completion(*a, **k)
             n = self.call_count
-            r.raw_response.usage = Usage(prompt_tokens=1000 * n, completion_tokens=40 + n, total_tokens=1040 + 1001 * n)
+            r.raw_response.usage = Usage(
+                prompt_tokens=1000 * n, completion_tokens=40 + n, total_tokens=1040 + 1001 * n
+            )
             self.telemetry.on_response(r.raw_response)
             return r
 
@@ -94,16 +111,29 @@ def _conversation(tmp_path, replies, monitor, halt=None, persist=None, metered=F
 
     def msg(i, tool, args, thought):
         calls = [(tool, args)] if tool else args  # (tool, args) or a list of them (parallel calls)
-        return sdk.Message(role="assistant", content=[sdk.TextContent(text=thought)],
-                           tool_calls=[MessageToolCall(id=f"call_{i}_{j}", name=t, arguments=json.dumps(a), origin="completion")
-                                       for j, (t, a) in enumerate(calls)])
+        return sdk.Message(
+            role="assistant",
+            content=[sdk.TextContent(text=thought)],
+            tool_calls=[
+                MessageToolCall(
+                    id=f"call_{i}_{j}", name=t, arguments=json.dumps(a), origin="completion"
+                )
+                for j, (t, a) in enumerate(calls)
+            ],
+        )
 
     msgs = [msg(i, t, a, th) for i, (t, a, th) in enumerate(replies)]
-    llm = _metered_llm_class().from_messages(msgs, model="gpt-4o") if metered else TestLLM.from_messages(msgs)
+    llm = (
+        _metered_llm_class().from_messages(msgs, model="gpt-4o")
+        if metered
+        else TestLLM.from_messages(msgs)
+    )
     agent = sdk.Agent(llm=llm, tools=[sdk.Tool(name=tool_spec)])
     halt = halt or EarlyStopCallback(monitor, run_id="demo-1")
     kw = {"persistence_dir": str(persist), "delete_on_close": False} if persist else {}
-    conv = sdk.Conversation(agent=agent, workspace=str(tmp_path), callbacks=[halt], visualizer=None, **kw)
+    conv = sdk.Conversation(
+        agent=agent, workspace=str(tmp_path), callbacks=[halt], visualizer=None, **kw
+    )
     if metered:  # the registry tracks only exact LLM instances, not TestLLM subclasses: the SDK's own tracker, by hand
         conv.conversation_stats.register_llm(RegistryEvent(llm=llm))
     halt.attach(conv)
@@ -146,12 +176,18 @@ def test_real_conversation_ends_stuck_on_predicted_failure(tmp_path):
 
 
 @pytest.mark.openhands
-def test_real_conversation_ends_finished_on_predicted_success_once_the_workspace_has_a_diff(tmp_path):
+def test_real_conversation_ends_finished_on_predicted_success_once_the_workspace_has_a_diff(
+    tmp_path,
+):
     """Success is predicted from the 2nd step on; the workspace (a git repository) has no diff until the 3rd step
     writes mod.py: the run goes on, then ends FINISHED with the edit in the workspace, the finish never requested."""
     (tmp_path / "repro.py").write_text("print('ok')\n")
-    subprocess.run("git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init", shell=True,
-                   cwd=tmp_path, check=True)
+    subprocess.run(
+        "git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init",
+        shell=True,
+        cwd=tmp_path,
+        check=True,
+    )
     mon = ScriptedMonitor(halt_at=1, outcome="success")
     sdk, llm, conv, halt = _conversation(tmp_path, FAILING, mon)
     conv.send_message("Fix the bug in mod.py")
@@ -159,24 +195,41 @@ def test_real_conversation_ends_finished_on_predicted_success_once_the_workspace
     assert conv.state.execution_status == sdk.ConversationExecutionStatus.FINISHED
     assert halt.halted.exit_status == "PredictedSuccess" and llm.call_count == 3
     ee = conv.state.agent_state["earlyeval"]
-    assert ee["exit_status"] == "PredictedSuccess" and [h["halt"] for h in ee["history"]] == [False, False, True]
+    assert ee["exit_status"] == "PredictedSuccess" and [h["halt"] for h in ee["history"]] == [
+        False,
+        False,
+        True,
+    ]
     assert "no candidate patch yet" in halt.stopper.decisions[1].reason
     assert (tmp_path / "mod.py").read_text() == "fixed\n" and ee["submission"]["files"] == 1
-    assert subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True).stdout == "?? mod.py\n"
+    assert (
+        subprocess.run(
+            ["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True
+        ).stdout
+        == "?? mod.py\n"
+    )
 
 
 @pytest.mark.openhands
 def test_real_conversation_predicted_success_without_a_diff_never_halts(tmp_path):
     (tmp_path / "repro.py").write_text("print('ok')\n")
-    subprocess.run("git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init", shell=True,
-                   cwd=tmp_path, check=True)
-    replies = [("terminal", {"command": "ls"}, "look"), ("terminal", {"command": "python repro.py"}, "run"),
-               ("finish", {"message": "nothing to do"}, "finish")]
+    subprocess.run(
+        "git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm init",
+        shell=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    replies = [
+        ("terminal", {"command": "ls"}, "look"),
+        ("terminal", {"command": "python repro.py"}, "run"),
+        ("finish", {"message": "nothing to do"}, "finish"),
+    ]
     mon = ScriptedMonitor(halt_at=0, outcome="success")
     sdk, llm, conv, halt = _conversation(tmp_path, replies, mon)
     conv.send_message("Check repro.py")
     conv.run()
-    assert conv.state.execution_status == sdk.ConversationExecutionStatus.FINISHED  # the agent's own finish
+    # the agent's own finish
+    assert conv.state.execution_status == sdk.ConversationExecutionStatus.FINISHED
     assert halt.halted is None and llm.call_count == 3
 
 
@@ -184,7 +237,9 @@ def test_real_conversation_predicted_success_without_a_diff_never_halts(tmp_path
 def test_real_conversation_end_as_pause_is_resumable_paused(tmp_path):
     (tmp_path / "repro.py").write_text("import sys\nsys.exit(1)\n")
     mon = ScriptedMonitor(halt_at=1)
-    sdk, llm, conv, halt = _conversation(tmp_path, FAILING, mon, EarlyStopCallback(mon, run_id="demo-1", end_as="pause"))
+    sdk, llm, conv, halt = _conversation(
+        tmp_path, FAILING, mon, EarlyStopCallback(mon, run_id="demo-1", end_as="pause")
+    )
     conv.send_message("Fix the bug in mod.py")
     conv.run()
     assert conv.state.execution_status == sdk.ConversationExecutionStatus.PAUSED
@@ -197,7 +252,8 @@ def test_real_conversation_from_config_with_a_trained_model(tmp_path):
     0.8 over a failure threshold of 0.6 = halt at the first eligible step) and the run ends STUCK with the model's own probabilities."""
     from _monitor_helpers import ALWAYS_FAIL, constant_model
 
-    constant_model(tmp_path / "m", 0.2, ALWAYS_FAIL)  # P(failure) 0.8 >= 0.6 at every step: halts at step 2
+    # P(failure) 0.8 >= 0.6 at every step: halts at step 2
+    constant_model(tmp_path / "m", 0.2, ALWAYS_FAIL)
     (tmp_path / "repro.py").write_text("import sys\nsys.exit(1)\n")
     halt = EarlyStopCallback.from_config({"model": str(tmp_path / "m"), "task": "demo__demo-1"})
     sdk, llm, conv, halt = _conversation(tmp_path, FAILING, None, halt)
@@ -232,7 +288,11 @@ def test_real_conversation_not_halted_finishes(tmp_path):
 
 
 RICH = [
-    (None, [("terminal", {"command": "ls"}), ("terminal", {"command": "cat repro.py"})], "look around"),
+    (
+        None,
+        [("terminal", {"command": "ls"}), ("terminal", {"command": "cat repro.py"})],
+        "look around",
+    ),
     ("terminal", {"command": "python repro.py"}, "reproduce"),
     ("grep_tool", {"pattern": "41"}, "an unknown tool: an agent error answers it"),
     ("terminal", {"command": "echo 'x = 42' > mod.py"}, "edit"),
@@ -243,47 +303,74 @@ RICH = [
 
 @pytest.mark.openhands
 @pytest.mark.parametrize("thresholds", ["never", "fail"])
-def test_persisted_conversation_read_back_gives_the_live_steps_features_and_probabilities(tmp_path, thresholds):
+def test_persisted_conversation_read_back_gives_the_live_steps_features_and_probabilities(
+    tmp_path, thresholds
+):
     """Live/offline parity with real SDK objects: a real Conversation (metered TestLLM, persistence on) scored live
     by the callback over a real Monitor; its persisted folder read back by the ``openhands-conversation`` reader and
     fed to a fresh Monitor: the same steps (usage included), feature rows and probabilities, step by step."""
     import numpy as np
-
     from _integration_fakes import Recording
-    from _monitor_helpers import make_runs, make_tasks, train_bundle
+    from _monitor_helpers import (
+        ALWAYS_FAIL,
+        NEVER_HALT,
+        constant_model,
+        make_runs,
+        make_tasks,
+        train_bundle,
+    )
+
     from earlyeval.config.catalog import RunSpec
     from earlyeval.core.trajectory import Task
     from earlyeval.ingest import openhands_conversation as oc
-    from earlyeval.model.modeldir import save_model_dir
     from earlyeval.live.monitor import Monitor
     from earlyeval.live.replay import run_context
-
-    from _monitor_helpers import ALWAYS_FAIL, NEVER_HALT, constant_model
+    from earlyeval.model.modeldir import save_model_dir
 
     if thresholds == "never":  # a trained model: its probabilities vary along the run
-        bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(NEVER_HALT))
+        bundle, _, _ = train_bundle(
+            make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(NEVER_HALT)
+        )
         model = save_model_dir(bundle, tmp_path / "m")
     else:  # constant P(success) 0.2: halts at step 2 predicting failure
         model = constant_model(tmp_path / "m", 0.2, ALWAYS_FAIL)
     (tmp_path / "repro.py").write_text("import sys\nprint('x is 41')\nsys.exit(1)\n")
     rec = Recording(Monitor.load(model))
-    sdk, llm, conv, halt = _conversation(tmp_path, RICH, rec, persist=tmp_path / "convs", metered=True)
+    sdk, llm, conv, halt = _conversation(
+        tmp_path, RICH, rec, persist=tmp_path / "convs", metered=True
+    )
     conv.send_message("Make x 42 in mod.py")
     conv.run()
     n = len(rec.steps)
     assert n == (5 if thresholds == "never" else 2) and halt.stopper.errors == []
-    assert all(s["input_tokens"] == 1000 * (k + 1) and s["cost_usd"] > 0 for k, s in enumerate(rec.steps))  # usage known live
+    # usage known live
+    assert all(
+        s["input_tokens"] == 1000 * (k + 1) and s["cost_usd"] > 0 for k, s in enumerate(rec.steps)
+    )
 
     root = tmp_path / "convs"
-    spec = RunSpec(name="oh", folder=str(root), agent="oh", scaffold="oh", model="", format="openhands-conversation",
-                   glob=oc.DEFAULT_GLOB, labels=[])
+    spec = RunSpec(
+        name="oh",
+        folder=str(root),
+        agent="oh",
+        scaffold="oh",
+        model="",
+        format="openhands-conversation",
+        glob=oc.DEFAULT_GLOB,
+        labels=[],
+    )
     [folder] = oc.discover(root, spec)
     [traj] = list(oc.parse(folder, spec, "swebench"))
     assert [s.to_dict() for s in traj.steps[:n]] == rec.steps  # field by field, usage included
-    assert len(traj.steps) == n + (1 if thresholds == "never" else 0)  # + the final finish step (never replayed)
-    assert traj.prompt == "Make x 42 in mod.py" and traj.meta["execution_status"] == ("finished" if thresholds == "never" else "stuck")
+    # + the final finish step (never replayed)
+    assert len(traj.steps) == n + (1 if thresholds == "never" else 0)
+    assert traj.prompt == "Make x 42 in mod.py" and traj.meta["execution_status"] == (
+        "finished" if thresholds == "never" else "stuck"
+    )
     offline = Monitor.load(model)
-    offline.start_context(run_context(traj, Task(task_id=rec.task.task_id, prompt=rec.task.prompt)), traj.run_id)
+    offline.start_context(
+        run_context(traj, Task(task_id=rec.task.task_id, prompt=rec.task.prompt)), traj.run_id
+    )
     for k, step in enumerate(traj.steps[:n]):
         d = offline.observe(step)
         np.testing.assert_array_equal(offline.last_features, rec.rows[k])
@@ -291,7 +378,13 @@ def test_persisted_conversation_read_back_gives_the_live_steps_features_and_prob
     if thresholds == "fail":
         assert d.halt and halt.halted.step_index == n - 1 == 1 and llm.call_count == 2
     else:
-        assert [s["kind"] for s in rec.steps] == ["search", "test", "other", "edit", "test"] and rec.steps[2]["error"] is True
+        assert [s["kind"] for s in rec.steps] == [
+            "search",
+            "test",
+            "other",
+            "edit",
+            "test",
+        ] and rec.steps[2]["error"] is True
 
 
 # ---------------------------------------------------------------------------
@@ -309,16 +402,28 @@ class _Conv:
 
 
 def _act(rid, cid, tool, args, thought=""):
-    return ActionEvent(tool_name=tool, tool_call_id=cid, llm_response_id=rid,
-                       tool_call=MessageToolCall(cid, tool, json.dumps(args)),
-                       thought=[TextContent(thought)] if thought else [])
+    return ActionEvent(
+        tool_name=tool,
+        tool_call_id=cid,
+        llm_response_id=rid,
+        tool_call=MessageToolCall(cid, tool, json.dumps(args)),
+        thought=[TextContent(thought)] if thought else [],
+    )
 
 
 def test_parallel_tool_calls_are_one_step_and_halt_pauses_once():
     mon = ScriptedMonitor(halt_at=0)
     conv = _Conv()
     cb = EarlyStopCallback(mon, end_as="pause").attach(conv)
-    cb(_act("r1", "c1", "terminal", {"command": "grep -rn foo src", "security_risk": "LOW"}, "search twice"))
+    cb(
+        _act(
+            "r1",
+            "c1",
+            "terminal",
+            {"command": "grep -rn foo src", "security_risk": "LOW"},
+            "search twice",
+        )
+    )
     cb(_act("r1", "c2", "file_editor", {"command": "view", "path": "/src/a.py"}))
     cb(ObservationEvent("terminal", "c1", _Obs("src/a.py:1:foo", exit_code=0)))
     assert mon.steps == []  # the response is not complete yet

@@ -9,38 +9,60 @@ tests/_usage_parity.py) gives the same probabilities and decision.
 
 from __future__ import annotations
 
-import _paths
 import json
 import os
 from pathlib import Path
 
-import pytest
-
+import _paths
 import _usage_parity as up
+import pytest
 from _monitor_helpers import make_runs, make_tasks, train_bundle
-from _openhands_events import SdkEvents, StandinEvents, all_turns_call_tools, conversation, events_of, response_id
+from _openhands_events import (
+    SdkEvents,
+    StandinEvents,
+    all_turns_call_tools,
+    conversation,
+    events_of,
+    response_id,
+)
 from _usage_parity import RecordingMonitor
+
 import earlyeval.ingest as ingest_mod
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.features import RunContext
-from earlyeval.model.modeldir import save_model_dir
 from earlyeval.live.monitor import Monitor
+from earlyeval.model.modeldir import save_model_dir
 
 FX = _paths.FIXTURES
-TH = {"success": 0.6, "failure": 0.6, "min_halt_step": 1}  # mid thresholds: the fixtures' decisions are not all "continue"
+# mid thresholds: the fixtures' decisions are not all "continue"
+TH = {
+    "success": 0.6,
+    "failure": 0.6,
+    "min_halt_step": 1,
+}
 
 
 @pytest.fixture(scope="module")
 def mon(tmp_path_factory) -> Monitor:
     """A behaviour-family model on synthetic SWE-bench-like runs (with token counts), as the shipped one is trained."""
-    bundle, _, _ = train_bundle(make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(TH))
+    bundle, _, _ = train_bundle(
+        make_runs(40, 0), make_tasks(12), families=("behaviour",), thresholds=dict(TH)
+    )
     return Monitor.load(save_model_dir(bundle, tmp_path_factory.mktemp("parity") / "m"))
 
 
 def _spec(name: str, fmt: str, glob: str, folder: str = "run") -> RunSpec:
-    return RunSpec(name=name, folder=folder, agent=f"{name}__fake", scaffold=name, model="fake", format=fmt, glob=glob,
-                   labels=[LabelSpec(format="inline", path="")])
+    return RunSpec(
+        name=name,
+        folder=folder,
+        agent=f"{name}__fake",
+        scaffold=name,
+        model="fake",
+        format=fmt,
+        glob=glob,
+        labels=[LabelSpec(format="inline", path="")],
+    )
 
 
 def _runs(src: Path, spec: RunSpec, bench: str = "swebench", keep=lambda native: True):
@@ -66,14 +88,30 @@ def _agree(cases, label):
 
 
 def test_swe_agent_fixture(mon, tmp_path):
-    pytest.importorskip("sweagent", reason="SWE-agent 1.1.0 is installed by `make install-sweagent`")
+    pytest.importorskip(
+        "sweagent", reason="SWE-agent 1.1.0 is installed by `make install-sweagent`"
+    )
     spec = _spec("swe-agent", "swe-agent-traj", "*.traj*")
     fmt, runs = _runs(FX / "swe-agent-traj", spec)
     for i, (native, path, t) in enumerate(runs):
         ctx = RunContext.of(t, None)
-        rec = up.swe_agent_live(lambda: RecordingMonitor(mon, ctx), native, "none")  # as the ingestor: no per-step usage
-        up.compare_steps(rec, [s for s, e in zip(t.steps, native["trajectory"]) if not up.SWE_DONE.match(e["action"])], t)
-        _agree(up.swe_agent_cases(mon, native, path, t, None, tmp_path / str(i), fmt, spec, "swebench"), t.run_id)
+        # as the ingestor: no per-step usage
+        rec = up.swe_agent_live(lambda: RecordingMonitor(mon, ctx), native, "none")
+        up.compare_steps(
+            rec,
+            [
+                s
+                for s, e in zip(t.steps, native["trajectory"])
+                if not up.SWE_DONE.match(e["action"])
+            ],
+            t,
+        )
+        _agree(
+            up.swe_agent_cases(
+                mon, native, path, t, None, tmp_path / str(i), fmt, spec, "swebench"
+            ),
+            t.run_id,
+        )
 
 
 def test_mini_swe_agent_fixture(mon, tmp_path):
@@ -82,18 +120,26 @@ def test_mini_swe_agent_fixture(mon, tmp_path):
     spec = _spec("mini-swe-agent", "mini-swe-agent-v1", "trajs/*/*.traj.json*")
     fmt, runs = _runs(FX / "export-atif" / "mini-swe-agent", spec)
     for i, (native, path, t) in enumerate(runs):
-        assert any(s.input_tokens for s in t.steps)  # the fixture has per-call usage: the cases differ in it
+        # the fixture has per-call usage: the cases differ in it
+        assert any(s.input_tokens for s in t.steps)
         ctx = RunContext.of(t, None)
-        rec = up.mini_live(lambda: RecordingMonitor(mon, ctx), native["messages"], t.run_id, tmp_path / f"l{i}")
+        rec = up.mini_live(
+            lambda: RecordingMonitor(mon, ctx), native["messages"], t.run_id, tmp_path / f"l{i}"
+        )
         up.compare_steps(rec, t.steps[:-1], t)
-        _agree(up.mini_cases(mon, native, path, t, None, tmp_path / str(i), fmt, spec, "swebench"), t.run_id)
+        _agree(
+            up.mini_cases(mon, native, path, t, None, tmp_path / str(i), fmt, spec, "swebench"),
+            t.run_id,
+        )
 
 
 @pytest.mark.parametrize("kind", ["standin", pytest.param("sdk", marks=pytest.mark.openhands)])
 def test_openhands_fixture(mon, tmp_path, kind):
     """On the stand-ins (Python 3.11) and on the real openhands.sdk event classes (the Python 3.12 stage)."""
     if kind == "sdk":
-        pytest.importorskip("openhands.sdk", reason="openhands-sdk needs Python >= 3.12 (make test-openhands)")
+        pytest.importorskip(
+            "openhands.sdk", reason="openhands-sdk needs Python >= 3.12 (make test-openhands)"
+        )
     spec = _spec("openhands", "openhands-completions", "llm_completions/*/*.json*")
     # a turn without a tool call ends an SDK run (an agent MessageEvent): only runs whose every turn calls a tool
     fmt, runs = _runs(FX / "openhands-completions", spec, keep=all_turns_call_tools)
@@ -110,13 +156,31 @@ def test_openhands_fixture(mon, tmp_path, kind):
         assert cb.stopper.errors == []
         up.compare_steps(rec, [t.steps[k] for k in scored], t)
         n = sum(1 for m in conversation(native) if m["role"] == "assistant")
-        cases = [up.from_recording(f"live {u}", up.openhands_live(lambda: RecordingMonitor(mon, ctx), evs, t.run_id, u,
-                                                                  [(1500, 40, 0.01)] * n, response_id))
-                 for u in ("per_step", "totals", "none")]
+        cases = [
+            up.from_recording(
+                f"live {u}",
+                up.openhands_live(
+                    lambda: RecordingMonitor(mon, ctx),
+                    evs,
+                    t.run_id,
+                    u,
+                    [(1500, 40, 0.01)] * n,
+                    response_id,
+                ),
+            )
+            for u in ("per_step", "totals", "none")
+        ]
         bare = json.loads(json.dumps(native))
         bare.get("response", {}).pop("usage", None)
-        cases += [up.from_replay("offline as is", mon, t, None),
-                  up.from_replay("offline none", mon, up.reparse(bare, path, tmp_path / str(i), fmt, spec, "swebench"), None)]
+        cases += [
+            up.from_replay("offline as is", mon, t, None),
+            up.from_replay(
+                "offline none",
+                mon,
+                up.reparse(bare, path, tmp_path / str(i), fmt, spec, "swebench"),
+                None,
+            ),
+        ]
         _agree(cases, t.run_id)
 
 
@@ -131,16 +195,27 @@ def test_inspect_ai_fixture(mon, tmp_path):
     for s in bare["simulations"]:
         s["messages"] = up.strip_tau2_usage(s["messages"])
     (tmp_path / path.name).write_text(json.dumps(bare))
-    bare_runs = {t.run_id: t for t in fmt.parse(tmp_path / path.name, spec, "tau2") if isinstance(t, Trajectory)}
+    bare_runs = {
+        t.run_id: t
+        for t in fmt.parse(tmp_path / path.name, spec, "tau2")
+        if isinstance(t, Trajectory)
+    }
     for t in trajs:
         assert any(s.input_tokens for s in t.steps)
         ctx = RunContext.of(t, None)
         msgs = doc["simulations"][t.meta["simulation_index"]]["messages"]
         rec = up.inspect_live(lambda: RecordingMonitor(mon, ctx), t.prompt, msgs, "per_step")
         up.compare_steps(rec, t.steps, t)
-        cases = [up.from_recording(f"live {u}", up.inspect_live(lambda: RecordingMonitor(mon, ctx), t.prompt, msgs, u))
-                 for u in ("per_step", "totals", "none")]
-        cases += [up.from_replay("offline per-step", mon, t, None), up.from_replay("offline none", mon, bare_runs[t.run_id], None)]
+        cases = [
+            up.from_recording(
+                f"live {u}", up.inspect_live(lambda: RecordingMonitor(mon, ctx), t.prompt, msgs, u)
+            )
+            for u in ("per_step", "totals", "none")
+        ]
+        cases += [
+            up.from_replay("offline per-step", mon, t, None),
+            up.from_replay("offline none", mon, bare_runs[t.run_id], None),
+        ]
         _agree(cases, t.run_id)
 
 
@@ -151,7 +226,14 @@ def test_the_usage_cases_really_differ_in_usage(mon, tmp_path):
     spec = _spec("mini-swe-agent", "mini-swe-agent-v1", "trajs/*/*.traj.json*")
     _, [(native, path, t)] = _runs(FX / "export-atif" / "mini-swe-agent", spec)
     ctx = RunContext.of(t, None)
-    with_usage = up.mini_live(lambda: RecordingMonitor(mon, ctx), native["messages"], t.run_id, tmp_path / "a")
-    without = up.mini_live(lambda: RecordingMonitor(mon, ctx), up.strip_message_usage(native["messages"]), t.run_id, tmp_path / "b")
+    with_usage = up.mini_live(
+        lambda: RecordingMonitor(mon, ctx), native["messages"], t.run_id, tmp_path / "a"
+    )
+    without = up.mini_live(
+        lambda: RecordingMonitor(mon, ctx),
+        up.strip_message_usage(native["messages"]),
+        t.run_id,
+        tmp_path / "b",
+    )
     assert [s["input_tokens"] for s in with_usage.steps][0] == 1500
     assert all(s["input_tokens"] is None and s["cost_usd"] is None for s in without.steps)

@@ -43,10 +43,16 @@ MINI = "verified__mini-swe-agent-v1.15.0__gemini-3-pro-preview-20251118"
 N_RUNS = 40  # real runs per pass
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # the last recorded turn ends the run the way mini's env ends it
 WAIT = 120.0  # seconds a gate waits before the test fails (a broken schedule, never a timing assertion)
-BOLD = {"success": 0.6, "failure": 0.6, "min_halt_step": 1}  # a label-free pair too bold for this agent: the audit moves it
+# a label-free pair too bold for this agent: the audit moves it
+BOLD = {
+    "success": 0.6,
+    "failure": 0.6,
+    "min_halt_step": 1,
+}
 
 
 # ---------------------------------------------------------------------------------------------------- the runs
+
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> dict[str, Any]:
@@ -63,14 +69,21 @@ def corpus(tmp_path_factory) -> dict[str, Any]:
     trajs = sorted((t for t in trajs if t.outcome is not None), key=lambda t: t.run_id)
     tasks = load_tasks(cat, data_root())
     prompts = {t.run_id: tasks[t.task_id].prompt if t.task_id in tasks else "" for t in trajs}
-    return {"trajs": trajs, "prompts": prompts, "tasks_file": tasks_file,
-            "repo": _dirty_repo(tmp_path_factory.mktemp("repo"))}
+    return {
+        "trajs": trajs,
+        "prompts": prompts,
+        "tasks_file": tasks_file,
+        "repo": _dirty_repo(tmp_path_factory.mktemp("repo")),
+    }
 
 
 def _runs(corpus: dict[str, Any], trajs: list[Trajectory]) -> dict[str, Any]:
     """The pass's runs and their recorded messages."""
-    return {**corpus, "trajs": trajs,
-            "messages": {t.run_id: _native(Path(t.meta["source_file"]))["messages"] for t in trajs}}
+    return {
+        **corpus,
+        "trajs": trajs,
+        "messages": {t.run_id: _native(Path(t.meta["source_file"]))["messages"] for t in trajs},
+    }
 
 
 def _spread(trajs: list[Trajectory], n: int) -> list[Trajectory]:
@@ -87,13 +100,21 @@ def real(corpus) -> dict[str, Any]:
 def misjudged(corpus, tmp_path_factory) -> dict[str, Any]:
     """N_RUNS runs for which the BOLD pair is visibly wrong: the first 10 (by run id) it halts as successes that
     failed, and runs it does not halt as successes, evenly spread.  Their audit sample rejects its success side."""
-    rs, _, _ = batch_runset(corpus, block(corpus, tmp_path_factory.mktemp("s") / "p.json", 0.5, 0, BOLD))
+    rs, _, _ = batch_runset(
+        corpus, block(corpus, tmp_path_factory.mktemp("s") / "p.json", 0.5, 0, BOLD)
+    )
     t, o = first_halt(rs.p_s, rs.p_f, BOLD["success"], BOLD["failure"], BOLD["min_halt_step"])
-    wrong = [x for x, ti, oi in zip(corpus["trajs"], t, o) if ti > 0 and oi == SUCCESS and x.outcome == 0][:10]
+    wrong = [
+        x for x, ti, oi in zip(corpus["trajs"], t, o) if ti > 0 and oi == SUCCESS and x.outcome == 0
+    ][:10]
     others = [x for x, ti, oi in zip(corpus["trajs"], t, o) if not (ti > 0 and oi == SUCCESS)]
     if len(wrong) < 5:
-        pytest.fail(f"only {len(wrong)} runs the BOLD pair halts wrongly as successes: the moving case needs more")
-    return _runs(corpus, sorted(wrong + _spread(others, N_RUNS - len(wrong)), key=lambda x: x.run_id))
+        pytest.fail(
+            f"only {len(wrong)} runs the BOLD pair halts wrongly as successes: the moving case needs more"
+        )
+    return _runs(
+        corpus, sorted(wrong + _spread(others, N_RUNS - len(wrong)), key=lambda x: x.run_id)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -101,12 +122,20 @@ def misjudged_failures(corpus, tmp_path_factory) -> dict[str, Any]:
     """For a failure-only pass (halt_on failure) at BOLD: the runs its rule halts as failures that succeeded while a
     rule halting on both sides halts them as successes first (so only the rule applied sees these errors), and runs
     it does not halt, evenly spread; the seed audits at least 3 of the former (``seed``)."""
-    rs, _, _ = batch_runset(corpus, block(corpus, tmp_path_factory.mktemp("f") / "p.json", 0.5, 0, BOLD))
+    rs, _, _ = batch_runset(
+        corpus, block(corpus, tmp_path_factory.mktemp("f") / "p.json", 0.5, 0, BOLD)
+    )
     tf, _ = first_halt(rs.p_s, rs.p_f, NEVER, BOLD["failure"], BOLD["min_halt_step"])
     tb, ob = first_halt(rs.p_s, rs.p_f, BOLD["success"], BOLD["failure"], BOLD["min_halt_step"])
-    hidden = [x for x, a, b, c in zip(corpus["trajs"], tf, tb, ob) if a > 0 and x.outcome == 1 and b > 0 and c == SUCCESS]
+    hidden = [
+        x
+        for x, a, b, c in zip(corpus["trajs"], tf, tb, ob)
+        if a > 0 and x.outcome == 1 and b > 0 and c == SUCCESS
+    ]
     if len(hidden) < 3:
-        pytest.fail(f"{len(hidden)} runs only the failure-only rule halts wrongly: too few for the case")
+        pytest.fail(
+            f"{len(hidden)} runs only the failure-only rule halts wrongly: too few for the case"
+        )
     others = _spread([x for x, a in zip(corpus["trajs"], tf) if a == 0], N_RUNS - len(hidden))
     return _runs(corpus, sorted(hidden + others, key=lambda x: x.run_id))
 
@@ -114,23 +143,44 @@ def misjudged_failures(corpus, tmp_path_factory) -> dict[str, Any]:
 def moving_seed(real: dict[str, Any], share: float, workers: int, halt_on: str) -> int:
     """The first seed whose simulated pass at BOLD starts runs under two pairs (the audit draw and the order are
     the seed's): the case then covers runs started after a move, not only a final pair."""
-    rs, pair, min_t = batch_runset(real, block(real, Path("unused.json"), share, 0, BOLD, halt_on=halt_on))
+    rs, pair, min_t = batch_runset(
+        real, block(real, Path("unused.json"), share, 0, BOLD, halt_on=halt_on)
+    )
     for seed in range(50):
-        if len({tuple(p) for p in simulated(rs, pair, min_t, seed, workers, share, halt_on)[0]["thresholds"]}) > 1:
+        if (
+            len(
+                {
+                    tuple(p)
+                    for p in simulated(rs, pair, min_t, seed, workers, share, halt_on)[0][
+                        "thresholds"
+                    ]
+                }
+            )
+            > 1
+        ):
             return seed
     pytest.fail("no seed in 0..49 moves the pair before the last start")
 
 
 def _native(path: Path) -> dict[str, Any]:
     path = path if path.is_absolute() else data_root() / path
-    with (gzip.open(path, "rt", encoding="utf-8") if path.name.endswith(".gz") else open(path, encoding="utf-8")) as f:
+    with (
+        gzip.open(path, "rt", encoding="utf-8")
+        if path.name.endswith(".gz")
+        else open(path, encoding="utf-8")
+    ) as f:
         return json.load(f)
 
 
 def _dirty_repo(root: Path) -> Path:
     """A git work tree with an uncommitted change: the candidate patch a success halt submits is never empty."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     (root / "mod.py").write_text("a = 1\n")
     for cmd in (["git", "init", "-q"], ["git", "add", "mod.py"], ["git", "commit", "-qm", "init"]):
         subprocess.run(cmd, cwd=root, check=True, env=env)
@@ -149,15 +199,27 @@ def _turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
     return turns
 
 
-def block(real: dict[str, Any], state: Path, share: float, seed: int, thresholds: dict | None = None,
-          model: Path | None = None, halt_on: str = "both") -> dict:
+def block(
+    real: dict[str, Any],
+    state: Path,
+    share: float,
+    seed: int,
+    thresholds: dict | None = None,
+    model: Path | None = None,
+    halt_on: str = "both",
+) -> dict:
     """The one ``earlyeval`` block every run's monitor is built from (a benchmark pass halts on both by default)."""
-    cfg = {"model": str(model or models_dir("swebench")), "halt_on": halt_on, "tasks": str(real["tasks_file"]),
-           "pass": {"state": str(state), "audit_share": share, "seed": seed}}
+    cfg = {
+        "model": str(model or models_dir("swebench")),
+        "halt_on": halt_on,
+        "tasks": str(real["tasks_file"]),
+        "pass": {"state": str(state), "audit_share": share, "seed": seed},
+    }
     return {**cfg, "thresholds": thresholds} if thresholds else cfg
 
 
 # ---------------------------------------------------------------------------------------------- the simulator
+
 
 def batch_runset(real: dict[str, Any], cfg: dict) -> tuple[RunSet, tuple[float, float], int]:
     """The runs' RunSet by the offline path (features of the whole trajectory, then the model), each run in the
@@ -166,7 +228,9 @@ def batch_runset(real: dict[str, Any], cfg: dict) -> tuple[RunSet, tuple[float, 
     fz, model = mon.bundle.featurizer, mon.bundle.model
     ps, pf = [], []
     for t in real["trajs"]:
-        ctx = mon.spawn().start(task=Task(task_id=t.task_id, prompt=real["prompts"][t.run_id]), run_id=t.run_id)
+        ctx = mon.spawn().start(
+            task=Task(task_id=t.task_id, prompt=real["prompts"][t.run_id]), run_id=t.run_id
+        )
         X = fz.prefix_matrix([t], [ctx], max_t=[len(t.steps)])[: len(t.steps) - 1]
         a, b = split_proba(model.predict_proba(X))
         ps.append(a)
@@ -174,8 +238,15 @@ def batch_runset(real: dict[str, Any], cfg: dict) -> tuple[RunSet, tuple[float, 
     return runset_of_runs(real["trajs"], ps, pf), (mon.tau_s, mon.tau_f), mon.min_halt_step
 
 
-def simulated(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, workers: int, share: float,
-              halt_on: str = "both") -> tuple[dict[str, Any], dict[int, list[int]]]:
+def simulated(
+    rs: RunSet,
+    base: tuple[float, float],
+    min_t: int,
+    seed: int,
+    workers: int,
+    share: float,
+    halt_on: str = "both",
+) -> tuple[dict[str, Any], dict[int, list[int]]]:
     """``simulate_pass`` and, per run, the audited runs it had delivered when the run started (its reference)."""
     refs: dict[int, list[int]] = {}
 
@@ -183,10 +254,13 @@ def simulated(rs: RunSet, base: tuple[float, float], min_t: int, seed: int, work
         refs[i] = list(delivered)
         return None  # the static predictions: the shipped model has no pass feature
 
-    return simulate_pass(rs, base, min_t, seed, workers, share, repredict=repredict, halt_on=halt_on), refs
+    return simulate_pass(
+        rs, base, min_t, seed, workers, share, repredict=repredict, halt_on=halt_on
+    ), refs
 
 
 # ------------------------------------------------------------------------------------------ the live workers
+
 
 class Schedule:
     """The simulator's order imposed on the live workers (the same order, see the test's docstring).
@@ -199,9 +273,13 @@ class Schedule:
     def __init__(self, sim: dict[str, Any], event: Callable[[], Any] = threading.Event):
         pos, start, fin = sim["position"], sim["start"], sim["finish"]
         n = len(pos)
-        self.before = [{j for j in range(n) if pos[j] < pos[i] and fin[j] <= start[i]} for i in range(n)]
+        self.before = [
+            {j for j in range(n) if pos[j] < pos[i] and fin[j] <= start[i]} for i in range(n)
+        ]
         self.after = [[k for k in range(n) if k != j and j not in self.before[k]] for j in range(n)]
-        self.last_call = [int(t) if t > 0 else int(T) for t, T in zip(sim["t_halt"], sim["finish"] - sim["start"])]
+        self.last_call = [
+            int(t) if t > 0 else int(T) for t, T in zip(sim["t_halt"], sim["finish"] - sim["start"])
+        ]
         self.spawned = [event() for _ in range(n)]  # threading or multiprocessing events
         self.delivered = [event() for _ in range(n)]
 
@@ -213,11 +291,18 @@ class Schedule:
 
     def on_call(self, i: int) -> Callable[[int], None]:
         """The hook of run i's model: call c (1-based) is about to be answered."""
+
         def hook(c: int) -> None:
             if c == 1:
-                self.spawned[i].set()  # the agent spawned the run's monitor before its first model call
+                self.spawned[
+                    i
+                ].set()  # the agent spawned the run's monitor before its first model call
             if c == self.last_call[i]:
-                self.wait([self.spawned[k] for k in self.after[i]], f"run {i}'s end waits for later starts")
+                self.wait(
+                    [self.spawned[k] for k in self.after[i]],
+                    f"run {i}'s end waits for later starts",
+                )
+
         return hook
 
 
@@ -235,8 +320,12 @@ def replay_model(messages: list[dict], hook: Callable[[int], None]) -> Any:
             hook(self.current_index + 2)
             return super().query(msgs, **kwargs)
 
-        def format_observation_messages(self, message: dict, outs: list[dict], template_vars: dict | None = None) -> list[dict]:
-            if outs:  # the submitting turn (the environment raised Submitted before this is reached)
+        def format_observation_messages(
+            self, message: dict, outs: list[dict], template_vars: dict | None = None
+        ) -> list[dict]:
+            if (
+                outs
+            ):  # the submitting turn (the environment raised Submitted before this is reached)
                 return super().format_observation_messages(message, outs, template_vars)
             return copy.deepcopy(turns[self.current_index][1])
 
@@ -253,26 +342,47 @@ def play(real: dict[str, Any], cfg: dict, i: int, sched: Schedule) -> dict[str, 
     seen: dict[str, Any] = {}
 
     def hook(c: int) -> None:
-        if c == 1:  # the monitor was spawned in run() before this call; nothing was delivered in between
+        if (
+            c == 1
+        ):  # the monitor was spawned in run() before this call; nothing was delivered in between
             seen["finished_at_start"] = len(agent.stopper.monitor.the_pass.state["finished"])
         sched.on_call(i)(c)
 
-    agent = EarlyStopAgent(replay_model(real["messages"][t.run_id], hook), LocalEnvironment(cwd=str(real["repo"])),
-                           earlyeval={**cfg, "task": t.task_id, "run_id": t.run_id}, system_template="Replay.",
-                           instance_template="{{task}}", step_limit=0, cost_limit=0)
+    agent = EarlyStopAgent(
+        replay_model(real["messages"][t.run_id], hook),
+        LocalEnvironment(cwd=str(real["repo"])),
+        earlyeval={**cfg, "task": t.task_id, "run_id": t.run_id},
+        system_template="Replay.",
+        instance_template="{{task}}",
+        step_limit=0,
+        cost_limit=0,
+    )
     agent.run(real["prompts"][t.run_id])
     pm = agent.stopper.monitor
     mon = pm.current.monitor if isinstance(pm.current, AuditMonitor) else pm.current
     h = agent.stopper.halted
     assert agent.stopper.errors == [] and pm.warnings == [], (agent.stopper.errors, pm.warnings)
-    return {**seen, "audited": isinstance(pm.current, AuditMonitor), "pair": tuple(mon.halting_thresholds),
-            "t_halt": h.n_steps if h else 0, "pred": -1 if h is None else int(h.outcome == "success"),
-            "ref": mon.pass_reference, "pass": pm.the_pass,  # the Pass stays in the worker
-            "probs": [(d.p_success, d.p_failure) for d in agent.stopper.decisions]}
+    return {
+        **seen,
+        "audited": isinstance(pm.current, AuditMonitor),
+        "pair": tuple(mon.halting_thresholds),
+        "t_halt": h.n_steps if h else 0,
+        "pred": -1 if h is None else int(h.outcome == "success"),
+        "ref": mon.pass_reference,
+        "pass": pm.the_pass,  # the Pass stays in the worker
+        "probs": [(d.p_success, d.p_failure) for d in agent.stopper.decisions],
+    }
 
 
-def _work(real: dict[str, Any], cfg: dict, order: list[int], sched: Schedule, nxt: Any, late_grades: bool,
-          results: Any) -> None:
+def _work(
+    real: dict[str, Any],
+    cfg: dict,
+    order: list[int],
+    sched: Schedule,
+    nxt: Any,
+    late_grades: bool,
+    results: Any,
+) -> None:
     """One worker, a thread or a process: the next run in pass order until none is left; an audited run is graded
     with its real label as soon as it ends (``late_grades``: by the test after the pass, a broken delivery)."""
     try:
@@ -286,7 +396,8 @@ def _work(real: dict[str, Any], cfg: dict, order: list[int], sched: Schedule, nx
             rec = play(real, cfg, i, sched)
             the_pass, t = rec.pop("pass"), real["trajs"][i]
             if rec["audited"] and not late_grades:
-                the_pass.grade(t.run_id, int(t.outcome))  # the harness's grade, right after the run ends
+                # the harness's grade, right after the run ends
+                the_pass.grade(t.run_id, int(t.outcome))
             sched.delivered[i].set()
             results.put((i, rec))
     except BaseException:  # noqa: BLE001 - reported by the test, which fails on it rather than on a hang
@@ -295,15 +406,25 @@ def _work(real: dict[str, Any], cfg: dict, order: list[int], sched: Schedule, nx
             ev.set()
 
 
-def live_pass(real: dict[str, Any], cfg: dict, sim: dict[str, Any], seed: int, workers: int,
-              late_grades: bool = False, processes: bool = False) -> tuple[list[dict[str, Any]], Pass]:
+def live_pass(
+    real: dict[str, Any],
+    cfg: dict,
+    sim: dict[str, Any],
+    seed: int,
+    workers: int,
+    late_grades: bool = False,
+    processes: bool = False,
+) -> tuple[list[dict[str, Any]], Pass]:
     """The pass on ``workers`` threads (or processes, sharing it through its state file only) taking runs in pass
     order; each run's record, and the pass as its state file holds it at the end."""
     ctx = mp.get_context("spawn")
     sched, order = Schedule(sim, ctx.Event), pass_order([t.run_id for t in real["trajs"]], seed)
     nxt, results = ctx.Value("i", 0), ctx.Queue()
     kind = ctx.Process if processes else threading.Thread
-    ws = [kind(target=_work, args=(real, cfg, order, sched, nxt, late_grades, results)) for _ in range(workers)]
+    ws = [
+        kind(target=_work, args=(real, cfg, order, sched, nxt, late_grades, results))
+        for _ in range(workers)
+    ]
     for w in ws:
         w.start()
     got: dict[int, dict[str, Any]] = {}
@@ -314,8 +435,12 @@ def live_pass(real: dict[str, Any], cfg: dict, sim: dict[str, Any], seed: int, w
     for w in ws:
         w.join(WAIT)
     pc = cfg["pass"]
-    the_pass = Pass(monitor_from_config({k: v for k, v in cfg.items() if k != "pass"}), pc["state"],
-                    audit_share=pc["audit_share"], seed=pc["seed"])
+    the_pass = Pass(
+        monitor_from_config({k: v for k, v in cfg.items() if k != "pass"}),
+        pc["state"],
+        audit_share=pc["audit_share"],
+        seed=pc["seed"],
+    )
     for i in sorted(got) if late_grades else []:
         if got[i]["audited"]:
             the_pass.grade(real["trajs"][i].run_id, int(real["trajs"][i].outcome))
@@ -324,22 +449,38 @@ def live_pass(real: dict[str, Any], cfg: dict, sim: dict[str, Any], seed: int, w
 
 # ------------------------------------------------------------------------------------------------- compare
 
-def mismatches(real: dict[str, Any], live: list[dict[str, Any]], sim: dict[str, Any], refs: dict[int, list[int]],
-               with_refs: bool) -> list[str]:
+
+def mismatches(
+    real: dict[str, Any],
+    live: list[dict[str, Any]],
+    sim: dict[str, Any],
+    refs: dict[int, list[int]],
+    with_refs: bool,
+) -> list[str]:
     """Each run's live decisions against the simulator's: audited, the pair in force at its start, the runs
     finished then, the halt (prefix t, outcome) and, for a model with the pass family (``with_refs``: else the pass
     keeps no profile), the pass reference its features read (the audited runs the simulator had delivered)."""
     out = []
     for i, r in enumerate(live):
-        want = {"audited": bool(sim["audited"][i]), "pair": tuple(float(x) for x in sim["thresholds"][i]),
-                "finished_at_start": int(sim["finished_at_start"][i]), "t_halt": int(sim["t_halt"][i]),
-                "pred": int(sim["pred"][i])}
+        want = {
+            "audited": bool(sim["audited"][i]),
+            "pair": tuple(float(x) for x in sim["thresholds"][i]),
+            "finished_at_start": int(sim["finished_at_start"][i]),
+            "t_halt": int(sim["t_halt"][i]),
+            "pred": int(sim["pred"][i]),
+        }
         got = {k: r[k] for k in want}
         if got != want:
             out.append(f"{real['trajs'][i].run_id}: live {got} != simulated {want}")
-        want_ref = PassReference.of(profile_of(real["trajs"][j]) for j in refs[i]) if with_refs else None
-        if (r["ref"] is None) != (want_ref is None) or (want_ref is not None and r["ref"] != want_ref):
-            out.append(f"{real['trajs'][i].run_id}: its pass reference is not the simulator's ({len(refs[i])} audited runs)")
+        want_ref = (
+            PassReference.of(profile_of(real["trajs"][j]) for j in refs[i]) if with_refs else None
+        )
+        if (r["ref"] is None) != (want_ref is None) or (
+            want_ref is not None and r["ref"] != want_ref
+        ):
+            out.append(
+                f"{real['trajs'][i].run_id}: its pass reference is not the simulator's ({len(refs[i])} audited runs)"
+            )
     return out
 
 
@@ -365,24 +506,56 @@ def check_probabilities(live: list[dict[str, Any]], rs: RunSet) -> None:
 
 # ---------------------------------------------------------------------------------------------------- tests
 
-def _pass_case(real: dict[str, Any], tmp_path: Path, seed: int, workers: int, share: float,
-               thresholds: dict | None = None, late_grades: bool = False, model: Path | None = None,
-               halt_on: str = "both", processes: bool = False) -> dict[str, Any]:
+
+def _pass_case(
+    real: dict[str, Any],
+    tmp_path: Path,
+    seed: int,
+    workers: int,
+    share: float,
+    thresholds: dict | None = None,
+    late_grades: bool = False,
+    model: Path | None = None,
+    halt_on: str = "both",
+    processes: bool = False,
+) -> dict[str, Any]:
     """One pass live and simulated, and what differs between them."""
-    cfg = block(real, tmp_path / f"pass-{seed}-{workers}-{late_grades}.json", share, seed, thresholds, model, halt_on)
+    cfg = block(
+        real,
+        tmp_path / f"pass-{seed}-{workers}-{late_grades}.json",
+        share,
+        seed,
+        thresholds,
+        model,
+        halt_on,
+    )
     rs, model_pair, min_t = batch_runset(real, cfg)
     sim, refs = simulated(rs, model_pair, min_t, seed, workers, share, halt_on)
     live, the_pass = live_pass(real, cfg, sim, seed, workers, late_grades, processes)
     base = halting_pair(*model_pair, halt_on)
     assert the_pass.base == base
-    with_refs = "pass" in monitor_from_config({"model": cfg["model"]}).bundle.featurizer.family_names
+    with_refs = (
+        "pass" in monitor_from_config({"model": cfg["model"]}).bundle.featurizer.family_names
+    )
     live_moves = [m for m in moves(the_pass.state["history"], "thresholds") if m != list(base)]
-    return {"rs": rs, "sim": sim, "live": live, "bad": mismatches(real, live, sim, refs, with_refs), "pass": the_pass,
-            "moves": live_moves, "sim_moves": moves(sim["history"], "pair"), "base": base}
+    return {
+        "rs": rs,
+        "sim": sim,
+        "live": live,
+        "bad": mismatches(real, live, sim, refs, with_refs),
+        "pass": the_pass,
+        "moves": live_moves,
+        "sim_moves": moves(sim["history"], "pair"),
+        "base": base,
+    }
 
 
-@pytest.mark.parametrize("seed,workers,processes", [(0, 1, False), (1, 4, False), (2, 8, False), (5, 3, True)])
-def test_a_live_pass_on_parallel_mini_swe_agent_workers_decides_as_the_simulator(real, tmp_path, seed, workers, processes):
+@pytest.mark.parametrize(
+    "seed,workers,processes", [(0, 1, False), (1, 4, False), (2, 8, False), (5, 3, True)]
+)
+def test_a_live_pass_on_parallel_mini_swe_agent_workers_decides_as_the_simulator(
+    real, tmp_path, seed, workers, processes
+):
     """The same order: runs spawn in ``pass_order(run ids, seed)``, and each run's monitor is spawned after exactly
     the finish events (and audited grades) the simulator delivered before that run started, on W workers in time
     counted in steps (``Schedule``).  Then every run's audit draw, the pair in force at its start, the runs finished
@@ -392,32 +565,56 @@ def test_a_live_pass_on_parallel_mini_swe_agent_workers_decides_as_the_simulator
     c = _pass_case(real, tmp_path, seed, workers, 0.25, processes=processes)
     check_probabilities(c["live"], c["rs"])
     assert c["bad"] == []
-    assert c["moves"] == [] == c["sim_moves"] and list(c["pass"].thresholds) == c["sim"]["final_pair"]
+    assert (
+        c["moves"] == [] == c["sim_moves"] and list(c["pass"].thresholds) == c["sim"]["final_pair"]
+    )
     n_halted = int((c["sim"]["t_halt"] > 0).sum())
-    assert n_halted >= 5 and c["sim"]["audited"].sum() >= 5 and set(c["sim"]["pred"][c["sim"]["t_halt"] > 0]) == {0, 1}
+    assert (
+        n_halted >= 5
+        and c["sim"]["audited"].sum() >= 5
+        and set(c["sim"]["pred"][c["sim"]["t_halt"] > 0]) == {0, 1}
+    )
     kind = "processes" if processes else "threads"
-    print(f"\npass parity, {len(c['live'])} real runs, W={workers} {kind}, seed {seed}: {n_halted} halted, "
-          f"{int(c['sim']['audited'].sum())} audited, all decisions equal")
+    print(
+        f"\npass parity, {len(c['live'])} real runs, W={workers} {kind}, seed {seed}: {n_halted} halted, "
+        f"{int(c['sim']['audited'].sum())} audited, all decisions equal"
+    )
 
 
 @pytest.mark.parametrize("processes", [False, True])
-def test_a_moving_threshold_pair_moves_at_the_same_run_live_and_simulated(misjudged, tmp_path, processes):
+def test_a_moving_threshold_pair_moves_at_the_same_run_live_and_simulated(
+    misjudged, tmp_path, processes
+):
     """A label-free pair too bold for these runs (0.6, 0.6, the block's ``thresholds``) and half of them audited: the
     graded audit runs reject its success side mid-pass; live and simulated, the pair moves after the same finished
     runs and every later run starts under the new pair (W = 4 threads, or 4 processes)."""
-    c = _pass_case(misjudged, tmp_path, moving_seed(misjudged, 0.5, 4, "both"), 4, 0.5, BOLD, processes=processes)
+    c = _pass_case(
+        misjudged,
+        tmp_path,
+        moving_seed(misjudged, 0.5, 4, "both"),
+        4,
+        0.5,
+        BOLD,
+        processes=processes,
+    )
     check_probabilities(c["live"], c["rs"])
     assert c["bad"] == []
-    assert c["moves"] == c["sim_moves"] != [] and list(c["pass"].thresholds) == c["sim"]["final_pair"]
+    assert (
+        c["moves"] == c["sim_moves"] != [] and list(c["pass"].thresholds) == c["sim"]["final_pair"]
+    )
     pairs = sorted({tuple(float(x) for x in p) for p in c["sim"]["thresholds"]})
     assert len(pairs) >= 2  # runs started under different pairs
-    print(f"\npass parity, moving pair: {c['base']} -> {c['sim_moves']}; pairs in force at starts: {pairs}")
+    print(
+        f"\npass parity, moving pair: {c['base']} -> {c['sim_moves']}; pairs in force at starts: {pairs}"
+    )
 
 
 def test_the_parity_check_fails_when_the_grades_are_delivered_late(misjudged, tmp_path):
     """The comparison is not vacuous: the same pass with every audited grade told to the pass only after the last run
     started (the finish events late) gives runs started under another pair than the simulator's."""
-    c = _pass_case(misjudged, tmp_path, moving_seed(misjudged, 0.5, 4, "both"), 4, 0.5, BOLD, late_grades=True)
+    c = _pass_case(
+        misjudged, tmp_path, moving_seed(misjudged, 0.5, 4, "both"), 4, 0.5, BOLD, late_grades=True
+    )
     assert any("'pair'" in m for m in c["bad"]), c["bad"][:3]
 
 
@@ -444,6 +641,11 @@ def test_a_failure_only_pass_certifies_the_halts_its_monitors_make(misjudged_fai
     c = _pass_case(misjudged_failures, tmp_path, seed, 4, 0.5, BOLD, halt_on="failure")
     check_probabilities(c["live"], c["rs"])
     assert c["bad"] == []
-    assert c["moves"] == c["sim_moves"] == [[NEVER, NEVER]] and list(c["pass"].thresholds) == [NEVER, NEVER]
-    assert not (c["sim"]["pred"] == SUCCESS).any() and {p[0] for p in c["sim"]["thresholds"]} == {NEVER}
+    assert c["moves"] == c["sim_moves"] == [[NEVER, NEVER]] and list(c["pass"].thresholds) == [
+        NEVER,
+        NEVER,
+    ]
+    assert not (c["sim"]["pred"] == SUCCESS).any() and {p[0] for p in c["sim"]["thresholds"]} == {
+        NEVER
+    }
     print(f"\npass parity, failure-only (seed {seed}): {c['base']} -> {c['sim_moves']}")

@@ -8,15 +8,15 @@ import sys
 
 import numpy as np
 import pytest
-
 from _monitor_helpers import both_sides, make_runs, make_tasks, quantile_thresholds, train_bundle
+
 from earlyeval.core.decision import Decision
-from earlyeval.integrations.base import EarlyStopper, StepMonitor
+from earlyeval.core.trajectory import Action, Step, make_step
 from earlyeval.fitting.metrics import halting
+from earlyeval.integrations.base import EarlyStopper, StepMonitor
+from earlyeval.live.monitor import Monitor, as_step
 from earlyeval.model.modeldir import save_model_dir
 from earlyeval.model.outcome import split_proba
-from earlyeval.live.monitor import Monitor, as_step
-from earlyeval.core.trajectory import Action, Step, make_step
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +24,12 @@ def trained(tmp_path_factory):
     """A tiny 4-family model (text included) trained on synthetic runs, saved and reloaded."""
     tasks = make_tasks(12)
     trajs = make_runs(80, seed=0)
-    bundle, X, ctxs = train_bundle(trajs, tasks, families=("behaviour", "text", "gold", "prior"))  # text: through BLAS
-    bundle.thresholds = quantile_thresholds(bundle, trajs, tasks, min_halt_step=3, need=(both_sides,))  # by construction
+    # text: through BLAS
+    bundle, X, ctxs = train_bundle(trajs, tasks, families=("behaviour", "text", "gold", "prior"))
+    # by construction
+    bundle.thresholds = quantile_thresholds(
+        bundle, trajs, tasks, min_halt_step=3, need=(both_sides,)
+    )
     d = save_model_dir(bundle, tmp_path_factory.mktemp("model") / "m")
     return {"dir": d, "bundle": bundle, "trajs": trajs, "tasks": tasks, "ctxs": ctxs}
 
@@ -61,7 +65,9 @@ def test_streaming_features_and_probabilities_equal_batch(trained):
         bs, bf = split_proba(model.predict_proba(X))
         np.testing.assert_allclose(ps, bs, rtol=0, atol=1e-12)
         np.testing.assert_allclose(pf, bf, rtol=0, atol=1e-12)
-        n_text += int(np.abs(X[:, [i for i, n in enumerate(fz.names) if n.startswith("txt_")]]).sum() > 0)
+        n_text += int(
+            np.abs(X[:, [i for i, n in enumerate(fz.names) if n.startswith("txt_")]]).sum() > 0
+        )
     assert n_text > 30  # the text block is really exercised, not all zeros
     assert len(np.unique(np.round(bs, 6))) > 1
 
@@ -83,7 +89,11 @@ def test_halts_exactly_where_metrics_halting_does(trained):
             assert d.outcome == ("success" if pred == 1 else "failure")
             kinds.add(d.outcome)
             assert all(x.halt and x.outcome == d.outcome for x in ds[first:])  # sticky
-            assert f"{th['success']:g}" in d.reason and f"{th['failure']:g}" in d.reason and "p_success=" in d.reason
+            assert (
+                f"{th['success']:g}" in d.reason
+                and f"{th['failure']:g}" in d.reason
+                and "p_success=" in d.reason
+            )
             assert d.step_index == traj.steps[first].index
         assert all(not d.halt for d in ds[: (first if first is not None else len(ds))])
     assert kinds == {"success", "failure"}  # both halting sides happen on this data
@@ -93,7 +103,9 @@ def test_no_halt_before_min_halt_step(trained, tmp_path):
     b = trained["bundle"]
     from earlyeval.model.modeldir import ModelBundle
 
-    low = ModelBundle(b.featurizer, b.model, {"success": 0.0, "failure": 0.0, "min_halt_step": 4}, b.training)
+    low = ModelBundle(
+        b.featurizer, b.model, {"success": 0.0, "failure": 0.0, "min_halt_step": 4}, b.training
+    )
     mon = Monitor(low)
     traj, ctx = trained["trajs"][0], trained["ctxs"][0]
     _, _, _, ds = _stream(mon, traj, ctx, 6)
@@ -160,7 +172,12 @@ def test_fail_open_on_featurizer_error_then_recovers_on_next_run(trained, monkey
     with caplog.at_level(logging.WARNING, logger="earlyeval.live.monitor"):
         ds = [mon.observe(s) for s in traj.steps[:5]]
     assert ds[0].p_success is not None and ds[1].p_success is not None
-    assert not ds[2].halt and ds[2].p_success is None and "boom in gold" in ds[2].reason and ds[2].reason.startswith("fail-open")
+    assert (
+        not ds[2].halt
+        and ds[2].p_success is None
+        and "boom in gold" in ds[2].reason
+        and ds[2].reason.startswith("fail-open")
+    )
     assert all(not d.halt and d.p_success is None and "disabled" in d.reason for d in ds[3:])
     assert any("boom in gold" in r.getMessage() for r in caplog.records)
     monkeypatch.setattr(gold, "update", real_update)
@@ -173,7 +190,12 @@ def test_fail_open_on_prediction_error_and_bad_input(trained, monkeypatch):
     mon = Monitor.load(trained["dir"])
     mon.start(task=trained["tasks"]["repo__repo-1"], run_id="x")
     d = mon.observe(12345)  # not a step at all: skipped, flagged, and the run is still monitored
-    assert not d.halt and d.p_success is None and "skipped unreadable step" in d.reason and "not int" in d.flags[0]
+    assert (
+        not d.halt
+        and d.p_success is None
+        and "skipped unreadable step" in d.reason
+        and "not int" in d.flags[0]
+    )
     d2 = mon.observe(trained["trajs"][0].steps[0])
     assert d2.p_success is not None and mon._t == 1 and mon.n_skipped == 1
     mon.start(task=trained["tasks"]["repo__repo-1"], run_id="y")
@@ -202,26 +224,67 @@ def test_missing_gold_and_prior_warn_and_give_nan(trained, caplog):
     assert any("gold patch" in r.getMessage() for r in caplog.records)
     d = mon.observe(trained["trajs"][0].steps[0])
     names = mon.feature_names
-    gold_idx = [i for i, n in enumerate(names) if n.startswith(("gold_", "diff_gold", "edits_in_gold", "f2p_", "since_f2p", "test_patch", "edited_precision", "since_first_gold", "since_diff"))]
+    gold_idx = [
+        i
+        for i, n in enumerate(names)
+        if n.startswith(
+            (
+                "gold_",
+                "diff_gold",
+                "edits_in_gold",
+                "f2p_",
+                "since_f2p",
+                "test_patch",
+                "edited_precision",
+                "since_first_gold",
+                "since_diff",
+            )
+        )
+    ]
     prior_idx = [names.index("prior_solve_rate")]
-    assert np.isnan(mon.last_features[gold_idx]).all() and np.isnan(mon.last_features[prior_idx]).all()
+    assert (
+        np.isnan(mon.last_features[gold_idx]).all() and np.isnan(mon.last_features[prior_idx]).all()
+    )
     assert d.p_success is not None and "degraded" in d.reason
     with pytest.raises(ValueError, match="gold patch"):
         Monitor.load(trained["dir"], strict=True).start(task={"task_id": "t", "prompt": "p"})
     # a full task: no warning
-    mon.start(task=trained["tasks"]["repo__repo-2"], run_id="ok", prompt="compute_2 returns the wrong value")
+    mon.start(
+        task=trained["tasks"]["repo__repo-2"],
+        run_id="ok",
+        prompt="compute_2 returns the wrong value",
+    )
     assert mon.warnings == []
 
 
 def test_dict_task_and_steps_equal_objects(trained):
     tasks = trained["tasks"]
     t = tasks["repo__repo-3"]
-    swe = {"instance_id": t.task_id, "problem_statement": t.prompt, "patch": t.gold_patch, "test_patch": t.test_patch,
-           "FAIL_TO_PASS": t.fail_to_pass, "meta": t.meta}
-    steps = [make_step(0, [Action("bash", "cat pkg/mod3.py")], observation="def compute_3(x):"),
-             make_step(1, [Action("bash", "python -m pytest tests/test_mod3.py")], observation="1 failed in 0.1s", error=True)]
-    dicts = [{"action": "cat pkg/mod3.py", "observation": "def compute_3(x):"},
-             {"action": "python -m pytest tests/test_mod3.py", "observation": "1 failed in 0.1s", "error": True}]
+    swe = {
+        "instance_id": t.task_id,
+        "problem_statement": t.prompt,
+        "patch": t.gold_patch,
+        "test_patch": t.test_patch,
+        "FAIL_TO_PASS": t.fail_to_pass,
+        "meta": t.meta,
+    }
+    steps = [
+        make_step(0, [Action("bash", "cat pkg/mod3.py")], observation="def compute_3(x):"),
+        make_step(
+            1,
+            [Action("bash", "python -m pytest tests/test_mod3.py")],
+            observation="1 failed in 0.1s",
+            error=True,
+        ),
+    ]
+    dicts = [
+        {"action": "cat pkg/mod3.py", "observation": "def compute_3(x):"},
+        {
+            "action": "python -m pytest tests/test_mod3.py",
+            "observation": "1 failed in 0.1s",
+            "error": True,
+        },
+    ]
     m1, m2 = Monitor.load(trained["dir"]), Monitor.load(trained["dir"])
     m1.start(task=t, run_id="a")
     m2.start(task=swe, run_id="a")
@@ -253,7 +316,9 @@ def test_monitor_in_early_stopper_and_protocol(trained):
     assert isinstance(mon, StepMonitor)
     stopper = EarlyStopper(mon)
     stopper.start(task=trained["tasks"]["repo__repo-0"], run_id="loop")
-    d = stopper.after_step(action="grep -rn compute_0 pkg/", observation="pkg/mod0.py:10:def compute_0(x):")
+    d = stopper.after_step(
+        action="grep -rn compute_0 pkg/", observation="pkg/mod0.py:10:def compute_0(x):"
+    )
     assert isinstance(d, Decision) and d.p_success is not None and d.step_index == 0
     assert stopper.errors == []
 
@@ -266,8 +331,10 @@ def test_booster_fallback_path_is_the_same(trained):
 
 
 def test_package_import_stays_light():
-    code = ("import sys, earlyeval; assert 'lightgbm' not in sys.modules and 'sklearn' not in sys.modules, 'heavy import'; "
-            "from earlyeval import Monitor; assert Monitor.__name__ == 'Monitor'; print('ok')")
+    code = (
+        "import sys, earlyeval; assert 'lightgbm' not in sys.modules and 'sklearn' not in sys.modules, 'heavy import'; "
+        "from earlyeval import Monitor; assert Monitor.__name__ == 'Monitor'; print('ok')"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
 
@@ -282,7 +349,11 @@ def test_task_table_completes_a_task_known_only_by_id(trained):
     full = trained["tasks"]["repo__repo-5"]
     mon = Monitor.load(trained["dir"], tasks=trained["tasks"])
     mon.start(task={"task_id": full.task_id, "prompt": "the prompt the agent saw"}, run_id="r")
-    assert mon.warnings == [] and mon.ctx.task.gold_patch == full.gold_patch and mon.ctx.prompt == "the prompt the agent saw"
+    assert (
+        mon.warnings == []
+        and mon.ctx.task.gold_patch == full.gold_patch
+        and mon.ctx.prompt == "the prompt the agent saw"
+    )
     bare = Monitor.load(trained["dir"])
     bare.start(task={"task_id": full.task_id, "prompt": "the prompt the agent saw"}, run_id="r")
     assert any("gold patch" in w for w in bare.warnings)
@@ -334,7 +405,9 @@ def test_a_due_success_halt_waits_for_a_candidate_patch(trained):
     mon.start_context(ctx, traj.run_id)
     out = [mon.observe(s, candidate=candidate) for s in traj.steps[: len(traj.steps) - 1]]
     held = out[first]
-    assert not held.halt and held.reason.startswith("continue (success predicted, not halted: no candidate patch yet")
+    assert not held.halt and held.reason.startswith(
+        "continue (success predicted, not halted: no candidate patch yet"
+    )
     assert len(calls) >= 1 and calls[0] == 0  # consulted first at the step the success halt was due
     later = next((k for k, d in enumerate(out) if d.halt), None)
     n_held = sum(d.reason.startswith("continue (success predicted, not halted") for d in out)
@@ -346,7 +419,10 @@ def test_a_due_success_halt_waits_for_a_candidate_patch(trained):
     crashed = Monitor.load(trained["dir"], halt_on="both")
     crashed.start_context(ctx, traj.run_id)
     res = [crashed.observe(s, candidate=lambda: 1 / 0) for s in traj.steps[: first + 1]]
-    assert not res[first].halt and "the candidate patch could not be read (ZeroDivisionError" in res[first].reason
+    assert (
+        not res[first].halt
+        and "the candidate patch could not be read (ZeroDivisionError" in res[first].reason
+    )
 
 
 def test_halt_on_is_checked():

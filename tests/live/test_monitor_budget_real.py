@@ -13,26 +13,27 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from synth import SMALL_LGBM
 
+from earlyeval.app.pipeline import eval_config, train_bench
 from earlyeval.budget.config import BudgetConfig
-from earlyeval.model.budget import DIMENSIONS
-from earlyeval.evaluation.budget_shipped import predict_prefixes
 from earlyeval.budget.targets import dim_targets, free_opening_agents
-from earlyeval.model.budget import SpendTracker
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import models_dir
+from earlyeval.evaluation.budget_shipped import predict_prefixes
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.ingest import ingest_catalog
 from earlyeval.live.monitor import Monitor
-from earlyeval.app.pipeline import eval_config, train_bench
+from earlyeval.model.budget import DIMENSIONS, SpendTracker
 from earlyeval.tables.store import bench_dir, read_tasks, read_trajectories
 from earlyeval.tables.tasks import load_tasks
-from synth import SMALL_LGBM
 
 pytestmark = pytest.mark.integration
 
 
-SAMPLE_FILES = 30  # per run folder, where nothing is ingested yet (CI): a bounded, evenly spread sample
+SAMPLE_FILES = (
+    30  # per run folder, where nothing is ingested yet (CI): a bounded, evenly spread sample
+)
 
 
 def _ingested(bench: str):
@@ -65,11 +66,15 @@ def swebench_budget_model(tmp_path_factory):
     if (mdir / "extra_budget.json").exists():
         return mdir
     trajs, tasks = _ingested("swebench")
-    cfg = eval_config("swebench", lgbm_params=SMALL_LGBM, holdout_min_runs=25, n_jobs=2, warm_repeats=1)
+    cfg = eval_config(
+        "swebench", lgbm_params=SMALL_LGBM, holdout_min_runs=25, n_jobs=2, warm_repeats=1
+    )
     ds = load_dataset("swebench", cfg.families, trajs=trajs, tasks=tasks, progress=False)
     out = tmp_path_factory.mktemp("model") / "swebench"
     train_bench("swebench", out, cfg, ds=ds, budget=True)
-    assert (out / "extra_budget.json").exists(), "train_bench wrote no budget estimators on the sample"
+    assert (out / "extra_budget.json").exists(), (
+        "train_bench wrote no budget estimators on the sample"
+    )
     return out
 
 
@@ -94,23 +99,42 @@ def test_shipped_swebench_budget_live_equals_batch(swebench_budget_model):
             for dim, res in ref.items():
                 live = d.budget[dim]
                 if np.isnan(res["p_feasible"][row]):
-                    if any(getattr(s, dim) is None for s in traj.steps[:k + 1]) if dim != "steps" else False:
+                    if (
+                        any(getattr(s, dim) is None for s in traj.steps[: k + 1])
+                        if dim != "steps"
+                        else False
+                    ):
                         assert live is None, (traj.run_id, k, dim)
                         seen_none.add(dim)
                     continue
                 assert live is not None, (traj.run_id, k, dim)
                 row_live = mon.budget_model.design_row(mon._spend, mon.last_features, dim)
-                assert np.array_equal(row_live, res["X"][row], equal_nan=True), (traj.run_id, k, dim)
+                assert np.array_equal(row_live, res["X"][row], equal_nan=True), (
+                    traj.run_id,
+                    k,
+                    dim,
+                )
                 for lv in ("0.8", "0.9"):
-                    assert live["remaining"][lv]["low"] == pytest.approx(res[f"lo_{lv}"][row], rel=1e-9, abs=1e-12)
-                    assert live["remaining"][lv]["high"] == pytest.approx(res[f"hi_{lv}"][row], rel=1e-9, abs=1e-12)
-                    assert live["remaining"][lv]["median"] == pytest.approx(res["median"][row], rel=1e-9, abs=1e-12)
+                    assert live["remaining"][lv]["low"] == pytest.approx(
+                        res[f"lo_{lv}"][row], rel=1e-9, abs=1e-12
+                    )
+                    assert live["remaining"][lv]["high"] == pytest.approx(
+                        res[f"hi_{lv}"][row], rel=1e-9, abs=1e-12
+                    )
+                    assert live["remaining"][lv]["median"] == pytest.approx(
+                        res["median"][row], rel=1e-9, abs=1e-12
+                    )
                 assert live["spent"] == res["spent"][row]
-                assert live["p_within_budget"] == pytest.approx(res["p_within_budget"][row], abs=1e-9)
+                assert live["p_within_budget"] == pytest.approx(
+                    res["p_within_budget"][row], abs=1e-9
+                )
                 assert live["p_feasible"] == pytest.approx(res["p_feasible"][row], abs=1e-9)
                 n_cmp += 1
     assert n_cmp > 300
-    assert {"output_tokens", "cost_usd"} <= seen_none  # agents without token/cost logs: None, never 0
+    assert {
+        "output_tokens",
+        "cost_usd",
+    } <= seen_none  # agents without token/cost logs: None, never 0
 
 
 def test_tau2_streaming_spend_equals_batch_targets():
@@ -130,7 +154,11 @@ def test_tau2_streaming_spend_equals_batch_targets():
             for k, step in enumerate(traj.steps[:-1]):
                 st.update(step)
                 row = rows[k]
-                counted = d == "steps" or np.any(tg.usage[r][:k + 1] > 0) or not any(getattr(s, d) is not None for s in traj.steps[:k + 1])
+                counted = (
+                    d == "steps"
+                    or np.any(tg.usage[r][: k + 1] > 0)
+                    or not any(getattr(s, d) is not None for s in traj.steps[: k + 1])
+                )
                 # known iff the batch knows the run, except while a known counter has only said 0 so far
                 assert st.known(0) == bool(counted), (traj.run_id, d, k)
                 if st.known(0):

@@ -23,35 +23,45 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _monitor_helpers import HEADLINE, LIGHT, offline_policy
 
 import earlyeval.ingest as ingest_mod
-from _monitor_helpers import HEADLINE, LIGHT, offline_policy
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import models_dir
+from earlyeval.evaluation.pass_refs import training_references
 from earlyeval.features import Featurizer, RunContext, build_family
+from earlyeval.features.context import context_absent_counts
+from earlyeval.features.passref import PassFamily
 from earlyeval.features.prior import PriorTable
 from earlyeval.features.text import TokenCache
-from earlyeval.fitting.metrics import apply_policy
-from earlyeval.model.outcome import split_proba
 from earlyeval.fitting.estimator import OutcomeModel
-from earlyeval.model.modeldir import ModelBundle, save_model_dir
-from earlyeval.features.context import context_absent_counts
-from earlyeval.live.monitor import Monitor
-from earlyeval.evaluation.pass_refs import training_references
-from earlyeval.features.passref import PassFamily
+from earlyeval.fitting.metrics import apply_policy
 from earlyeval.live.benchpass import Pass, pass_order, run_on_workers
+from earlyeval.live.monitor import Monitor
+from earlyeval.model.modeldir import ModelBundle, save_model_dir
+from earlyeval.model.outcome import split_proba
 from earlyeval.tables.prefixes import prefix_table
+from earlyeval.tables.tasks import load_tasks
 from earlyeval.workflows.score import score_runs
 from earlyeval.workflows.score_options import ScoreOptions
-from earlyeval.tables.tasks import load_tasks
 
 pytestmark = pytest.mark.integration
 
 FILES_PER_RUN = 3
 MAX_PER_RUN = 8  # tau2 files hold many simulations each
 TAU2_RUNS = 6
-EXPECTED_FORMATS = {"mini-swe-agent-v1", "openhands-completions", "openhands-events", "swe-agent-traj", "coder-traj",
-                    "moatless-transitions", "moatless-steps", "tau2", "toolathlon", "terminalbench-log"}
+EXPECTED_FORMATS = {
+    "mini-swe-agent-v1",
+    "openhands-completions",
+    "openhands-events",
+    "swe-agent-traj",
+    "coder-traj",
+    "moatless-transitions",
+    "moatless-steps",
+    "tau2",
+    "toolathlon",
+    "terminalbench-log",
+}
 
 
 def _require_data():
@@ -64,7 +74,9 @@ def _bounded(bench: str, runs: list[str] | None = None):
     cat = load_catalog(bench)
     real = ingest_mod.discover
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ingest_mod, "discover", lambda run_dir, spec: real(run_dir, spec)[:FILES_PER_RUN])
+        mp.setattr(
+            ingest_mod, "discover", lambda run_dir, spec: real(run_dir, spec)[:FILES_PER_RUN]
+        )
         trajs, reports = ingest_mod.ingest_catalog(cat, show_progress=False, runs=runs)
     by_run = Counter()
     kept = []
@@ -77,20 +89,55 @@ def _bounded(bench: str, runs: list[str] | None = None):
 
 
 def _train(trajs, contexts, families, prior_table=None, cache=None):
-    fams = [build_family(f, prior_table=prior_table,
-                         text_params={"dims": {b: 8 for b in ("prompt", "actions", "action_last", "observations", "observation_last")},
-                                      "min_df": 1, "min_agents": 1, "cache": cache}) for f in families]
+    fams = [
+        build_family(
+            f,
+            prior_table=prior_table,
+            text_params={
+                "dims": {
+                    b: 8
+                    for b in (
+                        "prompt",
+                        "actions",
+                        "action_last",
+                        "observations",
+                        "observation_last",
+                    )
+                },
+                "min_df": 1,
+                "min_agents": 1,
+                "cache": cache,
+            },
+        )
+        for f in families
+    ]
     fz = Featurizer(fams).fit(trajs, contexts)
     X = fz.prefix_matrix(trajs, contexts)
     pf = prefix_table(trajs, min_steps=2)
     model = OutcomeModel(lgbm_params={**LIGHT, "min_child_samples": 3}, n_jobs=1, val_share=0.4)
-    model.fit(X, pf["y"].to_numpy(), sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy(), feature_names=fz.names)
+    model.fit(
+        X,
+        pf["y"].to_numpy(),
+        sample_weight=pf["weight"].to_numpy(),
+        groups=pf["task_id"].to_numpy(),
+        feature_names=fz.names,
+    )
     # what train_bench records: which training runs lacked a family's inputs (monitor.context_state)
-    return ModelBundle(fz, model, {"success": 0.7, "failure": 0.7, "min_halt_step": 1},
-                       training={"benchmarks": [], "context_runs": len(trajs), "context_absent_runs": context_absent_counts(fz, contexts)})
+    return ModelBundle(
+        fz,
+        model,
+        {"success": 0.7, "failure": 0.7, "min_halt_step": 1},
+        training={
+            "benchmarks": [],
+            "context_runs": len(trajs),
+            "context_absent_runs": context_absent_counts(fz, contexts),
+        },
+    )
 
 
-def _check_stream_equals_batch(mon: Monitor, fz: Featurizer, model: OutcomeModel, trajs, contexts) -> int:
+def _check_stream_equals_batch(
+    mon: Monitor, fz: Featurizer, model: OutcomeModel, trajs, contexts
+) -> int:
     n = 0
     for t, c in zip(trajs, contexts):
         mon.start_context(c, t.run_id)
@@ -124,7 +171,11 @@ def chat_sample():
     _require_data()
     trajs, fmt = [], {}
     tau2 = load_catalog("tau2")
-    for bench, runs in (("tau2", [r.name for r in tau2.runs[:TAU2_RUNS]]), ("toolathlon", None), ("terminalbench", None)):
+    for bench, runs in (
+        ("tau2", [r.name for r in tau2.runs[:TAU2_RUNS]]),
+        ("toolathlon", None),
+        ("terminalbench", None),
+    ):
         _, ts, f = _bounded(bench, runs)
         trajs += ts
         fmt.update(f)
@@ -140,9 +191,12 @@ def test_every_format_is_in_the_sample(swebench_sample, chat_sample):
 def test_stream_equals_batch_swebench_all_families(swebench_sample, tmp_path):
     s = swebench_sample
     cache = TokenCache(1500)
-    bundle = _train(s["trajs"], s["ctxs"], ["behaviour", "text", "gold", "prior"], s["table"], cache)
+    bundle = _train(
+        s["trajs"], s["ctxs"], ["behaviour", "text", "gold", "prior"], s["table"], cache
+    )
     mon = Monitor.load(save_model_dir(bundle, tmp_path / "m"))
-    assert mon.featurizer.families[1].cache is None  # the monitor tokenizes; the batch reference used the cache
+    # the monitor tokenizes; the batch reference used the cache
+    assert mon.featurizer.families[1].cache is None
     n = _check_stream_equals_batch(mon, bundle.featurizer, bundle.model, s["trajs"], s["ctxs"])
     assert n > 300
 
@@ -162,13 +216,19 @@ def test_stream_equals_batch_shipped_model(swebench_sample):
         pytest.skip("no shipped model: run `earlyeval train --bench swebench`")
     mon = Monitor.load(mdir)
     b = mon.bundle
-    n = _check_stream_equals_batch(mon, b.featurizer, b.model, swebench_sample["trajs"], swebench_sample["ctxs"])
+    n = _check_stream_equals_batch(
+        mon, b.featurizer, b.model, swebench_sample["trajs"], swebench_sample["ctxs"]
+    )
     assert n > 300
 
 
 def _replay_vs_offline(model_dir: Path, runs: Path, fmt: str, out: Path, tasks=None):
     # as_of="run": each run's prior as of its own catalog date, as the offline (as_of) evaluation computes it
-    rep = json.loads(score_runs(model_dir, runs, ScoreOptions(fmt, out=out, as_of="run"), tasks=tasks, progress=False)["score"].read_text())
+    rep = json.loads(
+        score_runs(
+            model_dir, runs, ScoreOptions(fmt, out=out, as_of="run"), tasks=tasks, progress=False
+        )["score"].read_text()
+    )
     mon = Monitor.load(model_dir)
     from earlyeval.workflows.score import read_runs, run_specs
 
@@ -179,7 +239,9 @@ def _replay_vs_offline(model_dir: Path, runs: Path, fmt: str, out: Path, tasks=N
     blocks = list(rep["agents"].values())
     assert len(blocks) == 1
     for k in HEADLINE:
-        assert (blocks[0][k] is None and off[k] is None) or blocks[0][k] == pytest.approx(off[k], abs=1e-9), k
+        assert (blocks[0][k] is None and off[k] is None) or blocks[0][k] == pytest.approx(
+            off[k], abs=1e-9
+        ), k
     t_halt, _ = apply_policy(rs, th["success"], th["failure"], th["min_halt_step"])
     by = {r["run_id"]: r for r in rep["per_run"]}
     assert [by[r]["halt_t"] or 0 for r in rs.run_ids] == list(t_halt)
@@ -190,9 +252,18 @@ def test_replay_equals_offline_real_swebench_run(swebench_sample, tmp_path):
     mdir = models_dir("swebench")
     if not (mdir / "manifest.json").exists():
         s = swebench_sample
-        mdir = save_model_dir(_train(s["trajs"], s["ctxs"], ["behaviour", "gold", "prior"], s["table"]), tmp_path / "m")
+        mdir = save_model_dir(
+            _train(s["trajs"], s["ctxs"], ["behaviour", "gold", "prior"], s["table"]),
+            tmp_path / "m",
+        )
     spec = swebench_sample["cat"].run("lite__swe-agent__gpt4")
-    rep = _replay_vs_offline(mdir, data_root() / spec.folder, spec.format, tmp_path / "out", tasks=swebench_sample["tasks"])
+    rep = _replay_vs_offline(
+        mdir,
+        data_root() / spec.folder,
+        spec.format,
+        tmp_path / "out",
+        tasks=swebench_sample["tasks"],
+    )
     assert rep["n_trajectories"] >= 200 and rep["runs"][0]["from_catalog"] == "swebench"
 
 
@@ -214,9 +285,16 @@ def test_live_pass_features_equal_the_training_ones_on_real_runs(swebench_sample
     trajs = [dataclasses.replace(t, agent="one-pass") for t in s["trajs"]]
     refs = training_references(trajs, seed=PASS_SEED, workers=PASS_WORKERS, audit_share=PASS_SHARE)
     ctxs = [dataclasses.replace(c, pass_reference=r) for c, r in zip(s["ctxs"], refs)]
-    assert sum(r is not None for r in refs) >= 10, "the sample gives too few references: the check would be vacuous"
+    assert sum(r is not None for r in refs) >= 10, (
+        "the sample gives too few references: the check would be vacuous"
+    )
     bundle = _train(trajs, ctxs, ["behaviour", "gold", "prior", "pass"], s["table"])
-    bundle.thresholds = {"success": 1.0, "failure": 1.0, "min_halt_step": 1}  # nothing halts: the offline schedule
+    # nothing halts: the offline schedule
+    bundle.thresholds = {
+        "success": 1.0,
+        "failure": 1.0,
+        "min_halt_step": 1,
+    }
     base = Monitor.load(save_model_dir(bundle, tmp_path / "m"))
     cols = [base.feature_names.index(n) for n in PassFamily().names]
     by_agent = defaultdict(list)
@@ -224,16 +302,24 @@ def test_live_pass_features_equal_the_training_ones_on_real_runs(swebench_sample
         by_agent[t.agent].append(i)
     checked = with_ref = 0
     for agent, idx in by_agent.items():
-        p = Pass(base, tmp_path / f"{len(by_agent)}-{checked}.json", audit_share=PASS_SHARE, seed=PASS_SEED)
+        p = Pass(
+            base,
+            tmp_path / f"{len(by_agent)}-{checked}.json",
+            audit_share=PASS_SHARE,
+            seed=PASS_SEED,
+        )
         ids = [trajs[i].run_id for i in idx]
         live: dict[int, tuple[np.ndarray, list[float]]] = {}
 
         def run(j: int, k: int, start: int) -> int:
             i = idx[j]
             m = p.monitor(ids[j])
-            m.start_context(s["ctxs"][i], ids[j])  # the context without a reference: the pass adds its own
+            # the context without a reference: the pass adds its own
+            m.start_context(s["ctxs"][i], ids[j])
             rows, ps = [], []
-            for st in trajs[i].steps[:-1]:  # as every live loop: the final, submitting turn is never scored
+            for st in trajs[i].steps[
+                :-1
+            ]:  # as every live loop: the final, submitting turn is never scored
                 d = m.observe(st)
                 assert not d.halt
                 rows.append(m.last_features.copy())
@@ -246,10 +332,16 @@ def test_live_pass_features_equal_the_training_ones_on_real_runs(swebench_sample
 
         run_on_workers(pass_order(ids, PASS_SEED), PASS_WORKERS, run, deliver)
         for i in idx:
-            X = bundle.featurizer.prefix_matrix([trajs[i]], [ctxs[i]], max_t=[len(trajs[i].steps)])[: len(trajs[i].steps) - 1]
+            X = bundle.featurizer.prefix_matrix([trajs[i]], [ctxs[i]], max_t=[len(trajs[i].steps)])[
+                : len(trajs[i].steps) - 1
+            ]
             rows, ps = live[i]
-            assert rows.shape == X.shape and np.array_equal(rows, X, equal_nan=True), trajs[i].run_id
-            np.testing.assert_allclose(ps, split_proba(bundle.model.predict_proba(X))[0], rtol=0, atol=1e-9)
+            assert rows.shape == X.shape and np.array_equal(rows, X, equal_nan=True), trajs[
+                i
+            ].run_id
+            np.testing.assert_allclose(
+                ps, split_proba(bundle.model.predict_proba(X))[0], rtol=0, atol=1e-9
+            )
             checked += 1
             with_ref += not np.isnan(X[:, cols]).all()
     assert checked == len(trajs) and with_ref >= 10

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import _paths  # noqa: F401
 import json
 import math
 import multiprocessing as mp
 
+import _paths  # noqa: F401
 import numpy as np
 import pytest
-
 from _monitor_helpers import ALWAYS_FAIL, constant_model
+
 from earlyeval.core.trajectory import Action, make_step
 from earlyeval.live.benchpass import AuditMonitor, Pass, audited, certify_pass
 from earlyeval.live.monitor import Monitor
@@ -21,8 +21,14 @@ TASK = {"task_id": "t0", "prompt": "fix the parser in src/app.py", "gold_patch":
 
 
 def _steps(n: int = 5):
-    return [make_step(i, [Action("bash", f"python -m pytest tests/test_{i}.py")], observation="1 failed, 2 passed")
-            for i in range(n)]
+    return [
+        make_step(
+            i,
+            [Action("bash", f"python -m pytest tests/test_{i}.py")],
+            observation="1 failed, 2 passed",
+        )
+        for i in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +52,8 @@ def test_the_audit_sample_is_drawn_before_any_prediction_and_never_halted(doomed
     p = Pass(Monitor.load(doomed_dir), audit_share=0.5, seed=3)
     seen = {"audit": 0, "plain": 0}
     for r in ids[:20]:
-        known_before = p.is_audited(r)  # decided before its monitor exists, i.e. before any prediction
+        # decided before its monitor exists, i.e. before any prediction
+        known_before = p.is_audited(r)
         mon = p.monitor(r)
         ds = _drive(mon)
         assert isinstance(mon, AuditMonitor) == known_before
@@ -73,7 +80,11 @@ def test_the_anytime_bound_holds_at_its_level_on_synthetic_sequences():
     rng = np.random.default_rng(0)
     alpha, reps, N = 0.2, 300, 100
     assert math.isclose(sum(spent_level(alpha, n) for n in range(1, 200000)), alpha, rel_tol=1e-4)
-    for e, n, p in ((0, 50, 0.1), (3, 40, 0.02), (10, 30, 0.5)):  # the tail form agrees with the interval
+    for e, n, p in (
+        (0, 50, 0.1),
+        (3, 40, 0.02),
+        (10, 30, 0.5),
+    ):  # the tail form agrees with the interval
         lo, hi = cs_bounds(e, n, alpha)
         assert _outside(e, n, p, alpha) == (not lo <= p <= hi)
     for p in (0.02, 0.1, 0.4):
@@ -99,7 +110,10 @@ def test_the_pass_guarantee_holds_at_its_stated_level_on_synthetic_agents():
     at any time of the pass, in at most alpha of the passes (re-certified after every graded run)."""
     rng = np.random.default_rng(1)
     alpha, max_error, reps = 0.2, 0.10, 30
-    for acc in (0.85, 0.995):  # true error 0.15 (> max_error: any bolder tau is a violation) and 0.005 (fine)
+    for acc in (
+        0.85,
+        0.995,
+    ):  # true error 0.15 (> max_error: any bolder tau is a violation) and 0.005 (fine)
         bad = moved = 0
         for _ in range(reps):
             audit = _synthetic_audit(rng, 240, acc)
@@ -115,7 +129,9 @@ def test_the_pass_guarantee_holds_at_its_stated_level_on_synthetic_agents():
             assert moved > 0  # the certification can fire: the test above is not vacuous
 
 
-def test_with_no_finished_run_the_pass_never_halts_more_boldly_than_label_free(tmp_path, doomed_dir):
+def test_with_no_finished_run_the_pass_never_halts_more_boldly_than_label_free(
+    tmp_path, doomed_dir
+):
     mon = Monitor.load(doomed_dir)
     p = Pass(mon, tmp_path / "pass.json", audit_share=0.0)
     assert p.thresholds == (mon.tau_s, mon.tau_f)
@@ -127,8 +143,15 @@ def test_with_no_finished_run_the_pass_never_halts_more_boldly_than_label_free(t
     assert p.thresholds == (mon.tau_s, mon.tau_f)
 
 
-@pytest.mark.parametrize("content", [None, "{not json", json.dumps({"version": 1, "finished": [], "thresholds": [0.6, 0.6]}),
-                                     json.dumps([1, 2])])
+@pytest.mark.parametrize(
+    "content",
+    [
+        None,
+        "{not json",
+        json.dumps({"version": 1, "finished": [], "thresholds": [0.6, 0.6]}),
+        json.dumps([1, 2]),
+    ],
+)
 def test_a_missing_or_corrupt_pass_state_fails_open_and_says_so(tmp_path, doomed_dir, content):
     path = tmp_path / "pass.json"
     if content is not None:
@@ -148,14 +171,23 @@ def _worker(model_dir: str, path: str, prefix: str, n: int) -> None:
     p = Pass(Monitor.load(model_dir), path, audit_share=0.3, seed=1)
     for i in range(n):
         rid = f"{prefix}-{i}"
-        p.finish(rid, steps=i + 1, tokens=None, cost=None, halted=False,
-                 outcome=(i % 2) if p.is_audited(rid) else None, probs=[[0.4, 0.6]] * 3 if p.is_audited(rid) else None)
+        p.finish(
+            rid,
+            steps=i + 1,
+            tokens=None,
+            cost=None,
+            halted=False,
+            outcome=(i % 2) if p.is_audited(rid) else None,
+            probs=[[0.4, 0.6]] * 3 if p.is_audited(rid) else None,
+        )
 
 
 def test_two_processes_sharing_one_state_file_lose_no_finish_event(tmp_path, doomed_dir):
     path = tmp_path / "pass.json"
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_worker, args=(str(doomed_dir), str(path), k, 40)) for k in ("a", "b")]
+    procs = [
+        ctx.Process(target=_worker, args=(str(doomed_dir), str(path), k, 40)) for k in ("a", "b")
+    ]
     for pr in procs:
         pr.start()
     for pr in procs:
@@ -171,8 +203,22 @@ def test_two_processes_sharing_one_state_file_lose_no_finish_event(tmp_path, doo
 def test_a_late_grade_certifies_as_an_outcome_given_at_finish(tmp_path, doomed_dir):
     """``grade`` after ``finish``: the same thresholds and history as the outcome given at ``finish``; a run not
     audited, or not finished, is refused with its id named."""
-    late = Pass(Monitor.load(doomed_dir), tmp_path / "late.json", audit_share=1.0, seed=2, alpha=0.5, max_error=0.8)
-    now = Pass(Monitor.load(doomed_dir), tmp_path / "now.json", audit_share=1.0, seed=2, alpha=0.5, max_error=0.8)
+    late = Pass(
+        Monitor.load(doomed_dir),
+        tmp_path / "late.json",
+        audit_share=1.0,
+        seed=2,
+        alpha=0.5,
+        max_error=0.8,
+    )
+    now = Pass(
+        Monitor.load(doomed_dir),
+        tmp_path / "now.json",
+        audit_share=1.0,
+        seed=2,
+        alpha=0.5,
+        max_error=0.8,
+    )
     for i in range(12):
         rid = f"r{i}"
         for p in (late, now):
@@ -181,7 +227,9 @@ def test_a_late_grade_certifies_as_an_outcome_given_at_finish(tmp_path, doomed_d
         now.finish(rid, steps=5, outcome=i % 4 != 0)
     for i in range(12):
         late.grade(f"r{i}", int(i % 4 != 0))
-    assert late.thresholds == now.thresholds and late.state["history"][-1] == now.state["history"][-1]
+    assert (
+        late.thresholds == now.thresholds and late.state["history"][-1] == now.state["history"][-1]
+    )
     with pytest.raises(ValueError, match="'nope' has not finished"):
         late.grade("nope", 1)
     plain = Pass(Monitor.load(doomed_dir), audit_share=0.0)
@@ -193,14 +241,36 @@ def test_a_failure_only_pass_certifies_the_halts_its_monitors_make(tmp_path):
     """``halt_on="failure"`` (every live adapter's default): the success side is off from the start and stays off,
     and a graded run the failure side halts counts against it even when P(success) crossed its tau first (a rule
     halting on both sides would have halted it as a correct success, and never seen the error)."""
-    model = constant_model(tmp_path / "m", 0.5, {"success": 0.9, "failure": 0.95, "min_halt_step": 1})
-    probs = [[0.95, 0.05], [0.02, 0.98], [0.02, 0.98]]  # success predicted at step 1, failure at step 2; it succeeded
-    passes = {h: Pass(Monitor.load(model, halt_on=h), tmp_path / f"{h}.json", audit_share=1.0) for h in ("failure", "both")}
+    model = constant_model(
+        tmp_path / "m", 0.5, {"success": 0.9, "failure": 0.95, "min_halt_step": 1}
+    )
+    # success predicted at step 1, failure at step 2; it succeeded
+    probs = [
+        [0.95, 0.05],
+        [0.02, 0.98],
+        [0.02, 0.98],
+    ]
+    passes = {
+        h: Pass(Monitor.load(model, halt_on=h), tmp_path / f"{h}.json", audit_share=1.0)
+        for h in ("failure", "both")
+    }
     for p in passes.values():
         for i in range(3):
             p.finish(f"r{i}", steps=4, outcome=1, probs=probs)
     assert passes["failure"].base == (NEVER, 0.95)
-    assert passes["failure"].thresholds == (NEVER, NEVER)  # 3 wrong failure halts of 3: the failure side is rejected
-    assert passes["both"].thresholds == (0.9, 0.95)  # 3 right success halts, no failure halt: nothing certified
+    # 3 wrong failure halts of 3: the failure side is rejected
+    assert passes["failure"].thresholds == (
+        NEVER,
+        NEVER,
+    )
+    # 3 right success halts, no failure halt: nothing certified
+    assert passes["both"].thresholds == (
+        0.9,
+        0.95,
+    )
     m = passes["failure"].monitor("r9")
-    assert m.monitor.tau_s == 0.9 and m.monitor.halting_thresholds == (NEVER, NEVER)  # the off side keeps its tau
+    # the off side keeps its tau
+    assert m.monitor.tau_s == 0.9 and m.monitor.halting_thresholds == (
+        NEVER,
+        NEVER,
+    )

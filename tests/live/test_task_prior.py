@@ -7,8 +7,8 @@ A halt at step 1, or before any action of the agent, is decided by the task alon
 from __future__ import annotations
 
 import pytest
-
 from _monitor_helpers import constant_model
+
 from earlyeval.core.trajectory import Action, make_step
 from earlyeval.integrations.base import EarlyStopper
 from earlyeval.live.monitor import Monitor
@@ -20,12 +20,20 @@ PATCH = "diff --git a/mod.py b/mod.py\n+a = 2\n"
 @pytest.fixture(scope="module")
 def sure_success(tmp_path_factory):
     """P(success) = 0.8 at every step; success halts from step 1 (failure never)."""
-    return constant_model(tmp_path_factory.mktemp("m") / "m", 0.8, {"success": 0.6, "failure": 2.0, "min_halt_step": 1})
+    return constant_model(
+        tmp_path_factory.mktemp("m") / "m",
+        0.8,
+        {"success": 0.6, "failure": 2.0, "min_halt_step": 1},
+    )
 
 
 @pytest.fixture(scope="module")
 def sure_success_from_2(tmp_path_factory):
-    return constant_model(tmp_path_factory.mktemp("m2") / "m", 0.8, {"success": 0.6, "failure": 2.0, "min_halt_step": 2})
+    return constant_model(
+        tmp_path_factory.mktemp("m2") / "m",
+        0.8,
+        {"success": 0.6, "failure": 2.0, "min_halt_step": 2},
+    )
 
 
 def _acted(k: int):
@@ -33,7 +41,9 @@ def _acted(k: int):
 
 
 def _empty(k: int):
-    return make_step(k, [], thought="hmm", observation="Expected exactly 1 action, found 0.", error=True)
+    return make_step(
+        k, [], thought="hmm", observation="Expected exactly 1 action, found 0.", error=True
+    )
 
 
 def test_halt_rule_names_the_basis():
@@ -46,12 +56,17 @@ def test_a_halt_at_step_1_says_task_prior(sure_success):
     mon.start({"task_id": "repo__repo-1", "prompt": "fix"}, "r1")
     d = mon.observe(_acted(0))
     assert d.halt and d.outcome == "success" and d.halt_rule == TASK_PRIOR
-    assert "(task prior: no action of the agent read yet)" in d.reason and "outcome rule" not in d.reason
+    assert (
+        "(task prior: no action of the agent read yet)" in d.reason
+        and "outcome rule" not in d.reason
+    )
     later = mon.observe(_acted(1))  # sticky: the halt keeps its basis
     assert later.halt and later.halt_rule == TASK_PRIOR and TASK_PRIOR in later.reason
 
 
-def test_a_halt_before_any_action_says_task_prior_and_one_after_says_outcome_rule(sure_success_from_2):
+def test_a_halt_before_any_action_says_task_prior_and_one_after_says_outcome_rule(
+    sure_success_from_2,
+):
     mon = Monitor.load(sure_success_from_2, halt_on="both")
     mon.start({"task_id": "repo__repo-1", "prompt": "fix"}, "r1")
     ds = [mon.observe(_empty(0)), mon.observe(_empty(1))]
@@ -69,12 +84,17 @@ def test_a_run_of_no_actions_is_never_halted_as_a_success_in_a_live_loop(sure_su
     mon.start({"task_id": "repo__repo-1", "prompt": "fix"}, "r1")
     out = [mon.observe(_empty(k), candidate=lambda: PATCH) for k in range(4)]
     assert not any(d.halt for d in out)
-    assert all(d.reason.startswith("continue (success predicted, not halted: no action of the agent yet") for d in out)
+    assert all(
+        d.reason.startswith("continue (success predicted, not halted: no action of the agent yet")
+        for d in out
+    )
     d = mon.observe(_acted(4), candidate=lambda: PATCH)
     assert d.halt and d.outcome == "success" and d.halt_rule == OUTCOME_RULE
 
 
-def test_the_early_stopper_holds_a_no_action_success_halt_of_a_monitor_without_candidate(sure_success):
+def test_the_early_stopper_holds_a_no_action_success_halt_of_a_monitor_without_candidate(
+    sure_success,
+):
     """A monitor whose observe takes no candidate= is gated in the EarlyStopper the same way; its message says
     the basis."""
     mon = Monitor.load(sure_success, halt_on="both")

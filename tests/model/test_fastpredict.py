@@ -5,12 +5,12 @@ point on the same rows (the Booster fallback, CBooster's ctypes call of PredictF
 
 from __future__ import annotations
 
-import numpy as np
 import lightgbm as lgb
+import numpy as np
 import pytest
+from _bounds import assert_same_number
 
 from earlyeval.model.fastpredict import SingleRowPredictor
-from _bounds import assert_same_number
 
 
 def _data(seed: int = 0, n: int = 600):
@@ -26,7 +26,14 @@ def _data(seed: int = 0, n: int = 600):
 @pytest.fixture(scope="module", params=["plain", "zero_as_missing", "categorical"])
 def booster(request):
     X, y = _data()
-    params = {"objective": "binary", "num_leaves": 15, "min_data_in_leaf": 5, "verbose": -1, "num_threads": 1, "seed": 1}
+    params = {
+        "objective": "binary",
+        "num_leaves": 15,
+        "min_data_in_leaf": 5,
+        "verbose": -1,
+        "num_threads": 1,
+        "seed": 1,
+    }
     cat = "auto"
     if request.param == "zero_as_missing":
         params["zero_as_missing"] = True
@@ -38,26 +45,31 @@ def booster(request):
 
 def _awkward_rows(seed: int = 1) -> np.ndarray:
     X, _ = _data(seed, 300)
-    extra = np.array([
-        [np.nan] * 6,
-        [0.0] * 6,
-        [-0.0, 1e-40, np.nan, -1, np.inf, -np.inf],  # tiny, negative category, infinities
-        [1, 2, np.nan, 99, 0, 0],  # unseen category
-        [np.nan, 0, 0, 2.7, 0, 0],  # a fractional category (LightGBM truncates)
-    ], dtype=np.float32)
+    extra = np.array(
+        [
+            [np.nan] * 6,
+            [0.0] * 6,
+            [-0.0, 1e-40, np.nan, -1, np.inf, -np.inf],  # tiny, negative category, infinities
+            [1, 2, np.nan, 99, 0, 0],  # unseen category
+            [np.nan, 0, 0, 2.7, 0, 0],  # a fractional category (LightGBM truncates)
+        ],
+        dtype=np.float32,
+    )
     return np.vstack([X, extra])
 
 
 def test_c_api_raw_margin_equals_booster_predict(booster):
     kind, b = booster
     if kind == "categorical":
-        assert any(t.get("num_cat", 0) for t in b.dump_model()["tree_info"])  # categorical splits really present
+        # categorical splits really present
+        assert any(t.get("num_cat", 0) for t in b.dump_model()["tree_info"])
     rows = _awkward_rows()
     ref = b.predict(rows, raw_score=True)
     p = SingleRowPredictor(b)
     assert p.kind == "c-api"
     got = np.array([p(r) for r in rows])
-    assert_same_number(got, ref)  # another C entry point into LightGBM's tree code: within a bound (_bounds.py)
+    # another C entry point into LightGBM's tree code: within a bound (_bounds.py)
+    assert_same_number(got, ref)
 
 
 def test_contributions_equal_pred_contrib(booster):
@@ -102,7 +114,9 @@ def test_without_lib_lightgbm_the_public_predict_is_the_fallback(booster, monkey
     rows = _awkward_rows()[:40]
 
     def unavailable():
-        raise capi.LibraryUnavailable("lib_lightgbm lacks LGBM_BoosterPredictForMatSingleRowFastInit")
+        raise capi.LibraryUnavailable(
+            "lib_lightgbm lacks LGBM_BoosterPredictForMatSingleRowFastInit"
+        )
 
     monkeypatch.setattr(capi, "library", unavailable)
     with pytest.raises(FastPathUnavailable, match="SingleRowFastInit"):
@@ -111,7 +125,8 @@ def test_without_lib_lightgbm_the_public_predict_is_the_fallback(booster, monkey
     assert p.kind == "booster"
     assert "fast path unavailable" in caplog.text
     np.testing.assert_array_equal(np.array([p(r) for r in rows]), b.predict(rows, raw_score=True))
-    assert type(capi.load_booster(b.model_to_string())).__name__ == "Booster"  # modeldir's fallback: lightgbm's own
+    # modeldir's fallback: lightgbm's own
+    assert type(capi.load_booster(b.model_to_string())).__name__ == "Booster"
 
 
 def test_c_booster_is_lightgbms_booster_bit_for_bit(booster):
@@ -123,7 +138,9 @@ def test_c_booster_is_lightgbms_booster_bit_for_bit(booster):
     rows = _awkward_rows()
     for kw in ({"raw_score": True}, {}, {"pred_contrib": True}):
         np.testing.assert_array_equal(cb.predict(rows, **kw), b.predict(rows, **kw))
-        np.testing.assert_array_equal(cb.predict(rows.astype(np.float64), **kw), b.predict(rows.astype(np.float64), **kw))
+        np.testing.assert_array_equal(
+            cb.predict(rows.astype(np.float64), **kw), b.predict(rows.astype(np.float64), **kw)
+        )
     assert cb.num_feature() == b.num_feature() and cb.feature_name() == b.feature_name()
     assert cb.model_to_string() == b.model_to_string()
     p = SingleRowPredictor(cb)

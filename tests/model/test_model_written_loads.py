@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from _monitor_helpers import make_runs, make_tasks, train_bundle
-from earlyeval.app import pipeline
-from earlyeval.core.errors import CatalogError, ModelDirError
-from earlyeval.config.eval_config import EvalConfig
-from earlyeval.model.modeldir import load_model_dir, save_model_dir
 from synth import SMALL_LGBM, make_dataset, make_trajectories
+
+from earlyeval.app import pipeline
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.core.errors import CatalogError, ModelDirError
+from earlyeval.model.modeldir import load_model_dir, save_model_dir
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +24,13 @@ def bundle():
 def test_a_model_its_loader_refuses_is_never_written(bundle, tmp_path):
     path = save_model_dir(bundle, tmp_path / "m")  # a good model first: it must stay
     before = {p.name: p.read_bytes() for p in path.iterdir()}
-    bad = dataclasses.replace(bundle, thresholds={"success": 0.5, "failure": 0.9, "min_halt_step": 1})
-    with pytest.raises(ModelDirError, match=r"'thresholds.success': 0.5 is out of range.*the loader refuses the model just fitted"):
+    bad = dataclasses.replace(
+        bundle, thresholds={"success": 0.5, "failure": 0.9, "min_halt_step": 1}
+    )
+    with pytest.raises(
+        ModelDirError,
+        match=r"'thresholds.success': 0.5 is out of range.*the loader refuses the model just fitted",
+    ):
         save_model_dir(bad, path)
     assert {p.name: p.read_bytes() for p in path.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no staged directory left beside it
@@ -39,10 +44,21 @@ def test_train_never_writes_a_model_its_loader_refuses(tmp_path, monkeypatch):
     """The threshold rule giving success=0.5 (what a small catalog gave): train fails naming the field."""
     trajs, tasks = make_trajectories(6)
     ds = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
-    cfg = EvalConfig(families=["behaviour"], min_steps=3, holdout_min_runs=2, n_jobs=1, lgbm_params=dict(SMALL_LGBM),
-                     inner_folds=6, warm_repeats=1, min_halt_step=2)  # no step-1 halts: the step-1 check passes
+    # no step-1 halts: the step-1 check passes
+    cfg = EvalConfig(
+        families=["behaviour"],
+        min_steps=3,
+        holdout_min_runs=2,
+        n_jobs=1,
+        lgbm_params=dict(SMALL_LGBM),
+        inner_folds=6,
+        warm_repeats=1,
+        min_halt_step=2,
+    )
     real = pipeline.choose_thresholds
-    monkeypatch.setattr(pipeline, "choose_thresholds", lambda *a, **k: {**real(*a, **k), "success": 0.5})
+    monkeypatch.setattr(
+        pipeline, "choose_thresholds", lambda *a, **k: {**real(*a, **k), "success": 0.5}
+    )
     with pytest.raises(ModelDirError, match=r"thresholds.success"):
         pipeline.train_bench("synth", tmp_path / "m", cfg, budget=False, ds=ds)
     assert not (tmp_path / "m").exists()
@@ -52,10 +68,20 @@ def test_evaluate_on_too_little_data_is_one_error_naming_the_catalog():
     """8 runs of 4 agents: the LOAO's fit cannot split them; the error names the catalog and the counts."""
     trajs, tasks = make_trajectories(2)
     ds = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
-    cfg = EvalConfig(families=["behaviour"], min_steps=3, holdout_min_runs=2, n_jobs=1, lgbm_params=dict(SMALL_LGBM),
-                     inner_folds=6, warm_repeats=1)
-    with pytest.raises(CatalogError, match=r"field 'runs': too little data to evaluate synth: 8 labelled runs of 4 agents, "
-                                           r"\d+ successes \(ValueError: .*\); add runs or agents to the catalog") as e:
+    cfg = EvalConfig(
+        families=["behaviour"],
+        min_steps=3,
+        holdout_min_runs=2,
+        n_jobs=1,
+        lgbm_params=dict(SMALL_LGBM),
+        inner_folds=6,
+        warm_repeats=1,
+    )
+    with pytest.raises(
+        CatalogError,
+        match=r"field 'runs': too little data to evaluate synth: 8 labelled runs of 4 agents, "
+        r"\d+ successes \(ValueError: .*\); add runs or agents to the catalog",
+    ) as e:
         pipeline.evaluate_bench("synth", cfg, ds=ds)
     assert "\n" not in str(e.value)
 
@@ -67,11 +93,16 @@ def test_budget_on_too_little_data_is_one_error_naming_the_catalog(monkeypatch):
     ds = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
 
     def no_rows(*a, **k):
-        raise ValueError("Found array with 0 sample(s) (shape=(0, 68)) while a minimum of 1 is required.")
+        raise ValueError(
+            "Found array with 0 sample(s) (shape=(0, 68)) while a minimum of 1 is required."
+        )
 
     monkeypatch.setattr(pipeline, "run_budget", no_rows)
-    with pytest.raises(CatalogError, match=r"field 'runs': too little data to evaluate swebench: 8 labelled runs of 4 "
-                                           r"agents, \d+ successes \(ValueError: Found array with 0 sample") as e:
+    with pytest.raises(
+        CatalogError,
+        match=r"field 'runs': too little data to evaluate swebench: 8 labelled runs of 4 "
+        r"agents, \d+ successes \(ValueError: Found array with 0 sample",
+    ) as e:
         pipeline.budget_bench("swebench", ds=ds)
     assert "\n" not in str(e.value)
 
@@ -82,14 +113,26 @@ def test_train_on_too_little_data_is_one_error_naming_the_catalog(tmp_path, monk
     the catalog; before, train printed scikit-learn's "Found array with 0 sample(s)" as the whole message."""
     trajs, tasks = make_trajectories(2)
     ds = make_dataset(["behaviour"], trajs=trajs, tasks=tasks)
-    cfg = EvalConfig(families=["behaviour"], min_steps=3, holdout_min_runs=2, n_jobs=1, lgbm_params=dict(SMALL_LGBM),
-                     inner_folds=6, warm_repeats=1)
+    cfg = EvalConfig(
+        families=["behaviour"],
+        min_steps=3,
+        holdout_min_runs=2,
+        n_jobs=1,
+        lgbm_params=dict(SMALL_LGBM),
+        inner_folds=6,
+        warm_repeats=1,
+    )
 
     def no_rows(*a, **k):
-        raise ValueError("Found array with 0 sample(s) (shape=(0, 68)) while a minimum of 1 is required.")
+        raise ValueError(
+            "Found array with 0 sample(s) (shape=(0, 68)) while a minimum of 1 is required."
+        )
 
     monkeypatch.setattr(pipeline, "choose_thresholds", no_rows)
-    with pytest.raises(CatalogError, match=r"field 'runs': too little data to train synth: 8 labelled runs of 4 agents, "
-                                           r"\d+ successes \(ValueError: Found array with 0 sample") as e:
+    with pytest.raises(
+        CatalogError,
+        match=r"field 'runs': too little data to train synth: 8 labelled runs of 4 agents, "
+        r"\d+ successes \(ValueError: Found array with 0 sample",
+    ) as e:
         pipeline.train_bench("synth", tmp_path / "m", cfg, budget=False, ds=ds)
     assert "\n" not in str(e.value) and not (tmp_path / "m").exists()

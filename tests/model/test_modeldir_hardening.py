@@ -11,16 +11,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _monitor_helpers import save_tiny
+
 from earlyeval.core.errors import ModelDirError
-from earlyeval.model.modeldir import MANIFEST, _sha, load_model_dir, manifest_hash
 from earlyeval.live.monitor import Monitor
+from earlyeval.model.modeldir import MANIFEST, _sha, load_model_dir, manifest_hash
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    path, *_ = save_tiny(tmp_path_factory.mktemp("pristine") / "m", families=("behaviour", "text", "prior"), n=50)
+    path, *_ = save_tiny(
+        tmp_path_factory.mktemp("pristine") / "m", families=("behaviour", "text", "prior"), n=50
+    )
     return path
 
 
@@ -72,7 +74,9 @@ def test_truncated_booster_even_when_rehashed(mdir):
     assert "truncated" in _err(mdir).reason
     _rehash(mdir)
     e = _err(mdir)
-    assert e.path.endswith("booster_success.txt") and ("truncated" in e.reason or "LightGBM" in e.reason)
+    assert e.path.endswith("booster_success.txt") and (
+        "truncated" in e.reason or "LightGBM" in e.reason
+    )
 
 
 def test_garbage_booster_rehashed_is_named(mdir):
@@ -94,8 +98,14 @@ def test_missing_manifest_and_not_a_dir(mdir, tmp_path):
     assert "not a directory" in _err(tmp_path / "nope").reason
 
 
-@pytest.mark.parametrize("field,value", [("thresholds", {"success": 0.1, "failure": 0.1, "min_halt_step": 1}),
-                                         ("feature_names", ["step"]), ("files", {})])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("thresholds", {"success": 0.1, "failure": 0.1, "min_halt_step": 1}),
+        ("feature_names", ["step"]),
+        ("files", {}),
+    ],
+)
 def test_edited_manifest(mdir, field, value):
     m = _manifest(mdir)
     m[field] = value
@@ -251,7 +261,10 @@ def test_loading_executes_nothing_from_the_directory(mdir, monkeypatch, tmp_path
     mon = Monitor.load(mdir)
     assert mon.feature_names
     assert not sentinel.exists()
-    assert not {m for m in set(sys.modules) - before if "sitecustomize" in m or m == "m" or "evil" in m}
+    assert not {
+        m for m in set(sys.modules) - before if "sitecustomize" in m or m == "m" or "evil" in m
+    }
     assert str(mdir) not in sys.path
     assert not {"__init__.py", "evil.pth", "sitecustomize.py", "model.pkl"} & set(opened)
-    assert set(opened) == set(m["files"]) | {MANIFEST}  # exactly the manifest and the listed files, nothing else
+    # exactly the manifest and the listed files, nothing else
+    assert set(opened) == set(m["files"]) | {MANIFEST}

@@ -11,9 +11,19 @@ import numpy as np
 import pytest
 
 from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy, grid_metrics, halting
-from earlyeval.model.policy import CONTINUE, FAILURE, SUCCESS, first_halt, first_halt_below, first_halt_grid, pad, step_outcome
+from earlyeval.model.policy import (
+    CONTINUE,
+    FAILURE,
+    SUCCESS,
+    first_halt,
+    first_halt_below,
+    first_halt_grid,
+    pad,
+    step_outcome,
+)
 
-COARSE = np.round(np.arange(0.0, 1.0001, 0.05), 2)  # p and tau on one coarse grid: exact ties are common
+# p and tau on one coarse grid: exact ties are common
+COARSE = np.round(np.arange(0.0, 1.0001, 0.05), 2)
 
 
 def brute(ps, pf, tau_s, tau_f, min_t):
@@ -36,7 +46,11 @@ def random_runs(rng, n_runs=40, max_len=12, nan_share=0.1, mirror=False):
     for _ in range(n_runs):
         n = int(rng.integers(0, max_len + 1))
         a = rng.choice(COARSE, n) if rng.random() < 0.7 else rng.random(n)
-        b = 1.0 - a if mirror or rng.random() < 0.3 else (rng.choice(COARSE, n) if rng.random() < 0.7 else rng.random(n))
+        b = (
+            1.0 - a
+            if mirror or rng.random() < 0.3
+            else (rng.choice(COARSE, n) if rng.random() < 0.7 else rng.random(n))
+        )
         a, b = a.astype(np.float64), np.asarray(b, dtype=np.float64)
         a[rng.random(n) < nan_share] = np.nan
         b[rng.random(n) < nan_share] = np.nan
@@ -60,7 +74,12 @@ def test_grid_equals_the_per_step_loop(seed):
     for r in range(len(ps)):
         for i, a in enumerate(ts):
             for j, b in enumerate(tf):
-                assert (t[r, i, j], o[r, i, j]) == brute(ps[r], pf[r], a, b, min_t), (r, a, b, min_t)
+                assert (t[r, i, j], o[r, i, j]) == brute(ps[r], pf[r], a, b, min_t), (
+                    r,
+                    a,
+                    b,
+                    min_t,
+                )
 
 
 def test_random_inputs_reach_every_edge():
@@ -91,15 +110,27 @@ def test_one_pair_scalar_and_metrics_forms_agree(seed):
         a, b = float(rng.choice(COARSE)), float(rng.choice(COARSE))
         min_t = int(rng.integers(0, 5))
         t, o = first_halt(ps, pf, a, b, min_t)
-        rs = RunSet(["x"] * len(ps), [str(i) for i in range(len(ps))], np.zeros(len(ps), int),
-                    np.asarray([len(p) + 1 for p in ps]), ps, pf)
+        rs = RunSet(
+            ["x"] * len(ps),
+            [str(i) for i in range(len(ps))],
+            np.zeros(len(ps), int),
+            np.asarray([len(p) + 1 for p in ps]),
+            ps,
+            pf,
+        )
         ta, oa = apply_policy(rs, a, b, min_t)
         for r in range(len(ps)):
             want = brute(ps[r], pf[r], a, b, min_t)
             assert (t[r], o[r]) == want == (ta[r], oa[r]) == halting(ps[r], pf[r], a, b, min_t)
             # the Monitor's form: the rule at each prefix, stopping at the first halt
-            live = next(((k + 1, c) for k in range(len(ps[r]))
-                         if (c := step_outcome(ps[r][k], pf[r][k], a, b, k + 1, min_t)) != CONTINUE), (0, -1))
+            live = next(
+                (
+                    (k + 1, c)
+                    for k in range(len(ps[r]))
+                    if (c := step_outcome(ps[r][k], pf[r][k], a, b, k + 1, min_t)) != CONTINUE
+                ),
+                (0, -1),
+            )
             assert live == want
 
 
@@ -124,7 +155,9 @@ def test_padded_input_and_run_length():
     np.testing.assert_array_equal(first_halt(m, pad(pf), 0.9, 0.99)[0], [3, 1])
     # T: only prefixes t < T may halt (here the arrays hold every step, the last one included)
     np.testing.assert_array_equal(first_halt(ps, pf, 0.9, 0.99, T=np.array([3, 2]))[0], [0, 1])
-    with pytest.raises(ValueError, match="list of per-run arrays"):  # one run's 1-D array is not R one-step runs
+    with pytest.raises(
+        ValueError, match="list of per-run arrays"
+    ):  # one run's 1-D array is not R one-step runs
         first_halt(ps[0], pf[0], 0.9, 0.9)
     with pytest.raises(ValueError, match="thresholds"):
         first_halt_grid(ps, pf, [np.nan], [0.5])
@@ -148,9 +181,13 @@ def test_grid_metrics_counts_each_pair_as_apply_policy_does():
 
 
 def test_policy_module_is_numpy_only():
-    code = ("import sys, earlyeval.model.policy; bad = [m for m in ('pandas', 'sklearn', 'scipy', 'lightgbm') if m in sys.modules];"
-            "print(','.join(bad))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    code = (
+        "import sys, earlyeval.model.policy; bad = [m for m in ('pandas', 'sklearn', 'scipy', 'lightgbm') if m in sys.modules];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == ""
 
 
@@ -176,7 +213,9 @@ def test_first_halt_below_equals_budget_halt_index(seed):
             old = _halt_index(p, taus, lo)
             np.testing.assert_array_equal(np.where(h[r] > 0, h[r] - 1, len(p)), old)
             np.testing.assert_array_equal(halt_index(p, taus, lo), old)
-            for k, tau in enumerate(taus):  # and both equal the loop "first t >= lo + 1 with p < tau"
+            for k, tau in enumerate(
+                taus
+            ):  # and both equal the loop "first t >= lo + 1 with p < tau"
                 want = next((i + 1 for i in range(lo, len(p)) if p[i] < tau), 0)
                 assert h[r, k] == want
 
@@ -188,7 +227,9 @@ def test_halting_pair_turns_a_side_off_with_never():
     assert halting_pair(0.9, 0.98, "both") == (0.9, 0.98)
     assert halting_pair(0.9, 0.98, "failure") == (NEVER, 0.98)
     assert halting_pair(0.9, 0.98, "success") == (0.9, NEVER)
-    with pytest.raises(ValueError, match=r"agent.earlyeval.halt_on: 'Failure' is not one of failure, success, both"):
+    with pytest.raises(
+        ValueError, match=r"agent.earlyeval.halt_on: 'Failure' is not one of failure, success, both"
+    ):
         check_halt_on("Failure", "agent.earlyeval.halt_on")
     # an off side never halts, whatever its probability
     assert step_outcome(1.0, 0.0, *halting_pair(0.9, 0.98, "failure"), 5) == CONTINUE

@@ -6,13 +6,13 @@ import json
 import math
 
 import pytest
+from _monitor_helpers import differs_from, make_runs, quantile_thresholds, save_tiny
 
-from _monitor_helpers import differs_from, make_runs, make_tasks, quantile_thresholds, save_tiny
 from earlyeval.core.errors import ModelDirError
 from earlyeval.fitting.metrics import halting
-from earlyeval.model.modeldir import load_model_dir
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
+from earlyeval.model.modeldir import load_model_dir
 from earlyeval.model.thresholds import ThresholdError, override, parse_thresholds, source_of
 
 
@@ -22,15 +22,29 @@ def tiny(tmp_path_factory):
     return path, bundle, tasks
 
 
-@pytest.mark.parametrize("spec", ["0.3,0.9", "0.9,0.5", "0.9,1.01", "nan,0.9", "inf,0.9", "0.9", "0.9,0.9,0.9", "a,b", ",0.9"])
+@pytest.mark.parametrize(
+    "spec",
+    ["0.3,0.9", "0.9,0.5", "0.9,1.01", "nan,0.9", "inf,0.9", "0.9", "0.9,0.9,0.9", "a,b", ",0.9"],
+)
 def test_bad_strings_are_refused(spec):
     with pytest.raises(ThresholdError):
         parse_thresholds(spec)
 
 
-@pytest.mark.parametrize("spec", [(0.4, 0.9), (0.9, math.nan), (True, 0.9), ("0.9", 0.9), {"success": 0.9},
-                                  {"success": 0.9, "failure": 0.9, "extra": 1}, {"success": 0.9, "failure": 0.9, "min_halt_step": 0},
-                                  (0.9,), 0.9])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        (0.4, 0.9),
+        (0.9, math.nan),
+        (True, 0.9),
+        ("0.9", 0.9),
+        {"success": 0.9},
+        {"success": 0.9, "failure": 0.9, "extra": 1},
+        {"success": 0.9, "failure": 0.9, "min_halt_step": 0},
+        (0.9,),
+        0.9,
+    ],
+)
 def test_bad_overrides_are_refused(spec):
     with pytest.raises(ThresholdError):
         override({"success": 0.7, "failure": 0.7, "min_halt_step": 1}, spec)
@@ -41,8 +55,15 @@ def test_good_overrides():
     assert parse_thresholds(" 0.9 , 1 ") == (0.9, 1.0)
     assert override(base, (0.95, 0.99)) == {"success": 0.95, "failure": 0.99, "min_halt_step": 2}
     assert override(base, "0.8,0.85")["failure"] == 0.85
-    assert override(base, {"success": 0.6, "failure": 0.7, "min_halt_step": 3}) == {"success": 0.6, "failure": 0.7, "min_halt_step": 3}
-    assert source_of(override(base, (0.95, 0.99)), base) == "override" and source_of(base, base) == "model"
+    assert override(base, {"success": 0.6, "failure": 0.7, "min_halt_step": 3}) == {
+        "success": 0.6,
+        "failure": 0.7,
+        "min_halt_step": 3,
+    }
+    assert (
+        source_of(override(base, (0.95, 0.99)), base) == "override"
+        and source_of(base, base) == "model"
+    )
     assert source_of(base, base, warm=True) == "warm start"
 
 
@@ -51,13 +72,22 @@ def test_monitor_load_override_halts_by_the_one_rule_and_keeps_the_dir(tiny):
     before = {p.name: p.read_bytes() for p in path.iterdir()}
     runs = make_runs(30, seed=5, agents=("agent-a",))
     # a valid pair that moves some halts, by construction (quantile_thresholds checks both on these runs)
-    th = quantile_thresholds(load_model_dir(path), runs, tasks, min_halt_step=1, q=0.4, need=(differs_from(bundle.thresholds),))
+    th = quantile_thresholds(
+        load_model_dir(path),
+        runs,
+        tasks,
+        min_halt_step=1,
+        q=0.4,
+        need=(differs_from(bundle.thresholds),),
+    )
     assert 0.5 < th["success"] <= 1 and 0.5 < th["failure"] <= 1, th
     mon = Monitor.load(path, thresholds=(th["success"], th["failure"]))
     assert (mon.tau_s, mon.tau_f) == (th["success"], th["failure"])
     assert mon.spawn().thresholds == mon.thresholds  # spawned monitors keep the override
     model = Monitor.load(path)
-    assert model.thresholds == {k: bundle.thresholds[k] for k in ("success", "failure", "min_halt_step")}
+    assert model.thresholds == {
+        k: bundle.thresholds[k] for k in ("success", "failure", "min_halt_step")
+    }
     differ = 0
     for t in runs:
         r = replay(mon, t, tasks.get(t.task_id))

@@ -26,31 +26,44 @@ from sklearn.model_selection import GroupShuffleSplit
 pytest.importorskip("distributed")
 
 from distributed import Client, Future, LocalCluster
+from synth import SMALL_LGBM
 
 from earlyeval.app.pipeline import evaluate_bench, ingest_bench, train_bench
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import set_workspace
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.settings import eval_config
-from earlyeval.ingest import ingest_catalog
 from earlyeval.fitting.estimator import OutcomeModel
+from earlyeval.ingest import ingest_catalog
 from earlyeval.model.modeldir import load_model_dir
 from earlyeval.scale.backend import DaskBackend
-from earlyeval.workflows.backend import InProcess
 from earlyeval.scale.ingest import ingest_parts
-from earlyeval.scale.train import SAMPLE_TOLERANCE, TOLERANCE, DaskOutcomeModel, booster_gap, within_tolerance
+from earlyeval.scale.train import (
+    SAMPLE_TOLERANCE,
+    TOLERANCE,
+    DaskOutcomeModel,
+    booster_gap,
+    within_tolerance,
+)
 from earlyeval.tables.store import part_names, read_trajectories
-from synth import SMALL_LGBM
+from earlyeval.workflows.backend import InProcess
 
 pytestmark = pytest.mark.integration
 
-MAX_FILES = 36  # per run, as the in-process pipeline test: 6 agents held out alone, 3 in the small group
+MAX_FILES = (
+    36  # per run, as the in-process pipeline test: 6 agents held out alone, 3 in the small group
+)
 MODES = ("in-process", "cluster")
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as lc, Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
+        ) as lc,
+        Client(lc) as c,
+    ):
         yield c
 
 
@@ -72,7 +85,8 @@ def runs(cluster, tmp_path_factory):
             ds = back.dataset("swebench", cfg.families, root)
             probe = MatrixProbe(len(ds.prefixes))
             with probe.watching(mode == "cluster"):
-                train_bench("swebench", None, shipped, root, ds=ds, backend=back)  # with the budget estimators
+                # with the budget estimators
+                train_bench("swebench", None, shipped, root, ds=ds, backend=back)
             probe.driver_read = getattr(ds.blocks, "loaded", True)
             probes[mode] = probe
             rep, _ = evaluate_bench("swebench", cfg, root, ablations=[], ds=ds, backend=back)
@@ -121,7 +135,12 @@ class MatrixProbe:
             yield self
             return
         probe = self
-        scatter, submit, gather, result = Client.scatter, Client.submit, Client.gather, Future.result
+        scatter, submit, gather, result = (
+            Client.scatter,
+            Client.submit,
+            Client.gather,
+            Future.result,
+        )
 
         def scatter_(self, data, *a, **k):
             probe.check(data, "scatter")
@@ -140,9 +159,14 @@ class MatrixProbe:
             out = result(self, *a, **k)
             probe.check(out, "result")
             return out
+
         with pytest.MonkeyPatch.context() as mp:
-            for cls, name, fn in ((Client, "scatter", scatter_), (Client, "submit", submit_),
-                                  (Client, "gather", gather_), (Future, "result", result_)):
+            for cls, name, fn in (
+                (Client, "scatter", scatter_),
+                (Client, "submit", submit_),
+                (Client, "gather", gather_),
+                (Future, "result", result_),
+            ):
                 mp.setattr(cls, name, fn)
             yield self
 
@@ -151,11 +175,15 @@ def test_the_driver_never_holds_the_prefix_matrix_in_train(runs):
     """``train --scheduler local:2``: no scattered object, submitted argument, gathered or task result is a
     feature matrix (MatrixProbe), and the driver's dataset never read its blocks (the tasks read the parts)."""
     probe = runs["probes"]["cluster"]
-    assert probe.seen > 20, probe.seen  # the inner folds' results, the margins, the predictions, the booster
+    # the inner folds' results, the margins, the predictions, the booster
+    assert probe.seen > 20, probe.seen
     assert probe.hits == [], probe.hits[:5]
     assert probe.driver_read is False
-    assert (runs["cluster"][0] / "models/swebench/extra_budget.json").is_file()  # the budget fit too, by a task
-    assert runs["probes"]["in-process"].driver_read is True  # in this process, the matrix is the driver's own
+    assert (
+        runs["cluster"][0] / "models/swebench/extra_budget.json"
+    ).is_file()  # the budget fit too, by a task
+    # in this process, the matrix is the driver's own
+    assert runs["probes"]["in-process"].driver_read is True
 
 
 def test_the_ingest_is_the_same(runs):
@@ -166,7 +194,9 @@ def test_the_ingest_is_the_same(runs):
     a, b = wa / "data/swebench/trajectories.parquet", wb / "data/swebench/trajectories.parquet"
     assert a.is_file() and b.is_dir() and len(part_names(b)) >= 9
     assert read_trajectories(a) == read_trajectories(b)
-    assert (wa / "data/swebench/ingest.done").read_text() == (wb / "data/swebench/ingest.done").read_text()
+    assert (wa / "data/swebench/ingest.done").read_text() == (
+        wb / "data/swebench/ingest.done"
+    ).read_text()
 
 
 def test_the_features_are_bitwise_equal(runs):
@@ -176,13 +206,17 @@ def test_the_features_are_bitwise_equal(runs):
         assert da.blocks[k].shape == db.blocks[k].shape
         assert np.array_equal(da.blocks[k].view(np.uint32), db.blocks[k].view(np.uint32)), k
     assert da.prefixes.equals(db.prefixes)
-    assert [t.run_id for t in da.trajs] == [t.run_id for t in db.trajs] and da.contexts == db.contexts
+    assert [t.run_id for t in da.trajs] == [
+        t.run_id for t in db.trajs
+    ] and da.contexts == db.contexts
 
 
 def test_the_loao_report_is_equal(runs):
     ra, rb = (dict(runs[m][2]) for m in MODES)
     ra.pop("seconds"), rb.pop("seconds")
-    assert json.dumps(ra, sort_keys=True, default=str) == json.dumps(rb, sort_keys=True, default=str)
+    assert json.dumps(ra, sort_keys=True, default=str) == json.dumps(
+        rb, sort_keys=True, default=str
+    )
     assert ra["pooled"]["auroc_success"] > 0.6 and len(ra["holdout_agents"]) >= 6
     misses = runs["cluster"][3]
     # train, main LOAO, current_pool, no_prior (each with the prior guard's second runner) and prior_only (the guard's
@@ -193,7 +227,11 @@ def test_the_loao_report_is_equal(runs):
 def _held_back(ds):
     """The shipped fit's rows (min_steps 3, in its order) and its task-grouped Platt split's rows of them."""
     pf = ds.prefixes[ds.prefixes["T"] >= 3]
-    _, va = next(GroupShuffleSplit(n_splits=1, test_size=0.25, random_state=0).split(pf, groups=pf["task_id"]))
+    _, va = next(
+        GroupShuffleSplit(n_splits=1, test_size=0.25, random_state=0).split(
+            pf, groups=pf["task_id"]
+        )
+    )
     return pf.index.to_numpy(), pf.index.to_numpy()[va]
 
 
@@ -203,11 +241,17 @@ def test_the_shipped_model_is_within_the_stated_tolerance(runs):
     (wa, ds, *_), (wb, *_) = runs["in-process"], runs["cluster"]
     ma, mb = load_model_dir(wa / "models/swebench"), load_model_dir(wb / "models/swebench")
     assert ma.thresholds == mb.thresholds and ma.featurizer.names == mb.featurizer.names
-    assert (wa / "models/swebench/booster_success.txt").read_text() != (wb / "models/swebench/booster_success.txt").read_text()
+    assert (wa / "models/swebench/booster_success.txt").read_text() != (
+        wb / "models/swebench/booster_success.txt"
+    ).read_text()
     X = np.hstack([ds.blocks[f] for f in ma.featurizer.family_names])
     _, rows = _held_back(ds)
-    gap = booster_gap(ma.model.predict_proba(X[rows])[:, 1], mb.model.predict_proba(X[rows])[:, 1],
-                      ds.prefixes["y"].to_numpy()[rows], ds.prefixes["weight"].to_numpy()[rows])
+    gap = booster_gap(
+        ma.model.predict_proba(X[rows])[:, 1],
+        mb.model.predict_proba(X[rows])[:, 1],
+        ds.prefixes["y"].to_numpy()[rows],
+        ds.prefixes["weight"].to_numpy()[rows],
+    )
     print("shipped booster, cluster vs in-process, held-back rows of the sample:", gap)
     assert within_tolerance(gap, SAMPLE_TOLERANCE), (gap, SAMPLE_TOLERANCE)
 
@@ -228,8 +272,12 @@ def test_the_booster_on_all_the_runs_is_within_the_stated_tolerance(cluster):
     args = (X[fit], pf["y"].to_numpy())
     kw = dict(sample_weight=pf["weight"].to_numpy(), groups=pf["task_id"].to_numpy())
     local, dist = OutcomeModel().fit(*args, **kw), DaskOutcomeModel(client=cluster).fit(*args, **kw)
-    gap = booster_gap(local.predict_proba(X[va])[:, 1], dist.predict_proba(X[va])[:, 1],
-                      ds.prefixes["y"].to_numpy()[va], ds.prefixes["weight"].to_numpy()[va])
+    gap = booster_gap(
+        local.predict_proba(X[va])[:, 1],
+        dist.predict_proba(X[va])[:, 1],
+        ds.prefixes["y"].to_numpy()[va],
+        ds.prefixes["weight"].to_numpy()[va],
+    )
     print("shipped fit, lightgbm.dask vs in-process, held-back rows of every run:", gap)
     assert within_tolerance(gap, TOLERANCE), (gap, TOLERANCE)
 
@@ -242,7 +290,11 @@ def test_a_killed_worker_mid_ingest_loses_nothing(cluster, tmp_path):
     ref, ref_reports = ingest_catalog(cat, root, show_progress=False, max_files=8)
     dest = tmp_path / "trajectories.parquet"
     out: dict = {}
-    th = threading.Thread(target=lambda: out.update(parts=ingest_parts(cluster, cat, root, dest, chunk_files=1, max_files=8)))
+    th = threading.Thread(
+        target=lambda: out.update(
+            parts=ingest_parts(cluster, cat, root, dest, chunk_files=1, max_files=8)
+        )
+    )
     pids = cluster.run(os.getpid)
     victim = sorted(pids)[0]
     th.start()
@@ -260,10 +312,14 @@ def test_a_killed_worker_mid_ingest_loses_nothing(cluster, tmp_path):
     th.join(600)
     assert not th.is_alive()
     parts = out["parts"]
-    assert killed and all(str(k).startswith(f"earlyeval-ingest-{parts.staging.name}-") for k in killed)
+    assert killed and all(
+        str(k).startswith(f"earlyeval-ingest-{parts.staging.name}-") for k in killed
+    )
     parts.commit(dest)
     back = read_trajectories(dest)
     assert back == ref  # nothing lost, nothing twice, the same order
     assert [r.to_dict() for r in parts.reports] == [r.to_dict() for r in ref_reports]
-    assert len(part_names(dest)) == sum(r.files_read for r in ref_reports) and sorted(os.listdir(dest)) == part_names(dest)  # no torn temp file left
+    assert len(part_names(dest)) == sum(r.files_read for r in ref_reports) and sorted(
+        os.listdir(dest)
+    ) == part_names(dest)  # no torn temp file left
     assert cluster.run(os.getpid) != pids  # the nanny replaced the killed worker

@@ -37,6 +37,7 @@ def not_dask():
                     c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" * 20)
                 except OSError:
                     pass
+
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     yield f"tcp://127.0.0.1:{srv.getsockname()[1]}"
@@ -77,13 +78,28 @@ def test_ctrl_c_under_scheduler_is_one_line_exit_130_and_the_cluster_closes(monk
 
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(pipeline, "ingest_bench", interrupted)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1",
-                      dashboard_address=":0") as lc, Client(lc) as mine:
-        r = CliRunner().invoke(app, ["ingest", "--bench", "swebench", "--scheduler", lc.scheduler_address])
+    with (
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            protocol="tcp://",
+            host="127.0.0.1",
+            dashboard_address=":0",
+        ) as lc,
+        Client(lc) as mine,
+    ):
+        r = CliRunner().invoke(
+            app, ["ingest", "--bench", "swebench", "--scheduler", lc.scheduler_address]
+        )
         assert r.exit_code == 130, r.output
         assert "Traceback" not in r.output and r.output.count("error: interrupted (Ctrl-C)") == 1
-        assert set(mine.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.clients))) <= {mine.id, "fire-and-forget"}
+        assert set(mine.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.clients))) <= {
+            mine.id,
+            "fire-and-forget",
+        }
 
 
 def test_local_workers_leave_ctrl_c_to_the_driver():
@@ -93,5 +109,7 @@ def test_local_workers_leave_ctrl_c_to_the_driver():
 
     before = signal.getsignal(signal.SIGINT)
     with connect("local:1") as c:
-        assert list(c.run(lambda: signal.getsignal(signal.SIGINT) == signal.SIG_IGN).values()) == [True]
+        assert list(c.run(lambda: signal.getsignal(signal.SIGINT) == signal.SIG_IGN).values()) == [
+            True
+        ]
         assert signal.getsignal(signal.SIGINT) is before

@@ -24,14 +24,26 @@ from earlyeval.ingest import ingest_run
 from earlyeval.scale.ingest import ingest_parts
 from earlyeval.tables.store import part_names, read_trajectories
 
-SPEC = RunSpec(name="fx-swe-agent", folder="runs/fx-swe-agent", agent="swe-agent__fake-model", scaffold="swe-agent",
-               model="fake-model", format="swe-agent-traj", glob="**/*.traj*",
-               labels=[LabelSpec(format="resolved-list", path="final_report.json*")])
+SPEC = RunSpec(
+    name="fx-swe-agent",
+    folder="runs/fx-swe-agent",
+    agent="swe-agent__fake-model",
+    scaffold="swe-agent",
+    model="fake-model",
+    format="swe-agent-traj",
+    glob="**/*.traj*",
+    labels=[LabelSpec(format="resolved-list", path="final_report.json*")],
+)
 
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as lc, Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as lc,
+        Client(lc) as c,
+    ):
         yield c
 
 
@@ -40,8 +52,10 @@ def root(tmp_path):
     run = tmp_path / "data" / SPEC.folder
     shutil.copytree(_paths.FIXTURES / "swe-agent-traj", run)
     (run / "sub").mkdir()
-    shutil.copy(run / "astropy__astropy-1.traj", run / "sub" / "astropy__astropy-1.traj")  # same task, another file
-    shutil.copy(run / "django__django-2.traj", run / "sub" / "zz.traj")  # a task id from the file: django
+    # same task, another file
+    shutil.copy(run / "astropy__astropy-1.traj", run / "sub" / "astropy__astropy-1.traj")
+    # a task id from the file: django
+    shutil.copy(run / "django__django-2.traj", run / "sub" / "zz.traj")
     return tmp_path / "data"
 
 
@@ -50,7 +64,11 @@ def test_same_trajectories_ids_and_report_as_in_process(client, root, tmp_path, 
     ref, rep = ingest_run(SPEC, "swebench", root)
     assert any("@" in t.run_id for t in ref), [t.run_id for t in ref]  # the fixture does collide
     assert rep.skipped  # and has bad files
-    cat = Catalog("swebench", Path("fx.toml"), [SPEC, dataclasses.replace(SPEC, name="missing", folder="runs/none")])
+    cat = Catalog(
+        "swebench",
+        Path("fx.toml"),
+        [SPEC, dataclasses.replace(SPEC, name="missing", folder="runs/none")],
+    )
     dest = tmp_path / "trajectories.parquet"
     got = ingest_parts(client, cat, root, dest, chunk_files=chunk_files)
     got.commit(dest)
@@ -58,9 +76,14 @@ def test_same_trajectories_ids_and_report_as_in_process(client, root, tmp_path, 
     assert [t.run_id for t in back] == [t.run_id for t in ref] == [r.run_id for r in got.records]
     assert back == ref  # every field of every trajectory
     assert got.reports[0].to_dict() == rep.to_dict()
-    assert got.reports[1].skipped[0]["reason"] == "run folder does not exist" and got.reports[1].trajectories == 0
-    assert len(part_names(dest)) == -(-rep.files_read // chunk_files) + 1  # one part per chunk (the missing run: one empty)
-    assert not list(tmp_path.glob(".trajectories.parquet.*"))  # the staging directory became the dataset
+    assert (
+        got.reports[1].skipped[0]["reason"] == "run folder does not exist"
+        and got.reports[1].trajectories == 0
+    )
+    # one part per chunk (the missing run: one empty)
+    assert len(part_names(dest)) == -(-rep.files_read // chunk_files) + 1
+    # the staging directory became the dataset
+    assert not list(tmp_path.glob(".trajectories.parquet.*"))
 
 
 def test_ctrl_c_while_chunks_are_submitted_leaves_no_staging(client, root, tmp_path, monkeypatch):
@@ -76,6 +99,7 @@ def test_ctrl_c_while_chunks_are_submitted_leaves_no_staging(client, root, tmp_p
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(*args, **kw)
+
     monkeypatch.setattr(client, "submit", submit)
     with pytest.raises(KeyboardInterrupt):
         ingest_parts(client, cat, root, dest, chunk_files=1)
@@ -84,7 +108,9 @@ def test_ctrl_c_while_chunks_are_submitted_leaves_no_staging(client, root, tmp_p
     assert sorted(p.name for p in dest.parent.iterdir()) == []  # no staging, no part
 
 
-def test_a_chunk_lost_on_the_cluster_is_one_cluster_error_and_no_staging(client, root, tmp_path, monkeypatch):
+def test_a_chunk_lost_on_the_cluster_is_one_cluster_error_and_no_staging(
+    client, root, tmp_path, monkeypatch
+):
     """Issue 29 item 4: a chunk lost with its worker (its future cancelled, as the driver sees it) ends the ingest in
     one ``ClusterError`` naming the chunk, not dask's traceback; the staging is removed."""
     from earlyeval.core.errors import ClusterError
@@ -98,13 +124,19 @@ def test_a_chunk_lost_on_the_cluster_is_one_cluster_error_and_no_staging(client,
         fut = real(*args, **kw)
         client.cancel([fut])
         return fut
+
     monkeypatch.setattr(client, "submit", submit)
-    with pytest.raises(ClusterError, match=r"ingest chunk \(0, \d+\) of fx-swe-agent: lost on the cluster \(FutureCancelledError"):
+    with pytest.raises(
+        ClusterError,
+        match=r"ingest chunk \(0, \d+\) of fx-swe-agent: lost on the cluster \(FutureCancelledError",
+    ):
         ingest_parts(client, cat, root, dest, chunk_files=1)
     assert list(dest.parent.iterdir()) == []
 
 
-def test_a_chunk_never_re_makes_a_removed_staging_and_cleanup_outlasts_a_late_write(tmp_path, monkeypatch):
+def test_a_chunk_never_re_makes_a_removed_staging_and_cleanup_outlasts_a_late_write(
+    tmp_path, monkeypatch
+):
     """The race behind a staging folder left after a failed ingest: a chunk still running on a worker wrote its
     part after the driver had removed the staging, and the write re-made the folder.  Now the chunk's write never
     makes a folder, and ``swap_cleanup`` removes again while a late file keeps the folder alive."""
@@ -121,12 +153,15 @@ def test_a_chunk_never_re_makes_a_removed_staging_and_cleanup_outlasts_a_late_wr
     (staging / "part-a.parquet").write_bytes(b"x")
     real_rmtree, calls = shutil.rmtree, []
 
-    def rmtree_racing_a_chunk(path, ignore_errors=False):  # the first removal loses to a chunk's late file
+    def rmtree_racing_a_chunk(
+        path, ignore_errors=False
+    ):  # the first removal loses to a chunk's late file
         calls.append(path)
         real_rmtree(path, ignore_errors=ignore_errors)
         if len(calls) == 1:
             staging.mkdir()
             (staging / "part-late.parquet").write_bytes(b"y")
+
     monkeypatch.setattr(si.shutil, "rmtree", rmtree_racing_a_chunk)
     si.swap_cleanup(staging)
     assert not staging.exists() and len(calls) == 2
@@ -134,7 +169,11 @@ def test_a_chunk_never_re_makes_a_removed_staging_and_cleanup_outlasts_a_late_wr
 
 def _held_chunk_results(client) -> int:
     """How many chunk results the workers still hold in memory."""
-    held = client.run(lambda dask_worker: sum(1 for k in dask_worker.data if str(k).startswith("earlyeval-ingest-")))
+    held = client.run(
+        lambda dask_worker: sum(
+            1 for k in dask_worker.data if str(k).startswith("earlyeval-ingest-")
+        )
+    )
     return sum(held.values())
 
 
@@ -154,7 +193,9 @@ def test_a_chunk_result_is_freed_on_its_worker_once_the_driver_has_it(client, ro
             time.sleep(0.05)
         seen.append((n, total, held))
 
-    ingest_parts(client, cat, root, tmp_path / "trajectories.parquet", chunk_files=1, progress=progress)
+    ingest_parts(
+        client, cat, root, tmp_path / "trajectories.parquet", chunk_files=1, progress=progress
+    )
     total = seen[-1][1]
     assert total >= 5 and len(seen) == total
     assert all(held <= tot - n + 1 for n, tot, held in seen), seen

@@ -18,22 +18,31 @@ print("ok")
 
 
 def _run(imports: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", CHECK.format(imports=imports)], capture_output=True, text=True, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-c", CHECK.format(imports=imports)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
 
 
 def test_the_live_path_imports_no_dask():
-    r = _run("import earlyeval.live.monitor, earlyeval.live.replay, earlyeval.live.inputs, earlyeval.live.budget, earlyeval.integrations\n"
-             "from earlyeval import Monitor")
+    r = _run(
+        "import earlyeval.live.monitor, earlyeval.live.replay, earlyeval.live.inputs, earlyeval.live.budget, earlyeval.integrations\n"
+        "from earlyeval import Monitor"
+    )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
 def test_an_in_process_verb_imports_no_dask(tmp_path):
     """The CLI checks --scheduler (earlyeval.scale.spec, no dask) and runs the verb without it in this process."""
-    r = _run("from typer.testing import CliRunner\nfrom earlyeval.app.cli import app\n"
-             f"res = CliRunner().invoke(app, ['--workspace', {str(tmp_path)!r}, 'ingest', '--bench', 'swebench', "
-             f"'--data-root', {str(tmp_path / 'none')!r}], env={{'EARLYEVAL_SCHEDULER': ''}})\n"
-             "assert res.exit_code == 2 and 'does not exist' in res.output, res.output\n"
-             "import earlyeval.app.pipeline, earlyeval.workflows.score")
+    r = _run(
+        "from typer.testing import CliRunner\nfrom earlyeval.app.cli import app\n"
+        f"res = CliRunner().invoke(app, ['--workspace', {str(tmp_path)!r}, 'ingest', '--bench', 'swebench', "
+        f"'--data-root', {str(tmp_path / 'none')!r}], env={{'EARLYEVAL_SCHEDULER': ''}})\n"
+        "assert res.exit_code == 2 and 'does not exist' in res.output, res.output\n"
+        "import earlyeval.app.pipeline, earlyeval.workflows.score"
+    )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 

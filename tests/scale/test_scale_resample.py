@@ -29,14 +29,29 @@ def test_copies_of_every_run_under_new_names(tmp_path):
         set_workspace(tmp_path / "ws")
         cat = load_catalog("swebench")
         assert cat.path == path
-        assert len(cat.runs) == 3 * len(orig.runs) and len({r.name for r in cat.runs}) == len(cat.runs)
+        assert len(cat.runs) == 3 * len(orig.runs) and len({r.name for r in cat.runs}) == len(
+            cat.runs
+        )
         for i, r in enumerate(orig.runs):
             for k in range(3):
                 c = cat.runs[3 * i + k]
-                assert c.name == f"{r.name}~c{k:03d}" and c.agent == r.agent and c.date == r.date and c.labels == r.labels
+                assert (
+                    c.name == f"{r.name}~c{k:03d}"
+                    and c.agent == r.agent
+                    and c.date == r.date
+                    and c.labels == r.labels
+                )
                 link = tmp_path / "data" / c.folder
                 assert link.is_symlink() and link.resolve() == (src / r.folder).resolve()
-        assert (cat.settings, cat.families, cat.tasks, cat.priors) == (orig.settings, orig.families, orig.tasks, orig.priors)
-        assert all((tmp_path / "data" / e["path"]).resolve() == (src / e["path"]).resolve() for e in cat.tasks)
+        assert (cat.settings, cat.families, cat.tasks, cat.priors) == (
+            orig.settings,
+            orig.families,
+            orig.tasks,
+            orig.priors,
+        )
+        assert all(
+            (tmp_path / "data" / e["path"]).resolve() == (src / e["path"]).resolve()
+            for e in cat.tasks
+        )
     finally:
         set_workspace(None)

@@ -17,12 +17,16 @@ def test_no_scheduler_means_in_process(value):
 def test_local_and_addresses():
     assert parse_scheduler("local") == SchedulerSpec("local", workers=0)
     assert parse_scheduler("local:2") == SchedulerSpec("local", workers=2)
-    assert parse_scheduler("tcp://10.0.0.5:8786") == SchedulerSpec("address", address="tcp://10.0.0.5:8786")
+    assert parse_scheduler("tcp://10.0.0.5:8786") == SchedulerSpec(
+        "address", address="tcp://10.0.0.5:8786"
+    )
     assert parse_scheduler("tls://sched.example:8786/").address == "tls://sched.example:8786"
     assert str(parse_scheduler("local:3")) == "local:3" and str(parse_scheduler("local")) == "local"
 
 
-@pytest.mark.parametrize("value", ["local:0", "local:x", "remote", "tcp://host", "http://host:8786", "local:2:3"])
+@pytest.mark.parametrize(
+    "value", ["local:0", "local:x", "remote", "tcp://host", "http://host:8786", "local:2:3"]
+)
 def test_anything_else_is_an_error_naming_the_forms(value):
     with pytest.raises(ValueError, match="local:N"):
         parse_scheduler(value)

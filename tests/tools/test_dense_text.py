@@ -17,13 +17,22 @@ from _paths import REPO
 pytest.importorskip("wordllama")
 
 from earlyeval.core.trajectory import Action, Trajectory, make_step  # noqa: E402
-from earlyeval.features import FAMILIES, FOLD_FREE, Featurizer, RunContext, family_class, register_family  # noqa: E402
+from earlyeval.features import (  # noqa: E402
+    FAMILIES,
+    FOLD_FREE,
+    Featurizer,
+    RunContext,
+    family_class,
+    register_family,
+)
 from earlyeval.features.text import BLOCKS, clip  # noqa: E402
 
 
 def _load_tool():
     if "dense_text" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("dense_text", REPO / "tools" / "dense_text.py")
+        spec = importlib.util.spec_from_file_location(
+            "dense_text", REPO / "tools" / "dense_text.py"
+        )
         mod = importlib.util.module_from_spec(spec)
         sys.modules["dense_text"] = mod
         spec.loader.exec_module(mod)
@@ -33,8 +42,14 @@ def _load_tool():
 dense_text = _load_tool()
 PROMPT = "TypeError in DataFrame.merge when the key column is categorical: fix pandas/core/reshape/merge.py"
 STEPS = [  # (action, observation): one with no observation, one with no action, one observation past 2 * obs_chars
-    ("grep -rn 'def merge' pandas/core/reshape/merge.py", "pandas/core/reshape/merge.py:97:def merge(left, right,"),
-    ("python -m pytest pandas/tests/reshape/merge -x -q", "E   TypeError: Categorical is not ordered\n" * 200),
+    (
+        "grep -rn 'def merge' pandas/core/reshape/merge.py",
+        "pandas/core/reshape/merge.py:97:def merge(left, right,",
+    ),
+    (
+        "python -m pytest pandas/tests/reshape/merge -x -q",
+        "E   TypeError: Categorical is not ordered\n" * 200,
+    ),
     ("str_replace merge.py 'lk = left_keys' 'lk = ensure_object(left_keys)'", ""),
     ("", "The file pandas/core/reshape/merge.py has been edited."),
     ("python -m pytest pandas/tests/reshape/merge -x -q", "1 passed in 0.42s"),
@@ -48,8 +63,19 @@ def fam():
 
 @pytest.fixture(scope="module")
 def run():
-    steps = [make_step(i, [Action(tool="bash", text=a)] if a else [], observation=o) for i, (a, o) in enumerate(STEPS)]
-    traj = Trajectory(run_id="r0", agent="a", bench="swebench", task_id="t0", steps=steps, outcome=1, prompt=PROMPT)
+    steps = [
+        make_step(i, [Action(tool="bash", text=a)] if a else [], observation=o)
+        for i, (a, o) in enumerate(STEPS)
+    ]
+    traj = Trajectory(
+        run_id="r0",
+        agent="a",
+        bench="swebench",
+        task_id="t0",
+        steps=steps,
+        outcome=1,
+        prompt=PROMPT,
+    )
     return traj, RunContext.of(traj, None)
 
 
@@ -73,19 +99,33 @@ def test_streaming_equals_a_batch_recomputation(fam, run):
     enc = fam.encoder
     acts = [st.action or "" for st in traj.steps]
     obss = [clip(st.observation or "", fam.obs_chars) for st in traj.steps]
-    assert len(obss[1]) < len(traj.steps[1].observation)  # the long observation is cut, as the text family cuts it
+    # the long observation is cut, as the text family cuts it
+    assert len(obss[1]) < len(traj.steps[1].observation)
     for t, got in enumerate(_stream(fam, traj, ctx), start=1):
-        want = np.concatenate([_mean(enc, [PROMPT]), _mean(enc, acts[:t]), _mean(enc, [acts[t - 1]]),
-                               _mean(enc, obss[:t]), _mean(enc, [obss[t - 1]])])
+        want = np.concatenate(
+            [
+                _mean(enc, [PROMPT]),
+                _mean(enc, acts[:t]),
+                _mean(enc, [acts[t - 1]]),
+                _mean(enc, obss[:t]),
+                _mean(enc, [obss[t - 1]]),
+            ]
+        )
         assert_same_number(got, want)
-    assert not np.any(_stream(fam, traj, ctx)[3][2 * fam.dim:3 * fam.dim])  # no action: the latest-action block is 0
+    # no action: the latest-action block is 0
+    assert not np.any(_stream(fam, traj, ctx)[3][2 * fam.dim : 3 * fam.dim])
 
 
 def test_a_block_is_what_wordllama_embeds(fam):
     """The pooling is wordllama's own (``embed``, norm off), on the same truncated vectors (float32 there)."""
     wordllama = dense_text._import_wordllama()
-    wl = wordllama.WordLlama.load("l2_supercat", cache_dir=Path(wordllama.__file__).parent, dim=256, trunc_dim=fam.dim,
-                                  disable_download=True)
+    wl = wordllama.WordLlama.load(
+        "l2_supercat",
+        cache_dir=Path(wordllama.__file__).parent,
+        dim=256,
+        trunc_dim=fam.dim,
+        disable_download=True,
+    )
     np.testing.assert_allclose(fam.encoder.mean(PROMPT), wl.embed(PROMPT)[0], rtol=1e-5, atol=1e-6)
 
 

@@ -6,14 +6,30 @@ import json
 import os
 
 from _monitor_helpers import save_tiny
-from earlyeval.workflows.benchmark import BUCKETS, run_latency_bench, sample_runs, synthetic_long_run
+
+from earlyeval.workflows.benchmark import (
+    BUCKETS,
+    run_latency_bench,
+    sample_runs,
+    synthetic_long_run,
+)
 
 
 def test_latency_bench_writes_report_and_plot(tmp_path):
-    model, _, trajs, tasks = save_tiny(tmp_path / "m", families=("behaviour", "gold", "prior"), n=40)
+    model, _, trajs, tasks = save_tiny(
+        tmp_path / "m", families=("behaviour", "gold", "prior"), n=40
+    )
     before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    paths = run_latency_bench("synth", model, per_agent=4, synthetic_steps=120, trajs=trajs, tasks=tasks,
-                              out=tmp_path / "rep", formats={})
+    paths = run_latency_bench(
+        "synth",
+        model,
+        per_agent=4,
+        synthetic_steps=120,
+        trajs=trajs,
+        tasks=tasks,
+        out=tmp_path / "rep",
+        formats={},
+    )
     if before is not None:
         assert os.sched_getaffinity(0) == before  # the pin to one CPU is undone
     rep = json.loads(paths["latency"].read_text())
@@ -25,8 +41,13 @@ def test_latency_bench_writes_report_and_plot(tmp_path):
     for stage in ("wall", "cpu", "featurize", "predict"):
         s = rep["per_step"][stage]
         assert s["median_us"] > 0 and s["median_us"] <= s["p90_us"] <= s["p99_us"] <= s["max_us"]
-    assert list(rep["by_step_bucket"]) == [f"{lo}-{hi}" if hi < 10**9 else f"{lo}+" for lo, hi in BUCKETS]
-    assert rep["by_step_bucket"]["101+"]["wall"]["n"] == 20 and rep["by_step_bucket"]["101+"]["synthetic_share"] == 1.0
+    assert list(rep["by_step_bucket"]) == [
+        f"{lo}-{hi}" if hi < 10**9 else f"{lo}+" for lo, hi in BUCKETS
+    ]
+    assert (
+        rep["by_step_bucket"]["101+"]["wall"]["n"] == 20
+        and rep["by_step_bucket"]["101+"]["synthetic_share"] == 1.0
+    )
     assert rep["by_step_bucket"]["1-10"]["wall"]["n"] > 0
     assert set(rep["step_10_vs_100"]) >= {"median_us_steps_1_10", "median_us_steps_91_100"}
     # the 10,000-step new-file-every-step run: ten timed steps in each of the three buckets

@@ -7,7 +7,6 @@ fixture test exist (``pytest.importorskip``: they are written concurrently).
 
 from __future__ import annotations
 
-import _paths
 import importlib.util
 import json
 import shutil
@@ -15,30 +14,80 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import _paths
 import atif
 import pytest
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import EarlyEvalError
-from earlyeval.workflows.export import export_runs, to_atif, trial_name, write_atif
-from earlyeval.ingest import ingest_run
 from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
+from earlyeval.ingest import ingest_run
+from earlyeval.workflows.export import export_runs, to_atif, trial_name, write_atif
 
 FX = _paths.FIXTURES
-ATIF_SPEC = RunSpec(name="reingest", folder="exported", agent="re", scaffold="re", model="re", format="atif",
-                    labels=[LabelSpec(format="inline", path="")])
+ATIF_SPEC = RunSpec(
+    name="reingest",
+    folder="exported",
+    agent="re",
+    scaffold="re",
+    model="re",
+    format="atif",
+    labels=[LabelSpec(format="inline", path="")],
+)
 
 # format -> (ingestor module, fixture test module or None, fixture dir, spec)
 OWN = {
-    "tau2": (FX / "tau2", RunSpec(name="fx-tau2", folder="run", agent="a", scaffold="s", model="m", format="tau2",
-                                  glob="**/*.json*", labels=[LabelSpec(format="inline", path="")])),
-    "toolathlon": (FX / "toolathlon" / "trajs", RunSpec(name="fx-tl", folder="run", agent="a", scaffold="s", model="fake-model",
-                                                        format="toolathlon", glob="fake-model_*.json*", labels=[LabelSpec(format="inline", path="")])),
-    "atif": (FX / "atif" / "job", RunSpec(name="fx-atif", folder="run", agent="a", scaffold="s", model="m", format="atif",
-                                          labels=[LabelSpec(format="inline", path="")])),
-    "mini-swe-agent-v1": (FX / "export-atif" / "mini-swe-agent", RunSpec(
-        name="fx-mini", folder="run", agent="mini-swe-agent__fake", scaffold="mini-swe-agent", model="fake",
-        format="mini-swe-agent-v1", glob="trajs/*/*.traj.json*", labels=[LabelSpec(format="sb-cli", path="reports/*.json")])),
+    "tau2": (
+        FX / "tau2",
+        RunSpec(
+            name="fx-tau2",
+            folder="run",
+            agent="a",
+            scaffold="s",
+            model="m",
+            format="tau2",
+            glob="**/*.json*",
+            labels=[LabelSpec(format="inline", path="")],
+        ),
+    ),
+    "toolathlon": (
+        FX / "toolathlon" / "trajs",
+        RunSpec(
+            name="fx-tl",
+            folder="run",
+            agent="a",
+            scaffold="s",
+            model="fake-model",
+            format="toolathlon",
+            glob="fake-model_*.json*",
+            labels=[LabelSpec(format="inline", path="")],
+        ),
+    ),
+    "atif": (
+        FX / "atif" / "job",
+        RunSpec(
+            name="fx-atif",
+            folder="run",
+            agent="a",
+            scaffold="s",
+            model="m",
+            format="atif",
+            labels=[LabelSpec(format="inline", path="")],
+        ),
+    ),
+    "mini-swe-agent-v1": (
+        FX / "export-atif" / "mini-swe-agent",
+        RunSpec(
+            name="fx-mini",
+            folder="run",
+            agent="mini-swe-agent__fake",
+            scaffold="mini-swe-agent",
+            model="fake",
+            format="mini-swe-agent-v1",
+            glob="trajs/*/*.traj.json*",
+            labels=[LabelSpec(format="sb-cli", path="reports/*.json")],
+        ),
+    ),
 }
 # SWE-bench formats written by others: (ingestor module, their fixture test module)
 OTHERS = {
@@ -46,7 +95,10 @@ OTHERS = {
     "swe-agent-traj": ("earlyeval.ingest.swe_agent", "test_ingest_swe_agent_traj"),
     "moatless-steps": ("earlyeval.ingest.moatless", "test_ingest_moatless_steps"),
     "moatless-transitions": ("earlyeval.ingest.moatless", "test_ingest_moatless_transitions"),
-    "openhands-completions": ("earlyeval.ingest.openhands_completions", "test_ingest_openhands_completions"),
+    "openhands-completions": (
+        "earlyeval.ingest.openhands_completions",
+        "test_ingest_openhands_completions",
+    ),
     "openhands-events": ("earlyeval.ingest.openhands_events", "test_ingest_openhands_events"),
 }
 
@@ -117,7 +169,12 @@ def test_round_trip_keeps_unknowns_and_labels(tmp_path):
     assert {t.outcome for t, _ in pairs} == {0, 1}
     for t, b in pairs:
         for x, y in zip(t.steps, b.steps):
-            assert (y.input_tokens, y.output_tokens, y.cached_tokens, y.cost_usd) == (x.input_tokens, x.output_tokens, x.cached_tokens, x.cost_usd)
+            assert (y.input_tokens, y.output_tokens, y.cached_tokens, y.cost_usd) == (
+                x.input_tokens,
+                x.output_tokens,
+                x.cached_tokens,
+                x.cost_usd,
+            )
             assert y.error is x.error
 
 
@@ -139,15 +196,30 @@ def test_exported_document_is_standard_atif(tmp_path):
     assert "metrics" not in greet  # unknown usage is left out, not written as 0
     assert lookup["tool_calls"][0]["arguments"] == {"order_id": "B-17"}
     assert "extra" not in lookup["tool_calls"][0]  # plain JSON arguments need no private field
-    assert lookup["metrics"] == {"prompt_tokens": 1200, "completion_tokens": 30, "cached_tokens": 1024, "cost_usd": 0.0012}
-    assert lookup["observation"]["results"][0]["source_call_id"] == lookup["tool_calls"][0]["tool_call_id"]
+    assert lookup["metrics"] == {
+        "prompt_tokens": 1200,
+        "completion_tokens": 30,
+        "cached_tokens": 1024,
+        "cost_usd": 0.0012,
+    }
+    assert (
+        lookup["observation"]["results"][0]["source_call_id"]
+        == lookup["tool_calls"][0]["tool_call_id"]
+    )
     assert lookup["extra"] == {"earlyeval": {"error": False}}
-    assert "final_metrics" in doc and "total_prompt_tokens" not in doc["final_metrics"]  # greeting unknown -> no total
+    # greeting unknown -> no total
+    assert "final_metrics" in doc and "total_prompt_tokens" not in doc["final_metrics"]
 
 
 def test_action_text_that_arguments_cannot_reproduce(tmp_path):
-    s = make_step(0, [Action(tool="custom_tool", text="not json at all"), Action(tool="bash", text="ls -la")], thought="t")
-    t = Trajectory(run_id="r/1", agent="a", bench="b", task_id="x", steps=[s], outcome=1, prompt="p")
+    s = make_step(
+        0,
+        [Action(tool="custom_tool", text="not json at all"), Action(tool="bash", text="ls -la")],
+        thought="t",
+    )
+    t = Trajectory(
+        run_id="r/1", agent="a", bench="b", task_id="x", steps=[s], outcome=1, prompt="p"
+    )
     doc = to_atif(t)
     tc0, tc1 = doc["steps"][1]["tool_calls"]
     assert tc0["extra"] == {"earlyeval": {"text": "not json at all"}}
@@ -165,7 +237,14 @@ def test_explicit_kinds_and_indices_survive(tmp_path):
 
 
 def test_export_runs_errors(tmp_path):
-    t = Trajectory(run_id="r/1", agent="a", bench="b", task_id="x", steps=[make_step(0, [], final_answer="hi")], outcome=1)
+    t = Trajectory(
+        run_id="r/1",
+        agent="a",
+        bench="b",
+        task_id="x",
+        steps=[make_step(0, [], final_answer="hi")],
+        outcome=1,
+    )
     with pytest.raises(EarlyEvalError, match="unknown export format"):
         export_runs([t], tmp_path, fmt="parquet")
     with pytest.raises(EarlyEvalError, match="duplicate run_id"):

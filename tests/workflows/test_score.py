@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import _paths
 import json
 from pathlib import Path
 
+import _paths
 import numpy as np
 import pytest
-
 from _monitor_helpers import HEADLINE, both_sides, offline_policy, scoring_fixture
-from earlyeval.workflows.export import export_runs
+
 from earlyeval.fitting.metrics import apply_policy
 from earlyeval.model.modeldir import save_model_dir
 from earlyeval.report.score_table import score_table
+from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
 from earlyeval.workflows.score_options import ScoreOptions
 
@@ -23,7 +23,8 @@ FIXTURES = _paths.FIXTURES
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("score")
-    tasks, bundle, runs = scoring_fixture(min_halt_step=2, need=(both_sides,))  # both sides halt, by construction
+    # both sides halt, by construction
+    tasks, bundle, runs = scoring_fixture(min_halt_step=2, need=(both_sides,))
     model = save_model_dir(bundle, base / "model")
     export_runs(runs, base / "atif", fmt="atif")
     bad = base / "atif" / "broken__trial" / "agent"
@@ -33,20 +34,29 @@ def setup(tmp_path_factory):
 
 
 def test_replay_equals_offline_evaluation(setup):
-    paths = score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / "out"), tasks=setup["tasks"],
-                       progress=False)
+    paths = score_runs(
+        setup["model"],
+        setup["runs"],
+        ScoreOptions("atif", out=setup["base"] / "out"),
+        tasks=setup["tasks"],
+        progress=False,
+    )
     rep = json.loads(paths["score"].read_text())
     th = rep["thresholds"]
-    assert rep["n_trajectories"] == 36 and rep["n_labelled"] == 36 and rep["policy_consistent"] is True
+    assert (
+        rep["n_trajectories"] == 36 and rep["n_labelled"] == 36 and rep["policy_consistent"] is True
+    )
     trajs, _, _ = read_runs(run_specs(setup["runs"], "atif"))
     rs, off = offline_policy(setup["bundle"], trajs, setup["tasks"], th)
-    (agent, blk), = rep["agents"].items()
+    ((agent, blk),) = rep["agents"].items()
     for k in HEADLINE:
         if off[k] is None:
             assert blk[k] is None, k
         else:
             assert blk[k] == pytest.approx(off[k], abs=1e-12), k
-    assert 0 < blk["halted_fraction"] < 1 and blk["halted_as_success"] + blk["halted_as_failure"] > 0
+    assert (
+        0 < blk["halted_fraction"] < 1 and blk["halted_as_success"] + blk["halted_as_failure"] > 0
+    )
     t_halt, pred = apply_policy(rs, th["success"], th["failure"], th["min_halt_step"])
     by_id = {r["run_id"]: r for r in rep["per_run"]}
     for rid, t, p, a in zip(rs.run_ids, t_halt, pred, rs.p_s):
@@ -57,8 +67,13 @@ def test_replay_equals_offline_evaluation(setup):
 
 
 def test_skipped_files_are_listed_with_reasons(setup):
-    paths = score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / "out2"), tasks=setup["tasks"],
-                       progress=False)
+    paths = score_runs(
+        setup["model"],
+        setup["runs"],
+        ScoreOptions("atif", out=setup["base"] / "out2"),
+        tasks=setup["tasks"],
+        progress=False,
+    )
     rep = json.loads(paths["score"].read_text())
     assert any("broken__trial" in s["file"] and s["reason"] for s in rep["skipped"])
     text = score_table(rep)
@@ -68,29 +83,63 @@ def test_skipped_files_are_listed_with_reasons(setup):
 def test_unlabelled_runs_then_labels_from_a_label_file(setup):
     out = setup["base"] / "swe"
     # the model's own task table (a model that needs one is refused without it, issue 29): the fixture's tasks are not in it
-    rep = json.loads(score_runs(setup["model"], FIXTURES / "swe-agent-traj", ScoreOptions("swe-agent-traj", out=out), progress=False,
-                                tasks=setup["tasks"])["score"].read_text())
+    rep = json.loads(
+        score_runs(
+            setup["model"],
+            FIXTURES / "swe-agent-traj",
+            ScoreOptions("swe-agent-traj", out=out),
+            progress=False,
+            tasks=setup["tasks"],
+        )["score"].read_text()
+    )
     assert rep["n_trajectories"] == 2 and rep["n_labelled"] == 0 and "agents" not in rep
     assert len(rep["skipped"]) == 4 and all(s["reason"] for s in rep["skipped"])
     assert all(r["p_success"] and r["outcome"] is None for r in rep["per_run"])
     assert "no labels" in score_table(rep)
-    rep2 = json.loads(score_runs(setup["model"], FIXTURES / "swe-agent-traj",
-                                 ScoreOptions("swe-agent-traj", out=out, labels="resolved-list:final_report.json", agent="my-agent"),
-                                 progress=False, tasks=setup["tasks"])["score"].read_text())
+    rep2 = json.loads(
+        score_runs(
+            setup["model"],
+            FIXTURES / "swe-agent-traj",
+            ScoreOptions(
+                "swe-agent-traj",
+                out=out,
+                labels="resolved-list:final_report.json",
+                agent="my-agent",
+            ),
+            progress=False,
+            tasks=setup["tasks"],
+        )["score"].read_text()
+    )
     assert rep2["n_labelled"] == 2 and list(rep2["agents"]) == ["my-agent"]
-    assert any("no gold patch" in w for w in rep2["warnings"])  # the fixture's tasks are not in the model's benchmark
+    # the fixture's tasks are not in the model's benchmark
+    assert any("no gold patch" in w for w in rep2["warnings"])
 
 
 def test_cli_score_prints_table_and_path(setup, monkeypatch):
     from typer.testing import CliRunner
 
-    from earlyeval.workflows import score as score_mod
     from earlyeval.app.cli import app
+    from earlyeval.workflows import score as score_mod
 
     real = score_mod.score_runs
-    monkeypatch.setattr(score_mod, "score_runs", lambda *a, **k: real(*a, **k, tasks=setup["tasks"], progress=False))
+    monkeypatch.setattr(
+        score_mod, "score_runs", lambda *a, **k: real(*a, **k, tasks=setup["tasks"], progress=False)
+    )
     out = setup["base"] / "cli"
-    r = CliRunner().invoke(app, ["score", "--model", str(setup["model"]), "--runs", str(setup["runs"]), "--format", "atif", "--out", str(out)])
+    r = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "--model",
+            str(setup["model"]),
+            "--runs",
+            str(setup["runs"]),
+            "--format",
+            "atif",
+            "--out",
+            str(out),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "atif" in r.output and "saved%" in r.output and str(out / "score.json") in r.output
 
@@ -99,26 +148,53 @@ def test_unknown_format_is_refused(setup):
     from earlyeval.core.errors import IngestError
 
     with pytest.raises(IngestError, match="unknown format"):
-        score_runs(setup["model"], setup["runs"], ScoreOptions("no-such-format", out=setup["base"] / "x"), progress=False)
+        score_runs(
+            setup["model"],
+            setup["runs"],
+            ScoreOptions("no-such-format", out=setup["base"] / "x"),
+            progress=False,
+        )
 
 
 def test_halt_on_failure_scores_what_a_live_adapter_saves(setup):
     """--halt-on failure: the predicted-failure halts of the default (both) and none of its success halts;
     score.json records the mode and its metrics are the policy's under policy.halting_pair."""
-    both = json.loads(score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / "both"), tasks=setup["tasks"],
-                                 progress=False)["score"].read_text())
-    fail = json.loads(score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / "fail", halt_on="failure"),
-                                 tasks=setup["tasks"], progress=False)["score"].read_text())
-    assert both["halt_on"] == "both" and fail["halt_on"] == "failure" and fail["policy_consistent"] is True
+    both = json.loads(
+        score_runs(
+            setup["model"],
+            setup["runs"],
+            ScoreOptions("atif", out=setup["base"] / "both"),
+            tasks=setup["tasks"],
+            progress=False,
+        )["score"].read_text()
+    )
+    fail = json.loads(
+        score_runs(
+            setup["model"],
+            setup["runs"],
+            ScoreOptions("atif", out=setup["base"] / "fail", halt_on="failure"),
+            tasks=setup["tasks"],
+            progress=False,
+        )["score"].read_text()
+    )
+    assert (
+        both["halt_on"] == "both"
+        and fail["halt_on"] == "failure"
+        and fail["policy_consistent"] is True
+    )
     pb = {r["run_id"]: r for r in both["per_run"]}
     pf = {r["run_id"]: r for r in fail["per_run"]}
-    assert any(r["predicted"] == "success" for r in pb.values())  # the fixture has success halts to drop
+    # the fixture has success halts to drop
+    assert any(r["predicted"] == "success" for r in pb.values())
     assert all(r["predicted"] in (None, "failure") for r in pf.values())
     for rid, r in pf.items():
         if pb[rid]["predicted"] == "failure":
             assert (r["halt_t"], r["predicted"]) == (pb[rid]["halt_t"], "failure")
-    (a, blk), = fail["agents"].items()
-    assert blk["halted_as_success"] == 0 and blk["halted_as_failure"] >= both["agents"][a]["halted_as_failure"]
+    ((a, blk),) = fail["agents"].items()
+    assert (
+        blk["halted_as_success"] == 0
+        and blk["halted_as_failure"] >= both["agents"][a]["halted_as_failure"]
+    )
 
 
 def test_cli_halt_on_is_checked(setup):
@@ -126,23 +202,46 @@ def test_cli_halt_on_is_checked(setup):
 
     from earlyeval.app.cli import app
 
-    r = CliRunner().invoke(app, ["score", "--model", str(setup["model"]), "--runs", str(setup["runs"]), "--format", "atif",
-                                 "--halt-on", "sometimes"])
-    assert r.exit_code == 2 and "--halt-on: 'sometimes' is not one of failure, success, both" in r.output
+    r = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "--model",
+            str(setup["model"]),
+            "--runs",
+            str(setup["runs"]),
+            "--format",
+            "atif",
+            "--halt-on",
+            "sometimes",
+        ],
+    )
+    assert (
+        r.exit_code == 2
+        and "--halt-on: 'sometimes' is not one of failure, success, both" in r.output
+    )
 
 
 def test_the_public_batch_entry_point_returns_one_row_per_run(setup):
     """earlyeval.score(...) -> DataFrame: the rows of per_run.csv, unknowns NaN, paths in attrs."""
     import earlyeval
 
-    frame = earlyeval.score(setup["model"], setup["runs"], format="atif", out=setup["base"] / "api", tasks=setup["tasks"])
+    frame = earlyeval.score(
+        setup["model"],
+        setup["runs"],
+        format="atif",
+        out=setup["base"] / "api",
+        tasks=setup["tasks"],
+    )
     rep = json.loads(Path(frame.attrs["score_json"]).read_text())
-    assert len(frame) == rep["n_trajectories"] == 36 and list(frame["run_id"]) == [r["run_id"] for r in rep["per_run"]]
+    assert len(frame) == rep["n_trajectories"] == 36 and list(frame["run_id"]) == [
+        r["run_id"] for r in rep["per_run"]
+    ]
     by_id = {r["run_id"]: r for r in rep["per_run"]}
     for row in frame.itertuples():
         r = by_id[row.run_id]
         assert row.steps == r["n_steps"]
-        assert (np.isnan(row.halted_step) if not r["halted"] else row.halted_step == r["halt_t"])
+        assert np.isnan(row.halted_step) if not r["halted"] else row.halted_step == r["halt_t"]
         assert row.true_label == {1: "success", 0: "failure"}[r["outcome"]]
     assert frame["halted_step"].notna().any() and frame["halted_step"].isna().any()
     assert frame["steps"].dtype.kind in "if" and Path(frame.attrs["per_run_csv"]).exists()

@@ -10,12 +10,12 @@ import json
 import shutil
 from pathlib import Path
 
+import _paths
 import numpy as np
 import pytest
+from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
 from typer.testing import CliRunner
 
-import _paths
-from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
 from earlyeval.app.cli import LABEL_FORMATS, app
 from earlyeval.config import workspace
 from earlyeval.core.errors import ScoreRefusedError
@@ -30,17 +30,32 @@ from earlyeval.model.overlap import content_record, fingerprint, native_models, 
 from earlyeval.report.score_table import score_table
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
+from earlyeval.workflows.score_checks import (
+    check_destination,
+    date_runs,
+    detect_format,
+    label_spec,
+    output_dir,
+)
 from earlyeval.workflows.score_options import ScoreOptions
-from earlyeval.workflows.score_checks import check_destination, date_runs, detect_format, label_spec, output_dir
 
 FIXTURES = _paths.FIXTURES
 # every fixture folder and the format it is in (tests/fixtures/<format>/, plus export-atif: a mini-swe-agent run)
-FIXTURE_FORMATS = {"atif": "atif", "coder-traj": "coder-traj", "moatless-steps": "moatless-steps",
-                   "moatless-transitions": "moatless-transitions", "openhands-completions": "openhands-completions",
-                   "openhands-events": "openhands-events", "swe-agent-traj": "swe-agent-traj", "tau2": "tau2",
-                   "toolathlon": "toolathlon", "export-atif": "mini-swe-agent-v1",
-                   "moatless-nodes": "moatless-nodes", "openhands-conversation": "openhands-conversation",
-                   "swe-agent-traj-v1": "swe-agent-traj"}
+FIXTURE_FORMATS = {
+    "atif": "atif",
+    "coder-traj": "coder-traj",
+    "moatless-steps": "moatless-steps",
+    "moatless-transitions": "moatless-transitions",
+    "openhands-completions": "openhands-completions",
+    "openhands-events": "openhands-events",
+    "swe-agent-traj": "swe-agent-traj",
+    "tau2": "tau2",
+    "toolathlon": "toolathlon",
+    "export-atif": "mini-swe-agent-v1",
+    "moatless-nodes": "moatless-nodes",
+    "openhands-conversation": "openhands-conversation",
+    "swe-agent-traj-v1": "swe-agent-traj",
+}
 
 
 @pytest.fixture(scope="module")
@@ -52,28 +67,46 @@ def env(tmp_path_factory):
     train = make_runs(80, seed=0)
     bundle, _, _ = train_bundle(train, tasks, families=("behaviour", "gold", "prior"))
     prior = next(f for f in bundle.featurizer.families if f.name == "prior")
-    prior.table = PriorTable({n: {**s, "date": f"2024-{j + 1:02d}-01"} for j, (n, s) in enumerate(sorted(prior.table.submissions.items()))},
-                             prior.table.resolved_by)
+    prior.table = PriorTable(
+        {
+            n: {**s, "date": f"2024-{j + 1:02d}-01"}
+            for j, (n, s) in enumerate(sorted(prior.table.submissions.items()))
+        },
+        prior.table.resolved_by,
+    )
     new = make_runs(36, seed=11, agents=("agent-a",))
     bundle.thresholds = quantile_thresholds(bundle, new, tasks, min_halt_step=1)
     bundle.training = {**bundle.training, "content": content_record(train, {})}
     model = save_model_dir(bundle, base / "model")
     export_runs(new, base / "new", fmt="atif")
     export_runs(train[:20], base / "train-copy", fmt="atif")
-    return {"model": model, "bundle": bundle, "tasks": tasks, "base": base, "new": base / "new", "train": train}
+    return {
+        "model": model,
+        "bundle": bundle,
+        "tasks": tasks,
+        "base": base,
+        "new": base / "new",
+        "train": train,
+    }
 
 
 def _score(env, runs, out, **kw):
     tasks = kw.pop("tasks", env["tasks"])
-    paths = score_runs(env["model"], runs, ScoreOptions(kw.pop("fmt", "atif"), out=env["base"] / out, **kw), tasks=tasks,
-                       progress=False)
+    paths = score_runs(
+        env["model"],
+        runs,
+        ScoreOptions(kw.pop("fmt", "atif"), out=env["base"] / out, **kw),
+        tasks=tasks,
+        progress=False,
+    )
     return json.loads(paths["score"].read_text())
 
 
 def _cli(env, monkeypatch, *args):
     from earlyeval.workflows import score as score_mod
 
-    real = getattr(score_mod.score_runs, "real", score_mod.score_runs)  # patched once, however often called
+    # patched once, however often called
+    real = getattr(score_mod.score_runs, "real", score_mod.score_runs)
 
     def patched(*a, **k):
         return real(*a, **k, tasks=env["tasks"], progress=False)
@@ -81,40 +114,57 @@ def _cli(env, monkeypatch, *args):
     patched.real = real
     monkeypatch.setattr(score_mod, "score_runs", patched)
     try:
-        return CliRunner().invoke(app, ["--workspace", str(env["base"] / "ws"), "score", "-m", str(env["model"]), *args])
+        return CliRunner().invoke(
+            app, ["--workspace", str(env["base"] / "ws"), "score", "-m", str(env["model"]), *args]
+        )
     finally:
         workspace.set_workspace(None)  # --workspace sets it for the process: not for the next test
 
 
 def _one_line_exit_2(r, *needles):
     assert r.exit_code == 2, r.output
-    assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "Traceback" not in r.output, r.stderr
+    assert (
+        r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "Traceback" not in r.output
+    ), r.stderr
     for n in needles:
         assert n in r.stderr, (n, r.stderr)
 
 
 # ------------------------------------------------------------ overlap by content
 
+
 def test_fingerprint_is_the_content_not_the_name_nor_the_storage(env):
     t = env["train"][0]
-    renamed = dataclasses.replace(t, run_id="elsewhere/x", agent="someone", meta={"source_file": "/other/place.json.gz"})
+    renamed = dataclasses.replace(
+        t, run_id="elsewhere/x", agent="someone", meta={"source_file": "/other/place.json.gz"}
+    )
     assert fingerprint(renamed) == fingerprint(t)
-    edited = dataclasses.replace(t, steps=[*t.steps[:-1], dataclasses.replace(t.steps[-1], observation="changed")])
+    edited = dataclasses.replace(
+        t, steps=[*t.steps[:-1], dataclasses.replace(t.steps[-1], observation="changed")]
+    )
     assert fingerprint(edited) != fingerprint(t)
     assert fingerprint(dataclasses.replace(t, task_id="another-task")) != fingerprint(t)
     rec = content_record(env["train"], {})
     assert list(rec["runs"]) == sorted(rec["runs"]) and len(rec["runs"]) == len(env["train"])
-    assert content_record(list(reversed(env["train"])), {}) == rec  # deterministic: sorted, order-free
+    # deterministic: sorted, order-free
+    assert content_record(list(reversed(env["train"])), {}) == rec
 
 
 def test_the_content_record_leaves_content_hash_alone(env, tmp_path):
     """The fingerprints live in the manifest's training section: the files, hence content_hash, are the
     same with and without them; manifest_hash covers them; the same data gives the same manifest."""
     with_c = json.loads((env["model"] / "manifest.json").read_text())
-    bare = dataclasses.replace(env["bundle"], training={k: v for k, v in env["bundle"].training.items() if k != "content"})
+    bare = dataclasses.replace(
+        env["bundle"], training={k: v for k, v in env["bundle"].training.items() if k != "content"}
+    )
     without = json.loads((save_model_dir(bare, tmp_path / "bare") / "manifest.json").read_text())
-    assert with_c["content_hash"] == without["content_hash"] and with_c["manifest_hash"] != without["manifest_hash"]
-    again = json.loads((save_model_dir(env["bundle"], tmp_path / "again") / "manifest.json").read_text())
+    assert (
+        with_c["content_hash"] == without["content_hash"]
+        and with_c["manifest_hash"] != without["manifest_hash"]
+    )
+    again = json.loads(
+        (save_model_dir(env["bundle"], tmp_path / "again") / "manifest.json").read_text()
+    )
     assert again == with_c
 
 
@@ -129,7 +179,8 @@ def test_a_copied_training_folder_is_flagged_gzipped_or_not(env, tmp_path):
     ov = rep["training_overlap"]
     (hit,) = ov["agents"].values()
     assert ov["overlap"] and ov["content_checked"] and "content" in hit["by"]
-    assert hit["runs_in_training"] == hit["runs"] == 20 and hit["run_ids_in_training"] == 0  # names would not have caught it
+    # names would not have caught it
+    assert hit["runs_in_training"] == hit["runs"] == 20 and hit["run_ids_in_training"] == 0
     assert set(hit["training_agents"]) == {"agent-a", "agent-b"}
     assert "20/20 runs are training runs" in score_table(rep) and "in-sample" in score_table(rep)
     fresh = _score(env, env["new"], "fresh")["training_overlap"]
@@ -137,15 +188,35 @@ def test_a_copied_training_folder_is_flagged_gzipped_or_not(env, tmp_path):
 
 
 def test_scaffold_x_model_read_from_the_files():
-    def run(model, agent="a"):  # another run (other steps) of whatever agent, its files naming ``model``
-        return Trajectory("r/1", agent, "b", "t", [make_step(0, [Action("bash", f"ls {agent}")])], 1, {"native_model": model})
+    def run(
+        model, agent="a"
+    ):  # another run (other steps) of whatever agent, its files naming ``model``
+        return Trajectory(
+            "r/1",
+            agent,
+            "b",
+            "t",
+            [make_step(0, [Action("bash", f"ls {agent}")])],
+            1,
+            {"native_model": model},
+        )
 
     assert native_models(run("google/gemini-3-pro-preview")) == ["gemini3propreview"]
-    assert native_models(Trajectory("r", "a", "b", "t", [], 1, {"llm_models": ["x/GPT-5-mini", "gpt-5-mini"]})) == ["gpt5mini"]
-    rec = content_record([dataclasses.replace(run("tensorblock/gpt-5-mini", "live-agent"), meta={"native_model": "tensorblock/gpt-5-mini",
-                                                                                                "run": "live"})],
-                         {"live": "mini-swe-agent-v1"})
-    assert rec["native"] == {"live-agent": {"formats": ["mini-swe-agent-v1"], "models": ["gpt5mini"]}}
+    assert native_models(
+        Trajectory("r", "a", "b", "t", [], 1, {"llm_models": ["x/GPT-5-mini", "gpt-5-mini"]})
+    ) == ["gpt5mini"]
+    rec = content_record(
+        [
+            dataclasses.replace(
+                run("tensorblock/gpt-5-mini", "live-agent"),
+                meta={"native_model": "tensorblock/gpt-5-mini", "run": "live"},
+            )
+        ],
+        {"live": "mini-swe-agent-v1"},
+    )
+    assert rec["native"] == {
+        "live-agent": {"formats": ["mini-swe-agent-v1"], "models": ["gpt5mini"]}
+    }
 
     class B:
         training = {"content": rec}
@@ -153,14 +224,22 @@ def test_scaffold_x_model_read_from_the_files():
     ov = training_overlap(B(), [run("openai/gpt-5-mini", "my-folder")], "mini-swe-agent-v1")
     assert ov["agents"]["my-folder"]["by"] == ["scaffold x model in the files"]
     assert ov["agents"]["my-folder"]["training_agents"] == ["live-agent"]
-    assert not training_overlap(B(), [run("openai/gpt-5-mini", "my-folder")], "swe-agent-traj")["overlap"]  # another scaffold
+    # another scaffold
+    assert not training_overlap(B(), [run("openai/gpt-5-mini", "my-folder")], "swe-agent-traj")[
+        "overlap"
+    ]
 
 
 # ------------------------------------------------------------ dates
 
+
 def test_day_of_reads_the_timestamps_native_files_carry():
-    assert day_of(1763510516) == "2025-11-19" and day_of("1733344751.6975832") == "2024-12-04"  # unix seconds
-    assert day_of("2025-12-13T14:51:20.091079") == "2025-12-13" and day_of("2024-06-09T23:30:00-05:00") == "2024-06-09"
+    # unix seconds
+    assert day_of(1763510516) == "2025-11-19" and day_of("1733344751.6975832") == "2024-12-04"
+    assert (
+        day_of("2025-12-13T14:51:20.091079") == "2025-12-13"
+        and day_of("2024-06-09T23:30:00-05:00") == "2024-06-09"
+    )
     assert day_of("20240616_moatless_temp_0_2_gpt-4o") == "2024-06-16"  # an evaluation's name
     for bad in (None, True, "", "yesterday", 10**13, "99999999_x", float("nan"), 12):
         assert day_of(bad) is None, bad
@@ -184,7 +263,7 @@ def _offline_ps(env, runs, as_of):
     ps, k, out = b.model.predict_success(b.featurizer.prefix_matrix(trajs, ctxs)), 0, {}
     for t in trajs:
         n = max(len(t.steps) - 1, 0)
-        out[t.run_id] = ps[k:k + n]
+        out[t.run_id] = ps[k : k + n]
         k += n
     return out
 
@@ -193,7 +272,11 @@ def test_without_as_of_each_run_is_scored_as_of_its_own_date(env, tmp_path):
     runs = _dated_copy(env["new"], tmp_path / "dated", "2024-03-15")
     rep = _score(env, runs, "dated")
     d = rep["as_of_detail"]
-    assert rep["as_of"] == "each run's own date" and d["runs_dated_by"] == {"catalog": 0, "files": 36, "none": 0}
+    assert rep["as_of"] == "each run's own date" and d["runs_dated_by"] == {
+        "catalog": 0,
+        "files": 36,
+        "none": 0,
+    }
     assert d["dates"] == {"first": "2024-03-15", "last": "2024-03-15"} and d["warning"] is None
     want, today = _offline_ps(env, runs, "2024-03-15"), _offline_ps(env, runs, "")
     for r in rep["per_run"]:
@@ -207,7 +290,11 @@ def test_undated_runs_warn_and_name_the_shift_risk(env, caplog):
     rep = _score(env, env["new"], "undated")
     w = rep["as_of_detail"]["warning"]
     assert rep["as_of_detail"]["runs_dated_by"]["none"] == 36
-    assert "36 of 36 runs carry no date" in w and "--as-of YYYY-MM-DD" in w and "recorded resolve rate can be far off" in w
+    assert (
+        "36 of 36 runs carry no date" in w
+        and "--as-of YYYY-MM-DD" in w
+        and "recorded resolve rate can be far off" in w
+    )
     assert any("carry no date" in r.getMessage() for r in caplog.records)
     assert "warning: undated runs: 36 of 36 runs carry no date" in score_table(rep)
     # an explicit cutoff, or an explicit today's pool, is the user's choice: no warning
@@ -223,6 +310,7 @@ def test_a_model_without_public_history_needs_no_date():
 
 
 # ------------------------------------------------------------ output folders
+
 
 def test_similar_folder_names_do_not_collide(env, monkeypatch):
     ws = env["base"] / "ws"
@@ -249,10 +337,13 @@ def test_another_scoring_is_not_overwritten_without_force(env, monkeypatch, tmp_
     r = _cli(env, monkeypatch, "--runs", str(other), "-f", "atif", "--out", str(out))
     _one_line_exit_2(r, "holds a scoring of", str(env["new"].resolve()), "--force")
     assert (out / "score.json").read_bytes() == before
-    r = _cli(env, monkeypatch, "--runs", str(env["new"]), "-f", "atif", "--out", str(out))  # the same runs again: fine
+    # the same runs again: fine
+    r = _cli(env, monkeypatch, "--runs", str(env["new"]), "-f", "atif", "--out", str(out))
     assert r.exit_code == 0, r.output
     r = _cli(env, monkeypatch, "--runs", str(other), "-f", "atif", "--out", str(out), "--force")
-    assert r.exit_code == 0 and json.loads((out / "score.json").read_text())["runs_path"] == str(other.resolve())
+    assert r.exit_code == 0 and json.loads((out / "score.json").read_text())["runs_path"] == str(
+        other.resolve()
+    )
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "score.json").write_text("my own notes")
     with pytest.raises(ScoreRefusedError, match="not a scoring"):
@@ -260,6 +351,7 @@ def test_another_scoring_is_not_overwritten_without_force(env, monkeypatch, tmp_
 
 
 # ------------------------------------------------------------ labels, data root
+
 
 def test_unknown_label_format_exits_2_naming_the_known_ones(env, monkeypatch):
     r = _cli(env, monkeypatch, "--runs", str(env["new"]), "-f", "atif", "--labels", "sbcli:*.json")
@@ -270,7 +362,16 @@ def test_unknown_label_format_exits_2_naming_the_known_ones(env, monkeypatch):
 
 
 def test_a_missing_data_root_exits_2(env, monkeypatch, tmp_path):
-    r = _cli(env, monkeypatch, "--runs", str(env["new"]), "-f", "atif", "--data-root", str(tmp_path / "nope"))
+    r = _cli(
+        env,
+        monkeypatch,
+        "--runs",
+        str(env["new"]),
+        "-f",
+        "atif",
+        "--data-root",
+        str(tmp_path / "nope"),
+    )
     _one_line_exit_2(r, "--data-root", "no such folder")
 
 
@@ -279,7 +380,9 @@ def test_data_root_finds_the_catalog_labels(env, tmp_path, monkeypatch):
     with it they are read."""
     from earlyeval.config.catalog import data_root, load_catalog
 
-    spec = load_catalog("swebench").run("verified__live-swe-agent__mini-v1.14.2__gpt-5-mini__mas-evaluation")
+    spec = load_catalog("swebench").run(
+        "verified__live-swe-agent__mini-v1.14.2__gpt-5-mini__mas-evaluation"
+    )
     src = data_root() / spec.folder
     if not src.exists():
         pytest.skip(f"real data absent: {src}")
@@ -290,36 +393,88 @@ def test_data_root_finds_the_catalog_labels(env, tmp_path, monkeypatch):
     blind = _score(env, runs, "blind", fmt="mini-swe-agent-v1", tasks={}, cross_bench=True)
     assert blind["n_trajectories"] == 15 and blind["n_labelled"] == 0
     assert f"give --data-root {root}" in blind["catalog_hint"]
-    seen = _score(env, runs, "seen", fmt="mini-swe-agent-v1", tasks={}, cross_bench=True, data_root=root)
-    assert seen["n_labelled"] == 15 and seen["runs"][0]["from_catalog"] == "swebench" and seen["catalog_hint"] is None
-    r = _cli(env, monkeypatch, "--runs", str(runs), "--data-root", str(root), "--cross-bench", "--out", str(tmp_path / "o"))
+    seen = _score(
+        env, runs, "seen", fmt="mini-swe-agent-v1", tasks={}, cross_bench=True, data_root=root
+    )
+    assert (
+        seen["n_labelled"] == 15
+        and seen["runs"][0]["from_catalog"] == "swebench"
+        and seen["catalog_hint"] is None
+    )
+    r = _cli(
+        env,
+        monkeypatch,
+        "--runs",
+        str(runs),
+        "--data-root",
+        str(root),
+        "--cross-bench",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("15 runs (15 labelled)")
 
 
 # ------------------------------------------------------------ another benchmark
 
+
 def test_a_model_of_another_benchmark_is_refused(env, tmp_path, monkeypatch):
-    fake = dataclasses.replace(env["bundle"], training={**env["bundle"].training, "benchmarks": ["tau2"]})
+    fake = dataclasses.replace(
+        env["bundle"], training={**env["bundle"].training, "benchmarks": ["tau2"]}
+    )
     mdir = save_model_dir(fake, tmp_path / "tau2-model")
     runs = FIXTURES / "swe-agent-traj"
-    with pytest.raises(ScoreRefusedError, match="trained on tau2, the runs are of swebench .*--cross-bench"):
+    with pytest.raises(
+        ScoreRefusedError, match="trained on tau2, the runs are of swebench .*--cross-bench"
+    ):
         score_runs(mdir, runs, ScoreOptions("swe-agent-traj", out=tmp_path / "o"), progress=False)
     assert not (tmp_path / "o").exists()
-    rep = json.loads(score_runs(mdir, runs, ScoreOptions("swe-agent-traj", out=tmp_path / "o", cross_bench=True), progress=False,
-                                tasks=env["tasks"])["score"].read_text())  # the model's table (required since issue 29)
+    # the model's table (required since issue 29)
+    rep = json.loads(
+        score_runs(
+            mdir,
+            runs,
+            ScoreOptions("swe-agent-traj", out=tmp_path / "o", cross_bench=True),
+            progress=False,
+            tasks=env["tasks"],
+        )["score"].read_text()
+    )
     assert rep["bench_check"]["match"] is False and "transfer" in rep["bench_check"]["warning"]
     assert "warning: cross-bench" in score_table(rep)
-    r = CliRunner().invoke(app, ["score", "-m", str(mdir), "--runs", str(runs), "-f", "swe-agent-traj", "--out", str(tmp_path / "o2")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "-m",
+            str(mdir),
+            "--runs",
+            str(runs),
+            "-f",
+            "swe-agent-traj",
+            "--out",
+            str(tmp_path / "o2"),
+        ],
+    )
     _one_line_exit_2(r, "trained on tau2", "swe-agent-traj is used by the catalogs of swebench")
     # the model's own benchmark: no refusal, recorded as a match
-    swe = dataclasses.replace(env["bundle"], training={**env["bundle"].training, "benchmarks": ["swebench"]})
-    rep = json.loads(score_runs(save_model_dir(swe, tmp_path / "swe-model"), runs,
-                                ScoreOptions("swe-agent-traj", out=tmp_path / "o3"), progress=False, tasks=env["tasks"])["score"].read_text())
+    swe = dataclasses.replace(
+        env["bundle"], training={**env["bundle"].training, "benchmarks": ["swebench"]}
+    )
+    rep = json.loads(
+        score_runs(
+            save_model_dir(swe, tmp_path / "swe-model"),
+            runs,
+            ScoreOptions("swe-agent-traj", out=tmp_path / "o3"),
+            progress=False,
+            tasks=env["tasks"],
+        )["score"].read_text()
+    )
     assert rep["bench_check"]["match"] is True
 
 
 # ------------------------------------------------------------ --format auto
+
 
 @pytest.mark.parametrize("folder,fmt", sorted(FIXTURE_FORMATS.items()))
 def test_format_auto_reads_each_fixture_as_its_format(folder, fmt):
@@ -327,16 +482,23 @@ def test_format_auto_reads_each_fixture_as_its_format(folder, fmt):
 
 
 def test_every_format_has_a_fixture_for_auto():
-    assert set(FIXTURE_FORMATS.values()) >= set(FORMATS.known()) - {"terminalbench-log", "inspect-eval"}
+    assert set(FIXTURE_FORMATS.values()) >= set(FORMATS.known()) - {
+        "terminalbench-log",
+        "inspect-eval",
+    }
     # terminalbench-log: its real logs (integration); inspect-eval: logs inspect_ai writes in tests/ingest/test_ingest_inspect_eval.py
 
 
-def test_format_auto_unknown_exits_2_and_a_mixed_folder_is_scored_per_format(env, tmp_path, monkeypatch):
+def test_format_auto_unknown_exits_2_and_a_mixed_folder_is_scored_per_format(
+    env, tmp_path, monkeypatch
+):
     mixed = tmp_path / "mixed"
     shutil.copytree(FIXTURES / "export-atif", mixed / "a")
     for name in ("b.json", "c.json"):
         shutil.copy(FIXTURES / "tau2" / "shop_2025.json", mixed / name)
-    with pytest.raises(ScoreRefusedError, match="several formats .mini-swe-agent-v1: 1 file.*tau2: 2 file"):
+    with pytest.raises(
+        ScoreRefusedError, match="several formats .mini-swe-agent-v1: 1 file.*tau2: 2 file"
+    ):
         detect_format(mixed, [])
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -348,9 +510,17 @@ def test_format_auto_unknown_exits_2_and_a_mixed_folder_is_scored_per_format(env
     assert r.exit_code == 0, r.output
     rep = json.loads((tmp_path / "o" / "score.json").read_text())
     assert rep["format"] == "mixed" and set(rep["formats"]) == {"mini-swe-agent-v1", "tau2"}
-    assert rep["formats"]["mini-swe-agent-v1"] == 1 and sum(rep["formats"].values()) == rep["n_trajectories"]
+    assert (
+        rep["formats"]["mini-swe-agent-v1"] == 1
+        and sum(rep["formats"].values()) == rep["n_trajectories"]
+    )
     rep_dir = tmp_path / "o2"
-    r = _cli(env, monkeypatch, "--runs", str(env["new"]), "--out", str(rep_dir))  # --format omitted: auto
+    # --format omitted: auto
+    r = _cli(env, monkeypatch, "--runs", str(env["new"]), "--out", str(rep_dir))
     assert r.exit_code == 0, r.output
     rep = json.loads((rep_dir / "score.json").read_text())
-    assert rep["format"] == "atif" and rep["format_detected"] is True and "format: atif (--format auto)" in r.stdout
+    assert (
+        rep["format"] == "atif"
+        and rep["format_detected"] is True
+        and "format: atif (--format auto)" in r.stdout
+    )

@@ -12,10 +12,10 @@ import json
 import shutil
 
 import pytest
-from typer.testing import CliRunner
-
 from _monitor_helpers import scoring_fixture
 from _paths import FIXTURES
+from typer.testing import CliRunner
+
 from earlyeval.app.cli import app
 from earlyeval.core.errors import ScoreRefusedError
 from earlyeval.model.modeldir import save_model_dir
@@ -23,8 +23,8 @@ from earlyeval.report.score_table import score_table
 from earlyeval.tables.store import write_tasks
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import score_runs
-from earlyeval.workflows.score_options import IN_PROCESS, ScoreOptions
 from earlyeval.workflows.score_checks import detect_format
+from earlyeval.workflows.score_options import IN_PROCESS, ScoreOptions
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +40,15 @@ def ws(tmp_path_factory):
     export_runs(runs, base / "atif", fmt="atif")
     elsewhere = base / "elsewhere"
     elsewhere.mkdir()
-    return {"root": root, "model": model, "loose": loose, "runs": base / "atif", "tasks": tasks, "base": base,
-            "elsewhere": elsewhere}
+    return {
+        "root": root,
+        "model": model,
+        "loose": loose,
+        "runs": base / "atif",
+        "tasks": tasks,
+        "base": base,
+        "elsewhere": elsewhere,
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -51,8 +58,13 @@ def _no_env_workspace(monkeypatch):
 
 def _score(ws, model, out, **kw):
     in_process = {k: kw.pop(k) for k in IN_PROCESS if k in kw}
-    paths = score_runs(model, ws["runs"], ScoreOptions("atif", out=ws["base"] / out, force=True, **kw), progress=False,
-                       **in_process)
+    paths = score_runs(
+        model,
+        ws["runs"],
+        ScoreOptions("atif", out=ws["base"] / out, force=True, **kw),
+        progress=False,
+        **in_process,
+    )
     return json.loads(paths["score"].read_text())
 
 
@@ -65,26 +77,60 @@ def test_score_from_another_folder_gives_the_same_answer(ws, monkeypatch):
     here = _score(ws, ws["model"], "o-here")
     monkeypatch.chdir(ws["elsewhere"])
     there = _score(ws, ws["model"], "o-there")
-    assert here["n_halted"] > 0 and there["n_halted"] == here["n_halted"] and _halts(there) == _halts(here)
+    assert (
+        here["n_halted"] > 0
+        and there["n_halted"] == here["n_halted"]
+        and _halts(there) == _halts(here)
+    )
     table = str(ws["root"] / "data" / "synth" / "tasks.parquet")
     assert here["task_table"] == there["task_table"] == {"source": table, "tasks": 12}
 
 
 def test_a_model_that_needs_tasks_without_a_table_is_refused(ws, monkeypatch):
     monkeypatch.chdir(ws["root"])  # even from the workspace: the model directory is not in one
-    with pytest.raises(ScoreRefusedError, match=r"no task table for the model's benchmark\(s\) synth: its .*gold.* --tasks"):
+    with pytest.raises(
+        ScoreRefusedError,
+        match=r"no task table for the model's benchmark\(s\) synth: its .*gold.* --tasks",
+    ):
         _score(ws, ws["loose"], "o-none")
     assert not (ws["base"] / "o-none").exists()
-    r = CliRunner().invoke(app, ["score", "-m", str(ws["loose"]), "--runs", str(ws["runs"]), "-f", "atif",
-                                 "--out", str(ws["base"] / "o-none2")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "-m",
+            str(ws["loose"]),
+            "--runs",
+            str(ws["runs"]),
+            "-f",
+            "atif",
+            "--out",
+            str(ws["base"] / "o-none2"),
+        ],
+    )
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "no task table" in r.stderr, r.output
 
 
 def test_the_tasks_option_gives_the_table(ws, monkeypatch):
     monkeypatch.chdir(ws["elsewhere"])
     table = ws["root"] / "data" / "synth" / "tasks.parquet"
-    r = CliRunner().invoke(app, ["score", "-m", str(ws["loose"]), "--runs", str(ws["runs"]), "-f", "atif",
-                                 "--out", str(ws["base"] / "o-cli"), "--tasks", str(table), "--force"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "-m",
+            str(ws["loose"]),
+            "--runs",
+            str(ws["runs"]),
+            "-f",
+            "atif",
+            "--out",
+            str(ws["base"] / "o-cli"),
+            "--tasks",
+            str(table),
+            "--force",
+        ],
+    )
     assert r.exit_code == 0, r.output
     rep = json.loads((ws["base"] / "o-cli" / "score.json").read_text())
     assert rep["task_table"] == {"source": str(table), "tasks": 12}
@@ -109,10 +155,21 @@ def test_the_first_line_and_the_table_count_the_same_halts(ws):
 def _mixed(tmp_path):
     mixed = tmp_path / "mixed"
     mixed.mkdir()
-    mini = FIXTURES / "export-atif" / "mini-swe-agent" / "trajs" / "toy__repo-1" / "toy__repo-1.traj.json"
+    mini = (
+        FIXTURES
+        / "export-atif"
+        / "mini-swe-agent"
+        / "trajs"
+        / "toy__repo-1"
+        / "toy__repo-1.traj.json"
+    )
     shutil.copy(mini, mixed / "toy__repo-1.traj.json")
-    (mixed / "toy__repo-2.traj.json").write_text(mini.read_text().replace("toy__repo-1", "toy__repo-2"))
-    shutil.copy(FIXTURES / "swe-agent-traj" / "astropy__astropy-1.traj", mixed / "astropy__astropy-1.traj")
+    (mixed / "toy__repo-2.traj.json").write_text(
+        mini.read_text().replace("toy__repo-1", "toy__repo-2")
+    )
+    shutil.copy(
+        FIXTURES / "swe-agent-traj" / "astropy__astropy-1.traj", mixed / "astropy__astropy-1.traj"
+    )
     return mixed
 
 
@@ -121,25 +178,50 @@ def test_format_auto_on_a_mixed_folder_scores_each_run_with_its_own_format(ws, t
     no format reads: all 3 runs are scored, each as its own format, and the stray file is skipped by name."""
     mixed = _mixed(tmp_path)
     (mixed / "notes.traj.json").write_text('{"hello": 1}')
-    r = CliRunner().invoke(app, ["score", "-m", str(ws["model"]), "--runs", str(mixed), "--out", str(tmp_path / "o")])
+    r = CliRunner().invoke(
+        app, ["score", "-m", str(ws["model"]), "--runs", str(mixed), "--out", str(tmp_path / "o")]
+    )
     assert r.exit_code == 0, r.output
     rep = json.loads((tmp_path / "o" / "score.json").read_text())
-    assert rep["format"] == "mixed" and rep["format_detected"] is True and rep["n_trajectories"] == 3
+    assert (
+        rep["format"] == "mixed" and rep["format_detected"] is True and rep["n_trajectories"] == 3
+    )
     assert rep["formats"] == {"mini-swe-agent-v1": 2, "swe-agent-traj": 1}
     by_task = {x["task_id"]: x["format"] for x in rep["per_run"]}
-    assert by_task == {"toy__repo-1": "mini-swe-agent-v1", "toy__repo-2": "mini-swe-agent-v1",
-                       "astropy__astropy-1": "swe-agent-traj"}
-    (stray,) = rep["skipped"]  # nothing else dropped: the three runs are read, the stray file is named
-    assert stray["file"].endswith("notes.traj.json") and "no format recognises it" in stray["reason"]
+    assert by_task == {
+        "toy__repo-1": "mini-swe-agent-v1",
+        "toy__repo-2": "mini-swe-agent-v1",
+        "astropy__astropy-1": "swe-agent-traj",
+    }
+    # nothing else dropped: the three runs are read, the stray file is named
+    (stray,) = rep["skipped"]
+    assert (
+        stray["file"].endswith("notes.traj.json") and "no format recognises it" in stray["reason"]
+    )
     assert rep["format_detection"]["run_files"] == {"mini-swe-agent-v1": 2, "swe-agent-traj": 1}
     with (tmp_path / "o" / "per_run.csv").open() as f:
         rows = list(csv.DictReader(f))
-    assert sorted(x["format"] for x in rows) == ["mini-swe-agent-v1", "mini-swe-agent-v1", "swe-agent-traj"]
+    assert sorted(x["format"] for x in rows) == [
+        "mini-swe-agent-v1",
+        "mini-swe-agent-v1",
+        "swe-agent-traj",
+    ]
     first, second = r.stdout.splitlines()[:2]
-    assert first.startswith("3 runs (") and "mini-swe-agent-v1 2, swe-agent-traj 1" in first and "1 files skipped" in first
-    assert second == "format: mixed (--format auto): mini-swe-agent-v1 2 runs, swe-agent-traj 1 run, each read as its own format"
-    with pytest.raises(ScoreRefusedError, match=r"several formats \(mini-swe-agent-v1: 2 file\(s\).*swe-agent-traj: 1 "):
-        detect_format(mixed, [])  # a caller that reads one format is told, not handed the majority's
+    assert (
+        first.startswith("3 runs (")
+        and "mini-swe-agent-v1 2, swe-agent-traj 1" in first
+        and "1 files skipped" in first
+    )
+    assert (
+        second
+        == "format: mixed (--format auto): mini-swe-agent-v1 2 runs, swe-agent-traj 1 run, each read as its own format"
+    )
+    with pytest.raises(
+        ScoreRefusedError,
+        match=r"several formats \(mini-swe-agent-v1: 2 file\(s\).*swe-agent-traj: 1 ",
+    ):
+        # a caller that reads one format is told, not handed the majority's
+        detect_format(mixed, [])
 
 
 def test_format_auto_sniffs_every_file_however_few_of_the_other_format(ws, tmp_path):
@@ -147,13 +229,25 @@ def test_format_auto_sniffs_every_file_however_few_of_the_other_format(ws, tmp_p
     mixed = _mixed(tmp_path)
     mini = (mixed / "toy__repo-1.traj.json").read_text()
     for i in range(3, 12):
-        (mixed / f"toy__repo-{i}.traj.json").write_text(mini.replace("toy__repo-1", f"toy__repo-{i}"))
+        (mixed / f"toy__repo-{i}.traj.json").write_text(
+            mini.replace("toy__repo-1", f"toy__repo-{i}")
+        )
     paths = score_runs(ws["model"], mixed, ScoreOptions("auto", out=tmp_path / "o"), progress=False)
     rep = json.loads(paths["score"].read_text())
-    assert rep.get("formats") == {"mini-swe-agent-v1": 11, "swe-agent-traj": 1} and rep["skipped"] == []
-    assert sorted(x["task_id"] for x in rep["per_run"] if x["task_id"].startswith("astropy")) == ["astropy__astropy-1"]
-    from earlyeval.workflows.score_checks import detect_formats  # new with the sniffing: here, so the rest runs before it
+    assert (
+        rep.get("formats") == {"mini-swe-agent-v1": 11, "swe-agent-traj": 1}
+        and rep["skipped"] == []
+    )
+    assert sorted(x["task_id"] for x in rep["per_run"] if x["task_id"].startswith("astropy")) == [
+        "astropy__astropy-1"
+    ]
+    from earlyeval.workflows.score_checks import (
+        detect_formats,  # new with the sniffing: here, so the rest runs before it
+    )
 
     found = detect_formats(mixed, [])
-    assert {f: len(u) for f, u in found.units.items()} == {"mini-swe-agent-v1": 11, "swe-agent-traj": 1}
+    assert {f: len(u) for f, u in found.units.items()} == {
+        "mini-swe-agent-v1": 11,
+        "swe-agent-traj": 1,
+    }
     assert found.files_sniffed == 12 and found.skipped == []

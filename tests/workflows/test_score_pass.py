@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import _paths  # noqa: F401
 import csv
 import json
 
+import _paths  # noqa: F401
 import pytest
-
 from _monitor_helpers import both_sides, make_runs, make_tasks, quantile_thresholds, train_bundle
+
 from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.live.benchpass import audited, certify_pass
 from earlyeval.live.monitor import Monitor
@@ -16,8 +16,8 @@ from earlyeval.model.modeldir import save_model_dir
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
 from earlyeval.workflows.score_options import ScoreOptions
-from earlyeval.workflows.score_usage import usage_of
 from earlyeval.workflows.score_pass import pass_order, replay_pass
+from earlyeval.workflows.score_usage import usage_of
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,9 @@ def setup(tmp_path_factory):
     tasks = make_tasks(12)
     bundle, _, _ = train_bundle(make_runs(80, seed=0), tasks)
     runs = make_runs(40, seed=11, agents=("agent-a",))
-    bundle.thresholds = quantile_thresholds(bundle, runs, tasks, min_halt_step=2, need=(both_sides,))
+    bundle.thresholds = quantile_thresholds(
+        bundle, runs, tasks, min_halt_step=2, need=(both_sides,)
+    )
     model = save_model_dir(bundle, base / "model")
     export_runs(runs, base / "atif", fmt="atif")
     return {"model": model, "tasks": tasks, "runs": base / "atif", "base": base}
@@ -43,9 +45,20 @@ def test_no_statistic_used_for_run_i_reads_a_run_not_finished_before_it_started(
     mon = Monitor.load(setup["model"])
     seen: dict[str, set[str]] = {}
     # a lax error target (0.8) so that ~20 audit runs move the thresholds: the check below is not vacuous
-    records, p = replay_pass(mon, trajs, setup["tasks"], "", None, audit_share=0.6, seed=3, workers=workers,
-                             usage_of=usage_of, on_spawn=lambda rid, start, fin: seen.__setitem__(rid, fin),
-                             alpha=0.5, max_error=0.8)
+    records, p = replay_pass(
+        mon,
+        trajs,
+        setup["tasks"],
+        "",
+        None,
+        audit_share=0.6,
+        seed=3,
+        workers=workers,
+        usage_of=usage_of,
+        on_spawn=lambda rid, start, fin: seen.__setitem__(rid, fin),
+        alpha=0.5,
+        max_error=0.8,
+    )
     assert set(seen) == {t.run_id for t in trajs}
     by_id = {r["run_id"]: r for r in records}
     base = [mon.tau_s, mon.tau_f]
@@ -55,20 +68,33 @@ def test_no_statistic_used_for_run_i_reads_a_run_not_finished_before_it_started(
         # exactly the runs finished by its start time were in the Pass when its monitor was spawned
         assert seen[r["run_id"]] == before, r["run_id"]
         # and its thresholds are the certification of those runs' graded audits alone
-        graded = [{"outcome": by_id[q]["outcome"], "probs": _audit_probs(by_id[q])} for q in sorted(before)
-                  if by_id[q]["audited"] and by_id[q]["outcome"] is not None]
-        want = certify_pass(graded, tuple(base), mon.min_halt_step, 0.5, 0.8)["pair"] if graded else base
+        graded = [
+            {"outcome": by_id[q]["outcome"], "probs": _audit_probs(by_id[q])}
+            for q in sorted(before)
+            if by_id[q]["audited"] and by_id[q]["outcome"] is not None
+        ]
+        want = (
+            certify_pass(graded, tuple(base), mon.min_halt_step, 0.5, 0.8)["pair"]
+            if graded
+            else base
+        )
         assert r["pass_thresholds"] == pytest.approx(want, rel=1e-12), r["run_id"]
         moved += r["pass_thresholds"] != base
-        overlapped += len(before) < r["pass_order"]  # started while a run handed out earlier was still running
+        # started while a run handed out earlier was still running
+        overlapped += len(before) < r["pass_order"]
     assert moved > 0
     assert (overlapped > 0) == (workers > 1)
     assert p.summary()["n_finished"] == len(trajs)
 
 
 def _score(setup, out, **kw):
-    paths = score_runs(setup["model"], setup["runs"], ScoreOptions("atif", out=setup["base"] / out, **kw),
-                       tasks=setup["tasks"], progress=False)
+    paths = score_runs(
+        setup["model"],
+        setup["runs"],
+        ScoreOptions("atif", out=setup["base"] / out, **kw),
+        tasks=setup["tasks"],
+        progress=False,
+    )
     return json.loads(paths["score"].read_text()), paths
 
 
@@ -77,15 +103,22 @@ def test_the_pass_replay_is_deterministic_and_its_audited_runs_are_never_halted(
     rep1, paths = _score(setup, "p1", **kw)
     rep2, _ = _score(setup, "p2", **kw)
     assert rep1["pass"] == rep2["pass"] and rep1["pass"] is not None
-    assert [(r["run_id"], r["pass_start"], r["halt_t"]) for r in rep1["per_run"]] == \
-           [(r["run_id"], r["pass_start"], r["halt_t"]) for r in rep2["per_run"]]
+    assert [(r["run_id"], r["pass_start"], r["halt_t"]) for r in rep1["per_run"]] == [
+        (r["run_id"], r["pass_start"], r["halt_t"]) for r in rep2["per_run"]
+    ]
     ids = [r["run_id"] for r in rep1["per_run"]]
     aud = [r for r in rep1["per_run"] if r["audited"]]
     assert {r["run_id"] for r in aud} == {i for i in ids if audited(5, i, 0.3)} and aud
     assert not any(r["halted"] for r in aud)
-    assert any(r["halted"] for r in rep1["per_run"] if not r["audited"])  # the same model does halt the others
+    # the same model does halt the others
+    assert any(r["halted"] for r in rep1["per_run"] if not r["audited"])
     ps = rep1["pass"]
-    assert ps["n_audited"] == len(aud) and ps["workers"] == 8 and ps["seed"] == 5 and ps["audit_share"] == 0.3
+    assert (
+        ps["n_audited"] == len(aud)
+        and ps["workers"] == 8
+        and ps["seed"] == 5
+        and ps["audit_share"] == 0.3
+    )
     assert rep1["policy_consistent"] is True and rep1["thresholds_source"] == "pass"
     (blk,) = rep1["agents"].values()
     assert blk["audited_runs"] == len(aud) and "warm_runs" not in blk
@@ -117,15 +150,54 @@ def test_the_cli_passes_the_pass_options_and_prints_the_pass_line(setup, monkeyp
     from earlyeval.workflows import score as score_mod
 
     real = score_mod.score_runs
-    monkeypatch.setattr(score_mod, "score_runs", lambda *a, **k: real(*a, **k, tasks=setup["tasks"], progress=False))
+    monkeypatch.setattr(
+        score_mod, "score_runs", lambda *a, **k: real(*a, **k, tasks=setup["tasks"], progress=False)
+    )
     out = setup["base"] / "cli"
     try:
-        r = CliRunner().invoke(app, ["--workspace", str(setup["base"] / "ws"), "score", "-m", str(setup["model"]),
-                                     "--runs", str(setup["runs"]), "-f", "atif", "--out", str(out), "--pass",
-                                     "--audit-share", "0.3", "--seed", "5", "--pass-workers", "8"])
-        bad = CliRunner().invoke(app, ["--workspace", str(setup["base"] / "ws"), "score", "-m", str(setup["model"]),
-                                       "--runs", str(setup["runs"]), "-f", "atif", "--out", str(out), "--force",
-                                       "--pass", "--warm-start", "3"])
+        r = CliRunner().invoke(
+            app,
+            [
+                "--workspace",
+                str(setup["base"] / "ws"),
+                "score",
+                "-m",
+                str(setup["model"]),
+                "--runs",
+                str(setup["runs"]),
+                "-f",
+                "atif",
+                "--out",
+                str(out),
+                "--pass",
+                "--audit-share",
+                "0.3",
+                "--seed",
+                "5",
+                "--pass-workers",
+                "8",
+            ],
+        )
+        bad = CliRunner().invoke(
+            app,
+            [
+                "--workspace",
+                str(setup["base"] / "ws"),
+                "score",
+                "-m",
+                str(setup["model"]),
+                "--runs",
+                str(setup["runs"]),
+                "-f",
+                "atif",
+                "--out",
+                str(out),
+                "--force",
+                "--pass",
+                "--warm-start",
+                "3",
+            ],
+        )
     finally:
         workspace.set_workspace(None)
     assert r.exit_code == 0, r.output

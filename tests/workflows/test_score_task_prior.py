@@ -7,20 +7,30 @@ import csv
 import json
 
 from _monitor_helpers import constant_model, make_runs, make_tasks
+
 from earlyeval.model.policy import OUTCOME_RULE, TASK_PRIOR
 from earlyeval.report.score_table import score_table
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import score_runs
-from earlyeval.workflows.score_options import ScoreOptions
 from earlyeval.workflows.score_csv import CSV_COLUMNS
+from earlyeval.workflows.score_options import ScoreOptions
 
 
 def _score(tmp_path, min_halt_step: int):
-    model = constant_model(tmp_path / f"m{min_halt_step}", 0.8, {"success": 0.6, "failure": 2.0, "min_halt_step": min_halt_step})
+    model = constant_model(
+        tmp_path / f"m{min_halt_step}",
+        0.8,
+        {"success": 0.6, "failure": 2.0, "min_halt_step": min_halt_step},
+    )
     runs = make_runs(10, seed=3, agents=("agent-a",))
     export_runs(runs, tmp_path / "atif", fmt="atif")
-    paths = score_runs(model, tmp_path / "atif", ScoreOptions("atif", out=tmp_path / f"out{min_halt_step}", force=True),
-                       tasks=make_tasks(12), progress=False)
+    paths = score_runs(
+        model,
+        tmp_path / "atif",
+        ScoreOptions("atif", out=tmp_path / f"out{min_halt_step}", force=True),
+        tasks=make_tasks(12),
+        progress=False,
+    )
     with open(paths["csv"]) as f:
         return json.loads(paths["score"].read_text()), list(csv.DictReader(f))
 

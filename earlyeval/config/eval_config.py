@@ -120,6 +120,10 @@ class EvalConfig(Record):
     risk_alpha: float = setting(Num(0.0, 0.5, lo_open=True), 0.01)
     risk_delta: float = setting(Num(0.0, 1.0, lo_open=True, hi_open=True), 0.15)
     risk: str = setting(Choice(("mass", "recall", "precision")), "mass")
+    # the success side's own risk and alpha (None: `risk`, `risk_alpha`); "recall" bounds the share of a new
+    # agent's failed runs credited as successes, whatever its resolve rate
+    success_risk: str | None = setting(Choice(("mass", "recall", "precision")), None, optional=True)
+    success_alpha: float | None = setting(Num(0.0, 0.5, lo_open=True), None, optional=True)
     # what must hold on every inner agent: "accuracy" >= target, or "recall" of both outcomes >= target
     constraint: str = setting(Choice(("recall", "accuracy")), "recall")
     # the constraint holds for the one-sided Wilson lower bound at this confidence (None: the point estimate)
@@ -136,6 +140,15 @@ class EvalConfig(Record):
     )
     warm_repeats: int = setting(Int(1, 10_000), 5, in_file=False)
     n_jobs: int = setting(Int(1, 1024), 2, in_file=False)
+    # what a success halt needs the run itself to have produced (earlyeval.features.evidence: "patch", "change",
+    # "dialogue", "none", or a registered rule): a success halt never rests on the task alone
+    success_evidence: str = setting(PLUGIN, "change")
+    # halts decided before the agent acted (t <= 1, or no action read) are task skips: off unless set
+    task_skips: bool = setting(Bool(), False)
+    # the live default (halt_on: failure) has its own failure threshold, by the agent-quantile rule with this
+    # risk and alpha (None: the benchmark mode's `risk` and `risk_alpha`), and its own stated guarantee
+    live_risk: str | None = setting(Choice(("mass", "recall", "precision")), None, optional=True)
+    live_alpha: float | None = setting(Num(0.0, 0.5, lo_open=True), None, optional=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -6,6 +6,7 @@ small completed share of the tasks. Both: docs/architecture.md, "Adapting to a n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -59,9 +60,7 @@ def adapt_em(rs: RunSet, train_prior: float, t_max: int = 1) -> tuple[RunSet, di
     pi = em_prior(scores, train_prior)
     p_s = [prior_shift(a, train_prior, pi) for a in rs.p_s]
     p_f = [prior_shift(b, 1 - train_prior, 1 - pi) for b in rs.p_f]
-    out = RunSet(
-        rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions
-    )
+    out = replace(rs, p_s=p_s, p_f=p_f)
     return out, {"train_prior": train_prior, "estimated_prior": pi, "runs": int(len(scores))}
 
 

@@ -19,6 +19,7 @@ from earlyeval.config.catalog import Catalog, data_root, load_catalog
 from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.evaluation.pass_refs import training_references
 from earlyeval.features import Featurizer, PriorTable, RunContext, build_family, fold_free
+from earlyeval.features.evidence import evidence_rule, prefix_gates
 from earlyeval.features.text import TokenCache
 from earlyeval.tables.prefixes import prefix_table
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
@@ -41,6 +42,14 @@ class Dataset:
     block_names: dict[str, list[str]] = field(default_factory=dict)
     prior_table: PriorTable | None = None
     _token_cache: object | None = None
+    _gates: dict[str, list[np.ndarray]] = field(default_factory=dict)
+
+    def gates(self, rule: str) -> list[np.ndarray]:
+        """Per run, its prefixes' gates under the success evidence rule ``rule`` (computed once per rule)."""
+        if rule not in self._gates:
+            r = evidence_rule(rule)
+            self._gates[rule] = [prefix_gates(r, t.steps) for t in self.trajs]
+        return self._gates[rule]
 
     def token_cache(self, obs_chars: int = 1500):
         """One tokenization of every step, shared by all folds (see features.text.TokenCache)."""

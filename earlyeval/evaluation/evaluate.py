@@ -36,7 +36,7 @@ from earlyeval.features import Featurizer, bind_values, build_family, fold_fitte
 from earlyeval.fitting.estimator import OutcomeModel
 from earlyeval.fitting.metrics import RunSet, runset_of_runs, spearman
 from earlyeval.fitting.risk_control import guarantee_check, guarantee_tally
-from earlyeval.fitting.thresholds import choose_thresholds, select_thresholds
+from earlyeval.fitting.thresholds import choose_thresholds, live_thresholds, select_thresholds
 from earlyeval.model.outcome import split_proba
 
 log = logging.getLogger(__name__)
@@ -258,7 +258,7 @@ class FoldRunner:
         X, names = self.features(fitted, runs, rows)
         # static: the first run of its agent
         ps, pf = split_proba(fitted.model.predict_proba(cold(X, names)))
-        rs = runset(self.ds, runs, rows, ps, pf)
+        rs = runset(self.ds, runs, rows, ps, pf, self.cfg)
         if self.cfg.adapt == "em":
             rs, info = adapt_em(rs, fitted.model.base_rate_)
             self.adaptation[key] = info
@@ -280,7 +280,7 @@ class FoldRunner:
             arows = self.rows_of(ar, self.cfg.min_steps)
             X, names = self.features(fitted, ar, arows)
             ps, pf = split_proba(fitted.model.predict_proba(cold(X, names)))
-            out[agent] = runset(self.ds, ar, arows, ps, pf)
+            out[agent] = runset(self.ds, ar, arows, ps, pf, self.cfg)
         return out
 
 
@@ -346,15 +346,29 @@ def inner_sets(
 
 
 def runset(
-    ds: Dataset, runs: np.ndarray, rows: np.ndarray, ps: np.ndarray, pf: np.ndarray
+    ds: Dataset,
+    runs: np.ndarray,
+    rows: np.ndarray,
+    ps: np.ndarray,
+    pf: np.ndarray,
+    cfg: EvalConfig,
 ) -> RunSet:
-    """Group prefix predictions by run (prefix rows are stored run by run, t ascending)."""
+    """Group prefix predictions by run (prefix rows are stored run by run, t ascending), each prefix gated by
+    ``cfg``'s success evidence rule and task-skip policy."""
     prow = ds.prefixes["run"].to_numpy()[rows]
     by_run: dict[int, list[int]] = {}
     for k, r in enumerate(prow):
         by_run.setdefault(int(r), []).append(k)
     ks = [by_run.get(int(r), []) for r in runs]
-    return runset_of_runs([ds.trajs[r] for r in runs], [ps[k] for k in ks], [pf[k] for k in ks])
+    gates = ds.gates(cfg.success_evidence)
+    return runset_of_runs(
+        [ds.trajs[r] for r in runs],
+        [ps[k] for k in ks],
+        [pf[k] for k in ks],
+        cfg.success_evidence,
+        cfg.task_skips,
+        gates=[gates[r] for r in runs],
+    )
 
 
 @dataclass
@@ -373,6 +387,10 @@ class LoaoResult:
     model_choice: dict[str, dict[str, Any]] = field(default_factory=dict)
     # agent -> what predicted it
     folds: dict[str, tuple[FoldRunner, frozenset]] = field(default_factory=dict)
+    # agent -> its fold's inner units' predictions (what its thresholds were chosen on), and the live pair
+    inner: dict[str, dict[str, RunSet]] = field(default_factory=dict)
+    live_thresholds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)  # derived pairs (task_skip_pair), made once
 
 
 def other_rule(cfg: EvalConfig) -> EvalConfig:
@@ -419,6 +437,8 @@ def run_loao(
     oracle: dict[str, dict[str, Any]] = {}
     choice: dict[str, dict[str, Any]] = {}
     folds: dict[str, tuple[FoldRunner, frozenset]] = {}
+    inners: dict[str, dict[str, RunSet]] = {}
+    live: dict[str, dict[str, Any]] = {}
     alt_cfg = other_rule(cfg)
     groups = [(frozenset([a]), [a]) for a in large] + ([(frozenset(small), small)] if small else [])
     for ex, agents in groups:
@@ -431,15 +451,18 @@ def run_loao(
         r, inner, ch = guarded(runner, fallback, inner_of)
         th = choose_thresholds(inner, cfg, method=methods["m"])
         th_alt = choose_thresholds(inner, alt_cfg, method=methods["m"])
+        th_live = live_thresholds(inner, cfg, method=methods["m"])
         for a in agents:
-            sets[a], folds[a] = r.predict(ex, a), (r, ex)
+            sets[a], folds[a], inners[a], live[a] = r.predict(ex, a), (r, ex), inner, th_live
             thresholds[a], alt[a] = th, th_alt
             if ch:
                 choice[a] = ch
             oracle[a] = select_thresholds({a: sets[a]}, cfg, method="oracle: held-out labels")
-    return LoaoResult(
+    res = LoaoResult(
         large, small, sets, thresholds, oracle, {}, runner, alt, fallback, choice, folds
     )
+    res.inner, res.live_thresholds = inners, live
+    return res
 
 
 def _agent_report(
@@ -468,9 +491,7 @@ def _agent_report(
     )
     blk["small_n"] = a in res.small
     blk["dollars"] = dollars_block(rs, costs, th, cfg)
-    fo = agent_block(rs, failure_only_thresholds(th), cfg)
-    fo["dollars"] = dollars_block(rs, costs, failure_only_thresholds(th), cfg)
-    blk["failure_only"] = fo
+    blk.update(mode_blocks(res, a, cfg, costs))
     if a in res.alt_thresholds:
         blk["other_rule"] = agent_block(rs, res.alt_thresholds[a], alt_cfg)
     orc = agent_block(rs, res.oracle_thresholds[a], cfg)
@@ -508,6 +529,36 @@ def _agent_report(
     return blk
 
 
+def live_pair(res: LoaoResult, a: str) -> dict[str, Any]:
+    """The live default's thresholds of ``a``'s fold (chosen for halt_on: failure), or the benchmark pair with
+    success off for a result made without them."""
+    return res.live_thresholds.get(a) or failure_only_thresholds(res.thresholds[a])
+
+
+def task_skip_pair(res: LoaoResult, a: str, cfg: EvalConfig) -> dict[str, Any]:
+    """``a``'s fold's thresholds chosen, by the same rule on the same inner units, with task skips allowed."""
+    key = f"task_skips:{a}"
+    if key not in res.cache:
+        inner = {b: rs.with_task_skips(True) for b, rs in res.inner.get(a, {}).items()}
+        res.cache[key] = choose_thresholds(inner, cfg, method="inner units, task skips on")
+    return res.cache[key]
+
+
+def mode_blocks(res: LoaoResult, a: str, cfg: EvalConfig, costs: dict[str, Any]) -> dict[str, Any]:
+    """The live default (failure only, its own thresholds and guarantee) and the task-skip policy (on, its own
+    thresholds), each apart from the benchmark-mode headline; the task-skip block's savings and shift are
+    what the policy adds, never part of the headline."""
+    rs = res.sets[a]
+    live = live_pair(res, a)
+    fo = agent_block(rs, live, cfg)
+    fo["dollars"] = dollars_block(rs, costs, live, cfg)
+    out = {"failure_only": fo}
+    if res.inner.get(a):
+        skip = task_skip_pair(res, a, cfg)
+        out["task_skips"] = agent_block(rs.with_task_skips(True), skip, cfg)
+    return out
+
+
 def _pooled_report(
     res: LoaoResult, cfg: EvalConfig, alt_cfg: EvalConfig, agents_out: dict[str, Any]
 ) -> dict[str, Any]:
@@ -515,8 +566,13 @@ def _pooled_report(
     items = [(res.sets[a], res.thresholds[a]) for a in res.holdout]
     pooled = pooled_block(items, cfg)
     pooled["failure_only"] = pooled_block(
-        [(rs, failure_only_thresholds(t)) for rs, t in items], cfg
+        [(res.sets[a], live_pair(res, a)) for a in res.holdout], cfg
     )
+    if all(res.inner.get(a) for a in res.holdout):
+        pooled["task_skips"] = pooled_block(
+            [(res.sets[a].with_task_skips(True), task_skip_pair(res, a, cfg)) for a in res.holdout],
+            cfg,
+        )
     pooled["dollars"] = sum_dollars([agents_out[a]["dollars"] for a in res.holdout])
     pooled["failure_only"]["dollars"] = sum_dollars(
         [agents_out[a]["failure_only"]["dollars"] for a in res.holdout]

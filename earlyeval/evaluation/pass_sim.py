@@ -70,7 +70,8 @@ def simulate_pass(
     n = len(rs)
     taus = candidate_taus(base)
     grid = [*taus, NEVER]
-    t_grid, o_grid = first_halt_grid(rs.p_s, rs.p_f, grid, grid, min_t)
+    hp_s, hp_f = rs.halt_probs()  # the gated view: what the rule may halt on
+    t_grid, o_grid = first_halt_grid(hp_s, hp_f, grid, grid, min_t)
     col = {t: j for j, t in enumerate(grid)}
     aud = np.asarray([audited(seed, r, audit_share) for r in rs.run_ids], dtype=bool)
     t_halt = np.zeros(n, dtype=np.int64)
@@ -95,7 +96,8 @@ def simulate_pass(
         used[i] = (ts, tf)
         finished_at_start[i], position[i], start_at[i] = state["finished"], k, start
         got = repredict(i, list(state["refs"])) if repredict is not None else None
-        probs_of[i] = got if got is not None else (rs.p_s[i], rs.p_f[i])
+        got = rs.gated_probs(i, *got) if got is not None else None
+        probs_of[i] = got if got is not None else (hp_s[i], hp_f[i])
         with_refs[i] = got is not None
         if not aud[i] and got is None:
             js, jf = col[min(ts, NEVER)], col[min(tf, NEVER)]

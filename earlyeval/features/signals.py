@@ -218,6 +218,29 @@ _EDIT_TARGET = re.compile(
 )
 
 
+def written_files(action_text: str) -> list[str]:
+    """Files an action explicitly writes (a redirect, ``tee``, ``sed -i``, an editor's create/str_replace...): unlike
+    ``edit_targets``, no fallback to every path the text names."""
+    return [normalize_path(m.group(1)) for m in _EDIT_TARGET.finditer(action_text or "")]
+
+
+_EXIT_CODE = re.compile(
+    r"(?:<returncode>\s*|exit[ _]?code[:=]?\s*|exited with code\s+|exit status\s+)(-?\d+)", re.I
+)
+
+
+def nonzero_exit(text: str) -> bool:
+    """The observation reports a command's non-zero exit code (mini-swe-agent's ``<returncode>``, OpenHands'
+    "exit code", a script's own ``exit_code:``): the last one reported decides."""
+    if not text:
+        return False
+    low = text[-4000:].lower()
+    if "code" not in low and "exit" not in low:
+        return False
+    codes = _EXIT_CODE.findall(text[-4000:])
+    return bool(codes) and codes[-1] not in ("0", "-0")
+
+
 def edit_targets(action_text: str) -> list[str]:
     """Files an edit action writes to (best effort across formats)."""
     return list(_edit_targets(action_text or ""))

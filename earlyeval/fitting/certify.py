@@ -68,7 +68,7 @@ def error_counts(rs: RunSet, pairs: Sequence[Pair], min_t: int = 1) -> list[dict
     if len(rs) == 0:
         return [{**base, "e_s": 0, "e_f": 0, "halted": 0} for _ in pairs]
     ts, tf = sorted({p[0] for p in pairs}), sorted({p[1] for p in pairs})
-    t, out = first_halt_grid(rs.p_s, rs.p_f, ts, tf, min_t)
+    t, out = first_halt_grid(*rs.halt_probs(), ts, tf, min_t)
     halted = t > 0
     e_s = (pos[:, None, None] & halted & (out == FAILURE)).sum(0)
     e_f = (neg[:, None, None] & halted & (out == SUCCESS)).sum(0)

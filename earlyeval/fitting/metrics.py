@@ -8,18 +8,20 @@ vocabulary".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from earlyeval.core.trajectory import Trajectory
+from earlyeval.features.evidence import ACTED, EVIDENCE, EvidenceRule, evidence_rule, prefix_gates
 from earlyeval.model.policy import NEVER as NEVER  # re-exported: defined with the rule
-from earlyeval.model.policy import SUCCESS, first_halt, first_halt_grid
+from earlyeval.model.policy import SUCCESS, first_halt, first_halt_grid, gated
+from earlyeval.model.policy import TASK_SKIP_T as TASK_SKIP_T  # re-exported: defined with the rule
 
-TASK_SKIP_T = (
-    1  # a halt after at most this many steps is a task skip, not a prediction from the trajectory
-)
+OPEN = (
+    ACTED | EVIDENCE
+)  # the gate of a prefix whose run carries no steps to read (synthetic probabilities)
 
 
 @dataclass
@@ -35,9 +37,32 @@ class RunSet:
     in_tokens: list[np.ndarray | None] = field(default_factory=list)  # per step, None when unknown
     out_tokens: list[np.ndarray | None] = field(default_factory=list)
     actions: list[list[str]] = field(default_factory=list)  # for the repeated-action baseline
+    # per run, the gate of each prefix (``features.evidence``: an action read, the run's own success evidence);
+    # empty for a set built from probabilities alone, whose prefixes are then all open (``OPEN``)
+    gates: list[np.ndarray] = field(default_factory=list)
+    task_skips: bool = (
+        False  # the task-skip policy: may a task-level prefix halt (``policy.may_halt``)
+    )
 
     def __len__(self) -> int:
         return len(self.y)
+
+    def halt_probs(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """(p_s, p_f) per run as the halting rule reads them (``policy.gated``): NaN where a side may not halt.
+        Every halting metric reads these; AUROC and calibration read the raw ``p_s``/``p_f``."""
+        pairs = [self.gated_probs(i, a, b) for i, (a, b) in enumerate(zip(self.p_s, self.p_f))]
+        return [a for a, _ in pairs], [b for _, b in pairs]
+
+    def gated_probs(
+        self, i: int, p_s: np.ndarray, p_f: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Probabilities of run ``i`` (its own, or re-predicted) gated by that run's prefixes' gates."""
+        g = self.gates[i] if self.gates else np.full(len(p_s), OPEN, dtype=np.int8)
+        return gated(p_s, p_f, g, self.task_skips)
+
+    def with_task_skips(self, on: bool) -> "RunSet":
+        """The same runs under the task-skip policy ``on`` (the report's task-skip block beside the default)."""
+        return replace(self, task_skips=bool(on))
 
     def subset(self, mask: np.ndarray) -> "RunSet":
         idx = np.flatnonzero(mask)
@@ -52,6 +77,8 @@ class RunSet:
             pick(self.in_tokens),
             pick(self.out_tokens),
             pick(self.actions),
+            pick(self.gates),
+            self.task_skips,
         )
 
     @classmethod
@@ -60,6 +87,10 @@ class RunSet:
         sets = [rs for rs in sets if len(rs)]
         if not sets:
             return cls([], [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), [], [])
+        if len({rs.task_skips for rs in sets}) > 1:
+            raise ValueError("RunSet.concat: the sets differ in their task-skip policy")
+        if len({bool(rs.gates) for rs in sets}) > 1:
+            raise ValueError("RunSet.concat: some sets carry their prefixes' gates and some do not")
         cat = lambda name: [x for rs in sets for x in getattr(rs, name)]  # noqa: E731
         return cls(
             cat("agents"),
@@ -71,6 +102,8 @@ class RunSet:
             cat("in_tokens"),
             cat("out_tokens"),
             cat("actions"),
+            cat("gates"),
+            sets[0].task_skips,
         )
 
     def of_agent(self, agent: str) -> "RunSet":
@@ -97,10 +130,20 @@ class RunSet:
 
 
 def runset_of_runs(
-    trajs: Sequence[Trajectory], p_s: Sequence[np.ndarray], p_f: Sequence[np.ndarray]
+    trajs: Sequence[Trajectory],
+    p_s: Sequence[np.ndarray],
+    p_f: Sequence[np.ndarray],
+    evidence: EvidenceRule | str,
+    task_skips: bool = False,
+    gates: Sequence[np.ndarray] | None = None,
 ) -> RunSet:
     """The RunSet of labelled runs from their per-prefix probabilities (t = 1..T-1): the one builder, used by
-    the offline evaluation (``evaluate.runset``) and by a replay through the Monitor (``replay.runset_of``)."""
+    the offline evaluation (``evaluate.runset``) and by a replay through the Monitor (``replay.runset_of``);
+    each prefix's gate read from the run's steps by the benchmark's success ``evidence`` rule (``gates``: the
+    same, already read by that rule, one array per run)."""
+    if gates is None:
+        rule = evidence_rule(evidence) if isinstance(evidence, str) else evidence
+        gates = [prefix_gates(rule, t.steps) for t in trajs]
     return RunSet(
         [t.agent for t in trajs],
         [t.run_id for t in trajs],
@@ -111,7 +154,17 @@ def runset_of_runs(
         [_tokens([s.input_tokens for s in t.steps]) for t in trajs],
         [_tokens([s.output_tokens for s in t.steps]) for t in trajs],
         [[s.action.strip() for s in t.steps] for t in trajs],
+        [_aligned(g, len(p)) for g, p in zip(gates, p_s)],
+        task_skips,
     )
+
+
+def _aligned(g: np.ndarray, n: int) -> np.ndarray:
+    """A run's gates for its ``n`` predicted prefixes (a run of T steps has T-1; a prediction cut shorter keeps
+    its first n)."""
+    if len(g) < n:
+        raise ValueError(f"{n} predicted prefixes for a run of {len(g) + 1} steps")
+    return g[:n]
 
 
 def _tokens(xs: list[int | None]) -> np.ndarray | None:
@@ -122,10 +175,19 @@ def _tokens(xs: list[int | None]) -> np.ndarray | None:
 
 
 def halting(
-    p_s: np.ndarray, p_f: np.ndarray, tau_s: float, tau_f: float, min_t: int = 1
+    p_s: np.ndarray,
+    p_f: np.ndarray,
+    tau_s: float,
+    tau_f: float,
+    min_t: int = 1,
+    gate: np.ndarray | None = None,
+    task_skips: bool = False,
 ) -> tuple[int, int]:
-    """(t_halt, predicted) for one run under ``policy``'s rule; t_halt = 0 (and predicted -1) means not halted."""
-    t, pred = first_halt([p_s], [p_f], tau_s, tau_f, min_t)
+    """(t_halt, predicted) for one run under ``policy``'s rule, its prefixes gated by ``gate`` (None: open, a run
+    read from probabilities alone); t_halt = 0 (and predicted -1) means not halted."""
+    g = np.full(len(p_s), OPEN, dtype=np.int8) if gate is None else gate
+    a, b = gated(p_s, p_f, g, task_skips)
+    t, pred = first_halt([a], [b], tau_s, tau_f, min_t)
     return int(t[0]), int(pred[0])
 
 
@@ -135,7 +197,7 @@ def apply_policy(
     """(t_halt, predicted) per run of ``rs``; see ``halting``."""
     if len(rs) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    t, pred = first_halt(rs.p_s, rs.p_f, tau_s, tau_f, min_t)
+    t, pred = first_halt(*rs.halt_probs(), tau_s, tau_f, min_t)
     return t.astype(np.int64), pred.astype(np.int64)
 
 
@@ -282,7 +344,7 @@ def grid_metrics(rs: RunSet, taus_s: np.ndarray, taus_f: np.ndarray, min_t: int 
     if R == 0:
         z = np.full((Ns, Nf), np.nan)
         return GridResult(taus_s, taus_f, z, z, z, z, z)
-    t_halt, pred = first_halt_grid(rs.p_s, rs.p_f, taus_s, taus_f, min_t)  # (R, Ns, Nf)
+    t_halt, pred = first_halt_grid(*rs.halt_probs(), taus_s, taus_f, min_t)  # (R, Ns, Nf)
     halted = t_halt > 0
     pred_success = pred == SUCCESS
     y = rs.y[:, None, None]

@@ -30,16 +30,32 @@ class AgentQuantileRule:
     delta: float = 0.15
     risk: str = "mass"
     min_halt_step: int = 1
+    # the success side's own risk and alpha (None: ``risk``/``alpha``), e.g. "recall": the share of a new agent's
+    # failed runs credited as successes, whatever its resolve rate (a regressed agent scores as what it is)
+    success_risk: str | None = None
+    success_alpha: float | None = None
 
     def __post_init__(self) -> None:
-        if not (0.0 < float(self.alpha) < 1.0) or not math.isfinite(float(self.alpha)):
-            raise ValueError(f"alpha={self.alpha!r} must be in (0, 1)")
+        for name in ("alpha", "success_alpha"):
+            v = getattr(self, name)
+            if v is not None and (not (0.0 < float(v) < 1.0) or not math.isfinite(float(v))):
+                raise ValueError(f"{name}={v!r} must be in (0, 1)")
         if not (0.0 < float(self.delta) < 1.0) or not math.isfinite(float(self.delta)):
             raise ValueError(f"delta={self.delta!r} must be in (0, 1)")
-        if self.risk not in RISKS:
-            raise ValueError(f"risk must be one of {RISKS}, not {self.risk!r}")
+        for name in ("risk", "success_risk"):
+            v = getattr(self, name)
+            if v is not None and v not in RISKS:
+                raise ValueError(f"{name} must be one of {RISKS}, not {v!r}")
         if isinstance(self.min_halt_step, bool) or int(self.min_halt_step) < 1:
             raise ValueError(f"min_halt_step={self.min_halt_step!r} must be an integer >= 1")
+
+    def side(self, side: str) -> tuple[str, float]:
+        """(risk, alpha) of one side."""
+        if side == "success":
+            return self.success_risk or self.risk, float(
+                self.alpha if self.success_alpha is None else self.success_alpha
+            )
+        return self.risk, float(self.alpha)
 
     def allowed_violations(self, n_agents: int) -> int:
         return max(int(math.floor(self.delta * (n_agents + 1) + 1e-12)) - 1, 0)
@@ -56,7 +72,8 @@ def side_risk(
     R = len(rs)
     if R == 0:
         return np.zeros(len(taus)), np.zeros(len(taus))
-    p = pad(rs.p_s if side == "success" else rs.p_f, rs.T)
+    ps, pf = rs.halt_probs()
+    p = pad(ps if side == "success" else pf, rs.T)
     lo = max(int(min_t), 1) - 1
     p[:, :lo] = np.nan
     run_max = np.fmax.accumulate(np.where(np.isnan(p), -np.inf, p), axis=1) if p.shape[1] else p
@@ -97,8 +114,9 @@ def select_side(sets: Mapping[str, RunSet], rule: AgentQuantileRule, side: str) 
     for a, rs in sets.items():
         if len(rs) == 0:
             continue
-        r, _ = side_risk(rs, taus, side, rule.risk, rule.min_halt_step)
-        per_agent[a] = boldest_safe(r, taus, rule.alpha)
+        risk, alpha = rule.side(side)
+        r, _ = side_risk(rs, taus, side, risk, rule.min_halt_step)
+        per_agent[a] = boldest_safe(r, taus, alpha)
     n = len(per_agent)
     k = rule.allowed_violations(n)
     if n == 0:
@@ -130,6 +148,7 @@ def select_agent_quantile(
     saved = _pooled_saved(sets, s["tau"], f["tau"], rule.min_halt_step)
     n = s["n_agents"]
     g = s["guarantee"]
+    (rs_, as_), (rf_, af_) = rule.side("success"), rule.side("failure")
     return {
         "success": s["tau"],
         "failure": f["tau"],
@@ -138,14 +157,15 @@ def select_agent_quantile(
         "rule": "agent-quantile",
         "alpha": rule.alpha,
         "risk": rule.risk,
+        "sides": {"success": {"risk": rs_, "alpha": as_}, "failure": {"risk": rf_, "alpha": af_}},
         "delta": rule.delta,
         "violations_allowed": s["violations_allowed"],
         "guarantee_per_side": g,
         "guarantee": None
         if g is None
         else (
-            f"for a new agent exchangeable with these {n} agents, P(its share of {_what(rule.risk, 'success')} > "
-            f"{rule.alpha:g}) <= {g:.3f}, and the same for {_what(rule.risk, 'failure')}"
+            f"for a new agent exchangeable with these {n} agents, P(its share of {_what(rs_, 'success')} > "
+            f"{as_:g}) <= {g:.3f}, and P(its share of {_what(rf_, 'failure')} > {af_:g}) <= {g:.3f}"
         ),
         "boldest_safe": {"success": s["per_agent"], "failure": f["per_agent"]},
         "selection_steps_saved": saved,
@@ -158,19 +178,22 @@ def guarantee_check(rs: RunSet, th: Mapping[str, Any], min_t: int = 1) -> dict[s
     ``th`` was not chosen by this rule."""
     if th.get("rule") != "agent-quantile" or len(rs) == 0:
         return None
-    alpha = float(th["alpha"])
+    sides = th.get("sides") or {s: {"risk": th["risk"], "alpha": th["alpha"]} for s in SIDES}
     risk = {
         side: float(
-            side_risk(rs, np.asarray([th[side]], dtype=np.float64), side, th["risk"], min_t)[0][0]
+            side_risk(
+                rs, np.asarray([th[side]], dtype=np.float64), side, sides[side]["risk"], min_t
+            )[0][0]
         )
         for side in SIDES
     }
     return {
-        "alpha": alpha,
+        "alpha": float(th["alpha"]),
         "risk": th["risk"],
+        "sides": sides,
         "promised_violation_at_most": th.get("guarantee_per_side"),
         "side_risk": risk,
-        "held": {side: risk[side] <= alpha + 1e-12 for side in SIDES},
+        "held": {side: risk[side] <= float(sides[side]["alpha"]) + 1e-12 for side in SIDES},
     }
 
 
@@ -202,7 +225,7 @@ def _pooled_saved(sets: Mapping[str, RunSet], tau_s: float, tau_f: float, min_t:
     for rs in sets.values():
         if len(rs) == 0:
             continue
-        t_halt, _ = first_halt_grid(rs.p_s, rs.p_f, [tau_s], [tau_f], min_t)
+        t_halt, _ = first_halt_grid(*rs.halt_probs(), [tau_s], [tau_f], min_t)
         t = t_halt[:, 0, 0]
         saved += float(np.where(t > 0, rs.T - t, 0).sum())
         tot += float(rs.T.sum())

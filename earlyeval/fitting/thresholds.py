@@ -6,7 +6,7 @@ halting process holds (the pair, an override, a warm start's result) is ``earlye
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Protocol
 
 import numpy as np
@@ -15,7 +15,7 @@ from earlyeval.config.eval_config import TAU_GRID
 from earlyeval.core.numerics import logit
 from earlyeval.fitting.certify import certify
 from earlyeval.fitting.metrics import NEVER, RunSet, apply_policy, grid_metrics, wilson_lower
-from earlyeval.fitting.risk_control import AgentQuantileRule, select_agent_quantile
+from earlyeval.fitting.risk_control import AgentQuantileRule, select_agent_quantile, select_side
 from earlyeval.model.thresholds import EPS, IDENTITY, Recalibration, ThresholdError
 
 # ------------------------------------------------------------ the selection rule
@@ -49,11 +49,61 @@ def choose_thresholds(
             delta=float(cfg.risk_delta),
             risk=str(cfg.risk),
             min_halt_step=int(cfg.min_halt_step),
+            success_risk=getattr(cfg, "success_risk", None),
+            success_alpha=getattr(cfg, "success_alpha", None),
         )
         return select_agent_quantile(sets, aq, method=method)
     if rule == "worst-case":
         return {**select_thresholds(sets, cfg, method=method), "rule": "worst-case"}
     raise ValueError(f"threshold_rule must be one of {RULES}, not {rule!r}")
+
+
+def live_thresholds(
+    sets: dict[str, RunSet], cfg: Any, method: str = "inner-loao"
+) -> dict[str, Any]:
+    """The live default's pair (``halt_on: failure``): success off, the failure side chosen for that mode by the
+    agent-quantile rule at ``cfg.live_risk``/``cfg.live_alpha`` (default: the benchmark mode's), with its own
+    guarantee; under the worst-case rule, the benchmark pair with success off."""
+    if getattr(cfg, "threshold_rule", "worst-case") != "agent-quantile":
+        both = choose_thresholds(sets, cfg, method)
+        return {**both, "success": NEVER, "mode": "failure"}
+    risk = cfg.live_risk or cfg.risk
+    alpha = float(cfg.live_alpha if cfg.live_alpha is not None else cfg.risk_alpha)
+    rule = AgentQuantileRule(
+        taus=tuple(cfg.taus),
+        alpha=alpha,
+        delta=float(cfg.risk_delta),
+        risk=str(risk),
+        min_halt_step=int(cfg.min_halt_step),
+    )
+    f = select_side(sets, rule, "failure")
+    return {
+        "success": NEVER,
+        "failure": f["tau"],
+        "mode": "failure",
+        "method": method,
+        "rule": "agent-quantile",
+        "risk": risk,
+        "alpha": alpha,
+        "delta": rule.delta,
+        "violations_allowed": f["violations_allowed"],
+        "guarantee_per_side": f["guarantee"],
+        "guarantee": None
+        if f["guarantee"] is None
+        else (
+            f"live (halt_on: failure): for a new agent exchangeable with these {f['n_agents']} agents, "
+            f"P(its {_live_risk_words(str(risk))} > {alpha:g}) <= {f['guarantee']:.3f}"
+        ),
+        "boldest_safe": {"failure": f["per_agent"]},
+    }
+
+
+def _live_risk_words(risk: str) -> str:
+    return {
+        "mass": "share of runs halted wrongly as failures",
+        "recall": "share of successful runs halted as failures",
+        "precision": "share of its failure halts that are wrong",
+    }[risk]
 
 
 @dataclass
@@ -214,10 +264,7 @@ def recalibrated(rs: RunSet, cal: Recalibration) -> RunSet:
     if cal == IDENTITY:
         return rs
     p_s = [cal(a) for a in rs.p_s]
-    p_f = [1.0 - x for x in p_s]
-    return RunSet(
-        rs.agents, rs.run_ids, rs.y, rs.T, p_s, p_f, rs.in_tokens, rs.out_tokens, rs.actions
-    )
+    return replace(rs, p_s=p_s, p_f=[1.0 - x for x in p_s])
 
 
 # the warm start's rules; "certify" is the default (fitting.certify)

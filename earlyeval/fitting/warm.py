@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from earlyeval.core.trajectory import Task, Trajectory
+from earlyeval.features.evidence import DEFAULT_RULE
 from earlyeval.fitting.metrics import RunSet, runset_of_runs
 from earlyeval.fitting.thresholds import WarmStartRule, fit_warm_start
 from earlyeval.live.replay import replay
@@ -49,7 +50,7 @@ def warm_start(
         dict(monitor.bundle.training.get("config") or {}), monitor.min_halt_step
     )
     cal, th = fit_warm_start(
-        runset_of(runs, records),
+        runset_of(runs, records, halting_policy(monitor.bundle)),
         settings,
         base=(monitor.tau_s, monitor.tau_f),
         recalibrate=recalibrate,
@@ -92,8 +93,18 @@ def is_label(y: Any) -> bool:
     return isinstance(y, (bool, int, np.integer, np.bool_)) and int(y) in (0, 1)
 
 
-def runset_of(trajs: list[Trajectory], records: list[dict[str, Any]]) -> RunSet:
-    """A metrics.RunSet of the labelled runs, by ``metrics.runset_of_runs`` (the offline evaluation's own builder)."""
+def halting_policy(bundle: Any) -> tuple[str, bool]:
+    """(the success evidence rule, the task-skip policy) a model directory was trained and evaluated with (its
+    training config; a directory written before them: the defaults, "change" and no task skips)."""
+    cfg = dict((getattr(bundle, "training", None) or {}).get("config") or {})
+    return str(cfg.get("success_evidence") or DEFAULT_RULE), bool(cfg.get("task_skips", False))
+
+
+def runset_of(
+    trajs: list[Trajectory], records: list[dict[str, Any]], policy: tuple[str, bool]
+) -> RunSet:
+    """A metrics.RunSet of the labelled runs, by ``metrics.runset_of_runs`` (the offline evaluation's own builder),
+    gated by ``policy`` (``halting_policy`` of the replaying monitor's model)."""
     lab = [(t, r) for t, r in zip(trajs, records) if _scorable(t, r)]
     for t, r in lab:
         if len(r["p_success"]) != max(len(t.steps) - 1, 0):
@@ -101,7 +112,11 @@ def runset_of(trajs: list[Trajectory], records: list[dict[str, Any]]) -> RunSet:
                 f"replay gave {len(r['p_success'])} prefix predictions for run {t.run_id} of {len(t.steps)} steps"
             )
     return runset_of_runs(
-        [t for t, _ in lab], [r["p_success"] for _, r in lab], [r["p_failure"] for _, r in lab]
+        [t for t, _ in lab],
+        [r["p_success"] for _, r in lab],
+        [r["p_failure"] for _, r in lab],
+        policy[0],
+        policy[1],
     )
 
 

@@ -1,19 +1,22 @@
 """The threshold policy: the one halting rule, numpy only (the live Monitor imports it).
 
 Prefix t (1 <= t < T) halts when t >= min_t and p_s >= tau_s or p_f >= tau_f (NaN never crosses; when both
-cross, the larger margin wins, a tie going to success); a run halts at its first such prefix. Its scalar and
-batch forms and ``halt_on``: docs/monitor.md, "The halting rule".
+cross, the larger margin wins, a tie going to success); a run halts at its first such prefix. Before the rule, the
+prefix's gate (``gated``) says which sides may halt at all: the success side only where the run's own success
+evidence holds, and neither side on a task skip unless the task-skip policy is on. Its scalar and batch forms and
+``halt_on``: docs/monitor.md, "The halting rule".
 """
 
 from __future__ import annotations
 
-from typing import Callable, Literal, Sequence, Union, get_args
+from typing import Any, Callable, Literal, Sequence, Union, get_args
 
 import numpy as np
 
 from earlyeval.core.decision import (
     NEVER,  # a threshold no probability reaches: "never halt this way"
 )
+from earlyeval.features.evidence import ACTED, EVIDENCE
 
 # step_outcome's codes; FAILURE/SUCCESS are also the recorded outcome
 CONTINUE, FAILURE, SUCCESS = (
@@ -21,6 +24,9 @@ CONTINUE, FAILURE, SUCCESS = (
     0,
     1,
 )
+
+# a halt after at most this many steps, or before any action of the agent, is a task skip: the task alone decided
+TASK_SKIP_T = 1
 
 HaltOn = Literal["failure", "success", "both"]
 HALT_ON: tuple[str, ...] = get_args(HaltOn)  # ("failure", "success", "both")
@@ -41,6 +47,35 @@ def step_outcome(p_s, p_f, tau_s, tau_f, t, min_t: int = 1):
     halt = (s_hit | f_hit) & (t >= max(int(min_t), 1))
     code = halt * (success + 1) - 1  # CONTINUE (-1) unless halting, then SUCCESS (1) or FAILURE (0)
     return code.astype(np.int8) if isinstance(code, np.ndarray) else int(code)
+
+
+def may_halt(t: Any, gate: Any, task_skips: bool = False) -> tuple[Any, Any]:
+    """(the success side may halt, the failure side may halt) at prefix ``t`` with gate bits ``gate``
+    (``features.evidence.ACTED``, ``EVIDENCE``): the one place that says it, for the Monitor (Python ints in,
+    numpy bools out) and the batch forms (arrays, broadcasting).
+
+    A task-level prefix (t <= TASK_SKIP_T, or no action of the agent read yet) halts on neither side unless
+    ``task_skips`` is on: what the task alone predicts is a task skip, an explicit policy. The success side
+    also needs the run's own evidence: a success halt records work the run must have done."""
+    task_level = np.logical_or(
+        np.less_equal(t, TASK_SKIP_T), np.equal(np.bitwise_and(gate, ACTED), 0)
+    )
+    failure_ok = np.logical_or(bool(task_skips), np.logical_not(task_level))
+    success_ok = np.logical_and(failure_ok, np.not_equal(np.bitwise_and(gate, EVIDENCE), 0))
+    return success_ok, failure_ok
+
+
+def gated(
+    p_s: np.ndarray, p_f: np.ndarray, gate: np.ndarray, task_skips: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """One run's per-prefix probabilities (prefix t at index t-1) as the rule may read them: NaN (never
+    crosses) where ``may_halt`` says the side may not halt."""
+    t = np.arange(1, len(p_s) + 1)
+    s_ok, f_ok = may_halt(t, np.asarray(gate, dtype=np.int64), task_skips)
+    return (
+        np.where(s_ok, np.asarray(p_s, dtype=np.float64), np.nan),
+        np.where(f_ok, np.asarray(p_f, dtype=np.float64), np.nan),
+    )
 
 
 def check_halt_on(value: object, where: str = "halt_on") -> str:
@@ -180,7 +215,7 @@ def halt_rule(t: int, actions_seen: int, budget: bool = False) -> str:
     """The basis of a halt after ``t`` steps of which ``actions_seen`` held an action of the agent:
     ``TASK_PRIOR`` when nothing the agent did was read yet (t <= 1 or no action), so that a task skip
     says so wherever it is shown; else ``BUDGET_RULE`` or ``OUTCOME_RULE``."""
-    if int(t) <= 1 or int(actions_seen) <= 0:
+    if int(t) <= TASK_SKIP_T or int(actions_seen) <= 0:
         return TASK_PRIOR
     return BUDGET_RULE if budget else OUTCOME_RULE
 

@@ -12,6 +12,7 @@ from earlyeval.config.catalog import load_catalog
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.core.atomic import atomic_path
 from earlyeval.features import KNOWN_DIRECTIONS
+from earlyeval.fitting.metrics import OPEN
 
 GOLD_DEEP = (
     "gold_symbols_*",
@@ -166,12 +167,14 @@ def loao_table(rep: dict[str, Any]) -> str:
 
 
 def write_predictions(res: Any, path: Path) -> Path:
-    """Every held-out prefix prediction with the thresholds its agent was evaluated with."""
+    """Every held-out prefix prediction with the thresholds its agent was evaluated with, and the prefix's gate
+    (``features.evidence``: an action read, the run's own success evidence) that the halting rule reads."""
     rows = []
     for agent, rs in res.sets.items():
         th = res.thresholds[agent]
-        for rid, y, T, ps, pf in zip(rs.run_ids, rs.y, rs.T, rs.p_s, rs.p_f):
-            for t, (a, b) in enumerate(zip(ps, pf), start=1):
+        for i, (rid, y, T, ps, pf) in enumerate(zip(rs.run_ids, rs.y, rs.T, rs.p_s, rs.p_f)):
+            gates = rs.gates[i] if rs.gates else np.full(len(ps), OPEN, dtype=np.int8)
+            for t, (a, b, g) in enumerate(zip(ps, pf, gates), start=1):
                 rows.append(
                     (
                         agent,
@@ -184,6 +187,7 @@ def write_predictions(res: Any, path: Path) -> Path:
                         th["success"],
                         th["failure"],
                         agent in res.small,
+                        int(g),
                     )
                 )
     df = pd.DataFrame(
@@ -199,6 +203,7 @@ def write_predictions(res: Any, path: Path) -> Path:
             "tau_s",
             "tau_f",
             "small",
+            "gate",
         ],
     )
     with atomic_path(path) as tmp:

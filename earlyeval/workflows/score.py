@@ -29,7 +29,7 @@ from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.fitting.metrics import apply_policy, outcome_metrics
 from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
 from earlyeval.fitting.thresholds import WarmStartRule
-from earlyeval.fitting.warm import _scorable, runset_of  # warm_start: score_runs' K option
+from earlyeval.fitting.warm import _scorable, halting_policy, runset_of  # warm_start: K option
 from earlyeval.fitting.warm import warm_start as fit_warm
 from earlyeval.ingest import discover, format_facts, ingest_run
 from earlyeval.live.monitor import Monitor
@@ -690,7 +690,7 @@ def _labelled_metrics(
     """The labelled runs' metric blocks under the monitor's thresholds, the check that its halts are the
     policy's halts, and the what-if frontier when asked for."""
     out: dict[str, Any] = {}
-    rs = runset_of(trajs, records)
+    rs = runset_of(trajs, records, halting_policy(mon.bundle))
     warm = np.asarray([rid in warm_ids for rid in rs.run_ids], dtype=bool)
     ts, tf = mon.halting_thresholds  # the pair the rule applies under halt_on
     lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]  # the runs of rs, in its order

@@ -24,10 +24,17 @@ from earlyeval.fitting.thresholds import fit_recalibration, recalibrated
 KEYS = ("outcome_accuracy", "halted_accuracy", "steps_saved", "shift_pp", "economic_consistency")
 
 
-def runsets_from_predictions(df: pd.DataFrame) -> dict[str, RunSet]:
+def runsets_from_predictions(df: pd.DataFrame, task_skips: bool = False) -> dict[str, RunSet]:
+    """Per agent, the held-out predictions of ``loao_predictions.parquet`` as a RunSet, each prefix with the gate
+    evaluate wrote beside it (the halting rule's evidence), under the task-skip policy ``task_skips``."""
+    if "gate" not in df.columns:
+        raise ValueError(
+            "loao_predictions.parquet has no 'gate' column (written before the success-evidence rule): "
+            "run `earlyeval evaluate` again"
+        )
     out: dict[str, RunSet] = {}
     for agent, g in df.groupby("agent", sort=False):
-        ids, ys, Ts, ps, pf = [], [], [], [], []
+        ids, ys, Ts, ps, pf, gates = [], [], [], [], [], []
         for rid, r in g.groupby("run_id", sort=False):
             r = r.sort_values("t")
             ids.append(rid)
@@ -35,8 +42,17 @@ def runsets_from_predictions(df: pd.DataFrame) -> dict[str, RunSet]:
             Ts.append(int(r["T"].iloc[0]))
             ps.append(r["p_success"].to_numpy(np.float64))
             pf.append(r["p_failure"].to_numpy(np.float64))
+            gates.append(r["gate"].to_numpy(np.int8))
+        n = len(ids)
         out[str(agent)] = RunSet(
-            [str(agent)] * len(ids), ids, np.asarray(ys), np.asarray(Ts), ps, pf
+            [str(agent)] * n,
+            ids,
+            np.asarray(ys),
+            np.asarray(Ts),
+            ps,
+            pf,
+            gates=gates,
+            task_skips=task_skips,
         )
     return out
 
@@ -243,7 +259,7 @@ def sweep_bench(bench: str, progress: Callable[[str], None] | None = None) -> di
         df = pd.read_parquet(f)
     df = df[~df["small"]]
     cfg = eval_config(bench)
-    sets = runsets_from_predictions(df)
+    sets = runsets_from_predictions(df, cfg.task_skips)
     out = sweep_frame(sets, np.asarray(GRID), cfg.warm_shares, cfg.warm_repeats, cfg.seed, progress)
     rdir = reports_dir(bench)
     csv = rdir / "sweep.csv"

@@ -61,6 +61,12 @@ def test_the_file_schemas_are_the_records_own_checks():
         "twin",
         "monotone",
         "peer_prior",
+        "success_risk",
+        "success_alpha",
+        "success_evidence",
+        "task_skips",
+        "live_risk",
+        "live_alpha",
     }
     for k, v in SETTINGS.fields.items():
         assert v is by_key[k].metadata["check"]

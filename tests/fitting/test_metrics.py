@@ -46,8 +46,9 @@ def test_halting_rule_first_crossing_and_min_step():
     ps = np.array([0.2, 0.5, 0.9, 0.95])
     pf = 1 - ps
     assert halting(ps, pf, 0.85, 0.9) == (3, 1)
-    assert halting(ps, pf, 0.99, 0.75) == (1, 0)
-    assert halting(ps, pf, 0.99, 0.75, min_t=2) == (0, -1)
+    assert halting(ps, pf, 0.99, 0.75, task_skips=True) == (1, 0)  # a task skip, when the policy allows it
+    assert halting(ps, pf, 0.99, 0.75) == (0, -1)  # by default t = 1 is the task's, not the run's
+    assert halting(ps, pf, 0.99, 0.75, min_t=2, task_skips=True) == (0, -1)
     assert halting(ps, pf, NEVER, NEVER) == (0, -1)
     # the success side alone: the first prefix at each tau (0 = none)
     t, o = first_halt_grid([ps], [np.full(4, np.nan)], np.array([0.1, 0.5, 0.92, 0.99]), [NEVER])

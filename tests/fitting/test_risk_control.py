@@ -59,7 +59,8 @@ def test_side_risk_is_the_halting_rule_with_the_other_side_off():
         for min_t in (1, 3):
             r, saved = side_risk(rs, taus, side, "mass", min_t)
             ts, tf = (taus, [NEVER]) if side == "success" else ([NEVER], taus)
-            t_halt, pred = first_halt_grid(rs.p_s, rs.p_f, ts, tf, min_t)
+            # the rule on the gated view every halting metric reads (t = 1 closed: task skips are off)
+            t_halt, pred = first_halt_grid(*rs.halt_probs(), ts, tf, min_t)
             t_halt = t_halt.reshape(len(rs), len(taus))
             wrong = (t_halt > 0) & (rs.y[:, None] == (0 if side == "success" else 1))
             np.testing.assert_allclose(r, wrong.sum(0) / len(rs))
@@ -77,6 +78,7 @@ def test_side_risk_counts_the_wrong_halts_of_that_side_only():
         np.array([3, 3]),
         [np.array([0.2, 0.95]), np.array([0.1, 0.2])],
         [np.array([0.8, 0.05]), np.array([0.9, 0.8])],
+        task_skips=True,  # the halt at t = 1 below is a task skip
     )
     r, _ = side_risk(rs, np.array([0.9, 0.96]), "success", "mass")
     assert list(r) == [0.5, 0.0]  # at 0.9 the failure is halted as success: 1 of 2 runs

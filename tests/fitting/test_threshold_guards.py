@@ -33,6 +33,7 @@ def _runs(n: int = 40, seed: int = 0) -> RunSet:
         [None] * n,
         [None] * n,
         [[""] * int(t) for t in T],
+        task_skips=True,  # the guard reads the policy in effect: step-1 halts exist only with task skips on
     )
 
 
@@ -88,3 +89,6 @@ def test_thresholds_that_halt_most_runs_at_step_1_are_refused_with_the_numbers()
         match=r"halt 40 of 40 training runs \(100.0 %\) at step 1, more than the 50 %",
     ):
         step1_halts(rs, {"success": 0.5, "failure": 0.5, "min_halt_step": 1})
+    # task skips off (the default policy): no run halts at step 1, whatever the thresholds
+    off = step1_halts(rs.with_task_skips(False), {"success": 0.5, "failure": 0.5})
+    assert off["halted_at_step_1"] == 0

@@ -117,11 +117,13 @@ def test_one_pair_scalar_and_metrics_forms_agree(seed):
             np.asarray([len(p) + 1 for p in ps]),
             ps,
             pf,
+            task_skips=True,  # the raw rule: every prefix open (the gates are tested in test_gates.py)
         )
         ta, oa = apply_policy(rs, a, b, min_t)
         for r in range(len(ps)):
             want = brute(ps[r], pf[r], a, b, min_t)
-            assert (t[r], o[r]) == want == (ta[r], oa[r]) == halting(ps[r], pf[r], a, b, min_t)
+            got = halting(ps[r], pf[r], a, b, min_t, task_skips=True)
+            assert (t[r], o[r]) == want == (ta[r], oa[r]) == got
             # the Monitor's form: the rule at each prefix, stopping at the first halt
             live = next(
                 (

@@ -11,12 +11,21 @@ import math
 import numpy as np
 
 
-def plain_halt(p_s, p_f, tau_s: float, tau_f: float, min_t: int) -> tuple[int, int]:
-    """(t_halt, predicted) of one run: the first prefix t >= min_t with p_s >= tau_s or p_f >= tau_f; 0, -1 if none."""
+def plain_halt(
+    p_s, p_f, tau_s: float, tau_f: float, min_t: int, gates=None, task_skips: bool = False
+) -> tuple[int, int]:
+    """(t_halt, predicted) of one run: the first prefix t >= min_t with p_s >= tau_s or p_f >= tau_f; 0, -1 if none.
+    With ``gates`` (bit 1: an action read, bit 2: the run's own evidence): a prefix before any action, or t = 1,
+    halts on neither side unless ``task_skips``; the success side only where bit 2 is set."""
     for t in range(1, len(p_s) + 1):
         if t < min_t:
             continue
+        g = 3 if gates is None else int(gates[t - 1])
+        task_level = t == 1 or not g & 1
+        if task_level and not task_skips:
+            continue
         s, f = p_s[t - 1] >= tau_s, p_f[t - 1] >= tau_f  # NaN compares False: never crosses
+        s = s and bool(g & 2)
         if s or f:
             return t, int(s and (not f or p_s[t - 1] - tau_s >= p_f[t - 1] - tau_f))
     return 0, -1
@@ -47,7 +56,11 @@ def plain_tokens_saved(tokens, halts) -> float | None:
 
 def plain_block(rs, tau_s: float, tau_f: float, min_t: int) -> dict:
     """The headline metrics of one RunSet under (tau_s, tau_f), by hand."""
-    halts = [plain_halt(a, b, tau_s, tau_f, min_t) for a, b in zip(rs.p_s, rs.p_f)]
+    gates = rs.gates or [None] * len(rs.p_s)
+    halts = [
+        plain_halt(a, b, tau_s, tau_f, min_t, g, rs.task_skips)
+        for a, b, g in zip(rs.p_s, rs.p_f, gates)
+    ]
     y, T = [int(v) for v in rs.y], [int(v) for v in rs.T]
     n = len(y)
     halted = [h > 0 for h, _ in halts]

@@ -832,12 +832,13 @@ def case_nan_bound_never_selects(env: Env):
     """confidence = 1.0 makes the Wilson bound NaN: the selection refuses instead of reading it as 1.0."""
     from earlyeval import Monitor
     from earlyeval.fitting.thresholds import WarmStartRule, select_thresholds
-    from earlyeval.fitting.warm import runset_of
+    from earlyeval.fitting.warm import halting_policy, runset_of
     from earlyeval.live.replay import replay
 
     _, _, trajs, tasks = env.tiny()
     mon = Monitor.load(env.tiny()[0], budget=False, explain="never")
-    rs = runset_of(trajs[:40], [replay(mon, t, tasks.get(t.task_id)) for t in trajs[:40]])
+    recs = [replay(mon, t, tasks.get(t.task_id)) for t in trajs[:40]]
+    rs = runset_of(trajs[:40], recs, halting_policy(mon.bundle))
     rule = WarmStartRule(taus=tuple(x / 100 for x in range(50, 100, 5)) + (10.0,), confidence=1.0)
     try:
         th = select_thresholds({"a": rs}, rule)

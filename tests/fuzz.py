@@ -880,14 +880,15 @@ def selection_examples() -> Any:
 def check_selection(env: Env, ex: tuple) -> tuple[str, str]:
     from earlyeval import Monitor
     from earlyeval.fitting.thresholds import WarmStartRule, select_thresholds
-    from earlyeval.fitting.warm import runset_of
+    from earlyeval.fitting.warm import halting_policy, runset_of
     from earlyeval.live.replay import replay
 
     if "fz_rs" not in env._cache:
         mdir, _, trajs, tasks = env.tiny()
         mon = Monitor.load(mdir, budget=False, explain="never")
+        pol = halting_policy(mon.bundle)
         env._cache["fz_rs"] = {
-            a: runset_of(ts, [replay(mon, t, tasks.get(t.task_id)) for t in ts])
+            a: runset_of(ts, [replay(mon, t, tasks.get(t.task_id)) for t in ts], pol)
             for a in ("agent-a", "agent-b")
             for ts in [[t for t in trajs[:40] if t.agent == a]]
         }

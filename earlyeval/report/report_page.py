@@ -503,8 +503,9 @@ def calibration_notes(pts: list[tuple[str, float | None, float | None]], small: 
     return f'<ul class="calnotes">{"".join(items)}</ul>' if items else ""
 
 
-def halt_steps(df: pd.DataFrame, min_t: int) -> pd.DataFrame:
-    """Per held-out run: T, y, the halt step (0 = ran to the end) and predicted outcome under its agent's thresholds."""
+def halt_steps(df: pd.DataFrame, min_t: int, task_skips: bool = False) -> pd.DataFrame:
+    """Per held-out run: T, y, the halt step (0 = ran to the end) and predicted outcome under its agent's thresholds,
+    each prefix gated as the evaluation gated it (its ``gate`` column, the task-skip policy of loao.json)."""
     rows = []
     for (agent, rid), g in df.groupby(["agent", "run_id"], sort=False):
         g = g.sort_values("t")
@@ -514,6 +515,8 @@ def halt_steps(df: pd.DataFrame, min_t: int) -> pd.DataFrame:
             float(g["tau_s"].iloc[0]),
             float(g["tau_f"].iloc[0]),
             min_t,
+            gate=g["gate"].to_numpy(np.int64),
+            task_skips=task_skips,
         )
         rows.append((str(agent), str(rid), int(g["T"].iloc[0]), int(g["y"].iloc[0]), t, pred))
     return pd.DataFrame(rows, columns=["agent", "run_id", "T", "y", "t_halt", "pred"])
@@ -523,7 +526,7 @@ def section_halts(inp: Inputs) -> str:
     plt = _plt()
     small = small_agents(inp)
     df = inp.preds
-    need = {"agent", "run_id", "t", "T", "y", "p_success", "p_failure", "tau_s", "tau_f"}
+    need = {"agent", "run_id", "t", "T", "y", "p_success", "p_failure", "tau_s", "tau_f", "gate"}
     if df is None or not need <= set(df.columns):
         out = [inp.missing("loao_predictions.parquet")]
         agents = (inp.loao or {}).get("agents") or {}
@@ -547,8 +550,8 @@ def section_halts(inp: Inputs) -> str:
             )
             out.append(table(["agent", "saved by task skip (t ≤ 1)", "saved in-run (t ≥ 2)"], rows))
         return "".join(out)
-    min_t = int(((inp.loao or {}).get("config") or {}).get("min_halt_step", 1) or 1)
-    h = halt_steps(df, min_t)
+    config = (inp.loao or {}).get("config") or {}
+    h = halt_steps(df, int(config.get("min_halt_step", 1) or 1), bool(config.get("task_skips", False)))
     halted = h[h["t_halt"] > 0]
     skip = halted[halted["t_halt"] <= TASK_SKIP_T]
     inrun = halted[halted["t_halt"] > TASK_SKIP_T]
@@ -622,7 +625,7 @@ def section_halts(inp: Inputs) -> str:
                 "said anything (task prior, gold patch size); the savings of skipping a task nobody solves",
                 "in-run": f"halted at t ≥ {TASK_SKIP_T + 1}: predicted from the trajectory",
                 "halt step": "the first prefix t with P(success) ≥ τs or P(failure) ≥ τf (metrics.halting, the Monitor's rule), "
-                f"t ≥ min_halt_step = {min_t}, with the thresholds the agent was evaluated with",
+                f"t ≥ min_halt_step = {int(config.get('min_halt_step', 1) or 1)}, with the thresholds the agent was evaluated with",
                 "colour": "predicted outcome recorded at the halt",
             }
         )

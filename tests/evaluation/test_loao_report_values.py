@@ -43,10 +43,18 @@ def test_plain_reference_on_a_hand_worked_runset():
         p_f = [np.array([0.5, 0.1, 0.0]), np.array([0.7, 0.2])]
         in_tokens = [np.array([10.0, 10.0, 10.0, 70.0]), None]
         out_tokens = []
+        gates: list = []  # every prefix open
+        task_skips = True  # run 2's halt at t = 1 is a task skip, allowed here
 
     assert plain_halt(RS.p_s[0], RS.p_f[0], 0.7, 0.6, 1) == (2, 1)
-    assert plain_halt(RS.p_s[1], RS.p_f[1], 0.7, 0.6, 1) == (1, 0)
-    assert plain_halt(RS.p_s[1], RS.p_f[1], 0.7, 0.6, 2) == (0, -1)  # min_t 2: run 2 never halts
+    assert plain_halt(RS.p_s[1], RS.p_f[1], 0.7, 0.6, 1, task_skips=True) == (1, 0)
+    assert plain_halt(RS.p_s[1], RS.p_f[1], 0.7, 0.6, 1) == (
+        0,
+        -1,
+    )  # task skips off: t = 1 is closed
+    assert plain_halt(RS.p_s[1], RS.p_f[1], 0.7, 0.6, 2, task_skips=True) == (0, -1)  # min_t 2
+    # the gates: no evidence at t = 2 keeps run 1's success side closed until t = 3
+    assert plain_halt(RS.p_s[0], RS.p_f[0], 0.7, 0.6, 1, gates=[1, 1, 3]) == (3, 1)
     b = plain_block(RS, 0.7, 0.6, 1)
     assert (
         b["halted_fraction"] == 1.0 and b["halted_accuracy"] == 0.5 and b["outcome_accuracy"] == 0.5
@@ -90,9 +98,9 @@ def test_pooled_block_equals_the_plain_recomputation_over_all_held_out_runs(loao
     P = rep["pooled"]
     runs = [(res.sets[a], res.thresholds[a]) for a in rep["holdout_agents"]]
     halts = [
-        plain_halt(p, q, th["success"], th["failure"], cfg.min_halt_step)
+        plain_halt(p, q, th["success"], th["failure"], cfg.min_halt_step, g, rs.task_skips)
         for rs, th in runs
-        for p, q in zip(rs.p_s, rs.p_f)
+        for p, q, g in zip(rs.p_s, rs.p_f, rs.gates)
     ]
     y = [int(v) for rs, _ in runs for v in rs.y]
     T = [int(v) for rs, _ in runs for v in rs.T]

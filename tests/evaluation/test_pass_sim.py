@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -36,6 +37,7 @@ def _agent(seed: int = 0, n: int = 300, noise: float = 0.15) -> RunSet:
         [None] * n,
         [None] * n,
         [[] for _ in range(n)],
+        task_skips=True,  # every prefix open: the pass's statistics are under test, not the gates
     )
 
 
@@ -81,9 +83,7 @@ def test_no_statistic_used_for_run_i_reads_a_run_not_finished_before_it_started(
 
 def test_the_audit_sample_is_drawn_before_any_prediction_and_never_halted():
     rs = _agent()
-    flipped = RunSet(
-        rs.agents, rs.run_ids, rs.y, rs.T, rs.p_f, rs.p_s, rs.in_tokens, rs.out_tokens, rs.actions
-    )
+    flipped = dataclasses.replace(rs, p_s=rs.p_f, p_f=rs.p_s)
     a = simulate_pass(rs, (0.7, 0.7), 1, seed=5, workers=8)
     b = simulate_pass(flipped, (0.7, 0.7), 1, seed=5, workers=1)
     expect = np.asarray([audited(5, r, 0.10) for r in rs.run_ids])
@@ -138,6 +138,7 @@ def test_the_simulated_guarantee_holds_at_its_stated_level_on_synthetic_agents()
             [None] * n,
             [None] * n,
             [[] for _ in range(n)],
+            task_skips=True,  # each run's one prefix is t = 1: a task skip, allowed here
         )
         sim = simulate_pass(
             rs,

@@ -109,7 +109,8 @@ def _workspace(ws: Path, with_budget: bool = True, latency: bool = False) -> dic
         "small_agents": SMALL,
         "agents": agents,
         "pooled": prot["pooled"],
-        "config": {"min_halt_step": 1},
+        # the planted halts at t = 1 are task skips: a policy that allows them (off by default)
+        "config": {"min_halt_step": 1, "task_skips": True},
         "baselines": {"prior_only": _block(80, False, 0.25)},
         "warm_start_pooled": {"10%": _block(80, False, 0.28)},
         "protocols": {
@@ -133,7 +134,7 @@ def _workspace(ws: Path, with_budget: bool = True, latency: bool = False) -> dic
                 hit = halt and t >= halt
                 ps = 0.97 if hit and y else 0.3
                 pf = 0.99 if hit and not y else 0.3
-                rows.append((a, f"{a}-{r}", t, T, y, ps, pf, 0.9, 0.95, a in SMALL))
+                rows.append((a, f"{a}-{r}", t, T, y, ps, pf, 0.9, 0.95, a in SMALL, 3))
     pd.DataFrame(
         rows,
         columns=[
@@ -147,6 +148,7 @@ def _workspace(ws: Path, with_budget: bool = True, latency: bool = False) -> dic
             "tau_s",
             "tau_f",
             "small",
+            "gate",  # every prefix open: an action read and the run's own evidence
         ],
     ).to_parquet(fdir / "loao_predictions.parquet", index=False)
     if with_budget:
@@ -272,7 +274,8 @@ def test_the_summary_shows_each_ablation_as_evaluate_writes_it(ws):
 
 def test_halt_steps_are_the_planted_ones_split_at_task_skip(ws):
     planted = _workspace(ws)
-    h = halt_steps(Inputs("demo", ws / "reports" / "demo", ws / "features" / "demo").preds, min_t=1)
+    preds = Inputs("demo", ws / "reports" / "demo", ws / "features" / "demo").preds
+    h = halt_steps(preds, min_t=1, task_skips=True)
     for a, steps in planted.items():
         assert h[h["agent"] == a]["t_halt"].tolist() == steps
     page = write_report("demo").read_text()
@@ -399,7 +402,8 @@ def test_real_halt_steps_reproduce_loao_json():
             "needs reports/swebench/loao.json and features/swebench/loao_predictions.parquet (make evaluate)"
         )
     inp = Inputs("swebench", rdir, fdir)
-    h = halt_steps(inp.preds, int(inp.loao["config"].get("min_halt_step", 1)))
+    config = inp.loao["config"]
+    h = halt_steps(inp.preds, int(config.get("min_halt_step", 1)), bool(config.get("task_skips", False)))
     for agent, b in inp.loao["agents"].items():
         g = h[h["agent"] == agent]
         assert len(g) == b["n_runs"], agent

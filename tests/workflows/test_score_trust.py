@@ -23,7 +23,7 @@ from earlyeval.config.catalog import data_root
 from earlyeval.core.errors import NothingScoredError
 from earlyeval.core.trajectory import Action, Trajectory, make_step
 from earlyeval.fitting.metrics import apply_policy, outcome_metrics
-from earlyeval.fitting.warm import runset_of
+from earlyeval.fitting.warm import halting_policy, runset_of
 from earlyeval.model.modeldir import save_model_dir
 from earlyeval.model.overlap import training_overlap
 from earlyeval.report.score_table import score_table
@@ -350,6 +350,7 @@ def test_what_if_is_the_policy_and_metrics_at_each_point(setup):
             )
             for t in ts
         ],
+        halting_policy(setup["bundle"]),
     )
     for row in w["grid"]:
         t_halt, pred = apply_policy(rs, row["tau_s"], row["tau_f"], 1)

@@ -551,7 +551,9 @@ def section_halts(inp: Inputs) -> str:
             out.append(table(["agent", "saved by task skip (t ≤ 1)", "saved in-run (t ≥ 2)"], rows))
         return "".join(out)
     config = (inp.loao or {}).get("config") or {}
-    h = halt_steps(df, int(config.get("min_halt_step", 1) or 1), bool(config.get("task_skips", False)))
+    h = halt_steps(
+        df, int(config.get("min_halt_step", 1) or 1), bool(config.get("task_skips", False))
+    )
     halted = h[h["t_halt"] > 0]
     skip = halted[halted["t_halt"] <= TASK_SKIP_T]
     inrun = halted[halted["t_halt"] > TASK_SKIP_T]

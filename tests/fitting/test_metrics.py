@@ -46,7 +46,10 @@ def test_halting_rule_first_crossing_and_min_step():
     ps = np.array([0.2, 0.5, 0.9, 0.95])
     pf = 1 - ps
     assert halting(ps, pf, 0.85, 0.9) == (3, 1)
-    assert halting(ps, pf, 0.99, 0.75, task_skips=True) == (1, 0)  # a task skip, when the policy allows it
+    assert halting(ps, pf, 0.99, 0.75, task_skips=True) == (
+        1,
+        0,
+    )  # a task skip, when the policy allows it
     assert halting(ps, pf, 0.99, 0.75) == (0, -1)  # by default t = 1 is the task's, not the run's
     assert halting(ps, pf, 0.99, 0.75, min_t=2, task_skips=True) == (0, -1)
     assert halting(ps, pf, NEVER, NEVER) == (0, -1)

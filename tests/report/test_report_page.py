@@ -403,7 +403,9 @@ def test_real_halt_steps_reproduce_loao_json():
         )
     inp = Inputs("swebench", rdir, fdir)
     config = inp.loao["config"]
-    h = halt_steps(inp.preds, int(config.get("min_halt_step", 1)), bool(config.get("task_skips", False)))
+    h = halt_steps(
+        inp.preds, int(config.get("min_halt_step", 1)), bool(config.get("task_skips", False))
+    )
     for agent, b in inp.loao["agents"].items():
         g = h[h["agent"] == agent]
         assert len(g) == b["n_runs"], agent

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from earlyeval.app.cli_support import app, command, print_version
+from earlyeval.app.cli_support import app, command, say
 from earlyeval.app.verbs import (
     bench,
     bench_scale,
@@ -31,6 +31,14 @@ from earlyeval.app.verbs import (
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from earlyeval import __version__
+
+        say(f"earlyeval {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _workspace(
     workspace: Optional[Path] = typer.Option(
@@ -42,7 +50,7 @@ def _workspace(
     version: bool = typer.Option(
         False,
         "--version",
-        callback=print_version,
+        callback=_version,
         is_eager=True,
         help="Print the version and exit.",
     ),

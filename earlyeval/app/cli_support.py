@@ -32,14 +32,6 @@ app = typer.Typer(
 log = logging.getLogger("earlyeval.app.cli")
 
 
-def print_version(value: bool) -> None:
-    if value:
-        from earlyeval import __version__
-
-        say(f"earlyeval {__version__}")
-        raise typer.Exit()
-
-
 def bench_option(
     default: Any = ...,
     help: str = "Benchmark catalog name, e.g. swebench (see earlyeval/catalogs/).",

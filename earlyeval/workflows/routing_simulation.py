@@ -28,7 +28,8 @@ from earlyeval.workflows.routing import (
     value_triggered_escalation,
 )
 
-log = logging.getLogger(__name__)
+# the simulator logged as the routing module before routing.py was split: its warnings keep that name
+log = logging.getLogger("earlyeval.workflows.routing")
 
 # USD per resolved task; a parameter, not a result
 DEFAULT_VALUES_OF_SOLVE: tuple[float, ...] = (

@@ -987,7 +987,7 @@ def case_o1_features_equal(env: Env):
     from earlyeval.features import RunContext
     from earlyeval.features.behaviour import BehaviourFamily
     from earlyeval.features.gold import GoldFamily
-    from earlyeval.workflows.benchmark import new_file_run
+    from earlyeval.workflows.benchmark_runs import new_file_run
 
     _, _, trajs, tasks = env.tiny()
     runs = [new_file_run(trajs[0], 400)] + trajs[:20]

@@ -214,7 +214,7 @@ def test_path_check_catches_the_old_wrong_paths():
     )
 
 
-# a dotted name in a code span that starts with a package folder (`budget.targets.run_usage`) or with `earlyeval.`
+# a dotted name in a code span that starts with a package folder (`fitting.budget_targets.run_usage`) or with `earlyeval.`
 # must name a module or attribute that exists: a module that moved leaves such names behind
 LAYER_FOLDERS = sorted(
     p.name for p in (REPO / "earlyeval").iterdir() if (p / "__init__.py").exists()
@@ -353,10 +353,11 @@ def _real_runs_and_tasks():
 @pytest.fixture(scope="module")
 def docs_workspace(tmp_path_factory):
     """<tmp>/ws (the workspace and cwd) with models/swebench and data/swebench/tasks.parquet; <tmp>/shared/data."""
-    from earlyeval.app.pipeline import eval_config, train_bench
+    from earlyeval.app.stages.train import train_bench
     from earlyeval.config.catalog import data_root
     from earlyeval.config.workspace import models_dir
     from earlyeval.evaluation.dataset import load_dataset
+    from earlyeval.evaluation.settings import eval_config
     from earlyeval.tables.store import write_tasks
 
     if not data_root().exists():

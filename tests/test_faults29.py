@@ -210,14 +210,13 @@ def test_control_characters_in_a_file_name_are_escaped_on_the_terminal(tmp_path)
 def test_the_log_escapes_control_characters_too():
     import logging
 
-    from earlyeval.app.cli_support import LOG_FORMAT, _PrintableFormatter, printable
+    from earlyeval.app.cli_support import LOG_FORMAT, PrintableFormatter, printable
 
     rec = logging.LogRecord(
         "earlyeval", logging.WARNING, __file__, 1, "skipped %s", ("a\x1b[31mb\rc",), None
     )
     assert (
-        _PrintableFormatter(LOG_FORMAT).format(rec)
-        == "WARNING earlyeval: skipped a\\x1b[31mb\\x0dc"
+        PrintableFormatter(LOG_FORMAT).format(rec) == "WARNING earlyeval: skipped a\\x1b[31mb\\x0dc"
     )
     assert printable("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
 

@@ -33,7 +33,7 @@ PRINTED = (
 def test_the_readme_results_tables_are_printed_from_the_reports(tmp_path):
     if not (bench_dir("swebench") / "ingest.done").exists():
         pytest.skip("no SWE-bench ingest in this workspace (make train BENCH=swebench)")
-    from earlyeval.app.pipeline import evaluate_bench
+    from earlyeval.app.stages.evaluate import evaluate_bench
 
     report, _ = evaluate_bench("swebench", ablations=[])
     path = write_json(report, tmp_path / "loao.json")

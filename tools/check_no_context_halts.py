@@ -19,8 +19,8 @@ def main() -> None:
     resolved = [t for t in read_ingested_trajectories("swebench") if t.outcome == 1]
 
     def no_start(st, t):
-        st.decisions, st.halted, st.n_steps = [], None, 0
-        st.monitor._reset()
+        # a process that never calls start(): a fresh stopper on a fresh monitor of the loaded model per run
+        return EarlyStopper(st.monitor.spawn())
 
     modes = {
         "no start()": (no_start, None),
@@ -43,9 +43,9 @@ def main() -> None:
         stopper = EarlyStopper(Monitor.load(mdir, tasks=table))
         c: Counter = Counter()
         for t in resolved:
-            start(stopper, t)
+            st = start(stopper, t) or stopper  # no_start hands back a fresh stopper, start() None
             for s in t.steps[:-1]:
-                d = stopper.after_step(
+                d = st.after_step(
                     action=s.action,
                     observation=s.observation,
                     thought=s.thought,

@@ -6,7 +6,7 @@ and leave-one-scaffold-out:
 
 (a venv with the lock, earlyeval and wordllama: docs/architecture.md, "Feature families").  Three configurations,
 shipped (the catalog's model_families), + text and + dense_text, each under the as_of protocol and no_prior (the
-history families left out: ``pipeline.protocol_configs``), each evaluated by earlyeval's own ``run_loao`` +
+history families left out: ``evaluation.protocols.protocol_configs``), each evaluated by earlyeval's own ``run_loao`` +
 ``with_loso`` + ``loao_report``, one after another on one dataset.  LOSO pooled is over every held-out scaffold's
 large agents, each under its own fold's thresholds (``blocks.pooled_block``, as a scaffold's own pooled row is).
 Writes reports/<bench>/encoders.json atomically, prints a markdown table and, last, where the output is.
@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dense_text import DenseTextFamily  # noqa: E402
 
-from earlyeval.app.pipeline import protocol_configs, with_loso  # noqa: E402
 from earlyeval.config.eval_config import EvalConfig  # noqa: E402
 from earlyeval.config.workspace import reports_dir  # noqa: E402
 from earlyeval.core.atomic import write_json  # noqa: E402
@@ -37,6 +36,7 @@ from earlyeval.evaluation.blocks import pooled_block  # noqa: E402
 from earlyeval.evaluation.dataset import Dataset, load_dataset  # noqa: E402
 from earlyeval.evaluation.evaluate import LoaoResult, loao_report, run_loao  # noqa: E402
 from earlyeval.evaluation.fit_plan import planned_fits  # noqa: E402
+from earlyeval.evaluation.protocols import protocol_configs, with_loso  # noqa: E402
 from earlyeval.evaluation.settings import eval_config  # noqa: E402
 from earlyeval.features import register_family  # noqa: E402
 from earlyeval.report.html import fnum, pct  # noqa: E402

@@ -32,11 +32,11 @@ import pandas as pd
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from earlyeval.app.pipeline import protocol_configs
 from earlyeval.config.workspace import reports_dir
 from earlyeval.core.atomic import write_json
 from earlyeval.evaluation.dataset import Dataset, load_dataset
 from earlyeval.evaluation.evaluate import FoldRunner, loao_report, run_loao
+from earlyeval.evaluation.protocols import protocol_configs
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.features import Featurizer, RunContext
 from earlyeval.features.passref import PassFamily, PassReference, profile_of

@@ -1,4 +1,4 @@
-"""The application: the typer CLI and the pipeline steps it runs."""
+"""The application: the typer CLI (``cli``, one module per verb in ``verbs``) and the stages it runs (``stages``)."""
 
 from earlyeval.core.extras import require
 

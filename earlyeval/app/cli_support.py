@@ -1,5 +1,5 @@
 """The CLI's shared pieces: the typer app, option factories, logging setup, the error convention of every verb
-(one line, exit 2: ``_command``), progress and output lines.  The verbs themselves are in ``earlyeval.app.cli``."""
+(one line, exit 2: ``command``), progress and output lines.  The verbs themselves are in ``earlyeval.app.cli``."""
 
 from __future__ import annotations
 
@@ -32,15 +32,7 @@ app = typer.Typer(
 log = logging.getLogger("earlyeval.app.cli")
 
 
-def _version(value: bool) -> None:
-    if value:
-        from earlyeval import __version__
-
-        say(f"earlyeval {__version__}")
-        raise typer.Exit()
-
-
-def _bench_opt(
+def bench_option(
     default: Any = ...,
     help: str = "Benchmark catalog name, e.g. swebench (see earlyeval/catalogs/).",
 ) -> Any:
@@ -58,7 +50,7 @@ JSON_HELP = "Print the report as JSON on stdout (and nothing else there) instead
 SEED_HELP = "Random seed (LightGBM, subsampling, warm-start draws): same seed, same results."
 
 
-def _verbose() -> Any:
+def verbose_option() -> Any:
     return typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
 
 
@@ -69,7 +61,7 @@ SCHEDULER_HELP = (
 )
 
 
-def _scheduler() -> Any:
+def scheduler_option() -> Any:
     return typer.Option(
         None,
         "--scheduler",
@@ -79,7 +71,7 @@ def _scheduler() -> Any:
     )
 
 
-def _backend(scheduler: Optional[str]) -> Any:
+def backend_for(scheduler: Optional[str]) -> Any:
     """Where the verb's stages run, for the ``with`` block (``workflows.backend.Backend``): chosen once, here.
     In this process without a scheduler; a ``scale.backend.DaskBackend`` with one (dask is imported only then)."""
     import contextlib
@@ -93,7 +85,7 @@ def _backend(scheduler: Optional[str]) -> Any:
     try:
         from earlyeval.scale.backend import open_backend
     except ImportError as e:
-        raise _user_error(
+        raise user_error(
             ImportError(
                 f"needs the dask extra ({e}): make install, or pip install '.[dask]' in the "
                 "repository (docs/scale.md)"
@@ -103,7 +95,7 @@ def _backend(scheduler: Optional[str]) -> Any:
     return open_backend(spec, progress=lambda m: log.info("%s", m))
 
 
-def _eval_config(bench: str, **options: Any) -> Any:
+def cli_eval_config(bench: str, **options: Any) -> Any:
     """The catalog's ``EvalConfig`` with the verb's options; a bad one is a ``SettingError`` naming the option."""
     from earlyeval.core.errors import SettingError
     from earlyeval.evaluation.settings import eval_config
@@ -116,7 +108,7 @@ def _eval_config(bench: str, **options: Any) -> Any:
         raise SettingError("--" + e.key.replace("_", "-"), e.key, e.reason) from None
 
 
-def _setup(verbose: bool, ctx: Any = None) -> None:
+def setup_logging(verbose: bool, ctx: Any = None) -> None:
     """Logging to stderr.  Library warnings (``warnings.warn``) are routed into the log (logger
     'py.warnings'): shown with -v, else logged at debug level and summed up in one line at the end."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT)
@@ -124,7 +116,7 @@ def _setup(verbose: bool, ctx: Any = None) -> None:
         logging.getLogger().handlers
     ):  # the log reaches the terminal too: names escaped there as well
         if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stderr:
-            h.setFormatter(_PrintableFormatter(LOG_FORMAT))
+            h.setFormatter(PrintableFormatter(LOG_FORMAT))
     pyw = logging.getLogger("py.warnings")
     prev = warnings.showwarning
     count = [0]
@@ -155,67 +147,64 @@ def say(message: Any = "", err: bool = False, nl: bool = True) -> None:
     typer.echo(printable(str(message)), err=err, nl=nl)
 
 
-class _PrintableFormatter(logging.Formatter):
+class PrintableFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         return printable(super().format(record))
 
 
-def _command() -> Any:
-    """``app.command()`` whose errors a user can fix (a missing file, a malformed catalog or model dir, an
-    unknown agent: ``EarlyEvalError``, ``FileNotFoundError``, ``ValueError``) print one line and exit 2
-    instead of a traceback; with --verbose the traceback follows in the log."""
+def command(f: Any) -> Any:
+    """Verb ``f`` registered on ``app`` (``app.command()``).  Errors a user can fix (a missing file, a malformed
+    catalog or model dir, an unknown agent: ``EarlyEvalError``, ``FileNotFoundError``, ``ValueError``) print one
+    line and exit 2 instead of a traceback; with --verbose the traceback follows in the log."""
 
-    def deco(f: Any) -> Any:
-        @functools.wraps(f)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            from earlyeval.core.errors import EarlyEvalError
+    @functools.wraps(f)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        from earlyeval.core.errors import EarlyEvalError
 
-            try:
-                return f(*args, **kwargs)
-            except (EarlyEvalError, FileNotFoundError, ValueError) as e:
-                if kwargs.get("verbose"):
-                    log.info("traceback of the error below", exc_info=True)
-                raise _user_error(e) from None
-            except BrokenPipeError:
-                raise
-            except (
-                KeyboardInterrupt
-            ):  # Ctrl-C: one line, no traceback; locks are released, staging removed on the way
-                if kwargs.get("verbose"):
-                    log.info("traceback of the interruption", exc_info=True)
-                say(
-                    "error: interrupted (Ctrl-C): stopped; no output was replaced by a partial one",
-                    err=True,
-                )
-                raise typer.Exit(130) from None
-            except OSError as e:  # a fault of the machine outside the atomic writers (reading, a library's own write)
-                if kwargs.get("verbose"):
-                    log.info("traceback of the error below", exc_info=True)
-                raise _user_error(
-                    e if not e.filename else OSError(f"{e.strerror or e}: {e.filename}")
-                ) from None
+        try:
+            return f(*args, **kwargs)
+        except (EarlyEvalError, FileNotFoundError, ValueError) as e:
+            if kwargs.get("verbose"):
+                log.info("traceback of the error below", exc_info=True)
+            raise user_error(e) from None
+        except BrokenPipeError:
+            raise
+        except (
+            KeyboardInterrupt
+        ):  # Ctrl-C: one line, no traceback; locks are released, staging removed on the way
+            if kwargs.get("verbose"):
+                log.info("traceback of the interruption", exc_info=True)
+            say(
+                "error: interrupted (Ctrl-C): stopped; no output was replaced by a partial one",
+                err=True,
+            )
+            raise typer.Exit(130) from None
+        except OSError as e:  # a fault of the machine outside the atomic writers (reading, a library's own write)
+            if kwargs.get("verbose"):
+                log.info("traceback of the error below", exc_info=True)
+            raise user_error(
+                e if not e.filename else OSError(f"{e.strerror or e}: {e.filename}")
+            ) from None
 
-        return app.command()(run)
-
-    return deco
+    return app.command()(run)
 
 
-def _user_error(e: Exception, param: str | None = None) -> typer.Exit:
+def user_error(e: Exception, param: str | None = None) -> typer.Exit:
     """One line on stderr and exit 2, for bad input the user can fix (no traceback)."""
     text = " ".join(str(e).split())  # one line, whatever the message held
     say(f"error: {param + ': ' if param else ''}{text}", err=True)
     return typer.Exit(2)
 
 
-def _say_outputs(err: bool = False, **paths: Path | str) -> None:
+def say_outputs(err: bool = False, **paths: Path | str) -> None:
     say("\nOutputs:", err=err)
     for k, p in paths.items():
         say(f"  {k:<12} {p}", err=err)
 
 
-def _progress(msg: str) -> None:
+def progress_line(msg: str) -> None:
     say(f"  … {msg}", err=True)
 
 
-def _print_json(obj: Any) -> None:
+def print_json(obj: Any) -> None:
     say(json.dumps(obj, indent=1, default=str))

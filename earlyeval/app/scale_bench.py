@@ -64,7 +64,9 @@ def run_stage(
 ) -> None:
     """The body of a stage's subprocess: run ``stage`` and write the phase marks (wall clock) to ``marks_path``;
     the cluster's progress ("ingest: n/N chunks read") goes, one line each, to ``marks_path`` + ".progress"."""
-    from earlyeval.app.pipeline import evaluate_bench, ingest_bench, train_bench
+    from earlyeval.app.stages.evaluate import evaluate_bench
+    from earlyeval.app.stages.ingest import ingest_bench
+    from earlyeval.app.stages.train import train_bench
     from earlyeval.config.workspace import set_workspace
     from earlyeval.evaluation.settings import eval_config
     from earlyeval.scale.backend import open_backend

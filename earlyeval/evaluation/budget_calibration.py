@@ -8,22 +8,22 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.budget.config import SMALL, BudgetConfig
-from earlyeval.budget.quantiles import CrossConformalQuantiles
-from earlyeval.budget.stopping import make_stopset, select_tau
-from earlyeval.budget.targets import (
+from earlyeval.config.budget_config import SMALL, BudgetConfig
+from earlyeval.config.eval_config import EvalConfig
+from earlyeval.evaluation.dataset import Dataset, HoldoutUnit
+from earlyeval.evaluation.evaluate import FoldRunner, scaffold_of
+from earlyeval.features import fold_free
+from earlyeval.fitting.budget_conformal import CrossConformalQuantiles
+from earlyeval.fitting.budget_stopping import make_stopset, select_tau
+from earlyeval.fitting.budget_targets import (
     DimTargets,
     budget_features,
     dim_targets,
     free_opening_agents,
     run_slices,
 )
-from earlyeval.config.eval_config import EvalConfig
-from earlyeval.evaluation.dataset import Dataset, HoldoutUnit
-from earlyeval.evaluation.evaluate import FoldRunner, scaffold_of
-from earlyeval.features import fold_free
-from earlyeval.model.budget import DIMENSIONS, pace
 from earlyeval.model.cqr import corrected_quantiles, to_z, within
+from earlyeval.model.spend import DIMENSIONS, pace
 
 Group = HoldoutUnit  # a held-out unit: one large agent, or all small agents together
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.budget.config import SMALL
-from earlyeval.budget.online import NOTE, ONLINE_MIN_RUNS, ONLINE_SEED, online_block
-from earlyeval.budget.stopping import (
+from earlyeval.config.budget_config import SMALL
+from earlyeval.evaluation.budget_loao import BudgetRun, DimResult
+from earlyeval.evaluation.budget_online import NOTE, ONLINE_MIN_RUNS, ONLINE_SEED, online_block
+from earlyeval.fitting.budget_stopping import (
     cap_halts,
     halt_index,
     make_stopset,
@@ -18,8 +19,7 @@ from earlyeval.budget.stopping import (
     select_tau,
     stop_stats,
 )
-from earlyeval.budget.targets import run_slices
-from earlyeval.evaluation.budget import BudgetRun, DimResult
+from earlyeval.fitting.budget_targets import run_slices
 from earlyeval.fitting.metrics import (
     auroc,
     class_f1,
@@ -417,7 +417,7 @@ def _online_report(
     large: list[str],
     group_of_agent: dict[str, str],
 ) -> dict[str, Any]:
-    """``budget.online``'s intervals per held-out agent and pooled over the large ones (beside the label-free ones)."""
+    """``evaluation.budget_online``'s intervals per held-out agent and pooled over the large ones (beside the label-free ones)."""
     b, tg = run.bcfg, run.targets[R.dim]
     prow = run.ds.prefixes["run"].to_numpy()
     w = run.ds.prefixes["weight"].to_numpy()

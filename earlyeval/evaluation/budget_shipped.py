@@ -10,9 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from earlyeval.budget.config import BudgetConfig
-from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee
-from earlyeval.budget.targets import budget_features, dim_targets, free_opening_agents
+from earlyeval.config.budget_config import BudgetConfig
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.budget_calibration import (
     Group,
@@ -28,7 +26,10 @@ from earlyeval.evaluation.budget_calibration import (
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.features import fold_free
-from earlyeval.model.budget import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, spend_feature_names
+from earlyeval.fitting.budget_conformal import BudgetEstimator
+from earlyeval.fitting.budget_quantiles import agent_guarantee
+from earlyeval.fitting.budget_targets import budget_features, dim_targets, free_opening_agents
+from earlyeval.model.spend import DIMENSIONS, SHIPPED_FORMAT, SHIPPED_VERSION, spend_feature_names
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def fit_shipped(
     bcfg: BudgetConfig | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any] | None:
-    """The budget model ``earlyeval train`` ships (JSON-able; ``live.budget.LiveBudget`` reads it).
+    """The budget model ``earlyeval train`` ships (JSON-able; ``live.remaining_budget.LiveBudget`` reads it).
 
     It is what ``run_budget`` builds for a held-out agent, with no agent held out: every
     labelled agent group (the small ones as one group) is a calibration group, dealt into

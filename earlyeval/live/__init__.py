@@ -11,7 +11,7 @@ __all__ = ["Monitor"]
 
 
 def __getattr__(name: str) -> Any:
-    # PEP 562: `import earlyeval.live.budget` (or .inputs) does not load the Monitor and its model code
+    # PEP 562: `import earlyeval.live.remaining_budget` (or .inputs) does not load the Monitor and its model code
     if name == "Monitor":
         from earlyeval.live.monitor import Monitor
 

@@ -8,8 +8,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from earlyeval.live.budget import load_live_budget
 from earlyeval.live.explain import Explainer
+from earlyeval.live.remaining_budget import load_live_budget
 from earlyeval.model.fastpredict import SingleRowPredictor
 from earlyeval.model.modeldir import ModelBundle
 from earlyeval.model.thresholds import WarmStart

@@ -21,7 +21,6 @@ from earlyeval.core.decision import HALTING_CONTEXTS, Decision
 from earlyeval.core.trajectory import Step, Task
 from earlyeval.features import Featurizer, RunContext
 from earlyeval.features.context import context_gaps, context_state
-from earlyeval.live.budget import DEFAULT_BUDGET_DIMS, halt_dims
 from earlyeval.live.inputs import (
     BadStep,
     _index_of,
@@ -34,6 +33,7 @@ from earlyeval.live.inputs import (
     task_table,
 )
 from earlyeval.live.loaded import LoadedModel
+from earlyeval.live.remaining_budget import DEFAULT_BUDGET_DIMS, halt_dims
 from earlyeval.model.modeldir import ModelBundle, load_model_dir
 from earlyeval.model.policy import (
     CONTINUE,

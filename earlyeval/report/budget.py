@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from earlyeval.budget.config import BudgetConfig
-from earlyeval.evaluation.budget import BudgetRun
+from earlyeval.config.budget_config import BudgetConfig
+from earlyeval.evaluation.budget_loao import BudgetRun
 from earlyeval.evaluation.budget_metrics import DimensionMetrics, budget_metrics, rounded
 from earlyeval.features import fold_free
 

@@ -19,10 +19,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from earlyeval.budget.targets import run_slices
 from earlyeval.core.atomic import savefig
-from earlyeval.evaluation.budget import BudgetRun
+from earlyeval.evaluation.budget_loao import BudgetRun
 from earlyeval.evaluation.budget_metrics import make_view
+from earlyeval.fitting.budget_targets import run_slices
 
 FONT = {
     "font.size": 11,

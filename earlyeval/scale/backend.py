@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 
 from distributed import Client
 
-from earlyeval.budget.config import BudgetConfig
+from earlyeval.config.budget_config import BudgetConfig
 from earlyeval.config.catalog import Catalog
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.dataset import Dataset

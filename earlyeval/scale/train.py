@@ -18,7 +18,7 @@ import numpy as np
 from distributed import Client
 from lightgbm.dask import DaskLGBMClassifier
 
-from earlyeval.budget.config import BudgetConfig
+from earlyeval.config.budget_config import BudgetConfig
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.budget_shipped import fit_shipped
 from earlyeval.evaluation.dataset import Dataset

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
-from earlyeval.budget.config import BudgetConfig
+from earlyeval.config.budget_config import BudgetConfig
 from earlyeval.config.catalog import Catalog
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.budget_shipped import fit_shipped

@@ -12,8 +12,13 @@ import pytest
 from earlyeval.workflows.backend import Backend, InProcess
 
 STAGES = (
-    "earlyeval/app/pipeline.py",
+    *sorted(
+        str(p.relative_to(_paths.REPO))
+        for d in ("stages", "verbs")
+        for p in (_paths.REPO / "earlyeval" / "app" / d).glob("*.py")
+    ),
     "earlyeval/evaluation/evaluate.py",
+    "earlyeval/evaluation/protocols.py",
     "earlyeval/app/cli.py",
     "earlyeval/app/scale_bench.py",
 )

@@ -174,7 +174,7 @@ class _Stop(Exception):
 
 
 def test_evaluate_uses_the_bar(monkeypatch, tmp_path):
-    from earlyeval.app import pipeline
+    from earlyeval.app.stages import evaluate as evaluate_stage
     from earlyeval.config import workspace
 
     monkeypatch.setattr(workspace, "features_dir", lambda bench: tmp_path / bench)
@@ -188,7 +188,7 @@ def test_evaluate_uses_the_bar(monkeypatch, tmp_path):
             progress(f"fit without ['a{i}']")
         raise _Stop("the rest of evaluate is not under test")
 
-    monkeypatch.setattr(pipeline, "evaluate_bench", fake)
+    monkeypatch.setattr(evaluate_stage, "evaluate_bench", fake)
     r = invoke("evaluate", "--bench", "swebench", "--no-ablations")
     assert isinstance(r.exception, _Stop) and "fit without" not in r.output
     (bar,) = seen
@@ -213,7 +213,7 @@ def test_user_errors_inside_a_verb_are_one_line(tmp_path):
 
 
 def test_json_output_is_the_report_alone(tmp_path, monkeypatch):
-    from earlyeval.app import pipeline
+    from earlyeval.app.stages import ingest as ingest_stage
 
     rep = {
         "runs": [
@@ -230,7 +230,7 @@ def test_json_output_is_the_report_alone(tmp_path, monkeypatch):
     }
     (tmp_path / "ingest.json").write_text(json.dumps(rep))
     monkeypatch.setattr(
-        pipeline,
+        ingest_stage,
         "ingest_bench",
         lambda bench, root, backend=None: {"report": tmp_path / "ingest.json"},
     )

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from earlyeval.budget.config import BudgetConfig
+from earlyeval.config.budget_config import BudgetConfig
 from earlyeval.config.catalog import load_catalog
 from earlyeval.config.eval_config import SETTINGS, EvalConfig
 from earlyeval.config.monitor_config import ADAPTER, MONITOR_KEYS, MonitorConfig, PassConfig
@@ -99,14 +99,14 @@ def test_one_bad_value_one_message_from_a_catalog_the_cli_and_python(tmp_path, k
 
 
 def test_the_cli_names_its_option(tmp_path):
-    from earlyeval.app.cli_support import _eval_config
+    from earlyeval.app.cli_support import cli_eval_config
 
     with pytest.raises(
         SettingError, match=r"^--target-accuracy: 'target_accuracy': 0.3 is out of range"
     ):
-        _eval_config("swebench", target_accuracy=0.3)
+        cli_eval_config("swebench", target_accuracy=0.3)
     with pytest.raises(SettingError, match=r"^--seed: 'seed': -1 is out of range"):
-        _eval_config("swebench", seed=-1)
+        cli_eval_config("swebench", seed=-1)
 
 
 def test_a_record_is_frozen_and_replace_checks_again():

@@ -75,7 +75,7 @@ def _blocked(modules: tuple[str, ...], code: str) -> subprocess.CompletedProcess
     "module, extra",
     [
         ("earlyeval.fitting.estimator", "train"),
-        ("earlyeval.budget.quantiles", "train"),
+        ("earlyeval.fitting.budget_quantiles", "train"),
         ("earlyeval.evaluation.evaluate", "train"),
         ("earlyeval.workflows.score", "train"),
         ("earlyeval.tables.store", "train"),

@@ -9,11 +9,12 @@ import json
 import pytest
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 
-from earlyeval.app.pipeline import evaluate_fits, train_bench
-from earlyeval.app.pipeline import with_loso as add_loso
+from earlyeval.app.stages.train import train_bench
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.evaluate import run_loao
 from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
+from earlyeval.evaluation.protocols import evaluate_fits
+from earlyeval.evaluation.protocols import with_loso as add_loso
 
 SCAFFOLD = {"agent-a": "s1", "agent-b": "s1", "agent-c": "s2", "agent-d": "s3"}
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from synth import SMALL_LGBM, loao_baseline, make_dataset, make_trajectories
 
-from earlyeval.app.pipeline import train_bench
+from earlyeval.app.stages.train import train_bench
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.core.trajectory import Action, Trajectory, make_step
 from earlyeval.evaluation.evaluate import FoldRunner, inner_sets, run_loao
@@ -289,7 +289,7 @@ def test_shipped_model_streams_like_batch(data, tmp_path):
 
 def test_tau2_catalog_ships_peer_prior_as_measured():
     """The tau2 settings the README numbers were measured with: rates only, constrained to raise P(success)."""
-    from earlyeval.app.pipeline import eval_config
+    from earlyeval.evaluation.settings import eval_config
 
     cfg = eval_config("tau2")
     assert cfg.families == ["behaviour", "peer_prior"]

@@ -20,7 +20,6 @@ HEAVY = ("pandas", "sklearn", "lightgbm", "scipy", "pyarrow")
 # the package's own code above the runtime (issue 30): never loaded by a monitored process
 OFFLINE = (
     "earlyeval.fitting",
-    "earlyeval.budget",
     "earlyeval.evaluation",
     "earlyeval.workflows",
     "earlyeval.report",
@@ -84,7 +83,7 @@ def test_monitor_load_and_observe_outcome_only_stay_light(tmp_path, families):
 
 
 def test_monitor_with_budget_stays_light():
-    """The shipped SWE-bench model with its budget estimators (earlyeval.live.budget): still no pandas/sklearn."""
+    """The shipped SWE-bench model with its budget estimators (earlyeval.live.remaining_budget): still no pandas/sklearn."""
     model = ROOT / "models" / "swebench"
     if not (model / "extra_budget.json").exists():
         pytest.skip("no trained models/swebench with budget estimators in this checkout")

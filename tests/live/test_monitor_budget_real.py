@@ -15,16 +15,17 @@ import numpy as np
 import pytest
 from synth import SMALL_LGBM
 
-from earlyeval.app.pipeline import eval_config, train_bench
-from earlyeval.budget.config import BudgetConfig
-from earlyeval.budget.targets import dim_targets, free_opening_agents
+from earlyeval.app.stages.train import train_bench
+from earlyeval.config.budget_config import BudgetConfig
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import models_dir
 from earlyeval.evaluation.budget_shipped import predict_prefixes
 from earlyeval.evaluation.dataset import load_dataset
+from earlyeval.evaluation.settings import eval_config
+from earlyeval.fitting.budget_targets import dim_targets, free_opening_agents
 from earlyeval.ingest import ingest_catalog
 from earlyeval.live.monitor import Monitor
-from earlyeval.model.budget import DIMENSIONS, SpendTracker
+from earlyeval.model.spend import DIMENSIONS, SpendTracker
 from earlyeval.tables.store import bench_dir, read_tasks, read_trajectories
 from earlyeval.tables.tasks import load_tasks
 

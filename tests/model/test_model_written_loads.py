@@ -9,7 +9,9 @@ import pytest
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 from synth import SMALL_LGBM, make_dataset, make_trajectories
 
-from earlyeval.app import pipeline
+from earlyeval.app.stages import budget as budget_stage
+from earlyeval.app.stages import evaluate as evaluate_stage
+from earlyeval.app.stages import train as train_stage
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.core.errors import CatalogError, ModelDirError
 from earlyeval.model.modeldir import load_model_dir, save_model_dir
@@ -55,12 +57,12 @@ def test_train_never_writes_a_model_its_loader_refuses(tmp_path, monkeypatch):
         warm_repeats=1,
         min_halt_step=2,
     )
-    real = pipeline.choose_thresholds
+    real = train_stage.choose_thresholds
     monkeypatch.setattr(
-        pipeline, "choose_thresholds", lambda *a, **k: {**real(*a, **k), "success": 0.5}
+        train_stage, "choose_thresholds", lambda *a, **k: {**real(*a, **k), "success": 0.5}
     )
     with pytest.raises(ModelDirError, match=r"thresholds.success"):
-        pipeline.train_bench("synth", tmp_path / "m", cfg, budget=False, ds=ds)
+        train_stage.train_bench("synth", tmp_path / "m", cfg, budget=False, ds=ds)
     assert not (tmp_path / "m").exists()
 
 
@@ -82,7 +84,7 @@ def test_evaluate_on_too_little_data_is_one_error_naming_the_catalog():
         match=r"field 'runs': too little data to evaluate synth: 8 labelled runs of 4 agents, "
         r"\d+ successes \(ValueError: .*\); add runs or agents to the catalog",
     ) as e:
-        pipeline.evaluate_bench("synth", cfg, ds=ds)
+        evaluate_stage.evaluate_bench("synth", cfg, ds=ds)
     assert "\n" not in str(e.value)
 
 
@@ -97,13 +99,13 @@ def test_budget_on_too_little_data_is_one_error_naming_the_catalog(monkeypatch):
             "Found array with 0 sample(s) (shape=(0, 68)) while a minimum of 1 is required."
         )
 
-    monkeypatch.setattr(pipeline, "run_budget", no_rows)
+    monkeypatch.setattr(budget_stage, "run_budget", no_rows)
     with pytest.raises(
         CatalogError,
         match=r"field 'runs': too little data to evaluate swebench: 8 labelled runs of 4 "
         r"agents, \d+ successes \(ValueError: Found array with 0 sample",
     ) as e:
-        pipeline.budget_bench("swebench", ds=ds)
+        budget_stage.budget_bench("swebench", ds=ds)
     assert "\n" not in str(e.value)
 
 
@@ -128,11 +130,11 @@ def test_train_on_too_little_data_is_one_error_naming_the_catalog(tmp_path, monk
             "Found array with 0 sample(s) (shape=(0, 68)) while a minimum of 1 is required."
         )
 
-    monkeypatch.setattr(pipeline, "choose_thresholds", no_rows)
+    monkeypatch.setattr(train_stage, "choose_thresholds", no_rows)
     with pytest.raises(
         CatalogError,
         match=r"field 'runs': too little data to train synth: 8 labelled runs of 4 agents, "
         r"\d+ successes \(ValueError: Found array with 0 sample",
     ) as e:
-        pipeline.train_bench("synth", tmp_path / "m", cfg, budget=False, ds=ds)
+        train_stage.train_bench("synth", tmp_path / "m", cfg, budget=False, ds=ds)
     assert "\n" not in str(e.value) and not (tmp_path / "m").exists()

@@ -196,8 +196,8 @@ def test_policy_module_is_numpy_only():
 @pytest.mark.parametrize("seed", range(6))
 def test_first_halt_below_equals_budget_halt_index(seed):
     """The budget's early stop (first index i >= lo with p[i] < tau) is first_halt_below at min_t = lo + 1:
-    ``budget.stopping.halt_index`` calls it, and both equal the per-step loop and the old cumulative-minimum code."""
-    from earlyeval.budget.stopping import halt_index
+    ``fitting.budget_stopping.halt_index`` calls it, and both equal the per-step loop and the old cumulative-minimum code."""
+    from earlyeval.fitting.budget_stopping import halt_index
 
     def _halt_index(p, taus, lo):  # the budget's own implementation before it called the policy
         n = len(p)

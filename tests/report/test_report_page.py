@@ -251,7 +251,7 @@ def test_page_has_every_section_the_small_agents_flagged_and_plots_inline(ws):
 
 
 def test_the_summary_shows_each_ablation_as_evaluate_writes_it(ws):
-    """An ablation row of loao.json (pipeline.ablation_row: mean_auroc, pooled halted accuracy and steps saved)."""
+    """An ablation row of loao.json (evaluation.protocols.ablation_row: mean_auroc, pooled halted accuracy and steps saved)."""
     _workspace(ws)
     path = ws / "reports" / "demo" / "loao.json"
     rep = json.loads(path.read_text())

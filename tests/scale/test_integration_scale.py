@@ -28,7 +28,9 @@ pytest.importorskip("distributed")
 from distributed import Client, Future, LocalCluster
 from synth import SMALL_LGBM
 
-from earlyeval.app.pipeline import evaluate_bench, ingest_bench, train_bench
+from earlyeval.app.stages.evaluate import evaluate_bench
+from earlyeval.app.stages.ingest import ingest_bench
+from earlyeval.app.stages.train import train_bench
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import set_workspace
 from earlyeval.evaluation.dataset import Dataset, load_dataset

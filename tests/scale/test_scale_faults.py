@@ -74,12 +74,12 @@ def test_ctrl_c_under_scheduler_is_one_line_exit_130_and_the_cluster_closes(monk
     traceback, and the verb's client is closed (the scheduler sees no client left)."""
     from distributed import Client, LocalCluster
 
-    import earlyeval.app.pipeline as pipeline
+    import earlyeval.app.stages.ingest as ingest_stage
 
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pipeline, "ingest_bench", interrupted)
+    monkeypatch.setattr(ingest_stage, "ingest_bench", interrupted)
     with (
         LocalCluster(
             n_workers=1,

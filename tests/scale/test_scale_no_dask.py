@@ -28,7 +28,7 @@ def _run(imports: str) -> subprocess.CompletedProcess:
 
 def test_the_live_path_imports_no_dask():
     r = _run(
-        "import earlyeval.live.monitor, earlyeval.live.replay, earlyeval.live.inputs, earlyeval.live.budget, earlyeval.integrations\n"
+        "import earlyeval.live.monitor, earlyeval.live.replay, earlyeval.live.inputs, earlyeval.live.remaining_budget, earlyeval.integrations\n"
         "from earlyeval import Monitor"
     )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
@@ -41,7 +41,7 @@ def test_an_in_process_verb_imports_no_dask(tmp_path):
         f"res = CliRunner().invoke(app, ['--workspace', {str(tmp_path)!r}, 'ingest', '--bench', 'swebench', "
         f"'--data-root', {str(tmp_path / 'none')!r}], env={{'EARLYEVAL_SCHEDULER': ''}})\n"
         "assert res.exit_code == 2 and 'does not exist' in res.output, res.output\n"
-        "import earlyeval.app.pipeline, earlyeval.workflows.score"
+        "import earlyeval.app.stages.evaluate, earlyeval.app.stages.train, earlyeval.workflows.score"
     )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 

@@ -7,12 +7,9 @@ import os
 
 from _monitor_helpers import save_tiny
 
-from earlyeval.workflows.benchmark import (
-    BUCKETS,
-    run_latency_bench,
-    sample_runs,
-    synthetic_long_run,
-)
+from earlyeval.workflows.benchmark import run_latency_bench
+from earlyeval.workflows.benchmark_runs import sample_runs, synthetic_long_run
+from earlyeval.workflows.latency_report import BUCKETS
 
 
 def test_latency_bench_writes_report_and_plot(tmp_path):

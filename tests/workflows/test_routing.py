@@ -14,15 +14,9 @@ from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.features import Featurizer, PriorFamily, PriorTable, build_family
 from earlyeval.features.base import RunContext
 from earlyeval.tables.prefixes import prefix_table
-from earlyeval.workflows.routing import (
-    ESCALATE,
-    Pair,
-    charge,
-    on_predicted_failure,
-    oracle,
-    simulate_pair,
-)
+from earlyeval.workflows.routing import ESCALATE, Pair, charge, on_predicted_failure, oracle
 from earlyeval.workflows.routing_pair import pair_blind, routing_predictions
+from earlyeval.workflows.routing_simulation import simulate_pair
 
 
 def traj(

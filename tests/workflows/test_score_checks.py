@@ -16,7 +16,8 @@ import pytest
 from _monitor_helpers import make_runs, make_tasks, quantile_thresholds, train_bundle
 from typer.testing import CliRunner
 
-from earlyeval.app.cli import LABEL_FORMATS, app
+from earlyeval.app.cli import app
+from earlyeval.app.cli_support import LABEL_FORMATS
 from earlyeval.config import workspace
 from earlyeval.core.errors import ScoreRefusedError
 from earlyeval.core.trajectory import Action, Trajectory, make_step

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 
-from earlyeval.app.pipeline import training_identity
+from earlyeval.app.stages.train import training_identity
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.workspace import models_dir
 from earlyeval.ingest import ingest_run

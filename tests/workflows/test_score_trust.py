@@ -18,7 +18,7 @@ from _monitor_helpers import make_runs, scoring_fixture
 from typer.testing import CliRunner
 
 from earlyeval.app.cli import app
-from earlyeval.app.pipeline import training_identity
+from earlyeval.app.stages.train import training_identity
 from earlyeval.config.catalog import data_root
 from earlyeval.core.errors import NothingScoredError
 from earlyeval.core.trajectory import Action, Trajectory, make_step

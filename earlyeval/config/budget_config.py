@@ -1,6 +1,6 @@
 """Budget settings: quantile levels, booster settings, the evaluation's options.
 
-The dimensions and the shipped file's format are ``earlyeval.model.budget`` (the live budget reads them)."""
+The dimensions and the shipped file's format are ``earlyeval.model.spend`` (the live budget reads them)."""
 
 from __future__ import annotations
 

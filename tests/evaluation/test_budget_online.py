@@ -1,4 +1,4 @@
-"""Online re-conformalization of the budget intervals (budget.online): causality, no labels, a hand example."""
+"""Online re-conformalization of the budget intervals (evaluation.budget_online): causality, no labels, a hand example."""
 
 from __future__ import annotations
 
@@ -7,11 +7,16 @@ import json
 
 import numpy as np
 import pytest
-from test_budget import _cfgs, _synthetic
+from _budget_data import budget_cfgs, budget_runs
 
-from earlyeval.budget.online import ONLINE_MIN_RUNS, online_corrections, online_quantiles, run_order
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.evaluation.budget import run_budget
+from earlyeval.evaluation.budget_loao import run_budget
+from earlyeval.evaluation.budget_online import (
+    ONLINE_MIN_RUNS,
+    online_corrections,
+    online_quantiles,
+    run_order,
+)
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.report.budget import budget_report
 
@@ -106,8 +111,8 @@ def _ds(trajs: list[Trajectory]):
 
 @pytest.fixture(scope="module")
 def base_online():
-    cfg, bcfg = _cfgs()
-    trajs = _synthetic()
+    cfg, bcfg = budget_cfgs()
+    trajs = budget_runs()
     return trajs, budget_report(run_budget(_ds(trajs), cfg, bcfg, only=["alpha"]))
 
 
@@ -117,7 +122,7 @@ def _online(rep: dict) -> dict:
 
 def test_online_mode_never_reads_held_out_labels(base_online):
     trajs, rep = base_online
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     flipped = [
         dataclasses.replace(t, outcome=1 - t.outcome) if t.agent == "alpha" else t for t in trajs
     ]
@@ -135,7 +140,7 @@ def test_online_mode_never_reads_held_out_labels(base_online):
 def test_late_run_budget_does_not_change_earlier_runs_end_to_end(base_online):
     """A held-out run's realized tokens, changed after the fact, move only the runs that finish after it."""
     trajs, _ = base_online
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     ds0 = _ds(trajs)
     alpha_runs = np.flatnonzero([t.agent == "alpha" for t in ds0.trajs])
     order = run_order(alpha_runs, "alpha")

@@ -15,42 +15,42 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 from _bounds import assert_same_number
-from test_budget import _cfgs, _synthetic
+from _budget_data import budget_cfgs, budget_runs
 
-from earlyeval.budget.config import SMALL, BudgetConfig
-from earlyeval.budget.targets import dim_targets
+from earlyeval.config.budget_config import SMALL, BudgetConfig
 from earlyeval.core.errors import ModelDirError
 from earlyeval.core.trajectory import Action, Step, Trajectory
-from earlyeval.evaluation.budget import run_budget
 from earlyeval.evaluation.budget_calibration import agent_folds, choose_budget, holdout_groups
+from earlyeval.evaluation.budget_loao import run_budget
 from earlyeval.evaluation.budget_shipped import fit_shipped, predict_prefixes
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.evaluation.evaluate import FoldRunner
 from earlyeval.features import Featurizer, RunContext, build_family
-from earlyeval.live.budget import LiveBudget, _interp
+from earlyeval.fitting.budget_targets import dim_targets
 from earlyeval.live.monitor import Monitor
-from earlyeval.model.budget import DIMENSIONS, SHIPPED_FORMAT, SpendTracker, spend_features
+from earlyeval.live.remaining_budget import LiveBudget, _interp
 from earlyeval.model.fastpredict import StackedPredictor
 from earlyeval.model.modeldir import ModelBundle, load_model_dir, read_manifest, save_model_dir
+from earlyeval.model.spend import DIMENSIONS, SHIPPED_FORMAT, SpendTracker, spend_features
 
 TH = {"success": 0.99, "failure": 0.99, "min_halt_step": 2}
 
 
 @pytest.fixture(scope="module")
 def ds():
-    return load_dataset("tau2", ["behaviour"], trajs=_synthetic(), tasks={}, progress=False)
+    return load_dataset("tau2", ["behaviour"], trajs=budget_runs(), tasks={}, progress=False)
 
 
 @pytest.fixture(scope="module")
 def shipped(ds):
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     cfg = cfg.replace(min_halt_step=TH["min_halt_step"])
     return fit_shipped(ds, cfg, bcfg)
 
 
 @pytest.fixture(scope="module")
 def model_dir(ds, shipped, tmp_path_factory):
-    cfg, _ = _cfgs()
+    cfg, _ = budget_cfgs()
     full = FoldRunner(ds, cfg, None).fit(frozenset())
     bundle = ModelBundle(
         Featurizer([build_family("behaviour")]),
@@ -93,7 +93,7 @@ def _stream(mon: Monitor, traj: Trajectory, ctx: RunContext):
 
 
 def test_shipped_is_budget_py_with_every_agent_calibrating(ds, shipped):
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     run = run_budget(ds, cfg, bcfg)
     # the dimensions the LOAO report evaluates, no other
     assert list(shipped["dimensions"]) == list(run.dims)
@@ -131,7 +131,7 @@ def test_shipped_is_budget_py_with_every_agent_calibrating(ds, shipped):
 
 
 def test_shipped_is_deterministic(ds, shipped):
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     cfg = cfg.replace(min_halt_step=TH["min_halt_step"])
     bcfg = bcfg.replace(n_workers=1)  # the fixture fitted the dimensions on two threads
     again = fit_shipped(ds, cfg, bcfg)
@@ -448,14 +448,14 @@ def test_interp_is_numpys():
 
 
 def test_train_bench_ships_the_budget_model(ds, tmp_path, monkeypatch):
-    from earlyeval.app import pipeline
+    from earlyeval.app.stages.train import train_bench
     from earlyeval.evaluation import budget_shipped as shipped_module
 
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     monkeypatch.setattr(
         shipped_module, "BudgetConfig", lambda **kw: BudgetConfig(**{**bcfg.__dict__, **kw})
     )
-    out = pipeline.train_bench("tau2", tmp_path / "m", cfg, ds=ds)["model"]
+    out = train_bench("tau2", tmp_path / "m", cfg, ds=ds)["model"]
     m = read_manifest(out)
     assert "extra_budget.json" in m["files"] and set(m["training"]["budget"]["dimensions"]) == {
         "steps",
@@ -466,7 +466,7 @@ def test_train_bench_ships_the_budget_model(ds, tmp_path, monkeypatch):
     mon = Monitor.load(out)
     mon.start_context(ds.contexts[0], "r")
     assert mon.observe(ds.trajs[0].steps[0]).budget["steps"] is not None
-    no = pipeline.train_bench("tau2", tmp_path / "n", cfg, ds=ds, budget=False)["model"]
+    no = train_bench("tau2", tmp_path / "n", cfg, ds=ds, budget=False)["model"]
     assert "extra_budget.json" not in read_manifest(no)["files"]
     assert Monitor.load(no).budget_status.startswith("absent")
 

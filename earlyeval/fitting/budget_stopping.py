@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.budget.targets import DimTargets
+from earlyeval.fitting.budget_targets import DimTargets
 from earlyeval.model.policy import first_halt_below
 
 

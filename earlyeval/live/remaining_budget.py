@@ -16,7 +16,9 @@ from typing import Any, Iterable
 import numpy as np
 
 from earlyeval.model.boostercheck import probe_enabled, safe_boosters
-from earlyeval.model.budget import (
+from earlyeval.model.cqr import pair_for
+from earlyeval.model.fastpredict import StackedPredictor
+from earlyeval.model.spend import (
     DIMENSIONS,
     SHIPPED_FORMAT,
     SHIPPED_VERSION,
@@ -24,8 +26,6 @@ from earlyeval.model.budget import (
     spend_feature_names,
     spend_features,
 )
-from earlyeval.model.cqr import pair_for
-from earlyeval.model.fastpredict import StackedPredictor
 
 # the Monitor's logger: these messages are the Monitor's
 log = logging.getLogger("earlyeval.live.monitor")

@@ -6,106 +6,30 @@ import json
 
 import numpy as np
 import pytest
+from _budget_data import budget_cfgs, budget_runs
 
-from earlyeval.budget.config import ALPHAS, SMALL, BudgetConfig
-from earlyeval.budget.quantiles import (
-    BudgetEstimator,
-    CrossConformalQuantiles,
-    QuantileRegressor,
-    conformal_quantile,
-)
-from earlyeval.budget.targets import dim_targets, run_usage
-from earlyeval.config.eval_config import EvalConfig
+from earlyeval.config.budget_config import ALPHAS, SMALL
 from earlyeval.core.trajectory import Action, Step, Trajectory
-from earlyeval.evaluation.budget import run_budget
+from earlyeval.evaluation.budget_loao import run_budget
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.fitting.budget_conformal import BudgetEstimator, CrossConformalQuantiles
+from earlyeval.fitting.budget_quantiles import QuantileRegressor, conformal_quantile
+from earlyeval.fitting.budget_targets import dim_targets, run_usage
 from earlyeval.fitting.metrics import interval_coverage, weighted_quantile
 from earlyeval.model.cqr import corrected_quantiles, fix_crossing, quantile_cdf
 from earlyeval.report.budget import budget_report
 
-KINDS = [
-    ("bash", "ls -la", "view"),
-    ("bash", "grep -rn foo .", "search"),
-    ("bash", "sed -i s/a/b/ x.py", "edit"),
-    ("bash", "pytest tests", "test"),
-]
-
-
-def _traj(
-    agent: str, i: int, rng: np.random.Generator, tokens: str, small: bool = False
-) -> Trajectory:
-    T = int(rng.integers(3, 15))
-    y = int(rng.random() < (0.8 if T < 8 else 0.25))
-    steps = []
-    for k in range(T):
-        tool, text, kind = KINDS[int(rng.integers(0, len(KINDS)))]
-        known = tokens == "all" or (tokens == "hole" and not (i % 3 == 0 and k == T // 2))
-        steps.append(
-            Step(
-                index=k,
-                action=text,
-                kind=kind,
-                observation=f"out {k} " + "x" * int(rng.integers(1, 50)),
-                input_tokens=int(1000 + 300 * k) if known and tokens != "none" else None,
-                output_tokens=int(rng.integers(20, 200)) if known and tokens != "none" else None,
-                cost_usd=float(0.001 * (k + 1)) if tokens == "all" else None,
-                actions=[Action(tool, text, kind)],
-            )
-        )
-    return Trajectory(
-        f"{agent}/{i}", agent, "synth", f"task{i % 12}", steps, y, meta={"small": small}
-    )
-
-
-def _synthetic(seed: int = 0) -> list[Trajectory]:
-    rng = np.random.default_rng(seed)
-    trajs = []
-    for agent, tokens in (("alpha", "all"), ("beta", "all"), ("gamma", "hole"), ("delta", "none")):
-        trajs += [_traj(agent, i, rng, tokens) for i in range(28)]
-    for agent in ("tiny1", "tiny2"):
-        trajs += [_traj(agent, i, rng, "all", small=True) for i in range(6)]
-    return trajs
-
-
-def _cfgs() -> tuple[EvalConfig, BudgetConfig]:
-    cfg = EvalConfig(
-        families=["behaviour"],
-        min_steps=3,
-        holdout_min_runs=20,
-        n_jobs=1,
-        lgbm_params={
-            "n_estimators": 20,
-            "learning_rate": 0.1,
-            "num_leaves": 7,
-            "min_child_samples": 10,
-        },
-    )
-    bcfg = BudgetConfig(
-        lgbm_params={
-            "n_estimators": 15,
-            "learning_rate": 0.2,
-            "num_leaves": 7,
-            "min_child_samples": 10,
-            "max_bin": 31,
-        },
-        max_folds=2,
-        taus=(0.0, 0.1, 0.2, 0.3),
-        n_example_runs=2,
-        n_workers=1,
-    )
-    return cfg, bcfg
-
 
 @pytest.fixture(scope="module")
 def ds():
-    return load_dataset("tau2", ["behaviour"], trajs=_synthetic(), tasks={}, progress=False)
+    return load_dataset("tau2", ["behaviour"], trajs=budget_runs(), tasks={}, progress=False)
 
 
 @pytest.fixture(scope="module")
 def audited(ds):
     """One run with every fit, calibration and outcome fit recorded next to the group held out at the time."""
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     log: list[tuple[str, str, set]] = []
     current = {"group": None}
     mp = pytest.MonkeyPatch()
@@ -311,13 +235,13 @@ def test_held_out_budgets_never_reach_its_own_intervals_fit_or_calibration(audit
     intervals come from (the fold models, the per-group corrections, the rank taken, the unit); the same change
     does move another held-out agent's calibration, where alpha is a calibration agent (positive control)."""
     run, _ = audited
-    trajs = _synthetic()
+    trajs = budget_runs()
     for t in trajs:
         if t.agent == "alpha":
             for st in t.steps:
                 st.input_tokens = None if st.input_tokens is None else 3 * st.input_tokens
     ds2 = load_dataset("tau2", ["behaviour"], trajs=trajs, tasks={}, progress=False)
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     run2 = run_budget(ds2, cfg, bcfg, only=["alpha", "beta"])
     before, after = run.dims["input_tokens"].estimators, run2.dims["input_tokens"].estimators
     assert before["alpha"].model.get_state() == after["alpha"].model.get_state()
@@ -339,7 +263,7 @@ def test_small_agents_are_held_out_together(audited):
 
 def test_same_seed_same_numbers(ds, audited):
     """A second run with the same seed (fresh FoldRunner, two worker threads instead of one) gives the same report."""
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     bcfg = bcfg.replace(n_workers=2)
     a = budget_report(audited[0])
     b = budget_report(run_budget(ds, cfg, bcfg))
@@ -418,7 +342,7 @@ def test_calibration_folds_keep_a_scaffold_together_and_fall_back_per_dimension(
         "c": {"steps"},
         SMALL: {"steps"},
     }
-    _, bcfg = _cfgs()
+    _, bcfg = budget_cfgs()
     folds = calibration_folds(groups, dims_of, scaffold, bcfg)
     names = sorted(sorted(g.name for g in f) for f in folds)
     assert names == [["c", SMALL], ["g"], ["m1", "m2", "m3"]]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.budget.quantiles import conformal_quantile
+from earlyeval.fitting.budget_quantiles import conformal_quantile
 from earlyeval.fitting.metrics import interval_coverage, interval_width
 from earlyeval.model.cqr import corrected_quantiles, cqr_scores, from_z, pair_for
 

@@ -12,12 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from earlyeval.budget.baseline import LinearExtrapolation, residual_cdf
-from earlyeval.budget.config import SMALL, BudgetConfig
-from earlyeval.budget.online import online_quantiles, run_order
-from earlyeval.budget.quantiles import BudgetEstimator, agent_guarantee, conformal_quantile
-from earlyeval.budget.stopping import make_stopset, select_cap
-from earlyeval.budget.targets import DimTargets
+from earlyeval.config.budget_config import SMALL, BudgetConfig
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.budget_calibration import (
     CalFit,
@@ -32,8 +27,14 @@ from earlyeval.evaluation.budget_calibration import (
     select_on_calibration,
     setup,
 )
+from earlyeval.evaluation.budget_online import online_quantiles, run_order
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.fitting.budget_baseline import LinearExtrapolation, residual_cdf
+from earlyeval.fitting.budget_conformal import BudgetEstimator
+from earlyeval.fitting.budget_quantiles import agent_guarantee, conformal_quantile
+from earlyeval.fitting.budget_stopping import make_stopset, select_cap
+from earlyeval.fitting.budget_targets import DimTargets
 from earlyeval.model.cqr import corrected_quantiles, to_z, within
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class DimResult:
     folds: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     estimators: dict[str, BudgetEstimator] = field(default_factory=dict)
-    # online re-conformalization (``budget.online``; beside the label-free q, never replacing it)
+    # online re-conformalization (``evaluation.budget_online``; beside the label-free q, never replacing it)
     q_online: np.ndarray | None = None  # (N, len(alphas))
     Q_online: np.ndarray | None = None  # (N, len(levels)) correction each row was evaluated with
     n_own_online: np.ndarray | None = (

@@ -14,11 +14,8 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import check_estimator
 
-from earlyeval.budget.quantiles import (
-    CALIBRATION_ARRAYS,
-    CrossConformalQuantiles,
-    QuantileRegressor,
-)
+from earlyeval.fitting.budget_conformal import CALIBRATION_ARRAYS, CrossConformalQuantiles
+from earlyeval.fitting.budget_quantiles import QuantileRegressor
 
 SMALL = {
     "n_estimators": 5,
@@ -177,7 +174,7 @@ def test_fit_refuses_what_it_cannot_calibrate():
 def test_agent_conformal_quantile_ranks_the_groups_own_corrections():
     """Hand-computed: three groups whose own 0.8-quantiles are 1, 2 and 3; the median rule takes the 2nd
     (ceil(0.5 x 4) = 2), a 0.75 rule the 3rd, and every row of a group counts within that group only."""
-    from earlyeval.budget.quantiles import agent_conformal_quantile, agent_guarantee
+    from earlyeval.fitting.budget_quantiles import agent_conformal_quantile, agent_guarantee
 
     scores = np.r_[np.linspace(0, 1.25, 6), np.linspace(0, 2.5, 6), np.linspace(0, 3.75, 6)]
     units = np.repeat(["a", "b", "c"], 6)
@@ -194,7 +191,7 @@ def test_agent_level_correction_holds_its_level_for_a_new_agent():
     """Exchangeable synthetic agents, each with its own shift and spread of scores: over many draws of n + 1 agents,
     the new agent's coverage under the median rule is >= the level in >= ceil(0.5 (n + 1)) / (n + 1) of the draws,
     and <= the level in >= the rest (up to Monte-Carlo error)."""
-    from earlyeval.budget.quantiles import agent_conformal_quantile, agent_rank
+    from earlyeval.fitting.budget_quantiles import agent_conformal_quantile, agent_rank
 
     rng = np.random.default_rng(0)
     n, lv, draws = 6, 0.8, 600

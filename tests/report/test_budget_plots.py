@@ -4,9 +4,9 @@ ticks of at least 10 pt (synthetic runs; one agent has no token counts, so a run
 from __future__ import annotations
 
 import pytest
-from test_budget import _cfgs, _synthetic
+from _budget_data import budget_cfgs, budget_runs
 
-from earlyeval.evaluation.budget import run_budget
+from earlyeval.evaluation.budget_loao import run_budget
 from earlyeval.evaluation.dataset import load_dataset
 from earlyeval.report.budget import budget_report
 from earlyeval.report.budget_plots import (
@@ -20,9 +20,9 @@ from earlyeval.report.budget_plots import (
 
 @pytest.fixture(scope="module")
 def run():
-    cfg, bcfg = _cfgs()
+    cfg, bcfg = budget_cfgs()
     bcfg = bcfg.replace(n_example_runs=8)  # more than the runs that have every dimension
-    ds = load_dataset("tau2", ["behaviour"], trajs=_synthetic(), tasks={}, progress=False)
+    ds = load_dataset("tau2", ["behaviour"], trajs=budget_runs(), tasks={}, progress=False)
     return run_budget(ds, cfg, bcfg)
 
 

@@ -1,6 +1,6 @@
 """Budget targets: per-step usage of a run, remaining/spent per prefix, built in batch from a ``Dataset``.
 
-The spend features and their streaming twin ``SpendTracker`` are ``earlyeval.model.budget`` (the live path loads
+The spend features and their streaming twin ``SpendTracker`` are ``earlyeval.model.spend`` (the live path loads
 them); ``budget_features`` here calls the same ``spend_features``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.model.budget import spend_feature_names, spend_features, unmetered_opening
+from earlyeval.model.spend import spend_feature_names, spend_features, unmetered_opening
 
 
 class PrefixTable(Protocol):

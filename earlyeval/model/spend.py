@@ -2,7 +2,7 @@
 features and their streaming twin ``SpendTracker``.
 
 ``spend_features`` is the ONE implementation of the budget features: the batch path
-(``earlyeval.budget.targets.budget_features``) and the live one (``live.budget.LiveBudget``) both call it."""
+(``earlyeval.fitting.budget_targets.budget_features``) and the live one (``live.remaining_budget.LiveBudget``) both call it."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def spend_features(spent: np.ndarray, last: np.ndarray, t: Any, unit: Any) -> np
 
     The ONE implementation of the budget features, called by the batch path
     (``budget_features``: n prefixes of one dimension) and by the streaming one
-    (``live.budget.LiveBudget``: one prefix, n dimensions, `unit` per dimension).
+    (``live.remaining_budget.LiveBudget``: one prefix, n dimensions, `unit` per dimension).
     Every operation is elementwise, so a row gets the same float32 values
     whichever way the rows are stacked."""
     rate = pace(spent, t, unit)

@@ -16,7 +16,14 @@ import numpy as np
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.blocks import HEADLINE as HEADLINE_KEYS
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import FoldRunner, in_process_runner, loao_report, run_loao
+from earlyeval.evaluation.evaluate import (
+    FoldRunner,
+    LoaoResult,
+    in_process_runner,
+    loao_report,
+    run_loao,
+)
+from earlyeval.evaluation.fidelity import fidelity_block
 from earlyeval.evaluation.fit_plan import planned_fits
 from earlyeval.evaluation.guard import TASK_LEVEL, guard_config
 from earlyeval.evaluation.loso import run_loso
@@ -115,15 +122,22 @@ def with_loso(ds: Dataset, cfg: EvalConfig, res: Any) -> Any:
     return res
 
 
+def full_report(
+    ds: Dataset, cfg: EvalConfig, res: LoaoResult, progress: Progress, light: bool = False
+) -> dict[str, Any]:
+    """``loao_report`` of ``res`` with its fidelity checks (``evaluation.fidelity``: does the early-stopped score
+    follow the agent): what every protocol reports, the headline included."""
+    rep = loao_report(ds, cfg, res, light=light)
+    rep["fidelity"] = fidelity_block(res, seed=cfg.seed, progress=progress)
+    return rep
+
+
 def protocol_report(
     ds: Dataset, cfg: EvalConfig, progress: Progress, runners: Runners = in_process_runner
 ) -> dict[str, Any]:
-    """One protocol's blocks: LOAO per agent and pooled, and leave-one-scaffold-out per scaffold."""
-    return protocol_block(
-        loao_report(
-            ds, cfg, with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners)), light=True
-        )
-    )
+    """One protocol's blocks: LOAO per agent and pooled, leave-one-scaffold-out per scaffold, its fidelity."""
+    res = with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners))
+    return protocol_block(full_report(ds, cfg, res, progress, light=True))
 
 
 def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
@@ -133,6 +147,7 @@ def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
         "small_n",
         "total_steps",
         "failure_only",
+        "task_skips",
         "dollars",
         "other_rule",
         "pass",
@@ -144,6 +159,7 @@ def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
         "pooled": rep["pooled"],
         "holdout_agents": rep["holdout_agents"],
         "pass_pooled": rep.get("pass_pooled"),
+        "fidelity": rep.get("fidelity"),
         "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp"),
         "leave_one_scaffold_out": rep.get("leave_one_scaffold_out", {}),
     }

@@ -10,9 +10,15 @@ from typing import Any, Callable
 from earlyeval.app.stages.common import too_little_data
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import loao_report, run_loao
+from earlyeval.evaluation.evaluate import run_loao
 from earlyeval.evaluation.fit_plan import FITS_PLANNED
-from earlyeval.evaluation.protocols import ablation_rows, add_protocols, evaluate_fits, with_loso
+from earlyeval.evaluation.protocols import (
+    ablation_rows,
+    add_protocols,
+    evaluate_fits,
+    full_report,
+    with_loso,
+)
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.tables.prefixes import drop_report
 from earlyeval.workflows.backend import Backend, InProcess
@@ -47,7 +53,7 @@ def evaluate_bench(
         res = with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners))
     except ValueError as e:  # a fit on too few runs (scikit-learn's "0 sample(s)", a one-class split): the catalog said
         raise too_little_data(ds, bench, e) from None
-    report = loao_report(ds, cfg, res)
+    report = full_report(ds, cfg, res, progress)
     add_protocols(report, ds, cfg, progress, runners)
     report["seconds"] = round(time.time() - t0, 1)
     report["prefix_drops"] = drop_report(ds.trajs, cfg.min_steps).to_dict()

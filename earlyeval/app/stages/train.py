@@ -156,7 +156,7 @@ def check_step1(
     rows = runner.rows_of(runs, 2)
     ps, pf = split_proba(runner.proba(full, runs, rows))
     return step1_halts(
-        runset(runner.ds, runs, rows, ps, pf),
+        runset(runner.ds, runs, rows, ps, pf, runner.cfg),
         {"success": th["success"], "failure": th["failure"], "min_halt_step": min_halt_step},
     )
 

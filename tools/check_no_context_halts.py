@@ -10,6 +10,7 @@ from collections import Counter
 
 from earlyeval import Monitor
 from earlyeval.integrations import EarlyStopper
+from earlyeval.live.runstate import RunState
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 
 
@@ -20,7 +21,7 @@ def main() -> None:
 
     def no_start(st, t):
         st.decisions, st.halted, st.n_steps = [], None, 0
-        st.monitor._reset()
+        st.monitor.run = RunState()  # a run never started
 
     modes = {
         "no start()": (no_start, None),

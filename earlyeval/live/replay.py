@@ -13,17 +13,19 @@ from earlyeval.live.runstate import (
 )  # a replay's context, defined with the run
 
 if TYPE_CHECKING:  # pragma: no cover
+    from earlyeval.live.benchpass import AuditMonitor
     from earlyeval.live.monitor import Monitor
 
 
 def replay(
-    monitor: Monitor,
+    monitor: Monitor | AuditMonitor,
     traj: Trajectory,
     task: Task | None,
     as_of: str | None = "",
     same_agent: str | None = None,
 ) -> dict[str, Any]:
-    """Feed steps 1..T-1 of a finished run to the monitor (``Monitor.replay``); the per-run record."""
+    """Feed steps 1..T-1 of a finished run to the monitor (``Monitor.replay``; an audited run of a pass: its
+    ``AuditMonitor``, which never halts); the per-run record."""
     ps: list[float] = []
     pf: list[float] = []
     halt = None

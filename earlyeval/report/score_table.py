@@ -176,7 +176,7 @@ def what_if_table(w: dict[str, Any], current: dict[str, Any] | None = None) -> s
     )
     lines = [
         f"what-if: savings/accuracy frontier over {len(w['taus'])}x{len(w['taus'])} thresholds, "
-        f"{w['runs']} labelled runs (tau 10 = never halt that way)",
+        f"{w['runs']} labelled runs (off = never halt that way)",
         hdr,
     ]
     rows = list(w["frontier"])

@@ -25,8 +25,12 @@ class LoadedModel:
     share it (the predictors are thread-safe, the explainer builds its predictors under their own lock)."""
 
     def __init__(self, bundle: ModelBundle, config: MonitorConfig):
-        """What ``config`` asks for: LightGBM's C path or not (``use_c_api``), the budget dimensions (``budget``)
-        and the task table (``tasks``)."""
+        """What ``config`` asks for: LightGBM's C path or not (``use_c_api``), the budget dimensions (``budget``),
+        the task table (``tasks``) and another operating point than the model's own (``thresholds``, in memory
+        only: the directory is not changed)."""
+        table = config.threshold_table()
+        if table is not None:
+            bundle = dataclasses.replace(bundle, thresholds=override(bundle.thresholds, table))
         self.bundle = bundle
         use_c_api = config.use_c_api
         budget = DEFAULT_BUDGET_DIMS if config.budget is None else config.budget
@@ -59,7 +63,7 @@ class LoadedModel:
     @classmethod
     def load(cls, config: MonitorConfig) -> LoadedModel:
         """``config.model`` loaded and verified (``model.modeldir``: its signature checked when
-        ``config.require_signature``), with ``config.thresholds`` in place of its own when given."""
+        ``config.require_signature``)."""
         if config.model is None:
             raise SettingError(
                 "MonitorConfig", "model", "missing (the directory `earlyeval train` wrote)"
@@ -67,9 +71,6 @@ class LoadedModel:
         bundle = load_model_dir(
             config.model, require_signature=config.require_signature, key=config.key
         )
-        table = config.threshold_table()
-        if table is not None:
-            bundle = dataclasses.replace(bundle, thresholds=override(bundle.thresholds, table))
         return cls(bundle, config)
 
     @property

@@ -47,6 +47,10 @@ def test_load_takes_the_record_or_its_fields_by_name(tiny):
         Monitor.load(path, config=MonitorConfig(model="elsewhere"))
     with pytest.raises(SettingError, match="'halt_onn': unknown setting"):
         Monitor.load(path, halt_onn="failure")
+    _, bundle, _, _ = tiny
+    built = Monitor(bundle, MonitorConfig(thresholds="0.91,0.96", budget=False))  # never dropped
+    assert built.thresholds == {**bundle.thresholds, "success": 0.91, "failure": 0.96}
+    assert bundle.thresholds["success"] != 0.91  # the override is the monitor's, in memory only
 
 
 def test_each_start_makes_a_new_run_state(tiny):

@@ -206,9 +206,8 @@ class AuditMonitor:
         if (
             d.p_success is not None
         ):  # a counted prefix (a skipped or failed step has no probabilities and no t)
-            pf = d.p_failure
-            ok = d.context in HALTING_CONTEXTS and pf is not None
-            self.probs.append([d.p_success, pf] if ok and pf is not None else None)
+            pf, halting = d.p_failure, d.context in HALTING_CONTEXTS
+            self.probs.append([d.p_success, pf] if halting and pf is not None else None)
         if d.halt:
             d = dataclasses.replace(
                 d, halt=False, outcome=None, reason=f"audit run, never halted (would: {d.reason})"

@@ -12,9 +12,9 @@ import numpy as np
 from earlyeval.config.monitor_config import MonitorConfig
 from earlyeval.core.errors import SettingError
 from earlyeval.core.trajectory import Task
-from earlyeval.live.remaining_budget import DEFAULT_BUDGET_DIMS, LiveBudget, load_live_budget
 from earlyeval.live.explain import Explainer
 from earlyeval.live.inputs import task_table
+from earlyeval.live.remaining_budget import DEFAULT_BUDGET_DIMS, LiveBudget, load_live_budget
 from earlyeval.model.fastpredict import SingleRowPredictor
 from earlyeval.model.modeldir import ModelBundle, load_model_dir
 from earlyeval.model.thresholds import WarmStart, override

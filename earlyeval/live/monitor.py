@@ -17,9 +17,9 @@ from earlyeval.core.decision import Decision
 from earlyeval.core.trajectory import Step, Task, Trajectory
 from earlyeval.features import Featurizer, RunContext
 from earlyeval.live import reasons
-from earlyeval.live.remaining_budget import halt_dims
 from earlyeval.live.inputs import BadStep, _index_of, clean_step
 from earlyeval.live.loaded import LoadedModel
+from earlyeval.live.remaining_budget import halt_dims
 from earlyeval.live.rule import Candidate, HaltingRule
 from earlyeval.live.runstate import RunState, Who, replayed_sources, run_context, task_context
 from earlyeval.model.modeldir import ModelBundle

@@ -23,9 +23,9 @@ from earlyeval.features import Featurizer, RunContext
 from earlyeval.features.context import context_gaps, context_state
 from earlyeval.features.prior import default_match_patterns
 from earlyeval.live import reasons
-from earlyeval.live.remaining_budget import LiveBudget
 from earlyeval.live.inputs import as_task, clean_task, complete_task, task_sources
 from earlyeval.live.loaded import LoadedModel
+from earlyeval.live.remaining_budget import LiveBudget
 from earlyeval.model.spend import SpendTracker
 from earlyeval.model.thresholds import WarmStart
 

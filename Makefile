@@ -100,11 +100,13 @@ report: $(STAMP)  ## one HTML page from the reports -> reports/$(BENCH)/report.h
 # OpenHands SDK adapter tests run for real (openhands-sdk needs Python >= 3.12). Every stage runs even when an earlier one fails; a summary names each, and the
 # target fails if any stage did.
 # the lint gate (make test's first stage): ruff's pyflakes and isort rules and its formatter over the package, the
-# tests and the tools (pyproject.toml [tool.ruff]), and no bare ValueError outside earlyeval/core/errors.py's tree
+# tests and the tools (pyproject.toml [tool.ruff]), mypy strict on the runtime (core/, model/, live/ and
+# integrations/base.py: pyproject.toml [tool.mypy]), and no bare ValueError outside earlyeval/core/errors.py's tree
 LINTED := earlyeval tests tools
-lint: $(STAMP)  ## ruff (pyflakes, isort, format --check) over the package, tests and tools
+lint: $(STAMP)  ## ruff (pyflakes, isort, format --check) over the package, tests and tools; mypy strict on the runtime
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
 
 test: $(STAMP)  ## lint, unit, integration and OpenHands stages, each reported (what CI runs)
 	@status=""; fail=0; \

@@ -8,6 +8,7 @@ from earlyeval.core.trajectory import Action, Step, Task, Trajectory
 from earlyeval.core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
+    from earlyeval.config.monitor_config import MonitorConfig
     from earlyeval.integrations.base import EarlyStopper, ToolCall
     from earlyeval.live.benchpass import Pass
     from earlyeval.live.monitor import Monitor
@@ -19,6 +20,7 @@ __all__ = [
     "EarlyEvalError",
     "EarlyStopper",
     "Monitor",
+    "MonitorConfig",
     "Pass",
     "Step",
     "Task",
@@ -36,6 +38,10 @@ def __getattr__(name: str) -> Any:
         from earlyeval.live.monitor import Monitor
 
         return Monitor
+    if name == "MonitorConfig":  # a Monitor's settings, as one checked record
+        from earlyeval.config.monitor_config import MonitorConfig
+
+        return MonitorConfig
     if name == "Pass":  # a benchmark pass of one agent (docs/monitor.md)
         from earlyeval.live.benchpass import Pass
 

@@ -68,7 +68,7 @@ class Recording:
     def observe(self, step) -> Decision:
         d = self.mon.observe(step)
         self.steps.append(step.to_dict())
-        self.rows.append(self.mon.last_features.copy())
+        self.rows.append(self.mon.run.last_features.copy())
         self.p.append((d.p_success, d.p_failure))
         return d
 

@@ -56,7 +56,7 @@ class RecordingMonitor:
     def observe(self, step: Step):
         d = self.mon.observe(step)
         self.steps.append(step.to_dict())
-        self.rows.append(self.mon.last_features.copy())
+        self.rows.append(self.mon.run.last_features.copy())
         self.p.append(d.p_success)
         self.pf.append(d.p_failure)
         if d.halt and self.own_halt is None:

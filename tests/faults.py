@@ -133,8 +133,10 @@ def case_no_start(env: Env):
     _, _, trajs, _ = env.tiny()
 
     def start(st, t):  # a stopper that is never started: only its counters are reset
+        from earlyeval.live.runstate import RunState
+
         st.decisions, st.halted, st.n_steps = [], None, 0
-        st.monitor._reset()
+        st.monitor.run = RunState()  # a run never started
 
     h, ds = _stopper_halts(env, start, trajs[:30])
     ok = h == 0 and all(d.context == "none" for d in ds if d.p_success is not None)
@@ -628,8 +630,9 @@ def case_budget_booster_line(env: Env):
 _PROBE_CHILD = r"""
 import sys, json
 import earlyeval.model.modeldir as md
+import earlyeval.model.modelfiles as files
 from earlyeval.core.errors import ModelDirError
-md.check_model_text = lambda text, n=None: text  # the structural check switched off: the probe alone
+files.check_model_text = lambda text, n=None: text  # the structural check switched off: the probe alone
 try:
     md.load_model_dir(sys.argv[1], probe_boosters=True)
     print(json.dumps(["loaded", ""]))

@@ -855,11 +855,11 @@ def case_nan_bound_never_selects(env: Env):
 
 def _gold_rows(mon: Any, run: Any, task: Any) -> list[list[float]]:
     mon.start(task=task, run_id=run.run_id)
-    cols = [i for i, n in enumerate(mon.feature_names) if n.startswith("gold_")]
+    cols = [i for i, n in enumerate(mon.loaded.feature_names) if n.startswith("gold_")]
     rows = []
     for s in run.steps[:-1]:
         mon.observe(s)
-        rows.append([float(mon.last_features[i]) for i in cols])
+        rows.append([float(mon.run.last_features[i]) for i in cols])
     return rows
 
 
@@ -906,7 +906,7 @@ def case_gold_bytes(env: Env):
     rows = _gold_rows(mon, run, given)
     ref = _gold_rows(Monitor.load(mdir, budget=False), run, real)
     d = mon.observe(run.steps[0])
-    said = any("gold_patch" in w for w in mon.warnings)
+    said = any("gold_patch" in w for w in mon.run.warnings)
     ok = rows == ref and said
     return (
         "named" if ok else "silent",

@@ -539,6 +539,7 @@ def _model_invariants(bundle: Any, env: Env) -> list[str]:
     """What a loaded model must be: thresholds in (0.5, 1] or above 1 (never), a step number, finite
     calibration, and decisions that are finite probabilities or flagged."""
     from earlyeval import Monitor
+    from earlyeval.config.monitor_config import MonitorConfig
 
     bad = []
     th = bundle.thresholds
@@ -550,7 +551,7 @@ def _model_invariants(bundle: Any, env: Env) -> list[str]:
     if not (isinstance(mh, int) and not isinstance(mh, bool) and mh >= 1):
         bad.append(f"min_halt_step={mh!r}")
     _, _, trajs, tasks = env.tiny()
-    mon = Monitor(bundle, budget=False)
+    mon = Monitor(bundle, MonitorConfig(budget=False))
     mon.start(task=tasks[trajs[0].task_id], run_id="x")
     for s in trajs[0].steps[:4]:
         d = mon.observe(s)
@@ -749,7 +750,10 @@ def check_task(env: Env, task: dict) -> tuple[str, str]:
         return ("silent", f"a {type(gp).__name__} gold patch taken as full context")
     if any(x.halt for x in ds) and d.context not in ("full", "partial-trained"):
         return ("silent", f"halted with context {d.context}")
-    return ("named" if mon.warnings else "ok", f"context {d.context}, warnings {len(mon.warnings)}")
+    return (
+        "named" if mon.run.warnings else "ok",
+        f"context {d.context}, warnings {len(mon.run.warnings)}",
+    )
 
 
 # ------------------------------------------------------------------ environment, dates, warm start, selection settings

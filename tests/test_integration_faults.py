@@ -116,8 +116,10 @@ def test_readme_loop_without_task_never_halts_a_resolved_swebench_run(tmp_path):
     assert with_task > 0
 
     def no_start(st, t):
+        from earlyeval.live.runstate import RunState
+
         st.decisions, st.halted, st.n_steps = [], None, 0
-        st.monitor._reset()
+        st.monitor.run = RunState()  # a run never started
 
     assert loop(no_start) == (0, 0)
     assert loop(lambda st, t: st.start(task=None, run_id=t.run_id)) == (0, 0)

@@ -10,6 +10,7 @@ from collections import Counter
 
 from earlyeval import Monitor
 from earlyeval.integrations import EarlyStopper
+from earlyeval.live.runstate import RunState
 from earlyeval.tables.store import read_ingested_tasks, read_ingested_trajectories
 
 
@@ -19,8 +20,8 @@ def main() -> None:
     resolved = [t for t in read_ingested_trajectories("swebench") if t.outcome == 1]
 
     def no_start(st, t):
-        # a process that never calls start(): a fresh stopper on a fresh monitor of the loaded model per run
-        return EarlyStopper(st.monitor.spawn())
+        st.decisions, st.halted, st.n_steps = [], None, 0
+        st.monitor.run = RunState()  # a run never started
 
     modes = {
         "no start()": (no_start, None),
@@ -43,9 +44,9 @@ def main() -> None:
         stopper = EarlyStopper(Monitor.load(mdir, tasks=table))
         c: Counter = Counter()
         for t in resolved:
-            st = start(stopper, t) or stopper  # no_start hands back a fresh stopper, start() None
+            start(stopper, t)
             for s in t.steps[:-1]:
-                d = st.after_step(
+                d = stopper.after_step(
                     action=s.action,
                     observation=s.observation,
                     thought=s.thought,

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from earlyeval.config.catalog import load_catalog
+from earlyeval.core.decision import threshold_text
 from earlyeval.report.page_rules import rule_sentences
 from earlyeval.report.targets import target_sentences
 
@@ -18,6 +19,13 @@ def pct(x: float | None) -> str:
 
 def saved(b: dict[str, Any]) -> str:
     return f"{pct(b.get('steps_saved'))} ({pct(b.get('steps_saved_in_run'))} in-run)"
+
+
+def _pair(th: dict[str, Any]) -> str:
+    """(tau_s, tau_f) as printed everywhere: "off" for a side that never halts, "–" where none is known."""
+    if not th:
+        return "–"
+    return ", ".join(threshold_text(th[k], "") if k in th else "–" for k in ("success", "failure"))
 
 
 def cells(b: dict[str, Any] | None) -> list[str]:
@@ -177,8 +185,8 @@ def extra_tables(rep: dict[str, Any], agents: list[str], small: set[str]) -> Non
         o = b.get("other_rule") or {}
         th = b.get("thresholds") or {}
         oth = o.get("thresholds") or {}
-        tau = f"{th.get('success', '–')}, {th.get('failure', '–')}" if th else "–"
-        otau = f"{oth.get('success', '–')}, {oth.get('failure', '–')}" if oth else "–"
+        tau = _pair(th)
+        otau = _pair(oth)
         orc = b.get("oracle_frontier_steps_saved")
         print(
             f"| {a} | {tau} | {pct(b.get('halted_accuracy'))} | {saved(b)} | {otau} | {pct(o.get('halted_accuracy'))} | "

@@ -26,16 +26,18 @@ def setting(
     optional: bool = False,
     in_file: bool = True,
     cast: type | None = None,
+    secret: bool = False,
 ) -> Any:
     """A record field with its check beside it.
 
     ``check_``: a schema validator, or a Record class (the value is a table of that record); ``key``: its name in
     files when it is not the field's (``pass``, ``model_families``); ``optional``: None means unset and is not
-    checked; ``in_file``: False for a setting only code may give; ``cast``: the type the checked value is held as."""
+    checked; ``in_file``: False for a setting only code may give; ``cast``: the type the checked value is held as;
+    ``secret``: left out of the record's repr (a signing key)."""
     meta = {"check": check_, "key": key, "optional": optional, "in_file": in_file, "cast": cast}
     if factory is not None:
-        return dataclasses.field(default_factory=factory, metadata=meta)
-    return dataclasses.field(default=default, metadata=meta)
+        return dataclasses.field(default_factory=factory, metadata=meta, repr=not secret)
+    return dataclasses.field(default=default, metadata=meta, repr=not secret)
 
 
 def _key(f: dataclasses.Field) -> str:

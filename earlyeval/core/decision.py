@@ -8,6 +8,13 @@ from typing import Any, Literal
 Outcome = Literal["success", "failure"]
 NEVER = 10.0  # a threshold no probability reaches: "never halt this way" (the threshold grids' last value)
 HALTING_CONTEXTS = frozenset({"full", "partial-trained"})
+OFF = "off"  # how a side that never halts is printed: never as the number NEVER
+
+
+def threshold_text(tau: float | None, spec: str = "g") -> str:
+    """A threshold as every printed or logged line shows it: ``format(tau, spec)``, or "off" for a side that never
+    halts (None, or above 1: no probability reaches it, e.g. ``NEVER``).  The one renderer of a threshold."""
+    return OFF if tau is None or tau > 1 else format(tau, spec)
 
 
 @dataclass

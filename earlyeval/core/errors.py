@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class EarlyEvalError(Exception):
     """Base class for errors earlyeval raises on purpose."""
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt from its message and fields, not by calling __init__ with ``args``: an error raised on a dask
         # worker (``--scheduler``) reaches the driver as itself, its one line intact
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
-def _rebuild(cls: type, args: tuple, state: dict) -> "EarlyEvalError":
+def _rebuild(
+    cls: type[EarlyEvalError], args: tuple[Any, ...], state: dict[str, Any]
+) -> EarlyEvalError:
     e = cls.__new__(cls)
     Exception.__init__(e, *args)
     e.__dict__.update(state)

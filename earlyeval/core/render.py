@@ -100,8 +100,8 @@ def tool_call_text(tool: str, arguments: Any) -> str:
     keys = SHELL_ARG_KEYS if tool in SHELL_TOOLS else TEXT_TOOLS.get(tool)
     if keys is not None:
         for k in keys:
-            if isinstance(args.get(k), str):
-                return args[k]
+            if isinstance(v := args.get(k), str):
+                return v
         if not args:
             return ""
     return json.dumps(args, ensure_ascii=False)

@@ -13,12 +13,13 @@ from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.features.evidence import DEFAULT_RULE
 from earlyeval.fitting.metrics import RunSet, runset_of_runs
 from earlyeval.fitting.thresholds import WarmStartRule, fit_warm_start
+from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
 from earlyeval.model.thresholds import WarmStart
 
 
 def warm_start(
-    monitor: Any,
+    monitor: Monitor,
     runs: Iterable[Trajectory],
     tasks: Mapping[str, Task] | None = None,
     as_of: str | None = "",
@@ -37,7 +38,7 @@ def warm_start(
     Hand the result to ``monitor.use_warm_start``."""
     runs = labelled_runs(runs)
     base = monitor.without_warm_start()
-    known = {**monitor.tasks, **dict(tasks or {})}
+    known = {**monitor.loaded.tasks, **dict(tasks or {})}
     records = [
         replay(base, t, known.get(t.task_id), as_of=as_of, same_agent=same_agent) for t in runs
     ]
@@ -47,12 +48,12 @@ def warm_start(
             f"warm start: no probabilities for runs {failed[:3]} (fail-open during replay)"
         )
     settings = WarmStartRule.from_training(
-        dict(monitor.bundle.training.get("config") or {}), monitor.min_halt_step
+        dict(monitor.bundle.training.get("config") or {}), monitor.rule.min_halt_step
     )
     cal, th = fit_warm_start(
         runset_of(runs, records, halting_policy(monitor.bundle)),
         settings,
-        base=(monitor.tau_s, monitor.tau_f),
+        base=(monitor.rule.success, monitor.rule.failure),
         recalibrate=recalibrate,
         rule=rule,
     )

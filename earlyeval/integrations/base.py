@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, Union, 
 from earlyeval.core.decision import Decision
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import KIND_ALIAS, Action, Step, Task, call_action, make_step
+from earlyeval.live import reasons
 
 log = logging.getLogger("earlyeval.integrations")
 
@@ -119,7 +120,9 @@ def _action(call: CallLike, default_tool: str) -> Action:
 class StepMonitor(Protocol):
     """What an integration needs from a monitor (``earlyeval.Monitor`` has it)."""
 
-    def start(self, task: Task | dict | None = None, run_id: str | None = None) -> None: ...
+    def start(
+        self, task: Task | Mapping[str, Any] | None = None, run_id: str | None = None
+    ) -> object: ...
 
     def observe(
         self, step: Step
@@ -200,7 +203,9 @@ class EarlyStopper:
         self._takes_candidate = _takes_candidate(monitor)
 
     # ------------------------------------------------------------------ run
-    def start(self, task: Task | dict | None = None, run_id: str | None = None) -> None:
+    def start(
+        self, task: Task | Mapping[str, Any] | None = None, run_id: str | None = None
+    ) -> None:
         """Begin a new run: resets the step counter and tells the monitor (fail-open)."""
         self.decisions = []
         self.halted = None
@@ -237,7 +242,7 @@ class EarlyStopper:
         """Score one finished step; never raises.  ``candidate``: see the class doc."""
         self.n_steps += 1
         self.n_acted += bool(getattr(step, "actions", None))
-        seen: dict[str, Any] = {}
+        seen: dict[str, str] = {}
 
         def read() -> str:
             if "patch" not in seen:
@@ -265,20 +270,14 @@ class EarlyStopper:
             d.step_index = step.index
         if d.halt and self.halted is None and d.outcome == "success" and candidate is not None:
             # a monitor that took no candidate: the same gates here (it may stay halted inside; the run goes on)
-            why = (
-                "no action of the agent yet (a success halt waits for one)"
-                if not self.n_acted
-                else ""
-                if read().strip()
-                else "no candidate patch yet (a success halt waits for one)"
-            )
+            why = reasons.NO_ACTION_YET if not self.n_acted else reasons.candidate_missing(read)
             if why:
                 d = dataclasses.replace(
                     d,
                     halt=False,
                     outcome=None,
                     halt_rule="",
-                    reason=f"continue (success predicted, not halted: {why}): {d.reason}",
+                    reason=reasons.held(why, d.reason),
                 )
         self.decisions.append(d)
         if d.halt and self.halted is None:

@@ -1,28 +1,36 @@
 """The ``earlyeval`` block of a framework's config, and the Monitor it builds.
 
-Every adapter switched on from its framework's own config reads the same keys, checked against one schema
-before any model is loaded; a model directory is loaded once per process. The keys: docs/integrations.md,
-"The earlyeval block".
+Every adapter switched on from its framework's own config reads the same keys: the monitor's are the fields of
+``MonitorConfig`` (checked by the record, cross-field rules included), the adapter's own are declared with a
+validator each (``AdapterKeys``), and any other key is refused, named, before any model is loaded.  A model
+directory is loaded once per process and settings.  The keys: docs/integrations.md, "The earlyeval block".
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import threading
 from pathlib import Path
 from typing import Any, Mapping
 
 from earlyeval.config.monitor_config import MONITOR_KEYS, MonitorConfig, PassConfig
-from earlyeval.core.errors import EarlyEvalError
+from earlyeval.config.schema import NAME, Any_, Bool, OneOf, Table, Validator, check
+from earlyeval.core.errors import EarlyEvalError, SettingError
 from earlyeval.live.benchpass import AUDIT_SHARE, Pass, PassMonitor
 from earlyeval.live.monitor import Monitor
 from earlyeval.model.policy import check_halt_on, halts_on_success
 
 LIVE_HALT_ON = "failure"  # what a live adapter halts on unless told otherwise: never throw away a run that may still succeed
 
-_CACHE: dict[tuple, Monitor] = {}
-_PASSES: dict[tuple, Pass] = {}
+# an adapter's own keys, each with its check (config.schema): typed like the monitor's
+AdapterKeys = Mapping[str, Validator]
+RUN_ID = NAME
+# a task id, or a mapping of Task / SWE-bench instance fields
+TASK = OneOf((NAME, Table(extra=Any_(), what="a table of Task or SWE-bench instance fields")))
+SWITCH = Bool()
+
+_CACHE: dict[tuple[str, str], Monitor] = {}
+_PASSES: dict[tuple[Any, ...], Pass] = {}
 _LOCK = threading.Lock()
 
 
@@ -31,10 +39,11 @@ class ConfigError(EarlyEvalError, ValueError):
 
 
 def split_config(
-    cfg: Mapping[str, Any] | MonitorConfig | None, adapter_keys: tuple[str, ...], where: str
-) -> tuple[MonitorConfig, dict]:
-    """(the monitor's record, the adapter's options) of an ``earlyeval`` block; an unknown key is an error naming
-    it. A ``MonitorConfig`` (from Python) is its own record, with no adapter options."""
+    cfg: Mapping[str, Any] | MonitorConfig | None, adapter_keys: AdapterKeys, where: str
+) -> tuple[MonitorConfig, dict[str, Any]]:
+    """(the monitor's record, the adapter's options, each checked) of an ``earlyeval`` block; an unknown key, or a
+    value of the wrong type, is a ConfigError naming it.  A ``MonitorConfig`` (from Python) is its own record,
+    with no adapter options."""
     if isinstance(cfg, MonitorConfig):
         return cfg, {}
     if cfg is None:
@@ -43,17 +52,20 @@ def split_config(
         raise ConfigError(
             f"{where}: the earlyeval config must be a mapping, not {type(cfg).__name__}"
         )
-    unknown = sorted(set(cfg) - set(MONITOR_KEYS) - set(adapter_keys))
+    known = set(MONITOR_KEYS) | set(adapter_keys)
+    unknown = sorted(str(k) for k in set(cfg) - known)
     if unknown:
-        raise ConfigError(
-            f"{where}: unknown key(s) {unknown}; known: {sorted(MONITOR_KEYS + adapter_keys)}"
-        )
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
     mon = {k: cfg[k] for k in MONITOR_KEYS if k in cfg and cfg[k] is not None}
     if "model" not in mon:
         raise ConfigError(
             f"{where}.model: missing (the model directory written by `earlyeval train`)"
         )
-    rest = {k: cfg[k] for k in adapter_keys if k in cfg}
+    rest = {
+        k: check(v, cfg[k], lambda key, why: ConfigError(f"{where}.{key}: {why}"), key=k)
+        for k, v in adapter_keys.items()
+        if cfg.get(k) is not None
+    }
     return MonitorConfig.of_block(mon, where, ConfigError), rest
 
 
@@ -95,39 +107,40 @@ def monitor_from_config(
     """A fresh Monitor for one run, from an ``earlyeval`` block's monitor keys or its record (see the module doc);
     ``halt_on`` defaults to ``default_halt_on`` (``failure``, the live adapters' default).  ``allow_pass``: the
     adapter calls ``EarlyStopper.finish`` when a run ends, so a ``pass`` block may be honoured."""
-    mc = cfg if isinstance(cfg, MonitorConfig) else split_config(cfg, (), where)[0]
+    mc = cfg if isinstance(cfg, MonitorConfig) else split_config(cfg, {}, where)[0]
     if mc.pass_ is not None and not allow_pass:
         raise ConfigError(
             f"{where}.pass: this adapter does not tell a pass when a run ends yet (only the "
             f"{PASS_ADAPTERS} adapters do); remove the key"
         )
-    kwargs: dict[str, Any] = {"halt_on": halt_on_of(mc, where, default_halt_on)}
-    if mc.thresholds is not None:
-        kwargs["thresholds"] = _thresholds(mc.thresholds, f"{where}.thresholds")
-        if not _accepts("thresholds"):
-            raise ConfigError(
-                f"{where}.thresholds: this earlyeval's Monitor.load takes no thresholds override; "
-                "remove the key (the model's own thresholds apply) or upgrade"
-            )
-    for k in ("tasks", "strict", "explain", "budget", "halt_on_impossible", "require_signature"):
-        v = getattr(mc, k)
-        if v is not None:
-            kwargs[k] = str(Path(v).expanduser()) if k == "tasks" else v
-    model = Path(mc.model).expanduser()
-    key = (str(model.resolve()), json.dumps(kwargs, sort_keys=True, default=str))
-    with _LOCK:
-        base = _CACHE.get(key)
-        if base is None:
-            base = _CACHE[key] = Monitor.load(model, **kwargs)
+    try:
+        mc = mc.replace(halt_on=halt_on_of(mc, where, default_halt_on))
+        key = _cache_key(mc)
+        with _LOCK:
+            base = _CACHE.get(key)
+            if base is None:
+                base = _CACHE[key] = Monitor.load(config=mc.replace(pass_=None))
+    except SettingError as e:  # a setting the record or the loader refused: named in the block
+        raise ConfigError(f"{where}.{e.key}: {e.reason}") from None
     if mc.pass_ is not None:
         return _pass_monitor(base, mc.pass_, key)
-    m = base.spawn()
-    if m.thresholds != base.thresholds:  # a spawn that dropped the override: load the run its own
-        m = Monitor.load(model, **kwargs)
-    return m
+    return base.spawn()
 
 
-def _pass_monitor(base: Monitor, cfg: PassConfig, model_key: tuple) -> PassMonitor:
+def _cache_key(mc: MonitorConfig) -> tuple[str, str]:
+    """(the model directory, its settings): one load per distinct pair in this process."""
+    assert mc.model is not None
+    settings = mc.replace(pass_=None).block()
+    settings["thresholds"] = (
+        mc.threshold_table()
+    )  # a file's content, read (and checked) at each call
+    if isinstance(mc.tasks, Mapping):  # a table given from Python: the very object
+        settings["tasks"] = f"<tasks {id(mc.tasks)}>"
+    settings.update(use_c_api=mc.use_c_api, signed=mc.require_signature)
+    return str(Path(mc.model).resolve()), json.dumps(settings, sort_keys=True, default=str)
+
+
+def _pass_monitor(base: Monitor, cfg: PassConfig, model_key: tuple[str, str]) -> PassMonitor:
     """One Pass per (model, state file, share, seed) in this process; processes share it through the file."""
     state = Path(cfg.state).expanduser().resolve()
     share = AUDIT_SHARE if cfg.audit_share is None else float(cfg.audit_share)
@@ -145,37 +158,16 @@ def clear_cache() -> None:
         _PASSES.clear()
 
 
-def _accepts(name: str) -> bool:
-    params = {
-        **inspect.signature(Monitor.load).parameters,
-        **inspect.signature(Monitor.__init__).parameters,
-    }
-    return name in params
-
-
-def _thresholds(v: Any, where: str) -> dict[str, Any]:
-    if isinstance(v, (str, Path)):
-        p = Path(v).expanduser()
-        try:
-            v = json.loads(p.read_text())
-        except (OSError, ValueError) as e:
-            raise ConfigError(f"{where}: cannot read {p}: {e}") from e
-    if not isinstance(v, Mapping):
-        raise ConfigError(
-            f"{where}: a mapping {{success, failure, min_halt_step}} or a JSON file, not {type(v).__name__}"
-        )
-    bad = sorted(set(v) - {"success", "failure", "min_halt_step"})
-    if bad:
-        raise ConfigError(f"{where}: unknown key(s) {bad}")
-    return dict(v)
-
-
 __all__ = [
+    "AdapterKeys",
     "ConfigError",
     "LIVE_HALT_ON",
     "MONITOR_KEYS",
     "MonitorConfig",
     "PassConfig",
+    "RUN_ID",
+    "SWITCH",
+    "TASK",
     "clear_cache",
     "halt_on_of",
     "monitor_from_config",

@@ -16,31 +16,31 @@ from inspect_ai.approval import Approval, Approver, approver
 from inspect_ai.log import transcript
 from inspect_ai.util import sandbox
 
+from earlyeval.config.schema import NAME, Choice
 from earlyeval.core.decision import Decision
 from earlyeval.core.trajectory import Step
 from earlyeval.ingest.inspect_eval import inspect_steps, usage_by_message
 from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor, _takes_candidate
-from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
+from earlyeval.integrations.config import monitor_from_config, split_config
 from earlyeval.integrations.inspect_ai import _sample_store, task_of
+from earlyeval.live.reasons import HELD, NO_CANDIDATE
 from earlyeval.model.policy import HALT_ON, halt_rule  # the one definition of the operating modes
 
 # how the Monitor's decision begins when a success halt is due at this step but waits for a candidate patch
-WAITING = "continue (success predicted, not halted: no candidate patch yet (a success halt waits for one))"
+WAITING = f"{HELD}: {NO_CANDIDATE})"
 
 log = logging.getLogger("earlyeval.integrations.inspect_approver")
 
 WHERE = "earlyeval/early_stop (approver)"
 SUCCESS_NEEDS = ("diff", "nothing")
 OTHERWISE = ("approve", "escalate")
-ADAPTER_KEYS = ("halt_on", "success_needs", "otherwise", "metadata_key")
+ADAPTER_KEYS = {  # checked (integrations.config)
+    "halt_on": Choice(HALT_ON),
+    "success_needs": Choice(SUCCESS_NEEDS),
+    "otherwise": Choice(OTHERWISE),
+    "metadata_key": NAME,
+}
 _MAX_LIVE_SAMPLES = 4096
-
-
-def _choice(opts: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
-    v = opts.get(key, default)
-    if v not in allowed:
-        raise ConfigError(f"{WHERE}.{key}: {v!r} is not one of {list(allowed)}")
-    return str(v)
 
 
 class HaltGate:
@@ -284,17 +284,16 @@ def early_stop(
     mon_cfg, opts = split_config(
         {k: v for k, v in given.items() if v is not None}, ADAPTER_KEYS, WHERE
     )
-    h = _choice(opts, "halt_on", HALT_ON, "failure")
-    if _accepts("halt_on"):  # the Monitor's own halting side (when this earlyeval's Monitor has it)
-        mon_cfg = mon_cfg.replace(halt_on=h)
+    h = opts.get("halt_on", "failure")
+    mon_cfg = mon_cfg.replace(halt_on=h)  # the Monitor's own halting side
     if factory is None:
         monitor_from_config(mon_cfg, WHERE)  # load (and check) the model once, before any sample
     return EarlyStopApprover(
         factory or (lambda: monitor_from_config(mon_cfg, WHERE)),
         halt_on=h,
-        success_needs=_choice(opts, "success_needs", SUCCESS_NEEDS, "diff"),
-        otherwise=_choice(opts, "otherwise", OTHERWISE, "approve"),
-        metadata_key=str(opts.get("metadata_key") or "earlyeval"),
+        success_needs=opts.get("success_needs", "diff"),
+        otherwise=opts.get("otherwise", "approve"),
+        metadata_key=opts.get("metadata_key", "earlyeval"),
     )
 
 

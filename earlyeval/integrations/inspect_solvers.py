@@ -49,7 +49,7 @@ def early_stop(
             "strict": strict or None,
             "halt_on": halt_on,
         },
-        (),
+        {},
         "earlyeval/early_stop",
     )
     # load (and check) the model once, before any sample

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from minisweagent.agents.default import DefaultAgent
 
+from earlyeval.config.schema import NAME
 from earlyeval.core.render import content_text
 from earlyeval.core.trajectory import Step, Task
 from earlyeval.ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
@@ -26,10 +27,16 @@ from earlyeval.integrations.base import (
     build_step,
 )
 from earlyeval.integrations.config import (
+    RUN_ID,
+    SWITCH,
+    TASK,
     halt_on_of,
     monitor_from_config,
     split_config,
     submit_required,
+)
+from earlyeval.live.reasons import (
+    HELD,  # how a Decision starts when a success halt waits for a patch
 )
 
 try:  # mini-swe-agent 2.x
@@ -168,7 +175,8 @@ def _rejected_step(msg: dict, index: int) -> Step:
 # ---------------------------------------------------------------------------
 
 
-ADAPTER_KEYS = ("task", "run_id", "submit_diff", "diff_command")
+# the adapter's own keys of the earlyeval block, each checked (integrations.config)
+ADAPTER_KEYS = {"task": TASK, "run_id": RUN_ID, "submit_diff": SWITCH, "diff_command": NAME}
 DEFAULT_DIFF_COMMAND = (
     WORKING_DIFF_COMMAND  # tracked and untracked files against HEAD, the agent's index untouched
 )
@@ -176,7 +184,6 @@ DEFAULT_DIFF_COMMAND = (
 INTERACTIVE_KEYS = ("mode", "whitelist_actions", "confirm_exit")
 # mini's entry points that build an InteractiveAgent by default (get_agent(..., default_type="interactive"))
 INTERACTIVE_RUNNERS = ("minisweagent.run.mini", "minisweagent.run.benchmarks.swebench_single")
-HELD = "continue (success predicted, not halted"  # how a Decision starts when a success halt waits for a patch
 
 
 class EarlyStopAgent(DefaultAgent):

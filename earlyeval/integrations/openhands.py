@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
+from earlyeval.config.schema import Choice
 from earlyeval.core.trajectory import Action, Step, Task, call_action
 from earlyeval.ingest.openhands_conversation import (
     OBSERVATION_EVENTS,
@@ -25,13 +26,24 @@ from earlyeval.integrations.base import (
     EarlyStopper,
     StepMonitor,
 )
-from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config
+from earlyeval.integrations.config import (
+    RUN_ID,
+    TASK,
+    halt_on_of,
+    monitor_from_config,
+    split_config,
+)
 
 log = logging.getLogger("earlyeval.integrations.openhands")
 
 # how a halt ends the conversation: "terminal" -- the status the SDK's own run-enders set (STUCK for a
 # predicted failure, as its stuck detector; FINISHED for a predicted success, as the finish tool); "pause"
 END_AS = ("terminal", "pause")
+ADAPTER_KEYS = {
+    "run_id": RUN_ID,
+    "task": TASK,
+    "end_as": Choice(END_AS),
+}  # checked (integrations.config)
 
 
 def action_of(ev: Any) -> Action:
@@ -68,7 +80,7 @@ class EarlyStopCallback:
     def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopCallback":
         """From an ``earlyeval`` config block (``integrations/config.py`` keys, ``halt_on`` default ``failure``,
         plus ``run_id``, ``task`` -- a task id, or a mapping of Task / SWE-bench fields -- and ``end_as``)."""
-        mon, opts = split_config(cfg, ("run_id", "task", "end_as"), "earlyeval")
+        mon, opts = split_config(cfg, ADAPTER_KEYS, "earlyeval")
         mon = mon.replace(halt_on=halt_on_of(mon, "earlyeval"))
         task = opts.get("task")
         return cls(

@@ -14,7 +14,14 @@ from typing import Any, Iterator, Mapping
 from earlyeval.core.trajectory import Action, Step, Task
 from earlyeval.ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
 from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor, build_step
-from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config
+from earlyeval.integrations.config import (
+    RUN_ID,
+    SWITCH,
+    halt_on_of,
+    monitor_from_config,
+    split_config,
+)
+from earlyeval.live.reasons import HELD
 
 log = logging.getLogger("earlyeval.integrations.swe_agent")
 # step kinds that cannot change the repository's diff
@@ -64,7 +71,7 @@ def actions_of(step: Any) -> list[Action]:
     return build_step(0, calls_of(step)).actions
 
 
-ADAPTER_KEYS = ("autosubmit", "run_id")
+ADAPTER_KEYS = {"autosubmit": SWITCH, "run_id": RUN_ID}  # checked (integrations.config)
 
 
 class EarlyStopHook:
@@ -191,7 +198,7 @@ class EarlyStopHook:
         if halted is not None and halted.step_index == s.index:
             self._say(halted.message())
             self._exit(step, info, halted.exit_status)
-        elif not d.halt and "success predicted, not halted" in d.reason and not self._said_waiting:
+        elif not d.halt and d.reason.startswith(HELD) and not self._said_waiting:
             self._said_waiting = True
             self._say(
                 f"earlyeval: success predicted at step {s.index}; the run goes on until the repository has a "

@@ -28,8 +28,6 @@ from earlyeval.model.policy import (
     NEVER,
     SUCCESS,
     halting_pair,
-    halts_on_failure,
-    halts_on_success,
     step_outcome,
 )
 
@@ -197,12 +195,19 @@ class AuditMonitor:
 
     def observe(self, step: Any, **kwargs: Any) -> Decision:
         # no candidate: an audit run is never halted, so nothing waits for a patch
-        d = self.monitor.observe(step)
+        return self._audited(self.monitor.observe(step))
+
+    def replay(self, traj: Any, task: Any = None, **context: Any) -> list[Decision]:
+        """``Monitor.replay`` of an audited run: its decisions, never a halt; the probabilities kept."""
+        self.probs = []
+        return [self._audited(d) for d in self.monitor.replay(traj, task, **context)]
+
+    def _audited(self, d: Decision) -> Decision:
         if (
             d.p_success is not None
         ):  # a counted prefix (a skipped or failed step has no probabilities and no t)
-            ok = d.context in HALTING_CONTEXTS and d.p_failure is not None
-            self.probs.append([d.p_success, d.p_failure] if ok else None)
+            pf, halting = d.p_failure, d.context in HALTING_CONTEXTS
+            self.probs.append([d.p_success, pf] if halting and pf is not None else None)
         if d.halt:
             d = dataclasses.replace(
                 d, halt=False, outcome=None, reason=f"audit run, never halted (would: {d.reason})"
@@ -234,8 +239,8 @@ class Pass:
         # the pair the monitors' rule applies: a side their halt_on turns off is NEVER and stays off, so that the
         # audit runs certify the halts the pass makes (not those of a rule that also halts on the other side)
         self.halt_on = str(getattr(monitor, "halt_on", "both"))
-        self.base = halting_pair(monitor.tau_s, monitor.tau_f, self.halt_on)
-        self.min_t = monitor.min_halt_step
+        self.base = halting_pair(monitor.rule.success, monitor.rule.failure, self.halt_on)
+        self.min_t = monitor.rule.min_halt_step
         self.audit_share, self.seed, self.alpha, self.max_error = (
             float(audit_share),
             int(seed),
@@ -346,12 +351,8 @@ class Pass:
                     self.state = self._read()
             ts, tf = self.thresholds
             m = self.base_monitor.spawn()
-            if halts_on_success(
-                self.halt_on
-            ):  # an off side keeps the model's own tau (never applied)
-                m.tau_s = min(ts, NEVER)
-            if halts_on_failure(self.halt_on):
-                m.tau_f = min(tf, NEVER)
+            # an off side keeps the model's own tau (never applied)
+            m.rule = m.rule.moved(min(ts, NEVER), min(tf, NEVER))
             m.pass_reference = self.reference()
             if self.is_audited(run_id):
                 am = AuditMonitor(m)
@@ -387,7 +388,7 @@ class Pass:
         cost: float | None = None,
         halted: bool = False,
         outcome: int | None = None,
-        probs: list | None = None,
+        probs: list[list[float] | None] | None = None,
         profile: RunProfile | None = None,
     ) -> dict[str, Any]:
         """Record a finished run (usage None when unknown); for an audited run its graded outcome (0/1), which
@@ -407,7 +408,11 @@ class Pass:
                 "audited": aud,
             }
             if aud:
-                ps = am.monitor.family_state("pass") if profile is None and am is not None else None
+                ps = (
+                    am.monitor.run.family_state("pass")
+                    if profile is None and am is not None
+                    else None
+                )
                 prof = (
                     profile
                     if profile is not None
@@ -471,7 +476,8 @@ class Pass:
                 r for r in st["finished"].values() if "outcome" in r and r.get("probs") is not None
             ]
             cert = certify_pass(audit, self.base, self.min_t, self.alpha, self.max_error)
-            pair = list(halting_pair(*cert["pair"], self.halt_on))
+            ts, tf = cert["pair"]
+            pair = list(halting_pair(ts, tf, self.halt_on))
             st["thresholds"] = pair
             st["history"].append(
                 {

@@ -39,7 +39,7 @@ def as_task(task: Task | Mapping[str, Any] | None, run_id: str | None = None) ->
         test_patch=d.get("test_patch"),
         fail_to_pass=d.get("fail_to_pass"),
         pass_to_pass=d.get("pass_to_pass"),
-        meta=d.get("meta") if d.get("meta") is not None else {},
+        meta=d["meta"] if d.get("meta") is not None else {},
     )
 
 
@@ -69,11 +69,12 @@ def clean_task(task: Task | None) -> tuple[Task | None, dict[str, str]]:
     nothing but a real patch text is ever taken as the run's reference.  A non-text task id is a ``TypeError``."""
     if task is None:
         return None, {}
-    if not isinstance(task.task_id, str):
-        if isinstance(task.task_id, int) and not isinstance(task.task_id, bool):
-            task = dataclasses.replace(task, task_id=str(task.task_id))
+    task_id: object = task.task_id  # as given: a caller's dict may hold anything
+    if not isinstance(task_id, str):
+        if isinstance(task_id, int) and not isinstance(task_id, bool):
+            task = dataclasses.replace(task, task_id=str(task_id))
         else:
-            raise TypeError(f"task_id is {type(task.task_id).__name__}, not text")
+            raise TypeError(f"task_id is {type(task_id).__name__}, not text")
     notes: dict[str, str] = {}
     changes: dict[str, Any] = {}
     for f in _TASK_TEXT:
@@ -101,9 +102,10 @@ def clean_task(task: Task | None) -> tuple[Task | None, dict[str, str]]:
         if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
             changes[f] = None
             notes[f] = f"{type(v).__name__}, not a list of test names: refused, taken as absent"
-    if not isinstance(task.meta, dict):
+    meta: object = task.meta
+    if not isinstance(meta, dict):
         changes["meta"] = {}
-        notes["meta"] = f"{type(task.meta).__name__}, not a mapping: refused"
+        notes["meta"] = f"{type(meta).__name__}, not a mapping: refused"
     return (dataclasses.replace(task, **changes) if changes else task), notes
 
 
@@ -261,14 +263,15 @@ def clean_step(step: Step | Mapping[str, Any], index: int) -> tuple[Step, list[s
     if st.cost_usd is not None and (
         type(st.cost_usd) is not float or cost_value(st.cost_usd) is None
     ):
-        c = cost_value(st.cost_usd)
-        if c is None:
+        cost = cost_value(st.cost_usd)
+        if cost is None:
             flags.append(
                 f"cost_usd={st.cost_usd!r} is not a possible cost: taken as unknown (None)"
             )
-        st.cost_usd = c
-    if st.error is not None and not isinstance(st.error, bool):
-        flags.append(f"error={st.error!r} is not a bool: taken as unknown (None)")
+        st.cost_usd = cost
+    error: object = st.error
+    if error is not None and not isinstance(error, bool):
+        flags.append(f"error={error!r} is not a bool: taken as unknown (None)")
         st.error = None
     return st, flags
 

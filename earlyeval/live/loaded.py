@@ -1,37 +1,50 @@
 """A model directory as a monitored process holds it: the single-row predictors, the Platt maps, the live budget
-model and the explainer, loaded once and shared by a monitor and every monitor spawned from it."""
+model, the explainer and the config's task table, loaded once and shared by a monitor and every monitor spawned
+from it."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any, Iterable
 
 import numpy as np
 
+from earlyeval.config.monitor_config import MonitorConfig
+from earlyeval.core.errors import SettingError
+from earlyeval.core.trajectory import Task
 from earlyeval.live.explain import Explainer
-from earlyeval.live.remaining_budget import load_live_budget
+from earlyeval.live.inputs import task_table
+from earlyeval.live.remaining_budget import DEFAULT_BUDGET_DIMS, LiveBudget, load_live_budget
 from earlyeval.model.fastpredict import SingleRowPredictor
-from earlyeval.model.modeldir import ModelBundle
-from earlyeval.model.thresholds import WarmStart
+from earlyeval.model.modeldir import ModelBundle, load_model_dir
+from earlyeval.model.thresholds import WarmStart, override
 
 
 class LoadedModel:
     """The prediction side of one ``ModelBundle``; read-only after construction, so monitors on several threads
     share it (the predictors are thread-safe, the explainer builds its predictors under their own lock)."""
 
-    def __init__(
-        self, bundle: ModelBundle, *, use_c_api: bool = True, budget: bool | Iterable[str] = True
-    ):
+    def __init__(self, bundle: ModelBundle, config: MonitorConfig):
+        """What ``config`` asks for: LightGBM's C path or not (``use_c_api``), the budget dimensions (``budget``),
+        the task table (``tasks``) and another operating point than the model's own (``thresholds``, in memory
+        only: the directory is not changed)."""
+        table = config.threshold_table()
+        if table is not None:
+            bundle = dataclasses.replace(bundle, thresholds=override(bundle.thresholds, table))
         self.bundle = bundle
+        use_c_api = config.use_c_api
+        budget = DEFAULT_BUDGET_DIMS if config.budget is None else config.budget
         self.feature_names: list[str] = bundle.featurizer.names
         model = bundle.model
         if list(model.feature_names_in_) != self.feature_names:
             raise ValueError("the model's feature names differ from the featurizer's")
         self.use_c_api = use_c_api
         n = len(self.feature_names)
-        self.raw: dict[str, Any] = {
+        self.raw: dict[str, SingleRowPredictor] = {
             k: SingleRowPredictor(b, n, use_c_api=use_c_api) for k, b in model.boosters_.items()
         }
+        self.budget_model: LiveBudget | None
+        self.budget_status: str
         self.budget_model, self.budget_status = (
             load_live_budget(
                 bundle, self.feature_names, use_c_api, None if budget is True else tuple(budget)
@@ -39,12 +52,26 @@ class LoadedModel:
             if budget is not False
             else (None, "off (budget=False)")
         )
+        self.tasks: dict[str, Task] = task_table(config.tasks)
         self.platt_s = model.platt_["success"]
         self.platt_f = model.platt_.get("failure")
         self.mirror = "failure" not in model.boosters_  # P(failure) = 1 - P(success)
         self.explainer = Explainer(
             model.boosters_, self.feature_names, self.platt_s, self.platt_f, use_c_api=use_c_api
         )
+
+    @classmethod
+    def load(cls, config: MonitorConfig) -> LoadedModel:
+        """``config.model`` loaded and verified (``model.modeldir``: its signature checked when
+        ``config.require_signature``)."""
+        if config.model is None:
+            raise SettingError(
+                "MonitorConfig", "model", "missing (the directory `earlyeval train` wrote)"
+            )
+        bundle = load_model_dir(
+            config.model, require_signature=config.require_signature, key=config.key
+        )
+        return cls(bundle, config)
 
     @property
     def predictor_kind(self) -> str:

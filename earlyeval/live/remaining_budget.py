@@ -313,7 +313,7 @@ DEFAULT_BUDGET_DIMS: tuple[str, ...] = ("steps",)
 
 def load_live_budget(
     bundle: Any, feature_names: list[str], use_c_api: bool, only: tuple[str, ...] | None
-) -> tuple[Any, str]:
+) -> tuple[LiveBudget | None, str]:
     """(LiveBudget or None, status).  Fail-open: a budget part that cannot be built is logged and left off."""
     spec = bundle.extra.get("budget")
     if spec is None:

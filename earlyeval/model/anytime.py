@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Callable
 
 
 def binom_cdf(k: int, n: int, p: float) -> float:
@@ -31,7 +32,7 @@ def binom_cdf(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(m) * math.fsum(math.exp(t - m) for t in terms))
 
 
-def _solve(f, lo: float = 0.0, hi: float = 1.0, iters: int = 60) -> float:
+def _solve(f: Callable[[float], float], lo: float = 0.0, hi: float = 1.0, iters: int = 60) -> float:
     """The root of a decreasing f on [lo, hi] by bisection (to ~1e-18)."""
     for _ in range(iters):
         mid = 0.5 * (lo + hi)

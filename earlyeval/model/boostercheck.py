@@ -126,9 +126,11 @@ def _check_tree(d: dict[str, str], where: str, n_features: int) -> None:
     _check_categorical(d, parsed, where, nc)
 
 
-def _tree_arrays(d: dict[str, str], where: str, lens: dict[str, int], nl: int) -> dict[str, list]:
+def _tree_arrays(
+    d: dict[str, str], where: str, lens: dict[str, int], nl: int
+) -> dict[str, list[Any]]:
     """Each array of a tree read and checked against its expected length."""
-    parsed: dict[str, list] = {}
+    parsed: dict[str, list[Any]] = {}
     for k, n in lens.items():
         if k not in d:
             if k in (
@@ -164,7 +166,7 @@ def _tree_arrays(d: dict[str, str], where: str, lens: dict[str, int], nl: int) -
     return parsed
 
 
-def _check_children(parsed: dict[str, list], where: str, ni: int, nl: int) -> None:
+def _check_children(parsed: dict[str, list[Any]], where: str, ni: int, nl: int) -> None:
     """Internal nodes 1..ni-1 and leaves 0..nl-1 each exactly once; node i's children come after it."""
     seen_int = [0] * max(ni, 1)
     seen_leaf = [0] * nl
@@ -189,7 +191,9 @@ def _check_children(parsed: dict[str, list], where: str, ni: int, nl: int) -> No
         raise BoosterTextError(f"{where}.left_child/right_child: the nodes do not form one tree")
 
 
-def _check_categorical(d: dict[str, str], parsed: dict[str, list], where: str, nc: int) -> None:
+def _check_categorical(
+    d: dict[str, str], parsed: dict[str, list[Any]], where: str, nc: int
+) -> None:
     """Categorical splits: boundaries and thresholds consistent with num_cat."""
     cats = [i for i, t in enumerate(parsed["decision_type"]) if t & 1]
     if nc or cats:

@@ -9,13 +9,15 @@ import numpy as np
 
 
 def to_z(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
-    return np.log1p(np.maximum(remaining, 0.0) / rate)
+    z: np.ndarray = np.log1p(np.maximum(remaining, 0.0) / rate)
+    return z
 
 
 def from_z(z: np.ndarray, rate: np.ndarray) -> np.ndarray:
-    return np.maximum(np.expm1(np.maximum(z, 0.0)), 0.0) * (
+    out: np.ndarray = np.maximum(np.expm1(np.maximum(z, 0.0)), 0.0) * (
         rate if np.ndim(z) == 1 else rate[:, None]
     )
+    return out
 
 
 def fix_crossing(q: np.ndarray) -> np.ndarray:
@@ -25,10 +27,11 @@ def fix_crossing(q: np.ndarray) -> np.ndarray:
 
 def cqr_scores(q_lo: np.ndarray, q_hi: np.ndarray, z: np.ndarray) -> np.ndarray:
     """CQR conformity score: how far z falls outside [q_lo, q_hi] (negative inside)."""
-    return np.maximum(q_lo - z, z - q_hi)
+    score: np.ndarray = np.maximum(q_lo - z, z - q_hi)
+    return score
 
 
-def pair_for(level: float, alphas: tuple) -> tuple[int, int]:
+def pair_for(level: float, alphas: tuple[float, ...]) -> tuple[int, int]:
     """Indices of the (lo, hi) alphas of a central level, e.g. 0.9 -> (0.05, 0.95)."""
     lo, hi = (1 - level) / 2, (1 + level) / 2
     a = np.asarray(alphas)
@@ -39,7 +42,7 @@ def pair_for(level: float, alphas: tuple) -> tuple[int, int]:
 
 
 def corrected_quantiles(
-    q: np.ndarray, corrections: dict[float, float], alphas: tuple
+    q: np.ndarray, corrections: dict[float, float], alphas: tuple[float, ...]
 ) -> np.ndarray:
     """Widen each level's (lo, hi) pair by its CQR correction, then re-sort (a negative Q may cross)."""
     out = q.copy()
@@ -50,7 +53,7 @@ def corrected_quantiles(
     return fix_crossing(out)
 
 
-def quantile_cdf(points: np.ndarray, alphas: tuple, z: np.ndarray) -> np.ndarray:
+def quantile_cdf(points: np.ndarray, alphas: tuple[float, ...], z: np.ndarray) -> np.ndarray:
     """P(Z <= z) from sorted quantile points: piecewise linear, linear tails to 0 and 1."""
     a = np.asarray(alphas, dtype=np.float64)
     P = np.asarray(points, dtype=np.float64)
@@ -68,7 +71,9 @@ def quantile_cdf(points: np.ndarray, alphas: tuple, z: np.ndarray) -> np.ndarray
     return out
 
 
-def within(q_corr: np.ndarray, alphas: tuple, room: np.ndarray, rate: np.ndarray) -> np.ndarray:
+def within(
+    q_corr: np.ndarray, alphas: tuple[float, ...], room: np.ndarray, rate: np.ndarray
+) -> np.ndarray:
     """P(remaining <= room) from corrected z-quantiles; 0 when the budget is already spent."""
     zx = np.log1p(np.maximum(room, 0.0) / rate)
     p = quantile_cdf(q_corr, alphas, zx)

@@ -10,7 +10,7 @@ import ctypes
 import logging
 import re
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -187,6 +187,15 @@ def _tree_blocks(text: str) -> list[str]:
     return _TREE_HEADER.split(text[start:end])[1:]
 
 
+def _remapped(fmap: list[int]) -> Callable[[re.Match[str]], str]:
+    """A tree's ``split_feature`` line with its feature indices mapped into the stacked model's columns."""
+
+    def sub(m: re.Match[str]) -> str:
+        return "split_feature=" + " ".join(str(fmap[int(v)]) for v in m.group(1).split())
+
+    return sub
+
+
 def stack_boosters(boosters: list[Any], feature_maps: list[list[int]], n_features: int) -> Any:
     """One LightGBM model whose K raw outputs are the K boosters' raw scores.
 
@@ -221,13 +230,7 @@ def stack_boosters(boosters: list[Any], feature_maps: list[list[int]], n_feature
     for i in range(n_iter):
         for k in range(K):
             if i < len(trees[k]):
-                blk = _SPLIT_FEATURE.sub(
-                    lambda m, fmap=feature_maps[k]: (
-                        "split_feature=" + " ".join(str(fmap[int(v)]) for v in m.group(1).split())
-                    ),
-                    trees[k][i],
-                    count=1,
-                )
+                blk = _SPLIT_FEATURE.sub(_remapped(feature_maps[k]), trees[k][i], count=1)
             else:
                 blk = _ZERO_TREE
             parts.append(f"Tree={i * K + k}\n{blk}")
@@ -286,6 +289,8 @@ class StackedPredictor:
         self.n_outputs = len(boosters)
         self._maps = [np.asarray(m, dtype=np.int64) for m in feature_maps]
         self.kind = "stacked"
+        self._stacked: SingleRowPredictor | None = None
+        self._each: list[SingleRowPredictor] = []
         try:
             self._stacked = SingleRowPredictor(
                 stack_boosters(boosters, feature_maps, self.n_features),
@@ -300,7 +305,8 @@ class StackedPredictor:
                         for b, m in zip(boosters, self._maps)
                     ]
                 )
-                got = np.asarray([self._stacked.outputs(x) for x in X])
+                stacked = self._stacked
+                got = np.asarray([stacked.outputs(x) for x in X])
                 if not np.array_equal(got, ref):
                     raise ValueError(
                         f"stacked outputs differ from the boosters' (max {np.nanmax(np.abs(got - ref)):.3g})"

@@ -114,7 +114,7 @@ class CBooster:
 
     def __init__(self, model_str: str):
         self.lib = library()
-        self.handle = ctypes.c_void_p()
+        self.handle: ctypes.c_void_p | None = ctypes.c_void_p()
         n_iter = ctypes.c_int(0)
         check(
             self.lib,
@@ -161,7 +161,7 @@ class CBooster:
         size = 255
         while True:
             bufs = [ctypes.create_string_buffer(size) for _ in range(n)]
-            ptrs = (ctypes.c_char_p * n)(*map(ctypes.addressof, bufs))
+            ptrs = (ctypes.c_char_p * n)(*[ctypes.c_char_p(ctypes.addressof(b)) for b in bufs])
             out_n, need = ctypes.c_int(0), ctypes.c_size_t(0)
             check(
                 self.lib,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import logging
 import platform
 import shutil
 from dataclasses import dataclass, field
@@ -20,26 +19,29 @@ from typing import Any
 
 import numpy as np
 
-log = logging.getLogger(__name__)
-
 from earlyeval.config import schema
 from earlyeval.core import atomic
 from earlyeval.core.env import env_int
-from earlyeval.core.errors import ModelDirError, SettingError, UnknownPluginError
-from earlyeval.core.trajectory import Action, Task, make_step
+from earlyeval.core.errors import ModelDirError, SettingError
 from earlyeval.core.version import (
     __version__,  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
 )
-from earlyeval.features import FAMILIES, FeatureFamily, Featurizer, RunContext, bind_values
+from earlyeval.features import Featurizer
 from earlyeval.model import signature
-from earlyeval.model.boostercheck import BoosterTextError, check_model_text, probe, probe_enabled
-from earlyeval.model.lgbm_capi import load_booster
-from earlyeval.model.outcome import OutcomePredictor
+from earlyeval.model.boostercheck import probe_enabled
+from earlyeval.model.modelfiles import (
+    MANIFEST,
+    extras,
+    outcome_boosters,
+    outcome_model,
+    read_json,
+    rebuilt_family,
+    run_once,
+)
 from earlyeval.model.safedir import OpenDir
 
 FORMAT = "earlyeval-model"
 FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
 
 
 @dataclass
@@ -77,7 +79,10 @@ def _versions() -> dict[str, str]:
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
-    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    named: dict[str, Any] = {
+        k: np.asarray(v) for k, v in arrays.items()
+    }  # by name, as np.load gives them back
+    np.savez_compressed(buf, **named)
     return buf.getvalue()
 
 
@@ -199,7 +204,10 @@ def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
         raise ModelDirError(
             mf, "manifest_hash", "does not match the manifest's content: manifest edited"
         )
-    return schema.check(schema.MANIFEST, m, lambda key, why: ModelDirError(mf, key, why))
+    checked: dict[str, Any] = schema.check(
+        schema.MANIFEST, m, lambda key, why: ModelDirError(mf, key, why)
+    )
+    return checked
 
 
 def _check_thresholds(th: Any, f: str, field: str) -> None:
@@ -214,7 +222,7 @@ def read_manifest(path: str | Path, _d: OpenDir | None = None) -> dict[str, Any]
     d = _d or OpenDir(p)
     try:
         mf = str(p / MANIFEST)
-        m = _json(d.read(MANIFEST, MAX_MANIFEST_BYTES), mf)
+        m = read_json(d.read(MANIFEST, MAX_MANIFEST_BYTES), mf)
         return _check_manifest(m, mf)
     finally:
         if _d is None:
@@ -252,87 +260,6 @@ def _verified_bytes(p: Path, manifest: dict[str, Any], d: OpenDir) -> dict[str, 
             )
         out[name] = b
     return out
-
-
-def _json(b: bytes, f: str) -> Any:
-    try:
-        return json.loads(b.decode())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ModelDirError(f, Path(f).name, f"not valid JSON ({e})") from e
-    except RecursionError as e:  # nested deeper than the parser goes
-        raise ModelDirError(f, Path(f).name, "JSON nested too deeply") from e
-
-
-def _booster_text(b: bytes, f: str) -> str:
-    try:
-        return b.decode()
-    except UnicodeDecodeError as e:
-        raise ModelDirError(f, Path(f).name, f"not text ({e})") from e
-
-
-def _checked_booster(text: str, f: str, n_features: int | None) -> str:
-    """The booster text after ``boostercheck.check_model_text``; a ModelDirError naming the file and where."""
-    try:
-        return check_model_text(text, n_features)
-    except BoosterTextError as e:
-        raise ModelDirError(
-            f, Path(f).name, f"not a LightGBM model text this loader accepts: {e}"
-        ) from e
-
-
-def _parse_booster(text: str, f: str) -> Any:
-    """A LightGBM booster from checked (and probed) text; any LightGBM error is a ModelDirError naming the file."""
-    try:
-        return load_booster(text)
-    except Exception as e:
-        raise ModelDirError(
-            f, Path(f).name, f"LightGBM could not read it ({type(e).__name__}: {e})"
-        ) from e
-
-
-def _booster_strings(obj: Any, out: list[str], depth: int = 0) -> list[str]:
-    """Every LightGBM model text inside a JSON value (the budget estimators' boosters)."""
-    if depth > 64:
-        return out
-    if isinstance(obj, str):
-        if obj.startswith("tree\n"):
-            out.append(obj)
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            _booster_strings(v, out, depth + 1)
-    elif isinstance(obj, list):
-        for v in obj:
-            _booster_strings(v, out, depth + 1)
-    return out
-
-
-def _run_once(fz: Featurizer, p: Path) -> None:
-    """Each stored family follows one tiny run (start, one step, values): a state that loads but cannot run
-    (a corrupt public-history table) is refused here, named, not at a live run's start (where it would only
-    fail open)."""
-    task = Task(task_id="earlyeval-load-check", prompt="load check")
-    ctx = RunContext(
-        task=task, agent="a", scaffold="s", model="m", task_id=task.task_id, prompt=task.prompt
-    )
-    step = make_step(0, [Action("bash", "ls")], observation="ok")
-    for fam in fz.families:
-        try:
-            st = fam.start(ctx)
-            fam.update(st, step)
-            bind_values(fam.name, fam.names, fam.values(st))
-        except Exception as e:
-            raise ModelDirError(
-                str(p / f"family_{fam.name}.json"),
-                f"family_{fam.name}",
-                f"the stored family cannot follow a run ({type(e).__name__}: {e})",
-            ) from e
-
-
-def _lgb_name(n: str) -> str:
-    """The feature name as LightGBM stores it (it replaces spaces and JSON special characters)."""
-    import re
-
-    return re.sub(r"[\s]", "_", n)
 
 
 def load_model_dir(
@@ -394,22 +321,22 @@ def _load(
         signing_key is not None
     ):  # the hashes are verified: the signature of manifest_hash now vouches for every byte
         _check_signature(p, d, manifest, signing_key)
-    fz = Featurizer([_family(p, entry, blobs) for entry in manifest["families"]])
-    _run_once(fz, p)
+    fz = Featurizer([rebuilt_family(p, entry, blobs) for entry in manifest["families"]])
+    run_once(fz, p)
     if fz.names != manifest["feature_names"]:
         raise ModelDirError(
             str(p / MANIFEST),
             "feature_names",
             "do not match the feature families stored in the directory",
         )
-    state = _json(blobs["model.json"], str(p / "model.json")) if "model.json" in blobs else None
+    state = read_json(blobs["model.json"], str(p / "model.json")) if "model.json" in blobs else None
     if state is None:
         raise ModelDirError(str(p / "model.json"), "model.json", "missing")
-    boosters = _outcome_boosters(p, blobs, state, len(fz.names), do_probe)
-    extra, extra_errors = _extras(p, blobs, do_probe)
-    model = _outcome_model(p, state, boosters, fz.names, n_jobs)
+    boosters = outcome_boosters(p, blobs, state, len(fz.names), do_probe)
+    extra, extra_errors = extras(p, blobs, do_probe)
+    model = outcome_model(p, state, boosters, fz.names, n_jobs)
     thresholds = (
-        _json(blobs["thresholds.json"], str(p / "thresholds.json"))
+        read_json(blobs["thresholds.json"], str(p / "thresholds.json"))
         if "thresholds.json" in blobs
         else None
     )
@@ -432,145 +359,3 @@ def _check_signature(p: Path, d: OpenDir, manifest: dict[str, Any], signing_key:
             raise
         doc = None
     signature.verify(doc, manifest["manifest_hash"], signing_key, str(p))
-
-
-def _family(p: Path, entry: dict[str, Any], blobs: dict[str, bytes]) -> FeatureFamily:
-    """One family of the manifest rebuilt from its verified files, and checked to make as many features as listed."""
-    name = entry.get("name")
-    # by registered name only (built-in, entry point, or registered in this process): the directory
-    # never makes the loader import a module it names
-    try:
-        cls = FAMILIES.get(name)
-    except UnknownPluginError as e:
-        raise ModelDirError(
-            str(p / MANIFEST),
-            "families",
-            f"unknown feature family {name!r} (known: {', '.join(e.known)}; "
-            "a custom family must be installed as an entry point or registered with earlyeval.features.register_family "
-            "before loading)",
-        ) from e
-    meta = _json(blobs.get(f"family_{name}.json", b"{}"), str(p / f"family_{name}.json"))
-    arrays: dict[str, np.ndarray] = {}
-    if entry.get("arrays"):
-        key = f"family_{name}.npz"
-        if key not in blobs:
-            raise ModelDirError(str(p / key), key, "missing")
-        try:
-            with np.load(io.BytesIO(blobs[key]), allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-        except Exception as e:  # a corrupt archive must not surface as a zipfile traceback
-            raise ModelDirError(
-                str(p / key), key, f"cannot read arrays ({type(e).__name__}: {e})"
-            ) from e
-    try:
-        fam = cls.from_state(meta, arrays)
-    except Exception as e:  # a missing key or array: name the family's files, not a KeyError
-        raise ModelDirError(
-            str(p / f"family_{name}.json"),
-            f"family_{name}",
-            f"cannot rebuild the {name} family ({type(e).__name__}: {e})",
-        ) from e
-    if len(fam.names) != entry.get("n_features"):
-        raise ModelDirError(
-            str(p / f"family_{name}.json"),
-            f"families.{name}.n_features",
-            f"the manifest says {entry.get('n_features')}, the stored family makes {len(fam.names)}",
-        )
-    return fam
-
-
-def _outcome_boosters(
-    p: Path, blobs: dict[str, bytes], state: Any, n_features: int, do_probe: bool
-) -> dict[str, str]:
-    """The outcome model's booster texts, checked (and probed): the success booster always, the failure one if listed
-    or if ``model.json``'s twin needs it."""
-    boosters = {}
-    for k in ("success", "failure"):
-        key = f"booster_{k}.txt"
-        if key in blobs:
-            boosters[k] = _checked_booster(
-                _booster_text(blobs[key], str(p / key)), str(p / key), n_features
-            )
-    if "success" not in boosters:
-        raise ModelDirError(str(p / "booster_success.txt"), "booster_success.txt", "missing")
-    if state.get("twin") in ("flipped", "balanced") and "failure" not in boosters:
-        raise ModelDirError(
-            str(p / "booster_failure.txt"),
-            "booster_failure.txt",
-            f"missing (model.json says twin={state.get('twin')!r})",
-        )
-    if do_probe:
-        try:
-            probe(list(boosters.values()))
-        except BoosterTextError as e:
-            raise ModelDirError(str(p / "booster_success.txt"), "booster_*.txt", str(e)) from e
-    return boosters
-
-
-def _extras(
-    p: Path, blobs: dict[str, bytes], do_probe: bool
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Optional extras (the budget estimators) fail open, as documented: one whose boosters do not pass the check or
-    the probe is left out (``ModelBundle.extra_errors`` says why; the Monitor's budget_status too)."""
-    extra: dict[str, Any] = {}
-    extra_errors: dict[str, str] = {}
-    for n, b in blobs.items():
-        if not n.startswith("extra_"):
-            continue
-        key = n[len("extra_") : -len(".json")]
-        try:
-            v = _json(b, str(p / n))
-            texts = [_checked_booster(t, str(p / n), None) for t in _booster_strings(v, [])]
-            if do_probe:
-                try:
-                    probe(texts)
-                except BoosterTextError as e:
-                    raise ModelDirError(str(p / n), n, str(e)) from e
-            extra[key] = v
-        except ModelDirError as e:
-            extra_errors[key] = str(e)
-            log.warning("earlyeval: model dir %s: %s left out (%s)", p, n, e)
-    return extra, extra_errors
-
-
-def _outcome_model(
-    p: Path, state: Any, boosters: dict[str, str], names: list[str], n_jobs: int
-) -> OutcomePredictor:
-    """The outcome predictor from ``model.json`` and the checked booster texts, each booster calibrated and trained on
-    exactly the featurizer's features."""
-    if not isinstance(state, dict):
-        raise ModelDirError(str(p / "model.json"), "model.json", "expected an object")
-    state["boosters"] = {}
-    try:
-        model = OutcomePredictor.from_state(state, n_jobs=n_jobs)
-    except Exception as e:
-        raise ModelDirError(
-            str(p / "model.json"),
-            "model.json",
-            f"not a saved OutcomeModel ({type(e).__name__}: {e})",
-        ) from e
-    for k, text in boosters.items():
-        model.boosters_[k] = _parse_booster(text, str(p / f"booster_{k}.txt"))
-        if k not in model.platt_:
-            raise ModelDirError(
-                str(p / "model.json"), f"platt.{k}", "missing calibration for the booster"
-            )
-    if list(model.feature_names_in_) != names:
-        raise ModelDirError(str(p / "model.json"), "feature_names", "differ from the featurizer's")
-    for k, b in model.boosters_.items():
-        nfeat = b.num_feature()
-        if nfeat != len(names):
-            raise ModelDirError(
-                str(p / f"booster_{k}.txt"),
-                "num_feature",
-                f"booster expects {nfeat} features, featurizer makes {len(names)}",
-            )
-        if b.feature_name() != [_lgb_name(n) for n in names] and b.feature_name() != [
-            f"Column_{i}" for i in range(nfeat)
-        ]:
-            raise ModelDirError(
-                str(p / f"booster_{k}.txt"),
-                "feature_names",
-                "the booster was trained on other features than the featurizer makes",
-            )
-    return model

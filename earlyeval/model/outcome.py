@@ -36,7 +36,8 @@ class Platt:
     b: float
 
     def __call__(self, f: np.ndarray) -> np.ndarray:
-        return expit(-(self.a * f + self.b))
+        p: np.ndarray = expit(-(self.a * f + self.b))
+        return p
 
 
 def column_names(X: Any) -> list[str] | None:
@@ -118,6 +119,20 @@ class CalibratedOutcome:
     With ``twin="mirror"`` (the default) P(failure) is 1 - P(success) and rows sum to 1; with "flipped" or
     "balanced" column 0 is the separately calibrated failure model, so a row sums to 1 only approximately."""
 
+    # set by the subclass: fitted (OutcomeModel.fit) or loaded (OutcomePredictor)
+    boosters_: dict[
+        str, Any
+    ]  # a LightGBM booster (lightgbm.Booster or lgbm_capi.CBooster) per side
+    platt_: dict[str, Platt]
+    n_features_in_: int
+    base_rate_: float
+    classes_: np.ndarray
+    twin: str
+    lgbm_params: dict[str, Any] | None
+    monotone: dict[str, int] | None
+    seed: int
+    n_jobs: int
+
     def _features(self, X: Any) -> np.ndarray:
         return check_features(
             X, getattr(self, "feature_names_in_", None), self.n_features_in_, type(self).__name__
@@ -144,7 +159,8 @@ class CalibratedOutcome:
     def predict(self, X: Any) -> np.ndarray:
         """The more probable outcome per row (1 success, 0 failure)."""
         P = self.predict_proba(X)
-        return self.classes_[np.argmax(P, axis=1)]
+        out: np.ndarray = self.classes_[np.argmax(P, axis=1)]
+        return out
 
     def mirror_gap(self, X: Any) -> float:
         """max |P(failure) - (1 - P(success))| on X; 0 by construction for twin='mirror'."""

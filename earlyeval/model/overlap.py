@@ -90,10 +90,12 @@ def training_identities(bundle: Any) -> tuple[dict[str, dict[str, list[str]]], s
 
 def _content(tr: dict[str, Any]) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
     """The manifest's fingerprints (fingerprint -> agent) and native (format, model) pairs -> agent."""
-    c = tr.get("content") if isinstance(tr.get("content"), dict) else {}
+    content = tr.get("content")
+    c: dict[str, Any] = content if isinstance(content, dict) else {}
     if c.get("fingerprint") != FINGERPRINT:  # another definition (or none): nothing to compare with
         return {}, {}
-    runs = c.get("runs") if isinstance(c.get("runs"), dict) else {}
+    given = c.get("runs")
+    runs: dict[Any, Any] = given if isinstance(given, dict) else {}
     pairs = {
         (f, m): a
         for a, d in (c.get("native") or {}).items()
@@ -147,7 +149,7 @@ def training_overlap(
         # a mixed folder: per run
         f = fmt.get(str(t.meta.get("run", ""))) if isinstance(fmt, dict) else fmt
         for m in native_models(t) if f else []:
-            if (f, m) in native:
+            if f and (f, m) in native:
                 a["by"].add("scaffold x model in the files")
                 a["training_agents"].add(native[(f, m)])
         if t.run_id in run_ids:

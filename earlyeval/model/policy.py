@@ -9,13 +9,13 @@ evidence holds, and neither side on a task skip unless the task-skip policy is o
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Sequence, Union, get_args
+from typing import Any, Literal, Sequence, Union, get_args, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from earlyeval.core.decision import (
-    NEVER,  # a threshold no probability reaches: "never halt this way"
-)
+# a threshold no probability reaches: "never halt this way" (printed as "off": core.decision.threshold_text)
+from earlyeval.core.decision import NEVER as NEVER
 from earlyeval.features.evidence import ACTED, EVIDENCE
 
 # step_outcome's codes; FAILURE/SUCCESS are also the recorded outcome
@@ -33,9 +33,21 @@ HALT_ON: tuple[str, ...] = get_args(HaltOn)  # ("failure", "success", "both")
 
 # (R, L) padded with NaN, or R 1-D arrays (prefix t at index t-1)
 Runs = Union[np.ndarray, Sequence[np.ndarray]]
+# a Python float (the Monitor's one prefix) or a float64 array (the batch forms)
+Real = Union[float, np.ndarray]
 
 
-def step_outcome(p_s, p_f, tau_s, tau_f, t, min_t: int = 1):
+@overload
+def step_outcome(
+    p_s: float, p_f: float, tau_s: float, tau_f: float, t: int, min_t: int = 1
+) -> int: ...
+@overload
+def step_outcome(
+    p_s: np.ndarray, p_f: np.ndarray, tau_s: Real, tau_f: Real, t: Real, min_t: int = 1
+) -> np.ndarray: ...
+def step_outcome(
+    p_s: Real, p_f: Real, tau_s: Real, tau_f: Real, t: Real, min_t: int = 1
+) -> int | np.ndarray:
     """SUCCESS, FAILURE or CONTINUE for prefix t under (tau_s, tau_f): the halting rule, elementwise.
 
     Written with operators only, so that the one expression serves both callers: Python floats in
@@ -146,7 +158,12 @@ def _first_crossings(p: np.ndarray, taus: np.ndarray, lo: int) -> np.ndarray:
 
 
 def first_halt_grid(
-    p_s: Runs, p_f: Runs, taus_s, taus_f, min_t: int = 1, T: np.ndarray | None = None
+    p_s: Runs,
+    p_f: Runs,
+    taus_s: ArrayLike,
+    taus_f: ArrayLike,
+    min_t: int = 1,
+    T: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(t_halt, outcome), each (R, Ns, Nf): the halting prefix t (0 = not halted) and its recorded
     outcome (SUCCESS/FAILURE; CONTINUE when not halted) of every run under every (tau_s, tau_f) pair."""
@@ -191,7 +208,9 @@ def first_halt(
     return t[:, 0, 0], o[:, 0, 0]
 
 
-def first_halt_below(p: Runs, taus, min_t: int = 1, T: np.ndarray | None = None) -> np.ndarray:
+def first_halt_below(
+    p: Runs, taus: ArrayLike, min_t: int = 1, T: np.ndarray | None = None
+) -> np.ndarray:
     """(R, N): per run and tau, the first prefix t >= min_t with p < tau (0 = none), e.g. P(feasible) < tau.
 
     The same rule with the failure side only, on p_f = -p and tau_f = -(the largest float below tau):
@@ -218,23 +237,3 @@ def halt_rule(t: int, actions_seen: int, budget: bool = False) -> str:
     if int(t) <= TASK_SKIP_T or int(actions_seen) <= 0:
         return TASK_PRIOR
     return BUDGET_RULE if budget else OUTCOME_RULE
-
-
-def side_reason(name: str, p: float, tau: float, halt_on: str) -> str:
-    """One side of a reason: "p_success=0.912 >= 0.9", or "(success halts off)" when ``halt_on`` turns it off."""
-    if halt_on not in (name, "both"):
-        return f"p_{name}={p:.3f} ({name} halts off: halt_on={halt_on})"
-    return f"p_{name}={p:.3f} {'>=' if p >= tau else '<'} {tau:g}"
-
-
-def candidate_missing(candidate: Callable[[], str | None]) -> str:
-    """Why a due success halt waits ("" when the loop has a non-empty candidate patch); never raises."""
-    try:
-        c = candidate()
-    except Exception as e:  # fail open: no readable patch, no success halt
-        return f"the candidate patch could not be read ({type(e).__name__}: {e})"
-    return (
-        ""
-        if isinstance(c, str) and c.strip()
-        else "no candidate patch yet (a success halt waits for one)"
-    )

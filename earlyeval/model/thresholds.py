@@ -38,7 +38,7 @@ def parse_thresholds(spec: str) -> tuple[float, float]:
         raise ThresholdError(
             f"expected TS,TF (two numbers in (0.5, 1], e.g. 0.9,0.95), not {spec!r}"
         ) from None
-    return check_pair(vals)  # type: ignore[arg-type]
+    return check_pair(vals)
 
 
 def check_pair(pair: Sequence[Any]) -> tuple[float, float]:
@@ -106,7 +106,8 @@ class Recalibration:
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
         z = logit(np.clip(p, EPS, 1 - EPS))
-        return expit(self.a * z + self.b)
+        out: np.ndarray = expit(self.a * z + self.b)
+        return out
 
 
 IDENTITY = Recalibration(1.0, 0.0)  # no recalibration

@@ -6,20 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from earlyeval.model.policy import NEVER
+from earlyeval.core.decision import threshold_text
 from earlyeval.report.html import agent_cell, esc, fnum, legend, note, num, pct, signed, table, usd
 from earlyeval.report.page_inputs import Inputs, small_agents
 
 
 def _th(th: Any) -> str:
+    """A pair of thresholds: "off" for a side that never halts (``threshold_text``), "–" where none is known."""
     if not isinstance(th, dict):
         return "–"
-    # a side that never halts (policy.NEVER) shows as –
-    s, f = (
-        num(th.get("success")),
-        num(th.get("failure")),
-    )
-    return f"{'–' if s is None or s >= NEVER else f'{s:.3g}'} / {'–' if f is None or f >= NEVER else f'{f:.3g}'}"
+    sides = (num(th.get(k)) for k in ("success", "failure"))
+    return " / ".join("–" if v is None else threshold_text(v, ".3g") for v in sides)
 
 
 def _saved(b: Any) -> str:

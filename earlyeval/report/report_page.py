@@ -34,6 +34,7 @@ from earlyeval.report.html import pyplot as _plt
 from earlyeval.report.page_costs import section_budget, section_dollars, section_latency
 from earlyeval.report.page_inputs import Inputs, small_agents
 from earlyeval.report.page_pass import section_pass
+from earlyeval.report.page_rules import _th as _pair
 from earlyeval.report.page_rules import section_loso, section_rules
 from earlyeval.report.page_summary import section_summary
 from earlyeval.report.provenance import provenance
@@ -70,16 +71,13 @@ RESULT_LEGEND = {
     "task skip": "part of 'saved' from halts at t <= 1: the task was skipped on what was known before the trajectory",
     "in-run": "part of 'saved' from halts at t >= 2: predicted from the trajectory",
     "shift pp": "recorded resolve rate minus true resolve rate, percentage points",
-    "τs / τf": "thresholds on P(success) / P(failure), chosen by inner LOAO without this agent's labels ('–': never)",
+    "τs / τf": "thresholds on P(success) / P(failure), chosen by inner LOAO without this agent's labels ('off': that side never halts)",
     "pooled": "all large held-out agents together, each predicted by its own fold",
 }
 
 
 def _th(th: dict[str, Any] | None) -> str:
-    if not isinstance(th, dict):
-        return "–"
-    s, f = num(th.get("success")), num(th.get("failure"))
-    return f"{'–' if s is None or s >= 5 else f'{s:.3g}'} / {'–' if f is None or f >= 5 else f'{f:.3g}'}"
+    return _pair(th)
 
 
 def _result_row(

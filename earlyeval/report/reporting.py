@@ -11,6 +11,7 @@ import pandas as pd
 from earlyeval.config.catalog import load_catalog
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.core.atomic import atomic_path
+from earlyeval.core.decision import threshold_text
 from earlyeval.features import KNOWN_DIRECTIONS
 from earlyeval.fitting.metrics import OPEN
 
@@ -132,8 +133,8 @@ def loao_table(rep: dict[str, Any]) -> str:
     lines = [hdr, "-" * len(hdr)]
 
     def row(name: str, b: dict[str, Any], th: dict[str, float] | None) -> str:
-        ts = f"{th['success']:.2f}" if th and th["success"] < 5 else "  -  "
-        tf = f"{th['failure']:.2f}" if th and th["failure"] < 5 else "  -  "
+        ts = threshold_text(th["success"], ".2f") if th else "  -  "
+        tf = threshold_text(th["failure"], ".2f") if th else "  -  "
         return (
             f"{name[:44]:<44} {b.get('n_runs', 0):>5} {_fmt(b.get('resolve_rate'), True)} {_fmt(b.get('auroc_success'))} "
             f"{_fmt(b.get('halted_fraction'), True)} {_fmt(b.get('halted_accuracy'), True)} {_fmt(b.get('outcome_accuracy'), True)} "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from earlyeval.core.decision import threshold_text
 from earlyeval.model.policy import TASK_PRIOR
 from earlyeval.report.reporting import legend
 
@@ -22,7 +23,7 @@ def score_table(report: dict[str, Any]) -> str:
         + f"), {report['n_halted']} halted"
         + _by_rule(report)
         + "; "
-        f"thresholds success={th['success']} failure={th['failure']}"
+        f"thresholds success={threshold_text(th['success'], '')} failure={threshold_text(th['failure'], '')}"
         + (f" ({src})" if src else "")
         + f"; {len(report['skipped'])} files skipped"
     ]
@@ -175,7 +176,7 @@ def what_if_table(w: dict[str, Any], current: dict[str, Any] | None = None) -> s
     )
     lines = [
         f"what-if: savings/accuracy frontier over {len(w['taus'])}x{len(w['taus'])} thresholds, "
-        f"{w['runs']} labelled runs (tau 10 = never halt that way)",
+        f"{w['runs']} labelled runs (off = never halt that way)",
         hdr,
     ]
     rows = list(w["frontier"])
@@ -196,7 +197,7 @@ def what_if_table(w: dict[str, Any], current: dict[str, Any] | None = None) -> s
         mark = "*" if r is cur else " "
         usd = "        -" if r.get("cost_usd_saved") is None else f"{r['cost_usd_saved']:9.2f}"
         lines.append(
-            f"{mark} {r['tau_s']:6g} {r['tau_f']:6g} {_pct(r['halted_fraction'])} {_pct(r['halted_accuracy'])} "
+            f"{mark} {threshold_text(r['tau_s'], '6g'):>6} {threshold_text(r['tau_f'], '6g'):>6} {_pct(r['halted_fraction'])} {_pct(r['halted_accuracy'])} "
             f"{_pct(r['outcome_accuracy'])} {_pct(r['steps_saved'])} {_pct(r['steps_saved_task_skip'])} "
             f"{_pct(r['steps_saved_in_run'])} {r['resolve_rate_shift_pp'] or 0.0:6.1f} {usd}"
         )
@@ -223,7 +224,9 @@ def pass_line(ps: dict[str, Any]) -> str:
     )
     seq = [tuple(ps["label_free"])] + [tuple(h["thresholds"]) for h in ps["thresholds_history"]]
     moves = " -> ".join(
-        f"{a:g}/{b:g}" for i, (a, b) in enumerate(seq) if i == 0 or seq[i - 1] != (a, b)
+        f"{threshold_text(a)}/{threshold_text(b)}"
+        for i, (a, b) in enumerate(seq)
+        if i == 0 or seq[i - 1] != (a, b)
     )
     return (
         f"pass: seed {ps['seed']}, {ps['workers']} workers, {ps['n_audited']} audited "

@@ -66,9 +66,9 @@ def time_run(
         d = monitor.observe(step)
         w1 = pc()
         c1 = tc()
-        fe, pr = monitor.last_timing
+        fe, pr = monitor.run.last_timing
         out.append(
-            (t, w1 - w0, c1 - c0, fe, pr, d.halt and not was_halted, monitor.last_budget_time)
+            (t, w1 - w0, c1 - c0, fe, pr, d.halt and not was_halted, monitor.run.last_budget_time)
         )
         was_halted = was_halted or d.halt
     return out
@@ -163,10 +163,10 @@ def _bench(
     report: dict[str, Any] = {
         "bench": bench,
         "model": str(mdir),
-        "predictor": monitor.predictor_kind,
-        "budget": monitor.budget_status,
+        "predictor": monitor.loaded.predictor_kind,
+        "budget": monitor.loaded.budget_status,
         "families": monitor.featurizer.family_names,
-        "n_features": len(monitor.feature_names),
+        "n_features": len(monitor.loaded.feature_names),
         "setup": _setup(pinned, rp),
         "target": {"median_us": 200, "p99_us": 1000},
         "sample": {

@@ -581,7 +581,7 @@ def _tallies(
     """score.json's counts over the runs: read, labelled, halted, skipped, warned, and what the halts saved."""
     trajs = got.trajs
     return {
-        "predictor": mon.predictor_kind,
+        "predictor": mon.loaded.predictor_kind,
         "n_trajectories": len(trajs),
         "n_labelled": sum(t.outcome is not None for t in trajs),
         "n_halted": sum(r["halted"] for r in records),
@@ -692,7 +692,7 @@ def _labelled_metrics(
     out: dict[str, Any] = {}
     rs = runset_of(trajs, records, halting_policy(mon.bundle))
     warm = np.asarray([rid in warm_ids for rid in rs.run_ids], dtype=bool)
-    ts, tf = mon.halting_thresholds  # the pair the rule applies under halt_on
+    ts, tf = mon.rule.pair  # the pair the rule applies under halt_on
     lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]  # the runs of rs, in its order
     made = (
         np.asarray([int(r["halt_t"] or 0) if r["halted"] else 0 for r in lab], dtype=np.int64),
@@ -717,7 +717,7 @@ def _labelled_metrics(
     ):  # the runs completed in full are the audit sample
         blk["audited_runs"] = blk.pop("warm_runs", 0)
     # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
-    t_halt, pred = apply_policy(rs, ts, tf, mon.min_halt_step)
+    t_halt, pred = apply_policy(rs, ts, tf, mon.rule.min_halt_step)
     # a run whose context lets no halt ("partial", "none": missing information never halts) must not halt at all
     t_halt = np.asarray(
         [
@@ -735,7 +735,7 @@ def _labelled_metrics(
         )
     ]
     if th_source == "pass":  # each run halts at the thresholds its monitor was spawned with
-        mism = pass_inconsistent(lab, mon.halt_on, mon.min_halt_step)
+        mism = pass_inconsistent(lab, mon.halt_on, mon.rule.min_halt_step)
     out["policy_consistent"] = not mism
     if mism:
         log.error(
@@ -756,7 +756,9 @@ def _labelled_metrics(
                 costs.append(run_cost(by_id[rid]))
             except PriceError:
                 costs.append(None)
-        out["what_if"] = what_if(rs, taus, mon.min_halt_step, warm if warm_ids else None, costs)
+        out["what_if"] = what_if(
+            rs, taus, mon.rule.min_halt_step, warm if warm_ids else None, costs
+        )
     return out
 
 

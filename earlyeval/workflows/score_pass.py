@@ -82,7 +82,7 @@ def replay_pass(
             pass_start=start,
             pass_finish=start + dur,
             pass_duration=dur,
-            pass_thresholds=[m.tau_s, m.tau_f],
+            pass_thresholds=[m.rule.success, m.rule.failure],
             pass_runs_finished_at_start=len(finished),
         )
         records[i] = r

@@ -132,22 +132,24 @@ def test_custom_family_end_to_end_fit_save_load_observe(custom, tmp_path):
     assert mon.featurizer.families[1].mean_len == pytest.approx(full.fold_families[0].mean_len)
     t = ds.trajs[0]
     mon.start(tasks[t.task_id], agent=t.agent)
-    assert mon.context == "full"
+    assert mon.run.context == "full"
     i = ds.runs_of({t.agent})[0]
     rows = runner.rows_of(np.asarray([i]), 2)
     X, _ = runner.features(full, np.asarray([i]), rows)
     for k, step in enumerate(t.steps[:3]):
         mon.observe(step)
-        assert mon.last_features[-2] == k + 1
-        assert mon.last_features[-1] == pytest.approx(
+        assert mon.run.last_features[-2] == k + 1
+        assert mon.run.last_features[-1] == pytest.approx(
             len(step.action) / full.fold_families[0].mean_len, rel=1e-6
         )
-        np.testing.assert_array_equal(mon.last_features, X[k])  # live row == the row training saw
+        np.testing.assert_array_equal(
+            mon.run.last_features, X[k]
+        )  # live row == the row training saw
 
     # the Monitor asks the family what context it needs: no agent name -> a gap named by the family
     mon.start(tasks[t.task_id], agent="")
-    assert mon.warnings == ["the cx_action_length family wants the agent's name"]
-    assert mon.context == "partial"  # no training run lacked it: halting stays off
+    assert mon.run.warnings == ["the cx_action_length family wants the agent's name"]
+    assert mon.run.context == "partial"  # no training run lacked it: halting stays off
 
     # a loader that does not know the name refuses the directory (it never imports what the directory names)
     FAMILIES.unregister("cx_action_length")

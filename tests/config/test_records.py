@@ -4,6 +4,7 @@ and the catalog, the CLI, an adapter block and a Python caller meeting the same 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -11,9 +12,10 @@ from earlyeval.config.budget_config import BudgetConfig
 from earlyeval.config.catalog import load_catalog
 from earlyeval.config.eval_config import SETTINGS, EvalConfig
 from earlyeval.config.monitor_config import ADAPTER, MONITOR_KEYS, MonitorConfig, PassConfig
+from earlyeval.config.schema import Bool
 from earlyeval.core.errors import CatalogError, SettingError
 from earlyeval.evaluation.settings import eval_config
-from earlyeval.integrations.config import ConfigError, split_config
+from earlyeval.integrations.config import TASK, ConfigError, split_config
 
 CATALOG = """bench = "rec"
 families = ["behaviour"]
@@ -150,11 +152,11 @@ def test_an_adapter_block_and_a_python_caller_build_the_same_record():
         "pass": {"state": "p.json", "seed": 3},
         "task": "t",
     }
-    mon, rest = split_config(block, ("task",), "agent.earlyeval")
+    mon, rest = split_config(block, {"task": TASK}, "agent.earlyeval")
     assert mon == MonitorConfig(
         model="models/x", halt_on="both", pass_=PassConfig(state="p.json", seed=3)
     )
-    assert rest == {"task": "t"} and split_config(mon, ("task",), "x") == (mon, {})
+    assert rest == {"task": "t"} and split_config(mon, {"task": TASK}, "x") == (mon, {})
     assert mon.block() == {
         "model": "models/x",
         "halt_on": "both",
@@ -164,9 +166,47 @@ def test_an_adapter_block_and_a_python_caller_build_the_same_record():
         ConfigError, match=r"^agent\.earlyeval\.pass\.audit_share: 2 is out of range"
     ):
         split_config(
-            {**block, "pass": {"state": "p", "audit_share": 2}}, ("task",), "agent.earlyeval"
+            {**block, "pass": {"state": "p", "audit_share": 2}}, {"task": TASK}, "agent.earlyeval"
         )
     with pytest.raises(ConfigError, match=r"^agent\.earlyeval\.pass\.stat: unknown key"):
-        split_config({**block, "pass": {"stat": "p"}}, ("task",), "agent.earlyeval")
+        split_config({**block, "pass": {"stat": "p"}}, {"task": TASK}, "agent.earlyeval")
     with pytest.raises(SettingError, match="'halt_on'"):
         MonitorConfig(model="m", halt_on="sometimes")
+
+
+@pytest.mark.parametrize(
+    "settings,other",
+    [
+        ({"halt_on_impossible": True, "halt_on": "success"}, "halt_on: success"),
+        ({"halt_on_impossible": "steps", "budget": False}, "budget: false"),
+        ({"halt_on_impossible": ["cost_usd"], "budget": ["steps"]}, "budget: ['steps']"),
+        ({"key": "k" * 32}, "require_signature"),
+    ],
+)
+def test_settings_that_can_never_take_effect_are_refused_naming_both_keys(settings, other):
+    """A rule armed on paper that can never fire (issue 43 item 5): the record refuses it, in a file block and
+    from Python alike, naming the key and the one it contradicts."""
+    first = next(iter(settings))
+    with pytest.raises(SettingError, match=rf"'{first}':.*{re.escape(other)}"):
+        MonitorConfig(model="m", **settings)
+    block = {"model": "m", **settings}
+    if "key" not in settings:  # a signing key is given from code only
+        with pytest.raises(ConfigError, match=rf"^x\.{first}:.*{re.escape(other)}"):
+            split_config(block, {}, "x")
+    assert MonitorConfig(model="m", halt_on_impossible=True, halt_on="both", budget=True)
+
+
+def test_adapter_keys_are_typed_like_the_monitors():
+    """An adapter's own keys carry their checks: "no" is not a yes, and the checked value is what the adapter
+    reads."""
+    keys = {"task": TASK, "submit_diff": Bool()}
+    with pytest.raises(
+        ConfigError, match=r"^x\.submit_diff: 'no' is a string, expected true or false"
+    ):
+        split_config({"model": "m", "submit_diff": "no"}, keys, "x")
+    _, opts = split_config(
+        {"model": "m", "submit_diff": False, "task": {"task_id": "t"}}, keys, "x"
+    )
+    assert opts == {"submit_diff": False, "task": {"task_id": "t"}}
+    with pytest.raises(ConfigError, match=r"^x\.task: 7 is not"):
+        split_config({"model": "m", "task": 7}, keys, "x")

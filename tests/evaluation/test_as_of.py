@@ -419,10 +419,10 @@ def test_monitor_warm_start_refuses_unlabelled_and_spawns_keep_it(scored):
 def test_monitor_start_as_of_dates_the_prior(scored):
     mon = Monitor.load(scored["model"])
     t = scored["trajs"][0]
-    j = mon.feature_names.index("prior_n_submissions")
+    j = mon.loaded.feature_names.index("prior_n_submissions")
     for as_of, n in (("2024-03-15", 3.0), ("", 5.0), ("2024-01-01", 0.0)):
         mon.start(
             task=scored["tasks"][t.task_id], run_id=t.run_id, scaffold="x", model="y", as_of=as_of
         )
         mon.observe(t.steps[0])
-        assert mon.last_features[j] == n, as_of
+        assert mon.run.last_features[j] == n, as_of

@@ -277,7 +277,7 @@ def test_shipped_model_streams_like_batch(data, tmp_path):
         rows, ps = [], []
         for s in traj.steps:
             d = mon.observe(s)
-            rows.append(mon.last_features.copy())
+            rows.append(mon.run.last_features.copy())
             ps.append(d.p_success)
         assert np.array_equal(np.asarray(rows), X, equal_nan=True), traj.run_id
         np.testing.assert_allclose(ps, bundle.model.predict_success(X), rtol=0, atol=1e-12)

@@ -186,7 +186,7 @@ def test_a_monitor_without_a_pass_still_decides_and_says_the_pass_features_are_m
     m.start_context(RunContext.of(t, tasks.get(t.task_id)), t.run_id)
     d = m.observe(t.steps[0])
     assert d.p_success is not None and not math.isnan(d.p_success)
-    assert d.context == "partial-trained" and any("pass reference" in w for w in m.warnings)
-    names = m.feature_names
-    assert np.isnan(m.last_features[[names.index(n) for n in PassFamily().names]]).all()
+    assert d.context == "partial-trained" and any("pass reference" in w for w in m.run.warnings)
+    names = m.loaded.feature_names
+    assert np.isnan(m.run.last_features[[names.index(n) for n in PassFamily().names]]).all()
     assert Featurizer([PassFamily()]).names == PassFamily().names

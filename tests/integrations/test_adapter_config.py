@@ -7,7 +7,7 @@ import json
 import pytest
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 
-from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
+from earlyeval.integrations.config import TASK, ConfigError, monitor_from_config, split_config
 from earlyeval.model.modeldir import save_model_dir
 
 TH = {"success": 0.8, "failure": 0.85, "min_halt_step": 2}
@@ -32,12 +32,12 @@ def test_each_run_gets_its_own_monitor_on_one_loaded_model(model_dir):
 
 def test_split_config_names_the_bad_key():
     with pytest.raises(ConfigError, match=r"agent.earlyeval: unknown key\(s\) \['modle'\]"):
-        split_config({"modle": "x"}, ("task",), "agent.earlyeval")
+        split_config({"modle": "x"}, {"task": TASK}, "agent.earlyeval")
     with pytest.raises(ConfigError, match=r"agent.earlyeval.model: missing"):
-        split_config({"task": "t"}, ("task",), "agent.earlyeval")
+        split_config({"task": "t"}, {"task": TASK}, "agent.earlyeval")
     with pytest.raises(ConfigError, match="no earlyeval config"):
-        split_config(None, (), "agent.earlyeval")
-    mon, rest = split_config({"model": "m", "tasks": None, "task": "t"}, ("task",), "x")
+        split_config(None, {}, "agent.earlyeval")
+    mon, rest = split_config({"model": "m", "tasks": None, "task": "t"}, {"task": TASK}, "x")
     assert mon.block() == {"model": "m"} and rest == {"task": "t"}
 
 
@@ -47,22 +47,24 @@ def test_missing_model_dir_is_an_error_naming_it(tmp_path):
 
 
 def test_thresholds_override(model_dir, tmp_path):
-    """Applied when Monitor.load takes ``thresholds=`` (issue 17 item 2, another change); until then a
-    named error, never a silent fall-back to the model's own thresholds."""
+    """A table, a pair, "TS,TF" or a JSON file of the table: the run halts with it, never silently with the
+    model's own; a bad key, in the block or in the file, is a ConfigError naming it."""
     override = {"success": 0.95, "failure": 0.97, "min_halt_step": 3}
     f = tmp_path / "th.json"
     f.write_text(json.dumps(override))
     for given in (override, str(f)):
-        if _accepts("thresholds"):
-            assert (
-                monitor_from_config({"model": str(model_dir), "thresholds": given}).thresholds
-                == override
-            )
-        else:
-            with pytest.raises(ConfigError, match="takes no thresholds override"):
-                monitor_from_config({"model": str(model_dir), "thresholds": given})
+        assert (
+            monitor_from_config({"model": str(model_dir), "thresholds": given}).thresholds
+            == override
+        )
+    for given in ([0.95, 0.97], "0.95,0.97"):
+        got = monitor_from_config({"model": str(model_dir), "thresholds": given}).thresholds
+        assert got == {**TH, "success": 0.95, "failure": 0.97}
     with pytest.raises(ConfigError, match=r"thresholds\.sucess: unknown key"):
         monitor_from_config({"model": str(model_dir), "thresholds": {"sucess": 0.9}})
+    f.write_text(json.dumps({"sucess": 0.9}))
+    with pytest.raises(ConfigError, match=r"earlyeval\.thresholds\.sucess: unknown key"):
+        monitor_from_config({"model": str(model_dir), "thresholds": str(f)})
 
 
 def test_config_schema_halt_on_is_the_policy_halt_on():
@@ -73,4 +75,4 @@ def test_config_schema_halt_on_is_the_policy_halt_on():
 
     assert tuple(ADAPTER.fields["halt_on"].choices) == tuple(HALT_ON)
     with pytest.raises(ConfigError, match="halt_on"):
-        split_config({"model": "m", "halt_on": "sometimes"}, (), "earlyeval")
+        split_config({"model": "m", "halt_on": "sometimes"}, {}, "earlyeval")

@@ -50,10 +50,12 @@ from inspect_ai.tool import tool  # noqa: E402
 from inspect_ai.util import registry_info, sandbox  # noqa: E402
 
 from earlyeval.config.catalog import LabelSpec, RunSpec  # noqa: E402
+from earlyeval.config.monitor_config import MonitorConfig  # noqa: E402
 from earlyeval.core.trajectory import Task as EETask  # noqa: E402
 from earlyeval.ingest import FORMATS  # noqa: E402
 from earlyeval.integrations.config import ConfigError  # noqa: E402
 from earlyeval.integrations.inspect_approver import early_stop  # noqa: E402
+from earlyeval.live.loaded import LoadedModel  # noqa: E402
 from earlyeval.live.monitor import Monitor  # noqa: E402
 from earlyeval.live.replay import run_context  # noqa: E402
 
@@ -350,7 +352,7 @@ def test_live_steps_features_and_probabilities_equal_the_readers_on_the_log(
     )
     for k, step in enumerate(traj.steps[:n]):
         d = offline.observe(step)
-        np.testing.assert_array_equal(offline.last_features, rec.rows[k])
+        np.testing.assert_array_equal(offline.run.last_features, rec.rows[k])
         assert (d.p_success, d.p_failure) == rec.p[k]
         if model == "fail" and d.halt:
             assert live_halt["step_index"] == k == 1
@@ -501,23 +503,17 @@ def test_the_approver_acts_only_on_the_step_whose_prediction_crosses_the_thresho
         0.3,
     ]
 
-    class Scripted(Monitor):
-        def proba(self, x):
+    class Scripted(LoadedModel):  # the model's probabilities, scripted: the Monitor decides on them
+        def proba(self, x, warm=None):
             self.calls = getattr(self, "calls", 0) + 1
             p = script[min(self.calls - 1, len(script) - 1)]
             return p, 1.0 - p
 
     base = Monitor.load(models["succeed"])
-    factory = lambda: Scripted(
-        dataclasses.replace(
-            base.bundle,
-            thresholds={
-                "success": 0.6,
-                "failure": 0.65,  # noqa: E731
-                "min_halt_step": 1,
-            },
-        ),
-        halt_on="both",
+    th = {"success": 0.6, "failure": 0.65, "min_halt_step": 1}
+    cfg = MonitorConfig(halt_on="both")
+    factory = lambda: Monitor(  # noqa: E731
+        Scripted(dataclasses.replace(base.bundle, thresholds=th), cfg), cfg
     )
     outs = [
         call(c, tool="sh") for c in ("ls", "echo 'x = 42' > mod.py", "cat mod.py", "git diff", "ls")

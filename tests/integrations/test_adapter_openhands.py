@@ -373,7 +373,7 @@ def test_persisted_conversation_read_back_gives_the_live_steps_features_and_prob
     )
     for k, step in enumerate(traj.steps[:n]):
         d = offline.observe(step)
-        np.testing.assert_array_equal(offline.last_features, rec.rows[k])
+        np.testing.assert_array_equal(offline.run.last_features, rec.rows[k])
         assert (d.p_success, d.p_failure) == rec.p[k]
     if thresholds == "fail":
         assert d.halt and halt.halted.step_index == n - 1 == 1 and llm.call_count == 2

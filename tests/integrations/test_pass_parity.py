@@ -235,7 +235,11 @@ def batch_runset(real: dict[str, Any], cfg: dict) -> tuple[RunSet, tuple[float, 
         a, b = split_proba(model.predict_proba(X))
         ps.append(a)
         pf.append(b)
-    return runset_of_runs(real["trajs"], ps, pf), (mon.tau_s, mon.tau_f), mon.min_halt_step
+    return (
+        runset_of_runs(real["trajs"], ps, pf),
+        (mon.rule.success, mon.rule.failure),
+        mon.rule.min_halt_step,
+    )
 
 
 def simulated(
@@ -365,7 +369,7 @@ def play(real: dict[str, Any], cfg: dict, i: int, sched: Schedule) -> dict[str, 
     return {
         **seen,
         "audited": isinstance(pm.current, AuditMonitor),
-        "pair": tuple(mon.halting_thresholds),
+        "pair": tuple(mon.rule.pair),
         "t_halt": h.n_steps if h else 0,
         "pred": -1 if h is None else int(h.outcome == "success"),
         "ref": mon.pass_reference,

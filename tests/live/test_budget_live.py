@@ -78,11 +78,11 @@ def _stream(mon: Monitor, traj: Trajectory, ctx: RunContext):
         d = mon.observe(s)
         rows = (
             {
-                dim: mon.budget_model.design_row(mon._spend, mon.last_features, dim)
-                for dim in mon.budget_model.dims
+                dim: mon.loaded.budget_model.design_row(mon.run.spend, mon.run.last_features, dim)
+                for dim in mon.loaded.budget_model.dims
                 if d.budget and d.budget.get(dim) is not None
             }
-            if mon.budget_model is not None
+            if mon.loaded.budget_model is not None
             else {}
         )
         out.append((d, rows))
@@ -204,10 +204,12 @@ def test_spend_features_one_implementation():
 
 def test_monitor_budget_equals_batch_on_every_prefix(ds, shipped, model_dir):
     mon = Monitor.load(model_dir, budget=True)
-    assert mon.budget_model is not None and set(mon.budget_model.dims) == set(shipped["dimensions"])
-    assert mon.budget_model.predictor_kind == "stacked"
+    assert mon.loaded.budget_model is not None and set(mon.loaded.budget_model.dims) == set(
+        shipped["dimensions"]
+    )
+    assert mon.loaded.budget_model.predictor_kind == "stacked"
     X = mon.featurizer.prefix_matrix(ds.trajs, ds.contexts)
-    ps = mon.model.predict_success(X)
+    ps = mon.bundle.model.predict_success(X)
     ref = predict_prefixes(shipped, ds, ps, ["behaviour"])
     prow = ds.prefixes["run"].to_numpy()
     n_cmp = 0
@@ -252,7 +254,7 @@ def test_unknown_usage_is_none_never_zero(ds, model_dir):
     delta = next(i for i, t in enumerate(ds.trajs) if t.agent == "delta")  # no token counts at all
     for d, _ in _stream(mon, ds.trajs[delta], ds.contexts[delta]):
         assert d.budget["steps"] is not None
-        for dim in mon.budget_model.dims:
+        for dim in mon.loaded.budget_model.dims:
             if dim != "steps":
                 assert d.budget[dim] is None
     holed = next(
@@ -266,8 +268,8 @@ def test_unknown_usage_is_none_never_zero(ds, model_dir):
 
 def test_budget_subset_and_spawn(ds, model_dir):
     default = Monitor.load(model_dir)  # steps only unless asked: the latency target holds
-    assert default.budget_model.dims == ("steps",)
-    assert set(Monitor.load(model_dir, budget=True).budget_model.dims) == {
+    assert default.loaded.budget_model.dims == ("steps",)
+    assert set(Monitor.load(model_dir, budget=True).loaded.budget_model.dims) == {
         "steps",
         "output_tokens",
         "input_tokens",
@@ -329,7 +331,7 @@ def test_halt_on_impossible_is_off_by_default_and_says_its_rule(ds, model_dir, t
     )
     assert all(x.halt for x, _ in res[first:])  # sticky
     only_steps = Monitor.load(mdir, halt_on_impossible="steps")
-    assert only_steps.halt_on_impossible == {"steps"}
+    assert only_steps.rule.budget_dims == ("steps",)
     with pytest.raises(ValueError):
         Monitor.load(mdir, halt_on_impossible=["wallclock"])
 
@@ -376,7 +378,7 @@ def test_unusable_budget_part_leaves_the_monitor_working(ds, model_dir, tmp_path
     mdir = _save_variant(model_dir, tmp_path / "bad", bad)
     with caplog.at_level(logging.ERROR):
         mon = Monitor.load(mdir)
-    assert mon.budget_model is None and mon.budget_status.startswith("error")
+    assert mon.loaded.budget_model is None and mon.loaded.budget_status.startswith("error")
     d, _ = _stream(mon, ds.trajs[0], ds.contexts[0])[0]
     assert d.budget is None and d.p_success is not None
 
@@ -468,7 +470,7 @@ def test_train_bench_ships_the_budget_model(ds, tmp_path, monkeypatch):
     assert mon.observe(ds.trajs[0].steps[0]).budget["steps"] is not None
     no = train_bench("tau2", tmp_path / "n", cfg, ds=ds, budget=False)["model"]
     assert "extra_budget.json" not in read_manifest(no)["files"]
-    assert Monitor.load(no).budget_status.startswith("absent")
+    assert Monitor.load(no).loaded.budget_status.startswith("absent")
 
 
 def test_steps_row_has_no_spend_features():

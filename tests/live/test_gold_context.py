@@ -26,13 +26,13 @@ def _gold_rows(mon: Monitor, run, task) -> np.ndarray:
     mon.start(task=task, run_id=run.run_id)
     cols = [
         i
-        for i, n in enumerate(mon.feature_names)
+        for i, n in enumerate(mon.loaded.feature_names)
         if n.startswith(("gold_", "edits_in_gold", "f2p_", "diff_gold"))
     ]
     rows = []
     for s in run.steps[:-1]:
         mon.observe(s)
-        rows.append(mon.last_features[cols].copy())
+        rows.append(mon.run.last_features[cols].copy())
     return np.asarray(rows)
 
 
@@ -69,7 +69,7 @@ def test_bytes_are_decoded_explicitly_and_said(gold_model):
     np.testing.assert_array_equal(got, ref)
     d = mon.observe(run.steps[0])
     assert d.context_source["gold_patch"] == "start(task) (decoded from UTF-8 bytes)"
-    assert any("decoded from UTF-8 bytes" in w for w in mon.warnings)
+    assert any("decoded from UTF-8 bytes" in w for w in mon.run.warnings)
 
 
 @pytest.mark.parametrize("bad", [b"\xff\xfe not utf-8", 12345, ["diff --git a/x b/x"]])

@@ -59,7 +59,7 @@ def _observe_code(model_dir: Path, budget: str) -> str:
         f"from earlyeval.live.monitor import Monitor\n"
         f"from earlyeval.core.trajectory import Action, make_step\n"
         f"mon = Monitor.load({str(model_dir)!r}, {budget})\n"
-        f"assert mon.predictor_kind == 'c-api', mon.predictor_kind\n"
+        f"assert mon.loaded.predictor_kind == 'c-api', mon.loaded.predictor_kind\n"
         f"mon.start(task={{'task_id': 't0', 'prompt': 'fix the parser in src/app.py', 'gold_patch': None}})\n"
         f"for i in range(5):\n"
         f"    d = mon.observe(make_step(i, [Action('bash', f'python -m pytest tests/test_{{i}}.py')], observation='1 failed, 2 passed'))\n"

@@ -14,7 +14,8 @@ from earlyeval.core.decision import Decision
 from earlyeval.core.trajectory import Action, Step, make_step
 from earlyeval.fitting.metrics import halting
 from earlyeval.integrations.base import EarlyStopper, StepMonitor
-from earlyeval.live.monitor import Monitor, as_step
+from earlyeval.live.inputs import as_step
+from earlyeval.live.monitor import Monitor
 from earlyeval.model.modeldir import save_model_dir
 from earlyeval.model.outcome import split_proba
 
@@ -39,7 +40,7 @@ def _stream(mon: Monitor, traj, ctx, n: int | None = None):
     rows, ps, pf, ds = [], [], [], []
     for step in traj.steps[: n if n is not None else len(traj.steps)]:
         d = mon.observe(step)
-        rows.append(mon.last_features.copy())
+        rows.append(mon.run.last_features.copy())
         ps.append(d.p_success)
         pf.append(d.p_failure)
         ds.append(d)
@@ -54,7 +55,7 @@ def test_streaming_features_and_probabilities_equal_batch(trained):
     """On every prefix of every run: the loaded monitor's row == prefix_matrix of the trained featurizer,
     and its probabilities == OutcomeModel.predict_proba of that matrix."""
     mon = Monitor.load(trained["dir"])
-    assert mon.predictor_kind == "c-api"
+    assert mon.loaded.predictor_kind == "c-api"
     fz, model = trained["bundle"].featurizer, trained["bundle"].model
     assert {"behaviour", "text", "gold", "prior"} == set(fz.family_names)
     n_text = 0
@@ -129,12 +130,12 @@ def test_top_features_only_when_halting_and_signed_toward_outcome(trained):
         mon.start_context(ctx)
         for s in traj.steps[: first + 1]:
             mon.observe(s)
-        ref = booster.predict(mon.last_features[None, :], pred_contrib=True)[0][:-1]
+        ref = booster.predict(mon.run.last_features[None, :], pred_contrib=True)[0][:-1]
         sign = 1.0 if d.outcome == "success" else -1.0
         sign *= 1.0 if trained["bundle"].model.platt_["success"].a < 0 else -1.0
         assert d.top_features, traj.run_id
         for name, c in d.top_features:
-            j = mon.feature_names.index(name)
+            j = mon.loaded.feature_names.index(name)
             assert c > 0 and c == pytest.approx(sign * ref[j], abs=1e-12)
         assert d.top_features[0][1] == pytest.approx(max(sign * ref), abs=1e-12)
         seen += 1
@@ -197,7 +198,7 @@ def test_fail_open_on_prediction_error_and_bad_input(trained, monkeypatch):
         and "not int" in d.flags[0]
     )
     d2 = mon.observe(trained["trajs"][0].steps[0])
-    assert d2.p_success is not None and mon._t == 1 and mon.n_skipped == 1
+    assert d2.p_success is not None and mon.run.t == 1 and mon.run.n_skipped == 1
     mon.start(task=trained["tasks"]["repo__repo-1"], run_id="y")
 
     def bad(x):
@@ -212,18 +213,18 @@ def test_observe_without_start_works_and_warns(trained):
     mon = Monitor.load(trained["dir"])
     d = mon.observe(trained["trajs"][0].steps[0])
     assert d.p_success is not None
-    assert any("before start" in w for w in mon.warnings)
+    assert any("before start" in w for w in mon.run.warnings)
 
 
 def test_missing_gold_and_prior_warn_and_give_nan(trained, caplog):
     mon = Monitor.load(trained["dir"])
     with caplog.at_level(logging.WARNING, logger="earlyeval.live.monitor"):
         mon.start(task={"task_id": "unknown__task-9", "prompt": "fix it"}, run_id="r")
-    assert any("gold patch" in w for w in mon.warnings)
-    assert any("public-history" in w for w in mon.warnings)
+    assert any("gold patch" in w for w in mon.run.warnings)
+    assert any("public-history" in w for w in mon.run.warnings)
     assert any("gold patch" in r.getMessage() for r in caplog.records)
     d = mon.observe(trained["trajs"][0].steps[0])
-    names = mon.feature_names
+    names = mon.loaded.feature_names
     gold_idx = [
         i
         for i, n in enumerate(names)
@@ -243,7 +244,8 @@ def test_missing_gold_and_prior_warn_and_give_nan(trained, caplog):
     ]
     prior_idx = [names.index("prior_solve_rate")]
     assert (
-        np.isnan(mon.last_features[gold_idx]).all() and np.isnan(mon.last_features[prior_idx]).all()
+        np.isnan(mon.run.last_features[gold_idx]).all()
+        and np.isnan(mon.run.last_features[prior_idx]).all()
     )
     assert d.p_success is not None and "degraded" in d.reason
     with pytest.raises(ValueError, match="gold patch"):
@@ -254,7 +256,7 @@ def test_missing_gold_and_prior_warn_and_give_nan(trained, caplog):
         run_id="ok",
         prompt="compute_2 returns the wrong value",
     )
-    assert mon.warnings == []
+    assert mon.run.warnings == []
 
 
 def test_dict_task_and_steps_equal_objects(trained):
@@ -290,7 +292,7 @@ def test_dict_task_and_steps_equal_objects(trained):
     m2.start(task=swe, run_id="a")
     for s, d in zip(steps, dicts):
         a, b = m1.observe(s), m2.observe(d)
-        assert a.p_success == b.p_success and _same(m1.last_features, m2.last_features)
+        assert a.p_success == b.p_success and _same(m1.run.last_features, m2.run.last_features)
     assert as_step(steps[1].to_dict(), 0) == steps[1]  # a serialized Step round-trips
 
 
@@ -325,7 +327,7 @@ def test_monitor_in_early_stopper_and_protocol(trained):
 
 def test_booster_fallback_path_is_the_same(trained):
     fast, slow = Monitor.load(trained["dir"]), Monitor.load(trained["dir"], use_c_api=False)
-    assert slow.predictor_kind == "booster"
+    assert slow.loaded.predictor_kind == "booster"
     traj, ctx = trained["trajs"][7], trained["ctxs"][7]
     assert list(_stream(fast, traj, ctx)[1]) == list(_stream(slow, traj, ctx)[1])
 
@@ -350,18 +352,18 @@ def test_task_table_completes_a_task_known_only_by_id(trained):
     mon = Monitor.load(trained["dir"], tasks=trained["tasks"])
     mon.start(task={"task_id": full.task_id, "prompt": "the prompt the agent saw"}, run_id="r")
     assert (
-        mon.warnings == []
-        and mon.ctx.task.gold_patch == full.gold_patch
-        and mon.ctx.prompt == "the prompt the agent saw"
+        mon.run.warnings == []
+        and mon.run.ctx.task.gold_patch == full.gold_patch
+        and mon.run.ctx.prompt == "the prompt the agent saw"
     )
     bare = Monitor.load(trained["dir"])
     bare.start(task={"task_id": full.task_id, "prompt": "the prompt the agent saw"}, run_id="r")
-    assert any("gold patch" in w for w in bare.warnings)
+    assert any("gold patch" in w for w in bare.run.warnings)
     step = trained["trajs"][0].steps[0]
     mon.observe(step)
     bare.observe(step)
-    assert not np.isnan(mon.last_features[mon.feature_names.index("gold_n_files")])
-    assert np.isnan(bare.last_features[bare.feature_names.index("gold_n_files")])
+    assert not np.isnan(mon.run.last_features[mon.loaded.feature_names.index("gold_n_files")])
+    assert np.isnan(bare.run.last_features[bare.loaded.feature_names.index("gold_n_files")])
 
 
 @pytest.mark.parametrize("halt_on", ["failure", "success", "both"])
@@ -372,11 +374,11 @@ def test_halt_on_halts_where_the_rule_does_on_the_halting_pair(trained, halt_on)
 
     mon = Monitor.load(trained["dir"], halt_on=halt_on).spawn()
     assert mon.halt_on == halt_on
-    ts, tf = halting_pair(mon.tau_s, mon.tau_f, halt_on)
+    ts, tf = halting_pair(mon.rule.success, mon.rule.failure, halt_on)
     kinds = set()
     for traj, ctx in zip(trained["trajs"], trained["ctxs"]):
         _, ps, pf, ds = _stream(mon, traj, ctx, len(traj.steps) - 1)
-        t_halt, pred = halting(ps, pf, ts, tf, mon.min_halt_step)
+        t_halt, pred = halting(ps, pf, ts, tf, mon.rule.min_halt_step)
         first = next((k for k, d in enumerate(ds) if d.halt), None)
         assert (first + 1 if first is not None else 0) == t_halt, traj.run_id
         if first is not None:

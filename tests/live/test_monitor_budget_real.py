@@ -81,12 +81,12 @@ def swebench_budget_model(tmp_path_factory):
 
 def test_shipped_swebench_budget_live_equals_batch(swebench_budget_model):
     mon = Monitor.load(swebench_budget_model, budget=True)
-    assert mon.budget_model is not None, mon.budget_status
+    assert mon.loaded.budget_model is not None, mon.loaded.budget_status
     sample, tasks = _runs("swebench", 2, 60)
     fams = mon.bundle.training["config"]["families"]
     ds = load_dataset("swebench", fams, trajs=sample, tasks=tasks, progress=False)
     X = mon.featurizer.prefix_matrix(ds.trajs, ds.contexts)
-    ps = mon.model.predict_success(X)
+    ps = mon.bundle.model.predict_success(X)
     spec = mon.bundle.extra["budget"]
     ref = predict_prefixes(spec, ds, ps, fams)
     prow = ds.prefixes["run"].to_numpy()
@@ -109,7 +109,9 @@ def test_shipped_swebench_budget_live_equals_batch(swebench_budget_model):
                         seen_none.add(dim)
                     continue
                 assert live is not None, (traj.run_id, k, dim)
-                row_live = mon.budget_model.design_row(mon._spend, mon.last_features, dim)
+                row_live = mon.loaded.budget_model.design_row(
+                    mon.run.spend, mon.run.last_features, dim
+                )
                 assert np.array_equal(row_live, res["X"][row], equal_nan=True), (
                     traj.run_id,
                     k,

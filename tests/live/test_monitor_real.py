@@ -145,7 +145,7 @@ def _check_stream_equals_batch(
         for s in t.steps:
             d = mon.observe(s)
             assert d.p_success is not None, (t.run_id, d.reason)
-            rows.append(mon.last_features.copy())
+            rows.append(mon.run.last_features.copy())
             ps.append(d.p_success)
         X = fz.prefix_matrix([t], [c], max_t=[len(t.steps)])
         rows = np.asarray(rows)
@@ -296,7 +296,7 @@ def test_live_pass_features_equal_the_training_ones_on_real_runs(swebench_sample
         "min_halt_step": 1,
     }
     base = Monitor.load(save_model_dir(bundle, tmp_path / "m"))
-    cols = [base.feature_names.index(n) for n in PassFamily().names]
+    cols = [base.loaded.feature_names.index(n) for n in PassFamily().names]
     by_agent = defaultdict(list)
     for i, t in enumerate(trajs):
         by_agent[t.agent].append(i)
@@ -322,7 +322,7 @@ def test_live_pass_features_equal_the_training_ones_on_real_runs(swebench_sample
             ]:  # as every live loop: the final, submitting turn is never scored
                 d = m.observe(st)
                 assert not d.halt
-                rows.append(m.last_features.copy())
+                rows.append(m.run.last_features.copy())
                 ps.append(d.p_success)
             live[i] = (np.asarray(rows), ps)
             return len(trajs[i].steps)

@@ -134,13 +134,13 @@ def test_with_no_finished_run_the_pass_never_halts_more_boldly_than_label_free(
 ):
     mon = Monitor.load(doomed_dir)
     p = Pass(mon, tmp_path / "pass.json", audit_share=0.0)
-    assert p.thresholds == (mon.tau_s, mon.tau_f)
+    assert p.thresholds == (mon.rule.success, mon.rule.failure)
     m = p.monitor("r1")
-    assert (m.tau_s, m.tau_f) == (mon.tau_s, mon.tau_f)
+    assert (m.rule.success, m.rule.failure) == (mon.rule.success, mon.rule.failure)
     # finished runs without graded outcomes (no audit) never move the thresholds
     for i in range(30):
         p.finish(f"r{i}", steps=5, tokens=None, cost=None, halted=True)
-    assert p.thresholds == (mon.tau_s, mon.tau_f)
+    assert p.thresholds == (mon.rule.success, mon.rule.failure)
 
 
 @pytest.mark.parametrize(
@@ -158,7 +158,7 @@ def test_a_missing_or_corrupt_pass_state_fails_open_and_says_so(tmp_path, doomed
         path.write_text(content)
     mon = Monitor.load(doomed_dir)
     p = Pass(mon, path)
-    assert p.thresholds == (mon.tau_s, mon.tau_f)
+    assert p.thresholds == (mon.rule.success, mon.rule.failure)
     assert "cold start" in p.status
     if content is not None:
         assert p.warnings and str(path) in p.warnings[0]
@@ -270,7 +270,7 @@ def test_a_failure_only_pass_certifies_the_halts_its_monitors_make(tmp_path):
     )
     m = passes["failure"].monitor("r9")
     # the off side keeps its tau
-    assert m.monitor.tau_s == 0.9 and m.monitor.halting_thresholds == (
+    assert m.monitor.rule.success == 0.9 and m.monitor.rule.pair == (
         NEVER,
         NEVER,
     )

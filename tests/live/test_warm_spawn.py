@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from _monitor_helpers import make_runs, make_tasks, train_bundle
 
+from earlyeval.config.monitor_config import MonitorConfig
 from earlyeval.features import RunContext
 from earlyeval.fitting.warm import warm_start
 from earlyeval.live.monitor import Monitor
@@ -24,7 +25,7 @@ def test_a_warm_start_on_one_spawned_monitor_leaves_the_others_alone():
     bundle, _, _ = train_bundle(
         trajs, tasks, thresholds={"success": 0.8, "failure": 0.8, "min_halt_step": 1}
     )
-    parent = Monitor(bundle, budget=False)
+    parent = Monitor(bundle, MonitorConfig(budget=False))
     sibling = parent.spawn()
     warmed = parent.spawn()
     # Platt refitted: other probabilities

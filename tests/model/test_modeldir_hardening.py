@@ -259,7 +259,7 @@ def test_loading_executes_nothing_from_the_directory(mdir, monkeypatch, tmp_path
     monkeypatch.setattr(OpenDir, "read", tracked)
     before = set(sys.modules)
     mon = Monitor.load(mdir)
-    assert mon.feature_names
+    assert mon.loaded.feature_names
     assert not sentinel.exists()
     assert not {
         m for m in set(sys.modules) - before if "sitecustomize" in m or m == "m" or "evil" in m

@@ -8,7 +8,7 @@ import math
 import pytest
 from _monitor_helpers import differs_from, make_runs, quantile_thresholds, save_tiny
 
-from earlyeval.core.errors import ModelDirError
+from earlyeval.core.errors import ModelDirError, SettingError
 from earlyeval.fitting.metrics import halting
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
@@ -82,7 +82,7 @@ def test_monitor_load_override_halts_by_the_one_rule_and_keeps_the_dir(tiny):
     )
     assert 0.5 < th["success"] <= 1 and 0.5 < th["failure"] <= 1, th
     mon = Monitor.load(path, thresholds=(th["success"], th["failure"]))
-    assert (mon.tau_s, mon.tau_f) == (th["success"], th["failure"])
+    assert (mon.rule.success, mon.rule.failure) == (th["success"], th["failure"])
     assert mon.spawn().thresholds == mon.thresholds  # spawned monitors keep the override
     model = Monitor.load(path)
     assert model.thresholds == {
@@ -96,8 +96,8 @@ def test_monitor_load_override_halts_by_the_one_rule_and_keeps_the_dir(tiny):
         differ += (r["halt_t"] or 0) != (replay(model, t, tasks.get(t.task_id))["halt_t"] or 0)
     assert differ > 0  # the override changed where some runs halt
     assert {p.name: p.read_bytes() for p in path.iterdir()} == before
-    with pytest.raises(ThresholdError, match=r"\(0.5, 1\]"):
-        Monitor.load(path, thresholds=(0.2, 0.9))
+    with pytest.raises(SettingError, match=r"'thresholds\[0\]'.*\(0.5, 1\]"):
+        Monitor.load(path, thresholds=(0.2, 0.9))  # the record's check, named
 
 
 def test_editing_thresholds_json_is_still_refused(tiny, tmp_path):

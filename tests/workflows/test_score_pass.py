@@ -61,7 +61,7 @@ def test_no_statistic_used_for_run_i_reads_a_run_not_finished_before_it_started(
     )
     assert set(seen) == {t.run_id for t in trajs}
     by_id = {r["run_id"]: r for r in records}
-    base = [mon.tau_s, mon.tau_f]
+    base = [mon.rule.success, mon.rule.failure]
     moved = overlapped = 0
     for r in records:
         before = {q["run_id"] for q in records if q["pass_finish"] <= r["pass_start"]}
@@ -74,7 +74,7 @@ def test_no_statistic_used_for_run_i_reads_a_run_not_finished_before_it_started(
             if by_id[q]["audited"] and by_id[q]["outcome"] is not None
         ]
         want = (
-            certify_pass(graded, tuple(base), mon.min_halt_step, 0.5, 0.8)["pair"]
+            certify_pass(graded, tuple(base), mon.rule.min_halt_step, 0.5, 0.8)["pair"]
             if graded
             else base
         )

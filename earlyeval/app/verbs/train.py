@@ -40,6 +40,7 @@ def train(
 ) -> None:
     """Fit the outcome model (and the budget estimators) on all labelled agents and write a safe model directory."""
     from earlyeval.app.stages.train import train_bench
+    from earlyeval.core.decision import threshold_text
 
     setup_logging(verbose, ctx)
     cfg = cli_eval_config(bench, seed=seed)
@@ -59,7 +60,9 @@ def train(
     mf = json.loads((Path(paths["model"]) / "manifest.json").read_text())
     say(
         f"trained on {mf['training']['runs_used']} runs of {len(mf['training']['agents'])} agents; "
-        f"{len(mf['feature_names'])} features; thresholds success={mf['thresholds']['success']} failure={mf['thresholds']['failure']}"
+        f"{len(mf['feature_names'])} features; thresholds "
+        f"success={threshold_text(mf['thresholds']['success'], '')} "
+        f"failure={threshold_text(mf['thresholds']['failure'], '')}"
     )
     b = mf["training"].get("budget")
     if b:

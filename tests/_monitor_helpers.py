@@ -18,9 +18,17 @@ from synth import gold_patch
 from earlyeval.core.trajectory import Action, Task, Trajectory, make_step
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.context import context_absent_counts
+from earlyeval.features.evidence import (
+    RULES,
+    EvidenceRule,
+    EvidenceState,
+    evidence_rule,
+    prefix_gates,
+)
 from earlyeval.features.prior import PriorTable
 from earlyeval.fitting.estimator import OutcomeModel
 from earlyeval.fitting.metrics import RunSet, apply_policy, evaluate_policy
+from earlyeval.live.loaded import evidence_name
 from earlyeval.model.modeldir import ModelBundle, save_model_dir
 from earlyeval.model.outcome import split_proba
 from earlyeval.tables.prefixes import prefix_table
@@ -239,6 +247,7 @@ def offline_policy(
     bundle: ModelBundle, trajs: list[Trajectory], tasks: dict[str, Task], th: dict[str, Any]
 ) -> tuple[RunSet, dict[str, Any]]:
     """Batch features + predict_proba, grouped by run: the offline evaluation, built independently of score.py."""
+    rule = evidence_rule(evidence_name(bundle))
     ctxs = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     X = bundle.featurizer.prefix_matrix(trajs, ctxs)
     ps, pf = split_proba(bundle.model.predict_proba(X))
@@ -259,6 +268,9 @@ def offline_policy(
         [tok([s.input_tokens for s in t.steps]) for t in trajs],
         [tok([s.output_tokens for s in t.steps]) for t in trajs],
         [[s.action.strip() for s in t.steps] for t in trajs],
+        # each prefix gated by the model's success evidence rule and task-skip policy, as offline
+        [prefix_gates(rule, t.steps) for t in trajs],
+        bool(bundle.thresholds.get("task_skips", False)),
     )
     return rs, evaluate_policy(rs, th["success"], th["failure"], th["min_halt_step"])
 
@@ -361,8 +373,27 @@ def constant_model(
     return path
 
 
+class AnyActionEvidence(EvidenceRule):
+    """A test-only success evidence rule: any action of the agent counts (the adapters' halting mechanics are
+    tested on it; the shipped rules are tested in tests/features/test_evidence.py)."""
+
+    name = "test-any-action"
+    requirement = "an action of the agent (a test-only rule)"
+
+    def holds(self, s: EvidenceState) -> bool:
+        return s.acted
+
+
+if AnyActionEvidence.name not in RULES.known():
+    RULES.register(AnyActionEvidence.name, AnyActionEvidence)
+
 # thresholds that, on ``constant_model(p_success=0.2)`` / ``(0.8)``, halt every run at step 2 predicting failure /
-# success, and that never halt
+# success, and that never halt (a success halt on the test-only rule: any action of the agent is evidence)
 ALWAYS_FAIL = {"success": 2.0, "failure": 0.6, "min_halt_step": 2}
-ALWAYS_SUCCEED = {"success": 0.6, "failure": 2.0, "min_halt_step": 2}
+ALWAYS_SUCCEED = {
+    "success": 0.6,
+    "failure": 2.0,
+    "min_halt_step": 2,
+    "success_evidence": AnyActionEvidence.name,
+}
 NEVER_HALT = {"success": 2.0, "failure": 2.0, "min_halt_step": 1}

@@ -466,9 +466,19 @@ HEX64 = Str(pattern=r"[0-9a-f]{64}", what="a SHA-256 (64 hex digits)")
 # a threshold in a model dir: (0.5, 1], or above 1 for "never halt on this outcome" (model.policy.NEVER)
 MODEL_THRESHOLD = OneOf((THRESHOLD, Num(1.0, 1e9, lo_open=True)))
 MODEL_THRESHOLDS = Table(
-    {"success": MODEL_THRESHOLD, "failure": MODEL_THRESHOLD, "min_halt_step": Int(1, 1_000_000)},
+    {
+        "success": MODEL_THRESHOLD,
+        "failure": MODEL_THRESHOLD,
+        "min_halt_step": Int(1, 1_000_000),
+        # what a success halt needs the run itself to have produced (features.evidence: a registered name only)
+        "success_evidence": Str(
+            nonempty=True, pattern=r"[A-Za-z0-9_.\-]+", what="a registered rule name"
+        ),
+        "task_skips": Bool(),  # may the task alone halt a run (t <= 1, or no action read): off by default
+        "live_failure": MODEL_THRESHOLD,  # the failure threshold chosen for halt_on: failure (the live default)
+    },
     required=("success", "failure"),
-    what="an object {success, failure, min_halt_step}",
+    what="an object {success, failure, min_halt_step, success_evidence, task_skips, live_failure}",
 )
 FAMILY_ENTRY = Table(
     {"name": NAME, "n_features": Int(0, 1_000_000), "arrays": Bool()},

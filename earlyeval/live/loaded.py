@@ -12,6 +12,7 @@ import numpy as np
 from earlyeval.config.monitor_config import MonitorConfig
 from earlyeval.core.errors import SettingError
 from earlyeval.core.trajectory import Task
+from earlyeval.features.evidence import DEFAULT_RULE, EvidenceRule, evidence_rule
 from earlyeval.live.explain import Explainer
 from earlyeval.live.inputs import task_table
 from earlyeval.live.remaining_budget import DEFAULT_BUDGET_DIMS, LiveBudget, load_live_budget
@@ -53,6 +54,8 @@ class LoadedModel:
             else (None, "off (budget=False)")
         )
         self.tasks: dict[str, Task] = task_table(config.tasks)
+        # what a success halt needs the run to have produced itself (the model's, as its evaluation measured it)
+        self.evidence: EvidenceRule = evidence_rule(evidence_name(bundle))
         self.platt_s = model.platt_["success"]
         self.platt_f = model.platt_.get("failure")
         self.mirror = "failure" not in model.boosters_  # P(failure) = 1 - P(success)
@@ -90,3 +93,10 @@ class LoadedModel:
             return ps, 1.0 - ps
         mf = float(self.raw["failure"](x))
         return ps, float(self.platt_f(mf)) if math.isfinite(mf) else math.nan
+
+
+def evidence_name(bundle: ModelBundle) -> str:
+    """The success evidence rule a model was trained and evaluated with: its thresholds', else its training
+    config's, else (a directory written before the rule) the default."""
+    th, cfg = bundle.thresholds, (bundle.training or {}).get("config") or {}
+    return str(th.get("success_evidence") or cfg.get("success_evidence") or DEFAULT_RULE)

@@ -42,7 +42,8 @@ class Monitor:
         self.config = config if config is not None else MonitorConfig()
         self.loaded = model if isinstance(model, LoadedModel) else LoadedModel(model, self.config)
         dims = halt_dims(self.config.halt_on_impossible, self.loaded.budget_model)
-        self.rule = rule or HaltingRule.of(self.bundle.thresholds, self.config.halt_on, dims)
+        need = self.loaded.evidence.requirement
+        self.rule = rule or HaltingRule.of(self.bundle.thresholds, self.config.halt_on, dims, need)
         self.pass_reference: Any = None  # a benchmark pass's: its runs' contexts carry it
         self.run, self._once = RunState(), reasons.SaidOnce(log)
 
@@ -69,7 +70,8 @@ class Monitor:
         plain = MonitorConfig(
             tasks=self.config.tasks, explain="never", use_c_api=self.config.use_c_api
         )
-        return Monitor(self.loaded, plain, HaltingRule.of(self.bundle.thresholds))
+        rule = HaltingRule.of(self.bundle.thresholds, requirement=self.loaded.evidence.requirement)
+        return Monitor(self.loaded, plain, rule)
 
     def use_warm_start(self, warm: WarmStart) -> dict[str, Any]:
         """Halt with a warm start's thresholds and recalibration of P(success) from now on, and so do the monitors

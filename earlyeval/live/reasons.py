@@ -15,6 +15,15 @@ from earlyeval.model.policy import TASK_PRIOR
 # how a Decision starts when a due halt waits (a success halt for the agent's patch): adapters match on it
 HELD = "continue (success predicted, not halted"
 NO_ACTION_YET = "no action of the agent yet (a success halt waits for one)"
+# a halt the task alone would decide: the task-skip policy is off (its savings are reported apart, when on)
+TASK_SKIP_OFF = "a task skip (nothing the agent did was read yet) and task skips are off"
+
+
+def no_evidence(requirement: str) -> str:
+    """A due success halt without the run's own evidence (``features.evidence``: the model's rule)."""
+    return f"no evidence of the run's own yet: a success halt needs {requirement}"
+
+
 NO_CANDIDATE = "no candidate patch yet (a success halt waits for one)"
 BEFORE_START = "observe() before start(): started with an empty context"
 

@@ -23,6 +23,7 @@ from earlyeval.model.policy import (
     check_halt_on,
     halt_rule,
     halting_pair,
+    may_halt,
     step_outcome,
 )
 from earlyeval.model.thresholds import WarmStart
@@ -63,6 +64,10 @@ class HaltingRule:
     halt_on: str = "both"
     budget_dims: tuple[str, ...] = ()
     warm: WarmStart | None = None
+    task_skips: bool = (
+        False  # may a task-level prefix halt (``policy.may_halt``): the model's policy
+    )
+    requirement: str = ""  # what the success evidence rule needs, in words (the reasons say it)
 
     @classmethod
     def of(
@@ -70,14 +75,21 @@ class HaltingRule:
         thresholds: Mapping[str, Any],
         halt_on: str | None = None,
         budget_dims: Iterable[str] = (),
+        requirement: str = "",
     ) -> HaltingRule:
-        """The rule of a model's thresholds (``thresholds.json``, or an override of it)."""
+        """The rule of a model's thresholds (``thresholds.json``, or an override of it): under ``halt_on:
+        failure`` (the live default) the failure threshold chosen for that mode (``live_failure``) when the
+        model has one; its task-skip policy (off unless the model was trained with it)."""
+        mode = check_halt_on(halt_on or "both")
+        live = thresholds.get("live_failure") if mode == "failure" else None
         return cls(
             float(thresholds["success"]),
-            float(thresholds["failure"]),
+            float(thresholds["failure"] if live is None else live),
             int(thresholds.get("min_halt_step", 1)),
-            check_halt_on(halt_on or "both"),
+            mode,
             tuple(sorted(budget_dims)),
+            task_skips=bool(thresholds.get("task_skips", False)),
+            requirement=requirement,
         )
 
     def tau(self, side: Side) -> float:
@@ -170,7 +182,16 @@ class HaltingRule:
 
     def waits(self, side: Side, run: RunState, candidate: Candidate | None) -> str:
         """Why a due halt on ``side`` waits at this step of ``run`` ("" when it may halt now): the one place the
-        decision asks.  A live loop's success halt waits for an action of the agent and for its patch."""
-        if side != "success" or candidate is None:
+        decision asks.  The prefix's gate first (``policy.may_halt``, as offline: no task-level halt unless the
+        task-skip policy is on, no success halt without the run's own evidence), then a live loop's success halt
+        waits for an action of the agent and for its patch."""
+        success_ok, failure_ok = may_halt(run.t, run.gate, self.task_skips)
+        if not failure_ok:
+            return reasons.TASK_SKIP_OFF
+        if side != "success":
+            return ""
+        if not success_ok:
+            return reasons.no_evidence(self.requirement or "the run's own evidence")
+        if candidate is None:
             return ""
         return reasons.NO_ACTION_YET if not run.acted else reasons.candidate_missing(candidate)

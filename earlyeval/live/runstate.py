@@ -21,6 +21,7 @@ from earlyeval.core.decision import Decision
 from earlyeval.core.trajectory import Step, Task, Trajectory
 from earlyeval.features import Featurizer, RunContext
 from earlyeval.features.context import context_gaps, context_state
+from earlyeval.features.evidence import EvidenceState
 from earlyeval.features.prior import default_match_patterns
 from earlyeval.live import reasons
 from earlyeval.live.inputs import as_task, clean_task, complete_task, task_sources
@@ -117,6 +118,10 @@ class RunState:
     )
     t: int = 0  # steps folded in
     acted: int = 0  # of which held an action of the agent (0: the task alone can decide, a "task prior" halt)
+    evidence: EvidenceState | None = (
+        None  # the success evidence rule's state (``LoadedModel.evidence``)
+    )
+    gate: int = 0  # the newest prefix's gate (``features.evidence``: ACTED, EVIDENCE), read by the halting rule
     halt: Decision | None = None  # the first halting decision (a halt is sticky)
     context: str = "none"  # Decision.context
     context_source: dict[str, str] = field(default_factory=dict)  # Decision.context_source
@@ -154,6 +159,7 @@ class RunState:
             run_id, ctx, fz, context=context, context_source=sources, warnings=notes + problems
         )
         run.spend = loaded.budget_model.tracker() if loaded.budget_model is not None else None
+        run.evidence = loaded.evidence.start()
         for p in problems:
             say_once(p)
         if halt_off:
@@ -187,6 +193,9 @@ class RunState:
         fz.update(self.states, st)
         self.t += 1
         self.acted += bool(st.actions)
+        if self.evidence is not None:
+            loaded.evidence.update(self.evidence, st)
+            self.gate = loaded.evidence.gate(self.evidence)
         x = fz.values(self.states).astype(np.float32)
         t1 = time.perf_counter()
         ps, pf = loaded.proba(x, warm)

@@ -82,6 +82,7 @@ def override(
             f"thresholds must be a (tau_s, tau_f) pair, a mapping or 'TS,TF', not {spec!r}"
         )
     out["success"], out["failure"] = ts, tf
+    out.pop("live_failure", None)  # an explicit pair is the operating point of every mode
     return out
 
 

@@ -351,9 +351,12 @@ def test_score_warm_start_equals_offline_warm_start(scored):
     assert len(warm_ids) == 8
     assert all(not r["halted"] for r in rep["per_run"] if r["run_id"] in warm_ids)
     # offline: the same K runs, fit_warm_start, warm runs at full cost
+    from earlyeval.features.evidence import evidence_rule, prefix_gates
     from earlyeval.fitting.metrics import RunSet
+    from earlyeval.live.loaded import evidence_name
 
     _, ps = _offline(b, trajs, tasks, "")
+    rule = evidence_rule(evidence_name(b))  # the gates offline: the model's rule on each run's steps
     rs = RunSet(
         [t.agent for t in trajs],
         [t.run_id for t in trajs],
@@ -361,6 +364,7 @@ def test_score_warm_start_equals_offline_warm_start(scored):
         np.asarray([len(t.steps) for t in trajs]),
         ps,
         [1 - p for p in ps],
+        gates=[prefix_gates(rule, t.steps) for t in trajs],
     )
     warm = np.asarray([t.run_id in warm_ids for t in trajs])
     cfg = EvalConfig(min_halt_step=2)

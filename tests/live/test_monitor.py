@@ -12,6 +12,7 @@ from _monitor_helpers import both_sides, make_runs, make_tasks, quantile_thresho
 
 from earlyeval.core.decision import Decision
 from earlyeval.core.trajectory import Action, Step, make_step
+from earlyeval.features.evidence import prefix_gates
 from earlyeval.fitting.metrics import halting
 from earlyeval.integrations.base import EarlyStopper, StepMonitor
 from earlyeval.live.inputs import as_step
@@ -81,7 +82,8 @@ def test_halts_exactly_where_metrics_halting_does(trained):
     for traj, ctx in zip(trained["trajs"], trained["ctxs"]):
         T = len(traj.steps)
         _, ps, pf, ds = _stream(mon, traj, ctx, T - 1)  # prefixes t = 1..T-1, as offline
-        t_halt, pred = halting(ps, pf, th["success"], th["failure"], th["min_halt_step"])
+        gate = prefix_gates(mon.loaded.evidence, traj.steps)  # the offline gates of the same rule
+        t_halt, pred = halting(ps, pf, th["success"], th["failure"], th["min_halt_step"], gate)
         first = next((k for k, d in enumerate(ds) if d.halt), None)
         assert (first + 1 if first is not None else 0) == t_halt, traj.run_id
         if t_halt:
@@ -378,7 +380,8 @@ def test_halt_on_halts_where_the_rule_does_on_the_halting_pair(trained, halt_on)
     kinds = set()
     for traj, ctx in zip(trained["trajs"], trained["ctxs"]):
         _, ps, pf, ds = _stream(mon, traj, ctx, len(traj.steps) - 1)
-        t_halt, pred = halting(ps, pf, ts, tf, mon.rule.min_halt_step)
+        gate = prefix_gates(mon.loaded.evidence, traj.steps)
+        t_halt, pred = halting(ps, pf, ts, tf, mon.rule.min_halt_step, gate)
         first = next((k for k, d in enumerate(ds) if d.halt), None)
         assert (first + 1 if first is not None else 0) == t_halt, traj.run_id
         if first is not None:

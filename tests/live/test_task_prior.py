@@ -1,7 +1,9 @@
-"""Issue 29 item 5: a task skip says so, and a run of no actions is never halted as a success in a live loop.
+"""A task skip says so, is off unless the model's policy allows it, and a run of no actions is never halted as a
+success.
 
-A halt at step 1, or before any action of the agent, is decided by the task alone: the Decision's
-``halt_rule`` is "task prior" (``policy.TASK_PRIOR``), and its reason says so; later halts say "outcome rule".
+A halt at step 1, or before any action of the agent, is decided by the task alone: a task skip, which a model
+trained with ``task_skips`` allows (the Decision's ``halt_rule`` is then "task prior", and its reason says so) and
+the default policy refuses; later halts say "outcome rule".
 """
 
 from __future__ import annotations
@@ -11,19 +13,33 @@ from _monitor_helpers import constant_model
 
 from earlyeval.core.trajectory import Action, make_step
 from earlyeval.integrations.base import EarlyStopper
+from earlyeval.live import reasons
 from earlyeval.live.monitor import Monitor
 from earlyeval.model.policy import OUTCOME_RULE, TASK_PRIOR, halt_rule
 
 PATCH = "diff --git a/mod.py b/mod.py\n+a = 2\n"
 
 
+ANY = {"success_evidence": "test-any-action"}  # any action is evidence (test-only rule)
+
+
 @pytest.fixture(scope="module")
 def sure_success(tmp_path_factory):
-    """P(success) = 0.8 at every step; success halts from step 1 (failure never)."""
+    """P(success) = 0.8 at every step; success halts from step 1 (failure never), task skips allowed."""
     return constant_model(
         tmp_path_factory.mktemp("m") / "m",
         0.8,
-        {"success": 0.6, "failure": 2.0, "min_halt_step": 1},
+        {"success": 0.6, "failure": 2.0, "min_halt_step": 1, "task_skips": True, **ANY},
+    )
+
+
+@pytest.fixture(scope="module")
+def sure_success_default(tmp_path_factory):
+    """The same, under the default policy: task skips off."""
+    return constant_model(
+        tmp_path_factory.mktemp("md") / "m",
+        0.8,
+        {"success": 0.6, "failure": 2.0, "min_halt_step": 1, **ANY},
     )
 
 
@@ -32,8 +48,17 @@ def sure_success_from_2(tmp_path_factory):
     return constant_model(
         tmp_path_factory.mktemp("m2") / "m",
         0.8,
-        {"success": 0.6, "failure": 2.0, "min_halt_step": 2},
+        {"success": 0.6, "failure": 2.0, "min_halt_step": 2, "task_skips": True, **ANY},
     )
+
+
+def test_the_default_policy_refuses_a_task_skip_and_says_why(sure_success_default):
+    mon = Monitor.load(sure_success_default, halt_on="both")
+    mon.start({"task_id": "repo__repo-1", "prompt": "fix"}, "r1")
+    d = mon.observe(_acted(0))
+    assert not d.halt and reasons.TASK_SKIP_OFF in d.reason
+    d = mon.observe(_acted(1))  # t = 2, after an action: the run's own prefix may halt
+    assert d.halt and d.outcome == "success" and d.halt_rule == OUTCOME_RULE
 
 
 def _acted(k: int):
@@ -65,12 +90,23 @@ def test_a_halt_at_step_1_says_task_prior(sure_success):
 
 
 def test_a_halt_before_any_action_says_task_prior_and_one_after_says_outcome_rule(
-    sure_success_from_2,
+    sure_success_from_2, tmp_path
 ):
+    # a failure halt before any action of the agent (task skips on): the task decided
+    sure_failure = constant_model(
+        tmp_path / "f",
+        0.2,
+        {"success": 2.0, "failure": 0.6, "min_halt_step": 2, "task_skips": True},
+    )
+    mon = Monitor.load(sure_failure, halt_on="both")
+    mon.start({"task_id": "repo__repo-1", "prompt": "fix"}, "r0")
+    ds = [mon.observe(_empty(0)), mon.observe(_empty(1))]
+    assert not ds[0].halt and ds[1].halt and ds[1].halt_rule == TASK_PRIOR
+    # a success halt needs the run's evidence, never there before an action
     mon = Monitor.load(sure_success_from_2, halt_on="both")
     mon.start({"task_id": "repo__repo-1", "prompt": "fix"}, "r1")
     ds = [mon.observe(_empty(0)), mon.observe(_empty(1))]
-    assert not ds[0].halt and ds[1].halt and ds[1].halt_rule == TASK_PRIOR
+    assert not ds[1].halt and "no evidence of the run's own" in ds[1].reason
     mon.start({"task_id": "repo__repo-1", "prompt": "fix"}, "r2")
     ds = [mon.observe(_empty(0)), mon.observe(_acted(1))]
     assert ds[1].halt and ds[1].halt_rule == OUTCOME_RULE and "(outcome rule)" in ds[1].reason
@@ -84,8 +120,9 @@ def test_a_run_of_no_actions_is_never_halted_as_a_success_in_a_live_loop(sure_su
     mon.start({"task_id": "repo__repo-1", "prompt": "fix"}, "r1")
     out = [mon.observe(_empty(k), candidate=lambda: PATCH) for k in range(4)]
     assert not any(d.halt for d in out)
+    # no action read: no evidence of the run's own (the task alone cannot stand for its work)
     assert all(
-        d.reason.startswith("continue (success predicted, not halted: no action of the agent yet")
+        d.reason.startswith("continue (success predicted, not halted: no evidence of the run's own")
         for d in out
     )
     d = mon.observe(_acted(4), candidate=lambda: PATCH)

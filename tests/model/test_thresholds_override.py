@@ -9,6 +9,7 @@ import pytest
 from _monitor_helpers import differs_from, make_runs, quantile_thresholds, save_tiny
 
 from earlyeval.core.errors import ModelDirError, SettingError
+from earlyeval.features.evidence import prefix_gates
 from earlyeval.fitting.metrics import halting
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
@@ -91,7 +92,10 @@ def test_monitor_load_override_halts_by_the_one_rule_and_keeps_the_dir(tiny):
     differ = 0
     for t in runs:
         r = replay(mon, t, tasks.get(t.task_id))
-        t_halt, pred = halting(r["p_success"], r["p_failure"], th["success"], th["failure"], 1)
+        gate = prefix_gates(mon.loaded.evidence, t.steps)
+        t_halt, pred = halting(
+            r["p_success"], r["p_failure"], th["success"], th["failure"], 1, gate
+        )
         assert (r["halt_t"] or 0) == t_halt
         differ += (r["halt_t"] or 0) != (replay(model, t, tasks.get(t.task_id))["halt_t"] or 0)
     assert differ > 0  # the override changed where some runs halt

@@ -22,7 +22,7 @@ from earlyeval.evaluation.guard import guard_config, guarded
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.features.context import context_absent_counts
-from earlyeval.fitting.thresholds import choose_thresholds, step1_halts
+from earlyeval.fitting.thresholds import choose_thresholds, live_thresholds, step1_halts
 from earlyeval.model.modeldir import ModelBundle, save_model_dir
 from earlyeval.model.outcome import split_proba
 from earlyeval.model.overlap import content_record
@@ -52,7 +52,7 @@ def train_bench(
     if progress:
         progress(f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}")
     try:  # a catalog too small for the inner folds or the calibration: one line naming it, as evaluate's
-        _, full, th, step1 = _fit_shipped(ds, cfg, backend, progress)
+        _, full, th, step1, live = _fit_shipped(ds, cfg, backend, progress)
         extra, budget_summary = (
             _shipped_budget(ds, cfg, progress, backend) if budget else ({}, None)
         )
@@ -75,6 +75,9 @@ def train_bench(
             "success": th["success"],
             "failure": th["failure"],
             "min_halt_step": cfg.min_halt_step,
+            "success_evidence": cfg.success_evidence,
+            "task_skips": cfg.task_skips,
+            "live_failure": live["failure"],
         },
         training={
             "benchmarks": [bench],
@@ -90,6 +93,7 @@ def train_bench(
             "prefixes": full.n_train_prefixes,
             "min_steps": cfg.min_steps,
             "threshold_selection": th,
+            "live_threshold_selection": live,
             "step1_halts": step1,
             "config": cfg.to_dict(),
             "budget": budget_summary,
@@ -106,9 +110,10 @@ def train_bench(
 
 def _fit_shipped(
     ds: Dataset, cfg: EvalConfig, backend: Backend, progress: Callable[[str], None] | None
-) -> tuple[FoldRunner, Any, dict[str, Any], Any]:
+) -> tuple[FoldRunner, Any, dict[str, Any], Any, dict[str, Any]]:
     """``train_bench``'s fits: the (guarded) runner, its fit on every labelled agent, the thresholds chosen over
-    the inner folds, and the step-1 check (which refuses thresholds that halt most runs at once)."""
+    the inner folds, the step-1 check (which refuses thresholds that halt most runs at once) and the live
+    default's thresholds (halt_on: failure, chosen for that mode)."""
 
     def make(c: EvalConfig) -> FoldRunner:
         return backend.train_runner(ds, c, progress)
@@ -122,11 +127,13 @@ def _fit_shipped(
 
     fallback = make(guard_config(cfg)) if cfg.prior_guard else None
     runner, held, choice = guarded(make(cfg), fallback, inner_of)
-    th = choose_thresholds(held, cfg, method=methods["m"] + " over the training agents")
+    method = methods["m"] + " over the training agents"
+    th = choose_thresholds(held, cfg, method=method)
+    live = live_thresholds(held, cfg, method=method)
     if choice:
         th["model_choice"] = choice
     full = runner.fit(frozenset())
-    return runner, full, th, check_step1(runner, full, th, cfg.min_halt_step)
+    return runner, full, th, check_step1(runner, full, th, cfg.min_halt_step), live
 
 
 def _shipped_budget(

@@ -18,11 +18,11 @@ from inspect_ai.util import sandbox
 
 from earlyeval.core.decision import Decision
 from earlyeval.core.trajectory import Step
-from earlyeval.ingest.inspect_eval import inspect_steps, usage_by_message
 from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor, _takes_candidate
 from earlyeval.integrations.config import ConfigError, _accepts, monitor_from_config, split_config
 from earlyeval.integrations.inspect_ai import _sample_store, task_of
 from earlyeval.model.policy import HALT_ON, halt_rule  # the one definition of the operating modes
+from earlyeval.steps.inspect_eval import inspect_steps, usage_by_message
 
 # how the Monitor's decision begins when a success halt is due at this step but waits for a candidate patch
 WAITING = "continue (success predicted, not halted: no candidate patch yet (a success halt waits for one))"

@@ -1,6 +1,7 @@
 """OpenHands Software Agent SDK (``openhands-sdk``): a conversation callback that ends decided runs.
 
-It groups events into steps with the ``openhands-conversation`` reader's own ``StepFolder`` and ends a run as
+It groups events into steps with the ``openhands-conversation`` reader's own ``StepFolder``
+(``earlyeval.steps.openhands_conversation``) and ends a run as
 the SDK's own run-enders do (``STUCK`` / ``FINISHED``), without importing the SDK. Usage and behaviour:
 docs/integrations.md, "OpenHands SDK".
 """
@@ -11,14 +12,6 @@ import logging
 from typing import Any, Mapping
 
 from earlyeval.core.trajectory import Action, Step, Task, call_action
-from earlyeval.ingest.openhands_conversation import (
-    OBSERVATION_EVENTS,
-    StepFolder,
-    call_of,
-    event_kinds,
-    observation_of,
-    response_usage,
-)
 from earlyeval.integrations.base import (
     PREDICTED_SUCCESS,
     WORKING_DIFF_COMMAND,
@@ -26,6 +19,14 @@ from earlyeval.integrations.base import (
     StepMonitor,
 )
 from earlyeval.integrations.config import halt_on_of, monitor_from_config, split_config
+from earlyeval.steps.openhands_conversation import (
+    OBSERVATION_EVENTS,
+    StepFolder,
+    call_of,
+    event_kinds,
+    observation_of,
+    response_usage,
+)
 
 log = logging.getLogger("earlyeval.integrations.openhands")
 

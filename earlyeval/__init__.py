@@ -49,7 +49,8 @@ def __getattr__(name: str) -> Any:
         from earlyeval.integrations import base
 
         return getattr(base, name)
-    if name == "read_run":  # one run file as a Trajectory (the ingest readers: no pyarrow, no model)
+    # one run file as a Trajectory (the ingest readers: no pyarrow, no model)
+    if name == "read_run":
         from earlyeval.ingest.one_run import read_run
 
         return read_run

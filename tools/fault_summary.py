@@ -1,7 +1,8 @@
 """Run the fault suite and print the table by class: how many cases (and fuzzed examples) ended ok, refused with
 a named error, silent (dropped or decided wrongly without a word) or crashed.
 
-Cases: tests/faults.py (issue 15), tests/faults24.py (issue 24) and tests/faults29.py (issue 29); property-based classes: tests/fuzz.py
+Cases: tests/faults.py (issue 15), tests/faults24.py (issue 24), tests/faults29.py (issue 29) and
+tests/faults_readers.py (the step readers); property-based classes: tests/fuzz.py
 (hypothesis; a fresh sample each run, ``EARLYEVAL_FUZZ_SEED`` replays one).
 Usage: .venv/bin/python tools/fault_summary.py [--verbose] [--keep] [--no-fuzz] [--only-fuzz] [--examples N]"""
 
@@ -18,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from faults import CASES, class_of, new_env, run_case  # noqa: E402
 from faults24 import CASES24  # noqa: E402
 from faults29 import CASES29  # noqa: E402
+from faults_readers import CASES_READERS  # noqa: E402
 from fuzz import FUZZ, fuzz_seed, run_fuzz  # noqa: E402
 
 COLS = ("crash", "named", "silent", "ok")
@@ -35,7 +37,9 @@ def main() -> int:
     bad: list[str] = []
     t0 = time.time()
     if "--only-fuzz" not in sys.argv:
-        for cls, name, fn in [(class_of(f, n), n, fn) for f, n, fn in CASES] + CASES24 + CASES29:
+        for cls, name, fn in (
+            [(class_of(f, n), n, fn) for f, n, fn in CASES] + CASES24 + CASES29 + CASES_READERS
+        ):
             kind, detail = run_case(env, fn)
             cases[cls][kind] += 1
             if verbose or kind in ("silent", "crash"):

@@ -109,7 +109,7 @@ def validate_document(raw: Any, file: str | Path) -> atif.Trajectory:
         )
     doc = _upgrade(raw, minor)
     try:
-        return atif.Trajectory.model_validate(doc)
+        return check_calls(atif.Trajectory.model_validate(doc), f)
     except ValidationError as e:
         err = e.errors()[0]
         field = _loc(tuple(err.get("loc") or ()))
@@ -119,6 +119,27 @@ def validate_document(raw: Any, file: str | Path) -> atif.Trajectory:
             field = hit.group(1) if hit else "<trajectory>"
         more = f" (+{e.error_count() - 1} more validation errors)" if e.error_count() > 1 else ""
         raise IngestError(f, field, f"ATIF validation failed: {msg}{more}") from e
+
+
+def check_calls(doc: atif.Trajectory, f: str) -> atif.Trajectory:
+    """What the ``atif`` models leave open: a tool call id repeated in a step (its results could not be told
+    apart), and a result naming a call its step did not make (a step without calls, a user or system step: the
+    models check only an agent step's calls).  Either is an IngestError naming the field."""
+    for i, st in enumerate(doc.steps):
+        ids = [tc.tool_call_id for tc in st.tool_calls or []]
+        dup = next((c for k, c in enumerate(ids) if c in ids[:k]), None)
+        if dup is not None:
+            raise IngestError(
+                f, f"steps[{i}].tool_calls", f"tool call id {dup!r} repeats in the step"
+            )
+        for k, r in enumerate(st.observation.results if st.observation else []):
+            if r.source_call_id is not None and r.source_call_id not in ids:
+                raise IngestError(
+                    f,
+                    f"steps[{i}].observation.results[{k}].source_call_id",
+                    f"{r.source_call_id!r} answers no tool call of its step",
+                )
+    return doc
 
 
 def _upgrade(raw: dict, minor: int) -> dict:

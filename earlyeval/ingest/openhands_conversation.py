@@ -15,7 +15,7 @@ from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json
 from earlyeval.core.trajectory import Step, Trajectory
-from earlyeval.ingest.common import glob_paths, run_trajectory
+from earlyeval.ingest.common import glob_paths, keep_warnings, run_trajectory
 from earlyeval.ingest.sniff import Heads
 from earlyeval.steps.openhands_conversation import StepFolder, response_usage
 
@@ -36,8 +36,9 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     )
 
 
-def read_events(conv: Path) -> list[dict[str, Any]]:
-    """The conversation's events in their order (the index in the file name); a bad file names itself."""
+def read_events(conv: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The conversation's events in their order (the index in the file name), each with its file; a bad file
+    names itself."""
     d = conv / "events"
     if not d.is_dir():
         raise IngestError(str(d), "events", "missing: no events folder next to base_state.json")
@@ -64,7 +65,7 @@ def read_events(conv: Path) -> list[dict[str, Any]]:
         ev = load_json(p)
         if not isinstance(ev, dict) or not isinstance(ev.get("kind"), str):
             raise IngestError(str(p), "kind", "not an SDK event (an object with a string 'kind')")
-        out.append(ev)
+        out.append((p, ev))
     return out
 
 
@@ -114,11 +115,11 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         raise IngestError(
             str(bs), "stats.usage_to_metrics", "expected an object of per-LLM metrics"
         )
-    folder = StepFolder(lambda ids: response_usage(metrics, ids))
+    folder = StepFolder(lambda ids: response_usage(metrics, ids), source=str(conv / "events"))
     events = read_events(conv)
     steps: list[Step] = []
-    for ev in events:
-        steps += folder.feed(ev)
+    for p, ev in events:
+        steps += folder.feed(ev, str(p))
     steps += folder.final()
     if not steps:
         raise IngestError(
@@ -142,7 +143,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     stamp = next(
         (
             e["timestamp"]
-            for e in events
+            for _, e in events
             if isinstance(e.get("timestamp"), str) and len(e["timestamp"]) >= 10
         ),
         None,
@@ -151,7 +152,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         t.meta["date"] = stamp[:10]
     if not spec.model and model:
         t.meta["model"] = model
-    yield t
+    yield keep_warnings(t, folder.warnings)  # read, but not as written: said, and kept with the run
 
 
 def sniff(path: Path, heads: Heads, fmt: str) -> bool:

@@ -14,7 +14,7 @@ from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, strip_gz
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.ingest.common import first_day, glob_paths, run_trajectory
+from earlyeval.ingest.common import first_day, glob_paths, keep_warnings, run_trajectory
 from earlyeval.ingest.sniff import Heads
 from earlyeval.steps.openhands_events import EventFold, fold_steps
 
@@ -54,7 +54,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         raise IngestError(f, "<events>", "no agent action, message or error event: no agent steps")
     steps = fold_steps(fold)
     task_id = strip_gz(path.name).removesuffix(".json")
-    yield run_trajectory(
+    t = run_trajectory(
         spec,
         bench,
         f,
@@ -67,6 +67,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         user_messages=fold.user_messages,
         condensations=fold.condensations,
     )
+    yield keep_warnings(t, fold.warnings)  # read, but not as written: said, and kept with the run
 
 
 def sniff(path: Path, heads: Heads, fmt: str) -> bool:

@@ -81,6 +81,15 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
             else "no agent step in the log"
         )
         raise IngestError(f, "steps", reason)
+    nums = [n for n, _, _, _ in blocks]
+    back = next((k for k in range(1, len(nums)) if nums[k] <= nums[k - 1]), None)
+    if back is not None:  # a block repeated or redrawn: which one the agent took cannot be told
+        raise IngestError(
+            f,
+            "steps",
+            f"step {nums[back]} comes after step {nums[back - 1]} in the log: a repeated or out-of-order "
+            "block cannot be placed",
+        )
     res_file = _results_file(path)
     if res_file is None:
         raise IngestError(f, "results.json", "missing next to sessions/: no label for this trial")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
+from earlyeval.core.errors import IngestError
 from earlyeval.core.trajectory import Action, Step, Task, call_action
 from earlyeval.integrations.base import (
     PREDICTED_SUCCESS,
@@ -64,6 +65,9 @@ class EarlyStopCallback:
         self.conversation: Any = None
         self._started = False
         self._folder = StepFolder(self._response_usage)
+        self.refused: str | None = (
+            None  # why the conversation's events stopped being scored (fail-open)
+        )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopCallback":
@@ -97,9 +101,23 @@ class EarlyStopCallback:
             self.stopper.note_error(f"callback failed on {type(event).__name__}: {e!r}")
 
     def _on_event(self, event: Any) -> None:
+        if self.refused is not None:
+            return  # the conversation's events could not be placed: no step is scored after that
         if event_kinds(event) & (OBSERVATION_EVENTS | {"ActionEvent"}):
             self._ensure_started()
-        for step in self._folder.feed(event):
+        seen = len(self._folder.warnings)
+        try:
+            steps = self._folder.feed(event)
+        except (
+            IngestError
+        ) as e:  # a record the reader cannot place: the steps after it would be misread
+            self.refused = str(e)
+            self.stopper.note_error(f"stopped scoring this conversation: {e}")
+            return
+        finally:
+            for w in self._folder.warnings[seen:]:
+                log.warning("earlyeval: %s", w)
+        for step in steps:
             self._score(step)
 
     def _score(self, step: Step) -> None:

@@ -25,6 +25,7 @@ class PendingTurn:
     thought: str = ""
     final_answer: str = ""  # the turn's text when it made no tool call
     call_ids: set[str] = field(default_factory=set)
+    answered: set[str] = field(default_factory=set)  # the call ids a tool result answered
     observations: list[str] = field(default_factory=list)
     errors: list[bool | None] = field(default_factory=list)
     input_tokens: int | None = None
@@ -64,15 +65,19 @@ def chat_steps(
     f: str,
     where: str,
     turn: Callable[[dict, str, str], PendingTurn],
-    tool_result: Callable[[dict, PendingTurn, Any], tuple[str, bool | None] | None],
+    tool_result: Callable[[dict, PendingTurn | None, Any], tuple[str, bool | None] | None],
     skip_user: Callable[[dict, str], bool] | None = None,
+    answer_key: str | None = None,
 ) -> tuple[list[Step], str]:
     """Steps and prompt of an OpenAI-style conversation (the step definition in this module's docstring).
 
     The formats differ only in how an assistant turn is read (``turn``), how a
     tool message becomes an observation (``tool_result``; None = not seen by the
-    agent) and which user messages are not addressed to the agent (``skip_user``).
+    agent), which user messages are not addressed to the agent (``skip_user``) and
+    which key of a tool message names the call it answers (``answer_key``).
     The first user message is the task as the agent heard it; later ones answer a turn.
+    A tool result the agent saw that answers no call of the turn before it (or a call
+    answered already) is an IngestError naming it: it cannot be placed.
     """
     prompt = ""
     steps: list[Step] = []
@@ -94,9 +99,10 @@ def chat_steps(
                 steps.append(pending.finish(len(steps)))
             pending = turn(m, mw, content_text(content))
         elif role == "tool":
-            got = tool_result(m, pending, content) if pending is not None else None
-            if got is not None:
-                pending.observe(*got)
+            got = tool_result(m, pending, content)
+            if got is not None:  # a result the agent saw
+                answered(pending, m.get(answer_key) if answer_key else None, f, mw, answer_key)
+                pending.observe(*got)  # type: ignore[union-attr]  # answered() refused None
         elif role == "user":
             text = content_text(content)
             if skip_user is not None and skip_user(m, text):
@@ -110,6 +116,30 @@ def chat_steps(
     if pending is not None:
         steps.append(pending.finish(len(steps)))
     return steps, prompt
+
+
+def answered(pending: PendingTurn | None, call_id: Any, f: str, mw: str, key: str | None) -> None:
+    """Check that a tool result answers a call of the turn before it, once (``call_id``: the call it names,
+    None when the format names none); record the answer.  Else an IngestError naming the message."""
+    if pending is None:
+        raise IngestError(f, mw, "a tool result before any assistant turn: it answers no call")
+    if not pending.actions:
+        raise IngestError(
+            f, mw, "a tool result after a turn that made no tool call: it answers no call"
+        )
+    if call_id is None:
+        return
+    field_name = f"{mw}.{key}"
+    if pending.call_ids and call_id not in pending.call_ids:
+        raise IngestError(
+            f,
+            field_name,
+            f"answers call {call_id!r}, which the turn before it did not make "
+            f"(its calls: {', '.join(sorted(pending.call_ids))})",
+        )
+    if call_id in pending.answered:
+        raise IngestError(f, field_name, f"a second answer to call {call_id!r}")
+    pending.answered.add(call_id)
 
 
 def join_thought(*parts: str | None) -> str:

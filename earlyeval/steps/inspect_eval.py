@@ -48,9 +48,8 @@ def _turn(
     def turn(m: dict, where: str, _text: str) -> PendingTurn:
         msg = m["msg"]
         ids.append(getattr(msg, "id", None))
-        calls = [
-            call_action(tc.function, tc.arguments) for tc in getattr(msg, "tool_calls", None) or []
-        ]
+        raw = getattr(msg, "tool_calls", None) or []
+        calls = [call_action(tc.function, tc.arguments) for tc in raw]
         content = msg.content if isinstance(msg.content, list) else []
         reasoning = "\n".join(
             c.reasoning for c in content if getattr(c, "type", None) == "reasoning" and c.reasoning
@@ -58,6 +57,7 @@ def _turn(
         text = msg.text or ""
         return PendingTurn(
             calls,
+            call_ids={tc.id for tc in raw if isinstance(getattr(tc, "id", None), str)},
             thought=join_thought(reasoning, text) if calls else reasoning,
             final_answer="" if calls else text,
             **_usage_fields(usage.get(str(ids[-1]))),
@@ -66,7 +66,7 @@ def _turn(
     return turn
 
 
-def _tool_result(m: dict, pending: PendingTurn, content: Any) -> tuple[str, bool | None]:
+def _tool_result(m: dict, pending: PendingTurn | None, content: Any) -> tuple[str, bool | None]:
     return content_text(content), getattr(m["msg"], "error", None) is not None
 
 
@@ -82,8 +82,15 @@ def inspect_steps(
     an approver gets); ``usage``: :func:`usage_by_message` of the sample's events."""
     ids: list[str | None] = []
     view = [
-        {"role": getattr(m, "role", None), "content": getattr(m, "content", None), "msg": m}
+        {
+            "role": getattr(m, "role", None),
+            "content": getattr(m, "content", None),
+            "tool_call_id": getattr(m, "tool_call_id", None),
+            "msg": m,
+        }
         for m in messages
     ]
-    steps, prompt = chat_steps(view, file, where, _turn(usage or {}, ids), _tool_result)
+    steps, prompt = chat_steps(
+        view, file, where, _turn(usage or {}, ids), _tool_result, answer_key="tool_call_id"
+    )
     return steps, prompt, ids

@@ -81,8 +81,11 @@ def steps_from_messages(messages: list, file: str) -> tuple[list[Step], str]:
             thought, cmds = split_thought_and_command(text)
             pending = {"thought": thought, "cmds": cmds, "obs": [], **usage_of(m)}
             continue
-        if role in ("user", "tool") and pending is not None:
-            pending["obs"].append(_REFLECT.sub("", text))
+        if role not in ("user", "tool"):
+            raise IngestError(file, f"messages[{i}].role", f"unknown role {role!r}")
+        if pending is None:  # a tool message before the first turn (a user one is the task, above)
+            raise IngestError(file, f"messages[{i}]", "a tool result before any assistant turn")
+        pending["obs"].append(_REFLECT.sub("", text))
     if pending is not None:
         steps.append(_finish(pending, len(steps)))
     return steps, prompt

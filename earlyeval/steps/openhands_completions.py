@@ -31,6 +31,27 @@ def tool_error(name: str, text: str) -> bool | None:
     return None
 
 
+def _check_answer(step: dict[str, Any], call_id: Any, file: str, where: str) -> None:
+    """A tool message answers a call the assistant message before it made, once; else an IngestError naming it
+    (a message that names no call is read as the step's: which call it answers cannot be checked)."""
+    if not step["calls"]:
+        raise IngestError(
+            file, where, "a tool message after an assistant message that made no call"
+        )
+    if call_id is None:
+        return
+    ids = {c[0] for c in step["calls"] if c[0]}
+    if ids and call_id not in ids:
+        raise IngestError(
+            file,
+            f"{where}.tool_call_id",
+            f"answers call {call_id!r}, which the assistant message before it did not make",
+        )
+    if call_id in step["answered"]:
+        raise IngestError(file, f"{where}.tool_call_id", f"a second answer to call {call_id!r}")
+    step["answered"].add(call_id)
+
+
 def steps_from_chat(messages: list, file: str, field: str = "messages") -> tuple[list, str, int]:
     """(steps, prompt, number of auto-continue user prompts) of a native tool-calling chat."""
     prompt = ""
@@ -55,6 +76,7 @@ def steps_from_chat(messages: list, file: str, field: str = "messages") -> tuple
                     "calls": calls,
                     "obs": [],
                     "err": [],
+                    "answered": set(),
                 }
             )
             continue
@@ -63,11 +85,14 @@ def steps_from_chat(messages: list, file: str, field: str = "messages") -> tuple
                 raise IngestError(file, where, "tool message before any assistant message")
             step = pending[-1]
             tid = m.get("tool_call_id")
+            _check_answer(step, tid, file, where)
             names = {c[0]: c[1] for c in step["calls"]}
             name = names.get(tid) or m.get("name") or (step["calls"][0][1] if step["calls"] else "")
             text = content_text(m.get("content"))
             step["obs"].append(text)
             step["err"].append(tool_error(name, text))
+            continue
+        raise IngestError(file, f"{where}.role", f"unknown role {role!r}")
     steps = []
     for k, p in enumerate(pending):
         errs = [e for e in p["err"] if e is not None]

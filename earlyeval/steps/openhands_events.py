@@ -124,12 +124,19 @@ class EventFold:
         self.user_messages = self.condensations = 0
         self.cost: float | None = None
         self.llm_models: list[str] = []  # in order of first use (a conversation may switch model)
+        self.ids: set[Any] = set()  # every event id read
+        self.action_ids: set[Any] = set()  # the ids of the action events read
+        self.answered: set[Any] = set()  # the actions an observation answered
+        self.warnings: list[
+            str
+        ] = []  # read, but not as written: said (ingest keeps them with the run)
 
     def event(self, i: int, e: Any) -> None:
         """Event ``i`` of the file, in file order (a step's observations follow the action they answer)."""
         where = f"[{i}]"
         if not isinstance(e, dict):
             raise IngestError(self.f, where, f"expected an event object, got {type(e).__name__}")
+        eid = self._new_id(where, e)
         src = e.get("source")
         if isinstance(e.get("llm_metrics"), dict) and isinstance(
             e["llm_metrics"].get("accumulated_cost"), (int, float)
@@ -137,8 +144,30 @@ class EventFold:
             self.cost = float(e["llm_metrics"]["accumulated_cost"])
         if "action" in e:
             self.action(where, e, src)
+            if eid is not None:
+                self.action_ids.add(eid)
         elif "observation" in e:
-            self.observation(e, src)
+            self.observation(where, e, src)
+        else:
+            raise IngestError(
+                self.f,
+                where,
+                "neither an action nor an observation: an event of no kind this reader knows",
+            )
+
+    def _new_id(self, where: str, e: dict[str, Any]) -> Any:
+        """The event's ``id`` (None when it has none); an id read before is a repeat, refused."""
+        eid = e.get("id")
+        if eid is None:
+            return None
+        if not isinstance(eid, (int, str)) or isinstance(eid, bool):
+            raise IngestError(
+                self.f, f"{where}.id", f"expected an event id, got {type(eid).__name__}"
+            )
+        if eid in self.ids:
+            raise IngestError(self.f, f"{where}.id", f"repeats event {eid!r}, read before")
+        self.ids.add(eid)
+        return eid
 
     def action(self, where: str, e: dict[str, Any], src: Any) -> None:
         """An action event: the prompt or a later user message, bookkeeping, an agent message, or an acting step."""
@@ -189,13 +218,29 @@ class EventFold:
         if "id" in e:
             self.step_of_action[e["id"]] = len(raw) - 1
 
-    def observation(self, e: dict[str, Any], src: Any) -> None:
-        """An observation: appended to the step of the action it answers, or an uncaused agent error as its own step."""
+    def observation(self, where: str, e: dict[str, Any], src: Any) -> None:
+        """An observation: appended to the step of the action it answers, or an uncaused agent error as its own
+        step; one that names as its cause no action before it is refused (it answers nothing)."""
         cause = e.get("cause")
+        if cause is not None and (
+            isinstance(cause, bool)
+            or not isinstance(cause, (int, str))
+            or cause not in self.action_ids
+        ):
+            raise IngestError(
+                self.f,
+                f"{where}.cause",
+                f"answers no action: no action event before it has id {cause!r}",
+            )
         content = (
             e.get("content") if isinstance(e.get("content"), str) else (e.get("message") or "")
         )
         if cause is not None and cause in self.step_of_action:
+            if cause in self.answered:
+                self.warnings.append(
+                    f"{self.f}: {where}: a second observation of action {cause!r}: read into its step too"
+                )
+            self.answered.add(cause)
             st = self.raw[self.step_of_action[cause]]
             st["obs"].append(content)
             st["err"].append(_obs_error(e))

@@ -71,9 +71,13 @@ def _usage(m: dict, cost_source: str) -> dict[str, Any]:
 
 
 def dialogue_steps(messages: list, f: str, where: str, cost_source: str) -> tuple[list[Step], str]:
-    def tool_result(m: dict, pending: PendingTurn, content: Any) -> tuple[str, bool | None] | None:
+    def tool_result(
+        m: dict, pending: PendingTurn | None, content: Any
+    ) -> tuple[str, bool | None] | None:
         requestor = m.get("requestor")
-        mine = requestor == "assistant" or (requestor is None and m.get("id") in pending.call_ids)
+        mine = requestor == "assistant" or (
+            requestor is None and pending is not None and m.get("id") in pending.call_ids
+        )
         if not mine:
             return None  # the user simulator's own device tools: not seen by the agent
         err = m.get("error")
@@ -87,6 +91,7 @@ def dialogue_steps(messages: list, f: str, where: str, cost_source: str) -> tupl
         tool_result=tool_result,
         # the user acting on its device, not speaking to the agent
         skip_user=lambda m, text: bool(m.get("tool_calls")) and not text,
+        answer_key="id",
     )
 
 

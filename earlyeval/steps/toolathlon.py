@@ -47,6 +47,7 @@ def dialogue_steps(messages: list, f: str) -> tuple[list[Step], str]:
         "messages",
         turn=lambda m, mw, text: _turn(m, f, mw),
         tool_result=lambda m, pending, content: mcp_result(content),
+        answer_key="tool_call_id",
     )
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from faults import FIXTURES, Env
+from faults29 import _ingest_one
 
 OH_CONV = FIXTURES / "openhands-conversation" / "django__django-11099"
 V0 = FIXTURES / "openhands-events" / "logs" / "issue_1" / "astropy__astropy-1.json"
@@ -46,21 +47,8 @@ Damage = Callable[[Path], None]
 
 
 def _read(folder: Path, fmt: str) -> tuple[list[Any], list[dict[str, str]]]:
-    from earlyeval.config.catalog import LabelSpec, RunSpec
-    from earlyeval.ingest import ingest_run
-
-    spec = RunSpec(
-        name="r",
-        folder=str(folder),
-        agent="a",
-        scaffold="a",
-        model="",
-        format=fmt,
-        glob=GLOBS[fmt],
-        labels=[LabelSpec("inline", "")],
-    )
-    trajs, rep = ingest_run(spec, "swebench", Path("/"))
-    return trajs, rep.skipped
+    """(runs, skips) of the run folder ``folder`` read as ``fmt`` (``ingest_run``)."""
+    return _ingest_one(folder, fmt, GLOBS[fmt], "swebench")
 
 
 def _steps(trajs: list[Any]) -> list[list[str]]:

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import IngestError
-from earlyeval.ingest import discover, format_facts, format_module, parse_files
+from earlyeval.ingest import FORMATS, discover, format_facts, format_module, parse_files
 from earlyeval.ingest.sniff import SNIFF_BYTES, Head, Heads
 
 # a glob that names no kind of file ("every JSON file"): its format's files count as run files only when
@@ -62,6 +62,19 @@ def generic_spec(p: Path, fmt: str, name: str | None = None) -> RunSpec:
         glob=glob,
         labels=[LabelSpec("inline", "")] if inline else [],
     )
+
+
+def loadable_formats() -> list[str]:
+    """Every registered format whose module loads, sorted: what ``--format auto`` tries (a broken optional
+    plugin is no candidate)."""
+    out = []
+    for f in sorted(FORMATS.known()):
+        try:
+            format_module(f)
+            out.append(f)
+        except IngestError:
+            pass
+    return out
 
 
 def catch_all(glob: str) -> bool:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from earlyeval.core.errors import IngestError
 from earlyeval.core.trajectory import Trajectory
-from earlyeval.ingest import FORMATS, format_module, ingest_run
-from earlyeval.ingest.detect import detect_units, generic_spec
+from earlyeval.ingest import format_module, ingest_run
+from earlyeval.ingest.detect import detect_units, generic_spec, loadable_formats
 
 
 def read_run(path: str | Path, fmt: str = "auto", *, bench: str = "") -> Trajectory:
@@ -74,13 +74,7 @@ def known_format(p: Path, fmt: str) -> str:
 def sniffed_format(p: Path) -> str:
     """The one format that claims ``p`` from its first bytes; an IngestError naming the file when none or
     several do."""
-    fmts = []
-    for f in sorted(FORMATS.known()):
-        try:
-            format_module(f)
-            fmts.append(f)
-        except IngestError:  # a broken optional plugin: not a candidate
-            pass
+    fmts = loadable_formats()
     found = detect_units(p, fmts)
     if len(found.units) == 1:
         return next(iter(found.units))

@@ -15,18 +15,10 @@ import sys
 
 import _paths
 import pytest
+from test_layers import OFFLINE_PREFIXES
 
-NOT_RUNTIME = (
-    "earlyeval.ingest",
-    "earlyeval.tables",
-    "earlyeval.fitting",
-    "earlyeval.budget",
-    "earlyeval.evaluation",
-    "earlyeval.workflows",
-    "earlyeval.scale",
-    "earlyeval.report",
-    "earlyeval.app",
-)
+# the offline stack (the layer contract's list) and the file readers, which share a layer with features/
+NOT_RUNTIME = OFFLINE_PREFIXES + ("earlyeval.ingest", "earlyeval.tables")
 # adapter -> the framework its import needs (None: none)
 ADAPTERS = {
     "earlyeval.integrations": None,

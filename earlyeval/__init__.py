@@ -9,6 +9,7 @@ from earlyeval.core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from earlyeval.config.monitor_config import MonitorConfig
+    from earlyeval.ingest.one_run import read_run
     from earlyeval.integrations.base import EarlyStopper, ToolCall
     from earlyeval.live.benchpass import Pass
     from earlyeval.live.monitor import Monitor
@@ -27,6 +28,7 @@ __all__ = [
     "ToolCall",
     "Trajectory",
     "__version__",
+    "read_run",
     "score",
 ]
 
@@ -53,6 +55,11 @@ def __getattr__(name: str) -> Any:
         from earlyeval.integrations import base
 
         return getattr(base, name)
+    # one run file as a Trajectory (the ingest readers: no pyarrow, no model)
+    if name == "read_run":
+        from earlyeval.ingest.one_run import read_run
+
+        return read_run
     if (
         name == "score"
     ):  # the batch entry point: a DataFrame of the runs (pulls in the offline stack)

@@ -21,6 +21,7 @@ PUBLIC = [
     "earlyeval.core.trajectory.Step",
     "earlyeval.core.errors",
     "earlyeval.live.benchpass.Pass",
+    "earlyeval.ingest.one_run.read_run",
 ]
 
 

@@ -8,6 +8,7 @@ import-linter counts them.  It fails on
 * an import cycle among the package's modules (one per strongly connected component, reported as a path a -> b -> a),
 * a module in no layer of ``LAYERS``,
 * a module over ``MAX_LINES`` lines that ``LONG_MODULES`` does not list with a reason,
+* an import by runtime code (``RUNTIME_RULES``: the agent-loop adapters) of anything but the runtime layers,
 and on an entry of ``KNOWN_UPWARD`` / ``KNOWN_CYCLES`` / ``LONG_MODULES`` that no longer happens (so the lists
 only shrink).
 """
@@ -49,15 +50,22 @@ def resolve_relative(level: int, name: str | None, package: str) -> str:
 LAYERS: list[tuple[str, list[str]]] = [
     ("core", ["earlyeval.core.*"]),
     ("config", ["earlyeval.config.*"]),
+    # one step reader per native format: native records -> Steps, no files, no catalog (ingest reads files
+    # through them, the adapters call them live)
+    ("step readers", ["earlyeval.steps.*"]),
     ("ingest and features", ["earlyeval.tables.*", "earlyeval.ingest.*", "earlyeval.features.*"]),
     # what a halting process loads: the halting rule, the model directory, its predictors, run-time thresholds
     ("model", ["earlyeval.model.*"]),
     ("live runtime", ["earlyeval.live.*"]),
+    # the agent-loop adapters an agent process imports: runtime code, above the Monitor and below everything
+    # offline (RUNTIME_RULES narrows what they may import further)
+    ("agent adapters", ["earlyeval.integrations.*"]),
     # how a model and its thresholds are chosen: above the runtime, so "the runtime never loads fitting code"
     # is this order
     ("fitting", ["earlyeval.fitting.*"]),
     ("offline evaluation", ["earlyeval.evaluation.*"]),
-    ("workflows and integrations", ["earlyeval.workflows.*", "earlyeval.integrations.*"]),
+    # the adapters' typer launchers (earlyeval-mini, earlyeval-sweagent) are exempt from the runtime rule by folder
+    ("workflows and launchers", ["earlyeval.workflows.*", "earlyeval.integrations.launchers.*"]),
     # the stages on a dask.distributed cluster (--scheduler): they call the in-process stages' own code
     ("distributed", ["earlyeval.scale.*"]),
     ("reports", ["earlyeval.report.*"]),
@@ -69,10 +77,23 @@ LONG_MODULES: dict[str, str] = {  # module -> why it may exceed MAX_LINES
     "earlyeval.app.scale_bench": "ruff format at line-length 100 (issue 44) grew it past 500 lines; to be split",
     "earlyeval.config.schema": "ruff format at line-length 100 (issue 44) grew it past 500 lines; to be split",
     "earlyeval.evaluation.evaluate": "ruff format at line-length 100 (issue 44) grew it past 500 lines; to be split",
-    "earlyeval.ingest.atif": "ruff format at line-length 100 (issue 44) grew it past 500 lines; to be split",
     "earlyeval.live.benchpass": "ruff format at line-length 100 (issue 44) grew it past 500 lines; to be split",
     "earlyeval.report.report_page": "ruff format at line-length 100 (issue 44) grew it past 500 lines; to be split",
     "earlyeval.workflows.score": "ruff format at line-length 100 (issue 44) grew it past 500 lines; to be split",
+}
+# package -> (what its modules may import, its sub-folders exempt): the adapters are runtime code (issue 44): they
+# import only the runtime layers, not ingest/ or tables/ (which share a layer with features/) nor anything offline
+RUNTIME_PACKAGES = (
+    "earlyeval.core",
+    "earlyeval.config",
+    "earlyeval.steps",
+    "earlyeval.features",
+    "earlyeval.model",
+    "earlyeval.live",
+    "earlyeval.integrations",
+)
+RUNTIME_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "earlyeval.integrations": (RUNTIME_PACKAGES, ("earlyeval.integrations.launchers",)),
 }
 # (importer, imported) -> the fix, for an upward import that must wait (none today: a new one fails)
 KNOWN_UPWARD: dict[tuple[str, str], str] = {}
@@ -200,6 +221,7 @@ def check(
     known_upward: dict | None = None,
     known_cycles: dict | None = None,
     max_lines: int = MAX_LINES,
+    runtime_rules: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
 ) -> list[str]:
     """Every violation of the contract, one readable line each (empty: the contract holds)."""
     long_modules = {} if long_modules is None else long_modules
@@ -235,6 +257,7 @@ def check(
                 f"UPWARD     {name[m]} [{layers[lm][0]}] imports {name[t]} [{layers[lt][0]}] "
                 f"({files[m].relative_to(pkg_dir.parent)}:{line})"
             )
+    out += runtime_violations(pkg_dir, files, edges, runtime_rules or {})
     graph = {name[m]: {name[t] for t, _ in ts} for m, ts in edges.items()}
     for cyc in find_cycles(graph):
         key = frozenset(cyc)
@@ -260,12 +283,39 @@ def check(
     return out
 
 
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def runtime_violations(
+    pkg_dir: Path,
+    files: dict[str, Path],
+    edges: dict[str, list[tuple[str, int]]],
+    rules: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
+) -> list[str]:
+    """A line for every import of a module held to a runtime rule (``RUNTIME_RULES``: a package, what it may
+    import, its exempt sub-folders) that the rule does not allow; an exempt folder is not importable either."""
+    out = []
+    for m in sorted(edges):
+        for package, (allowed, exempt) in rules.items():
+            if not _under(m, (package,)) or _under(m, exempt):
+                continue
+            for t, line in sorted(set(edges[m])):
+                if not _under(t, allowed) or _under(t, exempt):
+                    out.append(
+                        f"RUNTIME    {m} imports {t} ({files[m].relative_to(pkg_dir.parent)}:{line}): "
+                        f"{package} is runtime code, it imports only {', '.join(allowed)}"
+                    )
+    return out
+
+
 def test_the_package_keeps_its_layers():
     problems = check(
         REPO / "earlyeval",
         long_modules=LONG_MODULES,
         known_upward=KNOWN_UPWARD,
         known_cycles=KNOWN_CYCLES,
+        runtime_rules=RUNTIME_RULES,
     )
     report = "\n".join(problems)
     print(report)
@@ -354,6 +404,30 @@ def test_checker_catches_an_unlayered_and_a_long_module(tmp_path):
     ) == [p for p in problems if not p.startswith("TOO LONG")]
 
 
+def test_checker_holds_a_package_to_its_runtime_rule(tmp_path):
+    """A module under a runtime rule imports only what the rule allows (a lower layer it does not name is refused
+    too); its exempt sub-folder imports anything its layer allows."""
+    pkg = _base(
+        tmp_path,
+        pkg__low__io="X = 1\n",
+        pkg__mid__ok="from pkg.low.a import X\n",
+        pkg__mid__bad="def f():\n    from pkg.low import io\n    return io\n",
+        pkg__mid__cli__run="from pkg.low.io import X\n",
+    )
+    layers = [
+        ("low", ["pkg.low.*"]),
+        ("mid", ["pkg.mid.*"]),
+        ("high", ["pkg.high.*"]),
+        ("app", ["pkg"]),
+    ]
+    rules = {"pkg.mid": (("pkg.low.a", "pkg.mid"), ("pkg.mid.cli",))}
+    assert check(pkg, top="pkg", layers=layers) == []
+    problems = check(pkg, top="pkg", layers=layers, runtime_rules=rules)
+    assert len(problems) == 1 and problems[0].startswith(
+        "RUNTIME    pkg.mid.bad imports pkg.low.io"
+    )
+
+
 # the runtime a monitored process loads (issue 30): the model directory and its predictors, and the live path
 RUNTIME_MODULES = tuple(
     sorted(
@@ -432,6 +506,63 @@ def test_a_planted_fitting_import_in_the_runtime_fails_the_contract(tmp_path, ta
     mod = "earlyeval." + target[:-3].replace("/", ".")
     assert [p for p in problems if p.startswith("UPWARD") and f" {mod} [" in p], problems
     assert _offline_imports(path, tmp_path), planted
+
+
+@pytest.mark.parametrize(
+    "target, planted, upward",
+    [
+        (
+            "integrations/mini_swe_agent.py",
+            "from earlyeval.evaluation.evaluate import loao_report\n",
+            True,
+        ),
+        (
+            "integrations/openhands.py",
+            "def f():\n    from earlyeval.workflows import score\n",
+            True,
+        ),
+        ("integrations/base.py", "from earlyeval.ingest.common import day_of\n", False),
+        ("integrations/inspect_ai.py", "from earlyeval.tables import validate\n", False),
+        ("integrations/config.py", "from earlyeval.integrations.launchers import mini_cli\n", True),
+    ],
+)
+def test_a_planted_offline_import_in_an_adapter_fails_the_contract(
+    tmp_path, target, planted, upward
+):
+    """On a copy of the real package: an adapter that imports the offline stack (a layer above it), or ingest,
+    tables or a launcher (what the runtime rule leaves out), breaks the contract (issue 44: the adapters sat
+    beside workflows/, so such an import passed every test)."""
+    copy = tmp_path / "earlyeval"
+    shutil.copytree(REPO / "earlyeval", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    path = copy / target
+    path.write_text(path.read_text() + "\n" + planted)
+    problems = check(
+        copy,
+        long_modules=LONG_MODULES,
+        known_upward=KNOWN_UPWARD,
+        known_cycles=KNOWN_CYCLES,
+        runtime_rules=RUNTIME_RULES,
+    )
+    mod = "earlyeval." + target[:-3].replace("/", ".")
+    assert [p for p in problems if p.startswith(f"RUNTIME    {mod} imports ")], problems
+    assert bool([p for p in problems if p.startswith("UPWARD") and f" {mod} [" in p]) == upward, (
+        problems
+    )
+
+
+def test_the_launchers_are_exempt_from_the_runtime_rule_by_folder(tmp_path):
+    """A launcher (typer, beside the workflows) may import the offline stack below it; the same import one folder
+    up, in an adapter, is refused."""
+    copy = tmp_path / "earlyeval"
+    shutil.copytree(REPO / "earlyeval", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    planted = "\nfrom earlyeval.evaluation.evaluate import loao_report\n"
+    launcher = copy / "integrations" / "launchers" / "mini_cli.py"
+    launcher.write_text(launcher.read_text() + planted)
+    kw = dict(long_modules=LONG_MODULES, known_cycles=KNOWN_CYCLES, runtime_rules=RUNTIME_RULES)
+    assert check(copy, **kw) == []
+    adapter = copy / "integrations" / "swe_agent.py"
+    adapter.write_text(adapter.read_text() + planted)
+    assert len([p for p in check(copy, **kw) if "earlyeval.integrations.swe_agent" in p]) == 2
 
 
 def test_the_live_import_check_can_fail(tmp_path):

@@ -2,7 +2,8 @@
 a named error, silent (dropped or decided wrongly without a word) or crashed.
 
 Cases: tests/faults.py (issue 15), tests/faults24.py (issue 24), tests/faults29.py (issue 29) and
-tests/faults_settings.py (a monitor's settings); property-based classes: tests/fuzz.py
+tests/faults_settings.py (a monitor's settings), tests/faults_readers.py (the step readers); property-based classes:
+tests/fuzz.py
 (hypothesis; a fresh sample each run, ``EARLYEVAL_FUZZ_SEED`` replays one).
 Usage: .venv/bin/python tools/fault_summary.py [--verbose] [--keep] [--no-fuzz] [--only-fuzz] [--examples N]"""
 
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from faults import CASES, class_of, new_env, run_case  # noqa: E402
 from faults24 import CASES24  # noqa: E402
 from faults29 import CASES29  # noqa: E402
+from faults_readers import CASES_READERS  # noqa: E402
 from faults_settings import CASES_SETTINGS  # noqa: E402
 from fuzz import FUZZ, fuzz_seed, run_fuzz  # noqa: E402
 
@@ -38,7 +40,11 @@ def main() -> int:
     t0 = time.time()
     if "--only-fuzz" not in sys.argv:
         for cls, name, fn in (
-            [(class_of(f, n), n, fn) for f, n, fn in CASES] + CASES24 + CASES29 + CASES_SETTINGS
+            [(class_of(f, n), n, fn) for f, n, fn in CASES]
+            + CASES24
+            + CASES29
+            + CASES_SETTINGS
+            + CASES_READERS
         ):
             kind, detail = run_case(env, fn)
             cases[cls][kind] += 1

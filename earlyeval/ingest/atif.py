@@ -1,7 +1,8 @@
 """ATIF (Agent Trajectory Interchange Format, v1.0-v1.8) runs in Harbor trial folders.
 
-One step per ATIF agent step, labelled by the verifier's reward; documents are validated with the ``atif``
-package's models, and ``extra.earlyeval`` values are honoured so that ingest -> export -> ingest is exact.
+One step per ATIF agent step (``earlyeval.steps.atif``), labelled by the verifier's reward; documents are
+validated with the ``atif`` package's models, and ``extra.earlyeval`` values are honoured so that
+ingest -> export -> ingest is exact.
 Layout, step mapping, continuations, subagents, versions and labels: docs/formats.md, "ATIF in Harbor trial
 folders".
 """
@@ -25,18 +26,12 @@ from pydantic import ValidationError
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, read_text
-from earlyeval.core.render import tool_call_text
-from earlyeval.core.trajectory import Action, Step, Trajectory, make_step, primary_kind
-from earlyeval.ingest.chat import (
-    is_number,
-    join_thought,
-    opt_float,
-    opt_int,
-    reward_outcome,
-    success_min_reward,
-)
+from earlyeval.core.trajectory import Trajectory
+from earlyeval.ingest.chat import reward_outcome, success_min_reward
 from earlyeval.ingest.common import first_day, glob_paths, run_trajectory
 from earlyeval.ingest.sniff import Heads
+from earlyeval.steps.atif import EXT_KEY, steps_of
+from earlyeval.steps.values import is_number
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -45,7 +40,6 @@ INLINE_LABELS = True
 
 MAX_MINOR = 8  # the installed atif package implements ATIF-v1.8
 TRAJECTORY_NAMES = ("trajectory.json", "trajectory.json.gz")
-EXT_KEY = "earlyeval"  # key of earlyeval's own values inside ATIF ``extra`` objects
 
 _VERSION = re.compile(r"^(?:ATIF-)?v?1\.(\d+)$", re.I)
 _FIELD_IN_MSG = re.compile(
@@ -115,7 +109,7 @@ def validate_document(raw: Any, file: str | Path) -> atif.Trajectory:
         )
     doc = _upgrade(raw, minor)
     try:
-        return atif.Trajectory.model_validate(doc)
+        return check_calls(atif.Trajectory.model_validate(doc), f)
     except ValidationError as e:
         err = e.errors()[0]
         field = _loc(tuple(err.get("loc") or ()))
@@ -125,6 +119,27 @@ def validate_document(raw: Any, file: str | Path) -> atif.Trajectory:
             field = hit.group(1) if hit else "<trajectory>"
         more = f" (+{e.error_count() - 1} more validation errors)" if e.error_count() > 1 else ""
         raise IngestError(f, field, f"ATIF validation failed: {msg}{more}") from e
+
+
+def check_calls(doc: atif.Trajectory, f: str) -> atif.Trajectory:
+    """What the ``atif`` models leave open: a tool call id repeated in a step (its results could not be told
+    apart), and a result naming a call its step did not make (a step without calls, a user or system step: the
+    models check only an agent step's calls).  Either is an IngestError naming the field."""
+    for i, st in enumerate(doc.steps):
+        ids = [tc.tool_call_id for tc in st.tool_calls or []]
+        dup = next((c for k, c in enumerate(ids) if c in ids[:k]), None)
+        if dup is not None:
+            raise IngestError(
+                f, f"steps[{i}].tool_calls", f"tool call id {dup!r} repeats in the step"
+            )
+        for k, r in enumerate(st.observation.results if st.observation else []):
+            if r.source_call_id is not None and r.source_call_id not in ids:
+                raise IngestError(
+                    f,
+                    f"steps[{i}].observation.results[{k}].source_call_id",
+                    f"{r.source_call_id!r} answers no tool call of its step",
+                )
+    return doc
 
 
 def _upgrade(raw: dict, minor: int) -> dict:
@@ -302,141 +317,6 @@ def _task_id(trial: Path, doc: atif.Trajectory) -> str:
     if isinstance(mine, dict) and isinstance(mine.get("task_id"), str):
         return mine["task_id"]
     return trial.name.rsplit("__", 1)[0]  # Harbor trial names are <task>__<short id>
-
-
-# ---------------------------------------------------------------- steps
-
-
-def parts_text(content: Any, counts: Counter) -> str:
-    """Text of a message / result content: a string or a list of ATIF ContentParts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    out: list[str] = []
-    for p in content:
-        if getattr(p, "type", None) == "text":
-            out.append(p.text or "")
-        else:
-            counts["non_text_parts"] += 1
-            out.append(f"[{getattr(p, 'type', 'media')}]")
-    return "\n".join(out)
-
-
-def _ext(extra: Any) -> dict:
-    v = extra.get(EXT_KEY) if isinstance(extra, dict) else None
-    return v if isinstance(v, dict) else {}
-
-
-def _result_text(r: atif.ObservationResult, counts: Counter) -> str:
-    text = parts_text(r.content, counts)
-    for ref in r.subagent_trajectory_ref or []:
-        counts["subagent_refs"] += 1
-        text = join_lines(
-            text, f"[subagent trajectory: {ref.trajectory_id or ref.trajectory_path}]"
-        )
-    return text
-
-
-def join_lines(*parts: str) -> str:
-    return "\n".join(p for p in parts if p)
-
-
-def agent_step(st: atif.Step, index: int, counts: Counter) -> tuple[Step, dict]:
-    """One ATIF agent step as a Step (observation from its own results only) and its overrides."""
-    actions: list[Action] = []
-    kind_over: list[str | None] = []
-    for tc in st.tool_calls or []:
-        ext = _ext(tc.extra)
-        text = (
-            ext["text"]
-            if isinstance(ext.get("text"), str)
-            else tool_call_text(tc.function_name, tc.arguments)
-        )
-        actions.append(Action(tool=tc.function_name, text=text))
-        kind_over.append(ext.get("kind") if isinstance(ext.get("kind"), str) else None)
-    msg = parts_text(st.message, counts)
-    if actions:
-        thought, final = join_thought(st.reasoning_content, msg), None
-    else:
-        thought, final = st.reasoning_content or "", msg
-    obs = [_result_text(r, counts) for r in (st.observation.results if st.observation else [])]
-    m = st.metrics
-    tokens: dict[str, Any] = {
-        "input_tokens": None,
-        "output_tokens": None,
-        "cached_tokens": None,
-        "cost_usd": None,
-    }
-    if m is not None:
-        tokens = {
-            "input_tokens": opt_int(m.prompt_tokens),
-            "output_tokens": opt_int(m.completion_tokens),
-            "cached_tokens": opt_int(m.cached_tokens),
-            "cost_usd": opt_float(m.cost_usd),
-        }
-    elif st.llm_call_count == 0:
-        tokens = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cost_usd": 0.0}
-    if st.llm_call_count is not None:
-        counts["llm_calls"] += st.llm_call_count
-    ext = _ext(st.extra)
-    err = ext.get("error") if isinstance(ext.get("error"), bool) else None
-    step = make_step(
-        index,
-        actions,
-        thought=thought,
-        observation="\n".join(obs),
-        error=err,
-        final_answer=final,
-        **tokens,
-    )
-    for a, k in zip(step.actions, kind_over):
-        if k is not None:
-            a.kind = k
-    if any(k is not None for k in kind_over):
-        step.kind = primary_kind(a.kind for a in step.actions)
-    return step, ext
-
-
-def steps_of(docs: list[atif.Trajectory], counts: Counter) -> tuple[list[Step], str]:
-    """All agent steps of the segments in order, and the task prompt."""
-    prompt_parts: list[str] = []
-    steps: list[Step] = []
-    overrides: list[dict] = []
-    trailing: list[list[str]] = []  # user/system text answering each step
-    for doc in docs:
-        if doc.subagent_trajectories:
-            counts["subagent_trajectories"] += len(doc.subagent_trajectories)
-        for st in doc.steps:
-            if st.is_copied_context:
-                counts["copied_context_steps"] += 1
-                if st.source == "user" and not prompt_parts and not steps:
-                    prompt_parts.append(parts_text(st.message, counts))
-                continue
-            if st.source == "agent":
-                s, ov = agent_step(st, len(steps), counts)
-                steps.append(s)
-                overrides.append(ov)
-                trailing.append([])
-                continue
-            text = parts_text(st.message, counts)
-            if st.observation:
-                text = join_lines(text, *(_result_text(r, counts) for r in st.observation.results))
-            if not steps:
-                if st.source == "user":
-                    prompt_parts.append(text)
-                continue  # system prompt / setup before the agent's first turn
-            trailing[-1].append(text)
-    for s, ov, tail in zip(steps, overrides, trailing):
-        if tail:
-            s.observation = "\n".join([s.observation, *tail]) if s.observation else "\n".join(tail)
-        if isinstance(ov.get("action"), str):
-            s.action = ov["action"]
-        if isinstance(ov.get("kind"), str):
-            s.kind = ov["kind"]
-        if isinstance(ov.get("index"), int):
-            s.index = ov["index"]
-    return steps, "\n".join(p for p in prompt_parts if p)
 
 
 # ---------------------------------------------------------------- parse

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import re
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import Any
 
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.trajectory import Step, Trajectory
+
+log = logging.getLogger(__name__)
 
 
 def run_trajectory(
@@ -37,6 +40,16 @@ def run_trajectory(
         prompt=prompt,
         meta={"scaffold": spec.scaffold, "model": spec.model, "source_file": str(source), **meta},
     )
+
+
+def keep_warnings(t: Trajectory, warnings: list[str]) -> Trajectory:
+    """What a step reader read, but not as written (``warnings``: each naming the file and the record): logged,
+    and kept with the run in ``meta["reader_warnings"]`` (a run read as written has no such key)."""
+    if warnings:
+        t.meta["reader_warnings"] = list(warnings)
+        for w in warnings:
+            log.warning("%s", w)
+    return t
 
 
 def file_key(spec: RunSpec, path: str | Path) -> str:

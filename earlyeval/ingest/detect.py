@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from earlyeval.config.catalog import RunSpec
+from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import IngestError
-from earlyeval.ingest import discover, format_facts, format_module, parse_files
+from earlyeval.ingest import FORMATS, discover, format_facts, format_module, parse_files
 from earlyeval.ingest.sniff import SNIFF_BYTES, Head, Heads
 
 # a glob that names no kind of file ("every JSON file"): its format's files count as run files only when
@@ -44,19 +44,37 @@ class Detection:
         }
 
 
-def generic_spec(p: Path, fmt: str) -> RunSpec:
-    """The spec of format ``fmt`` over ``p``: its own glob in a folder, the file's name for a file."""
-    folder, glob = (p.parent, p.name) if p.is_file() else (p, format_facts(fmt)[0])
+def generic_spec(p: Path, fmt: str, name: str | None = None) -> RunSpec:
+    """The spec of format ``fmt`` over ``p`` when no catalog entry describes it: its own glob in a folder, the
+    file's name for a file; named ``name``, else after the file (up to its first dot) or the folder; its labels
+    inline when the format carries its own (``format_facts``).  ``earlyeval score`` and ``read_run`` read such
+    runs with it."""
+    default_glob, inline = format_facts(fmt)
+    folder, glob = (p.parent, p.name) if p.is_file() else (p, default_glob)
+    name = name or (p.name.split(".")[0] if p.is_file() else p.name)
     return RunSpec(
-        name=folder.name,
+        name=name,
         folder=str(folder),
-        agent=folder.name,
-        scaffold=folder.name,
+        agent=name,
+        scaffold=name,
         model="",
         format=fmt,
         glob=glob,
-        labels=[],
+        labels=[LabelSpec("inline", "")] if inline else [],
     )
+
+
+def loadable_formats() -> list[str]:
+    """Every registered format whose module loads, sorted: what ``--format auto`` tries (a broken optional
+    plugin is no candidate)."""
+    out = []
+    for f in sorted(FORMATS.known()):
+        try:
+            format_module(f)
+            out.append(f)
+        except IngestError:
+            pass
+    return out
 
 
 def catch_all(glob: str) -> bool:

@@ -1,32 +1,24 @@
 """inspect_ai evaluation logs (``.eval`` archives or ``.json`` logs): one run per sample and epoch.
 
-Read with inspect's public log API; steps are built by ``inspect_steps``, which the live approver uses too,
-so the Monitor sees live what this reader builds offline. Steps, usage and the label rule: docs/formats.md,
-"inspect_ai logs".
+Read with inspect's public log API; steps are built by ``earlyeval.steps.inspect_eval.inspect_steps``, which the
+live approver uses too, so the Monitor sees live what this reader builds offline. Steps, usage and the label rule:
+docs/formats.md, "inspect_ai logs".
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping
 
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import check_size
-from earlyeval.core.render import content_text
-from earlyeval.core.trajectory import Step, Trajectory, call_action
-from earlyeval.ingest.chat import (
-    PendingTurn,
-    chat_steps,
-    is_number,
-    join_thought,
-    opt_float,
-    opt_int,
-    reward_outcome,
-    success_min_reward,
-)
+from earlyeval.core.trajectory import Trajectory
+from earlyeval.ingest.chat import reward_outcome, success_min_reward
 from earlyeval.ingest.common import file_key, run_trajectory
 from earlyeval.ingest.sniff import Heads
+from earlyeval.steps.inspect_eval import inspect_steps, usage_by_message
+from earlyeval.steps.values import is_number
 
 try:  # the optional extra; the module imports without it (``earlyeval formats`` lists it)
     from inspect_ai.log import read_eval_log, read_eval_log_sample, read_eval_log_sample_summaries
@@ -37,83 +29,6 @@ DEFAULT_GLOB = "**/*.eval"  # ``--runs log.json`` reads a JSON log (a file names
 INLINE_LABELS = True  # the samples carry their own scores
 SUCCESS_VALUES = ("C",)
 FAILURE_VALUES = ("I", "N", "P")
-
-Usage = Callable[[str | None], Any]  # assistant message id -> its ModelUsage (or None)
-
-
-# ------------------------------------------------------------------ steps (shared with the live approver)
-
-
-def usage_by_message(events: Iterable[Any] | None) -> dict[str, Any]:
-    """Each assistant message id -> the usage of the model call that produced it (``ModelEvent``s)."""
-    out: dict[str, Any] = {}
-    for e in events or ():
-        if getattr(e, "event", None) != "model":
-            continue
-        output = getattr(e, "output", None)
-        choices = getattr(output, "choices", None) or []
-        mid = getattr(getattr(choices[0], "message", None), "id", None) if choices else None
-        if mid is not None and getattr(output, "usage", None) is not None:
-            out[str(mid)] = output.usage
-    return out
-
-
-def _usage_fields(usage: Any) -> dict[str, Any]:
-    if usage is None:
-        return {}
-    return {
-        "input_tokens": opt_int(getattr(usage, "input_tokens", None)),
-        "output_tokens": opt_int(getattr(usage, "output_tokens", None)),
-        "cached_tokens": opt_int(getattr(usage, "input_tokens_cache_read", None)),
-        "cost_usd": opt_float(getattr(usage, "total_cost", None)),
-    }
-
-
-def _turn(
-    usage: Mapping[str, Any], ids: list[str | None]
-) -> Callable[[dict, str, str], PendingTurn]:
-    def turn(m: dict, where: str, _text: str) -> PendingTurn:
-        msg = m["msg"]
-        ids.append(getattr(msg, "id", None))
-        calls = [
-            call_action(tc.function, tc.arguments) for tc in getattr(msg, "tool_calls", None) or []
-        ]
-        content = msg.content if isinstance(msg.content, list) else []
-        reasoning = "\n".join(
-            c.reasoning for c in content if getattr(c, "type", None) == "reasoning" and c.reasoning
-        )
-        text = msg.text or ""
-        return PendingTurn(
-            calls,
-            thought=join_thought(reasoning, text) if calls else reasoning,
-            final_answer="" if calls else text,
-            **_usage_fields(usage.get(str(ids[-1]))),
-        )
-
-    return turn
-
-
-def _tool_result(m: dict, pending: PendingTurn, content: Any) -> tuple[str, bool | None]:
-    return content_text(content), getattr(m["msg"], "error", None) is not None
-
-
-def inspect_steps(
-    messages: Sequence[Any],
-    usage: Mapping[str, Any] | None = None,
-    where: str = "messages",
-    file: str = "<live>",
-) -> tuple[list[Step], str, list[str | None]]:
-    """(steps, prompt, assistant message id of each step) of an inspect message history.
-
-    ``messages``: ``inspect_ai.model.ChatMessage`` objects (a log's ``sample.messages``, or the history
-    an approver gets); ``usage``: :func:`usage_by_message` of the sample's events."""
-    ids: list[str | None] = []
-    view = [
-        {"role": getattr(m, "role", None), "content": getattr(m, "content", None), "msg": m}
-        for m in messages
-    ]
-    steps, prompt = chat_steps(view, file, where, _turn(usage or {}, ids), _tool_result)
-    return steps, prompt, ids
 
 
 # ------------------------------------------------------------------ labels
@@ -259,4 +174,4 @@ def sniff(path: Path, heads: Heads, fmt: str) -> bool:
     )
 
 
-__all__ = ["DEFAULT_GLOB", "sniff", "inspect_steps", "parse", "sample_outcome", "usage_by_message"]
+__all__ = ["DEFAULT_GLOB", "sniff", "parse", "sample_outcome"]

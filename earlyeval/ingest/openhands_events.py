@@ -1,37 +1,27 @@
 """OpenHands conversation event streams (V0 events, e.g. a GUI conversation export).
 
-One step per agent action event that acts, with the observations it caused; a message to the user is a step
-without action, a human's later message is observation. What is a step and what is bookkeeping:
-docs/formats.md, "OpenHands V0 event streams".
+One step per agent action event that acts, with the observations it caused (``earlyeval.steps.openhands_events``);
+a message to the user is a step without action, a human's later message is observation. What is a step and what
+is bookkeeping: docs/formats.md, "OpenHands V0 event streams".
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, strip_gz
-from earlyeval.core.trajectory import Action, Trajectory, make_step
-from earlyeval.ingest.common import first_day, glob_paths, run_trajectory
-from earlyeval.ingest.openhands_completions import render_tool_call
+from earlyeval.core.trajectory import Trajectory
+from earlyeval.ingest.common import first_day, glob_paths, keep_warnings, run_trajectory
 from earlyeval.ingest.sniff import Heads
+from earlyeval.steps.openhands_events import EventFold, fold_steps
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
 DEFAULT_GLOB = "**/*.json*"
 INLINE_LABELS = False
-
-
-_BOOKKEEPING = {"system", "recall", "change_agent_state", "condensation", "condensation_request"}
-# event action -> (native tool, how its args become that tool's arguments)
-_FALLBACK_TOOL = {
-    "run": "execute_bash",
-    "run_ipython": "execute_ipython_cell",
-    "read": "str_replace_editor",
-    "edit": "str_replace_editor",
-}
 
 
 def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
@@ -52,216 +42,19 @@ def discover(run_dir: Path, spec: RunSpec) -> list[Path]:
     return out
 
 
-def _response(e: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    tcm = e.get("tool_call_metadata")
-    if not isinstance(tcm, dict):
-        return None, None
-    resp = tcm.get("model_response")
-    return tcm, resp if isinstance(resp, dict) else None
-
-
-def _message(resp: dict[str, Any] | None) -> dict[str, Any]:
-    try:
-        m = resp["choices"][0]["message"]  # type: ignore[index]
-    except (KeyError, IndexError, TypeError):
-        return {}
-    return m if isinstance(m, dict) else {}
-
-
-def action_of(e: dict[str, Any], args: dict[str, Any]) -> Action:
-    """The native tool call behind an action event, else its args."""
-    tcm, resp = _response(e)
-    if tcm is not None:
-        for tc in _message(resp).get("tool_calls") or []:
-            fn = tc.get("function") if isinstance(tc, dict) else None
-            if (
-                isinstance(fn, dict)
-                and tc.get("id") == tcm.get("tool_call_id")
-                and isinstance(fn.get("name"), str)
-            ):
-                return render_tool_call(fn["name"], fn.get("arguments"))
-    a = e["action"]
-    if a == "read":
-        return render_tool_call(
-            "str_replace_editor",
-            {"command": "view", "path": args.get("path"), "view_range": args.get("view_range")},
-        )
-    if a == "edit":
-        keys = ("command", "path", "old_str", "new_str", "file_text", "insert_line")
-        return render_tool_call("str_replace_editor", {k: args.get(k) for k in keys})
-    if a == "finish":
-        return render_tool_call("finish", {"message": args.get("final_thought") or ""})
-    if a == "call_tool_mcp" and isinstance(args.get("name"), str):
-        return render_tool_call(args["name"], args.get("arguments") or {})
-    rest = {
-        k: v
-        for k, v in args.items()
-        if k
-        not in (
-            "thought",
-            "security_risk",
-            "is_input",
-            "blocking",
-            "hidden",
-            "confirmation_state",
-            "is_static",
-            "cwd",
-        )
-    }
-    return render_tool_call(_FALLBACK_TOOL.get(a, a), rest)
-
-
-def _usage(resp: dict[str, Any] | None) -> dict[str, int | None]:
-    u = resp.get("usage") if isinstance(resp, dict) else None
-    if not isinstance(u, dict):
-        return {"input_tokens": None, "output_tokens": None, "cached_tokens": None}
-    det = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
-    as_int = lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None  # noqa: E731
-    return {
-        "input_tokens": as_int(u.get("prompt_tokens")),
-        "output_tokens": as_int(u.get("completion_tokens")),
-        "cached_tokens": as_int(det.get("cached_tokens")),
-    }
-
-
-def _obs_error(e: dict[str, Any]) -> bool:
-    if e.get("observation") == "error":
-        return True
-    extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
-    meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
-    code = meta.get("exit_code")
-    return isinstance(code, int) and code != 0
-
-
-def _new(thought: str = "", calls: list[Action] | None = None, **usage: Any) -> dict[str, Any]:
-    return {
-        "thought": thought,
-        "calls": calls or [],
-        "obs": [],
-        "err": [],
-        "resp": None,
-        **({"input_tokens": None, "output_tokens": None, "cached_tokens": None} | usage),
-    }
-
-
-class _Fold:
-    """The events folded one by one into raw steps, plus what the run's meta needs (prompt, user messages, cost, models)."""
-
-    def __init__(self, f: str) -> None:
-        self.f = f
-        self.raw: list[dict[str, Any]] = []
-        self.step_of_action: dict[Any, int] = {}
-        self.prompt = ""
-        self.user_messages = self.condensations = 0
-        self.cost: float | None = None
-        self.llm_models: list[str] = []  # in order of first use (a conversation may switch model)
-
-    def event(self, i: int, e: Any) -> None:
-        """Event ``i`` of the file, in file order (a step's observations follow the action they answer)."""
-        where = f"[{i}]"
-        if not isinstance(e, dict):
-            raise IngestError(self.f, where, f"expected an event object, got {type(e).__name__}")
-        src = e.get("source")
-        if isinstance(e.get("llm_metrics"), dict) and isinstance(
-            e["llm_metrics"].get("accumulated_cost"), (int, float)
-        ):
-            self.cost = float(e["llm_metrics"]["accumulated_cost"])
-        if "action" in e:
-            self.action(where, e, src)
-        elif "observation" in e:
-            self.observation(e, src)
-
-    def action(self, where: str, e: dict[str, Any], src: Any) -> None:
-        """An action event: the prompt or a later user message, bookkeeping, an agent message, or an acting step."""
-        raw = self.raw
-        a = e["action"]
-        if not isinstance(a, str):
-            raise IngestError(self.f, f"{where}.action", f"expected str, got {type(a).__name__}")
-        args = e.get("args") if e.get("args") is not None else {}
-        if not isinstance(args, dict):
-            raise IngestError(self.f, f"{where}.args", f"expected dict, got {type(args).__name__}")
-        text = (
-            args.get("content")
-            if isinstance(args.get("content"), str)
-            else (e.get("message") or "")
-        )
-        if src == "user" and a == "message":
-            if not self.prompt and not raw:
-                self.prompt = text
-            else:
-                self.user_messages += 1
-                if raw:
-                    raw[-1]["obs"].append(f"[user] {text}")
-            return
-        if src != "agent" or a in _BOOKKEEPING:
-            if a == "condensation":
-                self.condensations += 1
-            return
-        if a == "message":
-            raw.append(_new(thought=text.strip()))
-            return
-        self.acting(e, args)
-
-    def acting(self, e: dict[str, Any], args: dict[str, Any]) -> None:
-        """An agent action that acts: a new step, or one more call of the step its model response began."""
-        raw = self.raw
-        _, resp = _response(e)
-        rid = resp.get("id") if resp else None
-        if resp and isinstance(resp.get("model"), str) and resp["model"] not in self.llm_models:
-            self.llm_models.append(resp["model"])
-        act = action_of(e, args)
-        if rid is not None and raw and raw[-1]["resp"] == rid:
-            raw[-1]["calls"].append(act)
-        else:
-            thought = args.get("thought") if isinstance(args.get("thought"), str) else ""
-            thought = thought or (_message(resp).get("content") or "")
-            raw.append(_new(thought=str(thought).strip(), calls=[act], **_usage(resp)))
-            raw[-1]["resp"] = rid
-        if "id" in e:
-            self.step_of_action[e["id"]] = len(raw) - 1
-
-    def observation(self, e: dict[str, Any], src: Any) -> None:
-        """An observation: appended to the step of the action it answers, or an uncaused agent error as its own step."""
-        cause = e.get("cause")
-        content = (
-            e.get("content") if isinstance(e.get("content"), str) else (e.get("message") or "")
-        )
-        if cause is not None and cause in self.step_of_action:
-            st = self.raw[self.step_of_action[cause]]
-            st["obs"].append(content)
-            st["err"].append(_obs_error(e))
-        elif src == "agent" and e.get("observation") == "error" and cause is None:
-            self.raw.append(_new())
-            self.raw[-1]["obs"].append(content)
-            self.raw[-1]["err"].append(True)
-
-
 def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     f = str(path)
     events = load_json(path)
     if not isinstance(events, list):
         raise IngestError(f, "<root>", f"expected a list of events, got {type(events).__name__}")
-    fold = _Fold(f)
+    fold = EventFold(f)
     for i, e in enumerate(events):
         fold.event(i, e)
-    raw = fold.raw
-    if not raw:
+    if not fold.raw:
         raise IngestError(f, "<events>", "no agent action, message or error event: no agent steps")
-    steps = [
-        make_step(
-            k,
-            r["calls"],
-            thought=r["thought"],
-            observation="\n".join(r["obs"]),
-            input_tokens=r["input_tokens"],
-            output_tokens=r["output_tokens"],
-            cached_tokens=r["cached_tokens"],
-            error=any(r["err"]) if r["err"] else None,
-        )
-        for k, r in enumerate(raw)
-    ]
+    steps = fold_steps(fold)
     task_id = strip_gz(path.name).removesuffix(".json")
-    yield run_trajectory(
+    t = run_trajectory(
         spec,
         bench,
         f,
@@ -274,6 +67,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         user_messages=fold.user_messages,
         condensations=fold.condensations,
     )
+    yield keep_warnings(t, fold.warnings)  # read, but not as written: said, and kept with the run
 
 
 def sniff(path: Path, heads: Heads, fmt: str) -> bool:

@@ -1,64 +1,34 @@
 """SWE-agent trajectories (``<instance_id>.traj``, plain or gzipped): 0.x, and 1.x with function calling.
 
 One step per executed turn (0.x: a ``trajectory`` entry; 1.x: an assistant turn of ``history``, the turns the
-live hook sees); usage is per instance only. Commands, refused turns and forced exits: docs/formats.md,
+live hook sees), read by ``earlyeval.steps.swe_agent``; usage is per instance only. Commands, refused turns and forced exits: docs/formats.md,
 "SWE-agent".
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require, strip_gz
-from earlyeval.core.render import content_text, tool_call_text
-from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
+from earlyeval.core.render import content_text
+from earlyeval.core.trajectory import Trajectory
 from earlyeval.ingest.common import dig, run_trajectory
 from earlyeval.ingest.sniff import Heads
+from earlyeval.steps.swe_agent import (
+    ACI_COMMANDS,
+    SWE_AGENT_COMMANDS,
+    entry_steps,
+    steps_from_tool_calls,
+)
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
 DEFAULT_GLOB = "**/*.traj*"
 INLINE_LABELS = False
-
-
-# SWE-agent 0.x default interface (config/commands/*.sh) and its forced exits
-ACI_COMMANDS: frozenset[str] = frozenset(
-    {
-        "open",
-        "goto",
-        "scroll_up",
-        "scroll_down",
-        "create",
-        "edit",
-        "find_file",
-        "search_file",
-        "search_dir",
-        "submit",
-        "exit_cost",
-        "exit_context",
-        "exit_format",
-        "exit_api",
-        "exit_error",
-    }
-)
-
-# SWE-agent 1.x tool bundles add these; live runs (integrations.swe_agent) parse command lines with both sets
-SWE_AGENT_COMMANDS: frozenset[str] = ACI_COMMANDS | {
-    "str_replace_editor",
-    "exit",
-    "exit_forfeit",
-    "review_on_submit_m",
-    "filemap",
-    "view_image",
-}
-
-_HEAD = re.compile(r"(\S+)[ \t]*\n?(.*)", re.S)
-_EXIT = re.compile(r"\b(exit_[a-z_]+)\b")
 
 
 def task_id_from_name(path: Path) -> str:
@@ -69,15 +39,6 @@ def task_id_from_name(path: Path) -> str:
     return name
 
 
-def action_from_command(command: str, commands: frozenset[str] = ACI_COMMANDS) -> Action:
-    """One SWE-agent command line as an Action (interface command or bash)."""
-    cmd = command.strip()
-    m = _HEAD.match(cmd)
-    if m and m.group(1) in commands:
-        return Action(tool=m.group(1), text=m.group(2))
-    return Action(tool="bash", text=cmd)
-
-
 def first_user_message(history: Any) -> str:
     """The task prompt: the first non-demonstration user message of ``history``."""
     if not isinstance(history, list):
@@ -86,34 +47,6 @@ def first_user_message(history: Any) -> str:
         if isinstance(m, dict) and m.get("role") == "user" and not m.get("is_demo"):
             return content_text(m.get("content"))
     return ""
-
-
-def parse_entries(
-    entries: list, file: str, commands: frozenset[str] = ACI_COMMANDS
-) -> list[dict[str, Any]]:
-    """Validated ``trajectory`` entries as {action, thought, observation}."""
-    out = []
-    for i, s in enumerate(entries):
-        where = f"trajectory[{i}]"
-        action = require(s, "action", str, file, where)
-        thought = s.get("thought")
-        obs = s.get("observation")
-        if thought is not None and not isinstance(thought, str):
-            raise IngestError(
-                file, f"{where}.thought", f"expected str, got {type(thought).__name__}"
-            )
-        if obs is not None and not isinstance(obs, str):
-            raise IngestError(
-                file, f"{where}.observation", f"expected str, got {type(obs).__name__}"
-            )
-        out.append(
-            {
-                "action": action_from_command(action, commands),
-                "thought": (thought or "").strip(),
-                "observation": obs or "",
-            }
-        )
-    return out
 
 
 def instance_stats(info: dict[str, Any]) -> dict[str, Any]:
@@ -133,82 +66,6 @@ def uses_tool_calls(history: Any) -> bool:
         isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls")
         for m in history
     )
-
-
-def _turn_actions(m: dict[str, Any], file: str, where: str) -> list[Action]:
-    calls = m.get("tool_calls") or []
-    if not isinstance(calls, list):
-        raise IngestError(file, f"{where}.tool_calls", f"expected list, got {type(calls).__name__}")
-    acts = []
-    for c, tc in enumerate(calls):
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        name = fn.get("name") if isinstance(fn, dict) else None
-        if not isinstance(name, str) or not name:
-            raise IngestError(
-                file, f"{where}.tool_calls[{c}].function.name", "missing or not a string"
-            )
-        acts.append(Action(tool=name, text=tool_call_text(name, fn.get("arguments"))))
-    return acts
-
-
-def steps_from_tool_calls(
-    history: list, entries: list, info: dict[str, Any], file: str
-) -> tuple[list[Step], int]:
-    """Steps of a 1.x function-calling run (module doc) and the number of refused (re-asked) turns."""
-    turns = [
-        (j, m)
-        for j, m in enumerate(history)
-        if isinstance(m, dict) and m.get("role") == "assistant"
-    ]
-    for i, e in enumerate(entries):
-        if not isinstance(e, dict):
-            raise IngestError(
-                file, f"trajectory[{i}]", f"expected an object, got {type(e).__name__}"
-            )
-    # pair each turn with its trajectory entry by the action string, from the end
-    paired: list[int] = []
-    end = len(entries)
-    for j, m in reversed(turns):
-        action = m.get("action", "")
-        if not isinstance(action, str):
-            raise IngestError(
-                file, f"history[{j}].action", f"expected str, got {type(action).__name__}"
-            )
-        i = end - 1
-        while i >= 0 and entries[i].get("action") != action:
-            i -= 1
-        if i < 0:
-            raise IngestError(
-                file,
-                f"history[{j}].action",
-                "no trajectory entry before the next turn's holds this action",
-            )
-        paired.append(i)
-        end = i
-    paired.reverse()
-    exit_m = _EXIT.search(str(info.get("exit_status") or ""))
-    steps: list[Step] = []
-    for k, ((j, m), i) in enumerate(zip(turns, paired)):
-        acts = _turn_actions(m, file, f"history[{j}]")
-        text = content_text(m.get("content")).strip()
-        if not acts and k == len(turns) - 1 and exit_m:
-            acts = [Action(tool=exit_m.group(1), text="")]  # the forced exit, as 0.x logs it
-        obs = entries[i].get("observation")
-        if obs is not None and not isinstance(obs, str):
-            raise IngestError(
-                file, f"trajectory[{i}].observation", f"expected str, got {type(obs).__name__}"
-            )
-        thought = m.get("thought")
-        steps.append(
-            make_step(
-                len(steps),
-                acts,
-                thought=thought.strip() if isinstance(thought, str) else "",
-                observation=obs or "",
-                final_answer=text if not acts else None,
-            )
-        )
-    return steps, len(entries) - len(paired)
 
 
 def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
@@ -235,11 +92,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
         )
         return
     v1 = str(info.get("swe_agent_version") or "").startswith("1.")
-    raw = parse_entries(entries, f, SWE_AGENT_COMMANDS if v1 else ACI_COMMANDS)
-    steps = [
-        make_step(i, [r["action"]], thought=r["thought"], observation=r["observation"])
-        for i, r in enumerate(raw)
-    ]
+    steps = entry_steps(entries, f, SWE_AGENT_COMMANDS if v1 else ACI_COMMANDS)
     yield run_trajectory(
         spec,
         bench,

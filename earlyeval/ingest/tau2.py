@@ -1,7 +1,7 @@
 """tau2-bench simulation results (customer-service dialogues with a simulated user).
 
-One run per simulation and one step per agent turn (the scripted greeting included); usage counts the
-agent's messages only, and a cost that is always 0 is unknown. Details and the label: docs/formats.md,
+One run per simulation and one step per agent turn (the scripted greeting included: ``earlyeval.steps.tau2``);
+usage counts the agent's messages only, and a cost that is always 0 is unknown. Details and the label: docs/formats.md,
 "tau2-bench".
 """
 
@@ -13,19 +13,12 @@ from typing import Any, Iterator
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, require
-from earlyeval.core.render import content_text, tool_call_text
-from earlyeval.core.trajectory import Action, Step, Trajectory
-from earlyeval.ingest.chat import (
-    PendingTurn,
-    chat_steps,
-    is_number,
-    join_thought,
-    opt_int,
-    reward_outcome,
-    success_min_reward,
-)
+from earlyeval.core.trajectory import Trajectory
+from earlyeval.ingest.chat import reward_outcome, success_min_reward
 from earlyeval.ingest.common import day_of, file_key, run_trajectory
 from earlyeval.ingest.sniff import Heads
+from earlyeval.steps.tau2 import cost_source, dialogue_steps
+from earlyeval.steps.values import is_number
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -64,7 +57,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory | Ingest
         "user_llm": user_info.get("llm"),
         "user_implementation": user_info.get("implementation"),
         "domain": env_info.get("domain_name"),
-        "cost_source": _cost_source(sims),
+        "cost_source": cost_source(sims),
     }
     threshold = success_min_reward(spec)
     for i, s in enumerate(sims):
@@ -80,62 +73,6 @@ def _tickets(tasks: Any) -> dict[str, str]:
         for t in tasks:
             if isinstance(t, dict) and t.get("id") is not None and isinstance(t.get("ticket"), str):
                 out[str(t["id"])] = t["ticket"]
-    return out
-
-
-def _cost_source(sims: list) -> str:
-    """How the file's agent cost is known: 'per-message-cost', 'raw-billed-cost' or 'none'.
-
-    Decided once per file (one run = one price table): a file whose assistant
-    messages all have cost 0 or none did not know the price.
-    """
-    priced = billed = False
-    for s in sims:
-        if not isinstance(s, dict) or not isinstance(s.get("messages"), list):
-            continue
-        for m in s["messages"]:
-            if not isinstance(m, dict) or m.get("role") != "assistant":
-                continue
-            if is_number(m.get("cost")) and m["cost"] > 0:
-                priced = True
-            if is_number(_raw_usage(m).get("cost")) and _raw_usage(m)["cost"] > 0:
-                billed = True
-    if priced:
-        return "per-message-cost"
-    if billed:
-        return "raw-billed-cost"
-    return "none"
-
-
-def _raw_usage(m: dict) -> dict:
-    rd = m.get("raw_data")
-    u = rd.get("usage") if isinstance(rd, dict) else None
-    return u if isinstance(u, dict) else {}
-
-
-def _usage(m: dict, cost_source: str) -> dict[str, Any]:
-    """Tokens and cost of one assistant message; None where unknown."""
-    out: dict[str, Any] = {
-        "input_tokens": None,
-        "output_tokens": None,
-        "cached_tokens": None,
-        "cost_usd": None,
-    }
-    u = m.get("usage")
-    if not isinstance(u, dict) or not u:
-        return out  # no metered call (hard-coded greeting, custom agent)
-    out["input_tokens"] = opt_int(u.get("prompt_tokens"))
-    out["output_tokens"] = opt_int(u.get("completion_tokens"))
-    raw = _raw_usage(m)
-    det = raw.get("prompt_tokens_details")
-    if isinstance(det, dict) and opt_int(det.get("cached_tokens")) is not None:
-        out["cached_tokens"] = opt_int(det.get("cached_tokens"))
-    elif opt_int(raw.get("cache_read_input_tokens")) is not None:
-        out["cached_tokens"] = opt_int(raw.get("cache_read_input_tokens"))
-    if cost_source == "per-message-cost" and is_number(m.get("cost")):
-        out["cost_usd"] = float(m["cost"])
-    elif cost_source == "raw-billed-cost" and is_number(raw.get("cost")):
-        out["cost_usd"] = float(raw["cost"])
     return out
 
 
@@ -171,7 +108,7 @@ def _simulation(
     if not messages:
         raise IngestError(f, f"{where}.messages", "empty dialogue")
 
-    steps, prompt = _steps(messages, f, f"{where}.messages", ctx["cost_source"])
+    steps, prompt = dialogue_steps(messages, f, f"{where}.messages", ctx["cost_source"])
     if not steps:
         raise IngestError(f, f"{where}.messages", "no assistant message: the agent never acted")
     if not prompt:
@@ -204,62 +141,6 @@ def _simulation(
         else None,
         **ctx,
     )
-
-
-def _steps(messages: list, f: str, where: str, cost_source: str) -> tuple[list[Step], str]:
-    def tool_result(m: dict, pending: PendingTurn, content: Any) -> tuple[str, bool | None] | None:
-        requestor = m.get("requestor")
-        mine = requestor == "assistant" or (requestor is None and m.get("id") in pending.call_ids)
-        if not mine:
-            return None  # the user simulator's own device tools: not seen by the agent
-        err = m.get("error")
-        return content_text(content), err if isinstance(err, bool) else None
-
-    return chat_steps(
-        messages,
-        f,
-        where,
-        turn=lambda m, mw, text: _turn(m, f, mw, text, cost_source),
-        tool_result=tool_result,
-        # the user acting on its device, not speaking to the agent
-        skip_user=lambda m, text: bool(m.get("tool_calls")) and not text,
-    )
-
-
-def _turn(m: dict, f: str, mw: str, text: str, cost_source: str) -> PendingTurn:
-    calls = m.get("tool_calls") or []
-    if not isinstance(calls, list):
-        raise IngestError(f, f"{mw}.tool_calls", f"expected a list, got {type(calls).__name__}")
-    actions: list[Action] = []
-    ids: set[str] = set()
-    for k, tc in enumerate(calls):
-        if not isinstance(tc, dict):
-            raise IngestError(
-                f, f"{mw}.tool_calls[{k}]", f"expected an object, got {type(tc).__name__}"
-            )
-        name = tc.get("name")
-        if not isinstance(name, str) or not name:
-            raise IngestError(f, f"{mw}.tool_calls[{k}].name", "missing or not a string")
-        args = tc.get("arguments")
-        if args is not None and not isinstance(args, (dict, str)):
-            raise IngestError(
-                f,
-                f"{mw}.tool_calls[{k}].arguments",
-                f"expected an object, got {type(args).__name__}",
-            )
-        actions.append(
-            Action(tool=name, text=tool_call_text(name, args if args is not None else {}))
-        )
-        if isinstance(tc.get("id"), str):
-            ids.add(tc["id"])
-    reasoning = m.get("reasoning") if isinstance(m.get("reasoning"), str) else ""
-    p = PendingTurn(actions=actions, call_ids=ids, **_usage(m, cost_source))
-    if actions:
-        p.thought = join_thought(reasoning, text)
-    else:
-        p.thought = reasoning
-        p.final_answer = text
-    return p
 
 
 def sniff(path: Path, heads: Heads, fmt: str) -> bool:

@@ -1,6 +1,7 @@
 """Terminal-Bench 1 (TB1 harness) mini-swe-agent session logs: ``sessions/agent.log[.gz]``.
 
-Steps are parsed from the raw tmux transcript, one per ``mini-swe-agent (step N, ...)`` block with its reply;
+Steps are parsed from the raw tmux transcript, one per ``mini-swe-agent (step N, ...)`` block with its reply
+(``earlyeval.steps.terminalbench``);
 the label is the trial's ``results.json``. Details: docs/formats.md, "Terminal-Bench 1".
 """
 
@@ -13,9 +14,10 @@ from typing import Iterator
 from earlyeval.config.catalog import RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_json, read_text
-from earlyeval.core.trajectory import Action, Step, Trajectory, make_step
+from earlyeval.core.trajectory import Trajectory
 from earlyeval.ingest.common import run_trajectory
 from earlyeval.ingest.sniff import Heads
+from earlyeval.steps.terminalbench import block_step
 
 # this format's facts, for a folder no catalog entry describes (``ingest.format_facts``): where its run
 # files are, and whether they carry their own outcome (a reward, a pass flag)
@@ -33,8 +35,6 @@ _HEADER = re.compile(r"^mini-swe-agent \(step (\d+), \$([0-9.]+)\):[ \t]*$", re.
 _USER = re.compile(r"^User:[ \t]*$", re.M)
 _RULE = re.compile(r"^[─━-]{20,}\s*$", re.M)
 _END = re.compile(r"^(Saved trajectory to |root@[^\n]*[#$] )", re.M)
-_BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
-_RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _NOT_STARTED = re.compile(
     r"(command not found|No such file or directory|Traceback \(most recent call last\))[^\n]*", re.I
 )
@@ -69,20 +69,6 @@ def split_steps(text: str) -> list[tuple[int, float, str, str]]:
     return out
 
 
-def _step(index: int, said: str, reply: str) -> Step:
-    cmds = [b.strip() for b in _BASH_BLOCK.findall(said)]
-    thought = re.sub(r"^THOUGHT:\s*", "", _BASH_BLOCK.sub("", said).strip())
-    rc = _RETURNCODE.search(reply)
-    if rc:
-        error: bool | None = int(rc.group(1)) != 0
-    elif len(cmds) != 1:
-        error = True  # no or several bash blocks: the scaffold rejects the turn
-    else:
-        error = None
-    acts = [Action(tool="bash", text=c) for c in cmds] if len(cmds) == 1 else []
-    return make_step(index, acts, thought=thought, observation=reply, error=error)
-
-
 def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     f = str(path)
     text = clean_log(read_text(path))
@@ -95,6 +81,15 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
             else "no agent step in the log"
         )
         raise IngestError(f, "steps", reason)
+    nums = [n for n, _, _, _ in blocks]
+    back = next((k for k in range(1, len(nums)) if nums[k] <= nums[k - 1]), None)
+    if back is not None:  # a block repeated or redrawn: which one the agent took cannot be told
+        raise IngestError(
+            f,
+            "steps",
+            f"step {nums[back]} comes after step {nums[back - 1]} in the log: a repeated or out-of-order "
+            "block cannot be placed",
+        )
     res_file = _results_file(path)
     if res_file is None:
         raise IngestError(f, "results.json", "missing next to sessions/: no label for this trial")
@@ -112,7 +107,7 @@ def parse(path: Path, spec: RunSpec, bench: str) -> Iterator[Trajectory]:
     task_id = (
         res.get("task_id") if isinstance(res.get("task_id"), str) else trial.name.split(".1-of-")[0]
     )
-    steps = [_step(i, said, reply) for i, (_, _, said, reply) in enumerate(blocks)]
+    steps = [block_step(i, said, reply) for i, (_, _, said, reply) in enumerate(blocks)]
     yield run_trajectory(
         spec,
         bench,

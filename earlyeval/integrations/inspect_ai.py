@@ -15,9 +15,9 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageU
 from inspect_ai.util import LimitExceededError, sandbox, store
 
 from earlyeval.core.trajectory import Step, Task
-from earlyeval.ingest.inspect_eval import inspect_steps
 from earlyeval.integrations.base import WORKING_DIFF_COMMAND, EarlyStopper, HaltedRun, StepMonitor
 from earlyeval.model.policy import halts_on_success
+from earlyeval.steps.inspect_eval import inspect_steps
 
 log = logging.getLogger("earlyeval.integrations.inspect_ai")
 
@@ -53,7 +53,7 @@ def step_from_turn(
     asst: ChatMessageAssistant, tools: list[ChatMessageTool], index: int, usage: Any = None
 ) -> Step:
     """One assistant turn and its tool results, by the ``inspect-eval`` reader's own step builder
-    (``ingest.inspect_eval.inspect_steps``, the chat step definition of ``ingest/chat.py``): a turn with
+    (``steps.inspect_eval.inspect_steps``, the chat step definition of ``steps/chat.py``): a turn with
     tool calls has its reasoning and text as thought; a turn without does its text (``final_answer``),
     its reasoning is the thought; the observation is the tool results' text."""
     steps, _, _ = inspect_steps(

@@ -19,12 +19,12 @@ from inspect_ai.util import sandbox
 from earlyeval.config.schema import NAME, Choice
 from earlyeval.core.decision import Decision
 from earlyeval.core.trajectory import Step
-from earlyeval.ingest.inspect_eval import inspect_steps, usage_by_message
 from earlyeval.integrations.base import EarlyStopper, HaltedRun, StepMonitor, _takes_candidate
 from earlyeval.integrations.config import monitor_from_config, split_config
 from earlyeval.integrations.inspect_ai import _sample_store, task_of
 from earlyeval.live.reasons import HELD, NO_CANDIDATE
 from earlyeval.model.policy import HALT_ON, halt_rule  # the one definition of the operating modes
+from earlyeval.steps.inspect_eval import inspect_steps, usage_by_message
 
 # how the Monitor's decision begins when a success halt is due at this step but waits for a candidate patch
 WAITING = f"{HELD}: {NO_CANDIDATE})"

@@ -14,9 +14,7 @@ from typing import Any, Mapping
 from minisweagent.agents.default import DefaultAgent
 
 from earlyeval.config.schema import NAME
-from earlyeval.core.render import content_text
-from earlyeval.core.trajectory import Step, Task
-from earlyeval.ingest.mini_swe_agent import split_thought_and_command, steps_from_messages, usage_of
+from earlyeval.core.trajectory import Task
 from earlyeval.integrations.base import (
     PREDICTED_FAILURE,
     PREDICTED_SUCCESS,
@@ -24,7 +22,6 @@ from earlyeval.integrations.base import (
     EarlyStopper,
     HaltedRun,
     StepMonitor,
-    build_step,
 )
 from earlyeval.integrations.config import (
     RUN_ID,
@@ -38,6 +35,7 @@ from earlyeval.integrations.config import (
 from earlyeval.live.reasons import (
     HELD,  # how a Decision starts when a success halt waits for a patch
 )
+from earlyeval.steps.mini_swe_agent import steps_from_new_messages as steps_from_new_messages
 
 try:  # mini-swe-agent 2.x
     from minisweagent.exceptions import InterruptAgentFlow as _FlowBase
@@ -49,8 +47,6 @@ except ImportError:  # 1.x
     MINI_SWE_AGENT_V2 = False
 
 log = logging.getLogger("earlyeval.integrations.mini_swe_agent")
-
-_LIVE = "<live mini-swe-agent run>"
 
 
 class PredictedOutcome(_FlowBase):  # type: ignore[misc,valid-type]
@@ -88,86 +84,6 @@ class PredictedSuccess(PredictedOutcome):
 def exception_for(halted: HaltedRun, submission: str = "") -> PredictedOutcome:
     cls = PredictedSuccess if halted.exit_status == PREDICTED_SUCCESS else PredictedFailure
     return cls(halted, submission)
-
-
-# ---------------------------------------------------------------------------
-# messages -> Steps
-# ---------------------------------------------------------------------------
-
-
-def steps_from_new_messages(messages: list[dict], first_index: int) -> list[Step]:
-    """Steps of the messages a live run added since the last model call.
-
-    Turn grouping follows the ingestor: an assistant message plus the
-    user/tool messages that answer it.  Text-format (1.x, ```bash) turns go
-    through the ingestor's ``steps_from_messages`` itself; 2.x turns carry
-    their parsed commands in ``extra.actions`` and return codes in the
-    observations' ``extra.returncode``.  A 2.x ``FormatError`` message with no
-    assistant message before it is a rejected turn: no action, ``error=True``.
-    """
-    steps: list[Step] = []
-    pending: dict | None = None
-    obs: list[dict] = []
-
-    def flush() -> None:
-        nonlocal pending, obs
-        if pending is not None:
-            steps.append(_turn_to_step(pending, obs, first_index + len(steps)))
-        pending, obs = None, []
-
-    for m in messages:
-        if not isinstance(m, dict):
-            continue
-        role = m.get("role")
-        extra = m.get("extra") or {}
-        if role == "assistant":
-            flush()
-            pending = m
-        elif (
-            isinstance(extra, dict)
-            and extra.get("interrupt_type") == "FormatError"
-            and pending is None
-        ):
-            steps.append(_rejected_step(m, first_index + len(steps)))
-        elif role in ("user", "tool") and pending is not None:
-            obs.append(m)
-        # system/exit messages and stray user messages carry no step
-    flush()
-    return steps
-
-
-def _turn_to_step(asst: dict, obs_msgs: list[dict], index: int) -> Step:
-    extra = asst.get("extra") or {}
-    if not isinstance(extra, dict) or not isinstance(extra.get("actions"), list):
-        # 1.x text format: exactly the ingestor's rules
-        steps, _ = steps_from_messages([asst, *obs_msgs], _LIVE)
-        step = steps[0]
-        step.index = index
-        return step
-    text = content_text(asst.get("content"))
-    thought, _ = split_thought_and_command(text.replace("```mswea_bash_command", "```bash"))
-    cmds = [str(a.get("command", "")) for a in extra["actions"] if isinstance(a, dict)]
-    observation = "\n".join(content_text(m.get("content")) for m in obs_msgs).strip()
-    rcs = [(m.get("extra") or {}).get("returncode") for m in obs_msgs]
-    rcs = [r for r in rcs if isinstance(r, int)]
-    error = any(r != 0 for r in rcs) if rcs else None
-    return build_step(
-        index, cmds, thought=thought, observation=observation, error=error, usage=usage_of(asst)
-    )
-
-
-def _rejected_step(msg: dict, index: int) -> Step:
-    extra = msg.get("extra") or {}
-    reply = extra.get("model_response") if isinstance(extra.get("model_response"), str) else ""
-    thought, _ = split_thought_and_command(reply.replace("```mswea_bash_command", "```bash"))
-    return build_step(
-        index,
-        [],
-        thought=thought,
-        observation=content_text(msg.get("content")),
-        error=True,
-        usage=usage_of(msg),
-    )
 
 
 # ---------------------------------------------------------------------------

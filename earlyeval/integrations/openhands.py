@@ -1,6 +1,7 @@
 """OpenHands Software Agent SDK (``openhands-sdk``): a conversation callback that ends decided runs.
 
-It groups events into steps with the ``openhands-conversation`` reader's own ``StepFolder`` and ends a run as
+It groups events into steps with the ``openhands-conversation`` reader's own ``StepFolder``
+(``earlyeval.steps.openhands_conversation``) and ends a run as
 the SDK's own run-enders do (``STUCK`` / ``FINISHED``), without importing the SDK. Usage and behaviour:
 docs/integrations.md, "OpenHands SDK".
 """
@@ -11,15 +12,8 @@ import logging
 from typing import Any, Mapping
 
 from earlyeval.config.schema import Choice
+from earlyeval.core.errors import IngestError
 from earlyeval.core.trajectory import Action, Step, Task, call_action
-from earlyeval.ingest.openhands_conversation import (
-    OBSERVATION_EVENTS,
-    StepFolder,
-    call_of,
-    event_kinds,
-    observation_of,
-    response_usage,
-)
 from earlyeval.integrations.base import (
     PREDICTED_SUCCESS,
     WORKING_DIFF_COMMAND,
@@ -32,6 +26,14 @@ from earlyeval.integrations.config import (
     halt_on_of,
     monitor_from_config,
     split_config,
+)
+from earlyeval.steps.openhands_conversation import (
+    OBSERVATION_EVENTS,
+    StepFolder,
+    call_of,
+    event_kinds,
+    observation_of,
+    response_usage,
 )
 
 log = logging.getLogger("earlyeval.integrations.openhands")
@@ -75,6 +77,9 @@ class EarlyStopCallback:
         self.conversation: Any = None
         self._started = False
         self._folder = StepFolder(self._response_usage)
+        self.refused: str | None = (
+            None  # why the conversation's events stopped being scored (fail-open)
+        )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "EarlyStopCallback":
@@ -108,9 +113,23 @@ class EarlyStopCallback:
             self.stopper.note_error(f"callback failed on {type(event).__name__}: {e!r}")
 
     def _on_event(self, event: Any) -> None:
+        if self.refused is not None:
+            return  # the conversation's events could not be placed: no step is scored after that
         if event_kinds(event) & (OBSERVATION_EVENTS | {"ActionEvent"}):
             self._ensure_started()
-        for step in self._folder.feed(event):
+        seen = len(self._folder.warnings)
+        try:
+            steps = self._folder.feed(event)
+        except (
+            IngestError
+        ) as e:  # a record the reader cannot place: the steps after it would be misread
+            self.refused = str(e)
+            self.stopper.note_error(f"stopped scoring this conversation: {e}")
+            return
+        finally:
+            for w in self._folder.warnings[seen:]:
+                log.warning("earlyeval: %s", w)
+        for step in steps:
             self._score(step)
 
     def _score(self, step: Step) -> None:

@@ -12,7 +12,6 @@ import logging
 from typing import Any, Iterator, Mapping
 
 from earlyeval.core.trajectory import Action, Step, Task
-from earlyeval.ingest.swe_agent import SWE_AGENT_COMMANDS, action_from_command
 from earlyeval.integrations.base import PREDICTED_SUCCESS, EarlyStopper, StepMonitor, build_step
 from earlyeval.integrations.config import (
     RUN_ID,
@@ -22,6 +21,8 @@ from earlyeval.integrations.config import (
     split_config,
 )
 from earlyeval.live.reasons import HELD
+from earlyeval.steps.swe_agent import SWE_AGENT_COMMANDS as SWE_AGENT_COMMANDS
+from earlyeval.steps.swe_agent import step_output_actions
 
 log = logging.getLogger("earlyeval.integrations.swe_agent")
 # step kinds that cannot change the repository's diff
@@ -49,21 +50,10 @@ def _quiet_probe(logger: Any) -> Iterator[None]:
         logger.removeFilter(f)
 
 
-def calls_of(step: Any) -> list[Action | tuple[str, Any]]:
+def calls_of(step: Any) -> list[Action]:
     """The actions of one StepOutput for ``build_step``: its raw tool calls (function calling), or its
-    command line parsed by the ingestor's own parser."""
-    out: list[Action | tuple[str, Any]] = []
-    for tc in getattr(step, "tool_calls", None) or []:
-        fn = (tc.get("function") or {}) if isinstance(tc, dict) else {}
-        name = str(fn.get("name") or "")
-        if name:
-            out.append((name, fn.get("arguments")))
-    if out:
-        return out
-    cmd = (getattr(step, "action", "") or "").strip()
-    if not cmd:
-        return []
-    return [action_from_command(cmd, SWE_AGENT_COMMANDS)]  # the ingestor's own command-line parser
+    command line, read by the ``swe-agent-traj`` reader's own ``earlyeval.steps.swe_agent``."""
+    return step_output_actions(step)
 
 
 def actions_of(step: Any) -> list[Action]:

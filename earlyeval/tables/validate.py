@@ -1,5 +1,5 @@
-"""What a run or a task must be for the store to hold it, checked at the file boundary (ingest and score alike)
-without pyarrow, so that the live adapters' step builders (``earlyeval.ingest``) need no parquet stack."""
+"""What a run or a task must be for the store to hold it, checked at the file boundary (ingest, score and
+``earlyeval.read_run`` alike) without pyarrow, so that reading a run file needs no parquet stack."""
 
 from __future__ import annotations
 

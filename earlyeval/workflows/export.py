@@ -24,11 +24,11 @@ from earlyeval.core import atomic
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.render import SHELL_TOOLS, tool_call_text
 from earlyeval.core.trajectory import Step, Trajectory, classify_action
-from earlyeval.ingest import atif as atif_ingest
+from earlyeval.steps import atif as atif_steps
 
 ATIF_VERSION = "ATIF-v1.8"
 EXPORT_FORMATS = ("atif",)
-EXT = atif_ingest.EXT_KEY
+EXT = atif_steps.EXT_KEY
 
 
 def _arguments(tool: str, text: str) -> tuple[dict[str, Any], bool]:
@@ -92,7 +92,7 @@ def _agent_step(s: Step, pos: int, step_id: int) -> dict[str, Any]:
     if metrics:
         d["metrics"] = metrics
     # what the ATIF ingestor would re-derive; anything different rides in extra
-    derived, _ = atif_ingest.agent_step(atif.Step.model_validate(d), pos, Counter())
+    derived, _ = atif_steps.agent_step(atif.Step.model_validate(d), pos, Counter())
     over: dict[str, Any] = {}
     if s.error is not None:
         over["error"] = s.error

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
+from earlyeval.config.catalog import RunSpec, available_benches, load_catalog
 from earlyeval.config.catalog import data_root as _data_root
 from earlyeval.config.prices import PriceError, run_cost
 from earlyeval.config.workspace import workspace_root
@@ -31,7 +31,8 @@ from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold g
 from earlyeval.fitting.thresholds import WarmStartRule
 from earlyeval.fitting.warm import _scorable, halting_policy, runset_of  # warm_start: K option
 from earlyeval.fitting.warm import warm_start as fit_warm
-from earlyeval.ingest import discover, format_facts, ingest_run
+from earlyeval.ingest import discover, ingest_run
+from earlyeval.ingest.detect import generic_spec
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
 from earlyeval.model.overlap import training_overlap
@@ -75,23 +76,8 @@ def run_specs(
     # an unknown label format: a ValueError, before any read
     lspec = label_spec(labels) if labels else None
     specs = _catalog_specs(p, fmt, root)
-    if not specs:
-        # what the format declares about its files (ingest.format_facts)
-        default_glob, inline = format_facts(fmt)
-        folder, glob = (p.parent, p.name) if p.is_file() else (p, default_glob)
-        name = agent or (p.name.split(".")[0] if p.is_file() else p.name)
-        specs = [
-            RunSpec(
-                name=name,
-                folder=str(folder),
-                agent=name,
-                scaffold=name,
-                model="",
-                format=fmt,
-                glob=glob,
-                labels=[LabelSpec("inline", "")] if inline else [],
-            )
-        ]
+    if not specs:  # no catalog entry: the format's own glob and labels (ingest.format_facts)
+        specs = [generic_spec(p, fmt, agent)]
     out = []
     for s in specs:
         s.folder = (

@@ -20,14 +20,13 @@ from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.config.workspace import explicit_workspace, is_bench_name
 from earlyeval.core.errors import (
     CatalogError,
-    IngestError,
     NothingScoredError,
     ScoreRefusedError,
     WriteError,
 )
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.ingest import FORMATS, format_module
-from earlyeval.ingest.detect import Detection, detect_units
+from earlyeval.ingest import FORMATS
+from earlyeval.ingest.detect import Detection, detect_units, loadable_formats
 from earlyeval.ingest.labels import READERS as LABEL_READERS
 from earlyeval.live.inputs import task_table
 from earlyeval.tables.store import read_tasks
@@ -75,13 +74,7 @@ def detect_formats(
     if len(fmts) == 1:
         return Detection({fmts[0]: []}, by="the catalog entry")
     p = Path(runs_path).resolve()
-    known = []
-    for fmt in sorted(FORMATS.known()):
-        try:
-            format_module(fmt)
-            known.append(fmt)
-        except IngestError:  # a broken optional plugin: not a candidate
-            pass
+    known = loadable_formats()  # a broken optional plugin is no candidate
     with tqdm(
         total=len(known),
         desc="score: --format auto",

@@ -93,13 +93,17 @@ def test_the_offline_stack_without_train_is_one_error_naming_it(module, extra):
 
 
 def test_the_runtime_needs_no_extra(tmp_path):
-    """With every extra blocked, the Monitor, the pass, the adapters' base and config, and the adapters' step
-    builders (ingest) import; a tiny model saved beforehand loads and observes."""
+    """With every extra blocked, the Monitor, the pass, the adapters' base and config, and every step reader
+    (``earlyeval.steps``: the adapters build their steps with them) import."""
     blocked = tuple(m for ms in EXTRAS.values() for m in ms if m != "scipy")
     code = (
+        "import importlib, pkgutil\n"
         "import earlyeval, earlyeval.live.monitor, earlyeval.live.benchpass, earlyeval.integrations.base, "
-        "earlyeval.integrations.config, earlyeval.ingest.chat, earlyeval.ingest.inspect_eval, "
-        "earlyeval.ingest.openhands_conversation\n"
+        "earlyeval.integrations.config, earlyeval.steps\n"
+        "readers = [m.name for m in pkgutil.iter_modules(earlyeval.steps.__path__)]\n"
+        "assert len(readers) > 10, readers\n"
+        "for name in readers:\n"
+        "    importlib.import_module('earlyeval.steps.' + name)\n"
         "from earlyeval import Monitor, Decision, EarlyStopper\nprint('ok')"
     )
     r = _blocked(blocked, code)

@@ -28,7 +28,7 @@ from earlyeval.app.cli import app  # noqa: E402
 from earlyeval.config.catalog import LabelSpec, RunSpec  # noqa: E402
 from earlyeval.core.errors import IngestError  # noqa: E402
 from earlyeval.ingest import ingest_run, inspect_eval  # noqa: E402
-from earlyeval.ingest.inspect_eval import usage_by_message  # noqa: E402
+from earlyeval.steps.inspect_eval import usage_by_message  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ from earlyeval.config.catalog import LabelSpec, RunSpec
 from earlyeval.core.errors import IngestError
 from earlyeval.features import Featurizer, RunContext, build_family, signals
 from earlyeval.ingest import format_module
-from earlyeval.ingest.moatless_nodes import parse, tool_name
+from earlyeval.ingest.moatless_nodes import parse
+from earlyeval.steps.moatless_nodes import tool_name
 
 FIXTURES = _paths.FIXTURES / "moatless-nodes"
 SUBMISSION = "fx_moatless_0_4_submission"

@@ -240,7 +240,7 @@ def test_mini_yaml_bad_earlyeval_block_is_a_clear_error(tmp_path):
 EARLYEVAL_MINI = [
     sys.executable,
     "-c",
-    "import sys; from earlyeval.integrations.mini_cli import main; sys.argv[0] = 'earlyeval-mini'; main()",
+    "import sys; from earlyeval.integrations.launchers.mini_cli import main; sys.argv[0] = 'earlyeval-mini'; main()",
 ]
 
 
@@ -323,7 +323,10 @@ def test_earlyeval_mini_swebench_batch_waits_for_the_diff_submits_it_and_passes_
     ]
     # the instance reached the monitor; the config shows its id
     assert ee["config"]["task"] == "repo__repo-1"
-    assert info["config"]["agent_type"] == "earlyeval.integrations.mini_cli.EarlyStopProgressAgent"
+    assert (
+        info["config"]["agent_type"]
+        == "earlyeval.integrations.launchers.mini_cli.EarlyStopProgressAgent"
+    )
     # the instance (with its gold patch) reached the monitor: the gold family has its input
     assert info["earlyeval"]["last_decision"]["context"] == "full"
     statuses = next(out.glob("exit_statuses_*.yaml")).read_text()
@@ -374,7 +377,7 @@ def test_declared_console_script_is_the_runner():
         "earlyeval-mini"
     ]
     mod, fn = target.split(":")
-    from earlyeval.integrations.mini_cli import main
+    from earlyeval.integrations.launchers.mini_cli import main
 
     assert getattr(importlib.import_module(mod), fn) is main
     with pytest.raises(SystemExit) as e:

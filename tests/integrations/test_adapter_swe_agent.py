@@ -276,7 +276,7 @@ def test_actions_of_swe_agent_step_outputs_and_unknown_hooks():
 EARLYEVAL_SWEAGENT = [
     sys.executable,
     "-c",
-    "import sys; from earlyeval.integrations.sweagent_cli import main; main()",
+    "import sys; from earlyeval.integrations.launchers.sweagent_cli import main; main()",
 ]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(_paths.REPO)}
 
@@ -373,7 +373,7 @@ def test_declared_console_script_is_the_runner():
         "earlyeval-sweagent"
     ]
     mod, fn = target.split(":")
-    from earlyeval.integrations.sweagent_cli import main
+    from earlyeval.integrations.launchers.sweagent_cli import main
 
     assert getattr(importlib.import_module(mod), fn) is main
 

@@ -356,7 +356,9 @@ def test_score_warm_start_equals_offline_warm_start(scored):
     from earlyeval.live.loaded import evidence_name
 
     _, ps = _offline(b, trajs, tasks, "")
-    rule = evidence_rule(evidence_name(b))  # the gates offline: the model's rule on each run's steps
+    rule = evidence_rule(
+        evidence_name(b)
+    )  # the gates offline: the model's rule on each run's steps
     rs = RunSet(
         [t.agent for t in trajs],
         [t.run_id for t in trajs],

@@ -31,7 +31,7 @@ from earlyeval.core.trajectory import Step, Task, Trajectory
 from earlyeval.features import RunContext
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
-from earlyeval.model.policy import CONTINUE, SUCCESS, first_halt
+from earlyeval.model.policy import CONTINUE, SUCCESS, first_halt, gated
 
 
 class RecordingMonitor:
@@ -48,6 +48,7 @@ class RecordingMonitor:
         self.rows: list[np.ndarray] = []
         self.p: list[float | None] = []
         self.pf: list[float | None] = []
+        self.gates: list[int] = []
         self.own_halt: tuple[int, str] | None = None
 
     def start(self, task=None, run_id=None):
@@ -59,6 +60,7 @@ class RecordingMonitor:
         self.rows.append(self.mon.run.last_features.copy())
         self.p.append(d.p_success)
         self.pf.append(d.p_failure)
+        self.gates.append(int(d.gate or 0))
         if d.halt and self.own_halt is None:
             self.own_halt = (len(self.p), str(d.outcome))
         # never halt: every step reaches the monitor
@@ -76,6 +78,9 @@ class Case:
         None  # the Monitor's own first halt (live cases), prefix t and outcome
     )
     steps: list[dict] = field(default_factory=list)
+    gates: list[int] = field(
+        default_factory=list
+    )  # each prefix's gate, as the Monitor read it (Decision.gate)
 
 
 def compare_steps(rec: RecordingMonitor, expected: list[Step], t: Trajectory) -> None:
@@ -95,7 +100,7 @@ def compare_steps(rec: RecordingMonitor, expected: list[Step], t: Trajectory) ->
 
 
 def from_recording(name: str, rec: RecordingMonitor) -> Case:
-    return Case(name, _arr(rec.p), _arr(rec.pf), rec.own_halt, list(rec.steps))
+    return Case(name, _arr(rec.p), _arr(rec.pf), rec.own_halt, list(rec.steps), list(rec.gates))
 
 
 def from_replay(name: str, mon: Monitor, traj: Trajectory, task: Task | None) -> Case:
@@ -106,6 +111,7 @@ def from_replay(name: str, mon: Monitor, traj: Trajectory, task: Task | None) ->
         _arr(r["p_success"]),
         _arr(r["p_failure"]),
         (int(r["halt_t"]), str(r["predicted"])) if r["halted"] else None,
+        gates=list(r["gates"]),
     )
 
 
@@ -115,9 +121,9 @@ def _arr(xs: list) -> np.ndarray:
 
 def decision(c: Case, n: int, th: dict[str, Any]) -> tuple[int, str | None]:
     """(prefix t of the first halt, outcome) of the first ``n`` steps under the model's thresholds; (0, None)."""
-    t, o = first_halt(
-        [c.p_s[:n]], [c.p_f[:n]], th["success"], th["failure"], int(th.get("min_halt_step", 1))
-    )
+    g = np.asarray(c.gates[:n] if c.gates else [3] * n, dtype=np.int64)
+    ps, pf = gated(c.p_s[:n], c.p_f[:n], g, bool(th.get("task_skips", False)))
+    t, o = first_halt([ps], [pf], th["success"], th["failure"], int(th.get("min_halt_step", 1)))
     return int(t[0]), (None if o[0] == CONTINUE else "success" if o[0] == SUCCESS else "failure")
 
 

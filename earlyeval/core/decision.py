@@ -44,6 +44,14 @@ class Decision:
     # the basis of a halt ("task prior": at step 1 or before any action of the agent, the task alone decided;
     # "outcome rule"; "budget rule": model.policy.HALT_RULES); "" when not halting
     halt_rule: str = ""
+    # the prefix's gate the rule read (earlyeval.features.evidence: bit 1, an action of the agent was read; bit 2,
+    # the run's own success evidence holds); None when no prefix was scored (fail-open)
+    gate: int | None = None
+    # a shadow monitor's (MonitorConfig.mode "shadow"): it decides and records, and halts nothing; a halt it would have
+    # made is ``would_halt`` with its predicted outcome in ``would_outcome`` (``halt`` stays False)
+    shadow: bool = False
+    would_halt: bool = False
+    would_outcome: Outcome | None = None
 
     @property
     def may_halt(self) -> bool:

@@ -196,6 +196,9 @@ class EarlyStopper:
         self.log = logger or log
         self.decisions: list[Decision] = []
         self.halted: HaltedRun | None = None
+        self.would_halt: HaltedRun | None = (
+            None  # a shadow monitor's first would-be halt (nothing halted)
+        )
         self.errors: list[str] = []
         self.n_steps = 0
         self.n_acted = 0  # steps of this run with an action of the agent: a run of none never halts as a success
@@ -209,6 +212,7 @@ class EarlyStopper:
         """Begin a new run: resets the step counter and tells the monitor (fail-open)."""
         self.decisions = []
         self.halted = None
+        self.would_halt = None
         self.errors = []
         self.n_steps = 0
         self.n_acted = 0
@@ -280,6 +284,9 @@ class EarlyStopper:
                     reason=reasons.held(why, d.reason),
                 )
         self.decisions.append(d)
+        if d.would_halt and self.would_halt is None:  # shadow mode: recorded, the run goes on
+            would = dataclasses.replace(d, halt=True, outcome=d.would_outcome)
+            self.would_halt = HaltedRun.from_decision(would, self.n_steps)
         if d.halt and self.halted is None:
             self.halted = HaltedRun.from_decision(d, self.n_steps)
             if d.outcome == "success" and candidate is not None:
@@ -366,6 +373,8 @@ class EarlyStopper:
             "exit_status": self.halted.exit_status if self.halted else None,
             "halted": self.halted is not None,
             "halt": self.halted.to_dict() if self.halted else None,
+            # shadow mode: where the monitor would have halted, and with which outcome (nothing was halted)
+            "would_halt": self.would_halt.to_dict() if self.would_halt else None,
             "n_steps_observed": self.n_steps,
             "last_decision": _decision_dict(last) if last is not None else None,
             "history": [
@@ -374,6 +383,7 @@ class EarlyStopper:
                     "p_success": d.p_success,
                     "p_failure": d.p_failure,
                     "halt": d.halt,
+                    "would_halt": d.would_halt,
                 }
                 for d in self.decisions
             ],

@@ -184,9 +184,7 @@ class Monitor:
         top = self.top_features(x, v.outcome or "success") if on else []
         reason = v.text(top, run.off.get("inputs"))
         d = Decision(v.outcome is not None, v.outcome, ps, pf, reason, index, self.thresholds, top)
-        d.budget, d.context, d.flags, d.halt_rule = budget, run.context, flags, v.basis
-        run.halt = run.halt or (d if d.halt else None)
-        return d
+        return run.record(d, budget, flags, v.basis, shadow=self.config.mode == "shadow")
 
     def top_features(
         self, x: np.ndarray, outcome: str = "success", k: int | None = None

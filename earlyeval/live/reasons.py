@@ -6,6 +6,7 @@ the number the batch maths uses for it.  Adapters that gate halts themselves reu
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
@@ -17,6 +18,22 @@ HELD = "continue (success predicted, not halted"
 NO_ACTION_YET = "no action of the agent yet (a success halt waits for one)"
 # a halt the task alone would decide: the task-skip policy is off (its savings are reported apart, when on)
 TASK_SKIP_OFF = "a task skip (nothing the agent did was read yet) and task skips are off"
+
+
+def shadowed(d: Decision) -> Decision:
+    """A shadow monitor's Decision: the same decision, never halting; a halt is recorded in ``would_halt`` (and its
+    predicted outcome in ``would_outcome``), the reason saying so."""
+    if not d.halt:
+        return dataclasses.replace(d, shadow=True)
+    return dataclasses.replace(
+        d,
+        halt=False,
+        outcome=None,
+        shadow=True,
+        would_halt=True,
+        would_outcome=d.outcome,
+        reason=f"shadow (nothing halts): would {d.reason}",
+    )
 
 
 def no_evidence(requirement: str) -> str:

@@ -28,6 +28,7 @@ def replay(
     ``AuditMonitor``, which never halts); the per-run record."""
     ps: list[float] = []
     pf: list[float] = []
+    gates: list[int] = []
     halt = None
     errors = []
     for d in monitor.replay(traj, task, as_of=as_of, same_agent=same_agent):
@@ -35,10 +36,12 @@ def replay(
             errors.append(d.reason)
             ps.append(float("nan"))
             pf.append(float("nan"))
+            gates.append(0)
             continue
         ps.append(d.p_success)
         pf.append(d.p_failure)
-        if d.halt and halt is None:
+        gates.append(int(d.gate or 0))
+        if (d.halt or d.would_halt) and halt is None:  # a shadow monitor's halt is recorded alike
             halt = (len(ps), d)
     run = monitor.run
     return {
@@ -51,7 +54,8 @@ def replay(
         "halted": halt is not None,
         "halt_t": halt[0] if halt else None,  # prefix length (steps seen) at the halt
         "halt_step_index": halt[1].step_index if halt else None,
-        "predicted": halt[1].outcome if halt else None,
+        "predicted": (halt[1].outcome or halt[1].would_outcome) if halt else None,
+        "shadow": bool(halt[1].shadow) if halt else False,  # a would-be halt: nothing was halted
         # "task prior" when the task alone decided (policy.HALT_RULES)
         "halt_rule": halt[1].halt_rule if halt else None,
         "p_success_at_halt": halt[1].p_success if halt else None,
@@ -66,4 +70,5 @@ def replay(
         "errors": errors,
         "p_success": ps,
         "p_failure": pf,
+        "gates": gates,  # each prefix's gate (Decision.gate): what the rule read, as offline
     }

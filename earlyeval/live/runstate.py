@@ -174,6 +174,27 @@ class RunState:
             run.turn_off("monitor", f"featurizer.start failed: {reasons.error_text(e)}")
         return run
 
+    def record(
+        self,
+        d: Decision,
+        budget: dict[str, Any] | None,
+        flags: list[str],
+        basis: str,
+        shadow: bool = False,
+    ) -> Decision:
+        """The step's Decision with what this run knows of it (budget, context, flags, the halt's basis, the gate the
+        rule read); its first halt kept (a halt is sticky).  ``shadow``: the monitor decides and records, and halts
+        nothing (``reasons.shadowed``): the same decision, its halt only recorded as ``would_halt``."""
+        d.budget, d.context, d.flags, d.halt_rule, d.gate = (
+            budget,
+            self.context,
+            flags,
+            basis,
+            self.gate,
+        )
+        self.halt = self.halt or (d if d.halt else None)
+        return reasons.shadowed(d) if shadow else d
+
     def turn_off(self, part: Part, why: str) -> None:
         """Switch ``part`` off for the rest of this run, logged (called where the error was caught)."""
         self.off[part] = why

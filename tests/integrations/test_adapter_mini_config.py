@@ -39,8 +39,9 @@ NEVER = NEVER_HALT
 
 
 def _model(path: Path, th: dict, families=("behaviour",)) -> Path:
-    """A constant-probability model: P(success) 0.8 for ALWAYS_SUCCEED, else 0.2 (halts by construction)."""
-    return constant_model(path, 0.8 if th == ALWAYS_SUCCEED else 0.2, th, families)
+    """A constant-probability model: P(success) 0.8 where success halts (ALWAYS_SUCCEED and its variants), else 0.2
+    (halts by construction)."""
+    return constant_model(path, 0.8 if th["success"] <= 1 else 0.2, th, families)
 
 
 def _out(thought: str, cmd: str) -> dict:
@@ -271,7 +272,10 @@ def test_earlyeval_mini_swebench_batch_waits_for_the_diff_submits_it_and_passes_
     """halt_on defaults to both in the batch runner.  Success is predicted from step 1 (min_halt_step 2) on, but
     no diff exists until step 2 edits mod.py and adds new.py: held at step 1, halted after step 2, and the
     diff (the untracked new file included) is the instance's preds.json patch."""
-    model = _model(tmp_path / "m", ALWAYS_SUCCEED, families=("behaviour", "gold"))
+    # the built-in rule "change" (the test-only rule is not registered in the child process): the edit is evidence
+    model = _model(
+        tmp_path / "m", {**ALWAYS_SUCCEED, "success_evidence": "change"}, families=("behaviour", "gold")
+    )
     repo = _repo(tmp_path / "repo")
     steps = [
         ("look", "ls"),

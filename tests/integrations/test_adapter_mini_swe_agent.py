@@ -391,7 +391,9 @@ def test_a_run_of_no_actions_is_never_halted_as_a_success(tmp_path):
     _git_repo(tmp_path)
     (tmp_path / "mod.py").write_text("a = 2\n")  # the working diff is non-empty before any action
     model_dir = constant_model(
-        tmp_path / "model", 0.8, {"success": 0.6, "failure": 2.0, "min_halt_step": 1}
+        tmp_path / "model",
+        0.8,
+        {"success": 0.6, "failure": 2.0, "min_halt_step": 1, "success_evidence": "test-any-action"},
     )
     mon = Monitor.load(model_dir, halt_on="both")
     outputs = [_out("look", "ls"), _out("read", "cat mod.py"), _out("done", SUBMIT)]
@@ -400,7 +402,8 @@ def test_a_run_of_no_actions_is_never_halted_as_a_success(tmp_path):
     exit_status, saved, _ = _run(agent)
     ds = agent.stopper.decisions
     assert [d.halt for d in ds[:2]] == [False, False]
-    assert all("not halted: no action of the agent yet" in d.reason for d in ds[:2])
+    # no action read yet: a task-level prefix, and no evidence of the run's own
+    assert all("not halted: " in d.reason for d in ds[:2])
     assert (
         exit_status == "PredictedSuccess"
         and len(ds) == 3

@@ -274,7 +274,9 @@ def test_earlyeval_mini_swebench_batch_waits_for_the_diff_submits_it_and_passes_
     diff (the untracked new file included) is the instance's preds.json patch."""
     # the built-in rule "change" (the test-only rule is not registered in the child process): the edit is evidence
     model = _model(
-        tmp_path / "m", {**ALWAYS_SUCCEED, "success_evidence": "change"}, families=("behaviour", "gold")
+        tmp_path / "m",
+        {**ALWAYS_SUCCEED, "success_evidence": "change"},
+        families=("behaviour", "gold"),
     )
     repo = _repo(tmp_path / "repo")
     steps = [

@@ -138,8 +138,9 @@ class MonitorConfig(Record):
     tasks: str | Mapping[str, Task] | None = setting(TaskTable(), None, optional=True)
     # model.policy.HALT_ON: which predicted outcomes may halt
     halt_on: str | None = setting(Choice(("failure", "success", "both")), None, optional=True)
-    # "halt", or "shadow": decide and record at every step, halt nothing (what a team runs before turning halting on)
-    mode: str = setting(Choice(("halt", "shadow")), "halt")
+    # "halt", or "shadow": decide and record at every step, halt nothing (what a team runs before turning halting
+    # on); None: the model's own default ("shadow" when its forecast halts below its target, earlyeval train)
+    mode: str | None = setting(Choice(("halt", "shadow")), None, optional=True)
     # raise at start() when the task lacks what the families need, instead of warning
     strict: bool = setting(Bool(), False)
     explain: str = setting(Choice(EXPLAIN), "halt")  # when a decision carries its top features

@@ -476,6 +476,8 @@ MODEL_THRESHOLDS = Table(
         ),
         "task_skips": Bool(),  # may the task alone halt a run (t <= 1, or no action read): off by default
         "live_failure": MODEL_THRESHOLD,  # the failure threshold chosen for halt_on: failure (the live default)
+        # what a monitor does when its config names no mode: "shadow" when the forecast halts below its target
+        "default_mode": Choice(("halt", "shadow")),
     },
     required=("success", "failure"),
     what="an object {success, failure, min_halt_step, success_evidence, task_skips, live_failure}",

@@ -25,6 +25,7 @@ from earlyeval.evaluation.evaluate import (
 )
 from earlyeval.evaluation.fidelity import fidelity_block
 from earlyeval.evaluation.fit_plan import planned_fits
+from earlyeval.evaluation.forecast import forecast, forecast_check
 from earlyeval.evaluation.guard import TASK_LEVEL, guard_config
 from earlyeval.evaluation.loso import run_loso
 
@@ -129,6 +130,8 @@ def full_report(
     follow the agent): what every protocol reports, the headline included."""
     rep = loao_report(ds, cfg, res, light=light)
     rep["fidelity"] = fidelity_block(res, seed=cfg.seed, progress=progress)
+    rep["forecast"] = forecast(res, cfg)
+    rep["forecast_check"] = forecast_check(res, cfg)
     return rep
 
 
@@ -160,6 +163,8 @@ def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
         "holdout_agents": rep["holdout_agents"],
         "pass_pooled": rep.get("pass_pooled"),
         "fidelity": rep.get("fidelity"),
+        "forecast": rep.get("forecast"),
+        "forecast_check": rep.get("forecast_check"),
         "mean_abs_resolve_rate_shift_pp": rep.get("mean_abs_resolve_rate_shift_pp"),
         "leave_one_scaffold_out": rep.get("leave_one_scaffold_out", {}),
     }

@@ -5,6 +5,7 @@ from it."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 
 import numpy as np
@@ -19,6 +20,9 @@ from earlyeval.live.remaining_budget import DEFAULT_BUDGET_DIMS, LiveBudget, loa
 from earlyeval.model.fastpredict import SingleRowPredictor
 from earlyeval.model.modeldir import ModelBundle, load_model_dir
 from earlyeval.model.thresholds import WarmStart, override
+
+# the Monitor's logger: these lines are the Monitor's
+log = logging.getLogger("earlyeval.live.monitor")
 
 
 class LoadedModel:
@@ -56,6 +60,7 @@ class LoadedModel:
         self.tasks: dict[str, Task] = task_table(config.tasks)
         # what a success halt needs the run to have produced itself (the model's, as its evaluation measured it)
         self.evidence: EvidenceRule = evidence_rule(evidence_name(bundle))
+        say_forecast(bundle)
         self.platt_s = model.platt_["success"]
         self.platt_f = model.platt_.get("failure")
         self.mirror = "failure" not in model.boosters_  # P(failure) = 1 - P(success)
@@ -100,3 +105,12 @@ def evidence_name(bundle: ModelBundle) -> str:
     config's, else (a directory written before the rule) the default."""
     th, cfg = bundle.thresholds, (bundle.training or {}).get("config") or {}
     return str(th.get("success_evidence") or cfg.get("success_evidence") or DEFAULT_RULE)
+
+
+def say_forecast(bundle: ModelBundle) -> None:
+    """Log the model's forecast (``earlyeval train``: will it pay for a new agent), once per loaded model: a
+    warning when it halts below its target or is unsure, else an info line."""
+    fc = (bundle.training or {}).get("forecast") or {}
+    line = fc.get("sentence") if isinstance(fc, dict) else None
+    if isinstance(line, str) and line:
+        (log.warning if line.startswith("WARNING") else log.info)("earlyeval model: %s", line)

@@ -45,6 +45,7 @@ class Monitor:
         need = self.loaded.evidence.requirement
         self.rule = rule or HaltingRule.of(self.bundle.thresholds, self.config.halt_on, dims, need)
         self.pass_reference: Any = None  # a benchmark pass's: its runs' contexts carry it
+        self.shadow = (self.config.mode or self.bundle.thresholds.get("default_mode")) == "shadow"
         self.run, self._once = RunState(), reasons.SaidOnce(log)
 
     @classmethod
@@ -184,7 +185,7 @@ class Monitor:
         top = self.top_features(x, v.outcome or "success") if on else []
         reason = v.text(top, run.off.get("inputs"))
         d = Decision(v.outcome is not None, v.outcome, ps, pf, reason, index, self.thresholds, top)
-        return run.record(d, budget, flags, v.basis, shadow=self.config.mode == "shadow")
+        return run.record(d, budget, flags, v.basis, shadow=self.shadow)
 
     def top_features(
         self, x: np.ndarray, outcome: str = "success", k: int | None = None

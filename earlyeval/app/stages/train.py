@@ -16,8 +16,14 @@ from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.evaluation.budget_shipped import shipped_config
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import FoldRunner, inner_sets, runset
+from earlyeval.evaluation.evaluate import FoldRunner, inner_sets, run_loao, runset
 from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
+from earlyeval.evaluation.forecast import forecast
+from earlyeval.evaluation.forecast_cache import (
+    forecast_key,
+    read_forecast_cache,
+    write_forecast_cache,
+)
 from earlyeval.evaluation.guard import guard_config, guarded
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.features import Featurizer, build_family, fold_free
@@ -38,6 +44,7 @@ def train_bench(
     budget: bool = True,
     ds: Dataset | None = None,
     backend: Backend | None = None,
+    with_forecast: bool = True,
 ) -> dict[str, Path]:
     """Fit the shipped model on every labelled agent; thresholds by leave-one-agent-out over them.
 
@@ -56,6 +63,7 @@ def train_bench(
         extra, budget_summary = (
             _shipped_budget(ds, cfg, progress, backend) if budget else ({}, None)
         )
+        fc = train_forecast(ds, cfg, backend, progress) if with_forecast else None
     except ValueError as e:
         if isinstance(e, EarlyEvalError):
             raise
@@ -78,6 +86,8 @@ def train_bench(
             "success_evidence": cfg.success_evidence,
             "task_skips": cfg.task_skips,
             "live_failure": live["failure"],
+            # what a monitor does by default: "shadow" when the forecast halts below its target
+            "default_mode": (fc or {}).get("default_mode", "halt"),
         },
         training={
             "benchmarks": [bench],
@@ -94,6 +104,8 @@ def train_bench(
             "min_steps": cfg.min_steps,
             "threshold_selection": th,
             "live_threshold_selection": live,
+            # will it pay: the benchmark's own leave-one-agent-out (None: train --no-forecast)
+            "forecast": fc,
             "step1_halts": step1,
             "config": cfg.to_dict(),
             "budget": budget_summary,
@@ -134,6 +146,21 @@ def _fit_shipped(
         th["model_choice"] = choice
     full = runner.fit(frozenset())
     return runner, full, th, check_step1(runner, full, th, cfg.min_halt_step), live
+
+
+def train_forecast(
+    ds: Dataset, cfg: EvalConfig, backend: Backend, progress: Callable[[str], None] | None
+) -> dict[str, Any]:
+    """``evaluation.forecast`` of a model trained with ``cfg`` on ``ds``: its leave-one-agent-out (no scaffold
+    protocol), cached in the workspace by the data's and the settings' hashes (``forecast_cache``)."""
+    key = forecast_key(ds, cfg)
+    cached = read_forecast_cache(ds.bench, key)
+    if cached is not None:
+        return cached
+    res = run_loao(ds, cfg, progress, with_loso=False, runners=backend.runners(ds))
+    fc = {**forecast(res, cfg), "key": key}
+    write_forecast_cache(ds.bench, fc)
+    return fc
 
 
 def _shipped_budget(

@@ -35,6 +35,11 @@ def train(
     budget: bool = typer.Option(
         True, "--budget/--no-budget", help="Also ship the remaining-budget estimators."
     ),
+    forecast: bool = typer.Option(
+        True,
+        "--forecast/--no-forecast",
+        help="Forecast what a new agent should expect (the benchmark's own leave-one-agent-out, cached).",
+    ),
     scheduler: Optional[str] = scheduler_option(),
     verbose: bool = verbose_option(),
 ) -> None:
@@ -50,7 +55,14 @@ def train(
     try:
         with backend_for(scheduler) as backend:
             paths = train_bench(
-                bench, out, cfg, data_root, progress=bar, budget=budget, backend=backend
+                bench,
+                out,
+                cfg,
+                data_root,
+                progress=bar,
+                budget=budget,
+                backend=backend,
+                with_forecast=forecast,
             )
         ok = True
     finally:
@@ -71,4 +83,10 @@ def train(
             + "; ".join(f"{d} B={v['B']:g} tau={v['tau']:g}" for d, v in b["dimensions"].items())
             + f" (training took {seconds} s)"
         )
+    fc = mf["training"].get("forecast")
+    say(
+        fc["sentence"]
+        if fc
+        else "no forecast (--no-forecast): run `earlyeval evaluate` to know what to expect"
+    )
     say_outputs(model=paths["model"])

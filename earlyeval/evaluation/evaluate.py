@@ -408,6 +408,39 @@ def in_process_runner(
     return FoldRunner(ds, cfg, progress)
 
 
+def agent_dates(ds: Dataset) -> dict[str, str]:
+    """Each agent's date: the earliest date of its runs ("" when none is dated)."""
+    out: dict[str, str] = {}
+    for t in ds.trajs:
+        d = str(t.meta.get("date") or "")
+        if d and (t.agent not in out or d < out[t.agent] or not out[t.agent]):
+            out[t.agent] = d
+        out.setdefault(t.agent, d)
+    return out
+
+
+MIN_OLDER_AGENTS = (
+    3  # the forward protocol holds out an agent only with at least this many older agents
+)
+
+
+def forward_groups(
+    ds: Dataset, large: list[str], small: list[str]
+) -> list[tuple[frozenset, list[str]]]:
+    """The forward protocol's held-out units: each agent (the small ones one by one too) with every agent dated on
+    or after it left out, so its model (and thresholds) know only the agents dated strictly before it; kept only
+    with ``MIN_OLDER_AGENTS`` older large agents (what a user has when a new agent arrives)."""
+    dates = agent_dates(ds)
+    out = []
+    for a in [*large, *small]:
+        if not dates.get(a):
+            continue
+        newer = frozenset(b for b in dates if not dates[b] or dates[b] >= dates[a])
+        if len([b for b in large if b not in newer]) >= MIN_OLDER_AGENTS:
+            out.append((newer | {a}, [a]))
+    return out
+
+
 def run_loao(
     ds: Dataset,
     cfg: EvalConfig,
@@ -415,6 +448,7 @@ def run_loao(
     with_loso: bool = True,
     with_small: bool = True,
     runners: Callable[..., FoldRunner] = in_process_runner,
+    forward: bool = False,
 ) -> LoaoResult:
     """Every held-out unit predicted by a model without it, thresholds by ``cfg``'s rule over inner agents
     (the leave-one-scaffold-out protocol is ``loso.run_loso`` on the same runner: ``pipeline.with_loso``).
@@ -429,40 +463,52 @@ def run_loao(
     runner = make(cfg)
     fallback = make(guard_config(cfg)) if cfg.prior_guard else None
     units = ds.holdout_units(cfg.holdout_min_runs)
-    large = [u.agents[0] for u in units if not u.small]
+    pool = [
+        u.agents[0] for u in units if not u.small
+    ]  # the large agents: every fold's inner units come from them
     small = [a for u in units if u.small for a in u.agents] if with_small else []
-    sets: dict[str, RunSet] = {}
-    thresholds: dict[str, dict[str, Any]] = {}
-    alt: dict[str, dict[str, Any]] = {}
-    oracle: dict[str, dict[str, Any]] = {}
-    choice: dict[str, dict[str, Any]] = {}
-    folds: dict[str, tuple[FoldRunner, frozenset]] = {}
-    inners: dict[str, dict[str, RunSet]] = {}
-    live: dict[str, dict[str, Any]] = {}
-    alt_cfg = other_rule(cfg)
-    groups = [(frozenset([a]), [a]) for a in large] + ([(frozenset(small), small)] if small else [])
-    for ex, agents in groups:
-        methods: dict[str, str] = {}
-
-        def inner_of(r: FoldRunner) -> dict[str, RunSet]:
-            sets_, methods["m"] = inner_sets(r, ex, large)
-            return sets_
-
-        r, inner, ch = guarded(runner, fallback, inner_of)
-        th = choose_thresholds(inner, cfg, method=methods["m"])
-        th_alt = choose_thresholds(inner, alt_cfg, method=methods["m"])
-        th_live = live_thresholds(inner, cfg, method=methods["m"])
-        for a in agents:
-            sets[a], folds[a], inners[a], live[a] = r.predict(ex, a), (r, ex), inner, th_live
-            thresholds[a], alt[a] = th, th_alt
-            if ch:
-                choice[a] = ch
-            oracle[a] = select_thresholds({a: sets[a]}, cfg, method="oracle: held-out labels")
+    groups = [(frozenset([a]), [a]) for a in pool] + ([(frozenset(small), small)] if small else [])
+    if forward:  # each agent by the agents dated strictly before it (``forward_groups``)
+        groups = forward_groups(ds, pool, small)
+    held = {a for _, g in groups for a in g}
     res = LoaoResult(
-        large, small, sets, thresholds, oracle, {}, runner, alt, fallback, choice, folds
+        [a for a in pool if a in held], [a for a in small if a in held], {}, {}, {}, {}, runner
     )
-    res.inner, res.live_thresholds = inners, live
+    res.runner_prior = fallback
+    for ex, agents in groups:
+        _fold(res, cfg, runner, fallback, ex, agents, pool)
     return res
+
+
+def _fold(
+    res: LoaoResult,
+    cfg: EvalConfig,
+    runner: FoldRunner,
+    fallback: FoldRunner | None,
+    ex: frozenset,
+    agents: list[str],
+    pool: list[str],
+) -> None:
+    """One held-out unit of ``run_loao``: its (guarded) model, its inner units among ``pool`` and every threshold
+    pair chosen on them (the rule's, the other rule's, the live default's), its agents' predictions."""
+    methods: dict[str, str] = {}
+
+    def inner_of(r: FoldRunner) -> dict[str, RunSet]:
+        sets_, methods["m"] = inner_sets(r, ex, pool)
+        return sets_
+
+    r, inner, ch = guarded(runner, fallback, inner_of)
+    th = choose_thresholds(inner, cfg, method=methods["m"])
+    th_alt = choose_thresholds(inner, other_rule(cfg), method=methods["m"])
+    th_live = live_thresholds(inner, cfg, method=methods["m"])
+    for a in agents:
+        res.sets[a], res.folds[a], res.inner[a] = r.predict(ex, a), (r, ex), inner
+        res.thresholds[a], res.alt_thresholds[a], res.live_thresholds[a] = th, th_alt, th_live
+        if ch:
+            res.model_choice[a] = ch
+        res.oracle_thresholds[a] = select_thresholds(
+            {a: res.sets[a]}, cfg, method="oracle: held-out labels"
+        )
 
 
 def _agent_report(
@@ -513,12 +559,11 @@ def _agent_report(
             f"{sh:.0%}": warm_start_block(rs, cfg, sh, base_th, rule="check")
             for sh in cfg.warm_shares
         }
-    ad = res.runner.adaptation.get(
-        (frozenset([a]) if a in res.holdout else frozenset(res.small), a)
-    )
+    ex = res.folds[a][1] if a in res.folds else frozenset([a])
+    ad = res.runner.adaptation.get((ex, a))
     if ad:
         blk["adaptation"] = ad
-    fitted = res.runner.fit(frozenset([a]) if a in res.holdout else frozenset(res.small))
+    fitted = res.runner.fit(ex)
     blk["trained_on"] = {
         "agents": fitted.train_agents,
         "runs": fitted.n_train_runs,

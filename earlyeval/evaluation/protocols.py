@@ -49,6 +49,10 @@ class Protocol:
     name: str
     doc: str
     derive: Callable[[EvalConfig], EvalConfig | None]
+    # each held-out agent by the agents dated strictly before it (``evaluate.forward_groups``), not by all others
+    forward: bool = False
+    # also report the same protocol on its task-level features alone (its prior-only / peer-only baseline)
+    task_level_baseline: bool = False
 
 
 def _uses_history(cfg: EvalConfig) -> bool:
@@ -62,6 +66,12 @@ def _current_pool(cfg: EvalConfig) -> EvalConfig | None:
 def _no_prior(cfg: EvalConfig) -> EvalConfig | None:
     rest = [f for f in cfg.families if f not in HISTORY]
     return cfg.replace(families=rest) if _uses_history(cfg) and rest else None
+
+
+def _peer(cfg: EvalConfig) -> EvalConfig | None:
+    # no public prior: the task is known only through the other agents' results, each dated before the run
+    rest = [f for f in cfg.families if f != "prior"]
+    return cfg.replace(families=[*rest, "peer_prior"] if "peer_prior" not in rest else rest)
 
 
 def _prior_only(cfg: EvalConfig) -> EvalConfig | None:
@@ -86,6 +96,22 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "no_prior",
         "no public history at all: the prior (and peer_prior) families left out (a benchmark without a leaderboard)",
         _no_prior,
+    ),
+    Protocol(
+        "peer",
+        "no public prior: the task is known only through the other training agents' results on it (peer_prior), "
+        "each run counting only agents dated strictly before it; with its peer-only baseline",
+        _peer,
+        task_level_baseline=True,
+    ),
+    Protocol(
+        "forward",
+        "what a user has when a new agent arrives: each held-out agent predicted (and its thresholds chosen) by a "
+        "model of the agents dated strictly before it only, for the agents with at least 3 older large agents; "
+        "with its prior-only baseline",
+        lambda cfg: cfg,
+        forward=True,
+        task_level_baseline=True,
     ),
 )
 # the baseline: the same model family, columns and threshold rule on the task-level features alone
@@ -117,6 +143,12 @@ def protocol_configs(cfg: EvalConfig) -> dict[str, EvalConfig]:
     return out
 
 
+def protocols_of(cfg: EvalConfig) -> list[Protocol]:
+    """The protocols (and the prior-only baseline) evaluated beside the headline, in ``protocol_configs``' order."""
+    names = protocol_configs(cfg)
+    return [p for p in (*PROTOCOLS, PRIOR_ONLY) if p.name in names]
+
+
 def with_loso(ds: Dataset, cfg: EvalConfig, res: Any) -> Any:
     """``res`` with its leave-one-scaffold-out protocol (``loso.run_loso``) on the same fitted runner."""
     res.loso = run_loso(ds, cfg, res.runner, res.holdout, res.runner_prior)
@@ -136,11 +168,31 @@ def full_report(
 
 
 def protocol_report(
-    ds: Dataset, cfg: EvalConfig, progress: Progress, runners: Runners = in_process_runner
+    ds: Dataset,
+    cfg: EvalConfig,
+    progress: Progress,
+    runners: Runners = in_process_runner,
+    protocol: Protocol | None = None,
 ) -> dict[str, Any]:
-    """One protocol's blocks: LOAO per agent and pooled, leave-one-scaffold-out per scaffold, its fidelity."""
-    res = with_loso(ds, cfg, run_loao(ds, cfg, progress, runners=runners))
-    return protocol_block(full_report(ds, cfg, res, progress, light=True))
+    """One protocol's blocks: LOAO per agent and pooled, leave-one-scaffold-out per scaffold, its fidelity (and,
+    where the protocol asks, the same on its task-level features alone: ``task_level_baseline``)."""
+    forward = bool(protocol and protocol.forward)
+    res = run_loao(ds, cfg, progress, runners=runners, with_loso=not forward, forward=forward)
+    if not forward:
+        res = with_loso(ds, cfg, res)
+    block = protocol_block(full_report(ds, cfg, res, progress, light=True))
+    if protocol and protocol.task_level_baseline:
+        base_cfg = guard_config(cfg)
+        base = run_loao(ds, base_cfg, progress, runners=runners, with_loso=False, forward=forward)
+        block["task_level_baseline"] = {
+            "features": list(TASK_LEVEL),
+            "pooled": full_report(ds, base_cfg, base, None, light=True)["pooled"],
+            "agents": {
+                a: {k: v for k, v in b.items() if k in HEADLINE_KEYS}
+                for a, b in loao_report(ds, base_cfg, base, light=True)["agents"].items()
+            },
+        }
+    return block
 
 
 def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
@@ -155,6 +207,7 @@ def protocol_block(rep: dict[str, Any]) -> dict[str, Any]:
         "other_rule",
         "pass",
         "guarantee_check",
+        "oracle_frontier_steps_saved",
         *HEADLINE_KEYS,
     )
     return {
@@ -186,7 +239,7 @@ def add_protocols(
     prot: dict[str, Any] = {"doc": PROTOCOLS_DOC, HEADLINE: protocol_block(report)}
     for p in PROTOCOLS:
         if p.name in derived:
-            prot[p.name] = protocol_report(ds, derived[p.name], progress, runners)
+            prot[p.name] = protocol_report(ds, derived[p.name], progress, runners, p)
     report["protocols"] = prot
     if PRIOR_ONLY.name in derived:
         base = protocol_report(ds, derived[PRIOR_ONLY.name], progress, runners)

@@ -183,10 +183,9 @@ def frontier(df: pd.DataFrame, mode: str, agent: str = "pooled") -> pd.DataFrame
 
 
 def plot_frontiers(df: pd.DataFrame, loao: dict[str, Any] | None, path: Path) -> Path:
-    import matplotlib
+    from earlyeval.core.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # Agg, labels literal (an agent named $x$ is not TeX)
 
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for mode, style in (

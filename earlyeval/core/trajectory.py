@@ -6,6 +6,7 @@ what a format does not carry is ``None``, never 0. docs/architecture.md, "Pipeli
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -134,6 +135,19 @@ class Trajectory:
             meta=dict(meta),
             prompt=d.get("prompt") or "",
         )
+
+
+FINGERPRINT = "v1: sha256 of the JSON [task_id, [[action, thought, observation] of every step]], first 32 hex digits"
+
+
+def fingerprint(t: Trajectory) -> str:
+    """The run's content: its task and the text of its steps as ingested (not its file, folder, agent or run
+    id, nor usage numbers), so a copy of a run matches whatever it is called and however stored: how ingest and
+    ``score`` count a copied run once, and how ``score`` recognises a training run (``model.overlap``)."""
+    body = json.dumps(
+        [t.task_id, [[s.action, s.thought, s.observation] for s in t.steps]], separators=(",", ":")
+    )
+    return hashlib.sha256(body.encode("ascii")).hexdigest()[:32]
 
 
 # the largest usage one step can plausibly report: far above any context window or bill, far below int64

@@ -24,14 +24,14 @@ from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import folder_lock, json_bytes, write_files
 from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.core.errors import CatalogError, ScoreRefusedError, WriteError
-from earlyeval.core.trajectory import Task, Trajectory
+from earlyeval.core.trajectory import Task, Trajectory, fingerprint
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.fitting.metrics import apply_policy, outcome_metrics
 from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
 from earlyeval.fitting.thresholds import WarmStartRule
 from earlyeval.fitting.warm import _scorable, runset_of  # warm_start: score_runs' K option
 from earlyeval.fitting.warm import warm_start as fit_warm
-from earlyeval.ingest import discover, format_facts, ingest_run
+from earlyeval.ingest import copy_of, discover, format_facts, ingest_run
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
 from earlyeval.model.overlap import training_overlap
@@ -422,7 +422,8 @@ def _read(runs_path: str | Path, o: ScoreOptions, root: Path, progress: bool) ->
     if hint:
         log.warning("%s", hint)
     trajs, skipped, reports = read_runs(specs, progress=progress)
-    skipped = (found.skipped if found else []) + _once(skipped)
+    trajs, copies = _first_copies(trajs)  # a run in two formats' files: once (each spec's copies: ingest)
+    skipped = (found.skipped if found else []) + _once(skipped) + copies
     if not trajs:
         raise nothing_read(
             p,
@@ -445,6 +446,20 @@ def _read(runs_path: str | Path, o: ScoreOptions, root: Path, progress: bool) ->
         formats,
         found.summary() if found else None,
     )
+
+
+def _first_copies(trajs: list[Trajectory]) -> tuple[list[Trajectory], list[dict[str, Any]]]:
+    """The runs of the folder with a copy (the same content in files of two formats) counted once
+    (``ingest.copy_of``: the skip and the warning name both files)."""
+    seen: dict[str, str] = {}
+    kept, skips = [], []
+    for t in trajs:
+        dup = copy_of(fingerprint(t), str(t.meta.get("source_file", "?")), seen, "score: ")
+        if dup is None:
+            kept.append(t)
+        else:
+            skips.append({**dup, "run": t.meta.get("run")})
+    return kept, skips
 
 
 def _once(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -200,10 +200,13 @@ def _too_deep(obj: Any, limit: int) -> bool:
     return False
 
 
-def loads_strict(text: str, *, allow_nan: bool = False, max_depth: int = MAX_SETTINGS_DEPTH) -> Any:
+def loads_strict(
+    text: str, *, allow_nan: bool = False, max_depth: int | None = MAX_SETTINGS_DEPTH
+) -> Any:
     """Strict JSON for a settings file: a key given twice in one object is refused (``json.loads`` keeps the
     last one without a word), as are NaN/Infinity (unless ``allow_nan``: a model's own arrays hold NaN) and
-    nesting deeper than ``max_depth``.  Raises ``StrictJSONError``."""
+    nesting deeper than ``max_depth`` (None: the parser's own limit, which it reports).  Raises
+    ``StrictJSONError``."""
     try:
         obj = json.loads(
             text,
@@ -215,8 +218,9 @@ def loads_strict(text: str, *, allow_nan: bool = False, max_depth: int = MAX_SET
             "<json>", f"invalid JSON at line {e.lineno} col {e.colno}: {e.msg}"
         ) from e
     except RecursionError as e:  # the parser recurses once per level: past the interpreter's limit
-        raise StrictJSONError("<json>", f"nested deeper than {max_depth} levels") from e
-    if _too_deep(obj, max_depth):
+        levels = f"{max_depth} levels" if max_depth is not None else "the parser goes"
+        raise StrictJSONError("<json>", f"nested deeper than {levels}") from e
+    if max_depth is not None and _too_deep(obj, max_depth):
         raise StrictJSONError("<json>", f"nested deeper than {max_depth} levels")
     return obj
 

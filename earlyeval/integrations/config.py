@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from earlyeval.config.monitor_config import MONITOR_KEYS, MonitorConfig, PassConfig
-from earlyeval.core.errors import EarlyEvalError
+from earlyeval.core.errors import EarlyEvalError, IngestError
+from earlyeval.core.jsonio import read_settings_json
 from earlyeval.live.benchpass import AUDIT_SHARE, Pass, PassMonitor
 from earlyeval.live.monitor import Monitor
 from earlyeval.model.policy import check_halt_on, halts_on_success
@@ -156,9 +157,9 @@ def _accepts(name: str) -> bool:
 def _thresholds(v: Any, where: str) -> dict[str, Any]:
     if isinstance(v, (str, Path)):
         p = Path(v).expanduser()
-        try:
-            v = json.loads(p.read_text())
-        except (OSError, ValueError) as e:
+        try:  # a regular file, bounded, strict JSON (a key given twice is refused): core.jsonio
+            v = read_settings_json(p, max_bytes=1 << 16)
+        except (OSError, ValueError, IngestError) as e:
             raise ConfigError(f"{where}: cannot read {p}: {e}") from e
     if not isinstance(v, Mapping):
         raise ConfigError(

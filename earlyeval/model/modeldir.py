@@ -22,10 +22,11 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-from earlyeval.config import schema
+from earlyeval.config import file_schemas, schema
 from earlyeval.core import atomic
 from earlyeval.core.env import env_int
-from earlyeval.core.errors import ModelDirError, SettingError, UnknownPluginError
+from earlyeval.core.errors import ModelDirError, SettingError, StrictJSONError, UnknownPluginError
+from earlyeval.core.jsonio import loads_strict
 from earlyeval.core.trajectory import Action, Task, make_step
 from earlyeval.core.version import (
     __version__,  # not the facade's: that would close earlyeval -> monitor -> modeldir -> earlyeval
@@ -174,7 +175,7 @@ def max_file_bytes() -> int:
 
 
 def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
-    """The manifest's schema (``config.schema.MANIFEST``), every field a reader relies on; a ModelDirError naming
+    """The manifest's schema (``config.file_schemas.MANIFEST``), every field a reader relies on; a ModelDirError naming
     the field.  The format and its version come first (another version may have another schema), then the
     manifest's own hash (an edit is named as one), then every type and range."""
     if not isinstance(m, dict) or m.get("format") != FORMAT:
@@ -199,13 +200,13 @@ def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
         raise ModelDirError(
             mf, "manifest_hash", "does not match the manifest's content: manifest edited"
         )
-    return schema.check(schema.MANIFEST, m, lambda key, why: ModelDirError(mf, key, why))
+    return schema.check(file_schemas.MANIFEST, m, lambda key, why: ModelDirError(mf, key, why))
 
 
 def _check_thresholds(th: Any, f: str, field: str) -> None:
     """(0.5, 1] each (a p >= tau below 0.5 would halt on both sides), or above 1 for "never halt this way"."""
     schema.check(
-        schema.MODEL_THRESHOLDS, th, lambda key, why: ModelDirError(f, key, why), key=field
+        file_schemas.MODEL_THRESHOLDS, th, lambda key, why: ModelDirError(f, key, why), key=field
     )
 
 
@@ -255,12 +256,17 @@ def _verified_bytes(p: Path, manifest: dict[str, Any], d: OpenDir) -> dict[str, 
 
 
 def _json(b: bytes, f: str) -> Any:
+    """A model file's JSON, strict (``jsonio.loads_strict``: a key given twice is refused, naming it; NaN is
+    allowed, a model's arrays hold it)."""
     try:
-        return json.loads(b.decode())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return loads_strict(b.decode(), allow_nan=True, max_depth=None)
+    except UnicodeDecodeError as e:
         raise ModelDirError(f, Path(f).name, f"not valid JSON ({e})") from e
-    except RecursionError as e:  # nested deeper than the parser goes
-        raise ModelDirError(f, Path(f).name, "JSON nested too deeply") from e
+    except StrictJSONError as e:
+        field = Path(f).name if e.key == "<json>" else f"{Path(f).name}: {e.key}"
+        raise ModelDirError(
+            f, field, e.reason if e.key != "<json>" else f"not valid JSON ({e.reason})"
+        ) from e
 
 
 def _booster_text(b: bytes, f: str) -> str:

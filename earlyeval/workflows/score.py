@@ -422,7 +422,9 @@ def _read(runs_path: str | Path, o: ScoreOptions, root: Path, progress: bool) ->
     if hint:
         log.warning("%s", hint)
     trajs, skipped, reports = read_runs(specs, progress=progress)
-    trajs, copies = _first_copies(trajs)  # a run in two formats' files: once (each spec's copies: ingest)
+    trajs, copies = _first_copies(
+        trajs
+    )  # a run in two formats' files: once (each spec's copies: ingest)
     skipped = (found.skipped if found else []) + _once(skipped) + copies
     if not trajs:
         raise nothing_read(

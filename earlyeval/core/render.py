@@ -92,7 +92,9 @@ def _bounded(x: Any, depth: int = 0) -> Any:
     """``x`` with every container deeper than ``MAX_ARG_DEPTH`` replaced by ``DEEPER`` (recursion bounded by
     that depth): what ``json.dumps`` can always render."""
     if isinstance(x, dict):
-        return DEEPER if depth >= MAX_ARG_DEPTH else {k: _bounded(v, depth + 1) for k, v in x.items()}
+        return (
+            DEEPER if depth >= MAX_ARG_DEPTH else {k: _bounded(v, depth + 1) for k, v in x.items()}
+        )
     if isinstance(x, (list, tuple)):
         return DEEPER if depth >= MAX_ARG_DEPTH else [_bounded(v, depth + 1) for v in x]
     return x

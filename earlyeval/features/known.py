@@ -15,14 +15,13 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 from earlyeval.core.errors import SettingError
+from earlyeval.features import FAMILIES, build_family
 
 _GLOB = set("*?[")
 
 
 @lru_cache(maxsize=32)
 def _known(params: str, extra: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
-    from earlyeval.features import FAMILIES, build_family
-
     text, peer = json.loads(params)
     names: set[str] = set()
     unbuilt = []

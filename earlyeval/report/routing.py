@@ -8,6 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from earlyeval.core.atomic import savefig
+from earlyeval.core.plotting import pyplot
 
 
 def _fmt(x: float | None, spec: str) -> str:
@@ -42,8 +43,6 @@ def routing_table(block: Mapping[str, Any]) -> str:
 
 def plot_pair(block: Mapping[str, Any], path: Path) -> Path:
     """Resolve rate vs total real cost: every policy, the learned sweeps and the oracle frontier."""
-    from earlyeval.core.plotting import pyplot
-
     plt = pyplot()  # Agg, labels literal (an agent named $x$ is not TeX)
 
     fig, ax = plt.subplots(figsize=(11, 5.5))

@@ -266,7 +266,7 @@ class Pass:
         process.  Returns the thresholds now in force."""
         aud = self.is_audited(run_id)
         if aud and halted:
-            raise ValueError(f"run {run_id!r} is audited and cannot have been halted")
+            raise ValueError(f"run {_shown(run_id)} is audited and cannot have been halted")
         grade = _grade(run_id, outcome) if aud and outcome is not None else None
         with self._lock:
             am = self._audit_monitors.pop(run_id, None)
@@ -296,7 +296,7 @@ class Pass:
         it re-certifies the thresholds as ``finish(..., outcome=)`` would have.  Returns the thresholds now."""
         if not self.is_audited(run_id):
             raise ValueError(
-                f"run {run_id!r} is not audited: only audited runs are graded into the pass"
+                f"run {_shown(run_id)} is not audited: only audited runs are graded into the pass"
             )
         grade = _grade(run_id, outcome)
 
@@ -304,7 +304,7 @@ class Pass:
             rec = ld.records.get(run_id)
             if rec is None:
                 raise ValueError(
-                    f"run {run_id!r} has not finished in this pass: finish it before grading it"
+                    f"run {_shown(run_id)} has not finished in this pass: finish it before grading it"
                 )
             _put(ld, run_id, _graded(ld, run_id, dict(rec), grade), self.settings)
 
@@ -344,6 +344,12 @@ class Pass:
         }
 
 
+def _shown(run_id: Any) -> str:
+    """A run id as an error shows it: quoted, and cut to 80 characters (a run id is the caller's to choose)."""
+    r = repr(run_id)
+    return r if len(r) <= 80 else f"{r[:77]}..."
+
+
 def _content_hash(monitor: Monitor) -> str | None:
     bundle = getattr(monitor, "bundle", None)
     h = (getattr(bundle, "manifest", None) or {}).get("content_hash")
@@ -356,7 +362,7 @@ def _grade(run_id: str, outcome: Any) -> int:
 
     if isinstance(outcome, numbers.Integral) and int(outcome) in (0, 1):
         return int(outcome)
-    raise ValueError(f"run {run_id!r}: outcome must be 0 or 1, not {outcome!r}")
+    raise ValueError(f"run {_shown(run_id)}: outcome must be 0 or 1, not {_shown(outcome)}")
 
 
 def _profile_of(profile: RunProfile | None, am: "AuditMonitor | None") -> dict[str, Any] | None:
@@ -390,7 +396,7 @@ def _graded(ld: Loaded, run_id: str, rec: dict[str, Any], grade: int | None) -> 
 
 def _put(ld: Loaded, run_id: str, rec: dict[str, Any], settings: PassSettings) -> None:
     """``rec`` into the state, checked as a record read from the file is (``pass_state.check_record``)."""
-    ld.records[run_id] = check_record(run_id, rec, settings, f"run {run_id!r}")
+    ld.records[run_id] = check_record(run_id, rec, settings, f"run {_shown(run_id)}")
 
 
 class PassMonitor:

@@ -152,6 +152,11 @@ def check_record(run_id: Any, raw: Any, settings: PassSettings, where: str) -> d
     return r.to_file()
 
 
+def _short(run_id: Any) -> str:
+    r = repr(run_id)
+    return r if len(r) <= 80 else f"{r[:77]}..."
+
+
 def _probs_key(probs: list | None) -> tuple:
     return tuple(None if pp is None else (pp[0], pp[1]) for pp in probs or ())
 
@@ -298,12 +303,14 @@ class StateFile:
         out = Loaded({}, {}, "resumed", False)
         for rid, raw in finished.items():
             try:
-                out.records[rid] = check_record(rid, raw, self.settings, f"finished.{rid}")
+                out.records[rid] = check_record(
+                    rid, raw, self.settings, f"finished.{_short(rid)[1:-1]}"
+                )
             except ValueError as e:
                 out.bad[rid] = raw
                 out.warnings.append(
-                    f"pass state {self.path}: run {rid!r} left out ({e}); while it is there the "
-                    "thresholds are never bolder than label-free"
+                    f"pass state {self.path}: run {_short(rid)} left out ({e}); while it is there "
+                    "the thresholds are never bolder than label-free"
                 )
         return out
 
@@ -311,7 +318,8 @@ class StateFile:
         ours = self.settings.to_file()
         if not isinstance(given, dict):
             raise self._refuse("pass", "missing: the state names no model and no settings")
-        for k, v in ours.items():
+        # the model first: a state of another model is refused as that, whatever else differs
+        for k, v in sorted(ours.items(), key=lambda kv: kv[0] != "model_content_hash"):
             if given.get(k) != v:
                 raise self._refuse(
                     f"pass.{k}",

@@ -94,8 +94,11 @@ def verify(doc_bytes: bytes | None, manifest_hash: str, key: bytes, path: str) -
         )
     try:
         doc: Any = loads_strict(doc_bytes.decode())
-    except (UnicodeDecodeError, StrictJSONError) as e:
+    except UnicodeDecodeError as e:
         raise ModelDirError(f, SIGNATURE, f"not valid JSON ({type(e).__name__})") from e
+    except StrictJSONError as e:  # a key given twice is named
+        field = SIGNATURE if e.key == "<json>" else f"{SIGNATURE}: {e.key}"
+        raise ModelDirError(f, field, f"not valid JSON ({e.reason})") from e
     if (
         not isinstance(doc, dict)
         or doc.get("format") != FORMAT

@@ -146,6 +146,30 @@ def case_ingest_catalog_copy(env: Env):
     )
 
 
+def case_identical_trials_in_one_file(env: Env):
+    """A tau2 result file whose two trials of one task are alike step for step (a deterministic agent): two runs,
+    not a copy; both counted, no skip."""
+    import copy
+
+    d = _fresh(env.base / "dups" / "trials")
+    d.mkdir(parents=True)
+    doc = json.loads((FIXTURES / "tau2" / "shop_2025.json").read_text())
+    (d / "shop.json").write_text(json.dumps(doc))
+    plain, _ = _ingest_one(d, "tau2", "*.json")
+    sim = doc["simulations"][0]  # read as a run (the others of the fixture are refused, each named)
+    twin = copy.deepcopy(sim)
+    twin["id"], twin["trial"] = f"{sim['id']}-again", int(sim.get("trial") or 0) + 1
+    doc["simulations"].append(twin)
+    (d / "shop.json").write_text(json.dumps(doc))
+    trajs, skipped = _ingest_one(d, "tau2", "*.json")
+    copies = [s for s in skipped if "the same run as" in s["reason"]]
+    ok = len(trajs) == len(plain) + 1 and not copies
+    return (
+        "ok" if ok else "silent",
+        f"{len(trajs)} runs ({len(plain)} without the twin), {len(copies)} copies",
+    )
+
+
 CASES_DUPLICATES: list[tuple[str, str, Callable[[Env], tuple[str, str]]]] = [
     *[
         ("duplicates within a folder", f"score: one run {h}", _score_case(h))
@@ -167,5 +191,10 @@ CASES_DUPLICATES: list[tuple[str, str, Callable[[Env], tuple[str, str]]]] = [
         "duplicates within a folder",
         "earlyeval ingest: a tau2 result file twice",
         case_ingest_catalog_copy,
+    ),
+    (
+        "duplicates within a folder",
+        "two alike trials in one file are two runs",
+        case_identical_trials_in_one_file,
     ),
 ]

@@ -44,13 +44,13 @@ def unique_run_id(
 
 
 def copy_of(fp: str, src: str, seen: dict[str, str], where: str = "") -> dict[str, str] | None:
-    """The skip of a run whose content (``trajectory.fingerprint``: task and every step) an earlier file of the
-    same folder gave (``seen``: fingerprint -> file), else None (and the run is recorded in ``seen``).  A copy
-    is counted once, the first one read, and a warning names both files: scored twice, its halts, savings and
-    audit evidence would count double."""
-    first = seen.get(fp)
-    if first is None:
-        seen[fp] = src
+    """The skip of a run whose content (``trajectory.fingerprint``: task and every step) another file of the same
+    folder gave first (``seen``: fingerprint -> file), else None (and the run is recorded in ``seen``).  A copy is
+    counted once, the first one read, and a warning names both files: scored twice, its halts, savings and audit
+    evidence would count double.  Two runs of one file alike are not copies (a tau2 file's trials of a
+    deterministic agent can be): both count."""
+    first = seen.setdefault(fp, src)
+    if first == src:
         return None
     reason = f"the same run as {first} (identical content: its task and every step): counted once"
     log.warning("%s%s: %s", where, src, reason)

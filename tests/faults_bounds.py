@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from faults import Env
 from faults24 import cli, one_line_error
-from faults29 import _no_traceback, score_inputs
+from faults29 import _no_traceback, _score_args, score_inputs
 
 GB = 1 << 30
 
@@ -23,19 +23,9 @@ def _pass_workers_case(workers: int, limit_gb: float | None):
     scored in a child limited to ``limit_gb`` of address space (a worker past the runs is never allocated)."""
 
     def case(env: Env):
-        mdir, runs, ws = score_inputs(env)
+        _, _, ws = score_inputs(env)
         out = env.base / f"bounds_workers_{workers}"
-        args = [
-            "score",
-            "--model",
-            str(mdir),
-            "--runs",
-            str(runs),
-            "--format",
-            "atif",
-            "--out",
-            str(out),
-        ]
+        args = _score_args(env, out)
         args += ["--force", "--pass", "--pass-workers", str(workers)]
         lim = int(limit_gb * GB) if limit_gb else None
         pre = (lambda: resource.setrlimit(resource.RLIMIT_AS, (lim, lim))) if lim else None

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from faults import Env, rehash
 from faults24 import _tau2_workspace, cli, one_line_error
-from faults29 import _no_traceback, score_inputs
+from faults29 import _no_traceback, _score_args, score_inputs
 
 
 def _verb_case(
@@ -112,19 +112,9 @@ def _signature_twice(env: Env) -> Any:
 
 def _score_option_case(extra: list[str], *needles: str):
     def case(env: Env):
-        mdir, runs, ws = score_inputs(env)
+        _, _, ws = score_inputs(env)
         out = env.base / f"settings_score_{abs(hash(tuple(extra))) % 10**6}"
-        args = [
-            "score",
-            "--model",
-            str(mdir),
-            "--runs",
-            str(runs),
-            "--format",
-            "atif",
-            "--out",
-            str(out),
-        ]
+        args = _score_args(env, out)
         rc, _, err = cli([*args, "--force", *extra], ws)
         last = _no_traceback(rc, err)
         ok = one_line_error(rc, err, *needles) and not (out / "score.json").exists()

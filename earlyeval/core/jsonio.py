@@ -211,7 +211,7 @@ def loads_strict(
         obj = json.loads(
             text,
             object_pairs_hook=_no_repeats,
-            **({} if allow_nan else {"parse_constant": _no_constant}),
+            parse_constant=float if allow_nan else _no_constant,
         )
     except json.JSONDecodeError as e:
         raise StrictJSONError(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from earlyeval.core.atomic import folder_lock
-from earlyeval.core.decision import HALTING_CONTEXTS, Decision
+from earlyeval.core.decision import HALTING_CONTEXTS, NEVER, Decision
 from earlyeval.core.errors import SettingError
 from earlyeval.core.trajectory import cost_value, token_count
 from earlyeval.features.passref import PassReference, PassState, RunProfile
@@ -44,7 +44,7 @@ from earlyeval.live.pass_state import (
     finite_or_none,
 )
 from earlyeval.model import signature
-from earlyeval.model.policy import NEVER, halting_pair, halts_on_failure, halts_on_success
+from earlyeval.model.policy import halting_pair, halts_on_failure, halts_on_success
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,9 @@ class AuditMonitor:
             d.p_success is not None
         ):  # a counted prefix (a skipped or failed step has no probabilities and no t)
             ok = d.context in HALTING_CONTEXTS and d.p_failure is not None
-            self.probs.append([d.p_success, d.p_failure] if ok else None)
+            self.probs.append(
+                [d.p_success, d.p_failure] if ok and d.p_failure is not None else None
+            )
         if d.halt:
             d = dataclasses.replace(
                 d, halt=False, outcome=None, reason=f"audit run, never halted (would: {d.reason})"
@@ -257,7 +259,7 @@ class Pass:
         cost: float | None = None,
         halted: bool = False,
         outcome: int | None = None,
-        probs: list | None = None,
+        probs: list[list[float] | None] | None = None,
         profile: RunProfile | None = None,
     ) -> dict[str, Any]:
         """Record a finished run (usage None when unknown); for an audited run its graded outcome (0/1), which
@@ -372,14 +374,16 @@ def _profile_of(profile: RunProfile | None, am: "AuditMonitor | None") -> dict[s
     return profile.to_dict() if profile is not None else None
 
 
-def _clean_probs(probs: Any) -> list | None:
+def _clean_probs(probs: Any) -> list[list[float] | None] | None:
     """Per-prefix (p_s, p_f) as the state holds them: a pair of finite floats, else None (could not halt)."""
     if probs is None:
         return None
-    out = []
+    out: list[list[float] | None] = []
     for pp in probs:
-        vals = [finite_or_none(x) for x in pp] if pp is not None and len(pp) == 2 else None
-        out.append(vals if vals is not None and None not in vals else None)
+        vals = [finite_or_none(x) for x in pp] if pp is not None and len(pp) == 2 else []
+        out.append(
+            [v for v in vals if v is not None] if len(vals) == 2 and None not in vals else None
+        )
     return out
 
 

@@ -12,8 +12,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from earlyeval.core.decision import NEVER
 from earlyeval.model.anytime import cs_bounds, cs_lower_above, cs_upper_at_most
-from earlyeval.model.policy import CONTINUE, NEVER, SUCCESS, step_outcome
+from earlyeval.model.policy import CONTINUE, SUCCESS, step_outcome
 
 # the most simulated workers a pass may name (more than its runs change nothing: each run starts at 0)
 MAX_WORKERS = 1_000_000

@@ -91,8 +91,8 @@ class FinishedRun(Record):
     tokens: int | None = setting(Int(0, 10**15), None, optional=True)  # unknown: null, never 0
     cost: float | None = setting(Num(0.0, 1e12), None, optional=True)
     # audited runs only: what certifies (probs, outcome) and what the pass features read (profile)
-    probs: list | None = setting(_Probs(), None, optional=True)
-    profile: dict | None = setting(_Profile(), None, optional=True)
+    probs: list[list[float] | None] | None = setting(_Probs(), None, optional=True)
+    profile: dict[str, Any] | None = setting(_Profile(), None, optional=True)
     outcome: int | None = setting(Choice((0, 1)), None, optional=True)
     graded_seq: int | None = setting(
         Int(1, MAX_RUNS), None, optional=True
@@ -113,7 +113,9 @@ class PassSettings(Record):
     alpha: float = setting(Num(0.0, 1.0, lo_open=True, hi_open=True))
     max_error: float = setting(Num(0.0, 1.0, lo_open=True, hi_open=True))
     halt_on: str = setting(Choice(("failure", "success", "both")))
-    base: tuple = setting(ListOf(Num(0.5, 1e9, lo_open=True)), cast=tuple)  # the label-free pair
+    base: tuple[float, float] = setting(
+        ListOf(Num(0.5, 1e9, lo_open=True)), cast=tuple
+    )  # the label-free pair
     min_halt_step: int = setting(Int(1, 1_000_000))
     # None: a model never saved (no content hash), which only an in-memory pass may use
     model_content_hash: str | None = setting(HEX64, None, optional=True)
@@ -157,7 +159,7 @@ def _short(run_id: Any) -> str:
     return r if len(r) <= 80 else f"{r[:77]}..."
 
 
-def _probs_key(probs: list | None) -> tuple:
+def _probs_key(probs: list[list[float] | None] | None) -> tuple[Any, ...]:
     return tuple(None if pp is None else (pp[0], pp[1]) for pp in probs or ())
 
 
@@ -168,7 +170,7 @@ class Certifier:
     def __init__(self, settings: PassSettings):
         self.settings = settings
         self.taus = candidate_taus(settings.base)
-        self._counts: dict[tuple, dict[tuple[int, float], tuple[int, int]]] = {}
+        self._counts: dict[tuple[Any, ...], dict[tuple[int, float], tuple[int, int]]] = {}
 
     def graded(self, records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
         """The records that certify: audited, graded, with probabilities; in the order they were graded."""
@@ -190,15 +192,20 @@ class Certifier:
             self._counts[key] = got
         return got
 
-    def _pair(self, counts: dict, n: int, cautious_only: bool) -> list[float]:
+    def _pair(
+        self, counts: dict[tuple[int, float], tuple[int, int]], n: int, cautious_only: bool
+    ) -> list[float]:
         s = self.settings
         cert = certify_counts(counts, n, s.base, s.alpha, s.max_error)
-        pair = list(halting_pair(*cert["pair"], s.halt_on))
+        ts, tf = cert["pair"]
+        pair = list(halting_pair(ts, tf, s.halt_on))
         if cautious_only:  # a record was left out: nothing may make the pass bolder than label-free
             pair = [max(p, b) for p, b in zip(pair, halting_pair(*s.base, s.halt_on))]
         return pair
 
-    def _running(self, graded: Iterable[tuple[str, dict[str, Any]]]) -> Iterable[tuple[dict, int]]:
+    def _running(
+        self, graded: Iterable[tuple[str, dict[str, Any]]]
+    ) -> Iterable[tuple[dict[tuple[int, float], tuple[int, int]], int]]:
         counts: dict[tuple[int, float], tuple[int, int]] = {}
         for n, (rid, r) in enumerate(graded, start=1):
             for k, (e, m) in self._errors(rid, r).items():
@@ -208,14 +215,16 @@ class Certifier:
 
     def thresholds(self, records: dict[str, dict[str, Any]], cautious_only: bool) -> list[float]:
         """The pair in force: certified by every graded audit record (label-free with none)."""
-        last: tuple[dict, int] = ({}, 0)
+        last: tuple[dict[tuple[int, float], tuple[int, int]], int] = ({}, 0)
         for last in self._running(self.graded(records)):
             pass
         if last[1] == 0:
             return list(halting_pair(*self.settings.base, self.settings.halt_on))
         return self._pair(last[0], last[1], cautious_only)
 
-    def history(self, records: dict[str, dict[str, Any]], cautious_only: bool) -> list[dict]:
+    def history(
+        self, records: dict[str, dict[str, Any]], cautious_only: bool
+    ) -> list[dict[str, Any]]:
         """The pair after each graded run, in grading order (derived, like the pair itself)."""
         graded = self.graded(records)
         return [

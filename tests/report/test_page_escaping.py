@@ -11,15 +11,16 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import test_report_page
 from test_report_page import LARGE, _workspace
 
-from earlyeval.config import workspace
 from earlyeval.report import html
 from earlyeval.report.report_page import write_report
 
 HOSTILE = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>\x1b[31m\u202e$\\frac{x}$"
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 REPORT = Path(html.__file__).parent
+ws = test_report_page.ws  # the workspace fixture of the page tests
 
 
 def _hostile(x):
@@ -73,15 +74,6 @@ def _markup(page: str) -> tuple[set[str], set[str]]:
 
 def _failed_sections(page: str) -> list[str]:
     return re.findall(r'<section id="(\w+)">(?:(?!</section>).)*could not be built', page, re.S)
-
-
-@pytest.fixture()
-def ws(tmp_path):
-    workspace.set_workspace(tmp_path)
-    try:
-        yield tmp_path
-    finally:
-        workspace.set_workspace(None)
 
 
 def test_a_hostile_report_gives_a_page_of_text_only(ws):

@@ -219,7 +219,7 @@ def loads_strict(
         ) from e
     except RecursionError as e:  # the parser recurses once per level: past the interpreter's limit
         levels = f"{max_depth} levels" if max_depth is not None else "the parser goes"
-        raise StrictJSONError("<json>", f"nested deeper than {levels}") from e
+        raise StrictJSONError("<json>", f"nested too deeply (deeper than {levels})") from e
     if max_depth is not None and _too_deep(obj, max_depth):
         raise StrictJSONError("<json>", f"nested deeper than {max_depth} levels")
     return obj

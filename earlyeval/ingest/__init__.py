@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkabl
 from earlyeval.config.catalog import Catalog, RunSpec, data_root
 from earlyeval.config.plugins import Registry
 from earlyeval.core.errors import IngestError, SettingError, UnknownPluginError
-from earlyeval.core.trajectory import Trajectory, fingerprint
+from earlyeval.core.trajectory import Trajectory, copy_key
 from earlyeval.ingest.common import glob_paths
 from earlyeval.ingest.labels import LabelSet, read_labels
 from earlyeval.ingest.once import copy_of, one_file_per_run, unique_run_id
@@ -305,7 +305,7 @@ def read_run_files(
 ) -> tuple[list[Trajectory], list[dict[str, str]]]:
     """Parse ``paths`` (all or some of ``plan.paths``), validate each trajectory at the file boundary and give
     it its label and catalog identity; (trajectories, skipped files).  ``seen`` (run id -> file) carries the
-    run ids already taken by other files of the run, ``copies`` (fingerprint -> file) the contents already read
+    run ids already taken by other files of the run, ``copies`` (``copy_key`` -> file) the contents already read
     (``copy_of``)."""
     spec, run_dir = plan.spec, plan.run_dir
     seen = {} if seen is None else seen
@@ -338,7 +338,7 @@ def read_run_files(
         except IngestError as e:
             skipped.append(e.to_dict())
             continue
-        copy = copy_of(fingerprint(t), src, copies, f"{spec.name}: ")
+        copy = copy_of(copy_key(t), src, copies, f"{spec.name}: ")
         if copy is not None:
             skipped.append(copy)
             continue

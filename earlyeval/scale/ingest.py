@@ -26,7 +26,7 @@ from earlyeval.config.catalog import Catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import new_dir_beside, swap_dir
 from earlyeval.core.errors import WriteError
-from earlyeval.core.trajectory import fingerprint
+from earlyeval.core.trajectory import copy_key
 from earlyeval.ingest import (
     SUMMARY_FLAGS,
     RunPlan,
@@ -58,9 +58,8 @@ class RunRecord:
     n_steps: int
     # only the flags summarize_run reads (SUMMARY_FLAGS)
     meta: dict[str, Any] = field(default_factory=dict)
-    fingerprint: str = (
-        ""  # its content (trajectory.fingerprint): a copy in another chunk is counted once
-    )
+    # what a copy shares (trajectory.copy_key): a copy in another chunk is counted once
+    copy_key: str = ""
 
     @property
     def steps(self) -> range:
@@ -99,7 +98,7 @@ def read_chunk(ws: str, plan: RunPlan, paths: list[str], bench: str, part: str) 
             t.outcome,
             len(t.steps),
             {k: True for k in SUMMARY_FLAGS if t.meta.get(k)},
-            fingerprint(t),
+            copy_key(t),
         )
         for t in trajs
     ]
@@ -207,7 +206,7 @@ def _assemble(
     for i, plan in enumerate(plans):
         rep = plan.report
         seen: dict[str, str] = {}
-        copies: dict[str, str] = {}  # fingerprint -> file, across the run's chunks (ingest.copy_of)
+        copies: dict[str, str] = {}  # copy key -> file, across the run's chunks (ingest.copy_of)
         run_records: list[RunRecord] = []
         for j in range(n_chunks[i]):
             res = results[(i, j)]
@@ -219,7 +218,7 @@ def _assemble(
             ):  # run ids unique across the run's chunks, as one in-process pass makes them
                 rid, dup = unique_run_id(r.run_id, r.source, seen, plan.run_dir)
                 if dup is None:
-                    dup = copy_of(r.fingerprint, r.source, copies, f"{rep.run}: ")
+                    dup = copy_of(r.copy_key, r.source, copies, f"{rep.run}: ")
                 if dup is not None:
                     rep.skipped.append(dup)
                     new_ids.append(None)

@@ -14,7 +14,7 @@ from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load
 from earlyeval.config.catalog import data_root as _data_root
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.errors import CatalogError
-from earlyeval.core.trajectory import Trajectory, fingerprint
+from earlyeval.core.trajectory import Trajectory, copy_key
 from earlyeval.ingest import copy_of, discover, format_facts, ingest_run
 from earlyeval.workflows.score_checks import (
     MIXED,
@@ -207,7 +207,7 @@ def _first_copies(trajs: list[Trajectory]) -> tuple[list[Trajectory], list[dict[
     seen: dict[str, str] = {}
     kept, skips = [], []
     for t in trajs:
-        dup = copy_of(fingerprint(t), str(t.meta.get("source_file", "?")), seen, "score: ")
+        dup = copy_of(copy_key(t), str(t.meta.get("source_file", "?")), seen, "score: ")
         if dup is None:
             kept.append(t)
         else:

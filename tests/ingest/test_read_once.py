@@ -16,7 +16,7 @@ def test_a_copy_from_another_file_is_a_skip_naming_both(caplog):
     assert skip == {
         "file": "b/x.traj",
         "field": "<run>",
-        "reason": "the same run as a/x.traj (identical content: its task and every step): counted once",
+        "reason": "the same run as a/x.traj (identical content: its task, steps and record): counted once",
     }
     assert "run r: b/x.traj" in caplog.text and "a/x.traj" in caplog.text
     assert copy_of("fp1", "c/x.traj", seen) is not None  # a third copy too, still naming the first

@@ -18,8 +18,9 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkabl
 
 from earlyeval.config.catalog import Catalog, RunSpec, data_root
 from earlyeval.config.plugins import Registry
+from earlyeval.core.content import copy_key
 from earlyeval.core.errors import IngestError, SettingError, UnknownPluginError
-from earlyeval.core.trajectory import Trajectory, copy_key
+from earlyeval.core.trajectory import Trajectory
 from earlyeval.ingest.common import glob_paths
 from earlyeval.ingest.labels import LabelSet, read_labels
 from earlyeval.ingest.once import copy_of, one_file_per_run, unique_run_id

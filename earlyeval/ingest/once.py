@@ -1,5 +1,5 @@
 """A run is read once: a plain and a gzipped copy of one file, a run id two files claim, the same content in two
-files of one folder (``trajectory.copy_key``).  Each is a skip naming the other file, never a second run
+files of one folder (``core.content.copy_key``).  Each is a skip naming the other file, never a second run
 whose halts, savings and audit evidence would count double."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def unique_run_id(
 
 
 def copy_of(fp: str, src: str, seen: dict[str, str], where: str = "") -> dict[str, str] | None:
-    """The skip of a run whose content (``trajectory.copy_key``: task, steps, what its reader recorded) another
+    """The skip of a run whose content (``core.content.copy_key``: task, steps, what its reader recorded) another
     file of the same folder gave first (``seen``: copy key -> file), else None (and the run is recorded in ``seen``).  A copy is
     counted once, the first one read, and a warning names both files: scored twice, its halts, savings and audit
     evidence would count double.  Two runs of one file alike are not copies (a tau2 file's trials of a

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from earlyeval.config.catalog import load_catalog
+from earlyeval.core.content import FINGERPRINT, fingerprint
 from earlyeval.core.errors import CatalogError
-from earlyeval.core.trajectory import FINGERPRINT, Trajectory, fingerprint
+from earlyeval.core.trajectory import Trajectory
 
 # the meta keys in which a reader records the model its files name (mini, SWE-agent 1.x, Moatless, tau2,
 # ATIF: native_model; OpenHands completions: llm_model; OpenHands events: llm_models)

@@ -25,8 +25,8 @@ from distributed import Client, as_completed
 from earlyeval.config.catalog import Catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import new_dir_beside, swap_dir
+from earlyeval.core.content import copy_key
 from earlyeval.core.errors import WriteError
-from earlyeval.core.trajectory import copy_key
 from earlyeval.ingest import (
     SUMMARY_FLAGS,
     RunPlan,
@@ -58,7 +58,7 @@ class RunRecord:
     n_steps: int
     # only the flags summarize_run reads (SUMMARY_FLAGS)
     meta: dict[str, Any] = field(default_factory=dict)
-    # what a copy shares (trajectory.copy_key): a copy in another chunk is counted once
+    # what a copy shares (core.content.copy_key): a copy in another chunk is counted once
     copy_key: str = ""
 
     @property

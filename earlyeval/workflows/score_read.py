@@ -13,8 +13,9 @@ from typing import Any
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.catalog import data_root as _data_root
 from earlyeval.config.workspace import workspace_root
+from earlyeval.core.content import copy_key
 from earlyeval.core.errors import CatalogError
-from earlyeval.core.trajectory import Trajectory, copy_key
+from earlyeval.core.trajectory import Trajectory
 from earlyeval.ingest import copy_of, discover, format_facts, ingest_run
 from earlyeval.workflows.score_checks import (
     MIXED,

@@ -264,6 +264,16 @@ def _bad_dict_field(key: str, value: Any, expect: str):
 # ------------------------------------------------------------------ 2. tau2 run ids
 
 
+def _other_run(src: Path, dst: Path, tag: str) -> None:
+    """A tau2 result file of ``src``'s tasks and layout whose agent said something else (``tag``) in every turn."""
+    doc = json.loads(src.read_text())
+    for sim in doc.get("simulations") or []:
+        for m in sim.get("messages") if isinstance(sim.get("messages"), list) else []:
+            if isinstance(m, dict) and isinstance(m.get("content"), str):
+                m["content"] += f" ({tag})"
+    dst.write_text(json.dumps(doc))
+
+
 def case_tau2_folder(env: Env):
     from earlyeval.workflows.score import read_runs, run_specs
 
@@ -275,11 +285,17 @@ def case_tau2_folder(env: Env):
         "a.json",
         "b.json",
         "c.json",
-    ):  # the same task ids in every file: other agents, other runs
-        shutil.copy(FIXTURES / "tau2" / "shop_2025.json", d / name)
+    ):  # the same task ids in every file: other agents, other runs (their words differ: not copies of one run,
+        # which a folder counts once, issue 43)
+        _other_run(FIXTURES / "tau2" / "shop_2025.json", d / name, name)
     (d / "nested").mkdir()
-    shutil.copytree(FIXTURES / "tau2" / "run_2026", d / "nested" / "run_2026")
-    shutil.copytree(FIXTURES / "tau2" / "run_2026", d / "nested" / "run_2026b")
+    for name in ("run_2026", "run_2026b"):
+        (d / "nested" / name).mkdir()
+        _other_run(
+            FIXTURES / "tau2" / "run_2026" / "results.json",
+            d / "nested" / name / "results.json",
+            name,
+        )
     trajs, skipped, _ = read_runs(run_specs(d, "tau2"))
     one, _, _ = read_runs(run_specs(FIXTURES / "tau2" / "shop_2025.json", "tau2"))
     nested, _, _ = read_runs(run_specs(FIXTURES / "tau2" / "run_2026", "tau2"))

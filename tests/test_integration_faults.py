@@ -15,7 +15,7 @@ import pytest
 from _monitor_helpers import LIGHT
 
 import earlyeval.ingest as ingest_mod
-import earlyeval.workflows.score as score_mod
+import earlyeval.workflows.score_read as score_read
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.context import context_absent_counts
@@ -149,7 +149,7 @@ def test_ingesting_and_scoring_the_whole_tau2_folder_keeps_every_simulation(tmp_
     )
     assert rep["n_trajectories"] == TAU2_SIMULATIONS and len(rep["runs"]) == len(cat.runs)
     # the same folder read as an unknown one (no catalog entry): the file + record run ids keep every simulation
-    monkeypatch.setattr(score_mod, "_catalog_specs", lambda *a, **k: [])
+    monkeypatch.setattr(score_read, "_catalog_specs", lambda *a, **k: [])
     rep2 = json.loads(
         score_runs(mdir, folder, ScoreOptions("tau2", out=tmp_path / "b"), progress=False)[
             "score"

@@ -1,11 +1,12 @@
 """Run the fault suite and print the table by class: how many cases (and fuzzed examples) ended ok, refused with
 a named error, silent (dropped or decided wrongly without a word) or crashed.
 
-Cases: tests/faults.py (issue 15), tests/faults24.py (issue 24), tests/faults29.py (issue 29) and
-tests/faults_settings.py (a monitor's settings), tests/faults_readers.py (the step readers); property-based classes:
-tests/fuzz.py
-(hypothesis; a fresh sample each run, ``EARLYEVAL_FUZZ_SEED`` replays one).
-Usage: .venv/bin/python tools/fault_summary.py [--verbose] [--keep] [--no-fuzz] [--only-fuzz] [--examples N]"""
+Cases: tests/faults_classes.py (the first suites, tests/faults.py, faults24.py, faults29.py, and the classes by
+subject, tests/faults_<subject>.py); a case it lists as known to fail (``XFAIL``: it waits for another change) is
+counted in its own column, "known", and the run fails if it passes (its mark must go).  Property-based classes:
+tests/fuzz.py (hypothesis; a fresh sample each run, ``EARLYEVAL_FUZZ_SEED`` replays one).
+Usage: .venv/bin/python tools/fault_summary.py [--verbose] [--keep] [--no-fuzz] [--only-fuzz] [--examples N]
+       [--class SUBSTRING]"""
 
 from __future__ import annotations
 
@@ -17,11 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from faults import CASES, class_of, new_env, run_case  # noqa: E402
-from faults24 import CASES24  # noqa: E402
-from faults29 import CASES29  # noqa: E402
-from faults_readers import CASES_READERS  # noqa: E402
-from faults_settings import CASES_SETTINGS  # noqa: E402
+from faults import new_env, run_case  # noqa: E402
+from faults_classes import ALL, XFAIL  # noqa: E402
 from fuzz import FUZZ, fuzz_seed, run_fuzz  # noqa: E402
 
 COLS = ("crash", "named", "silent", "ok")
@@ -29,6 +27,10 @@ COLS = ("crash", "named", "silent", "ok")
 
 def _arg(name: str, default: int | None) -> int | None:
     return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
+def _arg_str(name: str) -> str | None:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
 
 
 def main() -> int:
@@ -39,14 +41,16 @@ def main() -> int:
     bad: list[str] = []
     t0 = time.time()
     if "--only-fuzz" not in sys.argv:
-        for cls, name, fn in (
-            [(class_of(f, n), n, fn) for f, n, fn in CASES]
-            + CASES24
-            + CASES29
-            + CASES_SETTINGS
-            + CASES_READERS
-        ):
+        only = _arg_str("--class")
+        for cls, name, fn in ALL:
+            if only and only not in cls:
+                continue
             kind, detail = run_case(env, fn)
+            if name in XFAIL:  # known to fail until another change lands: counted apart
+                if kind in ("silent", "crash"):
+                    kind = "known"
+                else:
+                    bad.append(f"{name} passes: remove its xfail ({XFAIL[name]})")
             cases[cls][kind] += 1
             if verbose or kind in ("silent", "crash"):
                 print(f"  [{kind:6}] {cls} / {name}: {detail}", flush=True)
@@ -70,22 +74,23 @@ def main() -> int:
 
             run_fuzz(fc, env, seed, record, n=_arg("--examples", None), shrink=False)
     print(
-        "\n| class | cases | crash | named | silent | ok | not stageable here |\n|---|---|---|---|---|---|---|"
+        "\n| class | cases | crash | named | silent | ok | known (xfail) | not stageable here |"
+        "\n|---|---|---|---|---|---|---|---|"
     )
     tot: Counter = Counter()
     for cls in sorted(cases):
         c = cases[cls]
         tot.update(c)
         print(
-            f"| {cls} | {sum(c[k] for k in COLS)} | "
+            f"| {cls} | {sum(c[k] for k in COLS) + c['known']} | "
             + " | ".join(str(c[k]) for k in COLS)
-            + f" | {c['absent']} |"
+            + f" | {c['known']} | {c['absent']} |"
         )
     if cases:
         print(
-            f"| **all cases** | {sum(tot[k] for k in COLS)} | "
+            f"| **all cases** | {sum(tot[k] for k in COLS) + tot['known']} | "
             + " | ".join(str(tot[k]) for k in COLS)
-            + f" | {tot['absent']} |"
+            + f" | {tot['known']} | {tot['absent']} |"
         )
     if fuzz:
         print(
@@ -109,6 +114,9 @@ def main() -> int:
         print(f"temp folder kept: {env.base}")
     else:
         shutil.rmtree(env.base, ignore_errors=True)
+    for b in bad:
+        if "remove its xfail" in b:
+            print(f"XPASS: {b}")
     return 1 if bad else 0
 
 

@@ -3,29 +3,15 @@
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from typing import Any, Optional, TextIO
 
 import typer
 
+from earlyeval.core.text import printable
+
 # the CLI's logger: the bar's messages log under the same name as before
 log = logging.getLogger("earlyeval.app.cli")
-
-# C0 controls but tab and newline, DEL, C1, and the bidi overrides: what lets a file name move the cursor,
-# recolour or rewrite what the terminal shows
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """``text`` with every control character escaped (``\\x1b``): a run file named with ANSI codes reaches
-    the terminal as its escaped name, never as codes the terminal obeys."""
-    return _CONTROL.sub(
-        lambda m: (
-            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
-        ),
-        text,
-    )
 
 
 def bad_value(message: str, **kw: Any) -> typer.BadParameter:

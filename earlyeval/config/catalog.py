@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from earlyeval.config import schema
+from earlyeval.config import file_schemas, schema
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.config.workspace import data_root, is_bench_name, workspace_root
 from earlyeval.core.errors import CatalogError
@@ -131,8 +131,25 @@ def _toml(p: Path) -> dict[str, Any]:
         raise CatalogError(str(p), "<toml>", "nested too deeply") from e
 
 
+# [settings] keys only a family reads: given without the family (neither in ``families`` nor in
+# ``model_families``), no model and no ablation ever reads them
+FAMILY_SETTINGS = {"peer_prior": "peer_prior"}
+
+
+def _read_by_a_family(
+    settings: dict[str, Any], families: list[str], config: EvalConfig, err: Any
+) -> None:
+    for key, family in FAMILY_SETTINGS.items():
+        if key in settings and family not in families and family not in config.families:
+            raise err(
+                f"settings.{key}",
+                f"is read only by the {family!r} family, which neither 'families' nor "
+                "'settings.model_families' names: it would never apply",
+            )
+
+
 def load_catalog(bench_or_path: str | Path) -> Catalog:
-    """Read and validate a catalog (``config.schema.CATALOG``, its [settings] as ``EvalConfig``): every key is checked for its type and range, and
+    """Read and validate a catalog (``config.file_schemas.CATALOG``, its [settings] as ``EvalConfig``): every key is checked for its type and range, and
     the first bad one is a ``CatalogError`` naming the file and the key (``runs[3].small``)."""
     p = Path(bench_or_path)
     if not p.suffix:
@@ -140,13 +157,14 @@ def load_catalog(bench_or_path: str | Path) -> Catalog:
     if not p.is_file():
         raise CatalogError(str(p), "<file>", "no such catalog file")
     err = lambda key, why: CatalogError(str(p), key, why)  # noqa: E731
-    raw = schema.check(schema.CATALOG, _toml(p), err)
+    raw = schema.check(file_schemas.CATALOG, _toml(p), err)
     families = list(raw.get("families", ["behaviour", "text"]))
     config = EvalConfig.of_catalog(raw.get("settings", {}), families, err)
+    _read_by_a_family(raw.get("settings", {}), families, config, err)
     defaults = raw.get("defaults", {})
     runs = []
     for i, r0 in enumerate(raw.get("runs", [])):
-        r = schema.check(schema.RUN, {**defaults, **r0}, err, key=f"runs[{i}]")
+        r = schema.check(file_schemas.RUN, {**defaults, **r0}, err, key=f"runs[{i}]")
         labels = r.get("labels", [])
         if isinstance(labels, dict):
             labels = [labels]
@@ -158,7 +176,7 @@ def load_catalog(bench_or_path: str | Path) -> Catalog:
             )
             for l in labels
         ]
-        options = {k: v for k, v in r.items() if k in schema.RUN_OPTIONS and k != "options"}
+        options = {k: v for k, v in r.items() if k in file_schemas.RUN_OPTIONS and k != "options"}
         options.update(r.get("options", {}))
         runs.append(
             RunSpec(

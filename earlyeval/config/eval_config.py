@@ -51,7 +51,7 @@ DEFAULT_LGBM: dict[str, Any] = {
     "reg_lambda": 1.0,
 }
 
-_PATTERNS = ListOf(Str(nonempty=True, what="an fnmatch pattern"))
+_PATTERNS = ListOf(Str(nonempty=True, what="an fnmatch pattern"), unique=True)
 _TAU = Num(0.5, 1e9, why="a threshold is a probability above 0.5, or above 1 for never")
 _PEER = Table(
     {"strength": Num(0.0, 1e6, lo_open=True), "counts": Bool()}, what="a table {strength, counts}"
@@ -77,7 +77,7 @@ class EvalConfig(Record):
     """How `train` and `evaluate` fit and judge models; each field is checked where it is declared."""
 
     families: list[str] = setting(
-        ListOf(PLUGIN, nonempty=True),
+        ListOf(PLUGIN, nonempty=True, unique=True),
         key="model_families",
         factory=lambda: ["behaviour", "gold", "prior"],
     )
@@ -85,7 +85,9 @@ class EvalConfig(Record):
     holdout_min_runs: int = setting(Int(1, 10_000_000), 100)
     # the recall (or accuracy) every inner agent must reach: below 0.5 a coin would do
     target_accuracy: float = setting(Num(0.5, 1.0, lo_open=True), 0.95)
-    taus: tuple = setting(ListOf(_TAU, nonempty=True), TAU_GRID, in_file=False, cast=tuple)
+    taus: tuple = setting(
+        ListOf(_TAU, nonempty=True, unique=True), TAU_GRID, in_file=False, cast=tuple
+    )
     min_halt_step: int = setting(Int(1, 1_000_000), 1, in_file=False)
     seed: int = setting(Int(0, 2**63 - 1), 0, in_file=False)
     twin: str = setting(Choice(("mirror", "flipped", "balanced")), "mirror")
@@ -136,7 +138,10 @@ class EvalConfig(Record):
     # scaffold: an inner agent as new as a new scaffold is; see evaluate.inner_exclusion)
     inner_holdout: str = setting(Choice(("agent", "scaffold")), "agent")
     warm_shares: tuple = setting(
-        ListOf(Num(0.0, 1.0, lo_open=True)), (0.05, 0.1, 0.2), in_file=False, cast=tuple
+        ListOf(Num(0.0, 1.0, lo_open=True), unique=True),
+        (0.05, 0.1, 0.2),
+        in_file=False,
+        cast=tuple,
     )
     warm_repeats: int = setting(Int(1, 10_000), 5, in_file=False)
     n_jobs: int = setting(Int(1, 1024), 2, in_file=False)

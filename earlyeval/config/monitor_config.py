@@ -7,7 +7,6 @@ docs/integrations.md, "The earlyeval block"."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -28,7 +27,8 @@ from earlyeval.config.schema import (
     OneOf,
     Validator,
 )
-from earlyeval.core.errors import SettingError
+from earlyeval.core.errors import IngestError, SettingError
+from earlyeval.core.jsonio import read_settings_json
 from earlyeval.core.trajectory import Task
 
 __all__ = ["ADAPTER", "MONITOR_KEYS", "MonitorConfig", "PassConfig"]
@@ -233,18 +233,12 @@ class MonitorConfig(Record):
         if not isinstance(self.thresholds, str):
             return self.thresholds
         p = Path(self.thresholds)
-        try:
-            if not p.is_file():
-                raise OSError("not a regular file")
-            with p.open("rb") as f:
-                text = f.read(MAX_THRESHOLDS_FILE + 1)
-            if len(text) > MAX_THRESHOLDS_FILE:
-                raise OSError(f"larger than {MAX_THRESHOLDS_FILE} bytes")
-            value = json.loads(text)
+        try:  # a regular file, bounded, strict JSON (a key given twice is refused): core.jsonio
+            value = read_settings_json(p, max_bytes=MAX_THRESHOLDS_FILE)
             return THRESHOLDS(value, "thresholds")
         except Invalid as e:
             raise SettingError(type(self).__name__, e.key, f"{e.reason} (in {p})") from None
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, IngestError) as e:
             raise SettingError(type(self).__name__, "thresholds", f"cannot read {p}: {e}") from None
 
     def block(self) -> dict[str, Any]:

@@ -53,6 +53,24 @@ class ModelDirError(EarlyEvalError):
         super().__init__(f"{self.path}: '{field}': {reason}")
 
 
+class StrictJSONError(EarlyEvalError, ValueError):
+    """A settings text that is not strict JSON (``core.jsonio.loads_strict``): a repeated key, NaN or Infinity,
+    nesting past the bound, a parse error.  ``key``: the repeated key (or "<json>"); the caller names its file."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}" if key != "<json>" else reason)
+        self.key, self.reason = key, reason
+
+
+class PassStateError(EarlyEvalError, ValueError):
+    """A benchmark pass's state file that cannot be resumed by this pass: written for another model or other
+    settings, signed with another key, or not a regular file.  Refused, never resumed nor overwritten."""
+
+    def __init__(self, file: str, field: str, reason: str):
+        self.file, self.field, self.reason = str(file), field, reason
+        super().__init__(f"{self.file}: field '{field}': {reason}")
+
+
 class UnknownPluginError(EarlyEvalError, ValueError):
     """A feature family or run format named in a config that no registry knows (never dropped silently)."""
 

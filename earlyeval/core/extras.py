@@ -9,7 +9,7 @@ from earlyeval.core.errors import MissingExtraError
 
 # extra -> the importable modules it provides (tests/core/test_extras.py keeps this equal to pyproject.toml)
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "train": ("sklearn", "scipy", "pandas", "pyarrow", "joblib"),
+    "train": ("sklearn", "scipy", "pandas", "pyarrow", "joblib", "markupsafe"),
     "cli": ("typer", "atif"),
     "plots": ("matplotlib",),
     "dask": ("dask", "distributed"),

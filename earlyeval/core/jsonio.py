@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 from earlyeval.core.env import env_int
-from earlyeval.core.errors import IngestError
+from earlyeval.core.errors import IngestError, StrictJSONError
 
 # the most bytes one input file may hold once decompressed (the largest shared run file is ~8 MB): a
 # small .gz that expands to gigabytes is refused, named, instead of filling memory.  Configurable with
@@ -160,3 +162,135 @@ def require(
         names = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
         raise IngestError(str(file), field, f"expected {names}, got {type(v).__name__}")
     return v
+
+
+# ---------------------------------------------------------------- settings files: strict JSON, regular files only
+
+# nesting a settings file may have (a pass state, a thresholds file, a manifest are a few levels deep): deeper is
+# refused before the parser recurses into it
+MAX_SETTINGS_DEPTH = 64
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise StrictJSONError(
+                k, f"the key {k!r} is given twice (a settings file says each thing once)"
+            )
+        out[k] = v
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise StrictJSONError("<json>", f"{name} is not JSON (a number must be finite)")
+
+
+def _too_deep(obj: Any, limit: int) -> bool:
+    """Whether ``obj`` nests deeper than ``limit`` (iteratively: nothing here recurses)."""
+    stack = [(obj, 0)]
+    while stack:
+        x, d = stack.pop()
+        if d > limit:
+            return True
+        if isinstance(x, dict):
+            stack.extend((v, d + 1) for v in x.values())
+        elif isinstance(x, list):
+            stack.extend((v, d + 1) for v in x)
+    return False
+
+
+def loads_strict(
+    text: str, *, allow_nan: bool = False, max_depth: int | None = MAX_SETTINGS_DEPTH
+) -> Any:
+    """Strict JSON for a settings file: a key given twice in one object is refused (``json.loads`` keeps the
+    last one without a word), as are NaN/Infinity (unless ``allow_nan``: a model's own arrays hold NaN) and
+    nesting deeper than ``max_depth`` (None: the parser's own limit, which it reports).  Raises
+    ``StrictJSONError``."""
+    try:
+        obj = json.loads(
+            text,
+            object_pairs_hook=_no_repeats,
+            parse_constant=float if allow_nan else _no_constant,
+        )
+    except json.JSONDecodeError as e:
+        raise StrictJSONError(
+            "<json>", f"invalid JSON at line {e.lineno} col {e.colno}: {e.msg}"
+        ) from e
+    except RecursionError as e:  # the parser recurses once per level: past the interpreter's limit
+        levels = f"{max_depth} levels" if max_depth is not None else "the parser goes"
+        raise StrictJSONError("<json>", f"nested too deeply (deeper than {levels})") from e
+    if max_depth is not None and _too_deep(obj, max_depth):
+        raise StrictJSONError("<json>", f"nested deeper than {max_depth} levels")
+    return obj
+
+
+def dumps_strict(obj: Any) -> bytes:
+    """A settings file's bytes: strict JSON (``allow_nan=False``: NaN or Infinity is a ValueError here, never a
+    file other readers refuse), keys sorted, one item a line."""
+    return (json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+
+
+_KIND_NAMES = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_regular(path: str | Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``max_bytes`` (default ``EARLYEVAL_MAX_INPUT_BYTES``).
+
+    Opened without blocking (a FIFO is never waited on) and checked on the open descriptor: a device, a FIFO, a
+    socket or a folder is refused, never read (``/dev/zero`` would fill memory, a FIFO block forever).  Raises
+    ``FileNotFoundError`` when absent and ``IngestError`` (file, "<file>", why) for anything else."""
+    p = Path(path)
+    limit = max_input_bytes() if max_bytes is None else int(max_bytes)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise IngestError(str(p), "<file>", f"cannot open ({e.strerror or e})") from e
+    try:
+        st = os.fstat(fd)
+        for test, what in _KIND_NAMES:
+            if test(st.st_mode):
+                raise IngestError(str(p), "<file>", f"{what}, not a regular file: not read")
+        if st.st_size > limit:
+            raise IngestError(str(p), "<file>", f"{st.st_size} bytes, more than {limit}: not read")
+        chunks, n = [], 0
+        while n <= limit:  # the size may grow while it is read: the bound holds on what is read
+            b = os.read(fd, min(1 << 20, limit + 1 - n))
+            if not b:
+                break
+            chunks.append(b)
+            n += len(b)
+    except OSError as e:
+        raise IngestError(str(p), "<file>", f"cannot read ({e.strerror or e})") from e
+    finally:
+        os.close(fd)
+    if n > limit:
+        raise IngestError(str(p), "<file>", f"more than {limit} bytes: not read")
+    return b"".join(chunks)
+
+
+def read_settings_json(
+    path: str | Path, max_bytes: int | None = None, allow_nan: bool = False
+) -> Any:
+    """A settings file (a thresholds file, a pass state, a manifest) read whole: a regular file within the bound
+    (``read_regular``), UTF-8, strict JSON (``loads_strict``).  Every failure is an ``IngestError`` naming the
+    file and the repeated key or ``<file>``/``<json>``; an absent file is ``FileNotFoundError``."""
+    data = read_regular(path, max_bytes)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise IngestError(
+            str(path), "<file>", f"not UTF-8 text ({e.reason} at byte {e.start})"
+        ) from e
+    try:
+        return loads_strict(text, allow_nan=allow_nan)
+    except StrictJSONError as e:
+        raise IngestError(str(path), e.key, e.reason) from e

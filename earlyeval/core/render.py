@@ -70,15 +70,42 @@ def _part_text(p: Any) -> str:
     return text if isinstance(text, str) else str(p)
 
 
+# nesting a tool call's arguments are rendered to: deeper levels are shown as a marker, so that arguments nested
+# 100,000 deep are rendered (and their step scored) instead of raising RecursionError
+MAX_ARG_DEPTH = 64
+DEEPER = "[nested deeper than 64 levels]"
+
+
 def parse_arguments(arguments: Any) -> Any:
-    """Tool-call arguments as an object when they are (or encode) one; else as given."""
+    """Tool-call arguments as an object when they are (or encode) one; else as given (a text nested past the
+    parser's depth too: it is then rendered as the text it is)."""
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
-        except (json.JSONDecodeError, ValueError):
+        except (json.JSONDecodeError, ValueError, RecursionError):
             return arguments
         return parsed if isinstance(parsed, dict) else arguments
     return arguments
+
+
+def _bounded(x: Any, depth: int = 0) -> Any:
+    """``x`` with every container deeper than ``MAX_ARG_DEPTH`` replaced by ``DEEPER`` (recursion bounded by
+    that depth): what ``json.dumps`` can always render."""
+    if isinstance(x, dict):
+        return (
+            DEEPER if depth >= MAX_ARG_DEPTH else {k: _bounded(v, depth + 1) for k, v in x.items()}
+        )
+    if isinstance(x, (list, tuple)):
+        return DEEPER if depth >= MAX_ARG_DEPTH else [_bounded(v, depth + 1) for v in x]
+    return x
+
+
+def _dumps(x: Any, **kw: Any) -> str:
+    """``json.dumps``, with nesting past ``MAX_ARG_DEPTH`` shown as a marker instead of a RecursionError."""
+    try:
+        return json.dumps(x, **kw)
+    except RecursionError:
+        return json.dumps(_bounded(x), **kw)
 
 
 def tool_call_text(tool: str, arguments: Any) -> str:
@@ -89,12 +116,12 @@ def tool_call_text(tool: str, arguments: Any) -> str:
     if isinstance(args, str):
         return args
     if not isinstance(args, dict):
-        return json.dumps(args, ensure_ascii=False)
+        return _dumps(args, ensure_ascii=False)
     if tool in EDITOR_TOOLS:
         text = f"{args.get('command', '')} {args.get('path', '')}".strip()
         for k in EDITOR_EXTRA:
             if args.get(k) is not None:
-                v = args[k] if isinstance(args[k], str) else json.dumps(args[k])
+                v = args[k] if isinstance(args[k], str) else _dumps(args[k])
                 text += f"\n{k}: {v}"
         return text
     keys = SHELL_ARG_KEYS if tool in SHELL_TOOLS else TEXT_TOOLS.get(tool)
@@ -104,7 +131,7 @@ def tool_call_text(tool: str, arguments: Any) -> str:
                 return v
         if not args:
             return ""
-    return json.dumps(args, ensure_ascii=False)
+    return _dumps(args, ensure_ascii=False)
 
 
 __all__ = [

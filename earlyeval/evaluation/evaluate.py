@@ -33,6 +33,7 @@ from earlyeval.evaluation.pass_predict import cold, repredictor
 from earlyeval.evaluation.pass_sim import pass_block, pass_pooled
 from earlyeval.evaluation.warm_start import warm_pooled, warm_start_block
 from earlyeval.features import Featurizer, bind_values, build_family, fold_fitted, fold_free
+from earlyeval.features.known import check_feature_settings
 from earlyeval.fitting.estimator import OutcomeModel
 from earlyeval.fitting.metrics import RunSet, runset_of_runs, spearman
 from earlyeval.fitting.risk_control import guarantee_check, guarantee_tally
@@ -61,6 +62,7 @@ class FoldRunner:
     """Fits and caches models keyed by the set of agents left out."""
 
     def __init__(self, ds: Dataset, cfg: EvalConfig, progress: Callable[[str], None] | None = None):
+        check_feature_settings(cfg)  # a feature name no family makes: refused before any fit
         self.ds = ds
         self.cfg = cfg
         self._fits: dict[frozenset, Fitted] = {}

@@ -26,15 +26,34 @@ from earlyeval.fitting.thresholds import choose_thresholds
 METRICS = ("auroc_success", "steps_saved", "steps_saved_in_run", "halted_accuracy")
 
 
+MAX_SUBSETS = 10_000  # subsets per k a learning curve may ask for (each is a fit)
+
+
+def _unrank(items: list[str], k: int, rank: int) -> tuple[str, ...]:
+    """The ``rank``-th k-subset of ``items`` in ``itertools.combinations`` order, without listing the others."""
+    out, start = [], 0
+    for left in range(k, 0, -1):
+        for i in range(start, len(items)):
+            c = math.comb(len(items) - i - 1, left - 1)
+            if rank < c:
+                out.append(items[i])
+                start = i + 1
+                break
+            rank -= c
+    return tuple(out)
+
+
 def training_subsets(
     others: list[str], k: int, limit: int, rng: np.random.Generator
 ) -> list[tuple[str, ...]]:
-    """Up to ``limit`` distinct k-subsets of ``others``, seeded (all of them when there are at most ``limit``)."""
-    allk = list(itertools.combinations(sorted(others), k))
-    if len(allk) <= limit:
-        return allk
-    pick = rng.choice(len(allk), size=limit, replace=False)
-    return [allk[i] for i in sorted(pick)]
+    """Up to ``limit`` distinct k-subsets of ``others``, seeded (all of them when there are at most ``limit``);
+    the subsets drawn are unranked from their indices, never listed (30 agents have 155 million 15-subsets)."""
+    items = sorted(others)
+    n = math.comb(len(items), k)
+    if n <= limit:
+        return list(itertools.combinations(items, k))
+    pick = rng.choice(n, size=limit, replace=False)
+    return [_unrank(items, k, int(i)) for i in sorted(pick)]
 
 
 def fit_curve(ks: list[int], ys: list[float]) -> dict[str, Any] | None:
@@ -57,6 +76,8 @@ def fit_curve(ks: list[int], ys: list[float]) -> dict[str, Any] | None:
 def learning_curve(
     ds: Dataset, cfg: EvalConfig, subsets: int = 2, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
+    if isinstance(subsets, bool) or not isinstance(subsets, int) or not 1 <= subsets <= MAX_SUBSETS:
+        raise ValueError(f"--subsets {subsets!r}: an integer in [1, {MAX_SUBSETS}]")
     runner = FoldRunner(ds, cfg, progress)
     units = ds.holdout_units(cfg.holdout_min_runs)
     large = [u.agents[0] for u in units if not u.small]

@@ -18,10 +18,12 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkabl
 
 from earlyeval.config.catalog import Catalog, RunSpec, data_root
 from earlyeval.config.plugins import Registry
+from earlyeval.core.content import copy_key
 from earlyeval.core.errors import IngestError, SettingError, UnknownPluginError
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.ingest.common import glob_paths
 from earlyeval.ingest.labels import LabelSet, read_labels
+from earlyeval.ingest.once import copy_of, one_file_per_run, unique_run_id
 from earlyeval.tables.validate import validate_trajectory
 
 log = logging.getLogger(__name__)
@@ -219,26 +221,6 @@ def unread_folders(run_dir: Path, pattern: str) -> list[dict[str, str]]:
     return out
 
 
-def one_file_per_run(paths: list[Path]) -> tuple[list[Path], list[dict[str, str]]]:
-    """A run stored twice, plain and gzipped (``x.traj`` and ``x.traj.gz``), is read once: the plain copy is
-    kept and the other named in the skips (its records would otherwise be a second run of the same task)."""
-    plain = {str(p) for p in paths if p.name and not p.name.endswith(".gz")}
-    keep, skipped = [], []
-    for p in paths:
-        twin = str(p)[:-3] if p.name.endswith(".gz") else ""
-        if twin and twin in plain:
-            skipped.append(
-                {
-                    "file": str(p),
-                    "field": "<file>",
-                    "reason": f"the same run as {twin} (a plain and a gzipped copy): read once, from the plain file",
-                }
-            )
-        else:
-            keep.append(p)
-    return keep, skipped
-
-
 def parse_files(
     paths: Iterable[Path], spec: RunSpec, bench: str
 ) -> Iterator[Trajectory | IngestError]:
@@ -314,31 +296,21 @@ def plan_run(spec: RunSpec, root: Path, max_files: int | None = None) -> RunPlan
     return RunPlan(resolved, run_dir, paths, label_sets, rep)
 
 
-def unique_run_id(
-    run_id: str, src: str, seen: dict[str, str], run_dir: Path
-) -> tuple[str, dict[str, str] | None]:
-    """The run id a trajectory of file ``src`` keeps among the ``seen`` ones (id -> file) of its run, and the
-    skip when it is a duplicate.  Another file of the same task (formats whose id is <run>/<task>) is a run
-    of its own, named by its file; a second record of the same id from the same file is a duplicate."""
-    if run_id in seen and seen[run_id] != src:
-        run_id = f"{run_id}@{_rel(src, run_dir)}"
-    if run_id in seen:
-        return run_id, {"file": src, "field": "run_id", "reason": f"duplicate of {seen[run_id]}"}
-    return run_id, None
-
-
 def read_run_files(
     plan: RunPlan,
     paths: Iterable[Path],
     bench: str,
     progress: Any = None,
     seen: dict[str, str] | None = None,
+    copies: dict[str, str] | None = None,
 ) -> tuple[list[Trajectory], list[dict[str, str]]]:
     """Parse ``paths`` (all or some of ``plan.paths``), validate each trajectory at the file boundary and give
     it its label and catalog identity; (trajectories, skipped files).  ``seen`` (run id -> file) carries the
-    run ids already taken by other files of the run."""
+    run ids already taken by other files of the run, ``copies`` (``copy_key`` -> file) the contents already read
+    (``copy_of``)."""
     spec, run_dir = plan.spec, plan.run_dir
     seen = {} if seen is None else seen
+    copies = {} if copies is None else copies
     trajs: list[Trajectory] = []
     skipped: list[dict[str, str]] = []
     for item in parse_files(paths, spec, bench):
@@ -366,6 +338,10 @@ def read_run_files(
             validate_trajectory(t)
         except IngestError as e:
             skipped.append(e.to_dict())
+            continue
+        copy = copy_of(copy_key(t), src, copies, f"{spec.name}: ")
+        if copy is not None:
+            skipped.append(copy)
             continue
         seen[t.run_id] = src
         # run-level identity from the catalog, the same for every format
@@ -439,13 +415,6 @@ def ingest_run(
     trajs, skipped = read_run_files(plan, plan.paths, bench, progress)
     plan.report.skipped.extend(skipped)
     return trajs, summarize_run(plan.report, trajs, plan.label_sets)
-
-
-def _rel(path: str, run_dir: Path) -> str:
-    try:
-        return Path(path).relative_to(run_dir).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def ingest_catalog(

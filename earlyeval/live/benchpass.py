@@ -1,185 +1,52 @@
 """A benchmark pass: one object per pass of one agent over a benchmark (issue 28, items 1 and 3).
 
 A hashed audit sample is never halted, and its graded runs move the thresholds only as far as an anytime-valid
-confidence sequence certifies; the state is one JSON file shared by threads and processes. Usage, guarantee
-and state: docs/monitor.md, "A benchmark pass".
+confidence sequence certifies (``live.pass_certify``); the state is one JSON file shared by threads and
+processes (``live.pass_state``: bound to its model and settings, re-derived from its records at every read).
+Usage, guarantee and state: docs/monitor.md, "A benchmark pass".
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import heapq
-import json
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
-import numpy as np
-
-from earlyeval.core.atomic import folder_lock, json_bytes, write_bytes
-from earlyeval.core.decision import HALTING_CONTEXTS, Decision
+from earlyeval.core.atomic import folder_lock
+from earlyeval.core.decision import HALTING_CONTEXTS, NEVER, Decision
+from earlyeval.core.errors import SettingError
+from earlyeval.core.trajectory import cost_value, token_count
 from earlyeval.features.passref import PassReference, PassState, RunProfile
 from earlyeval.live.monitor import Monitor
-from earlyeval.model.anytime import cs_bounds, cs_lower_above, cs_upper_at_most
-from earlyeval.model.policy import (
-    CONTINUE,
-    NEVER,
-    SUCCESS,
-    halting_pair,
-    step_outcome,
+from earlyeval.live.pass_certify import (
+    ALPHA,
+    AUDIT_SHARE,
+    GRID,
+    MAX_ERROR,
+    audited,
+    candidate_taus,
+    certify_counts,
+    certify_pass,
+    pass_order,
+    run_errors,
+    run_on_workers,
+    would_halt,
 )
+from earlyeval.live.pass_state import (
+    VERSION,
+    Certifier,
+    Loaded,
+    PassSettings,
+    StateFile,
+    check_record,
+    finite_or_none,
+)
+from earlyeval.model import signature
+from earlyeval.model.policy import halting_pair
 
 log = logging.getLogger(__name__)
-
-VERSION = 1
-# candidate taus per side, fixed before any label (with the label-free tau added): bolder and more cautious
-# the defaults: audited share, guarantee level, error bound
-AUDIT_SHARE, ALPHA, MAX_ERROR = (
-    0.10,
-    0.05,
-    0.03,
-)
-GRID = (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995)
-
-
-def audited(seed: int, run_id: str, share: float) -> bool:
-    """Whether ``run_id`` is in the audit sample: a hash of (seed, run_id) only, never of a prediction or order."""
-    h = hashlib.sha256(f"{int(seed)}:{run_id}".encode()).digest()
-    return int.from_bytes(h[:8], "big") / 2.0**64 < share
-
-
-def would_halt(probs: list[list[float] | None], ts: float, tf: float, min_t: int) -> str | None:
-    """The outcome ("success"/"failure") the rule would halt an audited run with at (ts, tf), or None.  ``probs``
-    holds (p_s, p_f) per prefix t = 1, 2, ...; None where the run could not halt (context, fail-open)."""
-    for t, pp in enumerate(probs, start=1):
-        if pp is None:
-            continue
-        code = step_outcome(pp[0], pp[1], ts, tf, t, min_t)
-        if code != CONTINUE:
-            return "success" if code == SUCCESS else "failure"
-    return None
-
-
-def candidate_taus(base: tuple[float, float]) -> list[float]:
-    """The taus each side may be certified at: GRID plus the label-free pair, fixed before any label."""
-    return sorted(set(GRID) | {base[0], base[1]} - {NEVER})
-
-
-def run_errors(
-    probs: list[list[float] | None],
-    outcome: int,
-    base: tuple[float, float],
-    min_t: int,
-    taus: list[float],
-) -> dict[tuple[int, float], tuple[int, int]]:
-    """One graded audit run's (error, halted) per (side, tau): side 0 moves tau_s (tau_f at the base), side 1
-    tau_f.  Counts over runs add up, so a pass certifies incrementally (``certify_counts``)."""
-    out = {}
-    for i, side in enumerate(("success", "failure")):
-        for tau in taus:
-            ts, tf = (tau, base[1]) if i == 0 else (base[0], tau)
-            h = would_halt(probs, ts, tf, min_t)
-            out[(i, tau)] = (
-                int(h == side and int(outcome) != (1 if side == "success" else 0)),
-                int(h == side),
-            )
-    return out
-
-
-def certify_counts(
-    counts: Mapping[tuple[int, float], tuple[int, int]],
-    n_audit: int,
-    base: tuple[float, float],
-    alpha: float,
-    max_error: float,
-) -> dict[str, Any]:
-    """The certified (tau_s, tau_f) from summed ``run_errors`` counts, and the bounds behind it.
-
-    Per side and per candidate tau, the confidence sequence at level alpha / (2 * candidates) holds for every
-    tau, both sides and every time at once with probability >= 1 - alpha (union bound), for audit runs i.i.d.
-    from the pass's run distribution."""
-    out: dict[str, Any] = {"n_audited_graded": n_audit, "alpha": alpha, "max_error": max_error}
-    taus = candidate_taus(base)
-    a = alpha / (2 * len(taus))
-    pair = list(base)
-    for i, side in enumerate(("success", "failure")):
-        en = {tau: counts.get((i, tau), (0, 0)) for tau in taus}
-        # e / n > max_error puts the upper bound above it too: only the others need the tail sum
-        ok = [
-            t
-            for t in taus
-            if en[t][1] > 0
-            and en[t][0] <= max_error * en[t][1]
-            and cs_upper_at_most(en[t][0], en[t][1], a, max_error)
-        ]
-        b = base[i]
-        if (
-            b < NEVER and b in en and cs_lower_above(en[b][0], en[b][1], a, max_error)
-        ):  # label-free tau rejected
-            up = [t for t in ok if t > b]
-            pair[i] = min(up) if up else NEVER
-        elif ok and min(ok) < b:  # certified bolder
-            pair[i] = min(ok)
-        shown = {t: [*en[t], *cs_bounds(en[t][0], en[t][1], a)] for t in {b, pair[i]} if t in en}
-        out[side] = {
-            "tau": pair[i],
-            "counts": {f"{t:g}": list(v) for t, v in en.items()},
-            "bounds": {f"{t:g}": v for t, v in shown.items()},
-        }
-    out["pair"] = pair
-    return out
-
-
-def certify_pass(
-    audit: list[dict[str, Any]],
-    base: tuple[float, float],
-    min_t: int,
-    alpha: float,
-    max_error: float,
-) -> dict[str, Any]:
-    """``certify_counts`` over the graded audit runs (each a record with ``probs`` and ``outcome``)."""
-    taus = candidate_taus(base)
-    counts: dict[tuple[int, float], tuple[int, int]] = {}
-    for r in audit:
-        for k, (e, n) in run_errors(r["probs"], r["outcome"], base, min_t, taus).items():
-            e0, n0 = counts.get(k, (0, 0))
-            counts[k] = (e0 + e, n0 + n)
-    return certify_counts(counts, len(audit), base, alpha, max_error)
-
-
-def pass_order(run_ids: list[str], seed: int) -> list[int]:
-    """Indices into ``run_ids`` in pass order: sorted by run id, then shuffled by numpy ``default_rng(seed)``
-    (the order ``score --pass`` replays and the evaluation's pass simulator draws)."""
-    by_id = sorted(range(len(run_ids)), key=lambda i: (run_ids[i], i))
-    return [by_id[int(k)] for k in np.random.default_rng(seed).permutation(len(by_id))]
-
-
-def run_on_workers(
-    order: list[int],
-    workers: int,
-    run: Callable[[int, int, int], int],
-    deliver: Callable[[int], None],
-) -> None:
-    """Runs in ``order`` on ``workers`` simulated workers, time counted in steps.  A run starts when a worker
-    frees up, after every run finished at or before then is delivered (``deliver(i)``); ``run(i, k, start)``
-    plays run i (the k-th started) and returns its duration.  What run i can read was delivered before it."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"--pass-workers {workers!r}: a number of workers >= 1")
-    free = [(0, w) for w in range(workers)]  # (time the worker frees up, worker)
-    done: list[
-        tuple[int, int, int]
-    ] = []  # (finish time, start order, run): the events not yet delivered
-    for k, i in enumerate(order):
-        start, w = heapq.heappop(free)
-        while done and done[0][0] <= start:
-            deliver(heapq.heappop(done)[2])
-        dur = int(run(i, k, start))
-        heapq.heappush(done, (start + dur, k, i))
-        heapq.heappush(free, (start + dur, w))
-    while done:
-        deliver(heapq.heappop(done)[2])
 
 
 class AuditMonitor:
@@ -221,7 +88,12 @@ class AuditMonitor:
 
 
 class Pass:
-    """One benchmark pass of one agent: its monitors, its finished runs, its audit sample and certified thresholds."""
+    """One benchmark pass of one agent: its monitors, its finished runs, its audit sample and certified thresholds.
+
+    ``state``: the state file (None: in memory); a state written by a pass on another model or with other
+    settings, or signed with another key, is refused (``PassStateError``).  ``key``: the signing key (default
+    ``$EARLYEVAL_MODEL_KEY`` / ``$EARLYEVAL_MODEL_KEY_FILE``, as for model directories); ``require_signature``:
+    refuse to run without one."""
 
     def __init__(
         self,
@@ -232,29 +104,65 @@ class Pass:
         seed: int = 0,
         alpha: float = ALPHA,
         max_error: float = MAX_ERROR,
+        key: bytes | str | None = None,
+        require_signature: bool = False,
     ):
-        if not 0.0 <= audit_share <= 1.0:
-            raise ValueError(f"audit_share must be in [0, 1], not {audit_share!r}")
         self.base_monitor = monitor
         # the pair the monitors' rule applies: a side their halt_on turns off is NEVER and stays off, so that the
         # audit runs certify the halts the pass makes (not those of a rule that also halts on the other side)
         self.halt_on = str(getattr(monitor, "halt_on", "both"))
         self.base = halting_pair(monitor.rule.success, monitor.rule.failure, self.halt_on)
         self.min_t = monitor.rule.min_halt_step
-        self.audit_share, self.seed, self.alpha, self.max_error = (
-            float(audit_share),
-            int(seed),
-            float(alpha),
-            float(max_error),
+        self.settings = PassSettings(
+            seed=seed,
+            audit_share=audit_share,
+            alpha=alpha,
+            max_error=max_error,
+            halt_on=self.halt_on,
+            base=self.base,
+            min_halt_step=self.min_t,
+            model_content_hash=_content_hash(monitor),
         )
-        self.path = Path(state) if state is not None else None
+        s = self.settings
+        self.audit_share, self.seed, self.alpha, self.max_error = (
+            s.audit_share,
+            s.seed,
+            s.alpha,
+            s.max_error,
+        )
         self._lock = threading.Lock()
         self._audit_monitors: dict[str, AuditMonitor] = {}
         self.warnings: list[str] = []
-        self.state = self._cold()
-        if self.path is not None:
-            with self._lock, folder_lock(self.path.parent):
-                self.state = self._read()
+        self.certifier = Certifier(s)
+        self.file = self._state_file(state, key, require_signature)
+        self.path = self.file.path if self.file is not None else None
+        self._loaded = Loaded({}, {}, "new pass (no state file)", True)
+        self.state: dict[str, Any] = {}
+        self._set(self._loaded)
+        if self.file is not None:
+            with self._lock, folder_lock(self.file.path.parent):
+                self._set(self.file.read())
+
+    def _state_file(
+        self, state: str | Path | None, key: bytes | str | None, required: bool
+    ) -> StateFile | None:
+        if state is None:
+            return None
+        if self.settings.model_content_hash is None:
+            raise SettingError(
+                "Pass",
+                "state",
+                "a pass with a state file needs a model loaded from a model directory (its content "
+                "hash binds the state)",
+            )
+        k = signature.model_key(key)
+        if required and k is None:
+            raise SettingError(
+                "Pass",
+                "require_signature",
+                "needs the signing key (EARLYEVAL_MODEL_KEY, EARLYEVAL_MODEL_KEY_FILE or key=)",
+            )
+        return StateFile(state, self.settings, k)
 
     @classmethod
     def load(
@@ -276,59 +184,29 @@ class Pass:
             seed=seed,
             alpha=alpha,
             max_error=max_error,
+            key=kwargs.get("key"),
+            require_signature=bool(kwargs.get("require_signature", False)),
         )
 
     # ------------------------------------------------------------ state
-    def _cold(self) -> dict[str, Any]:
-        return {
-            "version": VERSION,
-            "seed": self.seed,
-            "audit_share": self.audit_share,
-            "base": list(self.base),
-            "thresholds": list(self.base),
-            "finished": {},
-            "history": [],
-            "cold": True,
+    def _set(self, loaded: Loaded) -> None:
+        """``loaded`` in force: its thresholds derived from its records (never a stored pair)."""
+        for w in loaded.warnings:
+            if w not in self.warnings:
+                log.warning("earlyeval pass: %s", w)
+                self.warnings.append(w)
+        self._loaded = loaded
+        self.state = {
+            "finished": loaded.records,
+            "thresholds": self.certifier.thresholds(loaded.records, bool(loaded.bad)),
+            "status": loaded.status,
+            "cold": loaded.cold,
         }
 
-    def _read(self) -> dict[str, Any]:
-        """The state on disk; cold (and said so) when it is missing, unreadable or not this pass's."""
-        assert self.path is not None
-        if not self.path.exists():
-            return {
-                **self._cold(),
-                "status": f"no pass state at {self.path}: cold start (label-free thresholds)",
-            }
-        try:
-            st = json.loads(self.path.read_text())
-            if (
-                not isinstance(st, dict)
-                or st.get("version") != VERSION
-                or not isinstance(st.get("finished"), dict)
-            ):
-                raise ValueError("not a pass state of this version")
-            if (
-                st.get("seed") != self.seed
-                or st.get("audit_share") != self.audit_share
-                or st.get("base") != list(self.base)
-            ):
-                raise ValueError(
-                    "seed, audit share or label-free thresholds differ from this pass's"
-                )
-            th = st.get("thresholds")
-            if not (
-                isinstance(th, list)
-                and len(th) == 2
-                and all(isinstance(x, (int, float)) and 0.5 < x <= NEVER for x in th)
-            ):
-                raise ValueError("field 'thresholds' is not a pair in (0.5, 1]")
-            return {**st, "cold": False, "status": "resumed"}
-        except (OSError, ValueError) as e:
-            msg = f"pass state {self.path} unreadable ({e}): cold start (label-free thresholds)"
-            if msg not in self.warnings:
-                log.warning(msg)
-                self.warnings.append(msg)
-            return {**self._cold(), "status": msg}
+    def _refresh(self) -> None:
+        if self.file is not None:
+            with folder_lock(self.file.path.parent):
+                self._set(self.file.read())
 
     @property
     def status(self) -> str:
@@ -338,6 +216,11 @@ class Pass:
     def thresholds(self) -> tuple[float, float]:
         return float(self.state["thresholds"][0]), float(self.state["thresholds"][1])
 
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The thresholds after each graded audit run, in grading order (derived from the records)."""
+        return self.certifier.history(self._loaded.records, bool(self._loaded.bad))
+
     # ------------------------------------------------------------ runs
     def is_audited(self, run_id: str) -> bool:
         return audited(self.seed, run_id, self.audit_share)
@@ -346,9 +229,8 @@ class Pass:
         """The monitor for ``run_id``: the certified thresholds as of now (re-read from the state file when
         ``refresh``); for an audited run, one that never halts."""
         with self._lock:
-            if refresh and self.path is not None:
-                with folder_lock(self.path.parent):
-                    self.state = self._read()
+            if refresh:
+                self._refresh()
             ts, tf = self.thresholds
             m = self.base_monitor.spawn()
             # an off side keeps the model's own tau (never applied)
@@ -361,23 +243,13 @@ class Pass:
             return m
 
     def reference(self) -> PassReference | None:
-        """The audited runs finished so far, as the pass features read them (None below MIN_REFERENCE).  A
-        profile the state file holds in a bad shape is left out, and said so."""
-        profiles = []
-        for rid, r in self.state["finished"].items():
-            if not r.get("audited") or r.get("profile") is None:
-                continue
-            try:
-                profiles.append(
-                    RunProfile.from_dict(
-                        r["profile"], f"{self.path or 'pass'}: finished.{rid}.profile"
-                    )
-                )
-            except ValueError as e:
-                if str(e) not in self.warnings:
-                    log.warning("%s: left out of the pass reference", e)
-                    self.warnings.append(str(e))
-        return PassReference.of(profiles)
+        """The audited runs finished so far, as the pass features read them (None below MIN_REFERENCE); every
+        profile was checked with its record."""
+        return PassReference.of(
+            RunProfile.from_dict(r["profile"])
+            for r in self.state["finished"].values()
+            if r.get("audited") and r.get("profile") is not None
+        )
 
     def finish(
         self,
@@ -397,37 +269,29 @@ class Pass:
         process.  Returns the thresholds now in force."""
         aud = self.is_audited(run_id)
         if aud and halted:
-            raise ValueError(f"run {run_id!r} is audited and cannot have been halted")
+            raise ValueError(f"run {_shown(run_id)} is audited and cannot have been halted")
+        grade = _grade(run_id, outcome) if aud and outcome is not None else None
         with self._lock:
             am = self._audit_monitors.pop(run_id, None)
             rec: dict[str, Any] = {
-                "steps": int(steps),
-                "tokens": tokens,
-                "cost": cost,
+                "steps": steps,
+                "tokens": token_count(tokens),
+                "cost": cost_value(cost),
                 "halted": bool(halted),
                 "audited": aud,
             }
-            if aud:
-                ps = (
-                    am.monitor.run.family_state("pass")
-                    if profile is None and am is not None
-                    else None
-                )
-                prof = (
-                    profile
-                    if profile is not None
-                    else (ps.profile() if isinstance(ps, PassState) else None)
-                )
-                rec["profile"] = prof.to_dict() if prof is not None else None
             if aud:  # kept even before the grade arrives, so that ``grade`` can certify later
-                rec["probs"] = (
-                    probs if probs is not None else (am.probs if am is not None else None)
-                )
-            if aud and outcome is not None:
-                if outcome not in (0, 1):
-                    raise ValueError(f"run {run_id!r}: outcome must be 0 or 1, not {outcome!r}")
-                rec["outcome"] = int(outcome)
-            self._update(lambda st: self._apply(st, run_id, rec))
+                rec["profile"] = _profile_of(profile, am)
+                got = probs if probs is not None else (am.probs if am is not None else None)
+                rec["probs"] = _clean_probs(got)
+
+            def apply(ld: Loaded) -> None:
+                rec["seq"] = 1 + max((r["seq"] for r in ld.records.values()), default=0)
+                ld.bad.pop(run_id, None)
+                ld.records.pop(run_id, None)
+                _put(ld, run_id, _graded(ld, run_id, rec, grade), self.settings)
+
+            self._update(apply)
             return {"thresholds": self.thresholds, "audited": aud}
 
     def grade(self, run_id: str, outcome: int) -> dict[str, Any]:
@@ -435,57 +299,37 @@ class Pass:
         it re-certifies the thresholds as ``finish(..., outcome=)`` would have.  Returns the thresholds now."""
         if not self.is_audited(run_id):
             raise ValueError(
-                f"run {run_id!r} is not audited: only audited runs are graded into the pass"
+                f"run {_shown(run_id)} is not audited: only audited runs are graded into the pass"
             )
-        if outcome not in (0, 1):
-            raise ValueError(f"run {run_id!r}: outcome must be 0 or 1, not {outcome!r}")
+        grade = _grade(run_id, outcome)
 
-        def apply(st: dict[str, Any]) -> None:
-            rec = st["finished"].get(run_id)
-            if not isinstance(rec, dict):
+        def apply(ld: Loaded) -> None:
+            rec = ld.records.get(run_id)
+            if rec is None:
                 raise ValueError(
-                    f"run {run_id!r} has not finished in this pass: finish it before grading it"
+                    f"run {_shown(run_id)} has not finished in this pass: finish it before grading it"
                 )
-            self._apply(st, run_id, {**rec, "outcome": int(outcome)})
+            _put(ld, run_id, _graded(ld, run_id, dict(rec), grade), self.settings)
 
         with self._lock:
             self._update(apply)
         return {"thresholds": self.thresholds, "audited": True}
 
-    def _update(self, apply: Callable[[dict[str, Any]], None]) -> None:
+    def _update(self, apply: Callable[[Loaded], None]) -> None:
         """Apply one change to the state: in memory, or read-merge-write of the state file under its lock."""
-        if self.path is None:
-            apply(self.state)
+        if self.file is None:
+            apply(self._loaded)
+            self._set(dataclasses.replace(self._loaded, status="in memory", cold=False))
             return
-        with folder_lock(self.path.parent):
-            st = self._read()
-            apply(st)
-            write_bytes(
-                self.path, json_bytes({k: v for k, v in st.items() if k not in ("cold", "status")})
+        with folder_lock(self.file.path.parent):
+            ld = self.file.read()
+            self._set(ld)
+            apply(ld)
+            ld = dataclasses.replace(
+                ld, status="resumed" if not ld.cold else ld.status, cold=False, warnings=[]
             )
-            self.state = {
-                **st,
-                "status": "resumed" if not st.get("cold") else st.get("status"),
-                "cold": False,
-            }
-
-    def _apply(self, st: dict[str, Any], run_id: str, rec: dict[str, Any]) -> None:
-        st["finished"][run_id] = rec
-        if "outcome" in rec and rec.get("probs") is not None:
-            audit = [
-                r for r in st["finished"].values() if "outcome" in r and r.get("probs") is not None
-            ]
-            cert = certify_pass(audit, self.base, self.min_t, self.alpha, self.max_error)
-            ts, tf = cert["pair"]
-            pair = list(halting_pair(ts, tf, self.halt_on))
-            st["thresholds"] = pair
-            st["history"].append(
-                {
-                    "n_finished": len(st["finished"]),
-                    "n_audited_graded": len(audit),
-                    "thresholds": pair,
-                }
-            )
+            self.file.write(ld, self.certifier.thresholds(ld.records, bool(ld.bad)))
+            self._set(ld)
 
     def summary(self) -> dict[str, Any]:
         fin = self.state["finished"]
@@ -496,10 +340,68 @@ class Pass:
             "audited_share": n_aud / len(fin) if fin else None,
             "thresholds": list(self.thresholds),
             "label_free": list(self.base),
-            "history": list(self.state["history"]),
+            "history": self.history,
             "status": self.status,
             "warnings": list(self.warnings),
+            "left_out": sorted(self._loaded.bad),
         }
+
+
+def _shown(run_id: Any) -> str:
+    """A run id as an error shows it: quoted, and cut to 80 characters (a run id is the caller's to choose)."""
+    r = repr(run_id)
+    return r if len(r) <= 80 else f"{r[:77]}..."
+
+
+def _content_hash(monitor: Monitor) -> str | None:
+    bundle = getattr(monitor, "bundle", None)
+    h = (getattr(bundle, "manifest", None) or {}).get("content_hash")
+    return h if isinstance(h, str) else None
+
+
+def _grade(run_id: str, outcome: Any) -> int:
+    """A graded outcome: 0 or 1 (a bool or a numpy integer taken as its value); anything else refused."""
+    import numbers
+
+    if isinstance(outcome, numbers.Integral) and int(outcome) in (0, 1):
+        return int(outcome)
+    raise ValueError(f"run {_shown(run_id)}: outcome must be 0 or 1, not {_shown(outcome)}")
+
+
+def _profile_of(profile: RunProfile | None, am: "AuditMonitor | None") -> dict[str, Any] | None:
+    if profile is None and am is not None:
+        ps = am.monitor.run.family_state("pass")
+        profile = ps.profile() if isinstance(ps, PassState) else None
+    return profile.to_dict() if profile is not None else None
+
+
+def _clean_probs(probs: Any) -> list[list[float] | None] | None:
+    """Per-prefix (p_s, p_f) as the state holds them: a pair of finite floats, else None (could not halt)."""
+    if probs is None:
+        return None
+    out: list[list[float] | None] = []
+    for pp in probs:
+        vals = [finite_or_none(x) for x in pp] if pp is not None and len(pp) == 2 else []
+        out.append(
+            [v for v in vals if v is not None] if len(vals) == 2 and None not in vals else None
+        )
+    return out
+
+
+def _graded(ld: Loaded, run_id: str, rec: dict[str, Any], grade: int | None) -> dict[str, Any]:
+    if grade is not None:
+        rec["outcome"] = grade
+        rec["graded_seq"] = 1 + max(
+            (r.get("graded_seq") or 0 for r in ld.records.values()), default=0
+        )
+        # the runs finished when it was graded, itself included (at ``finish`` it is not in the records yet)
+        rec["finished_at_grade"] = len(ld.records) + (0 if ld.records.get(run_id) else 1)
+    return rec
+
+
+def _put(ld: Loaded, run_id: str, rec: dict[str, Any], settings: PassSettings) -> None:
+    """``rec`` into the state, checked as a record read from the file is (``pass_state.check_record``)."""
+    ld.records[run_id] = check_record(run_id, rec, settings, f"run {_shown(run_id)}")
 
 
 class PassMonitor:
@@ -563,3 +465,24 @@ class PassMonitor:
         return getattr(
             self.current if self.current is not None else self.the_pass.base_monitor, name
         )
+
+
+# the certification's names, used from here by the pass simulator and the tests (``live.pass_certify``)
+__all__ = [
+    "ALPHA",
+    "AUDIT_SHARE",
+    "GRID",
+    "MAX_ERROR",
+    "VERSION",
+    "AuditMonitor",
+    "Pass",
+    "PassMonitor",
+    "audited",
+    "candidate_taus",
+    "certify_counts",
+    "certify_pass",
+    "pass_order",
+    "run_errors",
+    "run_on_workers",
+    "would_halt",
+]

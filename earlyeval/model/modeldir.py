@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.config import schema
+from earlyeval.config import file_schemas, schema
 from earlyeval.core import atomic
 from earlyeval.core.env import env_int
 from earlyeval.core.errors import ModelDirError, SettingError
@@ -179,7 +179,7 @@ def max_file_bytes() -> int:
 
 
 def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
-    """The manifest's schema (``config.schema.MANIFEST``), every field a reader relies on; a ModelDirError naming
+    """The manifest's schema (``config.file_schemas.MANIFEST``), every field a reader relies on; a ModelDirError naming
     the field.  The format and its version come first (another version may have another schema), then the
     manifest's own hash (an edit is named as one), then every type and range."""
     if not isinstance(m, dict) or m.get("format") != FORMAT:
@@ -205,7 +205,7 @@ def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
             mf, "manifest_hash", "does not match the manifest's content: manifest edited"
         )
     checked: dict[str, Any] = schema.check(
-        schema.MANIFEST, m, lambda key, why: ModelDirError(mf, key, why)
+        file_schemas.MANIFEST, m, lambda key, why: ModelDirError(mf, key, why)
     )
     return checked
 
@@ -213,7 +213,7 @@ def _check_manifest(m: Any, mf: str) -> dict[str, Any]:
 def _check_thresholds(th: Any, f: str, field: str) -> None:
     """(0.5, 1] each (a p >= tau below 0.5 would halt on both sides), or above 1 for "never halt this way"."""
     schema.check(
-        schema.MODEL_THRESHOLDS, th, lambda key, why: ModelDirError(f, key, why), key=field
+        file_schemas.MODEL_THRESHOLDS, th, lambda key, why: ModelDirError(f, key, why), key=field
     )
 
 

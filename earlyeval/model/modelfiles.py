@@ -5,7 +5,6 @@ reads them): JSON, the feature families, the outcome model's boosters and the op
 from __future__ import annotations
 
 import io
-import json
 import logging
 import re
 from pathlib import Path
@@ -13,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.core.errors import ModelDirError, UnknownPluginError
+from earlyeval.core.errors import ModelDirError, StrictJSONError, UnknownPluginError
+from earlyeval.core.jsonio import loads_strict
 from earlyeval.core.trajectory import Action, Task, make_step
 from earlyeval.features import FAMILIES, FeatureFamily, Featurizer, RunContext, bind_values
 from earlyeval.model.boostercheck import BoosterTextError, check_model_text, probe
@@ -26,12 +26,17 @@ MANIFEST = "manifest.json"
 
 
 def read_json(b: bytes, f: str) -> Any:
+    """A model file's JSON, strict (``jsonio.loads_strict``: a key given twice is refused, naming it; NaN is
+    allowed, a model's arrays hold it)."""
     try:
-        return json.loads(b.decode())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return loads_strict(b.decode(), allow_nan=True, max_depth=None)
+    except UnicodeDecodeError as e:
         raise ModelDirError(f, Path(f).name, f"not valid JSON ({e})") from e
-    except RecursionError as e:  # nested deeper than the parser goes
-        raise ModelDirError(f, Path(f).name, "JSON nested too deeply") from e
+    except StrictJSONError as e:
+        field = Path(f).name if e.key == "<json>" else f"{Path(f).name}: {e.key}"
+        raise ModelDirError(
+            f, field, e.reason if e.key != "<json>" else f"not valid JSON ({e.reason})"
+        ) from e
 
 
 def booster_text(b: bytes, f: str) -> str:

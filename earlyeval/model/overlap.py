@@ -6,15 +6,13 @@ where: docs/monitor.md, "Replaying finished runs" (training overlap, by content)
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any, Iterable
 
 from earlyeval.config.catalog import load_catalog
+from earlyeval.core.content import FINGERPRINT, fingerprint
 from earlyeval.core.errors import CatalogError
 from earlyeval.core.trajectory import Trajectory
 
-FINGERPRINT = "v1: sha256 of the JSON [task_id, [[action, thought, observation] of every step]], first 32 hex digits"
 # the meta keys in which a reader records the model its files name (mini, SWE-agent 1.x, Moatless, tau2,
 # ATIF: native_model; OpenHands completions: llm_model; OpenHands events: llm_models)
 NATIVE_MODEL_KEYS = ("native_model", "llm_model", "llm_models", "atif_model")
@@ -22,15 +20,6 @@ NATIVE_MODEL_KEYS = ("native_model", "llm_model", "llm_models", "atif_model")
 
 def _norm(s: Any) -> str:
     return "".join(ch for ch in str(s or "").lower() if ch.isalnum())
-
-
-def fingerprint(t: Trajectory) -> str:
-    """The run's content: its task and the text of its steps as ingested (not its file, folder, agent or run
-    id, nor usage numbers), so a copy of a training run matches whatever it is called and however stored."""
-    body = json.dumps(
-        [t.task_id, [[s.action, s.thought, s.observation] for s in t.steps]], separators=(",", ":")
-    )
-    return hashlib.sha256(body.encode("ascii")).hexdigest()[:32]
 
 
 def native_models(t: Trajectory) -> list[str]:

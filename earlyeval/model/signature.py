@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from earlyeval.core.errors import IngestError, ModelDirError, SettingError
-from earlyeval.core.jsonio import read_bytes
+from earlyeval.core.errors import IngestError, ModelDirError, SettingError, StrictJSONError
+from earlyeval.core.jsonio import loads_strict, read_bytes
 
 SIGNATURE = "signature.json"
 FORMAT = "earlyeval-signature"
@@ -60,9 +60,19 @@ def model_key(key: bytes | str | None = None) -> bytes | None:
     return k
 
 
+def mac_of(key: bytes, domain: bytes, payload: bytes) -> str:
+    """HMAC-SHA256 of ``payload`` under ``key``, ``domain`` first (a line naming what is signed, so that a MAC
+    made for one kind of file means nothing for another): the model directory's and the pass state's."""
+    return hmac.new(key, domain + payload, hashlib.sha256).hexdigest()
+
+
+def macs_match(expected: str, given: Any) -> bool:
+    return isinstance(given, str) and hmac.compare_digest(expected, given)
+
+
 def sign(manifest_hash: str, key: bytes) -> bytes:
     """The ``signature.json`` bytes for a manifest hash."""
-    mac = hmac.new(key, _DOMAIN + manifest_hash.encode("ascii"), hashlib.sha256).hexdigest()
+    mac = mac_of(key, _DOMAIN, manifest_hash.encode("ascii"))
     doc = {
         "format": FORMAT,
         "version": 1,
@@ -83,9 +93,12 @@ def verify(doc_bytes: bytes | None, manifest_hash: str, key: bytes, path: str) -
             "missing: the directory is not signed (train it with EARLYEVAL_MODEL_KEY set)",
         )
     try:
-        doc: Any = json.loads(doc_bytes.decode())
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        doc: Any = loads_strict(doc_bytes.decode())
+    except UnicodeDecodeError as e:
         raise ModelDirError(f, SIGNATURE, f"not valid JSON ({type(e).__name__})") from e
+    except StrictJSONError as e:  # a key given twice is named
+        field = SIGNATURE if e.key == "<json>" else f"{SIGNATURE}: {e.key}"
+        raise ModelDirError(f, field, f"not valid JSON ({e.reason})") from e
     if (
         not isinstance(doc, dict)
         or doc.get("format") != FORMAT
@@ -95,8 +108,8 @@ def verify(doc_bytes: bytes | None, manifest_hash: str, key: bytes, path: str) -
         raise ModelDirError(
             f, SIGNATURE, f"not an {FORMAT} file (format, algorithm HMAC-SHA256, signature)"
         )
-    expect = hmac.new(key, _DOMAIN + manifest_hash.encode("ascii"), hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(expect, doc["signature"]):
+    expect = mac_of(key, _DOMAIN, manifest_hash.encode("ascii"))
+    if not macs_match(expect, doc["signature"]):
         raise ModelDirError(
             f,
             SIGNATURE,

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from earlyeval.core.atomic import savefig
+from earlyeval.core.plotting import LITERAL_TEXT
 from earlyeval.evaluation.budget_loao import BudgetRun
 from earlyeval.evaluation.budget_metrics import make_view
 from earlyeval.fitting.budget_targets import run_slices
@@ -32,6 +33,7 @@ FONT = {
     "ytick.labelsize": 10,
     "legend.fontsize": 11,
     "figure.titlesize": 14,
+    **LITERAL_TEXT,  # an agent's name is text, never TeX (core.plotting)
 }
 DPI = 110
 METHOD_STYLE = (

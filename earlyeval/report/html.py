@@ -1,12 +1,21 @@
-"""The HTML page's building blocks (escaping, number formats, tables, embedded PNGs, CSS), apart from its sections."""
+"""The HTML page's building blocks (escaping, number formats, tables, embedded PNGs, CSS), apart from its sections.
+
+The one place text becomes markup: ``esc`` escapes anything that is not ``Markup`` made here (``tag``, ``table``,
+``note``, ...), and the page (``report_page.render``) ``esc``-es every section it is handed, so a section that
+returns text or a cell made without a builder is shown as text, never run.  tests/report/test_page_escaping.py
+renders every report with hostile strings in every key and value, and holds the sections to these builders."""
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import math
-from typing import Any
+from typing import Any, Iterable
+
+from markupsafe import Markup, escape
+
+from earlyeval.core.plotting import pyplot as literal_pyplot
+from earlyeval.core.text import printable
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d2433;
@@ -29,20 +38,42 @@ figure{margin:10px 0}figcaption{font-size:12px;color:#3e4c59}pre{max-width:100%;
 """
 
 
-def esc(x: Any) -> str:
-    return html.escape(str(x))
+def esc(x: Any) -> Markup:
+    """``x`` as page text: markup the builders below made passes as it is; anything else is text, HTML-escaped,
+    with control and bidi characters shown as visible escapes (``\\x1b``, ``\\u202e``) -- so an agent name, a
+    report's key or a note can neither add markup nor reorder what the reader sees."""
+    if isinstance(x, Markup):
+        return x
+    return escape(printable(str(x)))
 
 
-def note(text: str, missing: bool = False) -> str:
-    return f'<p class="note{" missing" if missing else ""}">{esc(text)}</p>'
+def join(parts: Iterable[Any], sep: str = "") -> Markup:
+    """Pieces of a page (markup or text, each ``esc``-ed) as one piece."""
+    return Markup(sep).join(esc(p) for p in parts)
 
 
-def legend(items: dict[str, str]) -> str:
-    return (
-        '<dl class="legend">'
-        + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items.items())
-        + "</dl>"
-    )
+def tag(name: str, *children: Any, cls: str | None = None, **attrs: Any) -> Markup:
+    """``<name class=cls attrs>children</name>``: the one way markup is made from text (every child and
+    attribute ``esc``-ed); a section builds its text, however it likes, and hands it here."""
+    if not name.isalnum():
+        raise ValueError(f"not a tag name: {name!r}")
+    at = ([f' class="{esc(cls)}"'] if cls else []) + [
+        f' {k.rstrip("_")}="{esc(v)}"' for k, v in attrs.items() if v is not None
+    ]
+    return Markup(f"<{name}{''.join(at)}>") + join(children) + Markup(f"</{name}>")
+
+
+def off(text: Any) -> Markup:
+    """A value off its target, in red."""
+    return tag("span", text, cls="off")
+
+
+def note(text: Any, missing: bool = False) -> Markup:
+    return tag("p", text, cls="note missing" if missing else "note")
+
+
+def legend(items: dict[str, str]) -> Markup:
+    return tag("dl", *(tag("dt", k) + tag("dd", v) for k, v in items.items()), cls="legend")
 
 
 def num(x: Any) -> float | None:
@@ -80,38 +111,36 @@ def missed(cell: str, why: str) -> tuple[str, str, str]:
     return (f"{cell} ✗", "miss", f"misses the target: {why}")
 
 
-def _td(i: int, c: Any) -> str:
+def _td(i: int, c: Any) -> Markup:
     if isinstance(c, tuple):
         text, cls, title = (tuple(c) + ("", ""))[:3]
-        return f'<td class="{esc(cls)}" title="{esc(title)}">{text}</td>'
-    return f'<td class="name">{c}</td>' if i == 0 else f"<td>{c}</td>"
+        return tag("td", text, cls=cls or None, title=title or None)
+    return tag("td", c, cls="name" if i == 0 else None)
 
 
-def table(header: list[str], rows: list[tuple[str, list[Any]]]) -> str:
-    """rows: (css class, cells); the first cell is a name (left-aligned); a cell is HTML, or (HTML, class, title)."""
-    h = "".join(
-        f'<th class="name">{esc(c)}</th>' if i == 0 else f"<th>{esc(c)}</th>"
-        for i, c in enumerate(header)
+def table(header: list[str], rows: list[tuple[str, list[Any]]]) -> Markup:
+    """rows: (css class, cells); the first cell is a name (left-aligned); a cell is text or markup, or (text,
+    class, title).  Every cell is ``esc``-ed here, whoever made it."""
+    h = join(tag("th", c, cls="name" if i == 0 else None) for i, c in enumerate(header))
+    body = join(
+        tag("tr", *(_td(i, c) for i, c in enumerate(cells)), cls=cls or None) for cls, cells in rows
     )
-    body = []
-    for cls, cells in rows:
-        tds = "".join(_td(i, c) for i, c in enumerate(cells))
-        body.append(f'<tr class="{cls}">{tds}</tr>' if cls else f"<tr>{tds}</tr>")
     # in a scrolling box: a wide table scrolls inside the page instead of widening it
-    return f'<div class="scroll"><table><thead><tr>{h}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    return tag("div", tag("table", tag("thead", tag("tr", h)), tag("tbody", body)), cls="scroll")
 
 
-def agent_cell(name: str, small: bool, n: Any = None) -> str:
-    badge = (
-        f'<span class="badge">small{f" n={int(n)}" if num(n) is not None else ""}</span>'
-        if small
-        else ""
-    )
-    return esc(name) + badge
+def agent_cell(name: str, small: bool, n: Any = None) -> Markup:
+    label = f"small{f' n={int(n)}' if num(n) is not None else ''}"
+    return esc(name) + (tag("span", label, cls="badge") if small else Markup(""))
 
 
-def png(fig: Any) -> str:
+def png(fig: Any) -> Markup:
+    """The figure as an embedded PNG; its labels' control and bidi characters shown as escapes, as on the page."""
     import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    for t in fig.findobj(Text):
+        t.set_text(printable(t.get_text()))
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
@@ -119,20 +148,20 @@ def png(fig: Any) -> str:
     return png_bytes(buf.getvalue())
 
 
-def png_bytes(b: bytes, alt: str = "plot") -> str:
+def png_bytes(b: bytes, alt: str = "plot") -> Markup:
     """A PNG embedded as a data URI (the page fetches nothing)."""
-    return (
-        f'<img alt="{esc(alt)}" src="data:image/png;base64,{base64.b64encode(b).decode("ascii")}">'
-    )
+    src = f"data:image/png;base64,{base64.b64encode(b).decode('ascii')}"
+    return Markup(f'<img alt="{esc(alt)}" src="{esc(src)}">')
+
+
+def figure(img: Markup, caption: Any) -> Markup:
+    return tag("figure", img, tag("figcaption", caption))
 
 
 def pyplot():
-    """matplotlib's pyplot on the Agg backend with the page's style."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """matplotlib's pyplot on the Agg backend with the page's style; labels are literal text (an agent named
+    ``$x$`` is not read as TeX: ``core.plotting``)."""
+    plt = literal_pyplot()
     plt.rcParams.update(
         {"font.size": 10, "axes.titlesize": 11, "axes.grid": True, "grid.alpha": 0.3}
     )

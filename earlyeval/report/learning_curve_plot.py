@@ -9,12 +9,10 @@ require("plots", "the learning-curve figure")
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 from earlyeval.core.atomic import atomic_path  # noqa: E402
+from earlyeval.core.plotting import pyplot  # noqa: E402
+
+plt = pyplot()  # Agg, labels literal
 
 
 def plot_learning_curve(lc: dict[str, Any], path: Path) -> Path:

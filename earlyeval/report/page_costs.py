@@ -8,7 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from earlyeval.report.html import agent_cell, esc, fnum, legend, note, num, pct, table, usd
+from markupsafe import Markup
+
+from earlyeval.report.html import (
+    agent_cell,
+    fnum,
+    join,
+    legend,
+    note,
+    num,
+    off,
+    pct,
+    table,
+    tag,
+    usd,
+)
 from earlyeval.report.page_inputs import Inputs, small_agents
 from earlyeval.report.targets import COVERAGE_TOLERANCE, off_nominal
 
@@ -29,7 +43,7 @@ def _saved_usd(d: dict[str, Any]) -> str:
     )
 
 
-def section_dollars(inp: Inputs) -> str:
+def section_dollars(inp: Inputs) -> Markup:
     out = []
     agents = (inp.loao or {}).get("agents") or {}
     small = small_agents(inp)
@@ -60,7 +74,7 @@ def section_dollars(inp: Inputs) -> str:
                 ],
             )
         )
-        out.append("<h3>Halting policy (as_of, honest thresholds), priced run by run</h3>")
+        out.append(tag("h3", "Halting policy (as_of, honest thresholds), priced run by run"))
         out.append(
             table(
                 [
@@ -94,7 +108,7 @@ def section_dollars(inp: Inputs) -> str:
                 (
                     "",
                     [
-                        esc(name),
+                        name,
                         str(p.get("n_tasks", "–")),
                         usd(bc),
                         usd(sc),
@@ -105,8 +119,9 @@ def section_dollars(inp: Inputs) -> str:
                     ],
                 )
             )
+        protocol = next(iter(pairs.values())).get("protocol", "?")
         out.append(
-            f"<h3>Routing simulation ({esc(next(iter(pairs.values())).get('protocol', '?'))}): stop the cheap agent on predicted failure</h3>"
+            tag("h3", f"Routing simulation ({protocol}): stop the cheap agent on predicted failure")
         )
         out.append(
             table(
@@ -135,16 +150,20 @@ def section_dollars(inp: Inputs) -> str:
     if isinstance(bud, dict):
         es = ((bud.get("pooled") or {}).get("early_stop") or {}).get("model") or {}
         out.append(
-            f'<p>Budget early stop on "impossible" (cost_usd, B = {usd(bud.get("budget_B"))} per run, pooled): '
-            f"{pct(es.get('saved_on_failed'))} of the dollars of failed runs saved, at {fnum(es.get('success_rate_cost_pp'), 2)} pp "
-            f"of success rate ({es.get('n_runs', '?')} runs whose cost is known).</p>"
+            tag(
+                "p",
+                f'Budget early stop on "impossible" (cost_usd, B = {usd(bud.get("budget_B"))} per run, '
+                f"pooled): {pct(es.get('saved_on_failed'))} of the dollars of failed runs saved, at "
+                f"{fnum(es.get('success_rate_cost_pp'), 2)} pp of success rate "
+                f"({es.get('n_runs', '?')} runs whose cost is known).",
+            )
         )
     elif inp.budget is None:
         out.append(inp.missing("budget.json"))
-    return "".join(out)
+    return join(out)
 
 
-def section_budget(inp: Inputs) -> str:
+def section_budget(inp: Inputs) -> Markup:
     if inp.budget is None:
         return inp.missing("budget.json")
     dims = inp.budget.get("dimensions") or {}
@@ -161,14 +180,19 @@ def section_budget(inp: Inputs) -> str:
             continue
         agents = blk.get("agents") or {}
         online = (blk.get("online") or {}).get("agents") or {}
-        levels = sorted(
-            {
-                lv
-                for b in agents.values()
-                if isinstance(b, dict)
-                for lv in ((b.get("coverage") or {}).get("model") or {})
-            }
-        )
+        given = {
+            lv
+            for b in agents.values()
+            if isinstance(b, dict)
+            for lv in ((b.get("coverage") or {}).get("model") or {})
+        }
+        levels = sorted(lv for lv in given if 0.0 < (num(lv) or 0.0) < 1.0)
+        if given - set(levels):
+            out.append(
+                note(
+                    f"{d}: coverage levels that are not a share, left out: {sorted(given - set(levels))}"
+                )
+            )
         rows = []
 
         def row(
@@ -176,7 +200,7 @@ def section_budget(inp: Inputs) -> str:
         ) -> tuple[str, list[str]]:
             cov = b.get("coverage") or {}
             cells = [
-                agent_cell(name, sm, b.get("n_runs")) if cls != "pooled" else esc(name),
+                agent_cell(name, sm, b.get("n_runs")) if cls != "pooled" else name,
                 str(b.get("n_runs", "–")),
             ]
             for lv in levels:
@@ -185,9 +209,7 @@ def section_budget(inp: Inputs) -> str:
                     (cov.get("linear") or {}).get(lv),
                     (on.get("coverage") or {}).get(lv),
                 ):
-                    cells.append(
-                        f'<span class="off">{pct(v)}</span>' if off_nominal(v, lv) else pct(v)
-                    )
+                    cells.append(off(pct(v)) if off_nominal(v, lv) else pct(v))
             return cls, cells
 
         for a in sorted(agents, key=lambda a: (a in small, a)):
@@ -209,9 +231,7 @@ def section_budget(inp: Inputs) -> str:
             f"{h} {float(lv):.0%}" for lv in levels for h in ("model", "linear", "online")
         ]
         excl = blk.get("runs_excluded_unknown") or {}
-        out.append(
-            f"<h3>{esc(d)} (B = {fnum(blk.get('budget_B'), 2 if d == 'cost_usd' else 0)})</h3>"
-        )
+        out.append(tag("h3", f"{d} (B = {fnum(blk.get('budget_B'), 2 if d == 'cost_usd' else 0)})"))
         out.append(table(header, rows))
         if excl:
             out.append(
@@ -221,9 +241,9 @@ def section_budget(inp: Inputs) -> str:
                 )
             )
         if _early_stop(blk):
-            stops.append(("", [esc(d)] + _early_stop_cells(blk)))
+            stops.append(("", [d] + _early_stop_cells(blk)))
     if stops:
-        out.append('<h3>Early stop on "impossible" (pooled large agents)</h3>')
+        out.append(tag("h3", 'Early stop on "impossible" (pooled large agents)'))
         out.append(
             table(
                 [
@@ -254,7 +274,7 @@ def section_budget(inp: Inputs) -> str:
             }
         )
     )
-    return "".join(out)
+    return join(out)
 
 
 def _early_stop(blk: dict[str, Any]) -> dict[str, Any]:
@@ -278,22 +298,18 @@ def _us(x: Any) -> str:
     return "–" if v is None else f"{v:,.0f} µs"
 
 
-def _stat_cells(st: dict[str, Any] | None, target: dict[str, Any] | None = None) -> list[str]:
+def _stat_cells(st: dict[str, Any] | None, target: dict[str, Any] | None = None) -> list[Any]:
     """median, p90, p99, max of one ``_stats`` block; a median or p99 above its target marked."""
     st = st or {}
     target = target or {}
     cells = []
     for k in ("median_us", "p90_us", "p99_us", "max_us"):
         v, lim = num(st.get(k)), num(target.get(k))
-        cells.append(
-            f'<span class="off">{_us(v)}</span>'
-            if v is not None and lim is not None and v > lim
-            else _us(v)
-        )
+        cells.append(off(_us(v)) if v is not None and lim is not None and v > lim else _us(v))
     return [str(st.get("n", "–"))] + cells
 
 
-def section_latency(inp: Inputs) -> str:
+def section_latency(inp: Inputs) -> Markup:
     if inp.latency is None:
         return inp.missing("latency.json")
     try:
@@ -302,17 +318,21 @@ def section_latency(inp: Inputs) -> str:
         return note(f"latency.json: unexpected content ({type(e).__name__}: {e})", missing=True)
 
 
-def _latency(inp: Inputs, rep: dict[str, Any]) -> str:
+def _latency(inp: Inputs, rep: dict[str, Any]) -> Markup:
     tgt = rep.get("target") or {}
     ps = rep["per_step"]
     sample = rep.get("sample") or {}
     syn = rep.get("synthetic")
+    load = (rep.get("setup") or {}).get("load_average_before")
     out = [
-        f"<p>{sample.get('steps', '?')} steps of {sample.get('runs', '?')} real runs "
-        f"({esc(', '.join(sample.get('formats') or []))})"
-        + (f" + a synthetic {syn['steps']}-step run" if syn else "")
-        + f"; predictor {esc(rep.get('predictor', '?'))}; {rep.get('n_features', '?')} features; budget "
-        f"{esc(rep.get('budget'))}; load average before the run {esc((rep.get('setup') or {}).get('load_average_before'))}.</p>"
+        tag(
+            "p",
+            f"{sample.get('steps', '?')} steps of {sample.get('runs', '?')} real runs "
+            f"({', '.join(map(str, sample.get('formats') or []))})"
+            + (f" + a synthetic {syn['steps']}-step run" if syn else "")
+            + f"; predictor {rep.get('predictor', '?')}; {rep.get('n_features', '?')} features; "
+            f"budget {rep.get('budget')}; load average before the run {load}.",
+        )
     ]
     rows = [
         ("", ["observe() wall"] + _stat_cells(ps.get("wall"), tgt)),
@@ -333,19 +353,19 @@ def _latency(inp: Inputs, rep: dict[str, Any]) -> str:
         brows = [
             (
                 "",
-                [esc(b)] + _stat_cells(v.get("wall"), tgt)[1:] + [pct(v.get("synthetic_share"), 0)],
+                [b] + _stat_cells(v.get("wall"), tgt)[1:] + [pct(v.get("synthetic_share"), 0)],
             )
             for b, v in buckets.items()
         ]
-        out.append("<h3>By step (wall)</h3>")
+        out.append(tag("h3", "By step (wall)"))
         out.append(table(["steps", "median", "p90", "p99", "max", "synthetic share"], brows))
     fmts = rep.get("by_format") or {}
     if fmts:
         frows = [
-            ("", [esc(f), str(v.get("runs", "–"))] + _stat_cells(v.get("wall"), tgt)[1:])
+            ("", [f, str(v.get("runs", "–"))] + _stat_cells(v.get("wall"), tgt)[1:])
             for f, v in fmts.items()
         ]
-        out.append("<h3>By format (wall)</h3>")
+        out.append(tag("h3", "By format (wall)"))
         out.append(table(["format", "runs", "median", "p90", "p99", "max"], frows))
     out.append(inp.png("latency.png", "observe() per step (latency.json)"))
     out.append(
@@ -358,4 +378,4 @@ def _latency(inp: Inputs, rep: dict[str, Any]) -> str:
             }
         )
     )
-    return "".join(out)
+    return join(out)

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
+from markupsafe import Markup
 
-from earlyeval.report.html import esc, note, png_bytes
+from earlyeval.report.html import figure, note, png_bytes
 
 MAKES = {
     "loao.json": "make evaluate",
@@ -64,7 +65,7 @@ class Inputs:
             self.problems[p.name] = f"{p}: unreadable ({type(e).__name__}: {e})"
             return None
 
-    def png(self, name: str, title: str) -> str:
+    def png(self, name: str, title: str) -> Markup:
         """A stage's own PNG from the reports folder, embedded; a note naming its command when absent."""
         p = self.rdir / name
         try:
@@ -78,9 +79,9 @@ class Inputs:
             return note(f"{p}: unreadable ({type(e).__name__}: {e})", missing=True)
         if not b.startswith(b"\x89PNG"):
             return note(f"{p}: not a PNG (or larger than {MAX_PNG_BYTES >> 20} MB)", missing=True)
-        return f"<figure>{png_bytes(b, title)}<figcaption>{esc(title)}</figcaption></figure>"
+        return figure(png_bytes(b, title), title)
 
-    def missing(self, name: str) -> str:
+    def missing(self, name: str) -> Markup:
         return note(self.problems.get(name, f"{name}: absent"), missing=True)
 
 

@@ -5,7 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from earlyeval.report.html import agent_cell, legend, note, num, pct, png, pyplot, signed, table
+from markupsafe import Markup
+
+from earlyeval.report.html import (
+    agent_cell,
+    join,
+    legend,
+    note,
+    num,
+    pct,
+    png,
+    pyplot,
+    signed,
+    table,
+)
 from earlyeval.report.page_inputs import Inputs, small_agents
 
 PASS_LEGEND = {
@@ -80,7 +93,7 @@ def pass_figure(rep: dict[str, Any], agents: list[str], w: str) -> Any:
     return fig
 
 
-def section_pass(inp: Inputs) -> str:
+def section_pass(inp: Inputs) -> Markup:
     rep = inp.loao
     if rep is None:
         return inp.missing("loao.json")
@@ -137,7 +150,7 @@ def section_pass(inp: Inputs) -> str:
     if large:
         out.append(png(pass_figure(rep, large, "W=8" if "W=8" in ws else ws[0])))
     out.append(legend(PASS_LEGEND))
-    return "".join(out)
+    return join(out)
 
 
 __all__ = ["pass_figure", "section_pass"]

@@ -6,12 +6,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from markupsafe import Markup
+
 from earlyeval.core.decision import threshold_text
-from earlyeval.report.html import agent_cell, esc, fnum, legend, note, num, pct, signed, table, usd
+from earlyeval.report.html import (
+    agent_cell,
+    fnum,
+    join,
+    legend,
+    note,
+    num,
+    pct,
+    signed,
+    table,
+    tag,
+    usd,
+)
 from earlyeval.report.page_inputs import Inputs, small_agents
 
 
-def _th(th: Any) -> str:
+def pair_text(th: Any) -> str:
     """A pair of thresholds: "off" for a side that never halts (``threshold_text``), "–" where none is known."""
     if not isinstance(th, dict):
         return "–"
@@ -63,7 +77,7 @@ def rule_sentences(rep: dict[str, Any]) -> list[str]:
     return out
 
 
-def section_rules(inp: Inputs) -> str:
+def section_rules(inp: Inputs) -> Markup:
     rep = inp.loao
     if rep is None:
         return inp.missing("loao.json")
@@ -86,18 +100,18 @@ def section_rules(inp: Inputs) -> str:
             (
                 cls,
                 [
-                    agent_cell(a, False, b.get("n_runs")) if not cls else esc(a),
-                    _th(b.get("thresholds")),
+                    agent_cell(a, False, b.get("n_runs")) if not cls else a,
+                    pair_text(b.get("thresholds")),
                     pct(b.get("halted_accuracy")),
                     _saved(b),
-                    _th(o.get("thresholds")),
+                    pair_text(o.get("thresholds")),
                     pct(o.get("halted_accuracy")),
                     _saved(o) if o else "–",
                     pct(b.get("oracle_frontier_steps_saved")),
                 ],
             )
         )
-    out.append("<h3>The threshold rule, the other rule, the oracle frontier (as_of)</h3>")
+    out.append(tag("h3", "The threshold rule, the other rule, the oracle frontier (as_of)"))
     out.append(
         table(
             [
@@ -115,7 +129,7 @@ def section_rules(inp: Inputs) -> str:
     )
     share = num((rep.get("pooled") or {}).get("share_of_oracle_savings"))
     out.append(
-        f"<p>share of the per-agent oracle's savings the rule reaches, pooled: {pct(share)}</p>"
+        tag("p", f"share of the per-agent oracle's savings the rule reaches, pooled: {pct(share)}")
     )
     rows = []
     for a, b, cls in blocks:
@@ -129,7 +143,7 @@ def section_rules(inp: Inputs) -> str:
             (
                 cls,
                 [
-                    agent_cell(a, False, b.get("n_runs")) if not cls else esc(a),
+                    agent_cell(a, False, b.get("n_runs")) if not cls else a,
                     usd(spend),
                     pct(b.get("halted_accuracy")),
                     _saved(b),
@@ -140,7 +154,7 @@ def section_rules(inp: Inputs) -> str:
                 ],
             )
         )
-    out.append("<h3>Benchmark pass (both halts) against failure-only live mode (as_of)</h3>")
+    out.append(tag("h3", "Benchmark pass (both halts) against failure-only live mode (as_of)"))
     out.append(
         table(
             [
@@ -169,10 +183,10 @@ def section_rules(inp: Inputs) -> str:
             }
         )
     )
-    return "".join(out)
+    return join(out)
 
 
-def section_loso(inp: Inputs) -> str:
+def section_loso(inp: Inputs) -> Markup:
     rep = inp.loao
     if rep is None:
         return inp.missing("loao.json")
@@ -198,13 +212,13 @@ def section_loso(inp: Inputs) -> str:
                         (
                             "small" if b.get("small_n") else "",
                             [
-                                esc(sc),
+                                sc,
                                 agent_cell(a, bool(b.get("small_n")), b.get("n_runs")),
                                 fnum(b.get("auroc_success")),
                                 pct(b.get("halted_accuracy")),
                                 _saved(b),
                                 signed(b.get("resolve_rate_shift_pp")),
-                                _th(s.get("thresholds")),
+                                pair_text(s.get("thresholds")),
                             ],
                         )
                     )
@@ -213,7 +227,7 @@ def section_loso(inp: Inputs) -> str:
                 (
                     "pooled",
                     [
-                        esc(sc),
+                        sc,
                         "pooled (large)",
                         fnum(pb.get("auroc_success")),
                         pct(pb.get("halted_accuracy")),
@@ -223,7 +237,7 @@ def section_loso(inp: Inputs) -> str:
                     ],
                 )
             )
-        out.append(f"<h3>{esc(p)}</h3>")
+        out.append(tag("h3", p))
         out.append(
             table(
                 [
@@ -246,4 +260,4 @@ def section_loso(inp: Inputs) -> str:
             }
         )
     )
-    return "".join(out)
+    return join(out)

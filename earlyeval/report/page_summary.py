@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from earlyeval.report.html import esc, fnum, legend, note, num, pct, table, usd
+from markupsafe import Markup
+
+from earlyeval.report.html import fnum, join, legend, note, num, pct, table, tag, usd
 from earlyeval.report.page_inputs import Inputs
 
 
@@ -22,12 +24,12 @@ def _dollars(b: dict[str, Any]) -> str:
     )
 
 
-def _row(name: str, b: dict[str, Any] | None) -> tuple[str, list[str]]:
+def _row(name: str, b: dict[str, Any] | None) -> tuple[str, list[Any]]:
     b = b or {}
     return (
         "",
         [
-            esc(name),
+            name,
             fnum(b.get("auroc_success")),
             pct(b.get("halted_accuracy")),
             _saved(b),
@@ -50,12 +52,12 @@ def _policies(rep: dict[str, Any]) -> list[tuple[str, list[str]]]:
     return rows
 
 
-def _ablations(rep: dict[str, Any]) -> str:
+def _ablations(rep: dict[str, Any]) -> Markup:
     rows = [
         (
             "",
             [
-                esc(str(a.get("name", "?"))),
+                str(a.get("name", "?")),
                 fnum(a.get("mean_auroc")),
                 pct((a.get("pooled") or {}).get("halted_accuracy")),
                 pct((a.get("pooled") or {}).get("steps_saved")),
@@ -67,7 +69,7 @@ def _ablations(rep: dict[str, Any]) -> str:
         return note(
             "ablations: none in this loao.json (`earlyeval evaluate` without --no-ablations writes them)"
         )
-    return "<h3>Ablations (as_of)</h3>" + table(
+    return tag("h3", "Ablations (as_of)") + table(
         [
             "ablation",
             "mean AUROC per held-out agent",
@@ -78,7 +80,7 @@ def _ablations(rep: dict[str, Any]) -> str:
     )
 
 
-def _routing(inp: Inputs) -> str:
+def _routing(inp: Inputs) -> Markup:
     pairs = (inp.routing or {}).get("pairs") or {}
     if not pairs:
         return (
@@ -102,7 +104,7 @@ def _routing(inp: Inputs) -> str:
             (
                 "",
                 [
-                    esc(name),
+                    name,
                     usd(saved),
                     pct(base.get("resolve_rate")),
                     pct(stop.get("resolve_rate")),
@@ -110,7 +112,7 @@ def _routing(inp: Inputs) -> str:
                 ],
             )
         )
-    return "<h3>Routing (routing.json)</h3>" + table(
+    return tag("h3", "Routing (routing.json)") + table(
         [
             "cheap->strong pair",
             "stop on predicted failure: saved",
@@ -122,7 +124,7 @@ def _routing(inp: Inputs) -> str:
     )
 
 
-def section_summary(inp: Inputs) -> str:
+def section_summary(inp: Inputs) -> Markup:
     rep = inp.loao
     if not rep:
         return inp.missing("loao.json")
@@ -149,4 +151,4 @@ def section_summary(inp: Inputs) -> str:
         _ablations(rep),
         _routing(inp),
     ]
-    return "".join(out)
+    return join(out)

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from earlyeval.core.atomic import savefig
+from earlyeval.core.plotting import pyplot
 
 
 def _fmt(x: float | None, spec: str) -> str:
@@ -42,10 +43,7 @@ def routing_table(block: Mapping[str, Any]) -> str:
 
 def plot_pair(block: Mapping[str, Any], path: Path) -> Path:
     """Resolve rate vs total real cost: every policy, the learned sweeps and the oracle frontier."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # Agg, labels literal (an agent named $x$ is not TeX)
 
     fig, ax = plt.subplots(figsize=(11, 5.5))
     f = np.asarray(block["oracle_frontier"])

@@ -25,11 +25,13 @@ from distributed import Client, as_completed
 from earlyeval.config.catalog import Catalog
 from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import new_dir_beside, swap_dir
+from earlyeval.core.content import copy_key
 from earlyeval.core.errors import WriteError
 from earlyeval.ingest import (
     SUMMARY_FLAGS,
     RunPlan,
     RunReport,
+    copy_of,
     plan_run,
     read_run_files,
     summarize_run,
@@ -56,6 +58,8 @@ class RunRecord:
     n_steps: int
     # only the flags summarize_run reads (SUMMARY_FLAGS)
     meta: dict[str, Any] = field(default_factory=dict)
+    # what a copy shares (core.content.copy_key): a copy in another chunk is counted once
+    copy_key: str = ""
 
     @property
     def steps(self) -> range:
@@ -94,6 +98,7 @@ def read_chunk(ws: str, plan: RunPlan, paths: list[str], bench: str, part: str) 
             t.outcome,
             len(t.steps),
             {k: True for k in SUMMARY_FLAGS if t.meta.get(k)},
+            copy_key(t),
         )
         for t in trajs
     ]
@@ -201,6 +206,7 @@ def _assemble(
     for i, plan in enumerate(plans):
         rep = plan.report
         seen: dict[str, str] = {}
+        copies: dict[str, str] = {}  # copy key -> file, across the run's chunks (ingest.copy_of)
         run_records: list[RunRecord] = []
         for j in range(n_chunks[i]):
             res = results[(i, j)]
@@ -211,6 +217,8 @@ def _assemble(
                 res.records
             ):  # run ids unique across the run's chunks, as one in-process pass makes them
                 rid, dup = unique_run_id(r.run_id, r.source, seen, plan.run_dir)
+                if dup is None:
+                    dup = copy_of(r.copy_key, r.source, copies, f"{rep.run}: ")
                 if dup is not None:
                     rep.skipped.append(dup)
                     new_ids.append(None)

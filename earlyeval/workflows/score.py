@@ -7,7 +7,6 @@ docs/monitor.md, "Replaying finished runs".
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import functools
 import logging
@@ -17,22 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from earlyeval.config.catalog import RunSpec, available_benches, load_catalog
 from earlyeval.config.catalog import data_root as _data_root
-from earlyeval.config.prices import PriceError, run_cost
-from earlyeval.config.workspace import workspace_root
 from earlyeval.core.atomic import folder_lock, json_bytes, write_files
-from earlyeval.core.decision import HALTING_CONTEXTS
-from earlyeval.core.errors import CatalogError, ScoreRefusedError, WriteError
+from earlyeval.core.errors import ScoreRefusedError, WriteError
 from earlyeval.core.trajectory import Task, Trajectory
-from earlyeval.evaluation.blocks import agent_block, pooled_block
-from earlyeval.fitting.metrics import apply_policy, outcome_metrics
-from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
-from earlyeval.fitting.thresholds import WarmStartRule
-from earlyeval.fitting.warm import _scorable, halting_policy, runset_of  # warm_start: K option
+from earlyeval.fitting.warm import _scorable  # warm_start: score_runs' K option
 from earlyeval.fitting.warm import warm_start as fit_warm
-from earlyeval.ingest import discover, ingest_run
-from earlyeval.ingest.detect import generic_spec
 from earlyeval.live.monitor import Monitor
 from earlyeval.live.replay import replay
 from earlyeval.model.overlap import training_overlap
@@ -41,225 +30,22 @@ from earlyeval.model.thresholds import source_of
 from earlyeval.workflows.score_checks import (
     MIXED,
     bench_check,
-    catalog_hint,
-    check_destination,
     check_runs_path,
     date_runs,
-    detect_formats,
-    label_spec,
     load_task_table,
-    nothing_read,
-    output_dir,
 )
 from earlyeval.workflows.score_csv import csv_text
+from earlyeval.workflows.score_metrics import labelled_metrics
 from earlyeval.workflows.score_options import ScoreOptions
-from earlyeval.workflows.score_pass import pass_block, pass_inconsistent, replay_pass
+from earlyeval.workflows.score_pass import pass_block, replay_pass
+from earlyeval.workflows.score_read import RunsRead, read_folder
+from earlyeval.workflows.score_read import (
+    read_runs as read_runs,  # score's readers, where callers found them
+)
+from earlyeval.workflows.score_read import run_specs as run_specs
 from earlyeval.workflows.score_usage import savings_summary, usage_of
-from earlyeval.workflows.sweep import frontier
 
 log = logging.getLogger(__name__)
-
-# ------------------------------------------------------------------ runs
-
-
-def run_specs(
-    runs_path: Path,
-    fmt: str,
-    labels: str | None = None,
-    agent: str | None = None,
-    root: Path | None = None,
-) -> list[RunSpec]:
-    """The catalog entries that describe ``runs_path`` (with ``labels``/``agent`` overrides), else a generic one.
-    ``root``: the data root catalog folders are relative to (default ``data_root()``)."""
-    p = Path(runs_path).resolve()
-    root = _data_root(root)
-    # an unknown label format: a ValueError, before any read
-    lspec = label_spec(labels) if labels else None
-    specs = _catalog_specs(p, fmt, root)
-    if not specs:  # no catalog entry: the format's own glob and labels (ingest.format_facts)
-        specs = [generic_spec(p, fmt, agent)]
-    out = []
-    for s in specs:
-        s.folder = (
-            str((root / s.folder).resolve()) if not Path(s.folder).is_absolute() else s.folder
-        )
-        if lspec:
-            s.labels = [lspec]
-        if agent:
-            s.agent = agent
-        out.append(s)
-    return out
-
-
-def _catalog_specs(p: Path, fmt: str, root: Path | None = None) -> list[RunSpec]:
-    """Catalog runs whose folder (or file) is ``p`` under ``root``, in format ``fmt`` ("auto": any)."""
-    root = _data_root(root)
-    found = []
-    for toml in sorted(available_benches().values()):
-        try:
-            cat = load_catalog(toml)
-        except (
-            CatalogError
-        ) as e:  # a bad catalog never stops scoring runs it does not describe: said, skipped
-            log.warning("earlyeval score: catalog skipped (it cannot describe these runs): %s", e)
-            continue
-        for s in cat.runs:
-            if s.format != fmt and fmt != "auto":
-                continue
-            folder = (root / s.folder).resolve()
-            if folder == p or (
-                p.is_file() and folder == p.parent and (p.name == s.glob or p.match(s.glob))
-            ):
-                found.append(
-                    dataclasses.replace(
-                        s,
-                        options={**s.options, "bench": cat.bench},
-                        glob=p.name if p.is_file() else s.glob,
-                    )
-                )
-    return found
-
-
-def read_runs(
-    specs: list[RunSpec], progress: bool = False
-) -> tuple[list[Trajectory], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Trajectories of every spec via ``ingest.ingest_run``; (trajectories, skipped files, per-spec ingest reports).
-    ``progress``: a bar per spec with its number of files (hence an ETA), on a terminal only."""
-    from tqdm.auto import tqdm
-
-    trajs: list[Trajectory] = []
-    skipped: list[dict[str, Any]] = []
-    reports = []
-    for s in specs:
-        total = len(discover(Path(s.folder), s)) if progress and Path(s.folder).exists() else None
-        with tqdm(
-            total=total,
-            desc=f"score: read {s.name[:40]}",
-            unit="file",
-            disable=None if progress else True,
-            leave=False,
-        ) as bar:
-            ts, rep = ingest_run(s, s.options.get("bench", "score"), Path("/"), progress=bar)
-            trajs += ts
-        skipped += [{**x, "run": s.name} for x in rep.skipped]
-        reports.append(rep.to_dict())
-    return trajs, skipped, reports
-
-
-# ---------------------------------------------------------------- replay
-
-THRESHOLD_METHODS = {
-    "model": "the model directory's thresholds.json",
-    "override": "given at run time (--thresholds)",
-    "warm start": "warm start",
-    "pass": "the pass's, per run: label-free, then certified by its audit runs",
-}
-
-
-def metric_blocks(
-    rs: Any,
-    thresholds: dict[str, Any],
-    warm: np.ndarray | None = None,
-    source: str | None = None,
-    halts: tuple[np.ndarray, np.ndarray] | None = None,
-) -> dict[str, Any]:
-    """Per-agent blocks (as in loao.json) and, for several agents, the pooled block.
-
-    ``warm``: runs of a warm start, completed at full cost (never halted); the policy metrics count them.
-    ``source``: where the thresholds came from (``thresholds.source_of``).  ``halts``: (t_halt, predicted
-    code) per run of ``rs``, the halts the monitor made: the policy metrics count those (a run whose
-    context lets no halt is not halted), so that the table and the count of halted runs are one set of numbers."""
-
-    # blocks read min_halt_step only
-    cfg = WarmStartRule(taus=(), min_halt_step=int(thresholds.get("min_halt_step", 1)))
-    source = source or ("model" if warm is None else "warm start")
-    th = {
-        "success": float(thresholds["success"]),
-        "failure": float(thresholds["failure"]),
-        "method": THRESHOLD_METHODS.get(source, source),
-    }
-    agents = list(dict.fromkeys(rs.agents))
-    blocks = {a: agent_block(rs.of_agent(a), th, cfg) for a in agents}
-    pooled = pooled_block([(rs.of_agent(a), th) for a in agents], cfg) if len(agents) > 1 else None
-    if halts is None and warm is not None and warm.any():
-        halts = apply_policy(rs, th["success"], th["failure"], cfg.min_halt_step)
-        halts[0][warm], halts[1][warm] = 0, -1
-    if halts is not None:
-        t_halt, pred = halts
-        agent = np.asarray(rs.agents)
-        for a in agents:
-            m = agent == a
-            blocks[a].update(
-                outcome_metrics(
-                    rs.y[m],
-                    rs.T[m],
-                    t_halt[m],
-                    pred[m],
-                    [x for x, k in zip(rs.in_tokens, m) if k],
-                    [x for x, k in zip(rs.out_tokens, m) if k],
-                )
-            )
-            if warm is not None and warm.any():
-                blocks[a]["warm_runs"] = int(warm[m].sum())
-        if pooled is not None:
-            pooled.update(outcome_metrics(rs.y, rs.T, t_halt, pred, rs.in_tokens, rs.out_tokens))
-    return {"agents": blocks, "pooled": pooled}
-
-
-# --------------------------------------------------------------- what-if
-
-WHAT_IF_KEYS = (
-    "halted_fraction",
-    "halted_accuracy",
-    "outcome_accuracy",
-    "steps_saved",
-    "steps_saved_task_skip",
-    "steps_saved_in_run",
-    "resolve_rate_shift_pp",
-    "input_tokens_saved",
-    "output_tokens_saved",
-)
-
-
-def what_if(
-    rs: Any,
-    taus: Any,
-    min_t: int = 1,
-    warm: np.ndarray | None = None,
-    costs: list[Any] | None = None,
-) -> dict[str, Any]:
-    """The labelled runs' metrics at every (tau_s, tau_f) of a grid, pooled: ``metrics.apply_policy`` and
-    ``metrics.outcome_metrics`` (the one halting rule and metric set), plus dollars saved on the runs with a
-    known cost; and the savings/accuracy frontier (``sweep.frontier``: no other point saves more steps at a
-    higher outcome accuracy).  Warm-start runs complete in full at every point."""
-    import pandas as pd
-
-    rows = []
-    taus = [float(x) for x in taus]
-    for ts in taus:
-        for tf in taus:
-            t_halt, pred = apply_policy(rs, ts, tf, min_t)
-            if warm is not None:
-                t_halt[warm], pred[warm] = 0, -1
-            m = outcome_metrics(rs.y, rs.T, t_halt, pred, rs.in_tokens, rs.out_tokens)
-            row: dict[str, Any] = {"tau_s": ts, "tau_f": tf, **{k: m.get(k) for k in WHAT_IF_KEYS}}
-            if costs is not None:
-                known = [(c, int(t)) for c, t in zip(costs, t_halt) if c is not None]
-                row["cost_usd_saved"] = (
-                    sum(c.total - c.upto(t) for c, t in known if t > 0) if known else None
-                )
-            rows.append(row)
-    df = pd.DataFrame(rows).assign(mode="what_if", agent="pooled")
-    f = frontier(df.astype({"steps_saved": float, "outcome_accuracy": float}), "what_if")
-    return {
-        "runs": int(len(rs)),
-        "taus": taus,
-        "min_halt_step": int(min_t),
-        "rule": "metrics.apply_policy over the replayed probabilities; steps_saved_task_skip = halts at t <= 1",
-        "grid": rows,
-        "frontier": [rows[i] for i in f.index],
-    }
-
 
 # ------------------------------------------------------------------ main
 
@@ -285,7 +71,7 @@ def score_runs(
 
     Raises ``NothingScoredError`` (and writes nothing) when no run was read."""
     o = options
-    got = _read(runs_path, o, _checked_call(runs_path, o, monitor, replay_all), progress)
+    got = read_folder(runs_path, o, _checked_call(runs_path, o, monitor, replay_all), progress)
     mon = monitor or Monitor.load(
         model_dir, thresholds=o.thresholds, halt_on=o.halt_on, require_signature=o.require_signature
     )
@@ -337,7 +123,7 @@ def score_runs(
             r["run_id"] for r in records if r.get("audited")
         }
         report.update(
-            _labelled_metrics(mon, got.trajs, records, warm_ids, th_source, o.what_if_taus)
+            labelled_metrics(mon, got.trajs, records, warm_ids, th_source, o.what_if_taus)
         )
     elif o.what_if_taus is not None and o.what_if_taus is not False:
         report["what_if"] = None
@@ -364,108 +150,9 @@ def _checked_call(
     return _data_root(options.data_root)
 
 
-@dataclasses.dataclass
-class _Read:
-    """The runs as read: their format (``MIXED`` for several; ``formats``: runs read per format; ``detection``:
-    what --format auto read, or None), the output folder, specs and trajectories."""
-
-    fmt: str
-    detected: bool
-    dest: Path
-    specs: list[RunSpec]
-    hint: str | None
-    trajs: list[Trajectory]
-    skipped: list[dict[str, Any]]
-    reports: list[dict[str, Any]]
-    formats: dict[str, int] = dataclasses.field(default_factory=dict)
-    detection: dict[str, Any] | None = None
-
-
-def _read(runs_path: str | Path, o: ScoreOptions, root: Path, progress: bool) -> _Read:
-    """The format(s), the output folder checked (another scoring there: refused before the read) and the runs
-    read, before the model is loaded: a wrong --format fails fast.  --format auto on a folder of several
-    formats reads each format's files as that format (``_mixed_specs``)."""
-    fmt, found, p = o.fmt, None, Path(runs_path)
-    if o.fmt == "auto":
-        found = detect_formats(p, _catalog_specs(p.resolve(), "auto", root), progress=progress)
-        fmt = next(iter(found.units)) if len(found.units) == 1 else MIXED
-        log.info(
-            "--format auto: %s",
-            ", ".join(f"{f} ({len(u)} files)" for f, u in sorted(found.units.items())),
-        )
-    dest = output_dir(p, Path(o.out) if o.out else None, workspace_root() / "reports" / "score")
-    check_destination(dest, p, fmt, o.force)
-    specs = (
-        _mixed_specs(p, found.units, o, root)
-        if fmt == MIXED
-        else run_specs(p, fmt, o.labels, o.agent, root=root)
-    )
-    hint = (
-        None
-        if any(s.options.get("bench") for s in specs)
-        else catalog_hint(p, "auto" if fmt == MIXED else fmt, root)
-    )
-    if hint:
-        log.warning("%s", hint)
-    trajs, skipped, reports = read_runs(specs, progress=progress)
-    skipped = (found.skipped if found else []) + _once(skipped)
-    if not trajs:
-        raise nothing_read(
-            p,
-            fmt if fmt != MIXED else f"auto ({', '.join(sorted(found.units))})",
-            specs,
-            reports,
-            skipped,
-        )
-    by_run = {s.name: s.format for s in specs}
-    formats = dict(sorted(Counter(by_run.get(str(t.meta.get("run")), fmt) for t in trajs).items()))
-    return _Read(
-        fmt,
-        found is not None,
-        dest,
-        specs,
-        hint,
-        trajs,
-        skipped,
-        reports,
-        formats,
-        found.summary() if found else None,
-    )
-
-
-def _once(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each skip once: two formats' specs over one folder both name a dangling link in it."""
-    seen: set[tuple[Any, ...]] = set()
-    out = []
-    for x in entries:
-        key = tuple(sorted((k, str(v)) for k, v in x.items() if k != "run"))
-        if key not in seen:
-            seen.add(key)
-            out.append(x)
-    return out
-
-
-def _mixed_specs(
-    p: Path, units: dict[str, list[Path]], o: ScoreOptions, root: Path
-) -> list[RunSpec]:
-    """One generic spec per format found, named ``<folder>[<format>]`` (its agent too, unless --agent) and
-    reading only the files detected as that format (``options["files"]``: its glob may list the others')."""
-    out = []
-    for fmt, us in sorted(units.items()):
-        for s in run_specs(p, fmt, o.labels, o.agent, root=root):
-            if not s.options.get(
-                "bench"
-            ):  # a generic spec: one per format, so that run ids stay apart
-                s.name = s.scaffold = f"{p.resolve().name}[{fmt}]"
-                s.agent = o.agent or s.name
-            s.options = {**s.options, "files": [str(u) for u in us]}
-            out.append(s)
-    return out
-
-
 def _task_table(
     bundle: Any,
-    got: _Read,
+    got: RunsRead,
     tasks: dict[str, Task] | Path | None,
     model_dir: str | Path,
     cross_bench: bool,
@@ -521,7 +208,7 @@ def _records(
 def _scored_with(
     model_dir: str | Path,
     runs_path: str | Path,
-    got: _Read,
+    got: RunsRead,
     mon: Any,
     model_th: dict[str, Any],
     th_source: str,
@@ -558,7 +245,7 @@ def _scored_with(
 
 def _tallies(
     mon: Any,
-    got: _Read,
+    got: RunsRead,
     records: list[dict[str, Any]],
     overlap: dict[str, Any],
     the_pass: Any,
@@ -663,89 +350,6 @@ def _replayed(
     for t, r in zip(trajs, records):
         r["usage"] = usage_of(t, r["halt_t"] if r["halted"] else None)
     return records
-
-
-def _labelled_metrics(
-    mon: Any,
-    trajs: list[Trajectory],
-    records: list[dict[str, Any]],
-    warm_ids: set[str],
-    th_source: str,
-    what_if_taus: Any,
-) -> dict[str, Any]:
-    """The labelled runs' metric blocks under the monitor's thresholds, the check that its halts are the
-    policy's halts, and the what-if frontier when asked for."""
-    out: dict[str, Any] = {}
-    rs = runset_of(trajs, records, halting_policy(mon.bundle))
-    warm = np.asarray([rid in warm_ids for rid in rs.run_ids], dtype=bool)
-    ts, tf = mon.rule.pair  # the pair the rule applies under halt_on
-    lab = [r for t, r in zip(trajs, records) if _scorable(t, r)]  # the runs of rs, in its order
-    made = (
-        np.asarray([int(r["halt_t"] or 0) if r["halted"] else 0 for r in lab], dtype=np.int64),
-        np.asarray(
-            [
-                {"success": 1, "failure": 0}.get(r["predicted"], -1) if r["halted"] else -1
-                for r in lab
-            ]
-        ),
-    )
-    out.update(
-        metric_blocks(
-            rs,
-            {**mon.thresholds, "success": ts, "failure": tf},
-            warm if warm_ids else None,
-            source=th_source,
-            halts=made,
-        )
-    )
-    for blk in (
-        out["agents"].values() if th_source == "pass" else ()
-    ):  # the runs completed in full are the audit sample
-        blk["audited_runs"] = blk.pop("warm_runs", 0)
-    # the monitor's own halts must be the policy's halts on its probabilities: one rule, checked
-    t_halt, pred = apply_policy(rs, ts, tf, mon.rule.min_halt_step)
-    # a run whose context lets no halt ("partial", "none": missing information never halts) must not halt at all
-    t_halt = np.asarray(
-        [
-            int(th) if r.get("context", "full") in HALTING_CONTEXTS else 0
-            for r, th in zip(lab, t_halt)
-        ]
-    )
-    mism = [
-        r["run_id"]
-        for r, th, pr in zip(lab, t_halt, pred)
-        if not r.get("warm")
-        and (
-            (r["halt_t"] or 0) != int(th)
-            or (th and r["predicted"] != ("success" if pr == 1 else "failure"))
-        )
-    ]
-    if th_source == "pass":  # each run halts at the thresholds its monitor was spawned with
-        mism = pass_inconsistent(lab, mon.halt_on, mon.rule.min_halt_step)
-    out["policy_consistent"] = not mism
-    if mism:
-        log.error(
-            "monitor halts differ from metrics.apply_policy on %d runs, e.g. %s",
-            len(mism),
-            mism[:3],
-        )
-    if what_if_taus is not None and what_if_taus is not False:
-        taus = (
-            ((mon.bundle.training.get("config") or {}).get("taus") or GRID)
-            if what_if_taus is True
-            else what_if_taus
-        )
-        by_id = {t.run_id: t for t in trajs}
-        costs = []
-        for rid in rs.run_ids:
-            try:
-                costs.append(run_cost(by_id[rid]))
-            except PriceError:
-                costs.append(None)
-        out["what_if"] = what_if(
-            rs, taus, mon.rule.min_halt_step, warm if warm_ids else None, costs
-        )
-    return out
 
 
 def write_outputs(

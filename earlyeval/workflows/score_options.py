@@ -9,6 +9,7 @@ from typing import Any
 
 from earlyeval.config.catalog import data_root as _data_root
 from earlyeval.ingest import format_module
+from earlyeval.live.pass_certify import MAX_WORKERS
 from earlyeval.workflows.score_checks import check_as_of
 
 # score_runs' keyword arguments that are not settings: objects of this process (a loaded Monitor, a cluster's
@@ -108,12 +109,35 @@ class ScoreOptions:
             raise ValueError(
                 "--pass replays the folder as one pass in this process: not with --warm-start or --scheduler"
             )
-        if self.pass_replay and not (
-            0.0 <= self.audit_share <= 1.0
-            and isinstance(self.pass_workers, int)
-            and self.pass_workers >= 1
-        ):
-            raise ValueError(
-                f"--audit-share {self.audit_share!r} must be in [0, 1] and --pass-workers "
-                f"{self.pass_workers!r} >= 1"
-            )
+        _check_counts(self)
+        _check_together(self)
+
+
+def _check_counts(o: ScoreOptions) -> None:
+    """The sizes and shares a user gives, each bounded and named (``--pass-workers 1e9`` once allocated a
+    billion simulated workers)."""
+    for name, v, lo, hi in (
+        ("--pass-workers", o.pass_workers, 1, MAX_WORKERS),
+        ("--seed", o.seed, 0, 2**63 - 1),
+    ):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise ValueError(f"{name} {v!r}: an integer in [{lo}, {hi}]")
+    share = o.audit_share
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+        raise ValueError(f"--audit-share {share!r} must be in [0, 1]")
+
+
+# (option, its default, the option without which it is never read)
+_NEEDS = (
+    ("pass_workers", "--pass-workers", 1, "pass_replay", "--pass"),
+    ("audit_share", "--audit-share", 0.10, "pass_replay", "--pass"),
+    ("warm_rule", "--warm-rule", "certify", "warm_start", "--warm-start"),
+)
+
+
+def _check_together(o: ScoreOptions) -> None:
+    """An option given without the one that reads it would change nothing: refused, naming both."""
+    for field, name, default, needs, needs_name in _NEEDS:
+        v = getattr(o, field)
+        if v != default and not getattr(o, needs):
+            raise ValueError(f"{name} {v!r} is read only with {needs_name}, which is not given")

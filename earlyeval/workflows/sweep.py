@@ -15,6 +15,7 @@ import pandas as pd
 
 from earlyeval.config.workspace import features_dir, reports_dir
 from earlyeval.core.atomic import atomic_path, savefig
+from earlyeval.core.plotting import pyplot
 from earlyeval.evaluation.adapt import warm_split
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.fitting.metrics import RunSet, grid_metrics, outcome_metrics, step_cap_policy
@@ -199,10 +200,7 @@ def frontier(df: pd.DataFrame, mode: str, agent: str = "pooled") -> pd.DataFrame
 
 
 def plot_frontiers(df: pd.DataFrame, loao: dict[str, Any] | None, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # Agg, labels literal (an agent named $x$ is not TeX)
 
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for mode, style in (

@@ -125,15 +125,19 @@ def test_a_record_is_frozen_and_replace_checks_again():
 def test_a_catalog_builds_the_record_its_settings_say(tmp_path):
     cat = _catalog(
         tmp_path,
-        'confidence = "none"\ninner_holdout = "scaffold"\n[settings.peer_prior]\nstrength = 2.0',
+        'confidence = "none"\ninner_holdout = "scaffold"\nmodel_families = ["behaviour", "peer_prior"]\n'
+        "[settings.peer_prior]\nstrength = 2.0",
     )
     assert cat.config == EvalConfig(
-        families=["behaviour"],
+        families=["behaviour", "peer_prior"],
         min_steps=2,
         confidence=None,
         inner_holdout="scaffold",
         peer_params={"strength": 2.0},
     )
+    # settings no family of the catalog reads: an error naming both keys
+    with pytest.raises(CatalogError, match=r"'settings\.peer_prior': .*'settings\.model_families'"):
+        _catalog(tmp_path, "[settings.peer_prior]\nstrength = 2.0")
     shipped = load_catalog("swebench")
     assert (
         eval_config("swebench") == shipped.config
@@ -142,7 +146,9 @@ def test_a_catalog_builds_the_record_its_settings_say(tmp_path):
     with pytest.raises(CatalogError, match=r"'settings\.minsteps': unknown key"):
         _catalog(tmp_path, "minsteps = 3")
     with pytest.raises(CatalogError, match=r"settings\.peer_prior\.strength"):
-        _catalog(tmp_path, "[settings.peer_prior]\nstrength = -1.0")
+        _catalog(
+            tmp_path, 'model_families = ["peer_prior"]\n[settings.peer_prior]\nstrength = -1.0'
+        )
 
 
 def test_an_adapter_block_and_a_python_caller_build_the_same_record():

@@ -541,7 +541,7 @@ def _pass_case(
     with_refs = (
         "pass" in monitor_from_config({"model": cfg["model"]}).bundle.featurizer.family_names
     )
-    live_moves = [m for m in moves(the_pass.state["history"], "thresholds") if m != list(base)]
+    live_moves = [m for m in moves(the_pass.history, "thresholds") if m != list(base)]
     return {
         "rs": rs,
         "sim": sim,

@@ -104,7 +104,7 @@ def test_a_pass_monitor_observe_and_audited_finish_stay_light(tmp_path):
         f"for i in range(5):\n"
         f"    d = mon.observe(make_step(i, [Action('bash', f'python -m pytest tests/test_{{i}}.py')], observation='1 failed, 2 passed'))\n"
         f"p.finish('r0', steps=5, tokens=None, cost=None, halted=False, outcome=0)\n"
-        f"assert p.state['history'], p.state\n" + _REPORT
+        f"assert p.history, p.state\n" + _REPORT
     )
     got = _run(code)
     assert got["heavy"] == [], got

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from earlyeval.core.decision import NEVER, threshold_text
-from earlyeval.report.page_rules import _th
+from earlyeval.report.page_rules import pair_text
 from earlyeval.report.reporting import loao_table
 from earlyeval.report.score_table import pass_line, score_table, what_if_table
 
@@ -77,4 +77,4 @@ def test_every_printed_threshold_says_off():
     loao = loao_table({"agents": {"a": {"n_runs": 3, "thresholds": OFF_SUCCESS}}, "pooled": {}})
     row = next(ln for ln in loao.splitlines() if ln.startswith("a "))
     assert row.split()[-2:] == ["off", "0.95"]
-    assert _th(OFF_SUCCESS) == "off / 0.95" and _th({"success": 0.9}) == "0.9 / –"
+    assert pair_text(OFF_SUCCESS) == "off / 0.95" and pair_text({"success": 0.9}) == "0.9 / –"

@@ -52,11 +52,16 @@ def root(tmp_path):
     run = tmp_path / "data" / SPEC.folder
     shutil.copytree(_paths.FIXTURES / "swe-agent-traj", run)
     (run / "sub").mkdir()
-    # same task, another file
-    shutil.copy(run / "astropy__astropy-1.traj", run / "sub" / "astropy__astropy-1.traj")
+    # same task, another file (another run: a copy of one would be counted once, ingest.once)
+    _another_run(run / "astropy__astropy-1.traj", run / "sub" / "astropy__astropy-1.traj")
     # a task id from the file: django
-    shutil.copy(run / "django__django-2.traj", run / "sub" / "zz.traj")
+    _another_run(run / "django__django-2.traj", run / "sub" / "zz.traj")
     return tmp_path / "data"
+
+
+def _another_run(src: Path, dst: Path) -> None:
+    """``src``'s task in another file, its first thought worded otherwise: another run, not a copy."""
+    dst.write_text(src.read_text().replace('"thought": "', '"thought": "Again: ', 1))
 
 
 @pytest.mark.parametrize("chunk_files", [1, 3, 100])
@@ -84,6 +89,31 @@ def test_same_trajectories_ids_and_report_as_in_process(client, root, tmp_path, 
     assert len(part_names(dest)) == -(-rep.files_read // chunk_files) + 1
     # the staging directory became the dataset
     assert not list(tmp_path.glob(".trajectories.parquet.*"))
+
+
+@pytest.mark.parametrize("chunk_files", [1, 100])
+def test_a_copy_in_another_chunk_is_counted_once_as_in_process(client, root, tmp_path, chunk_files):
+    """Issue 43 item 4: a run file copied into a sub-folder is read once on a cluster too, whichever chunk each
+    copy falls in (the driver compares the chunks' fingerprints), with the skip in-process ingest gives."""
+    run = root / SPEC.folder
+    (run / "copies").mkdir()
+    shutil.copy(run / "django__django-2.traj", run / "copies" / "django__django-2.traj")
+    ref, rep = ingest_run(SPEC, "swebench", root)
+    copies = [s for s in rep.skipped if "the same run as" in s["reason"]]
+    assert (
+        len(copies) == 1
+    )  # the first read is kept (copies/ sorts first), the skip names both files
+    assert {copies[0]["file"], copies[0]["reason"].split(" (")[0][len("the same run as ") :]} == {
+        str(run / "django__django-2.traj"),
+        str(run / "copies" / "django__django-2.traj"),
+    }
+    dest = tmp_path / "trajectories.parquet"
+    got = ingest_parts(
+        client, Catalog("swebench", Path("fx.toml"), [SPEC]), root, dest, chunk_files=chunk_files
+    )
+    got.commit(dest)
+    assert read_trajectories(dest) == ref
+    assert got.reports[0].to_dict() == rep.to_dict()
 
 
 def test_ctrl_c_while_chunks_are_submitted_leaves_no_staging(client, root, tmp_path, monkeypatch):

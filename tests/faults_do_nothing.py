@@ -4,8 +4,8 @@ model (``models/swebench``, after ``make train``) through the Monitor and throug
 tests/test_faults.py and tools/fault_summary.py.
 
 "ok": no such run is halted as a success; "silent": one is (its recorded outcome is a success it never earned).
-The halting rule's evidence for success is the coordinator's (issue 41): the cases that fail until it lands are
-in ``XFAIL`` (tests/test_faults.py marks them ``xfail(strict=True)``, so the mark must go when they pass)."""
+A success halt needs the run's own evidence (features.evidence, the catalog's ``success_evidence``): none of these
+runs has any, so none may be credited, whatever the task prior says."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ REPO = HERE.parent
 MODEL = REPO / "models" / "swebench"
 DATA = REPO / "data" / "swebench"
 KINDS = ("50 steps of echo hi", "50 empty steps", "a forfeit at once")
-REASON = "success evidence rule (issue 41), coordinator"
 
 
 def _absent() -> str | None:
@@ -132,10 +131,4 @@ CASES_DO_NOTHING: list[tuple[str, str, Callable[[Env], tuple[str, str]]]] = [
         for k in KINDS[:2]
     ],
 ]
-# the cases the shipped model fails until the success evidence rule lands (a one-step run's only turn is its
-# final one, which a replay never scores: "score: a forfeit at once" holds already)
-XFAIL = {
-    name: REASON
-    for _, name, _ in CASES_DO_NOTHING
-    if not (name.startswith("score") and "a forfeit at once" in name)
-}
+XFAIL: dict[str, str] = {}  # every case holds since the success evidence rule (issue 41)

@@ -20,7 +20,11 @@ def score_table(report: dict[str, Any]) -> str:
     lines = [
         f"{report['n_trajectories']} runs ({report['n_labelled']} labelled"
         + (f"; {per_fmt}" if mixed else "")
-        + f"), {report['n_halted']} halted"
+        + (
+            f"), shadow mode: nothing halted, {report.get('n_would_halt') or 0} would have been"
+            if report.get("mode") == "shadow"
+            else f"), {report['n_halted']} halted"
+        )
         + _by_rule(report)
         + "; "
         f"thresholds success={threshold_text(th['success'], '')} failure={threshold_text(th['failure'], '')}"
@@ -43,6 +47,8 @@ def score_table(report: dict[str, Any]) -> str:
     sv = report.get("savings")
     if sv:
         lines += _savings_lines(sv)
+    if report.get("mode") == "shadow":
+        lines += _shadow_lines(report)
     if report.get("what_if"):
         lines.append(what_if_table(report["what_if"], th))
     if report.get("pass"):
@@ -234,3 +240,22 @@ def pass_line(ps: dict[str, Any]) -> str:
         f"thresholds success/failure {moves}; steps saved {sv['steps_saved']}/{sv['steps_total']}{frac}, "
         f"audited runs at full cost; {ps['status']}"
     )
+
+
+def _shadow_lines(report: dict[str, Any]) -> list[str]:
+    """A shadow monitor's would-be savings and its wrong would-be halts, per agent: what decides turning
+    halting on (the agents' table above is what it would have done)."""
+    lines = ["shadow mode: every number above is what halting would have done; nothing was halted"]
+    sv = report.get("would_have_saved")
+    if sv:
+        lines += [f"would have saved, {line}" for line in _savings_lines(sv)]
+    for agent, a in sorted(((report.get("shadow") or {}).get("agents") or {}).items()):
+        wrong = ", ".join(
+            f"{w['run_id']} ({w['predicted']} at step {w['step']})" for w in a["wrong"][:5]
+        )
+        more = f" and {a['n_wrong'] - 5} more" if a["n_wrong"] > 5 else ""
+        lines.append(
+            f"{agent}: {a['would_halt']} of {a['labelled_runs']} labelled runs would have halted, "
+            f"{a['n_wrong']} wrongly" + (f": {wrong}{more}" if wrong else "")
+        )
+    return lines

@@ -35,7 +35,7 @@ from earlyeval.workflows.score_checks import (
     load_task_table,
 )
 from earlyeval.workflows.score_csv import csv_text
-from earlyeval.workflows.score_metrics import labelled_metrics
+from earlyeval.workflows.score_metrics import labelled_metrics, shadow_block
 from earlyeval.workflows.score_options import ScoreOptions
 from earlyeval.workflows.score_pass import pass_block, replay_pass
 from earlyeval.workflows.score_read import RunsRead, read_folder
@@ -73,7 +73,11 @@ def score_runs(
     o = options
     got = read_folder(runs_path, o, _checked_call(runs_path, o, monitor, replay_all), progress)
     mon = monitor or Monitor.load(
-        model_dir, thresholds=o.thresholds, halt_on=o.halt_on, require_signature=o.require_signature
+        model_dir,
+        thresholds=o.thresholds,
+        halt_on=o.halt_on,
+        require_signature=o.require_signature,
+        mode=o.mode,
     )
     bundle = mon.bundle
     overlap = training_overlap(
@@ -125,6 +129,8 @@ def score_runs(
         report.update(
             labelled_metrics(mon, got.trajs, records, warm_ids, th_source, o.what_if_taus)
         )
+        if mon.shadow:
+            report["shadow"] = shadow_block(records)
     elif o.what_if_taus is not None and o.what_if_taus is not False:
         report["what_if"] = None
         log.warning("what-if: no labelled runs with probabilities at every prefix; no frontier")
@@ -235,7 +241,12 @@ def _scored_with(
             for s in got.specs
         ],
         "thresholds": mon.thresholds,
-        "halt_on": mon.halt_on,  # which predicted outcomes halted (policy.halting_pair: an off side never halts)
+        "halt_on": mon.halt_on,
+        # shadow: the monitor decided and recorded at every step and halted nothing; every number below is what
+        # it would have done (a record's "halted" is a would-be halt, flagged "shadow")
+        "mode": "shadow"
+        if mon.shadow
+        else "halt",  # which predicted outcomes halted (policy.halting_pair: an off side never halts)
         "thresholds_source": th_source,  # model (thresholds.json) / override (--thresholds) / warm start
         "model_thresholds": {
             k: model_th[k] for k in ("success", "failure", "min_halt_step") if k in model_th
@@ -257,7 +268,9 @@ def _tallies(
         "predictor": mon.loaded.predictor_kind,
         "n_trajectories": len(trajs),
         "n_labelled": sum(t.outcome is not None for t in trajs),
-        "n_halted": sum(r["halted"] for r in records),
+        # a shadow monitor halts nothing: its would-be halts are counted apart
+        "n_halted": 0 if mon.shadow else sum(r["halted"] for r in records),
+        "n_would_halt": sum(r["halted"] for r in records) if mon.shadow else None,
         # halts by basis (policy.HALT_RULES): "task prior" = at step 1 or before any action, the task alone decided
         "halted_by_rule": dict(Counter(r.get("halt_rule") or "?" for r in records if r["halted"])),
         "skipped": got.skipped,
@@ -270,7 +283,8 @@ def _tallies(
         ),
         "n_runs_with_errors": sum(bool(r["errors"]) for r in records),
         # every run, labelled or not: what the monitor's halts saved where usage is known
-        "savings": savings_summary(records),
+        "savings": None if mon.shadow else savings_summary(records),
+        "would_have_saved": savings_summary(records) if mon.shadow else None,
         "pass": pass_block(the_pass, records, pass_workers, savings_summary(records))
         if the_pass
         else None,

@@ -16,7 +16,11 @@ from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.fitting.metrics import apply_policy, outcome_metrics
 from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
 from earlyeval.fitting.thresholds import WarmStartRule
-from earlyeval.fitting.warm import _scorable, halting_policy, runset_of  # warm_start: score_runs' K option
+from earlyeval.fitting.warm import (  # warm_start: score_runs' K option
+    _scorable,
+    halting_policy,
+    runset_of,
+)
 from earlyeval.workflows.score_pass import pass_inconsistent
 from earlyeval.workflows.sweep import frontier
 
@@ -217,3 +221,31 @@ def labelled_metrics(
             rs, taus, mon.rule.min_halt_step, warm if warm_ids else None, costs
         )
     return out
+
+
+def shadow_block(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where a shadow monitor would have been wrong, per agent: each labelled run it would have halted with
+    another outcome than the graded one (run, step, prediction), beside its would-be halts and their count.
+    This is what a team reads before turning halting on (docs/monitor.md, "Shadow mode")."""
+    agents: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if r.get("outcome") is None or r.get("warm"):
+            continue
+        a = agents.setdefault(str(r["agent"]), {"labelled_runs": 0, "would_halt": 0, "wrong": []})
+        a["labelled_runs"] += 1
+        if not r["halted"]:
+            continue
+        a["would_halt"] += 1
+        said = 1 if r["predicted"] == "success" else 0
+        if said != int(r["outcome"]):
+            a["wrong"].append(
+                {"run_id": r["run_id"], "step": r["halt_t"], "predicted": r["predicted"]}
+            )
+    for a in agents.values():
+        a["n_wrong"] = len(a["wrong"])
+    return {
+        "doc": "nothing was halted: the would-be halts of a shadow monitor, graded; see the agents' blocks "
+        "for what they would have saved and the shift they would have caused",
+        "agents": agents,
+        "n_wrong": sum(a["n_wrong"] for a in agents.values()),
+    }

@@ -67,6 +67,10 @@ class ScoreOptions:
         With ``pass_replay``: the share of runs audited, in [0, 1].
     pass_workers : int
         With ``pass_replay``: the parallel workers simulated, >= 1.
+    mode : str, optional
+        "halt" or "shadow" (the monitor decides and records at every step and halts nothing: score.json's
+        numbers are what it would have done, with its wrong would-be halts listed per agent); None: the model's
+        ``default_mode`` (shadow for a model whose forecast halts below its target), as every adapter.
     """
 
     fmt: str
@@ -89,6 +93,7 @@ class ScoreOptions:
     pass_replay: bool = False
     audit_share: float = 0.10
     pass_workers: int = 1
+    mode: str | None = None
 
     def __post_init__(self) -> None:
         """The checks made before any work, in the order score_runs has always made them."""
@@ -108,6 +113,12 @@ class ScoreOptions:
         if self.pass_replay and self.warm_start:
             raise ValueError(
                 "--pass replays the folder as one pass in this process: not with --warm-start or --scheduler"
+            )
+        if self.mode not in (None, "halt", "shadow"):
+            raise ValueError(f"--mode {self.mode!r}: halt or shadow")
+        if self.mode == "shadow" and self.pass_replay:
+            raise ValueError(
+                "--mode shadow halts nothing: a --pass (whose halts are its point) cannot be one"
             )
         _check_counts(self)
         _check_together(self)

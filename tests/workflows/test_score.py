@@ -245,3 +245,45 @@ def test_the_public_batch_entry_point_returns_one_row_per_run(setup):
         assert row.true_label == {1: "success", 0: "failure"}[r["outcome"]]
     assert frame["halted_step"].notna().any() and frame["halted_step"].isna().any()
     assert frame["steps"].dtype.kind in "if" and Path(frame.attrs["per_run_csv"]).exists()
+
+
+def test_shadow_mode_halts_nothing_and_lists_the_would_be_wrong_halts(setup):
+    """score --mode shadow: the same decisions as halting, step by step, but nothing halted; its metrics are what
+    halting would have done, and every would-be halt whose prediction contradicts the graded outcome is listed
+    under its agent (issue 41 item 5)."""
+
+    def scored(name, **kw):
+        paths = score_runs(
+            setup["model"],
+            setup["runs"],
+            ScoreOptions("atif", out=setup["base"] / name, **kw),
+            tasks=setup["tasks"],
+            progress=False,
+        )
+        return json.loads(paths["score"].read_text())
+
+    live, shadow = scored("live", mode="halt"), scored("shadow", mode="shadow")
+    assert live["mode"] == "halt" and shadow["mode"] == "shadow"
+    assert shadow["n_halted"] == 0 and shadow["n_would_halt"] == live["n_halted"] > 0
+    assert shadow["savings"] is None and shadow["would_have_saved"]["runs"] == 36
+    by_id = {r["run_id"]: r for r in live["per_run"]}
+    wrong = set()
+    for r in shadow["per_run"]:
+        l = by_id[r["run_id"]]
+        assert (r["halt_t"], r["predicted"], r["p_success"]) == (
+            l["halt_t"],
+            l["predicted"],
+            l["p_success"],
+        )
+        assert r["shadow"] is r["halted"]  # a halt in shadow mode is a would-be halt, flagged
+        if r["halted"] and (r["predicted"] == "success") != bool(r["outcome"]):
+            wrong.add(r["run_id"])
+    ((agent, blk),) = shadow["shadow"]["agents"].items()
+    assert {w["run_id"] for w in blk["wrong"]} == wrong and blk["n_wrong"] == len(wrong)
+    assert blk["would_halt"] == live["n_halted"] and blk["labelled_runs"] == 36
+    assert shadow["agents"][agent]["halted_accuracy"] == live["agents"][agent]["halted_accuracy"]
+    assert "shadow mode: nothing halted" in score_table(shadow)
+    with pytest.raises(ValueError, match="--mode"):
+        ScoreOptions("atif", mode="maybe")
+    with pytest.raises(ValueError, match="shadow"):
+        ScoreOptions("atif", mode="shadow", pass_replay=True)

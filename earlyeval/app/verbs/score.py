@@ -50,6 +50,12 @@ def score(
     audit_share: float = flags.SCORE_AUDIT_SHARE,
     pass_workers: int = flags.SCORE_PASS_WORKERS,
     require_signature: bool = flags.SCORE_REQUIRE_SIGNATURE,
+    mode: Optional[str] = typer.Option(
+        None,
+        "--mode",
+        help="halt, or shadow: decide and record at every step, halt nothing; score.json shows what it "
+        "would have saved and where it would have been wrong (default: the model's default mode).",
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     scheduler: Optional[str] = scheduler_option(),
     verbose: bool = verbose_option(),
@@ -78,6 +84,11 @@ def score(
         else None
     )
     # no run read, a bad model dir, too few runs for --warm-start ...: one line, exit 2 (command)
+    if mode is not None and scheduler:
+        raise bad_value(
+            "give --mode in this process (no --scheduler): the workers load the model's own mode",
+            param_hint="'--mode'",
+        )
     with backend_for(scheduler) as backend:
         # None in this process: score replays itself
         replay_all = backend.replay(model, thresholds, halt_on, warm_rule)
@@ -102,6 +113,7 @@ def score(
             pass_replay=as_pass,
             audit_share=audit_share,
             pass_workers=pass_workers,
+            mode=mode,
         )
         paths = score_runs(
             model,

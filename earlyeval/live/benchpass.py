@@ -45,6 +45,7 @@ from earlyeval.live.pass_state import (
 )
 from earlyeval.model import signature
 from earlyeval.model.policy import halting_pair
+from earlyeval.model.shift_test import ShiftTest, detectable_share
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,7 @@ class Pass:
         max_error: float = MAX_ERROR,
         key: bytes | str | None = None,
         require_signature: bool = False,
+        expected_runs: int | None = None,
     ):
         self.base_monitor = monitor
         # the pair the monitors' rule applies: a side their halt_on turns off is NEVER and stays off, so that the
@@ -134,6 +136,7 @@ class Pass:
         self._audit_monitors: dict[str, AuditMonitor] = {}
         self.warnings: list[str] = []
         self.certifier = Certifier(s)
+        self.detectable = self._detectable(expected_runs)
         self.file = self._state_file(state, key, require_signature)
         self.path = self.file.path if self.file is not None else None
         self._loaded = Loaded({}, {}, "new pass (no state file)", True)
@@ -188,20 +191,46 @@ class Pass:
             require_signature=bool(kwargs.get("require_signature", False)),
         )
 
+    def _detectable(self, expected_runs: int | None) -> dict[str, Any] | None:
+        """Said up front: the smallest share of wrong halts of one side that the shift test sees (80 % power)
+        with the audited runs a pass of ``expected_runs`` runs grades; smaller shifts go unseen."""
+        if expected_runs is None:
+            return None
+        n_audit = int(round(int(expected_runs) * self.audit_share))
+        share = detectable_share(n_audit)
+        out = {"expected_runs": int(expected_runs), "audited": n_audit, "share": share}
+        log.info(
+            "earlyeval pass: %d runs, about %d audited: %s",
+            expected_runs,
+            n_audit,
+            "too few audited runs for the shift test to see any shift"
+            if share is None
+            else f"the shift test sees a share of wrong halts of {share:.0%} or more (80 % power)",
+        )
+        return out
+
     # ------------------------------------------------------------ state
     def _set(self, loaded: Loaded) -> None:
         """``loaded`` in force: its thresholds derived from its records (never a stored pair)."""
         for w in loaded.warnings:
-            if w not in self.warnings:
-                log.warning("earlyeval pass: %s", w)
-                self.warnings.append(w)
+            self._say(w)
         self._loaded = loaded
+        pair, test = self.certifier.certified(loaded.records, bool(loaded.bad))
         self.state = {
             "finished": loaded.records,
-            "thresholds": self.certifier.thresholds(loaded.records, bool(loaded.bad)),
+            "thresholds": pair,
+            "shift_test": shift_summary(test),
             "status": loaded.status,
             "cold": loaded.cold,
         }
+        if test.rejected is not None:
+            self._say(self.state["shift_test"]["fallback"])
+
+    def _say(self, warning: str) -> None:
+        """A warning logged once (the adapters' logs) and kept for the summary."""
+        if warning not in self.warnings:
+            log.warning("earlyeval pass: %s", warning)
+            self.warnings.append(warning)
 
     def _refresh(self) -> None:
         if self.file is not None:
@@ -328,7 +357,8 @@ class Pass:
             ld = dataclasses.replace(
                 ld, status="resumed" if not ld.cold else ld.status, cold=False, warnings=[]
             )
-            self.file.write(ld, self.certifier.thresholds(ld.records, bool(ld.bad)))
+            pair, test = self.certifier.certified(ld.records, bool(ld.bad))
+            self.file.write(ld, pair, shift_summary(test))
             self._set(ld)
 
     def summary(self) -> dict[str, Any]:
@@ -344,7 +374,28 @@ class Pass:
             "status": self.status,
             "warnings": list(self.warnings),
             "left_out": sorted(self._loaded.bad),
+            "shift_test": self.state["shift_test"],
+            "shift_detectable": self.detectable,
         }
+
+
+def shift_summary(test: ShiftTest) -> dict[str, Any]:
+    """The shift test as the state, the report and the logs say it: its numbers and, once it fired, the side
+    turned off for the rest of the pass and why."""
+    out: dict[str, Any] = test.summary()
+    side = test.rejected
+    out["fallback"] = (
+        None
+        if side is None
+        else (
+            "the audited runs show the model does not follow this agent: after "
+            f"{test.rejected_at} graded audited runs, the share that would have been halted as "
+            f"{'successes that failed' if side == 'over' else 'failures that succeeded'} "
+            f"is above {test.margin:.0%} (anytime-valid test, level {test.alpha:g}); "
+            f"{'success' if side == 'over' else 'failure'} halts are off for the rest of the pass"
+        )
+    )
+    return out
 
 
 def _shown(run_id: Any) -> str:

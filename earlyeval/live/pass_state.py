@@ -31,16 +31,24 @@ from typing import Any, Iterable
 from earlyeval.config.records import Record, setting
 from earlyeval.config.schema import HEX64, Bool, Choice, Int, Invalid, ListOf, Num, Validator
 from earlyeval.core.atomic import write_bytes
+from earlyeval.core.decision import NEVER
 from earlyeval.core.errors import IngestError, PassStateError, SettingError, StrictJSONError
 from earlyeval.core.jsonio import dumps_strict, loads_strict, read_regular
 from earlyeval.features.passref import RunProfile
-from earlyeval.live.pass_certify import audited, candidate_taus, certify_counts, run_errors
+from earlyeval.live.pass_certify import (
+    audited,
+    candidate_taus,
+    certify_counts,
+    run_errors,
+    would_halt,
+)
 from earlyeval.model import signature
 from earlyeval.model.policy import halting_pair
+from earlyeval.model.shift_test import ShiftTest
 
 FORMAT = "earlyeval-pass-state"
 VERSION = 2
-STATE_KEYS = ("format", "version", "pass", "finished", "thresholds", "signature")
+STATE_KEYS = ("format", "version", "pass", "finished", "thresholds", "shift_test", "signature")
 MAX_RUNS = 10_000_000  # finished runs one pass may record
 MAX_STEPS = 10_000_000  # steps one run may have
 MAX_RUN_ID = 1024  # characters of a run id
@@ -213,14 +221,27 @@ class Certifier:
                 counts[k] = (e0 + e, m0 + m)
             yield counts, n
 
+    def certified(
+        self, records: dict[str, dict[str, Any]], cautious_only: bool
+    ) -> tuple[list[float], ShiftTest]:
+        """The pair certified by every graded audit record (label-free with none) and the shift test
+        (``model.shift_test``) over the same records in grading order, each audited run judged by the halt it
+        would have had at the pair in force when it was graded. Once the test fires, the side it fired on is off
+        for the rest of the pass: "over" (wrong success halts) turns success halts off, "under" failure halts."""
+        s = self.settings
+        pair = list(halting_pair(*s.base, s.halt_on))
+        test = ShiftTest()
+        graded = self.graded(records)
+        for (counts, n), (_, r) in zip(self._running(graded), graded):
+            test.update(would_halt(r["probs"], pair[0], pair[1], s.min_halt_step), r["outcome"])
+            pair = self._pair(counts, n, cautious_only)
+        if test.rejected is not None:
+            pair[0 if test.rejected == "over" else 1] = NEVER
+        return pair, test
+
     def thresholds(self, records: dict[str, dict[str, Any]], cautious_only: bool) -> list[float]:
-        """The pair in force: certified by every graded audit record (label-free with none)."""
-        last: tuple[dict[tuple[int, float], tuple[int, int]], int] = ({}, 0)
-        for last in self._running(self.graded(records)):
-            pass
-        if last[1] == 0:
-            return list(halting_pair(*self.settings.base, self.settings.halt_on))
-        return self._pair(last[0], last[1], cautious_only)
+        """The pair in force (``certified``)."""
+        return self.certified(records, cautious_only)[0]
 
     def history(
         self, records: dict[str, dict[str, Any]], cautious_only: bool
@@ -357,7 +378,9 @@ class StateFile:
                 "with another key",
             )
 
-    def write(self, loaded: Loaded, thresholds: list[float]) -> None:
+    def write(
+        self, loaded: Loaded, thresholds: list[float], shift: dict[str, Any] | None = None
+    ) -> None:
         """The state as strict JSON, atomically (``core.atomic.write_bytes``), signed when there is a key."""
         doc: dict[str, Any] = {
             "format": FORMAT,
@@ -366,6 +389,8 @@ class StateFile:
             "finished": {**loaded.bad, **loaded.records},
             "thresholds": [float(x) for x in thresholds],  # derived, for people: never read back
         }
+        if shift is not None:  # derived too (Certifier.certified), for people: never read back
+            doc["shift_test"] = shift
         if self.key is not None:
             doc["signature"] = {
                 "algorithm": "HMAC-SHA256",

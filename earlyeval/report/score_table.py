@@ -238,8 +238,21 @@ def pass_line(ps: dict[str, Any]) -> str:
         f"pass: seed {ps['seed']}, {ps['workers']} workers, {ps['n_audited']} audited "
         f"({ps['n_audited_graded']} graded) of share {ps['audit_share']:g}; {ps['n_halted']} halted; "
         f"thresholds success/failure {moves}; steps saved {sv['steps_saved']}/{sv['steps_total']}{frac}, "
-        f"audited runs at full cost; {ps['status']}"
+        f"audited runs at full cost; {ps['status']}" + _shift_text(ps)
     )
+
+
+def _shift_text(ps: dict[str, Any]) -> str:
+    """The pass's shift test in one clause: what it can see, and what it found."""
+    st, det = ps.get("shift_test") or {}, ps.get("shift_detectable") or {}
+    seen = (
+        ""
+        if not det
+        else "; shift test: too few audited runs to see any shift"
+        if det.get("share") is None
+        else f"; shift test sees wrong-halt shares of {det['share']:.0%} or more"
+    )
+    return seen + (f"; FIRED: {st['fallback']}" if st.get("fallback") else "")
 
 
 def _shadow_lines(report: dict[str, Any]) -> list[str]:

@@ -50,7 +50,9 @@ def replay_pass(
     ``usage_of(traj, halt_t)``: the run's tokens/dollars spent (``score_usage.usage_of``), told to the Pass.
     ``on_spawn(run_id, start, finished_ids)``: called at each spawn with the runs the Pass had finished then
     (read from the Pass's own state).  ``pass_options``: ``Pass(alpha=, max_error=)``."""
-    p = Pass(mon, None, audit_share=audit_share, seed=seed, **pass_options)
+    p = Pass(
+        mon, None, audit_share=audit_share, seed=seed, expected_runs=len(trajs), **pass_options
+    )
     records: dict[int, dict[str, Any]] = {}
     finished: set[str] = set()
 
@@ -131,6 +133,9 @@ def pass_block(
         "thresholds_history": s["history"],
         "status": s["status"],
         "warnings": s["warnings"],
+        # is the early-stopped score following this agent? (model.shift_test; once it fires, that side is off)
+        "shift_test": s["shift_test"],
+        "shift_detectable": s["shift_detectable"],
         "n_halted": sum(r["halted"] for r in records),
         "makespan": max((r["pass_finish"] for r in records), default=0),
         # audited runs are never halted: their steps (and tokens, dollars) all count as spent

@@ -275,3 +275,36 @@ def test_a_failure_only_pass_certifies_the_halts_its_monitors_make(tmp_path):
         NEVER,
         NEVER,
     )
+
+
+def test_a_pass_whose_audited_runs_contradict_its_halts_turns_that_side_off(doomed_dir, caplog):
+    """The shift test (issue 41 item 3): the model predicts failure at every step, and every audited run
+    succeeds. The test fires on the "under" side within a few graded runs, failure halts are off for the rest of
+    the pass, the state, the summary and the log say so; the same pass with failing runs never fires."""
+    probs = [[0.2, 0.8]] * 4
+
+    def run(outcome: int) -> Pass:
+        p = Pass(Monitor.load(doomed_dir), audit_share=0.5, seed=1, expected_runs=80)
+        for i in range(80):
+            rid = f"r{i}"
+            if p.is_audited(rid):
+                p.finish(rid, steps=5, outcome=outcome, probs=probs)
+            else:
+                p.finish(rid, steps=5, halted=p.thresholds[1] <= 0.8)
+        return p
+
+    with caplog.at_level("WARNING", logger="earlyeval.live.benchpass"):
+        wrong = run(1)
+    st = wrong.summary()["shift_test"]
+    assert st["fired"] == "under" and st["fired_after"] <= 25 and wrong.thresholds[1] == NEVER
+    assert "failure halts are off" in st["fallback"] and st["fallback"] in caplog.text
+    assert not _drive_halts(wrong)  # a run spawned now is never halted as a failure
+    right = run(0)
+    assert right.summary()["shift_test"]["fired"] is None and right.thresholds[1] < NEVER
+    det = right.summary()["shift_detectable"]
+    assert det["audited"] == 40 and 0.05 < det["share"] < 0.5
+
+
+def _drive_halts(p: Pass) -> bool:
+    rid = next(f"new{i}" for i in range(100) if not p.is_audited(f"new{i}"))
+    return any(d.halt for d in _drive(p.monitor(rid)))

@@ -17,6 +17,7 @@ from earlyeval.core import atomic
 from earlyeval.report.html import CSS, esc, join, note, tag
 from earlyeval.report.page_calibration import section_calibration
 from earlyeval.report.page_costs import section_budget, section_dollars, section_latency
+from earlyeval.report.page_fidelity import section_fidelity
 from earlyeval.report.page_frontier import section_frontier
 from earlyeval.report.page_halts import halt_steps, section_halts
 from earlyeval.report.page_inputs import Inputs
@@ -29,6 +30,7 @@ from earlyeval.report.provenance import provenance
 SECTIONS = {  # id -> heading; the test checks every heading is on the page
     "summary": "Summary",
     "results": "Results by protocol",
+    "fidelity": "Does the score follow the agent?",
     "rules": "Threshold rules and failure-only mode",
     "loso": "Leave-one-scaffold-out",
     "frontier": "Savings / accuracy frontier",
@@ -43,6 +45,7 @@ SECTIONS = {  # id -> heading; the test checks every heading is on the page
 BUILDERS: dict[str, Callable[[Inputs], Markup]] = {
     "summary": section_summary,
     "results": section_results,
+    "fidelity": section_fidelity,
     "rules": section_rules,
     "loso": section_loso,
     "frontier": section_frontier,

@@ -7,9 +7,11 @@ import sys
 
 from earlyeval.core.errors import MissingExtraError
 from earlyeval.core.extras import require
+from earlyeval.model.threads import configure
 
 
 def main() -> None:
+    configure()  # before anything loads OpenMP (LightGBM): it reads its wait policy once, at load
     try:
         require("cli", "the earlyeval command", ("typer",))
     except MissingExtraError as e:

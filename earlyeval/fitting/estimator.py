@@ -29,6 +29,7 @@ from earlyeval.model.outcome import (
     as_matrix,
     column_names,
 )
+from earlyeval.model.threads import limit_lightgbm
 
 # scikit-learn 1.6 renamed check_X_y's force_all_finite to ensure_all_finite
 _FINITE = (
@@ -252,6 +253,8 @@ class OutcomeModel(CalibratedOutcome, ClassifierMixin, BaseEstimator):
     ) -> lgb.Booster:
         """The booster of ``clf`` trained on the fit part of the split (``scale.train.DaskOutcomeModel``
         trains the same classifier with lightgbm.dask)."""
+        # the cores other processes leave free, at most n_jobs: the same trees (model.threads)
+        limit_lightgbm(self.n_jobs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             clf.fit(X, y, sample_weight=w)

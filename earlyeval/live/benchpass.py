@@ -41,11 +41,11 @@ from earlyeval.live.pass_state import (
     PassSettings,
     StateFile,
     check_record,
-    finite_or_none,
+    clean_probs,
 )
 from earlyeval.model import signature
 from earlyeval.model.policy import halting_pair
-from earlyeval.model.shift_test import ShiftTest, detectable_share
+from earlyeval.model.shift_test import detectable_note, shift_summary
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,12 @@ class Pass:
         self._audit_monitors: dict[str, AuditMonitor] = {}
         self.warnings: list[str] = []
         self.certifier = Certifier(s)
-        self.detectable = self._detectable(expected_runs)
+        # said up front: the shifts the audit sample of a pass this size can see (None: size not given)
+        self.detectable = (
+            None if expected_runs is None else detectable_note(expected_runs, audit_share)
+        )
+        if self.detectable is not None:
+            log.info("earlyeval pass: %s", self.detectable["sentence"])
         self.file = self._state_file(state, key, require_signature)
         self.path = self.file.path if self.file is not None else None
         self._loaded = Loaded({}, {}, "new pass (no state file)", True)
@@ -190,24 +195,6 @@ class Pass:
             key=kwargs.get("key"),
             require_signature=bool(kwargs.get("require_signature", False)),
         )
-
-    def _detectable(self, expected_runs: int | None) -> dict[str, Any] | None:
-        """Said up front: the smallest share of wrong halts of one side that the shift test sees (80 % power)
-        with the audited runs a pass of ``expected_runs`` runs grades; smaller shifts go unseen."""
-        if expected_runs is None:
-            return None
-        n_audit = int(round(int(expected_runs) * self.audit_share))
-        share = detectable_share(n_audit)
-        out = {"expected_runs": int(expected_runs), "audited": n_audit, "share": share}
-        log.info(
-            "earlyeval pass: %d runs, about %d audited: %s",
-            expected_runs,
-            n_audit,
-            "too few audited runs for the shift test to see any shift"
-            if share is None
-            else f"the shift test sees a share of wrong halts of {share:.0%} or more (80 % power)",
-        )
-        return out
 
     # ------------------------------------------------------------ state
     def _set(self, loaded: Loaded) -> None:
@@ -312,7 +299,7 @@ class Pass:
             if aud:  # kept even before the grade arrives, so that ``grade`` can certify later
                 rec["profile"] = _profile_of(profile, am)
                 got = probs if probs is not None else (am.probs if am is not None else None)
-                rec["probs"] = _clean_probs(got)
+                rec["probs"] = clean_probs(got)
 
             def apply(ld: Loaded) -> None:
                 rec["seq"] = 1 + max((r["seq"] for r in ld.records.values()), default=0)
@@ -379,25 +366,6 @@ class Pass:
         }
 
 
-def shift_summary(test: ShiftTest) -> dict[str, Any]:
-    """The shift test as the state, the report and the logs say it: its numbers and, once it fired, the side
-    turned off for the rest of the pass and why."""
-    out: dict[str, Any] = test.summary()
-    side = test.rejected
-    out["fallback"] = (
-        None
-        if side is None
-        else (
-            "the audited runs show the model does not follow this agent: after "
-            f"{test.rejected_at} graded audited runs, the share that would have been halted as "
-            f"{'successes that failed' if side == 'over' else 'failures that succeeded'} "
-            f"is above {test.margin:.0%} (anytime-valid test, level {test.alpha:g}); "
-            f"{'success' if side == 'over' else 'failure'} halts are off for the rest of the pass"
-        )
-    )
-    return out
-
-
 def _shown(run_id: Any) -> str:
     """A run id as an error shows it: quoted, and cut to 80 characters (a run id is the caller's to choose)."""
     r = repr(run_id)
@@ -424,19 +392,6 @@ def _profile_of(profile: RunProfile | None, am: "AuditMonitor | None") -> dict[s
         ps = am.monitor.run.family_state("pass")
         profile = ps.profile() if isinstance(ps, PassState) else None
     return profile.to_dict() if profile is not None else None
-
-
-def _clean_probs(probs: Any) -> list[list[float] | None] | None:
-    """Per-prefix (p_s, p_f) as the state holds them: a pair of finite floats, else None (could not halt)."""
-    if probs is None:
-        return None
-    out: list[list[float] | None] = []
-    for pp in probs:
-        vals = [finite_or_none(x) for x in pp] if pp is not None and len(pp) == 2 else []
-        out.append(
-            [v for v in vals if v is not None] if len(vals) == 2 and None not in vals else None
-        )
-    return out
 
 
 def _graded(ld: Loaded, run_id: str, rec: dict[str, Any], grade: int | None) -> dict[str, Any]:

@@ -408,6 +408,19 @@ def finite_or_none(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def clean_probs(probs: Any) -> list[list[float] | None] | None:
+    """Per-prefix (p_s, p_f) as the state holds them: a pair of finite floats, else None (could not halt)."""
+    if probs is None:
+        return None
+    out: list[list[float] | None] = []
+    for pp in probs:
+        vals = [finite_or_none(x) for x in pp] if pp is not None and len(pp) == 2 else []
+        out.append(
+            [v for v in vals if v is not None] if len(vals) == 2 and None not in vals else None
+        )
+    return out
+
+
 __all__ = [
     "Certifier",
     "FinishedRun",
@@ -415,5 +428,6 @@ __all__ = [
     "PassSettings",
     "StateFile",
     "check_record",
+    "clean_probs",
     "finite_or_none",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -139,4 +139,50 @@ def detectable_share(
     return None
 
 
-__all__ = ["ALPHA", "BETS", "MARGIN", "SIDES", "ShiftTest", "detectable_share"]
+def shift_summary(test: ShiftTest) -> dict[str, Any]:
+    """The test as a pass's state, report and logs say it: its numbers and, once it fired, the side turned off
+    for the rest of the pass and why (``fallback``)."""
+    out: dict[str, Any] = test.summary()
+    side = test.rejected
+    out["fallback"] = (
+        None
+        if side is None
+        else (
+            "the audited runs show the model does not follow this agent: after "
+            f"{test.rejected_at} graded audited runs, the share that would have been halted as "
+            f"{'successes that failed' if side == 'over' else 'failures that succeeded'} "
+            f"is above {test.margin:.0%} (anytime-valid test, level {test.alpha:g}); "
+            f"{'success' if side == 'over' else 'failure'} halts are off for the rest of the pass"
+        )
+    )
+    return out
+
+
+def detectable_note(expected_runs: int, audit_share: float) -> dict[str, Any]:
+    """What a pass of ``expected_runs`` runs auditing ``audit_share`` of them can see, said up front: the smallest
+    share of wrong halts of one side its test fires on with 80 % power (``detectable_share``), in a sentence."""
+    n_audit = int(round(int(expected_runs) * audit_share))
+    share = detectable_share(n_audit)
+    seen = (
+        "too few audited runs for the shift test to see any shift"
+        if share is None
+        else f"the shift test sees a share of wrong halts of {share:.0%} or more (80 % power)"
+    )
+    return {
+        "expected_runs": int(expected_runs),
+        "audited": n_audit,
+        "share": share,
+        "sentence": f"{int(expected_runs)} runs, about {n_audit} audited: {seen}",
+    }
+
+
+__all__ = [
+    "ALPHA",
+    "BETS",
+    "MARGIN",
+    "SIDES",
+    "ShiftTest",
+    "detectable_note",
+    "detectable_share",
+    "shift_summary",
+]

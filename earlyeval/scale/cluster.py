@@ -21,10 +21,12 @@ import dask
 from distributed import Client, KilledWorker, LocalCluster
 from distributed.client import FutureCancelledError
 from distributed.comm.core import CommClosedError
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from earlyeval.config.workspace import set_workspace, workspace_root
 from earlyeval.core.env import env_int
 from earlyeval.core.errors import ClusterError, SettingError
+from earlyeval.model.threads import configure
 from earlyeval.scale.spec import SchedulerSpec, local_workers, parse_scheduler
 
 log = logging.getLogger(__name__)
@@ -52,9 +54,11 @@ def connect(
     if spec.kind == "address":
         with _client(spec.address) as client:
             log.info("connected to %s (%d workers)", spec.address, len(workers_of(client)))
+            client.register_plugin(ThreadPolicy())
             yield client
         return
     n = local_workers(spec)
+    configure()  # the workers inherit the driver's environment, OMP_WAIT_POLICY with it
     with _no_sigint():
         cluster = LocalCluster(
             n_workers=n,
@@ -66,7 +70,18 @@ def connect(
         )
     with cluster, Client(cluster) as client:
         log.info("LocalCluster of %d worker processes", n)
+        client.register_plugin(ThreadPolicy())
         yield client
+
+
+class ThreadPolicy(WorkerPlugin):
+    """``model.threads.configure`` in every worker process when it joins, before a task loads LightGBM (a
+    worker that already loaded it keeps its policy, and says so in its log)."""
+
+    name = "earlyeval-thread-policy"
+
+    def setup(self, worker: Any) -> None:
+        configure()
 
 
 @contextlib.contextmanager

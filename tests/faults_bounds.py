@@ -79,7 +79,7 @@ def _deep_args_case(kind: str):
         st.start(task=None, run_id=f"deep-{kind}")
         ds = [st.after_step(actions=[call], observation="ok") for _ in range(4)]
         scored = [d for d in ds if d.p_success is not None]
-        skipped = st.monitor.n_skipped
+        skipped = st.monitor.run.n_skipped
         ok = len(scored) == 4 and skipped == 0
         return (
             "ok" if ok else "silent",
@@ -141,13 +141,14 @@ def _catalog_case(what: str):
 
 def case_thresholds_file_too_large(env: Env):
     """An adapter block's thresholds file of 10 MB: refused naming the file and the bound, not read whole."""
-    from earlyeval.integrations.config import ConfigError, _thresholds
+    from earlyeval.config.monitor_config import MonitorConfig
+    from earlyeval.core.errors import SettingError
 
     p = env.base / "bounds_thresholds.json"
     p.write_text('{"success": 0.9, "failure": 0.9, "pad": "' + "x" * (10 << 20) + '"}')
     try:
-        _thresholds(str(p), "earlyeval.thresholds")
-    except ConfigError as e:
+        MonitorConfig(thresholds=str(p)).threshold_table()
+    except SettingError as e:
         ok = str(p) in str(e) and "more than 65536" in str(e)
         return ("named" if ok else "silent", str(e)[:160])
     return ("silent", "read whole")

@@ -74,11 +74,11 @@ def _feature_names(change: dict[str, Any]) -> Callable[[Env], Any]:
 
 
 def _thresholds_file(env: Env) -> Any:
-    from earlyeval.integrations.config import _thresholds
+    from earlyeval.config.monitor_config import MonitorConfig
 
     p = env.base / "settings_thresholds.json"
     p.write_text('{"success": 0.95, "failure": 0.95, "success": 0.55}')
-    return _thresholds(str(p), "earlyeval.thresholds")
+    return MonitorConfig(thresholds=str(p)).threshold_table()
 
 
 def _model_file_twice(name: str) -> Callable[[Env], Any]:

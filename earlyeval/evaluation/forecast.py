@@ -56,11 +56,7 @@ def forecast(res: LoaoResult, cfg: Any) -> dict[str, Any]:
     """The forecast of a model trained like ``res``'s folds: benchmark mode and the live default pooled over the
     large held-out agents, the spread of halted accuracy and savings over them, the guarantee and a verdict."""
     if not res.holdout:
-        return {
-            "agents": 0,
-            "verdict": "unknown",
-            "sentence": "no agent large enough to forecast on",
-        }
+        return unknown_forecast("no agent large enough to hold out")
     items = [(res.sets[a], res.thresholds[a]) for a in res.holdout]
     both = pooled_block(items, cfg)
     live = pooled_block([(res.sets[a], live_pair(res, a)) for a in res.holdout], cfg)
@@ -86,6 +82,17 @@ def forecast(res: LoaoResult, cfg: Any) -> dict[str, Any]:
     }
     out["sentence"] = sentence(out, saved)
     return out
+
+
+def unknown_forecast(why: str) -> dict[str, Any]:
+    """No forecast could be made: said, and the model ships in shadow mode (whether it pays is unknown)."""
+    return {
+        "agents": 0,
+        "verdict": "unknown",
+        "default_mode": "shadow",
+        "sentence": f"WARNING: no forecast for a new agent ({why}): ships in shadow mode (decides, halts "
+        "nothing) unless halting is turned on",
+    }
 
 
 def sentence(f: dict[str, Any], saved: float) -> str:

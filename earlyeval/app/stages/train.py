@@ -18,7 +18,7 @@ from earlyeval.evaluation.budget_shipped import shipped_config
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.evaluate import FoldRunner, inner_sets, run_loao, runset
 from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
-from earlyeval.evaluation.forecast import forecast
+from earlyeval.evaluation.forecast import forecast, unknown_forecast
 from earlyeval.evaluation.forecast_cache import (
     forecast_key,
     read_forecast_cache,
@@ -56,8 +56,12 @@ def train_bench(
     backend = backend or InProcess()
     if ds is None:
         ds = backend.dataset(bench, cfg.families, root)
-    if progress:
-        progress(f"{FITS_PLANNED}{planned_fits(ds, cfg, train=True)}")
+    if progress:  # the shipped fits, and the forecast's leave-one-agent-out unless it is cached
+        fresh = with_forecast and read_forecast_cache(ds.bench, forecast_key(ds, cfg)) is None
+        total = planned_fits(ds, cfg, train=True) + (
+            planned_fits(ds, cfg, with_loso=False) if fresh else 0
+        )
+        progress(f"{FITS_PLANNED}{total}")
     try:  # a catalog too small for the inner folds or the calibration: one line naming it, as evaluate's
         _, full, th, step1, live = _fit_shipped(ds, cfg, backend, progress)
         extra, budget_summary = (
@@ -157,7 +161,12 @@ def train_forecast(
     cached = read_forecast_cache(ds.bench, key)
     if cached is not None:
         return cached
-    res = run_loao(ds, cfg, progress, with_loso=False, runners=backend.runners(ds))
+    try:
+        res = run_loao(ds, cfg, progress, with_loso=False, runners=backend.runners(ds))
+    except ValueError as e:  # too few runs or agents for a fold: the model still ships, in shadow mode
+        if isinstance(e, EarlyEvalError):
+            raise
+        return {**unknown_forecast(f"its leave-one-agent-out could not run: {e}"), "key": key}
     fc = {**forecast(res, cfg), "key": key}
     write_forecast_cache(ds.bench, fc)
     return fc

@@ -73,7 +73,7 @@ def main(path: str, bench: str = "swebench") -> None:
     po = rep["baselines"]["prior_only"]
     gain = po.get("model_gain", {})
     print(
-        "| held-out agent | prior-only: AUROC | halted acc | steps saved (all task skip) | model − prior-only: steps saved | in-run | halted acc |"
+        "| held-out agent | prior-only: AUROC | halted acc | steps saved (decided by the task alone; task skips off: from t = 2) | model − prior-only: steps saved | in-run | halted acc |"
     )
     print("|---|---|---|---|---|---|---|")
     # per agent, the baseline is the model's block minus its gain (the report keeps the gains per agent)

@@ -122,10 +122,12 @@ def sentence(f: dict[str, Any], saved: float) -> str:
         unsure += f"; {what} went from {100 * lo:.0f} to {100 * hi:.0f} % across agents: a new agent's may differ more"
     if f["verdict"] == "pays":
         return head + unsure + "."
-    warn = (
-        f"; below the {100 * f['target_halted_accuracy']:.0f} % target: ships in shadow mode (decides, halts "
-        "nothing) unless halting is turned on"
+    why = (
+        "it would halt no run"
+        if f["verdict"] == "no halts"
+        else f"below the {100 * f['target_halted_accuracy']:.0f} % target"
     )
+    warn = f"; {why}: ships in shadow mode (decides, halts nothing) unless halting is turned on"
     if f.get("guarantee_weaker_than_configured"):
         warn += f"; with {f['agents']} agents the guarantee is weaker than the configured {f['guarantee_configured']:g}"
     return "WARNING: " + head + unsure + warn + "."

@@ -1,5 +1,6 @@
-"""The README's SWE-bench results tables are the reports' (issue 29 item 9): every table row that
-``tools/results_tables.py`` prints from a fresh ``evaluate --no-ablations`` of the ingested runs is in README.md,
+"""The SWE-bench results tables are the reports' (issue 29 item 9): every table row that ``tools/results_tables.py``
+prints from a fresh ``evaluate --no-ablations`` of the ingested runs is in docs/results.md, and every row of its
+``--summary`` in README.md,
 character for character, so a number typed by hand, or left behind by a change of the model, fails here.
 
 Integration tier: it needs the full SWE-bench ingest in the workspace (``make train BENCH=swebench`` makes it, as CI
@@ -46,9 +47,18 @@ def test_the_readme_results_tables_are_printed_from_the_reports(tmp_path):
     ).stdout
     rows = [line for line in out.splitlines() if line.startswith(PRINTED)]
     assert len(rows) >= 60, out[:2000]
-    readme = (_paths.REPO / "README.md").read_text()
-    missing = [r for r in rows if r not in readme]
+    results = (_paths.REPO / "docs" / "results.md").read_text()
+    missing = [r for r in rows if r not in results]
     assert not missing, (
-        "README.md lacks these rows of tools/results_tables.py (re-print the tables):\n"
+        "docs/results.md lacks these rows of tools/results_tables.py (re-print the tables):\n"
         + "\n".join(missing)
     )
+    head = subprocess.run(
+        [sys.executable, str(_paths.REPO / "tools" / "results_tables.py"), "--summary", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=_paths.REPO,
+    ).stdout.splitlines()
+    readme = (_paths.REPO / "README.md").read_text()
+    assert len(head) == 6 and not [r for r in head if r not in readme], head

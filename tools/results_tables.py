@@ -213,5 +213,28 @@ def extra_tables(rep: dict[str, Any], agents: list[str], small: set[str]) -> Non
         print()
 
 
+def summary(path: str) -> None:
+    """The README's headline table: as_of pooled, benchmark pass and live failure-only, beside prior-only."""
+    rep = json.loads(open(path).read())
+    pooled = rep["protocols"]["as_of"]["pooled"]
+    po = rep["baselines"]["prior_only"]
+
+    def row(name: str, b: dict[str, Any], auc: bool) -> str:
+        c = cells(b)
+        return f"| {name} | {c[0] if auc else ''} | {c[1]} | {c[2]} | {c[3] if auc else ''} |"
+
+    print("| as_of (pooled, large held-out agents) | AUROC | halted acc | steps saved | shift pp |")
+    print("|---|---|---|---|---|")
+    print(row("benchmark pass (halt on both outcomes)", pooled, True))
+    print(
+        row("live loop (halt on predicted failure only)", pooled.get("failure_only") or {}, False)
+    )
+    print(row("prior-only baseline, benchmark pass", po, True))
+    print(row("prior-only baseline, failure only", po.get("failure_only") or {}, False))
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1:2] == ["--summary"]:
+        summary(sys.argv[2])
+    else:
+        main(*sys.argv[1:])

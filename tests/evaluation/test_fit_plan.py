@@ -88,7 +88,10 @@ def test_train_and_evaluate_announce_their_totals(tmp_path):
     # training on the same data and settings fits it no more)
     forecast = planned_fits(ds, cfg, with_loso=False)
     total = int(msgs[0].removeprefix(FITS_PLANNED))
-    assert total in (planned_fits(ds, cfg, train=True), planned_fits(ds, cfg, train=True) + forecast)
+    assert total in (
+        planned_fits(ds, cfg, train=True),
+        planned_fits(ds, cfg, train=True) + forecast,
+    )
     assert sum(m.startswith("fit without") for m in msgs) == total
     # the manifest records every training run's fingerprint, and two trainings on the same data write the same one
     m1 = json.loads((tmp_path / "m" / "manifest.json").read_text())

@@ -5,6 +5,7 @@ forward protocol's units (each agent by the agents dated strictly before it)."""
 from __future__ import annotations
 
 from earlyeval.config.eval_config import EvalConfig
+from earlyeval.core.errors import SettingError
 from earlyeval.evaluation.dataset import Dataset
 from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.fitting.metrics import RunSet
@@ -27,7 +28,9 @@ def inner_exclusion(ds: Dataset, held_out: frozenset, inner: frozenset, mode: st
     and thresholds chosen on such easy inner predictions are too aggressive for a new agent).
     When the scaffold leaves no agent to train on (every agent shares it), "agent" applies."""
     if mode not in ("agent", "scaffold"):
-        raise ValueError(f"inner_holdout must be 'agent' or 'scaffold', not {mode!r}")
+        raise SettingError(
+            "EvalConfig", "inner_holdout", f"must be 'agent' or 'scaffold', not {mode!r}"
+        )
     if mode == "agent":
         return held_out | inner
     sc = scaffold_of(ds)

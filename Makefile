@@ -101,12 +101,14 @@ report: $(STAMP)  ## one HTML page from the reports -> reports/$(BENCH)/report.h
 # target fails if any stage did.
 # the lint gate (make test's first stage): ruff's pyflakes and isort rules and its formatter over the package, the
 # tests and the tools (pyproject.toml [tool.ruff]), mypy strict on the runtime (core/, model/, live/ and
-# integrations/base.py: pyproject.toml [tool.mypy]), and no bare ValueError outside earlyeval/core/errors.py's tree
+# integrations/base.py: pyproject.toml [tool.mypy]), and no new bare ValueError/RuntimeError beside earlyeval/core/errors.py's
+# tree (tools/bare_raises.py: a ceiling per folder, which only shrinks)
 LINTED := earlyeval tests tools
-lint: $(STAMP)  ## ruff (pyflakes, isort, format --check) over the package, tests and tools; mypy strict on the runtime
+lint: $(STAMP)  ## ruff (pyflakes, isort, format --check) over the package, tests and tools; mypy strict on the runtime; no new bare raise ValueError/RuntimeError (tools/bare_raises.py)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
+	$(BIN)/python tools/bare_raises.py
 
 test: $(STAMP)  ## lint, unit, integration and OpenHands stages, each reported (what CI runs)
 	@status=""; fail=0; \

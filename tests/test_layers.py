@@ -73,10 +73,7 @@ LAYERS: list[tuple[str, list[str]]] = [
 ]
 MAX_LINES = 500
 # module -> why it may be longer than MAX_LINES (issue 16: "list any exception and why")
-LONG_MODULES: dict[str, str] = {  # module -> why it may exceed MAX_LINES
-    "earlyeval.app.scale_bench": "ruff format at line-length 100 (issue 44) grew it past 500 lines; to be split",
-    "earlyeval.evaluation.evaluate": "ruff format at line-length 100 (issue 44) grew it past 500 lines; to be split",
-}
+LONG_MODULES: dict[str, str] = {}  # module -> why it may exceed MAX_LINES
 # package -> (what its modules may import, its sub-folders exempt): the adapters are runtime code (issue 44): they
 # import only the runtime layers, not ingest/ or tables/ (which share a layer with features/) nor anything offline
 RUNTIME_PACKAGES = (

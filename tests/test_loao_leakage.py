@@ -9,7 +9,8 @@ import pytest
 from synth import SMALL_LGBM, loao_baseline, make_dataset, make_trajectories
 
 from earlyeval.config.eval_config import EvalConfig
-from earlyeval.evaluation.evaluate import loao_report, run_loao
+from earlyeval.evaluation.evaluate import run_loao
+from earlyeval.evaluation.loao_report import loao_report
 
 TEXT = {
     "dims": {
@@ -123,7 +124,8 @@ def test_em_adaptation_uses_no_held_out_labels(data):
 def test_inner_models_leave_out_the_inner_agents_whole_scaffold(data):
     """inner_holdout="scaffold": the model that predicts inner agent B for thresholds saw no agent of B's
     scaffold (nor the held-out agent); with "agent" it saw B's scaffold mate."""
-    from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
+    from earlyeval.evaluation.fold_runner import FoldRunner
+    from earlyeval.evaluation.holdout_groups import inner_sets
 
     trajs, tasks = copy.deepcopy(data[0]), data[1]
     for t in trajs:
@@ -153,7 +155,7 @@ def test_inner_models_leave_out_the_inner_agents_whole_scaffold(data):
 def test_scaffold_exclusion_falls_back_to_the_agent_when_it_would_leave_nothing_to_train_on(data):
     """Toolathlon's two agents share one scaffold: leaving the scaffold out would train on no run at all, so the
     inner model leaves out the inner agent only (and the held-out agent)."""
-    from earlyeval.evaluation.evaluate import inner_exclusion
+    from earlyeval.evaluation.holdout_groups import inner_exclusion
 
     trajs, tasks = copy.deepcopy(data[0]), data[1]
     for t in trajs:
@@ -191,7 +193,7 @@ def test_the_agent_quantile_rule_and_the_guard_never_see_the_held_out_agent(data
 
 
 def test_leave_one_scaffold_out_never_shows_a_model_the_scaffold_it_predicts(data):
-    from earlyeval.evaluation.evaluate import scaffold_of
+    from earlyeval.evaluation.holdout_groups import scaffold_of
     from earlyeval.evaluation.loso import run_loso
 
     trajs, tasks = data

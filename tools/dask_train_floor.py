@@ -56,7 +56,7 @@ def peak_mb(dask_worker: Any) -> float:
 def real_matrix(bench: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The 1x shipped-fit matrix of ``bench`` (the catalog's model families over every prefix), labels, weights."""
     from earlyeval.evaluation.dataset import load_dataset
-    from earlyeval.evaluation.evaluate import FoldRunner
+    from earlyeval.evaluation.fold_runner import FoldRunner
     from earlyeval.evaluation.settings import eval_config
 
     cfg = eval_config(bench)

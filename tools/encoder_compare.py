@@ -34,8 +34,9 @@ from earlyeval.config.workspace import reports_dir  # noqa: E402
 from earlyeval.core.atomic import write_json  # noqa: E402
 from earlyeval.evaluation.blocks import pooled_block  # noqa: E402
 from earlyeval.evaluation.dataset import Dataset, load_dataset  # noqa: E402
-from earlyeval.evaluation.evaluate import LoaoResult, loao_report, run_loao  # noqa: E402
+from earlyeval.evaluation.evaluate import LoaoResult, run_loao  # noqa: E402
 from earlyeval.evaluation.fit_plan import planned_fits  # noqa: E402
+from earlyeval.evaluation.loao_report import loao_report  # noqa: E402
 from earlyeval.evaluation.protocols import protocol_configs, with_loso  # noqa: E402
 from earlyeval.evaluation.settings import eval_config  # noqa: E402
 from earlyeval.features import register_family  # noqa: E402

@@ -35,7 +35,9 @@ from sklearn.model_selection import GroupKFold
 from earlyeval.config.workspace import reports_dir
 from earlyeval.core.atomic import write_json
 from earlyeval.evaluation.dataset import Dataset, load_dataset
-from earlyeval.evaluation.evaluate import FoldRunner, loao_report, run_loao
+from earlyeval.evaluation.evaluate import run_loao
+from earlyeval.evaluation.fold_runner import FoldRunner
+from earlyeval.evaluation.loao_report import loao_report
 from earlyeval.evaluation.protocols import protocol_configs
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.features import Featurizer, RunContext

@@ -11,7 +11,8 @@ import numpy as np
 from earlyeval.config.budget_config import SMALL, BudgetConfig
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.dataset import Dataset, HoldoutUnit
-from earlyeval.evaluation.evaluate import FoldRunner, scaffold_of
+from earlyeval.evaluation.fold_runner import FoldRunner
+from earlyeval.evaluation.holdout_groups import scaffold_of
 from earlyeval.features import fold_free
 from earlyeval.fitting.budget_conformal import CrossConformalQuantiles
 from earlyeval.fitting.budget_stopping import make_stopset, select_tau

@@ -29,7 +29,7 @@ from earlyeval.evaluation.budget_calibration import (
 )
 from earlyeval.evaluation.budget_online import online_quantiles, run_order
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.fitting.budget_baseline import LinearExtrapolation, residual_cdf
 from earlyeval.fitting.budget_conformal import BudgetEstimator
 from earlyeval.fitting.budget_quantiles import agent_guarantee, conformal_quantile

@@ -24,7 +24,7 @@ from earlyeval.evaluation.budget_calibration import (
     setup,
 )
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.features import fold_free
 from earlyeval.fitting.budget_conformal import BudgetEstimator
 from earlyeval.fitting.budget_quantiles import agent_guarantee

@@ -24,7 +24,9 @@ import numpy as np
 
 from earlyeval.core.trajectory import Step, Trajectory
 from earlyeval.evaluation.dataset import load_dataset
-from earlyeval.evaluation.evaluate import FoldRunner, LoaoResult, inner_plan, runset
+from earlyeval.evaluation.evaluate import LoaoResult
+from earlyeval.evaluation.fold_runner import FoldRunner, runset
+from earlyeval.evaluation.holdout_groups import inner_plan
 from earlyeval.evaluation.pass_predict import cold
 from earlyeval.fitting.metrics import RunSet, apply_policy, spearman
 from earlyeval.model.outcome import split_proba

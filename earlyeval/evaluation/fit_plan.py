@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import inner_plan, scaffold_of
+from earlyeval.evaluation.holdout_groups import inner_plan, scaffold_of
 
 
 def scaffold_groups(ds: Dataset, large: list[str]) -> dict[str, list[str]]:

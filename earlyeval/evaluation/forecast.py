@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from earlyeval.evaluation.blocks import pooled_block
-from earlyeval.evaluation.evaluate import LoaoResult, live_pair
+from earlyeval.evaluation.evaluate import LoaoResult
+from earlyeval.evaluation.loao_report import live_pair
 
 KEYS = (
     "halted_accuracy",

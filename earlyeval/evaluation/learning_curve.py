@@ -19,7 +19,8 @@ import numpy as np
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.blocks import agent_block
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
+from earlyeval.evaluation.fold_runner import FoldRunner
+from earlyeval.evaluation.holdout_groups import inner_sets
 from earlyeval.fitting.metrics import auroc
 from earlyeval.fitting.thresholds import choose_thresholds
 

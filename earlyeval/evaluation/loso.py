@@ -14,8 +14,9 @@ from typing import Any
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import FoldRunner, other_rule
+from earlyeval.evaluation.evaluate import other_rule
 from earlyeval.evaluation.fit_plan import scaffold_groups
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.evaluation.guard import guarded
 from earlyeval.fitting.metrics import RunSet
 from earlyeval.fitting.thresholds import choose_thresholds

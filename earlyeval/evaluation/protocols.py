@@ -16,17 +16,13 @@ import numpy as np
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.blocks import HEADLINE as HEADLINE_KEYS
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import (
-    FoldRunner,
-    LoaoResult,
-    in_process_runner,
-    loao_report,
-    run_loao,
-)
+from earlyeval.evaluation.evaluate import LoaoResult, in_process_runner, run_loao
 from earlyeval.evaluation.fidelity import fidelity_block
 from earlyeval.evaluation.fit_plan import planned_fits
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.evaluation.forecast import forecast, forecast_check
 from earlyeval.evaluation.guard import TASK_LEVEL, guard_config
+from earlyeval.evaluation.loao_report import loao_report
 from earlyeval.evaluation.loso import run_loso
 
 Progress = Callable[[str], None] | None

@@ -18,7 +18,7 @@ from earlyeval.config.budget_config import BudgetConfig
 from earlyeval.config.catalog import Catalog
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.scale.cluster import connect, result_of
 from earlyeval.scale.features import PartsRef, dataset_from_parts, featurize, featurize_parts
 from earlyeval.scale.folds import run_folds, runner_factory

@@ -15,8 +15,9 @@ from distributed import Client, Future, as_completed
 
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import Fitted, FoldRunner, inner_exclusion
 from earlyeval.evaluation.fit_plan import scaffold_groups
+from earlyeval.evaluation.fold_runner import Fitted, FoldRunner
+from earlyeval.evaluation.holdout_groups import inner_exclusion
 from earlyeval.features import family_class
 from earlyeval.fitting.metrics import RunSet
 from earlyeval.scale.cluster import result_of

@@ -22,7 +22,7 @@ from earlyeval.config.budget_config import BudgetConfig
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.budget_shipped import fit_shipped
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import Fitted, FoldRunner
+from earlyeval.evaluation.fold_runner import Fitted, FoldRunner
 from earlyeval.features import family_class
 from earlyeval.fitting.estimator import OutcomeModel, Platt, fit_platt
 from earlyeval.fitting.metrics import auroc

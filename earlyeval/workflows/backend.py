@@ -14,7 +14,7 @@ from earlyeval.config.catalog import Catalog
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.budget_shipped import fit_shipped
 from earlyeval.evaluation.dataset import Dataset, load_dataset
-from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.ingest import ingest_catalog
 from earlyeval.tables.store import write_trajectories
 

@@ -10,7 +10,8 @@ import numpy as np
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.config.prices import RunCost
 from earlyeval.evaluation.dataset import CURRENT_POOL, Dataset
-from earlyeval.evaluation.evaluate import FoldRunner, inner_exclusion
+from earlyeval.evaluation.fold_runner import FoldRunner
+from earlyeval.evaluation.holdout_groups import inner_exclusion
 from earlyeval.features import Featurizer, build_family
 from earlyeval.features.base import RunContext
 from earlyeval.features.prior import PriorFamily, default_match_patterns

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from earlyeval.config.catalog import data_root as _data_root
+from earlyeval.core.errors import SettingError
 from earlyeval.ingest import format_module
 from earlyeval.live.pass_certify import MAX_WORKERS
 from earlyeval.workflows.score_checks import check_as_of
@@ -115,10 +116,12 @@ class ScoreOptions:
                 "--pass replays the folder as one pass in this process: not with --warm-start or --scheduler"
             )
         if self.mode not in (None, "halt", "shadow"):
-            raise ValueError(f"--mode {self.mode!r}: halt or shadow")
+            raise SettingError("score", "--mode", f"{self.mode!r}: halt or shadow")
         if self.mode == "shadow" and self.pass_replay:
-            raise ValueError(
-                "--mode shadow halts nothing: a --pass (whose halts are its point) cannot be one"
+            raise SettingError(
+                "score",
+                "--mode",
+                "shadow halts nothing: a --pass (whose halts are its point) cannot be one",
             )
         _check_counts(self)
         _check_together(self)

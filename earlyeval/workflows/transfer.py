@@ -18,7 +18,8 @@ from earlyeval.core.atomic import write_json
 from earlyeval.core.atomic import write_text as atomic_write_text
 from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.evaluation.dataset import Dataset, load_dataset
-from earlyeval.evaluation.evaluate import FoldRunner, inner_sets
+from earlyeval.evaluation.fold_runner import FoldRunner
+from earlyeval.evaluation.holdout_groups import inner_sets
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.fitting.thresholds import choose_thresholds

@@ -18,9 +18,14 @@ STAGES = (
         for p in (_paths.REPO / "earlyeval" / "app" / d).glob("*.py")
     ),
     "earlyeval/evaluation/evaluate.py",
+    "earlyeval/evaluation/fold_runner.py",
+    "earlyeval/evaluation/holdout_groups.py",
+    "earlyeval/evaluation/loao_report.py",
     "earlyeval/evaluation/protocols.py",
     "earlyeval/app/cli.py",
     "earlyeval/app/scale_bench.py",
+    "earlyeval/app/scale_measure.py",
+    "earlyeval/app/scale_report.py",
 )
 
 

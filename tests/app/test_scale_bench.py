@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from earlyeval.app.scale_bench import Point, extrapolate, fit_exponent, summary, write
+from earlyeval.app.scale_measure import Point
+from earlyeval.app.scale_report import extrapolate, fit_exponent, summary, write
 
 
 def _pts():

@@ -14,7 +14,7 @@ from earlyeval.config.catalog import RunSpec
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.config.plugins import load_object
 from earlyeval.core.errors import IngestError, ModelDirError, UnknownPluginError
-from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.features import (
     BUILTIN_FAMILIES,
     FAMILIES,

@@ -54,7 +54,7 @@ def test_a_feature_name_no_family_makes_is_an_error(change, key):
 
 
 def test_train_refuses_a_misspelt_monotone_key_before_any_fit():
-    from earlyeval.evaluation.evaluate import FoldRunner
+    from earlyeval.evaluation.fold_runner import FoldRunner
 
     with pytest.raises(SettingError, match="monotone.prior_solve_rat.*similar: prior_solve_rate"):
         FoldRunner(None, EvalConfig(monotone={"prior_solve_rat": 1}))  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from earlyeval.config.budget_config import ALPHAS, SMALL
 from earlyeval.core.trajectory import Action, Step, Trajectory
 from earlyeval.evaluation.budget_loao import run_budget
 from earlyeval.evaluation.dataset import load_dataset
-from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.fitting.budget_conformal import BudgetEstimator, CrossConformalQuantiles
 from earlyeval.fitting.budget_quantiles import QuantileRegressor, conformal_quantile
 from earlyeval.fitting.budget_targets import dim_targets, run_usage

@@ -9,7 +9,9 @@ from synth import SMALL_LGBM
 from earlyeval.config.catalog import data_root, load_catalog
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.evaluation.dataset import load_dataset
-from earlyeval.evaluation.evaluate import loao_report, run_loao, scaffold_of
+from earlyeval.evaluation.evaluate import run_loao
+from earlyeval.evaluation.holdout_groups import scaffold_of
+from earlyeval.evaluation.loao_report import loao_report
 from earlyeval.evaluation.loso import run_loso
 from earlyeval.ingest import ingest_catalog
 from earlyeval.tables.tasks import load_tasks

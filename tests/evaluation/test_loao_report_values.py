@@ -9,7 +9,7 @@ from _loao_expect import assert_agent_block_values, plain_auroc, plain_block, pl
 from synth import SMALL_LGBM, loao_baseline, make_trajectories
 
 from earlyeval.config.eval_config import EvalConfig
-from earlyeval.evaluation.evaluate import loao_report
+from earlyeval.evaluation.loao_report import loao_report
 
 FAMILIES = ["behaviour", "gold"]
 

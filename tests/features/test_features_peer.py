@@ -12,7 +12,9 @@ from synth import SMALL_LGBM, loao_baseline, make_dataset, make_trajectories
 from earlyeval.app.stages.train import train_bench
 from earlyeval.config.eval_config import EvalConfig
 from earlyeval.core.trajectory import Action, Trajectory, make_step
-from earlyeval.evaluation.evaluate import FoldRunner, inner_sets, run_loao
+from earlyeval.evaluation.evaluate import run_loao
+from earlyeval.evaluation.fold_runner import FoldRunner
+from earlyeval.evaluation.holdout_groups import inner_sets
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.features.peer import PeerPriorFamily
 from earlyeval.live.monitor import Monitor

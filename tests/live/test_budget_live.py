@@ -24,7 +24,7 @@ from earlyeval.evaluation.budget_calibration import agent_folds, choose_budget, 
 from earlyeval.evaluation.budget_loao import run_budget
 from earlyeval.evaluation.budget_shipped import fit_shipped, predict_prefixes
 from earlyeval.evaluation.dataset import load_dataset
-from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.features import Featurizer, RunContext, build_family
 from earlyeval.fitting.budget_targets import dim_targets
 from earlyeval.live.monitor import Monitor

@@ -10,7 +10,7 @@ from earlyeval.config.eval_config import EvalConfig
 from earlyeval.config.prices import PriceError, run_cost
 from earlyeval.core.trajectory import Step, Task, Trajectory
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.features import Featurizer, PriorFamily, PriorTable, build_family
 from earlyeval.features.base import RunContext
 from earlyeval.tables.prefixes import prefix_table

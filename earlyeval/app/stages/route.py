@@ -14,7 +14,7 @@ from earlyeval.config.prices import price_runs, pricing_summary
 from earlyeval.config.workspace import reports_dir
 from earlyeval.core.atomic import write_json
 from earlyeval.evaluation.dataset import Dataset, load_dataset
-from earlyeval.evaluation.evaluate import FoldRunner
+from earlyeval.evaluation.fold_runner import FoldRunner
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.report.routing import plot_pair, routing_table
 from earlyeval.workflows.routing_pair import build_pair, pair_blind, routing_predictions, task_key

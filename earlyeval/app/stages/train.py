@@ -16,8 +16,9 @@ from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.trajectory import Trajectory
 from earlyeval.evaluation.budget_shipped import shipped_config
 from earlyeval.evaluation.dataset import Dataset
-from earlyeval.evaluation.evaluate import FoldRunner, inner_sets, run_loao, runset
+from earlyeval.evaluation.evaluate import run_loao
 from earlyeval.evaluation.fit_plan import FITS_PLANNED, planned_fits
+from earlyeval.evaluation.fold_runner import FoldRunner, runset
 from earlyeval.evaluation.forecast import forecast, unknown_forecast
 from earlyeval.evaluation.forecast_cache import (
     forecast_key,
@@ -25,6 +26,7 @@ from earlyeval.evaluation.forecast_cache import (
     write_forecast_cache,
 )
 from earlyeval.evaluation.guard import guard_config, guarded
+from earlyeval.evaluation.holdout_groups import inner_sets
 from earlyeval.evaluation.settings import eval_config
 from earlyeval.features import Featurizer, build_family, fold_free
 from earlyeval.features.context import context_absent_counts
@@ -163,7 +165,9 @@ def train_forecast(
         return cached
     try:
         res = run_loao(ds, cfg, progress, with_loso=False, runners=backend.runners(ds))
-    except ValueError as e:  # too few runs or agents for a fold: the model still ships, in shadow mode
+    except (
+        ValueError
+    ) as e:  # too few runs or agents for a fold: the model still ships, in shadow mode
         if isinstance(e, EarlyEvalError):
             raise
         return {**unknown_forecast(f"its leave-one-agent-out could not run: {e}"), "key": key}

@@ -51,8 +51,9 @@ def bench_scale(
     verbose: bool = verbose_option(),
 ) -> None:
     """Wall time and peak memory per stage at 1x/10x/100x the runs, in-process and on a LocalCluster side by side."""
-    from earlyeval.app.scale_bench import STAGES, summary, write
     from earlyeval.app.scale_bench import bench_scale as run_bench
+    from earlyeval.app.scale_measure import STAGES
+    from earlyeval.app.scale_report import summary, write
     from earlyeval.config.workspace import reports_dir
 
     setup_logging(verbose, ctx)

@@ -16,7 +16,11 @@ from earlyeval.evaluation.blocks import agent_block, pooled_block
 from earlyeval.fitting.metrics import apply_policy, outcome_metrics
 from earlyeval.fitting.thresholds import DEFAULT_TAUS as GRID  # the threshold grid (one definition)
 from earlyeval.fitting.thresholds import WarmStartRule
-from earlyeval.fitting.warm import _scorable, halting_policy, runset_of  # warm_start: score_runs' K option
+from earlyeval.fitting.warm import (
+    _scorable,
+    halting_policy,
+    runset_of,
+)  # warm_start: score_runs' K option
 from earlyeval.workflows.score_pass import pass_inconsistent
 from earlyeval.workflows.sweep import frontier
 

@@ -105,7 +105,7 @@ def test_python_blocks_parse(block):
 # ------------------------------------------------------------------ paths named by snippets
 
 WORKSPACE_OUTPUTS = {  # what the pipeline writes under <workspace>/<top>/<bench>/
-    "data": {"trajectories.parquet", "tasks.parquet", "ingest.done"},
+    "data": {"trajectories.parquet", "tasks.parquet", "tasks.jsonl", "ingest.done"},
     "features": {"loao_predictions.parquet", "prefixes.parquet", "runs.parquet"},
     "reports": {
         "loao.json",

@@ -29,14 +29,19 @@ def new(
     verbose: bool = verbose_option(),
 ) -> None:
     """Write a starter catalog: one [[runs]] entry per agent folder and format, labels found and checked."""
+    from earlyeval.config import file_schemas, schema
     from earlyeval.config.catalog import available_benches
-    from earlyeval.config.workspace import data_dir
+    from earlyeval.config.workspace import data_dir, is_bench_name
     from earlyeval.core.atomic import write_text
     from earlyeval.core.errors import CatalogError
     from earlyeval.workflows.starter_catalog import catalog_text, starter_runs
 
     setup_logging(verbose, ctx)
-    target = data_dir(name).with_suffix(".toml")  # data_dir checks NAME is one plain name
+    err = lambda key, why: ValueError(f"NAME: {why}")  # noqa: E731
+    schema.check(file_schemas.CATALOG.fields["bench"], name, err)  # the catalog's own `bench` rule
+    if not is_bench_name(name):
+        raise ValueError(f"NAME {name!r}: not a benchmark name")
+    target = data_dir(name).with_suffix(".toml")
     if target.exists() and not force:
         raise CatalogError(str(target), "<file>", "exists: give --force to replace it")
     folders = [Path(r).resolve() for r in runs]

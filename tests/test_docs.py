@@ -105,7 +105,7 @@ def test_python_blocks_parse(block):
 # ------------------------------------------------------------------ paths named by snippets
 
 WORKSPACE_OUTPUTS = {  # what the pipeline writes under <workspace>/<top>/<bench>/
-    "data": {"trajectories.parquet", "tasks.parquet", "ingest.done"},
+    "data": {"trajectories.parquet", "tasks.parquet", "tasks.jsonl", "ingest.done"},
     "features": {"loao_predictions.parquet", "prefixes.parquet", "runs.parquet"},
     "reports": {
         "loao.json",
@@ -133,7 +133,16 @@ PATH_RE = re.compile(
 
 
 def _benches() -> set[str]:
-    return {p.stem for p in (REPO / "earlyeval" / "catalogs").glob("*.toml")}
+    """The shipped catalogs, and the ones a doc's own walkthrough writes (``data/<bench>.toml`` in a bash
+    block: docs/catalogs.md's private benchmark)."""
+    shipped = {p.stem for p in (REPO / "earlyeval" / "catalogs").glob("*.toml")}
+    written = {
+        m.group(1)
+        for b in ALL
+        if b.lang == "bash"
+        for m in re.finditer(r"cat > data/([\w.-]+)\.toml", b.code)
+    }
+    return shipped | written
 
 
 # inspect_ai's registry name of the earlyeval solver, not a file

@@ -17,6 +17,7 @@ from earlyeval.app.verbs import (
     bench,
     bench_scale,
     budget,
+    catalog,
     evaluate,
     export,
     formats,
@@ -79,6 +80,8 @@ VERBS = (
 )
 for verb in VERBS:
     command(verb)
+command(catalog.new, on=catalog.catalog_app)
+app.add_typer(catalog.catalog_app, name="catalog")
 
 
 def main() -> None:  # pragma: no cover

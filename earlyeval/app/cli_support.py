@@ -152,7 +152,7 @@ class PrintableFormatter(logging.Formatter):
         return printable(super().format(record))
 
 
-def command(f: Any) -> Any:
+def command(f: Any, on: Any = None) -> Any:
     """Verb ``f`` registered on ``app`` (``app.command()``).  Errors a user can fix (a missing file, a malformed
     catalog or model dir, an unknown agent: ``EarlyEvalError``, ``FileNotFoundError``, ``ValueError``) print one
     line and exit 2 instead of a traceback; with --verbose the traceback follows in the log."""
@@ -186,7 +186,7 @@ def command(f: Any) -> Any:
                 e if not e.filename else OSError(f"{e.strerror or e}: {e.filename}")
             ) from None
 
-    return app.command()(run)
+    return (on or app).command()(run)
 
 
 def user_error(e: Exception, param: str | None = None) -> typer.Exit:

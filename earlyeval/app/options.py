@@ -77,7 +77,12 @@ def check_halt_on_option(value: str) -> str:
 
 
 def check_warm_rule(value: str) -> str:
-    from earlyeval.fitting.thresholds import WARM_RULES
+    from earlyeval.core.errors import MissingExtraError
+
+    try:
+        from earlyeval.fitting.thresholds import WARM_RULES
+    except MissingExtraError:  # without [train]: the verb itself says so, in one line (issue 42)
+        return value
 
     if value not in WARM_RULES:
         raise bad_value(f"{value!r}: one of {', '.join(WARM_RULES)}")

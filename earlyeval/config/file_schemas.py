@@ -42,8 +42,24 @@ LABEL_OPTIONS: dict[str, Validator] = {
     "trailing_commas": Bool(),
     "submission": NAME,
 }
+# every label format a catalog may name (their readers: ingest.labels.READERS; "inline": the run files carry
+# their own outcome): checked at load, so a misspelt format is an error naming its key, not unlabelled runs
+LABEL_FORMATS = (
+    "inline",
+    "sb-cli",
+    "instance-reports",
+    "harness-lists",
+    "resolved-list",
+    "openhands-md",
+    "csv-summary",
+    "resolved-submissions",
+)
 LABEL = Table(
-    {"format": NAME, "path": OneOf((Glob(), Str(pattern=r"", what="empty"))), **LABEL_OPTIONS},
+    {
+        "format": Choice(LABEL_FORMATS),
+        "path": OneOf((Glob(), Str(pattern=r"", what="empty"))),
+        **LABEL_OPTIONS,
+    },
     required=("format",),
     what="a label table {format, path}",
 )

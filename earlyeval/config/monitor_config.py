@@ -90,7 +90,8 @@ def _is_number(text: str) -> bool:
 
 @dataclass(frozen=True)
 class TaskTable(Validator):
-    """A task table: the path of a tasks.parquet written by ``earlyeval ingest``, or (from code) Tasks by id."""
+    """A task table: the path of a tasks.jsonl (read without pyarrow) or tasks.parquet written by ``earlyeval
+    ingest``, or (from code) Tasks by id."""
 
     def __call__(self, v: Any, key: str) -> str | Mapping[str, Task]:
         if not isinstance(v, Mapping):
@@ -101,7 +102,7 @@ class TaskTable(Validator):
         return v
 
     def describe(self) -> str:
-        return "the path of a task table (tasks.parquet), or a mapping of task id -> Task"
+        return "the path of a task table (tasks.jsonl or tasks.parquet), or a mapping of task id -> Task"
 
 
 @dataclass(frozen=True)

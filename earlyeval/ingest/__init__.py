@@ -283,6 +283,7 @@ def plan_run(spec: RunSpec, root: Path, max_files: int | None = None) -> RunPlan
     rep.files_read = len(paths)
 
     label_sets: list[LabelSet] = []
+    why: list[str] = []
     for ls_spec in spec.labels:
         if ls_spec.format == "inline":
             continue
@@ -291,8 +292,14 @@ def plan_run(spec: RunSpec, root: Path, max_files: int | None = None) -> RunPlan
             rep.label_sources.append(f"{ls_spec.format}: {label_sets[-1].source}")
         except IngestError as e:
             rep.skipped.append(e.to_dict())
+            why.append(f"{ls_spec.format}: {e}")
     if spec.labels and spec.labels[0].format != "inline" and not label_sets:
-        log.warning("%s: no label file could be read; its trajectories are unlabelled", spec.name)
+        # the reason goes with the warning: without it, a user sees unlabelled runs and no cause (issue 42)
+        log.warning(
+            "%s: no label file could be read (%s); its trajectories are unlabelled",
+            spec.name,
+            "; ".join(why),
+        )
     return RunPlan(resolved, run_dir, paths, label_sets, rep)
 
 

@@ -106,8 +106,23 @@ def _read_lists(run_dir: Path, spec: LabelSpec, loader: Callable[[Path], object]
 
 def read_harness_lists(run_dir: Path, spec: LabelSpec) -> LabelSet:
     """Harness list files (result.json / results.json: ``resolved``, ``applied``, ...)."""
-    loader = load_json_trailing_commas if spec.options.get("trailing_commas") else load_json
-    return _read_lists(run_dir, spec, loader)
+    if spec.options.get("trailing_commas"):
+        return _read_lists(run_dir, spec, load_json_trailing_commas)
+    return _read_lists(run_dir, spec, _strict_json)
+
+
+def _strict_json(f: Path) -> object:
+    """``load_json``; a file that reads only with trailing commas says which option it needs."""
+    try:
+        return load_json(f)
+    except IngestError as e:
+        try:
+            load_json_trailing_commas(f)
+        except IngestError:
+            raise e from None
+        raise IngestError(
+            str(f), e.field, f"{e.reason} (it reads with trailing_commas = true in its label entry)"
+        ) from None
 
 
 def read_resolved_list(run_dir: Path, spec: LabelSpec) -> LabelSet:

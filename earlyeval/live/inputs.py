@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from earlyeval.core.errors import EarlyEvalError
 from earlyeval.core.trajectory import Action, Step, Task, cost_value, make_step, token_count
+from earlyeval.tables.tasks_jsonl import is_jsonl, read_tasks_jsonl
 
 _TASK_ALIASES = {
     "instance_id": "task_id",
@@ -135,6 +136,10 @@ def task_table(tasks: Mapping[str, Task] | str | Path | None) -> dict[str, Task]
             raise FileNotFoundError(
                 f"task table {path} does not exist (written by `earlyeval ingest --bench B`)"
             )
+        if is_jsonl(
+            path
+        ):  # a runtime without pyarrow reads this one (ingest writes it beside the parquet)
+            return read_tasks_jsonl(path)
         from earlyeval.tables.store import (
             read_tasks,  # here: pyarrow only for a Monitor handed a parquet task table
         )

@@ -11,18 +11,31 @@ from markupsafe import Markup
 
 from earlyeval.report.html import figure, note, png_bytes
 
-MAKES = {
-    "loao.json": "make evaluate",
-    "loao_predictions.parquet": "make evaluate",
-    "sweep.csv": "make sweep",
-    "budget.json": "make budget",
-    "routing.json": "make route",
-    "ingest.json": "make ingest",
-    "latency.json": "make bench",
-    "latency.png": "make bench",
-    "budget_intervals.png": "make budget",
-    "budget_late_recognition.png": "make budget",
+# the verb that writes each input: a remedy the page names as an ``earlyeval`` command with the workspace and
+# benchmark (issue 42: `make` targets exist in a checkout only, not after pip install or for a workspace catalog)
+VERBS = {
+    "loao.json": "evaluate",
+    "loao_predictions.parquet": "evaluate",
+    "sweep.csv": "sweep",
+    "budget.json": "budget",
+    "routing.json": "route",
+    "ingest.json": "ingest",
+    "latency.json": "bench",
+    "latency.png": "bench",
+    "budget_intervals.png": "budget",
+    "budget_late_recognition.png": "budget",
 }
+
+
+def remedy(name: str, bench: str, rdir: Path) -> str:
+    """The command that writes input ``name`` of benchmark ``bench`` whose reports folder is ``rdir``
+    (``<workspace>/reports/<bench>``)."""
+    verb = VERBS.get(name)
+    if verb is None:
+        return "its stage"
+    return f"earlyeval --workspace {rdir.parent.parent} {verb} --bench {bench}"
+
+
 MAX_PNG_BYTES = 8 << 20  # a stage's plot is ~100 KB; anything far larger is not one
 
 
@@ -43,7 +56,7 @@ class Inputs:
     def _json(self, name: str) -> dict[str, Any] | None:
         p = self.rdir / name
         if not p.exists():
-            self.problems[name] = f"not run: {MAKES[name]} BENCH={self.bench} writes {p}"
+            self.problems[name] = f"not run: {remedy(name, self.bench, self.rdir)} writes {p}"
             return None
         try:
             obj = json.loads(p.read_text())
@@ -57,7 +70,7 @@ class Inputs:
 
     def _frame(self, p: Path, reader: Callable[[Path], pd.DataFrame]) -> pd.DataFrame | None:
         if not p.exists():
-            self.problems[p.name] = f"not run: {MAKES[p.name]} BENCH={self.bench} writes {p}"
+            self.problems[p.name] = f"not run: {remedy(p.name, self.bench, self.rdir)} writes {p}"
             return None
         try:
             return reader(p)
@@ -72,7 +85,7 @@ class Inputs:
             b = p.read_bytes() if p.stat().st_size <= MAX_PNG_BYTES else b""
         except FileNotFoundError:
             return note(
-                f"{name}: not made yet ({MAKES.get(name, 'its stage')} BENCH={self.bench} writes {p})",
+                f"{name}: not made yet ({remedy(name, self.bench, self.rdir)} writes {p})",
                 missing=True,
             )
         except OSError as e:

@@ -10,11 +10,13 @@ import errno
 import json
 import logging
 import os
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from earlyeval.config import file_schemas, schema
 from earlyeval.config.catalog import LabelSpec, RunSpec, available_benches, load_catalog
 from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.config.workspace import explicit_workspace, is_bench_name
@@ -41,8 +43,12 @@ HISTORY_FAMILIES = ("prior", "peer_prior")
 
 
 def label_spec(labels: str) -> LabelSpec:
-    """``FORMAT:GLOB`` as a LabelSpec; a ValueError naming the known formats for anything else."""
-    lf, _, lg = labels.partition(":")
+    """``FORMAT:GLOB[,KEY=VALUE...]`` as a LabelSpec: the options a catalog's label entry takes
+    (``config.file_schemas.LABEL_OPTIONS``, e.g. ``harness-lists:results.json*,trailing_commas=true``), each
+    value read as a TOML value (a bare word is a string); a ValueError naming the known formats or the bad
+    option for anything else."""
+    head, *opts = labels.split(",")
+    lf, _, lg = head.partition(":")
     known = sorted(LABEL_READERS)
     if lf not in LABEL_READERS:
         raise ValueError(
@@ -56,7 +62,24 @@ def label_spec(labels: str) -> LabelSpec:
             f"--labels {labels!r}: the GLOB is relative to --runs and stays inside it "
             "(no absolute path, ~ or ..)"
         )
-    return LabelSpec(lf, lg)
+    options = dict(_label_option(labels, o) for o in opts)
+    err = lambda key, why: ValueError(f"--labels {labels!r}: {key}: {why}")  # noqa: E731
+    schema.check(file_schemas.LABEL, {"format": lf, "path": lg, **options}, err)
+    return LabelSpec(lf, lg, options)
+
+
+def _label_option(labels: str, text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--labels``: the value as TOML reads it (``true``, ``0.5``, ``"x"``), else the bare text."""
+    key, eq, value = text.partition("=")
+    if not eq or not key.strip():
+        raise ValueError(
+            f"--labels {labels!r}: {text!r} is no KEY=VALUE option "
+            f"(known: {', '.join(sorted(file_schemas.LABEL_OPTIONS))})"
+        )
+    try:
+        return key.strip(), tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        return key.strip(), value.strip()
 
 
 # ------------------------------------------------------------------ format
@@ -208,19 +231,6 @@ def check_destination(dest: Path, runs_path: Path, fmt: str, force: bool) -> Non
 # ------------------------------------------------------------------ bench
 
 
-def format_benches() -> dict[str, set[str]]:
-    """Per native format, the benchmarks whose catalogs have runs in it."""
-    out: dict[str, set[str]] = {}
-    for name, toml in sorted(available_benches().items()):
-        try:
-            cat = load_catalog(toml)
-        except CatalogError:
-            continue
-        for r in cat.runs:
-            out.setdefault(r.format, set()).add(cat.bench)
-    return out
-
-
 def bench_check(
     bundle: Any,
     specs: list[RunSpec],
@@ -229,10 +239,12 @@ def bench_check(
     tasks: dict[str, Any],
     cross_bench: bool = False,
 ) -> dict[str, Any]:
-    """Which benchmark the runs are of, against the model's: a catalog entry says it, else the benchmarks
-    whose catalogs use the format, else whether the runs' tasks are the model's benchmark's tasks.  A
-    mismatch is a ScoreRefusedError unless ``cross_bench`` (then recorded, and warned about): a model of
-    another benchmark gives numbers that look like scores and are a transfer experiment."""
+    """Which benchmark the runs are of, against the model's: a catalog entry says it, else whether the runs'
+    tasks are the model's benchmark's tasks.  A run's format is never evidence: the same format serves many
+    benchmarks, and a private benchmark's held-out runs in a format a shipped catalog also uses are still the
+    private benchmark's (issue 42).  A mismatch is a ScoreRefusedError unless ``cross_bench`` (then recorded,
+    and warned about): a model of another benchmark gives numbers that look like scores and are a transfer
+    experiment."""
     model_benches = sorted(str(b) for b in (bundle.training or {}).get("benchmarks") or [])
     out: dict[str, Any] = {
         "model": model_benches,
@@ -241,29 +253,13 @@ def bench_check(
         "match": None,
         "cross_bench": cross_bench,
     }
-    known = set(available_benches())
-    if not model_benches or not set(model_benches) & known:
+    if not set(model_benches) & set(available_benches()):
         out["evidence"] = "the model's benchmark is not a known catalog: not checked"
         return out
     cat = sorted({str(s.options.get("bench")) for s in specs if s.options.get("bench")})
-    # each format's benchmarks (a mixed folder: every format's runs must be of the model's benchmark)
-    by = {
-        f: format_benches().get(f, set())
-        for f in (sorted({s.format for s in specs}) if fmt == MIXED else [fmt])
-    }
-    by_fmt = set().union(*by.values()) if all(by.values()) else set()
     ids = {t.task_id for t in trajs}
     if cat:
         out.update(runs=cat, evidence="the runs are a catalog's runs")
-    elif by_fmt:
-        off = sorted(b for f, bs in by.items() if not bs & set(model_benches) for b in bs)
-        out.update(
-            runs=off or sorted(by_fmt),
-            evidence="; ".join(
-                f"format {f} is used by the catalogs of {', '.join(sorted(bs))}"
-                for f, bs in by.items()
-            ),
-        )
     elif tasks and ids:
         found = len(ids & set(tasks))
         out.update(
@@ -271,9 +267,7 @@ def bench_check(
             evidence=f"{found} of the runs' {len(ids)} task ids are tasks of {', '.join(model_benches)}",
         )
     else:
-        out["evidence"] = (
-            "neither a catalog, the format nor the tasks tell the runs' benchmark: not checked"
-        )
+        out["evidence"] = "neither a catalog nor the tasks tell the runs' benchmark: not checked"
         return out
     out["match"] = bool(set(out["runs"]) & set(model_benches))
     if not out["match"]:

@@ -420,29 +420,56 @@ def test_data_root_finds_the_catalog_labels(env, tmp_path, monkeypatch):
 # ------------------------------------------------------------ another benchmark
 
 
+def _fixture_tasks(env):
+    """The env's tasks and the swe-agent-traj fixture's own tasks: the table of the runs' benchmark."""
+    from earlyeval.core.trajectory import Task
+
+    runs = read_runs(run_specs(FIXTURES / "swe-agent-traj", "swe-agent-traj"))[0]
+    return {**env["tasks"], **{t.task_id: Task(t.task_id) for t in runs}}
+
+
+def _other_tasks(env):
+    """A task table of another benchmark: the fixture's tasks under ids no fixture run has."""
+    return {
+        f"other-{k}": dataclasses.replace(t, task_id=f"other-{k}") for k, t in env["tasks"].items()
+    }
+
+
 def test_a_model_of_another_benchmark_is_refused(env, tmp_path, monkeypatch):
+    """The runs' tasks are not the model's benchmark's: refused (or, with --cross-bench, recorded)."""
+    from earlyeval.tables.store import write_tasks
+
     fake = dataclasses.replace(
         env["bundle"], training={**env["bundle"].training, "benchmarks": ["tau2"]}
     )
     mdir = save_model_dir(fake, tmp_path / "tau2-model")
     runs = FIXTURES / "swe-agent-traj"
+    other = _other_tasks(env)
     with pytest.raises(
-        ScoreRefusedError, match="trained on tau2, the runs are of swebench .*--cross-bench"
+        ScoreRefusedError,
+        match="trained on tau2, the runs are of another benchmark .*--cross-bench",
     ):
-        score_runs(mdir, runs, ScoreOptions("swe-agent-traj", out=tmp_path / "o"), progress=False)
+        score_runs(
+            mdir,
+            runs,
+            ScoreOptions("swe-agent-traj", out=tmp_path / "o"),
+            progress=False,
+            tasks=other,
+        )
     assert not (tmp_path / "o").exists()
-    # the model's table (required since issue 29)
     rep = json.loads(
         score_runs(
             mdir,
             runs,
             ScoreOptions("swe-agent-traj", out=tmp_path / "o", cross_bench=True),
             progress=False,
-            tasks=env["tasks"],
+            tasks=other,
         )["score"].read_text()
     )
     assert rep["bench_check"]["match"] is False and "transfer" in rep["bench_check"]["warning"]
     assert "warning: cross-bench" in score_table(rep)
+    table = tmp_path / "tau2-tasks.parquet"
+    write_tasks(other.values(), table)
     r = CliRunner().invoke(
         app,
         [
@@ -453,11 +480,13 @@ def test_a_model_of_another_benchmark_is_refused(env, tmp_path, monkeypatch):
             str(runs),
             "-f",
             "swe-agent-traj",
+            "--tasks",
+            str(table),
             "--out",
             str(tmp_path / "o2"),
         ],
     )
-    _one_line_exit_2(r, "trained on tau2", "swe-agent-traj is used by the catalogs of swebench")
+    _one_line_exit_2(r, "trained on tau2", "task ids are tasks of tau2")
     # the model's own benchmark: no refusal, recorded as a match
     swe = dataclasses.replace(
         env["bundle"], training={**env["bundle"].training, "benchmarks": ["swebench"]}
@@ -468,10 +497,52 @@ def test_a_model_of_another_benchmark_is_refused(env, tmp_path, monkeypatch):
             runs,
             ScoreOptions("swe-agent-traj", out=tmp_path / "o3"),
             progress=False,
-            tasks=env["tasks"],
+            tasks=_fixture_tasks(env),
         )["score"].read_text()
     )
     assert rep["bench_check"]["match"] is True
+
+
+@pytest.mark.parametrize("bench", ["mybench", "tau2"])
+def test_held_out_runs_of_a_format_a_shipped_catalog_uses_are_the_models_benchmark(
+    env, tmp_path, bench, monkeypatch
+):
+    """Issue 42: a private benchmark's held-out runs in swe-agent-traj (a format of the shipped swebench
+    catalog) are not "swebench": their tasks are the model's, so they are scored, no --cross-bench."""
+    ws = tmp_path / "ws"
+    (ws / "data").mkdir(parents=True)
+    (ws / "data" / "mybench.toml").write_text('bench = "mybench"\nfamilies = ["behaviour"]\n')
+    monkeypatch.setenv("EARLYEVAL_HOME", str(ws))
+    own = dataclasses.replace(
+        env["bundle"], training={**env["bundle"].training, "benchmarks": [bench]}
+    )
+    rep = json.loads(
+        score_runs(
+            save_model_dir(own, tmp_path / "model"),
+            FIXTURES / "swe-agent-traj",
+            ScoreOptions("swe-agent-traj", out=tmp_path / "o"),
+            progress=False,
+            tasks=_fixture_tasks(env),
+        )["score"].read_text()
+    )
+    assert rep["bench_check"]["match"] is True and rep["bench_check"]["runs"] == [bench]
+    assert "task ids are tasks of" in rep["bench_check"]["evidence"]
+    assert "warning" not in rep["bench_check"]
+
+
+def test_the_format_alone_never_decides_the_benchmark(env):
+    """No catalog entry and no task table: not checked (said), whatever catalogs use the format."""
+    # (tau2: a known catalog; swe-agent-traj is a format of swebench only, which once decided "swebench")
+    from earlyeval.workflows.score_checks import bench_check
+
+    own = dataclasses.replace(
+        env["bundle"], training={**env["bundle"].training, "benchmarks": ["tau2"]}
+    )
+    specs = run_specs(FIXTURES / "swe-agent-traj", "swe-agent-traj")
+    runs = read_runs(specs)[0]
+    assert runs
+    out = bench_check(own, specs, runs, "swe-agent-traj", {})
+    assert out["match"] is None and "not checked" in out["evidence"]
 
 
 # ------------------------------------------------------------ --format auto
@@ -525,3 +596,44 @@ def test_format_auto_unknown_exits_2_and_a_mixed_folder_is_scored_per_format(
         and rep["format_detected"] is True
         and "format: atif (--format auto)" in r.stdout
     )
+
+
+# ------------------------------------------------------------ --labels with a catalog entry's options
+
+
+def test_labels_take_a_catalog_label_entrys_options():
+    """Issue 42: ``--labels FORMAT:GLOB,KEY=VALUE`` carries the options a catalog label entry takes (CodeR's
+    results.json needs trailing_commas); an unknown or mistyped option is refused naming it."""
+    spec = label_spec("harness-lists:results.json*,trailing_commas=true")
+    assert (spec.format, spec.path, spec.options) == (
+        "harness-lists",
+        "results.json*",
+        {"trailing_commas": True},
+    )
+    sub = label_spec("resolved-submissions:r.json,submission=20240617_moatless_gpt4o")
+    assert sub.options == {"submission": "20240617_moatless_gpt4o"}
+    with pytest.raises(ValueError, match="trailing_comas: unknown key"):
+        label_spec("harness-lists:results.json*,trailing_comas=true")
+    with pytest.raises(ValueError, match="trailing_commas.*true or false"):
+        label_spec("harness-lists:results.json*,trailing_commas=yes")
+    with pytest.raises(ValueError, match="no KEY=VALUE"):
+        label_spec("harness-lists:results.json*,trailing_commas")
+
+
+def test_a_label_file_that_needs_trailing_commas_says_so(tmp_path, caplog):
+    """Unreadable label files: the reason is in the warning a user sees without -v, with the option it needs."""
+    import logging
+
+    from earlyeval.ingest import plan_run
+
+    run = tmp_path / "runs"
+    run.mkdir()
+    (run / "results.json").write_text('{"resolved": ["a", "b",], "applied": ["a",],}')
+    spec = run_specs(run, "swe-agent-traj", labels="harness-lists:results.json")[0]
+    with caplog.at_level(logging.WARNING, logger="earlyeval.ingest"):
+        plan = plan_run(spec, Path("/"))
+    assert not plan.label_sets
+    warned = [r.getMessage() for r in caplog.records if "no label file" in r.getMessage()]
+    assert warned and "trailing_commas = true" in warned[0] and "results.json" in warned[0]
+    ok = run_specs(run, "swe-agent-traj", labels="harness-lists:results.json,trailing_commas=true")
+    assert plan_run(ok[0], Path("/")).label_sets[0].resolved == {"a", "b"}

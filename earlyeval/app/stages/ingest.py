@@ -14,6 +14,7 @@ from earlyeval.core.errors import IngestError
 from earlyeval.tables.prefixes import drop_report
 from earlyeval.tables.store import bench_dir, write_tasks
 from earlyeval.tables.tasks import load_tasks
+from earlyeval.tables.tasks_jsonl import write_tasks_jsonl
 from earlyeval.tables.validate import validate_task
 from earlyeval.workflows.backend import Backend, InProcess
 
@@ -62,6 +63,8 @@ def ingest_bench(
     marker.unlink(missing_ok=True)
     p_traj = ingested.commit(out / "trajectories.parquet")
     p_tasks = write_tasks(tasks.values(), out / "tasks.parquet")
+    # the same table for a runtime without pyarrow (an adapter's ``tasks:``, ``score --tasks``)
+    write_tasks_jsonl(tasks.values(), out / "tasks.jsonl")
     min_steps = cat.config.min_steps
     report = {
         "bench": bench,

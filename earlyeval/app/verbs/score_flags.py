@@ -45,8 +45,10 @@ SCORE_CROSS_BENCH = typer.Option(
 SCORE_LABELS = typer.Option(
     None,
     "--labels",
-    help="Optional label source, FORMAT:GLOB relative to --runs "
-    "(e.g. sb-cli:'*.json'; formats: " + LABEL_FORMATS + ").",
+    help="Optional label source, FORMAT:GLOB[,KEY=VALUE...] relative to --runs, with a catalog label "
+    "entry's options (e.g. sb-cli:'*.json', harness-lists:'results.json*',trailing_commas=true; formats: "
+    + LABEL_FORMATS
+    + ").",
 )
 SCORE_AGENT = typer.Option(
     None, "--agent", help="Agent name to report the runs under (default: the folder name)."

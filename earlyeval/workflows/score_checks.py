@@ -24,6 +24,7 @@ from earlyeval.core.errors import (
     CatalogError,
     NothingScoredError,
     ScoreRefusedError,
+    SettingError,
     WriteError,
 )
 from earlyeval.core.trajectory import Task, Trajectory
@@ -72,9 +73,11 @@ def _label_option(labels: str, text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--labels``: the value as TOML reads it (``true``, ``0.5``, ``"x"``), else the bare text."""
     key, eq, value = text.partition("=")
     if not eq or not key.strip():
-        raise ValueError(
-            f"--labels {labels!r}: {text!r} is no KEY=VALUE option "
-            f"(known: {', '.join(sorted(file_schemas.LABEL_OPTIONS))})"
+        raise SettingError(
+            "score",
+            "--labels",
+            f"{labels!r}: {text!r} is no KEY=VALUE option "
+            f"(known: {', '.join(sorted(file_schemas.LABEL_OPTIONS))})",
         )
     try:
         return key.strip(), tomllib.loads(f"v = {value.strip()}")["v"]

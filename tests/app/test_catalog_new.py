@@ -78,6 +78,6 @@ def test_catalog_new_refuses_what_it_cannot_write(runs, tmp_path):
     assert r.exit_code == 2 and "no known format reads" in r.stderr
     assert not (ws / "data" / "other.toml").exists()
     r = _new(ws, "../x", "--runs", str(runs))
-    assert r.exit_code == 2 and "NAME: '../x' is not a benchmark name" in r.stderr
+    assert r.exit_code == 2 and "'NAME': '../x' is not a benchmark name" in r.stderr
     r = _new(ws, "x", "--runs", str(tmp_path / "nosuch"))
     assert r.exit_code == 2 and "no such folder" in r.stderr

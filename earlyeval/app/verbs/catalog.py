@@ -33,14 +33,14 @@ def new(
     from earlyeval.config.catalog import available_benches
     from earlyeval.config.workspace import data_dir, is_bench_name
     from earlyeval.core.atomic import write_text
-    from earlyeval.core.errors import CatalogError
+    from earlyeval.core.errors import CatalogError, SettingError
     from earlyeval.workflows.starter_catalog import catalog_text, starter_runs
 
     setup_logging(verbose, ctx)
-    err = lambda key, why: ValueError(f"NAME: {why}")  # noqa: E731
+    err = lambda key, why: SettingError("catalog new", "NAME", why)  # noqa: E731
     schema.check(file_schemas.CATALOG.fields["bench"], name, err)  # the catalog's own `bench` rule
     if not is_bench_name(name):
-        raise ValueError(f"NAME {name!r}: not a benchmark name")
+        raise SettingError("catalog new", "NAME", f"{name!r} is not a benchmark name")
     target = data_dir(name).with_suffix(".toml")
     if target.exists() and not force:
         raise CatalogError(str(target), "<file>", "exists: give --force to replace it")
@@ -51,9 +51,11 @@ def new(
     root = Path(os.path.commonpath(folders)) if len(folders) > 1 else folders[0]
     entries = starter_runs(folders, root)
     if not entries:
-        raise ValueError(
-            f"--runs: no known format reads any file under {', '.join(map(str, folders))} "
-            "(`earlyeval formats` lists them)"
+        raise SettingError(
+            "catalog new",
+            "--runs",
+            f"no known format reads any file under {', '.join(map(str, folders))} "
+            "(`earlyeval formats` lists them)",
         )
     write_text(target, catalog_text(name, entries))
     if name in available_benches() and target != available_benches()[name]:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import numbers
 from pathlib import Path
 from typing import Any, Mapping
 
 from earlyeval.core.errors import EarlyEvalError
+from earlyeval.core.tasks_jsonl import is_jsonl, read_tasks_jsonl
 from earlyeval.core.trajectory import Action, Step, Task, cost_value, make_step, token_count
-from earlyeval.tables.tasks_jsonl import is_jsonl, read_tasks_jsonl
 
 _TASK_ALIASES = {
     "instance_id": "task_id",
@@ -159,6 +160,9 @@ def as_step(step: Step | Mapping[str, Any], index: int) -> Step:
         raise BadStep(f"step must be a Step or a dict, not {type(step).__name__}")
     d = dict(step)
     d.setdefault("index", index)
+    idx = d["index"]
+    if isinstance(idx, bool) or not isinstance(idx, numbers.Integral) or idx < 0:
+        raise BadStep(f"field 'index' is {idx!r}, not a step number (an integer >= 0)")
     if d.get("actions") is not None and not isinstance(d["actions"], list):
         raise BadStep(f"field 'actions' is {type(d['actions']).__name__}, not a list")
     if "kind" in d or d.get("actions"):

@@ -9,21 +9,11 @@ from typing import Any
 
 from earlyeval.config.schema import Invalid, parse_date
 from earlyeval.core.errors import IngestError
-from earlyeval.core.trajectory import MAX_TOKENS_PER_STEP, Task, Trajectory, cost_value, token_count
+from earlyeval.core.tasks_jsonl import text_ok
+from earlyeval.core.trajectory import MAX_TOKENS_PER_STEP, Trajectory, cost_value, token_count
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT8 = (-128, 127)
-
-
-def _text_ok(v: Any) -> bool:
-    """Text the store can hold: UTF-8 encodable (no lone surrogates such as a JSON ``\\udc80`` escape)."""
-    if v.isascii():
-        return True
-    try:
-        v.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
 
 
 # the days a run file dates itself by (the as-of prior reads them)
@@ -61,7 +51,7 @@ def validate_trajectory(t: Trajectory) -> None:
     f = str(t.meta.get("source_file", t.run_id))
     for name in ("run_id", "agent", "bench", "task_id", "prompt"):
         v = getattr(t, name)
-        if not isinstance(v, str) or not _text_ok(v):
+        if not isinstance(v, str) or not text_ok(v):
             raise IngestError(f, name, "not UTF-8 text (a lone surrogate escape such as \\udc80?)")
     if t.outcome is not None and not (
         isinstance(t.outcome, int) and _INT8[0] <= t.outcome <= _INT8[1]
@@ -71,7 +61,7 @@ def validate_trajectory(t: Trajectory) -> None:
         meta = json.dumps(t.meta, sort_keys=True, default=str)
     except (TypeError, ValueError, RecursionError) as e:
         raise IngestError(f, "meta", f"cannot be stored ({type(e).__name__}: {e})") from e
-    if not _text_ok(meta):
+    if not text_ok(meta):
         raise IngestError(f, "meta", "not UTF-8 text")
     for key in RUN_DATE_KEYS:
         if t.meta.get(key) is not None:
@@ -82,7 +72,7 @@ def validate_trajectory(t: Trajectory) -> None:
             raise IngestError(f, f"{w}.index", f"{st.index!r} is not a 32-bit step index")
         for name in ("action", "kind", "thought", "observation"):
             v = getattr(st, name)
-            if not isinstance(v, str) or not _text_ok(v):
+            if not isinstance(v, str) or not text_ok(v):
                 raise IngestError(
                     f, f"{w}.{name}", "not UTF-8 text (a lone surrogate escape such as \\udc80?)"
                 )
@@ -103,17 +93,5 @@ def validate_trajectory(t: Trajectory) -> None:
         for k, a in enumerate(st.actions):
             for name in ("tool", "text", "kind"):
                 v = getattr(a, name)
-                if not isinstance(v, str) or not _text_ok(v):
+                if not isinstance(v, str) or not text_ok(v):
                     raise IngestError(f, f"{w}.actions[{k}].{name}", "not UTF-8 text")
-
-
-def validate_task(t: Task, file: str = "<tasks>") -> None:
-    """IngestError for a task value the store cannot hold (text fields, test lists)."""
-    for name in ("task_id", "prompt", "gold_patch", "test_patch"):
-        v = getattr(t, name)
-        if v is not None and (not isinstance(v, str) or not _text_ok(v)):
-            raise IngestError(file, f"{t.task_id!r}.{name}", "not UTF-8 text")
-    for name in ("fail_to_pass", "pass_to_pass"):
-        for x in getattr(t, name) or []:
-            if not isinstance(x, str) or not _text_ok(x):
-                raise IngestError(file, f"{t.task_id!r}.{name}", "not UTF-8 text")

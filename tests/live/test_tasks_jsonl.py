@@ -12,10 +12,10 @@ import _paths
 import pytest
 
 from earlyeval.core.errors import IngestError
+from earlyeval.core.tasks_jsonl import read_tasks_jsonl, write_tasks_jsonl
 from earlyeval.core.trajectory import Task
 from earlyeval.live.inputs import task_table
 from earlyeval.tables.store import read_tasks, write_tasks
-from earlyeval.tables.tasks_jsonl import read_tasks_jsonl, write_tasks_jsonl
 
 TASKS = [
     Task("a__a-1", "fix the parser", "diff --git a/x b/x", None, ["t1"], [], {"split": "lite"}),

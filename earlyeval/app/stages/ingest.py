@@ -11,11 +11,10 @@ from earlyeval.config.workspace import reports_dir
 from earlyeval.core import atomic
 from earlyeval.core.atomic import write_json
 from earlyeval.core.errors import IngestError
+from earlyeval.core.tasks_jsonl import validate_task, write_tasks_jsonl
 from earlyeval.tables.prefixes import drop_report
 from earlyeval.tables.store import bench_dir, write_tasks
 from earlyeval.tables.tasks import load_tasks
-from earlyeval.tables.tasks_jsonl import write_tasks_jsonl
-from earlyeval.tables.validate import validate_task
 from earlyeval.workflows.backend import Backend, InProcess
 
 # written last by ingest_bench (and removed first): the ingest stage is complete (the Makefile depends on it)

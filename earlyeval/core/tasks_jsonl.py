@@ -1,6 +1,6 @@
 """A task table as JSON lines (``tasks.jsonl``, one ``Task.to_dict`` per line): what a runtime install without
 pyarrow reads for an adapter's ``tasks:`` or ``score --tasks`` (issue 42).  ``earlyeval ingest`` writes it beside
-``tasks.parquet``; standard library only, since the live path imports it."""
+``tasks.parquet``; standard library only, in the lowest layer, since the live path and every adapter import it."""
 
 from __future__ import annotations
 
@@ -12,9 +12,32 @@ from earlyeval.core.atomic import write_text
 from earlyeval.core.errors import IngestError
 from earlyeval.core.jsonio import load_jsonl
 from earlyeval.core.trajectory import Task
-from earlyeval.tables.validate import validate_task
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
+
+
+def text_ok(v: str) -> bool:
+    """Text the store can hold: UTF-8 encodable (no lone surrogates such as a JSON ``\\udc80`` escape)."""
+    if v.isascii():
+        return True
+    try:
+        v.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def validate_task(t: Task, file: str = "<tasks>") -> None:
+    """IngestError for a task value the store cannot hold (text fields, test lists): ingest's check and the
+    runtime's, in the lowest layer since a runtime reading ``tasks.jsonl`` makes it too."""
+    for name in ("task_id", "prompt", "gold_patch", "test_patch"):
+        v = getattr(t, name)
+        if v is not None and (not isinstance(v, str) or not text_ok(v)):
+            raise IngestError(file, f"{t.task_id!r}.{name}", "not UTF-8 text")
+    for name in ("fail_to_pass", "pass_to_pass"):
+        for x in getattr(t, name) or []:
+            if not isinstance(x, str) or not text_ok(x):
+                raise IngestError(file, f"{t.task_id!r}.{name}", "not UTF-8 text")
 
 
 def is_jsonl(path: str | Path) -> bool:

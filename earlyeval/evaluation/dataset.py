@@ -109,10 +109,12 @@ def load_dataset(
     trajs: list[Trajectory] | None = None,
     tasks: dict[str, Task] | None = None,
     whole: bool = True,
+    prior_table: PriorTable | None = None,
 ) -> Dataset:
     """Read the ingested benchmark (``earlyeval ingest`` output) and featurize the fold-free families.
     ``whole=False`` (a partition of the runs): the pass family, which reads each agent's other runs, is left
-    to ``add_pass_block`` over all of them."""
+    to ``add_pass_block`` over all of them. ``prior_table``: the public history already read (a dataset of
+    other runs of the same benchmark, as the fidelity checks build), else read from the data root."""
     # resolves every entry: an unknown family is an error, never a silent drop
     free = fold_free(families)
     cat = load_catalog(bench)
@@ -126,8 +128,7 @@ def load_dataset(
     for t in trajs:
         if dates.get(str(t.meta.get("run", ""))):
             t.meta["date"] = dates[str(t.meta["run"])]
-    prior_table = None
-    if "prior" in families and cat.priors.get("path"):
+    if prior_table is None and "prior" in families and cat.priors.get("path"):
         prior_table = PriorTable.load(data_root(root) / cat.priors["path"])
     contexts = [RunContext.of(t, tasks.get(t.task_id)) for t in trajs]
     prefixes = prefix_table(trajs, min_steps=2)

@@ -66,7 +66,14 @@ def predict_runs(runner: FoldRunner, exclude: frozenset, trajs: list[Trajectory]
     """Runs that are not in the runner's dataset, predicted by its fit without ``exclude`` with the same feature
     path as its own runs (``FoldRunner.features`` on a dataset of just these runs), gated by its config."""
     ds = runner.ds
-    mini = load_dataset(ds.bench, runner.cfg.families, trajs=trajs, tasks=ds.tasks, progress=False)
+    mini = load_dataset(
+        ds.bench,
+        runner.cfg.families,
+        trajs=trajs,
+        tasks=ds.tasks,
+        progress=False,
+        prior_table=ds.prior_table,
+    )
     mr = FoldRunner(mini, runner.cfg)
     fitted = runner.fit(exclude)
     runs = np.arange(len(mini.trajs))

@@ -29,6 +29,7 @@ from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.evaluation.pass_sim import simulate_pass
 from earlyeval.features.passref import PassReference, profile_of
 from earlyeval.fitting.metrics import RunSet, runset_of_runs
+from earlyeval.fitting.warm import halting_policy
 from earlyeval.ingest import ingest_run
 from earlyeval.integrations.config import monitor_from_config
 from earlyeval.live.benchpass import AuditMonitor, Pass, pass_order
@@ -236,7 +237,7 @@ def batch_runset(real: dict[str, Any], cfg: dict) -> tuple[RunSet, tuple[float, 
         ps.append(a)
         pf.append(b)
     return (
-        runset_of_runs(real["trajs"], ps, pf),
+        runset_of_runs(real["trajs"], ps, pf, *halting_policy(mon.bundle)),
         (mon.rule.success, mon.rule.failure),
         mon.rule.min_halt_step,
     )

@@ -27,7 +27,9 @@ from earlyeval.live.benchpass import (
     run_errors,
     run_on_workers,
 )
+from earlyeval.live.pass_certify import would_halt
 from earlyeval.model.policy import NEVER, first_halt, first_halt_grid, halting_pair
+from earlyeval.model.shift_test import ShiftTest
 
 SEEDS = (0, 1, 2, 3, 4)
 WORKERS = (1, 8, 32)
@@ -87,6 +89,7 @@ def simulate_pass(
         "finished": 0,
         "history": [],
         "refs": [],
+        "shift": ShiftTest(),  # the live Pass's shift test (pass_state.Certifier.certified), run alike
     }
     probs_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     with_refs = np.zeros(n, dtype=bool)
@@ -113,6 +116,8 @@ def simulate_pass(
             return
         state["refs"].append(i)
         probs = [[float(a), float(b)] for a, b in zip(*probs_of[i])]
+        # judged at the pair in force when it is graded, before its own counts: as the live Pass re-derives it
+        state["shift"].update(would_halt(probs, *state["pair"], min_t), int(rs.y[i]))
         for key, (e, m) in run_errors(probs, int(rs.y[i]), base, min_t, taus).items():
             e0, m0 = state["counts"].get(key, (0, 0))
             state["counts"][key] = (e0 + e, m0 + m)
@@ -123,6 +128,9 @@ def simulate_pass(
                 halt_on,
             )
         )
+        fired = state["shift"].rejected
+        if fired is not None:  # that side is off for the rest of the pass
+            pair[0 if fired == "over" else 1] = NEVER
         if pair != state["pair"]:
             state["history"].append(
                 {

@@ -50,6 +50,19 @@ QUANTILES = 5  # savings by pass position: the runs in each fifth of the order
 Repredict = Callable[[int, list[int]], "tuple[np.ndarray, np.ndarray] | None"]
 
 
+def _pair_in_force(
+    state: dict[str, Any], base: tuple[float, float], alpha: float, max_error: float, halt_on: str
+) -> list[float]:
+    """The pair the audit counts so far certify (``certify_counts``), with the side the shift test fired on off,
+    as the live Pass derives it (``pass_state.Certifier.certified``)."""
+    cert = certify_counts(state["counts"], state["n_audit"], base, alpha, max_error)
+    pair = list(halting_pair(*cert["pair"], halt_on))
+    fired = state["shift"].rejected
+    if fired is not None:  # that side is off for the rest of the pass
+        pair[0 if fired == "over" else 1] = NEVER
+    return pair
+
+
 def simulate_pass(
     rs: RunSet,
     base: tuple[float, float],
@@ -122,15 +135,7 @@ def simulate_pass(
             e0, m0 = state["counts"].get(key, (0, 0))
             state["counts"][key] = (e0 + e, m0 + m)
         state["n_audit"] += 1
-        pair = list(
-            halting_pair(
-                *certify_counts(state["counts"], state["n_audit"], base, alpha, max_error)["pair"],
-                halt_on,
-            )
-        )
-        fired = state["shift"].rejected
-        if fired is not None:  # that side is off for the rest of the pass
-            pair[0 if fired == "over" else 1] = NEVER
+        pair = _pair_in_force(state, base, alpha, max_error, halt_on)
         if pair != state["pair"]:
             state["history"].append(
                 {

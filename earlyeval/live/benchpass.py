@@ -44,7 +44,7 @@ from earlyeval.live.pass_state import (
     clean_probs,
 )
 from earlyeval.model import signature
-from earlyeval.model.policy import halting_pair
+from earlyeval.model.policy import gated_pair, halting_pair
 from earlyeval.model.shift_test import detectable_note, shift_summary
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,12 @@ class AuditMonitor:
             d.p_success is not None
         ):  # a counted prefix (a skipped or failed step has no probabilities and no t)
             pf, halting = d.p_failure, d.context in HALTING_CONTEXTS
-            self.probs.append([d.p_success, pf] if halting and pf is not None else None)
+            m = self.monitor
+            self.probs.append(
+                gated_pair(d.p_success, pf, m.run.t, int(d.gate or 0), m.rule.task_skips)
+                if halting and pf is not None
+                else None
+            )
         if d.halt:
             d = dataclasses.replace(
                 d, halt=False, outcome=None, reason=f"audit run, never halted (would: {d.reason})"

@@ -90,6 +90,14 @@ def gated(
     )
 
 
+def gated_pair(p_s: float, p_f: float, t: int, gate: int, task_skips: bool = False) -> list[float]:
+    """One prefix's (p_s, p_f) as the rule may read it, in a form strict JSON holds: 0.0 (below every
+    threshold) for a side ``may_halt`` forbids. What a pass keeps of an audited run, so that its certification
+    and shift test judge the halts the rule could make, as the simulator's gated view (``gated``) does."""
+    s_ok, f_ok = may_halt(t, gate, task_skips)
+    return [float(p_s) if s_ok else 0.0, float(p_f) if f_ok else 0.0]
+
+
 def check_halt_on(value: object, where: str = "halt_on") -> str:
     """``value`` as a ``HALT_ON`` name; a ValueError naming ``where`` and the allowed values otherwise."""
     if not isinstance(value, str) or value not in HALT_ON:

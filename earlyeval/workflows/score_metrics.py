@@ -196,7 +196,7 @@ def labelled_metrics(
         )
     ]
     if th_source == "pass":  # each run halts at the thresholds its monitor was spawned with
-        mism = pass_inconsistent(lab, mon.halt_on, mon.rule.min_halt_step)
+        mism = pass_inconsistent(lab, mon.halt_on, mon.rule.min_halt_step, mon.rule.task_skips)
     out["policy_consistent"] = not mism
     if mism:
         log.error(

@@ -13,7 +13,7 @@ from earlyeval.core.trajectory import Task, Trajectory
 from earlyeval.live.benchpass import Pass, run_on_workers, would_halt
 from earlyeval.live.benchpass import pass_order as order_of
 from earlyeval.live.replay import replay
-from earlyeval.model.policy import halting_pair
+from earlyeval.model.policy import gated_pair, halting_pair
 
 ORDER_RULE = "numpy default_rng(seed).permutation of the runs sorted by run id"
 
@@ -94,7 +94,9 @@ def replay_pass(
     return [records[i] for i in range(len(trajs))], p
 
 
-def pass_inconsistent(records: list[dict[str, Any]], halt_on: str, min_t: int) -> list[str]:
+def pass_inconsistent(
+    records: list[dict[str, Any]], halt_on: str, min_t: int, task_skips: bool = False
+) -> list[str]:
     """Runs whose halt is not the policy's halt at the thresholds their monitor was spawned with (audited
     runs: never halted); the pass's form of score's ``policy_consistent`` check."""
     bad = []
@@ -105,7 +107,11 @@ def pass_inconsistent(records: list[dict[str, Any]], halt_on: str, min_t: int) -
             continue
         ts, tf = halting_pair(*r["pass_thresholds"], halt_on)
         ok = r.get("context", "full") in HALTING_CONTEXTS
-        probs = [[a, b] if ok else None for a, b in zip(r["p_success"], r["p_failure"])]
+        gates = r.get("gates") or [0] * len(r["p_success"])
+        probs = [
+            gated_pair(a, b, t, g, task_skips) if ok else None
+            for t, (a, b, g) in enumerate(zip(r["p_success"], r["p_failure"], gates), start=1)
+        ]
         pred = would_halt(probs, ts, tf, min_t) if probs else None
         if pred != (r["predicted"] if r["halted"] else None):
             bad.append(r["run_id"])

@@ -13,6 +13,7 @@ from earlyeval.core.decision import HALTING_CONTEXTS
 from earlyeval.live.benchpass import audited, certify_pass
 from earlyeval.live.monitor import Monitor
 from earlyeval.model.modeldir import save_model_dir
+from earlyeval.model.policy import gated_pair
 from earlyeval.workflows.export import export_runs
 from earlyeval.workflows.score import read_runs, run_specs, score_runs
 from earlyeval.workflows.score_options import ScoreOptions
@@ -35,8 +36,12 @@ def setup(tmp_path_factory):
 
 
 def _audit_probs(r: dict) -> list:
+    """An audited run's probabilities as the pass keeps them: gated as the rule reads them (policy.gated_pair)."""
     ok = r.get("context", "full") in HALTING_CONTEXTS
-    return [[a, b] if ok else None for a, b in zip(r["p_success"], r["p_failure"])]
+    return [
+        gated_pair(a, b, t, g) if ok else None
+        for t, (a, b, g) in enumerate(zip(r["p_success"], r["p_failure"], r["gates"]), start=1)
+    ]
 
 
 @pytest.mark.parametrize("workers", [1, 8])

